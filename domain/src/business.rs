@@ -1,0 +1,314 @@
+//! The normalized business definition of `spec/bus-broker.md` and the action
+//! policy derived from it.
+//!
+//! S1 owns loading and resolving definitions; the broker receives them already
+//! normalized and only checks the rules it relies on: every map present, every
+//! named role defined, and no gated-only action in an authority map.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::{Action, BusinessId, Date, HumanName, Refusal, RoleInstance};
+
+/// The nine actions that are always gated and may not appear in authority maps.
+pub const GATED_ONLY: [&str; 9] = [
+    "role.revoke",
+    "role.launch",
+    "launch.revoke",
+    "launch.restore",
+    "authority.change",
+    "credential.change",
+    "repo.force-push",
+    "repo.delete",
+    "release.publish",
+];
+
+/// Whether an action is one of [`GATED_ONLY`].
+pub fn is_gated_only(action: &Action) -> bool {
+    GATED_ONLY.contains(&action.as_str())
+}
+
+/// How an action is decided for a role (DESIGN.md §3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ActionClass {
+    /// Listed in the role's `withinRole`: the role decides alone.
+    WithinRole,
+    /// Listed in the role's `crossRole`: an arbiter decides.
+    CrossRole,
+    /// Anything else, and every gated-only action: the human decides.
+    Gated,
+}
+
+impl ActionClass {
+    /// The wire name: `within-role`, `cross-role` or `gated`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ActionClass::WithinRole => "within-role",
+            ActionClass::CrossRole => "cross-role",
+            ActionClass::Gated => "gated",
+        }
+    }
+}
+
+/// A role's authority as given, before validation. `None` is a missing map,
+/// which refuses; an empty list grants nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AuthoritySpec {
+    /// Actions the role decides alone.
+    pub within_role: Option<Vec<Action>>,
+    /// Actions an arbiter decides for the role.
+    pub cross_role: Option<Vec<Action>>,
+}
+
+/// Where a service token comes from. The broker reads it; agents never see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CredentialSource {
+    /// An absolute path to a 0600 file owned by the broker's user.
+    File(String),
+    /// The name of an environment variable of the broker process.
+    Env(String),
+}
+
+/// A Gitea token reference with its rotation date.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GiteaCredential {
+    /// Where the token is.
+    pub source: CredentialSource,
+    /// The day from which rotation is due (a warning, not an expiry).
+    pub rotate_by: Option<Date>,
+}
+
+/// A Vikunja token reference with its expiry date.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VikunjaCredential {
+    /// Where the token is.
+    pub source: CredentialSource,
+    /// From midnight UTC of this day the token is not used.
+    pub expires: Option<Date>,
+}
+
+/// The service credentials of one role instance.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RoleCredentials {
+    /// The Gitea token reference, if the role uses Gitea.
+    pub gitea: Option<GiteaCredential>,
+    /// The Vikunja token reference, if the role uses Vikunja.
+    pub vikunja: Option<VikunjaCredential>,
+}
+
+/// A role instance as given, before validation.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RoleSpec {
+    /// The role's authority maps.
+    pub authority: AuthoritySpec,
+    /// The role's service credential references.
+    pub credentials: RoleCredentials,
+}
+
+/// A business as given by S1, before validation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BusinessSpec {
+    /// The business id.
+    pub id: BusinessId,
+    /// The one human of this business.
+    pub human: HumanName,
+    /// The technical arbiter role.
+    pub technical_arbiter: RoleInstance,
+    /// The delivery arbiter role.
+    pub delivery_arbiter: RoleInstance,
+    /// The role instances.
+    pub roles: BTreeMap<RoleInstance, RoleSpec>,
+    /// The launch block's `by`: the role allowed `role.launch` without a decision.
+    pub launch_by: Option<RoleInstance>,
+}
+
+/// A role's validated authority.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Authority {
+    within_role: BTreeSet<Action>,
+    cross_role: BTreeSet<Action>,
+}
+
+/// A validated role instance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Role {
+    authority: Authority,
+    credentials: RoleCredentials,
+}
+
+impl Role {
+    /// The role's service credential references.
+    pub fn credentials(&self) -> &RoleCredentials {
+        &self.credentials
+    }
+}
+
+/// A validated business definition. Built only by [`Business::validate`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Business {
+    id: BusinessId,
+    human: HumanName,
+    technical_arbiter: RoleInstance,
+    delivery_arbiter: RoleInstance,
+    roles: BTreeMap<RoleInstance, Role>,
+    launch_by: Option<RoleInstance>,
+}
+
+impl Business {
+    /// Checks a business as given.
+    ///
+    /// # Errors
+    /// - `bad-config`: an authority map is missing, or an action is listed twice;
+    /// - `unknown-role`: an arbiter or the launch block names an undefined role;
+    /// - `gated-in-authority`: a gated-only action appears in an authority map.
+    pub fn validate(spec: BusinessSpec) -> Result<Self, Refusal> {
+        let mut roles = BTreeMap::new();
+        for (name, role) in spec.roles {
+            let (Some(within), Some(cross)) =
+                (role.authority.within_role, role.authority.cross_role)
+            else {
+                return Err(Refusal::BadConfig);
+            };
+            let mut all = BTreeSet::new();
+            for action in within.iter().chain(cross.iter()) {
+                if is_gated_only(action) {
+                    return Err(Refusal::GatedInAuthority);
+                }
+                if !all.insert(action) {
+                    return Err(Refusal::BadConfig);
+                }
+            }
+            let authority = Authority {
+                within_role: within.into_iter().collect(),
+                cross_role: cross.into_iter().collect(),
+            };
+            roles.insert(name, Role { authority, credentials: role.credentials });
+        }
+        let named = [Some(&spec.technical_arbiter), Some(&spec.delivery_arbiter), spec.launch_by.as_ref()];
+        if named.into_iter().flatten().any(|r| !roles.contains_key(r)) {
+            return Err(Refusal::UnknownRole);
+        }
+        Ok(Self {
+            id: spec.id,
+            human: spec.human,
+            technical_arbiter: spec.technical_arbiter,
+            delivery_arbiter: spec.delivery_arbiter,
+            roles,
+            launch_by: spec.launch_by,
+        })
+    }
+
+    /// The business id.
+    pub fn id(&self) -> &BusinessId {
+        &self.id
+    }
+
+    /// The configured human.
+    pub fn human(&self) -> &HumanName {
+        &self.human
+    }
+
+    /// The role instance, if the business defines it.
+    pub fn role(&self, role: &RoleInstance) -> Option<&Role> {
+        self.roles.get(role)
+    }
+
+    /// Every role instance with its definition.
+    pub fn roles(&self) -> impl Iterator<Item = (&RoleInstance, &Role)> {
+        self.roles.iter()
+    }
+
+    /// The arbiter for a cross-role decision: technical for the technical
+    /// domain, otherwise delivery.
+    pub fn arbiter(&self, technical: bool) -> &RoleInstance {
+        if technical {
+            &self.technical_arbiter
+        } else {
+            &self.delivery_arbiter
+        }
+    }
+
+    /// The class of `action` for `role`, by the rules of DESIGN.md §3.
+    ///
+    /// `role.launch` is within-role for the role the launch block names; every
+    /// other gated-only action is always gated; an action the role does not
+    /// list (or a role the business does not define) is gated.
+    pub fn class_of(&self, role: &RoleInstance, action: &Action) -> ActionClass {
+        if action.as_str() == "role.launch" && self.launch_by.as_ref() == Some(role) {
+            return ActionClass::WithinRole;
+        }
+        if is_gated_only(action) {
+            return ActionClass::Gated;
+        }
+        match self.roles.get(role) {
+            Some(r) if r.authority.within_role.contains(action) => ActionClass::WithinRole,
+            Some(r) if r.authority.cross_role.contains(action) => ActionClass::CrossRole,
+            Some(_) | None => ActionClass::Gated,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn a(s: &str) -> Action {
+        Action::parse(s).unwrap()
+    }
+    fn r(s: &str) -> RoleInstance {
+        RoleInstance::parse(s).unwrap()
+    }
+    fn spec(within: Option<Vec<Action>>, cross: Option<Vec<Action>>) -> BusinessSpec {
+        let role = RoleSpec {
+            authority: AuthoritySpec { within_role: within, cross_role: cross },
+            credentials: RoleCredentials::default(),
+        };
+        BusinessSpec {
+            id: BusinessId::parse("acme").unwrap(),
+            human: HumanName::parse("alice").unwrap(),
+            technical_arbiter: r("dev"),
+            delivery_arbiter: r("dev"),
+            roles: [(r("dev"), role)].into_iter().collect(),
+            launch_by: None,
+        }
+    }
+
+    #[test]
+    fn classes_follow_the_authority_maps() {
+        let b = Business::validate(spec(Some(vec![a("message.send")]), Some(vec![a("repo.merge")])))
+            .unwrap();
+        assert_eq!(b.class_of(&r("dev"), &a("message.send")), ActionClass::WithinRole);
+        assert_eq!(b.class_of(&r("dev"), &a("repo.merge")), ActionClass::CrossRole);
+        assert_eq!(b.class_of(&r("dev"), &a("repo.push")), ActionClass::Gated);
+        assert_eq!(b.class_of(&r("ops"), &a("message.send")), ActionClass::Gated);
+        assert_eq!(b.class_of(&r("dev"), &a("role.launch")), ActionClass::Gated);
+    }
+
+    #[test]
+    fn launch_by_makes_role_launch_within_role_for_that_role_only() {
+        let mut s = spec(Some(vec![]), Some(vec![]));
+        s.launch_by = Some(r("dev"));
+        let b = Business::validate(s).unwrap();
+        assert_eq!(b.class_of(&r("dev"), &a("role.launch")), ActionClass::WithinRole);
+        assert_eq!(b.class_of(&r("dev"), &a("role.revoke")), ActionClass::Gated);
+    }
+
+    #[test]
+    fn validation_refuses_missing_maps_gated_actions_and_unknown_roles() {
+        assert_eq!(Business::validate(spec(None, Some(vec![]))), Err(Refusal::BadConfig));
+        assert_eq!(Business::validate(spec(Some(vec![]), None)), Err(Refusal::BadConfig));
+        for gated in GATED_ONLY {
+            assert_eq!(
+                Business::validate(spec(Some(vec![]), Some(vec![a(gated)]))),
+                Err(Refusal::GatedInAuthority)
+            );
+        }
+        let dup = spec(Some(vec![a("x")]), Some(vec![a("x")]));
+        assert_eq!(Business::validate(dup), Err(Refusal::BadConfig));
+        let mut s = spec(Some(vec![]), Some(vec![]));
+        s.delivery_arbiter = r("ops");
+        assert_eq!(Business::validate(s), Err(Refusal::UnknownRole));
+        let mut s = spec(Some(vec![]), Some(vec![]));
+        s.launch_by = Some(r("ops"));
+        assert_eq!(Business::validate(s), Err(Refusal::UnknownRole));
+    }
+}
