@@ -36,3 +36,6 @@ pub use ids::{
 };
 pub use refusal::Refusal;
 pub use time::{BrokerClock, Date, Timestamp};
+pub mod evidence;
+pub mod journal;
+pub mod messages;

@@ -1,0 +1,606 @@
+//! Evidence: the facts the broker appends to its store, as typed values.
+//!
+//! Evidence is grouped by the machine that owns it, so each machine matches
+//! exhaustively over its own group and the bus dispatches on the outer enum.
+//! The store keeps every record forever; machines rebuild from it on start.
+
+use std::fmt;
+
+use crate::{
+    Action, ActionClass, BusinessId, DecisionId, EventId, MessageId, Refusal, RoleInstance, RunId,
+    Target, TaskRef, Timestamp,
+};
+
+/// A record as committed: its broker write time and the fact.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stamped {
+    /// The broker write time, strictly increasing across all writes.
+    pub at: Timestamp,
+    /// The fact.
+    pub evidence: Evidence,
+}
+
+/// An agent acting under a capability: a run holding (or trying to hold) a role.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct AgentRef {
+    /// The role instance the capability is bound to.
+    pub role: RoleInstance,
+    /// The run the capability is bound to.
+    pub run: RunId,
+}
+
+/// Who resolved, acknowledged or withdrew a decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DecisionActor {
+    /// An agent, through its capability.
+    Agent(AgentRef),
+    /// The business's human, through the proven human CLI.
+    Human,
+}
+
+/// The harness of a managed agent process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Harness {
+    /// The `pi` harness.
+    Pi,
+    /// The `claude-code` harness.
+    ClaudeCode,
+}
+
+impl Harness {
+    /// Parses `pi` or `claude-code`.
+    ///
+    /// # Errors
+    /// `bad-config` for any other name.
+    pub fn parse(text: &str) -> Result<Self, Refusal> {
+        match text {
+            "pi" => Ok(Harness::Pi),
+            "claude-code" => Ok(Harness::ClaudeCode),
+            _ => Err(Refusal::BadConfig),
+        }
+    }
+
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Harness::Pi => "pi",
+            Harness::ClaudeCode => "claude-code",
+        }
+    }
+}
+
+/// A launch the trusted host performed: which process runs which role.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct LaunchRecord {
+    /// The business.
+    pub business: BusinessId,
+    /// The role instance the process works as.
+    pub role: RoleInstance,
+    /// The run id, also in the process's `MOSAIC_RUN_ID`.
+    pub run: RunId,
+    /// The harness.
+    pub harness: Harness,
+    /// The harness's address, if it has one.
+    pub address: Option<String>,
+    /// The process id.
+    pub pid: u32,
+    /// Field 22 of `/proc/<pid>/stat`: clock ticks since boot.
+    pub start_time: u64,
+}
+
+/// Launch evidence: bindings and the human's launch switch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LaunchEvidence {
+    /// `session.launched`: a capability was issued for this launch.
+    Launched(LaunchRecord),
+    /// The human switched launching off for the business.
+    Revoked {
+        /// The business.
+        business: BusinessId,
+    },
+    /// The human switched launching back on.
+    Restored {
+        /// The business.
+        business: BusinessId,
+    },
+}
+
+/// Role-claim evidence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClaimEvidence {
+    /// A run took a vacant role.
+    Claimed {
+        /// The business.
+        business: BusinessId,
+        /// The run and role.
+        agent: AgentRef,
+    },
+    /// The holder gave the role up.
+    Released {
+        /// The business.
+        business: BusinessId,
+        /// The run and role.
+        agent: AgentRef,
+    },
+    /// The holder was revoked by a human-approved decision; this run can
+    /// never hold the role again.
+    Revoked {
+        /// The business.
+        business: BusinessId,
+        /// The revoked run and its role.
+        agent: AgentRef,
+        /// The approving decision.
+        decision: DecisionId,
+    },
+}
+
+/// A decision option key, for example `yes` (same charset as names).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct OptionKey(String);
+
+impl OptionKey {
+    /// Parses an option key: 1 to 64 ASCII letters, digits, `.`, `_`, `-`.
+    ///
+    /// # Errors
+    /// `bad-request` for anything else.
+    pub fn parse(text: &str) -> Result<Self, Refusal> {
+        let b = text.as_bytes();
+        let ok = !b.is_empty()
+            && b.len() <= 64
+            && b.iter().all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'));
+        if ok {
+            Ok(Self(text.to_owned()))
+        } else {
+            Err(Refusal::BadRequest)
+        }
+    }
+
+    /// `yes`, the default approval choice.
+    pub fn yes() -> Self {
+        Self("yes".to_owned())
+    }
+
+    /// The text form.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for OptionKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// One option of a decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecisionOption {
+    /// The key a resolver picks.
+    pub key: OptionKey,
+    /// What the option means.
+    pub text: String,
+}
+
+/// Who resolves a decision. Fixed at raise, never changed.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Route {
+    /// The holder of this role instance (the raiser itself for within-role).
+    Role(RoleInstance),
+    /// The business's human.
+    Human,
+}
+
+/// A raised decision as recorded: everything fixed at raise.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecisionRecord {
+    /// The decision id.
+    pub id: DecisionId,
+    /// The business.
+    pub business: BusinessId,
+    /// The raising run and role.
+    pub raiser: AgentRef,
+    /// The action the decision is about.
+    pub action: Action,
+    /// What the action is aimed at.
+    pub target: Option<Target>,
+    /// The question put to the resolver.
+    pub question: String,
+    /// The options, keys unique, in the raiser's order.
+    pub options: Vec<DecisionOption>,
+    /// The raiser's recommendation (free text).
+    pub recommendation: String,
+    /// Whether work is blocked on this decision (then `task_ref` is set).
+    pub blocking: bool,
+    /// Whether the decision is in the technical domain (routes to the technical arbiter).
+    pub technical: bool,
+    /// The project the decision belongs to, if any.
+    pub project: Option<String>,
+    /// The task the decision belongs to, if any.
+    pub task_ref: Option<TaskRef>,
+    /// The requirement the decision traces to, if any.
+    pub requirement_ref: Option<String>,
+    /// The open decision this one replaces, if any.
+    pub supersedes: Option<DecisionId>,
+    /// The option whose resolution authorizes the action.
+    pub approval_choice: OptionKey,
+    /// The action's class for the raiser when raised.
+    pub class: ActionClass,
+    /// Who resolves.
+    pub route: Route,
+    /// For `role.revoke`: the run that held the target role when raised.
+    pub holder: Option<RunId>,
+}
+
+/// Decision evidence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DecisionEvidence {
+    /// A decision was raised (routed once, immutably).
+    Raised(Box<DecisionRecord>),
+    /// The resolver picked an option.
+    Resolved {
+        /// The business.
+        business: BusinessId,
+        /// The decision.
+        id: DecisionId,
+        /// The picked option.
+        choice: OptionKey,
+        /// Who resolved.
+        by: DecisionActor,
+        /// An optional note.
+        note: Option<String>,
+    },
+    /// The resolver acknowledged the decision without resolving it.
+    Seen {
+        /// The business.
+        business: BusinessId,
+        /// The decision.
+        id: DecisionId,
+        /// Who acknowledged.
+        by: DecisionActor,
+        /// An optional note.
+        note: Option<String>,
+    },
+    /// The raiser or the human withdrew the open decision.
+    Withdrawn {
+        /// The business.
+        business: BusinessId,
+        /// The decision.
+        id: DecisionId,
+        /// Who withdrew.
+        by: DecisionActor,
+        /// An optional note.
+        note: Option<String>,
+    },
+    /// A newer decision replaced this open one.
+    Superseded {
+        /// The business.
+        business: BusinessId,
+        /// The replaced decision.
+        id: DecisionId,
+        /// The replacing decision.
+        by: DecisionId,
+    },
+}
+
+/// A single-use approval was spent. The store keeps one per decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Consumption {
+    /// The business.
+    pub business: BusinessId,
+    /// The approving decision.
+    pub decision: DecisionId,
+    /// Who spent it.
+    pub agent: AgentRef,
+    /// The authorized action.
+    pub action: Action,
+    /// The authorized target.
+    pub target: Option<Target>,
+}
+
+/// `action.allowed`: an agent was allowed an action.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActionAllowed {
+    /// The business.
+    pub business: BusinessId,
+    /// Who was allowed.
+    pub agent: AgentRef,
+    /// The action.
+    pub action: Action,
+    /// The action's target.
+    pub target: Option<Target>,
+    /// The decision whose approval was consumed, if any.
+    pub decision: Option<DecisionId>,
+    /// What the trail files this under.
+    pub subject: Option<Subject>,
+}
+
+/// What a trail is asked about, and what evidence is filed under.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Subject {
+    /// A task.
+    Task(TaskRef),
+    /// A decision.
+    Decision(DecisionId),
+    /// A message.
+    Message(MessageId),
+    /// A role instance.
+    Role(RoleInstance),
+}
+
+/// The eight message classes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MessageClass {
+    /// `REQUEST`
+    Request,
+    /// `ASSIGNMENT`
+    Assignment,
+    /// `REVIEW-REQUEST`
+    ReviewRequest,
+    /// `REVIEW-RESULT`
+    ReviewResult,
+    /// `RESULT`
+    Result,
+    /// `INFO`
+    Info,
+    /// `DECISION`
+    Decision,
+    /// `REACTION`
+    Reaction,
+}
+
+impl MessageClass {
+    /// Every class, in the spec's order.
+    pub const ALL: [MessageClass; 8] = [
+        MessageClass::Request,
+        MessageClass::Assignment,
+        MessageClass::ReviewRequest,
+        MessageClass::ReviewResult,
+        MessageClass::Result,
+        MessageClass::Info,
+        MessageClass::Decision,
+        MessageClass::Reaction,
+    ];
+
+    /// The wire name, for example `REVIEW-REQUEST`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MessageClass::Request => "REQUEST",
+            MessageClass::Assignment => "ASSIGNMENT",
+            MessageClass::ReviewRequest => "REVIEW-REQUEST",
+            MessageClass::ReviewResult => "REVIEW-RESULT",
+            MessageClass::Result => "RESULT",
+            MessageClass::Info => "INFO",
+            MessageClass::Decision => "DECISION",
+            MessageClass::Reaction => "REACTION",
+        }
+    }
+
+    /// Parses a wire name.
+    ///
+    /// # Errors
+    /// `bad-request` for anything else.
+    pub fn parse(text: &str) -> Result<Self, Refusal> {
+        Self::ALL.into_iter().find(|c| c.as_str() == text).ok_or(Refusal::BadRequest)
+    }
+}
+
+/// A message's sender.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Sender {
+    /// An agent.
+    Agent(AgentRef),
+    /// The human (the send is a `human.input`).
+    Human,
+}
+
+/// A message's recipient.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Recipient {
+    /// Whoever holds this role when they receive.
+    Role(RoleInstance),
+    /// The reserved recipient `human`.
+    Human,
+}
+
+/// A sent message as recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageRecord {
+    /// The message id.
+    pub id: MessageId,
+    /// The business.
+    pub business: BusinessId,
+    /// Who sent it.
+    pub from: Sender,
+    /// Who it is for.
+    pub to: Recipient,
+    /// Its class, if given.
+    pub class: Option<MessageClass>,
+    /// Its body (plain text).
+    pub body: String,
+    /// The message it answers.
+    pub in_reply_to: Option<MessageId>,
+    /// The message it corrects.
+    pub corrects: Option<MessageId>,
+    /// The decision it cites or spends.
+    pub decision: Option<DecisionId>,
+    /// The originating human input, for human instructions.
+    pub request: Option<EventId>,
+}
+
+/// Message evidence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MessageEvidence {
+    /// A message was sent.
+    Sent(Box<MessageRecord>),
+    /// The broker handed the message to this run (at most once, ever).
+    Delivered {
+        /// The business.
+        business: BusinessId,
+        /// The message.
+        message: MessageId,
+        /// The receiving run.
+        run: RunId,
+    },
+    /// The receiving run acknowledged the message.
+    Read {
+        /// The business.
+        business: BusinessId,
+        /// The message.
+        message: MessageId,
+        /// The run that received it.
+        run: RunId,
+    },
+}
+
+/// `human.input`: something the proven human did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HumanInput {
+    /// The event id (a human instruction's `request`).
+    pub id: EventId,
+    /// The business.
+    pub business: BusinessId,
+    /// The verb the human used, for example `decision.resolve`.
+    pub verb: String,
+    /// What it concerned.
+    pub subject: Option<Subject>,
+}
+
+/// A routine observation or a trusted adapter's event (`event.emit`,
+/// `record_event`). The body is opaque JSON text checked by the adapter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Observation {
+    /// The business.
+    pub business: BusinessId,
+    /// Who recorded it.
+    pub agent: AgentRef,
+    /// The event kind, for example `action.allowed` or `task.created`.
+    pub kind: String,
+    /// The JSON body, as text.
+    pub body: String,
+    /// What the trail files it under.
+    pub subject: Option<Subject>,
+}
+
+/// A refusal, recorded in its own transaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefusalRecord {
+    /// The caller's business, when the capability identified one.
+    pub business: Option<BusinessId>,
+    /// The caller, when an agent.
+    pub agent: Option<AgentRef>,
+    /// The verb, when it was a known one.
+    pub verb: Option<String>,
+    /// The refusal.
+    pub refusal: Refusal,
+}
+
+/// Every kind of fact the broker records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Evidence {
+    /// Launch bindings and the launch switch.
+    Launch(LaunchEvidence),
+    /// Role claims.
+    Claim(ClaimEvidence),
+    /// Decision lifecycle.
+    Decision(DecisionEvidence),
+    /// A spent approval.
+    Consumed(Consumption),
+    /// `action.allowed`.
+    Allowed(ActionAllowed),
+    /// Messages, deliveries, reads.
+    Message(MessageEvidence),
+    /// `human.input`.
+    Human(HumanInput),
+    /// Routine observations and adapter events.
+    Observed(Observation),
+    /// A refusal.
+    Refused(RefusalRecord),
+}
+
+impl Evidence {
+    /// The business the fact belongs to (none for refusals of unknown callers).
+    pub fn business(&self) -> Option<&BusinessId> {
+        match self {
+            Evidence::Launch(LaunchEvidence::Launched(r)) => Some(&r.business),
+            Evidence::Launch(LaunchEvidence::Revoked { business })
+            | Evidence::Launch(LaunchEvidence::Restored { business })
+            | Evidence::Claim(ClaimEvidence::Claimed { business, .. })
+            | Evidence::Claim(ClaimEvidence::Released { business, .. })
+            | Evidence::Claim(ClaimEvidence::Revoked { business, .. })
+            | Evidence::Decision(DecisionEvidence::Resolved { business, .. })
+            | Evidence::Decision(DecisionEvidence::Seen { business, .. })
+            | Evidence::Decision(DecisionEvidence::Withdrawn { business, .. })
+            | Evidence::Decision(DecisionEvidence::Superseded { business, .. })
+            | Evidence::Message(MessageEvidence::Delivered { business, .. })
+            | Evidence::Message(MessageEvidence::Read { business, .. }) => Some(business),
+            Evidence::Decision(DecisionEvidence::Raised(d)) => Some(&d.business),
+            Evidence::Consumed(c) => Some(&c.business),
+            Evidence::Allowed(a) => Some(&a.business),
+            Evidence::Message(MessageEvidence::Sent(m)) => Some(&m.business),
+            Evidence::Human(h) => Some(&h.business),
+            Evidence::Observed(o) => Some(&o.business),
+            Evidence::Refused(r) => r.business.as_ref(),
+        }
+    }
+
+    /// Whether a machine's state depends on this fact, so a restart must
+    /// replay it. Messages, observations and refusals are read from the store
+    /// on demand instead, which keeps memory flat as the record grows.
+    pub fn is_machine_state(&self) -> bool {
+        match self {
+            Evidence::Launch(_) | Evidence::Claim(_) | Evidence::Decision(_) | Evidence::Consumed(_) => true,
+            Evidence::Allowed(_)
+            | Evidence::Message(_)
+            | Evidence::Human(_)
+            | Evidence::Observed(_)
+            | Evidence::Refused(_) => false,
+        }
+    }
+}
+
+impl Evidence {
+    /// Whether this record belongs on `subject`'s trail: it names the
+    /// subject in one of its own fields. The store's `trail` read is defined
+    /// by this function; the SQLite adapter's indexed query is tested
+    /// against it.
+    pub fn concerns(&self, subject: &Subject) -> bool {
+        let decision = |id: &DecisionId| subject == &Subject::Decision(*id);
+        let message = |id: &MessageId| subject == &Subject::Message(*id);
+        let role = |r: &RoleInstance| subject == &Subject::Role(r.clone());
+        let filed = |s: &Option<Subject>| s.as_ref() == Some(subject);
+        match self {
+            Evidence::Launch(LaunchEvidence::Launched(r)) => role(&r.role),
+            Evidence::Launch(LaunchEvidence::Revoked { .. })
+            | Evidence::Launch(LaunchEvidence::Restored { .. }) => false,
+            Evidence::Claim(ClaimEvidence::Claimed { agent, .. })
+            | Evidence::Claim(ClaimEvidence::Released { agent, .. }) => role(&agent.role),
+            Evidence::Claim(ClaimEvidence::Revoked { agent, decision: d, .. }) => {
+                role(&agent.role) || decision(d)
+            }
+            Evidence::Decision(DecisionEvidence::Raised(d)) => {
+                decision(&d.id)
+                    || d.supersedes.as_ref().is_some_and(decision)
+                    || d.task_ref.is_some_and(|t| subject == &Subject::Task(t))
+            }
+            Evidence::Decision(DecisionEvidence::Resolved { id, .. })
+            | Evidence::Decision(DecisionEvidence::Seen { id, .. })
+            | Evidence::Decision(DecisionEvidence::Withdrawn { id, .. }) => decision(id),
+            Evidence::Decision(DecisionEvidence::Superseded { id, by, .. }) => {
+                decision(id) || decision(by)
+            }
+            Evidence::Consumed(c) => decision(&c.decision),
+            Evidence::Allowed(a) => a.decision.as_ref().is_some_and(decision) || filed(&a.subject),
+            Evidence::Message(MessageEvidence::Sent(m)) => {
+                message(&m.id)
+                    || m.in_reply_to.as_ref().is_some_and(message)
+                    || m.corrects.as_ref().is_some_and(message)
+                    || m.decision.as_ref().is_some_and(decision)
+            }
+            Evidence::Message(MessageEvidence::Delivered { message: id, .. })
+            | Evidence::Message(MessageEvidence::Read { message: id, .. }) => message(id),
+            Evidence::Human(h) => filed(&h.subject),
+            Evidence::Observed(o) => filed(&o.subject),
+            Evidence::Refused(_) => false,
+        }
+    }
+}

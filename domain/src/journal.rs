@@ -1,0 +1,117 @@
+//! A map with an undo journal: the state of a persistent machine.
+//!
+//! A machine changes state as soon as it accepts an input, but that change is
+//! only *staged*: every write records the entry's previous value. When the
+//! store commits, [`Journaled::commit`] forgets the undo records; when it does
+//! not, [`Journaled::rollback`] puts every touched entry back, so a failed
+//! commit leaves the machine exactly as it was. Marks give savepoints inside
+//! one staged batch (group commit: one request's failure undoes only itself).
+
+use std::collections::HashMap;
+use std::hash::Hash;
+
+/// A position in the undo journal, returned by [`Journaled::mark`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Mark(usize);
+
+/// A `HashMap` whose writes can be undone back to the last commit or a mark.
+#[derive(Debug, Clone)]
+pub struct Journaled<K, V> {
+    map: HashMap<K, V>,
+    undo: Vec<(K, Option<V>)>,
+}
+
+impl<K: Eq + Hash + Clone, V: Clone> Default for Journaled<K, V> {
+    fn default() -> Self {
+        Self { map: HashMap::new(), undo: Vec::new() }
+    }
+}
+
+impl<K: Eq + Hash + Clone, V: Clone> Journaled<K, V> {
+    /// The value at `key`, staged writes included.
+    pub fn get(&self, key: &K) -> Option<&V> {
+        self.map.get(key)
+    }
+
+    /// Every entry, staged writes included, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
+        self.map.iter()
+    }
+
+    /// Stages `value` at `key`.
+    pub fn insert(&mut self, key: K, value: V) {
+        let previous = self.map.insert(key.clone(), value);
+        self.undo.push((key, previous));
+    }
+
+    /// Stages a change of the value at `key` (or of `default` when absent).
+    pub fn update(&mut self, key: K, default: impl FnOnce() -> V, change: impl FnOnce(&mut V)) {
+        let mut value = self.map.get(&key).cloned().unwrap_or_else(default);
+        change(&mut value);
+        self.insert(key, value);
+    }
+
+    /// The current journal position.
+    pub fn mark(&self) -> Mark {
+        Mark(self.undo.len())
+    }
+
+    /// Undoes every write staged after `mark`.
+    pub fn rollback_to(&mut self, mark: Mark) {
+        while self.undo.len() > mark.0 {
+            let Some((key, previous)) = self.undo.pop() else { break };
+            match previous {
+                Some(v) => self.map.insert(key, v),
+                None => self.map.remove(&key),
+            };
+        }
+    }
+
+    /// Undoes every write staged since the last commit.
+    pub fn rollback(&mut self) {
+        self.rollback_to(Mark(0));
+    }
+
+    /// Keeps every staged write: the store has made it durable.
+    pub fn commit(&mut self) {
+        self.undo.clear();
+    }
+
+    /// Whether writes are staged and not yet committed or rolled back.
+    pub fn is_staged(&self) -> bool {
+        !self.undo.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rollback_restores_overwritten_and_removes_new_entries() {
+        let mut j = Journaled::default();
+        j.insert(1, "a");
+        j.commit();
+        j.insert(1, "b");
+        j.insert(2, "c");
+        j.insert(1, "d");
+        j.rollback();
+        assert_eq!(j.get(&1), Some(&"a"));
+        assert_eq!(j.get(&2), None);
+        assert!(!j.is_staged());
+    }
+
+    #[test]
+    fn rollback_to_a_mark_keeps_earlier_staged_writes() {
+        let mut j = Journaled::default();
+        j.insert(1, 10);
+        let m = j.mark();
+        j.update(1, || 0, |v| *v += 1);
+        j.update(2, || 0, |v| *v += 1);
+        j.rollback_to(m);
+        assert_eq!((j.get(&1), j.get(&2)), (Some(&10), None));
+        j.commit();
+        j.rollback();
+        assert_eq!(j.get(&1), Some(&10));
+    }
+}

@@ -1,0 +1,89 @@
+//! Message delivery ownership, as pure rules over facts the store supplies.
+//!
+//! Messages are not machine state: there can be millions, and each verb needs
+//! only a few. The runtime reads the facts it needs ([`MessageFacts`]) and
+//! these functions decide, returning the evidence to append.
+//!
+//! The rules: only the current holder of the recipient role receives; a
+//! message is delivered at most once, ever, at the moment the broker hands it
+//! to a connection (never replayed to a new holder); only the run it was
+//! delivered to acknowledges it, and only while it still holds the role.
+
+use crate::evidence::{AgentRef, MessageEvidence, MessageRecord, Recipient};
+use crate::{BusinessId, Refusal, RunId};
+
+/// The most messages one `message.receive` hands out.
+pub const RECEIVE_LIMIT: usize = 100;
+
+/// What the store knows about one message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageFacts {
+    /// The message as sent.
+    pub record: MessageRecord,
+    /// The run it was delivered to, if any.
+    pub delivered_to: Option<RunId>,
+    /// Whether that run acknowledged it.
+    pub read: bool,
+}
+
+/// Delivery of a batch of undelivered messages to `agent`, the verified
+/// current holder of its role.
+///
+/// # Errors
+/// `bad-request` when a message is not an undelivered message of this
+/// business addressed to the agent's role: the store returned the wrong batch,
+/// and delivering it would hand a message to the wrong run.
+pub fn deliver(
+    business: &BusinessId,
+    agent: &AgentRef,
+    batch: &[MessageFacts],
+) -> Result<Vec<MessageEvidence>, Refusal> {
+    let mine = |m: &MessageFacts| {
+        &m.record.business == business
+            && m.record.to == Recipient::Role(agent.role.clone())
+            && m.delivered_to.is_none()
+    };
+    if batch.len() > RECEIVE_LIMIT || !batch.iter().all(mine) {
+        return Err(Refusal::BadRequest);
+    }
+    Ok(batch
+        .iter()
+        .map(|m| MessageEvidence::Delivered {
+            business: business.clone(),
+            message: m.record.id,
+            run: agent.run.clone(),
+        })
+        .collect())
+}
+
+/// The acknowledgement of `message` by `agent`, the verified current holder
+/// of its role. Acknowledging twice is not an error and records nothing new.
+///
+/// # Errors
+/// - `cross-business`: the message belongs to another business;
+/// - `not-holder`: the message is not addressed to the agent's role;
+/// - `not-delivered`: it was never delivered, or delivered to another run
+///   (a new holder cannot acknowledge an old holder's delivery).
+pub fn acknowledge(
+    business: &BusinessId,
+    agent: &AgentRef,
+    message: &MessageFacts,
+) -> Result<Option<MessageEvidence>, Refusal> {
+    if &message.record.business != business {
+        return Err(Refusal::CrossBusiness);
+    }
+    if message.record.to != Recipient::Role(agent.role.clone()) {
+        return Err(Refusal::NotHolder);
+    }
+    if message.delivered_to.as_ref() != Some(&agent.run) {
+        return Err(Refusal::NotDelivered);
+    }
+    if message.read {
+        return Ok(None);
+    }
+    Ok(Some(MessageEvidence::Read {
+        business: business.clone(),
+        message: message.record.id,
+        run: agent.run.clone(),
+    }))
+}
