@@ -1,0 +1,735 @@
+//! The bus: the persistent machines composed into the broker's verbs.
+//!
+//! [`Bus::handle`] takes one verb from one caller. It checks who may use the
+//! verb, drives the machines it needs, and stamps the evidence they queue with
+//! the broker clock. A refusal anywhere undoes whatever the verb had staged,
+//! so a verb is all-or-nothing before the store even sees it. The runtime then
+//! drains [`Bus::poll_effect`] into one transaction and answers the caller
+//! only after [`Bus::handle_committed`]; a failed commit calls
+//! [`Bus::handle_rolled_back`], which restores every machine and the clock.
+//!
+//! Facts that live only in the store (messages) arrive already read, inside
+//! the [`Command`]; the bus never asks for them.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+use crate::authority::{Ask, Authorizations, Grant};
+use crate::claims::{BindReply, ClaimReply, Claims, Launches};
+use crate::decisions::{Decision, Decisions, RaiseInput, Status};
+use crate::evidence::{
+    AgentRef, DecisionActor, Evidence, HumanInput, LaunchRecord, MessageClass, MessageEvidence,
+    MessageRecord, Observation, Recipient, RefusalRecord, Route, Stamped, Subject,
+};
+use crate::journal::Mark;
+use crate::messages::{self, MessageFacts};
+use crate::{
+    Action, ActionClass, BrokerClock, Business, BusinessId, DecisionId, EventId, MessageId, Refusal,
+    Target, Timestamp,
+};
+
+/// Who is calling, as the runtime established it (from a capability or the
+/// human proof). A socket request never declares this itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Caller {
+    /// An agent run, through its capability.
+    Agent {
+        /// The capability's business.
+        business: BusinessId,
+        /// The capability's role and run.
+        agent: AgentRef,
+    },
+    /// A read-only capability of one business (the web UI).
+    Reader {
+        /// The capability's business.
+        business: BusinessId,
+    },
+    /// The business's human, after the process proof. `input` is the id of
+    /// the `human.input` event this request records.
+    Human {
+        /// The business the human addressed.
+        business: BusinessId,
+        /// The id for this request's `human.input` event.
+        input: EventId,
+    },
+}
+
+impl Caller {
+    /// The caller's business.
+    pub fn business(&self) -> &BusinessId {
+        match self {
+            Caller::Agent { business, .. } | Caller::Reader { business } | Caller::Human { business, .. } => {
+                business
+            }
+        }
+    }
+}
+
+/// A referenced record read from the store for a command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fetched<T> {
+    /// The store has it.
+    Found(T),
+    /// No record has this id.
+    Missing,
+}
+
+/// The arguments of `message.send`, with referenced messages already read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SendInput {
+    /// The new message's id (from the entropy port).
+    pub id: MessageId,
+    /// The recipient.
+    pub to: Recipient,
+    /// The class, if given.
+    pub class: Option<MessageClass>,
+    /// The body.
+    pub body: String,
+    /// The message answered, as read from the store.
+    pub in_reply_to: Option<Fetched<MessageFacts>>,
+    /// The message corrected, as read from the store.
+    pub corrects: Option<Fetched<MessageFacts>>,
+    /// The decision cited (within-role) or spent (otherwise).
+    pub decision: Option<DecisionId>,
+}
+
+/// One verb with parsed arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    /// `role.claim`.
+    Claim,
+    /// `role.release`.
+    Release,
+    /// `role.revoke {role, decision}`.
+    Revoke {
+        /// The role to revoke its holder from.
+        role: crate::RoleInstance,
+        /// The approving decision.
+        decision: DecisionId,
+    },
+    /// `decision.raise`.
+    Raise(Box<RaiseInput>),
+    /// `decision.resolve {id, choice, note?}`.
+    Resolve {
+        /// The decision.
+        id: DecisionId,
+        /// The picked option.
+        choice: crate::evidence::OptionKey,
+        /// A note.
+        note: Option<String>,
+    },
+    /// `decision.seen {id, note?}`.
+    Seen {
+        /// The decision.
+        id: DecisionId,
+        /// A note.
+        note: Option<String>,
+    },
+    /// `decision.withdraw {id, note?}`.
+    Withdraw {
+        /// The decision.
+        id: DecisionId,
+        /// A note.
+        note: Option<String>,
+    },
+    /// `message.send`.
+    Send(Box<SendInput>),
+    /// `message.receive`, with the undelivered batch already read.
+    Receive {
+        /// Up to 100 undelivered messages for the caller's role.
+        batch: Vec<MessageFacts>,
+    },
+    /// `message.read {id}`, with the message already read.
+    Read {
+        /// The message id.
+        id: MessageId,
+        /// What the store has under it.
+        message: Fetched<MessageFacts>,
+    },
+    /// `event.emit {kind:'action.allowed', body:{action:'routine', target?}, subject?}`.
+    EmitRoutine {
+        /// What the routine action was aimed at.
+        target: Option<Target>,
+        /// What to file it under.
+        subject: Option<Subject>,
+    },
+    /// `launch.revoke`.
+    LaunchRevoke,
+    /// `launch.restore`.
+    LaunchRestore,
+    /// The trusted adapter API `authorize(cap, action, {decision, target})`.
+    Authorize {
+        /// The action.
+        action: Action,
+        /// Its target.
+        target: Option<Target>,
+        /// The approving decision, if any.
+        decision: Option<DecisionId>,
+    },
+    /// The trusted adapter API `record_event(cap, {kind, body, subject})`.
+    RecordEvent {
+        /// The event kind; human input and launch control kinds refuse.
+        kind: Action,
+        /// The JSON body as text (checked by the adapter).
+        body: String,
+        /// What to file it under.
+        subject: Option<Subject>,
+    },
+}
+
+impl Command {
+    /// The verb's wire name.
+    pub fn verb(&self) -> &'static str {
+        match self {
+            Command::Claim => "role.claim",
+            Command::Release => "role.release",
+            Command::Revoke { .. } => "role.revoke",
+            Command::Raise(_) => "decision.raise",
+            Command::Resolve { .. } => "decision.resolve",
+            Command::Seen { .. } => "decision.seen",
+            Command::Withdraw { .. } => "decision.withdraw",
+            Command::Send(_) => "message.send",
+            Command::Receive { .. } => "message.receive",
+            Command::Read { .. } => "message.read",
+            Command::EmitRoutine { .. } => "event.emit",
+            Command::LaunchRevoke => "launch.revoke",
+            Command::LaunchRestore => "launch.restore",
+            Command::Authorize { .. } => "authorize",
+            Command::RecordEvent { .. } => "record_event",
+        }
+    }
+}
+
+/// What an accepted verb answers (sent only after the commit).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// `role.claim`.
+    Claimed(ClaimReply),
+    /// `role.release`, `role.revoke`, `message.read`, `event.emit`,
+    /// `record_event`, and the launch switch.
+    Done,
+    /// The decision after a decision verb.
+    Decision(Box<Decision>),
+    /// `message.send`: the new id and the originating human input, if any.
+    Sent {
+        /// The message id.
+        id: MessageId,
+        /// The human input the message carries (a human instruction's own).
+        request: Option<EventId>,
+    },
+    /// `message.receive`: the messages now delivered.
+    Received(Vec<MessageRecord>),
+    /// `authorize`.
+    Authorized(Grant),
+}
+
+/// Who sends a message, with what the bus needs to record it.
+enum Sender {
+    Agent(AgentRef),
+    /// The human, with this request's `human.input` id.
+    Human(EventId),
+}
+
+/// The event kinds a trusted adapter may not record: only the human CLI
+/// produces human input and launch control, only the host binds launches,
+/// and only the bus's own verbs speak for its machines.
+const RESERVED_KIND_PREFIXES: [&str; 6] = ["human.", "launch.", "session.", "role.", "decision.", "message."];
+
+/// A savepoint across all machines, the outbox and the clock.
+#[derive(Debug, Clone)]
+pub struct BusMark {
+    launches: (Mark, Mark),
+    claims: Mark,
+    decisions: Mark,
+    authorizations: Mark,
+    outbox: usize,
+    clock: BrokerClock,
+}
+
+/// The composed broker core.
+#[derive(Debug, Clone)]
+pub struct Bus {
+    businesses: BTreeMap<BusinessId, Arc<Business>>,
+    launches: Launches,
+    claims: Claims,
+    decisions: Decisions,
+    authorizations: Authorizations,
+    clock: BrokerClock,
+    committed_clock: BrokerClock,
+    /// Evidence the current verb staged, in order, not yet stamped.
+    pending: Vec<Evidence>,
+    /// Stamped evidence of accepted verbs, waiting for the runtime's commit.
+    outbox: VecDeque<Stamped>,
+}
+
+impl Bus {
+    /// A bus over these businesses, resuming the clock after `last_write`.
+    /// Replay stored evidence with [`Bus::replay`] before handling verbs.
+    pub fn new(businesses: impl IntoIterator<Item = Business>, last_write: Option<Timestamp>) -> Self {
+        let clock = BrokerClock::resume(last_write);
+        Self {
+            businesses: businesses.into_iter().map(|b| (b.id().clone(), Arc::new(b))).collect(),
+            launches: Launches::default(),
+            claims: Claims::default(),
+            decisions: Decisions::default(),
+            authorizations: Authorizations::default(),
+            committed_clock: clock.clone(),
+            clock,
+            pending: Vec::new(),
+            outbox: VecDeque::new(),
+        }
+    }
+
+    /// Applies one stored record, as committed. Evidence that is not machine
+    /// state is ignored.
+    pub fn replay(&mut self, record: &Stamped) {
+        self.apply(&record.evidence);
+        self.launches.handle_committed();
+        self.claims.handle_committed();
+        self.decisions.handle_committed();
+        self.authorizations.handle_committed();
+    }
+
+    fn apply(&mut self, evidence: &Evidence) {
+        match evidence {
+            Evidence::Launch(e) => self.launches.apply(e),
+            Evidence::Claim(e) => self.claims.apply(e),
+            Evidence::Decision(e) => self.decisions.apply(e),
+            Evidence::Consumed(c) => self.authorizations.apply(c),
+            Evidence::Allowed(_)
+            | Evidence::Message(_)
+            | Evidence::Human(_)
+            | Evidence::Observed(_)
+            | Evidence::Refused(_) => {}
+        }
+    }
+
+    /// The business, if configured.
+    pub fn business(&self, id: &BusinessId) -> Option<&Business> {
+        self.businesses.get(id).map(|b| &**b)
+    }
+
+    /// The launch bindings.
+    pub fn launches(&self) -> &Launches {
+        &self.launches
+    }
+
+    /// The role claims.
+    pub fn claims(&self) -> &Claims {
+        &self.claims
+    }
+
+    /// The decisions.
+    pub fn decisions(&self) -> &Decisions {
+        &self.decisions
+    }
+
+    /// The spent approvals.
+    pub fn authorizations(&self) -> &Authorizations {
+        &self.authorizations
+    }
+
+    /// The open decisions of `business` that `route` resolves, in no
+    /// particular order (the runtime orders them by write time).
+    pub fn open_decisions<'a>(
+        &'a self,
+        business: &'a BusinessId,
+        route: &'a Route,
+    ) -> impl Iterator<Item = &'a Decision> + 'a {
+        self.decisions.iter().filter(move |d| {
+            &d.record.business == business && &d.record.route == route && d.status == Status::Open
+        })
+    }
+
+    /// Binds a launch the trusted host performed (`bindLaunch`).
+    ///
+    /// # Errors
+    /// `bad-config` for an unknown business, then as
+    /// [`Launches::handle_bind`].
+    pub fn handle_bind(&mut self, now: Timestamp, record: LaunchRecord) -> Result<BindReply, Refusal> {
+        let mark = self.mark();
+        let business = self.businesses.get(&record.business).ok_or(Refusal::BadConfig)?;
+        let result = self.launches.handle_bind(business, record);
+        self.drain();
+        self.settle(now, mark, result)
+    }
+
+    /// Handles one verb from `caller` at wall-clock time `now`.
+    ///
+    /// # Errors
+    /// The verb's refusal; nothing stays staged after an error.
+    pub fn handle(&mut self, now: Timestamp, caller: &Caller, command: Command) -> Result<Reply, Refusal> {
+        let mark = self.mark();
+        let result = self.dispatch(caller, command);
+        self.settle(now, mark, result)
+    }
+
+    /// Stages the evidence of a refusal, for the runtime to commit in a
+    /// transaction of its own.
+    pub fn handle_refused(&mut self, now: Timestamp, caller: Option<&Caller>, verb: Option<&str>, refusal: Refusal) {
+        let agent = match caller {
+            Some(Caller::Agent { agent, .. }) => Some(agent.clone()),
+            Some(Caller::Reader { .. } | Caller::Human { .. }) | None => None,
+        };
+        let record = RefusalRecord {
+            business: caller.map(|c| c.business().clone()),
+            agent,
+            verb: verb.map(str::to_owned),
+            refusal,
+        };
+        let at = self.clock.stamp(now);
+        self.outbox.push_back(Stamped { at, evidence: Evidence::Refused(record) });
+    }
+
+    /// Moves the machines' queued evidence to the outbox, stamped, or undoes
+    /// everything since `mark` on a refusal.
+    fn settle<T>(&mut self, now: Timestamp, mark: BusMark, result: Result<T, Refusal>) -> Result<T, Refusal> {
+        match result {
+            Ok(reply) => {
+                self.collect(now);
+                Ok(reply)
+            }
+            Err(refusal) => {
+                self.rollback_to(mark);
+                Err(refusal)
+            }
+        }
+    }
+
+    /// Stamps and queues whatever the machines have queued, in the order the
+    /// verb staged it: the bus drains each machine right after driving it.
+    fn collect(&mut self, now: Timestamp) {
+        let pending = std::mem::take(&mut self.pending);
+        for evidence in pending {
+            let at = self.clock.stamp(now);
+            self.outbox.push_back(Stamped { at, evidence });
+        }
+    }
+}
+
+impl Bus {
+    /// Checks who may use the verb, then drives the machines.
+    fn dispatch(&mut self, caller: &Caller, command: Command) -> Result<Reply, Refusal> {
+        let business = self.businesses.get(caller.business()).cloned().ok_or(Refusal::BadCapability)?;
+        match caller {
+            Caller::Agent { agent, .. } => {
+                business.role(&agent.role).ok_or(Refusal::UnknownRole)?;
+                let holds = self.claims.holds(business.id(), agent);
+                match command {
+                    Command::LaunchRevoke | Command::LaunchRestore => Err(Refusal::HumanOnly),
+                    Command::Release
+                    | Command::Revoke { .. }
+                    | Command::Raise(_)
+                    | Command::Resolve { .. }
+                    | Command::Seen { .. }
+                    | Command::Withdraw { .. }
+                    | Command::Send(_)
+                    | Command::Receive { .. }
+                    | Command::Read { .. }
+                    | Command::EmitRoutine { .. }
+                    | Command::Authorize { .. }
+                    | Command::RecordEvent { .. }
+                        if !holds =>
+                    {
+                        Err(Refusal::NotHolder)
+                    }
+                    command => self.agent_verb(&business, agent, command),
+                }
+            }
+            Caller::Human { input, .. } => self.human_verb(&business, *input, command),
+            Caller::Reader { .. } => match command {
+                Command::LaunchRevoke | Command::LaunchRestore => Err(Refusal::HumanOnly),
+                Command::Claim
+                | Command::Release
+                | Command::Revoke { .. }
+                | Command::Raise(_)
+                | Command::Resolve { .. }
+                | Command::Seen { .. }
+                | Command::Withdraw { .. }
+                | Command::Send(_)
+                | Command::Receive { .. }
+                | Command::Read { .. }
+                | Command::EmitRoutine { .. }
+                | Command::Authorize { .. }
+                | Command::RecordEvent { .. } => Err(Refusal::NotAuthorized),
+            },
+        }
+    }
+
+    /// A verb of an agent that holds its role (or is claiming it).
+    fn agent_verb(&mut self, business: &Business, agent: &AgentRef, command: Command) -> Result<Reply, Refusal> {
+        let b = business.id();
+        let by = || DecisionActor::Agent(agent.clone());
+        let reply = match command {
+            Command::Claim => Reply::Claimed(self.claims.handle_claim(b, agent)?),
+            Command::Release => {
+                self.claims.handle_release(b, agent)?;
+                Reply::Done
+            }
+            Command::Revoke { role, decision } => {
+                business.role(&role).ok_or(Refusal::UnknownRole)?;
+                let action = Action::parse("role.revoke")?;
+                let target = Target::from(&role);
+                let ask = Ask { agent, action: &action, target: Some(&target), decision: Some(decision) };
+                self.authorize(business, &ask, Some(Subject::Role(role.clone())))?;
+                let holder = self.decisions.lookup(b, &decision)?.record.holder.clone();
+                let holder = holder.ok_or(Refusal::HolderChanged)?;
+                self.claims.handle_revoke(b, &role, &holder, decision)?;
+                Reply::Done
+            }
+            Command::Raise(input) => {
+                let switch = self.launches.switch(b);
+                let d = self.decisions.handle_raise(business, &self.claims, switch, agent, *input)?;
+                Reply::Decision(Box::new(d))
+            }
+            Command::Resolve { id, choice, note } => {
+                Reply::Decision(Box::new(self.decisions.handle_resolve(b, by(), &id, choice, note)?))
+            }
+            Command::Seen { id, note } => Reply::Decision(Box::new(self.decisions.handle_seen(b, by(), &id, note)?)),
+            Command::Withdraw { id, note } => {
+                Reply::Decision(Box::new(self.decisions.handle_withdraw(b, by(), &id, note)?))
+            }
+            Command::Send(input) => self.send(business, Sender::Agent(agent.clone()), *input)?,
+            Command::Receive { batch } => {
+                let delivered = messages::deliver(b, agent, &batch)?;
+                self.pending.extend(delivered.into_iter().map(Evidence::Message));
+                Reply::Received(batch.into_iter().map(|m| m.record).collect())
+            }
+            Command::Read { id, message } => {
+                let Fetched::Found(facts) = message else { return Err(Refusal::UnknownReference) };
+                if facts.record.id != id {
+                    return Err(Refusal::BadRequest);
+                }
+                if let Some(read) = messages::acknowledge(b, agent, &facts)? {
+                    self.pending.push(Evidence::Message(read));
+                }
+                Reply::Done
+            }
+            Command::EmitRoutine { target, subject } => {
+                self.check_subject(business, subject.as_ref())?;
+                let routine = Action::parse("routine")?;
+                self.pending.push(Evidence::Allowed(crate::evidence::ActionAllowed {
+                    business: b.clone(),
+                    agent: agent.clone(),
+                    action: routine,
+                    target,
+                    decision: None,
+                    subject,
+                }));
+                Reply::Done
+            }
+            Command::Authorize { action, target, decision } => {
+                let ask = Ask { agent, action: &action, target: target.as_ref(), decision };
+                Reply::Authorized(self.authorize(business, &ask, None)?)
+            }
+            Command::RecordEvent { kind, body, subject } => {
+                let k = kind.as_str();
+                if k == "action.allowed" || RESERVED_KIND_PREFIXES.iter().any(|p| k.starts_with(p)) {
+                    return Err(Refusal::NotAuthorized);
+                }
+                self.check_subject(business, subject.as_ref())?;
+                self.pending.push(Evidence::Observed(Observation {
+                    business: b.clone(),
+                    agent: agent.clone(),
+                    kind: kind.as_str().to_owned(),
+                    body,
+                    subject,
+                }));
+                Reply::Done
+            }
+            Command::LaunchRevoke | Command::LaunchRestore => return Err(Refusal::HumanOnly),
+        };
+        self.drain();
+        Ok(reply)
+    }
+
+    /// A verb of the proven human. Every accepted one records `human.input`
+    /// first, under the id the runtime drew for this request.
+    fn human_verb(&mut self, business: &Business, input: EventId, command: Command) -> Result<Reply, Refusal> {
+        let b = business.id();
+        let verb = command.verb();
+        let (subject, reply) = match command {
+            Command::Resolve { id, choice, note } => {
+                let d = self.decisions.handle_resolve(b, DecisionActor::Human, &id, choice, note)?;
+                (Some(Subject::Decision(id)), Reply::Decision(Box::new(d)))
+            }
+            Command::Seen { id, note } => {
+                let d = self.decisions.handle_seen(b, DecisionActor::Human, &id, note)?;
+                (Some(Subject::Decision(id)), Reply::Decision(Box::new(d)))
+            }
+            Command::Withdraw { id, note } => {
+                let d = self.decisions.handle_withdraw(b, DecisionActor::Human, &id, note)?;
+                (Some(Subject::Decision(id)), Reply::Decision(Box::new(d)))
+            }
+            Command::Send(send) => {
+                let id = send.id;
+                (Some(Subject::Message(id)), self.send(business, Sender::Human(input), *send)?)
+            }
+            Command::LaunchRevoke | Command::LaunchRestore => {
+                self.launches.handle_switch(b, matches!(command, Command::LaunchRestore));
+                (None, Reply::Done)
+            }
+            Command::Claim
+            | Command::Release
+            | Command::Revoke { .. }
+            | Command::Raise(_)
+            | Command::Receive { .. }
+            | Command::Read { .. }
+            | Command::EmitRoutine { .. }
+            | Command::Authorize { .. }
+            | Command::RecordEvent { .. } => return Err(Refusal::NotAuthorized),
+        };
+        let human = Evidence::Human(HumanInput { id: input, business: b.clone(), verb: verb.to_owned(), subject });
+        self.pending.insert(0, human);
+        self.drain();
+        Ok(reply)
+    }
+
+    /// `message.send` from an agent or the human. A human instruction's
+    /// `request` is its own `human.input` id.
+    fn send(&mut self, business: &Business, from: Sender, input: SendInput) -> Result<Reply, Refusal> {
+        let b = business.id();
+        let target = match &input.to {
+            Recipient::Role(role) => {
+                business.role(role).ok_or(Refusal::UnknownRole)?;
+                Target::from(role)
+            }
+            Recipient::Human => Target::parse("human")?,
+        };
+        let reference = |fetched: Option<Fetched<MessageFacts>>| match fetched {
+            None => Ok(None),
+            Some(Fetched::Missing) => Err(Refusal::UnknownReference),
+            Some(Fetched::Found(m)) if &m.record.business != b => Err(Refusal::CrossBusiness),
+            Some(Fetched::Found(m)) => Ok(Some(m.record.id)),
+        };
+        let in_reply_to = reference(input.in_reply_to)?;
+        let corrects = reference(input.corrects)?;
+        let request = match &from {
+            Sender::Agent(agent) => {
+                let action = Action::parse("message.send")?;
+                let within = business.class_of(&agent.role, &action) == ActionClass::WithinRole;
+                if within {
+                    // A within-role send only cites its decision: it must exist here, nothing is spent.
+                    if let Some(d) = &input.decision {
+                        self.decisions.lookup(b, d)?;
+                    }
+                }
+                let decision = if within { None } else { input.decision };
+                let ask = Ask { agent, action: &action, target: Some(&target), decision };
+                let subject = match &input.to {
+                    Recipient::Role(role) => Some(Subject::Role(role.clone())),
+                    Recipient::Human => None,
+                };
+                self.authorize(business, &ask, subject)?;
+                None
+            }
+            Sender::Human(input_id) => {
+                if let Some(d) = &input.decision {
+                    self.decisions.lookup(b, d)?;
+                }
+                Some(*input_id)
+            }
+        };
+        let record = MessageRecord {
+            id: input.id,
+            business: b.clone(),
+            from: match from {
+                Sender::Agent(agent) => crate::evidence::Sender::Agent(agent),
+                Sender::Human(_) => crate::evidence::Sender::Human,
+            },
+            to: input.to,
+            class: input.class,
+            body: input.body,
+            in_reply_to,
+            corrects,
+            decision: input.decision,
+            request,
+        };
+        let id = record.id;
+        self.pending.push(Evidence::Message(MessageEvidence::Sent(Box::new(record))));
+        Ok(Reply::Sent { id, request })
+    }
+
+    fn authorize(&mut self, business: &Business, ask: &Ask<'_>, subject: Option<Subject>) -> Result<Grant, Refusal> {
+        let switch = self.launches.switch(business.id());
+        let grant = self.authorizations.handle_authorize(business, &self.decisions, switch, ask, subject)?;
+        self.drain();
+        Ok(grant)
+    }
+
+    /// A subject naming a decision or role must name one of this business.
+    fn check_subject(&self, business: &Business, subject: Option<&Subject>) -> Result<(), Refusal> {
+        match subject {
+            Some(Subject::Decision(id)) => self.decisions.lookup(business.id(), id).map(|_| ()),
+            Some(Subject::Role(role)) => business.role(role).map(|_| ()).ok_or(Refusal::UnknownRole),
+            Some(Subject::Task(_) | Subject::Message(_)) | None => Ok(()),
+        }
+    }
+
+    /// Moves every machine's queued evidence to `pending`, in staging order.
+    fn drain(&mut self) {
+        while let Some(e) = self.launches.poll_effect() {
+            self.pending.push(Evidence::Launch(e));
+        }
+        while let Some(e) = self.claims.poll_effect() {
+            self.pending.push(Evidence::Claim(e));
+        }
+        while let Some(e) = self.decisions.poll_effect() {
+            self.pending.push(Evidence::Decision(e));
+        }
+        while let Some(e) = self.authorizations.poll_effect() {
+            self.pending.push(e);
+        }
+    }
+
+    /// The next stamped record to commit. The runtime MUST drain the outbox
+    /// into one transaction before calling [`Bus::handle_committed`].
+    pub fn poll_effect(&mut self) -> Option<Stamped> {
+        self.outbox.pop_front()
+    }
+
+    /// A savepoint across every machine, the outbox and the clock.
+    pub fn mark(&self) -> BusMark {
+        BusMark {
+            launches: self.launches.mark(),
+            claims: self.claims.mark(),
+            decisions: self.decisions.mark(),
+            authorizations: self.authorizations.mark(),
+            outbox: self.outbox.len(),
+            clock: self.clock.clone(),
+        }
+    }
+
+    /// Undoes everything staged after `mark`: one request of a batch failed
+    /// inside its savepoint.
+    pub fn rollback_to(&mut self, mark: BusMark) {
+        self.launches.rollback_to(mark.launches);
+        self.claims.rollback_to(mark.claims);
+        self.decisions.rollback_to(mark.decisions);
+        self.authorizations.rollback_to(mark.authorizations);
+        self.outbox.truncate(mark.outbox);
+        self.pending.clear();
+        self.clock = mark.clock;
+    }
+
+    /// The store committed everything polled: keep it.
+    pub fn handle_committed(&mut self) {
+        self.launches.handle_committed();
+        self.claims.handle_committed();
+        self.decisions.handle_committed();
+        self.authorizations.handle_committed();
+        self.committed_clock = self.clock.clone();
+    }
+
+    /// The store did not commit: restore every machine and the clock to the
+    /// last commit, and drop whatever is still queued.
+    pub fn handle_rolled_back(&mut self) {
+        self.launches.handle_rolled_back();
+        self.claims.handle_rolled_back();
+        self.decisions.handle_rolled_back();
+        self.authorizations.handle_rolled_back();
+        self.outbox.clear();
+        self.pending.clear();
+        self.clock = self.committed_clock.clone();
+    }
+}

@@ -1,0 +1,387 @@
+//! Decisions: raise with immutable routing, then resolve, acknowledge,
+//! withdraw or supersede.
+//!
+//! Routing happens once, at raise, from the action's class for the raiser
+//! (DESIGN.md §3): within-role closes at once with the raiser's `choice`;
+//! cross-role goes to the delivery arbiter (the technical one for the
+//! technical domain), or to the human when that arbiter is the raiser;
+//! gated goes to the human. Nothing later changes a decision's record; its
+//! status moves from open to exactly one of resolved, withdrawn or
+//! superseded.
+
+use std::collections::{BTreeSet, VecDeque};
+
+use crate::claims::{Claims, LaunchSwitch};
+use crate::evidence::{
+    AgentRef, DecisionActor, DecisionEvidence, DecisionOption, DecisionRecord, OptionKey, Route,
+};
+use crate::journal::{Journaled, Mark};
+use crate::{Action, ActionClass, Business, BusinessId, DecisionId, Refusal, RoleInstance, Target, TaskRef};
+
+/// Where a decision stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Status {
+    /// Waiting for its resolver.
+    Open,
+    /// Resolved with this option.
+    Resolved(OptionKey),
+    /// Withdrawn by its raiser or the human.
+    Withdrawn,
+    /// Replaced by a newer decision.
+    Superseded(DecisionId),
+}
+
+impl Status {
+    /// The wire name: `open`, `resolved`, `withdrawn` or `superseded`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Status::Open => "open",
+            Status::Resolved(_) => "resolved",
+            Status::Withdrawn => "withdrawn",
+            Status::Superseded(_) => "superseded",
+        }
+    }
+}
+
+/// A decision: its immutable record and its status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    /// Everything fixed at raise.
+    pub record: DecisionRecord,
+    /// Where it stands now.
+    pub status: Status,
+}
+
+impl Decision {
+    /// Whether `key` is one of the options.
+    pub fn offers(&self, key: &OptionKey) -> bool {
+        self.record.options.iter().any(|o| &o.key == key)
+    }
+
+    /// Whether `actor` resolves this decision: the human always may; an
+    /// agent only through the routed role (the caller checks it holds it).
+    pub fn is_resolver(&self, actor: &DecisionActor) -> bool {
+        match (actor, &self.record.route) {
+            (DecisionActor::Human, Route::Role(_) | Route::Human) => true,
+            (DecisionActor::Agent(agent), Route::Role(role)) => &agent.role == role,
+            (DecisionActor::Agent(_), Route::Human) => false,
+        }
+    }
+}
+
+/// The arguments of `decision.raise`, already parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RaiseInput {
+    /// The new decision's id (from the entropy port).
+    pub id: DecisionId,
+    /// The action the decision is about.
+    pub action: Action,
+    /// What the action is aimed at.
+    pub target: Option<Target>,
+    /// The question.
+    pub question: String,
+    /// The options.
+    pub options: Vec<DecisionOption>,
+    /// The raiser's recommendation.
+    pub recommendation: String,
+    /// Whether work is blocked on it.
+    pub blocking: bool,
+    /// `domain: "technical"`.
+    pub technical: bool,
+    /// The project.
+    pub project: Option<String>,
+    /// The task, required when blocking.
+    pub task_ref: Option<TaskRef>,
+    /// The requirement.
+    pub requirement_ref: Option<String>,
+    /// The open decision this replaces.
+    pub supersedes: Option<DecisionId>,
+    /// The within-role choice, given at raise.
+    pub choice: Option<OptionKey>,
+    /// The option that authorizes; `yes` when absent.
+    pub approval_choice: Option<OptionKey>,
+}
+
+/// The decisions machine.
+#[derive(Debug, Clone, Default)]
+pub struct Decisions {
+    decisions: Journaled<DecisionId, Decision>,
+    outbox: VecDeque<DecisionEvidence>,
+}
+
+impl Decisions {
+    /// The decision with this id, in any business.
+    pub fn get(&self, id: &DecisionId) -> Option<&Decision> {
+        self.decisions.get(id)
+    }
+
+    /// Every decision, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = &Decision> {
+        self.decisions.iter().map(|(_, d)| d)
+    }
+
+    /// The decision `id` of `business`.
+    ///
+    /// # Errors
+    /// `unknown-reference` when no decision has this id; `cross-business`
+    /// when it belongs to another business.
+    pub fn lookup(&self, business: &BusinessId, id: &DecisionId) -> Result<&Decision, Refusal> {
+        let d = self.get(id).ok_or(Refusal::UnknownReference)?;
+        if &d.record.business != business {
+            return Err(Refusal::CrossBusiness);
+        }
+        Ok(d)
+    }
+
+    /// `decision.raise` by `raiser` (the caller checked it holds its role).
+    ///
+    /// # Errors
+    /// - `bad-request`: no options, repeated option keys, a reused id, or a
+    ///   `choice` on a decision that is not within-role;
+    /// - `unknown-option`: an explicit `approvalChoice` or a `choice` that is
+    ///   not an option;
+    /// - `task-ref-required`: blocking without a task ref;
+    /// - `choice-required`: within-role without a `choice`;
+    /// - `launch-revoked`: `role.launch` while launching is off;
+    /// - `unknown-role`: a `role.revoke` or `message.send` target that is not
+    ///   a role of the business (or `human`, for `message.send`);
+    /// - supersedes: `unknown-reference`, `cross-business`, `not-raiser`
+    ///   (another role raised it) or `decision-closed`.
+    pub fn handle_raise(
+        &mut self,
+        business: &Business,
+        claims: &Claims,
+        launch: LaunchSwitch,
+        raiser: &AgentRef,
+        input: RaiseInput,
+    ) -> Result<Decision, Refusal> {
+        let keys: BTreeSet<&OptionKey> = input.options.iter().map(|o| &o.key).collect();
+        if input.options.is_empty() || keys.len() != input.options.len() || self.get(&input.id).is_some() {
+            return Err(Refusal::BadRequest);
+        }
+        if input.approval_choice.as_ref().is_some_and(|k| !keys.contains(k)) {
+            return Err(Refusal::UnknownOption);
+        }
+        if input.blocking && input.task_ref.is_none() {
+            return Err(Refusal::TaskRefRequired);
+        }
+        if input.action.as_str() == "role.launch" && launch == LaunchSwitch::Off {
+            return Err(Refusal::LaunchRevoked);
+        }
+        let class = business.class_of(&raiser.role, &input.action);
+        let route = match class {
+            ActionClass::WithinRole => {
+                let choice = input.choice.as_ref().ok_or(Refusal::ChoiceRequired)?;
+                if !keys.contains(choice) {
+                    return Err(Refusal::UnknownOption);
+                }
+                Route::Role(raiser.role.clone())
+            }
+            ActionClass::CrossRole | ActionClass::Gated if input.choice.is_some() => {
+                return Err(Refusal::BadRequest)
+            }
+            ActionClass::CrossRole => {
+                let arbiter = business.arbiter(input.technical);
+                if arbiter == &raiser.role {
+                    Route::Human
+                } else {
+                    Route::Role(arbiter.clone())
+                }
+            }
+            ActionClass::Gated => Route::Human,
+        };
+        let holder = match input.action.as_str() {
+            "role.revoke" => {
+                let role = target_role(business, input.target.as_ref())?;
+                claims.holder(business.id(), &role).cloned()
+            }
+            "message.send" => {
+                if input.target.as_ref().map(Target::as_str) != Some("human") {
+                    target_role(business, input.target.as_ref())?;
+                }
+                None
+            }
+            _ => None,
+        };
+        if let Some(old) = &input.supersedes {
+            let old = self.lookup(business.id(), old)?;
+            if old.record.raiser.role != raiser.role {
+                return Err(Refusal::NotRaiser);
+            }
+            if old.status != Status::Open {
+                return Err(Refusal::DecisionClosed);
+            }
+        }
+        let record = DecisionRecord {
+            id: input.id,
+            business: business.id().clone(),
+            raiser: raiser.clone(),
+            action: input.action,
+            target: input.target,
+            question: input.question,
+            options: input.options,
+            recommendation: input.recommendation,
+            blocking: input.blocking,
+            technical: input.technical,
+            project: input.project,
+            task_ref: input.task_ref,
+            requirement_ref: input.requirement_ref,
+            supersedes: input.supersedes,
+            approval_choice: input.approval_choice.unwrap_or_else(OptionKey::yes),
+            class,
+            route,
+            holder,
+        };
+        let (id, raiser) = (record.id, record.raiser.clone());
+        let supersedes = record.supersedes;
+        self.stage(DecisionEvidence::Raised(Box::new(record)));
+        if let Some(old) = supersedes {
+            self.stage(DecisionEvidence::Superseded { business: business.id().clone(), id: old, by: id });
+        }
+        if let Some(choice) = input.choice {
+            self.stage(DecisionEvidence::Resolved {
+                business: business.id().clone(),
+                id,
+                choice,
+                by: DecisionActor::Agent(raiser),
+                note: None,
+            });
+        }
+        Ok(self.decisions.get(&id).cloned().ok_or(Refusal::UnknownReference)?)
+    }
+
+    /// `decision.resolve`. An agent caller must hold its role (checked by
+    /// the caller); this checks it is the routed one.
+    ///
+    /// # Errors
+    /// `unknown-reference`, `cross-business`, `not-resolver`,
+    /// `decision-closed` (not open), `unknown-option`.
+    pub fn handle_resolve(
+        &mut self,
+        business: &BusinessId,
+        by: DecisionActor,
+        id: &DecisionId,
+        choice: OptionKey,
+        note: Option<String>,
+    ) -> Result<Decision, Refusal> {
+        let d = self.lookup(business, id)?;
+        if !d.is_resolver(&by) {
+            return Err(Refusal::NotResolver);
+        }
+        if d.status != Status::Open {
+            return Err(Refusal::DecisionClosed);
+        }
+        if !d.offers(&choice) {
+            return Err(Refusal::UnknownOption);
+        }
+        self.stage(DecisionEvidence::Resolved { business: business.clone(), id: *id, choice, by, note });
+        self.lookup(business, id).cloned()
+    }
+
+    /// `decision.seen`: the resolver acknowledges without resolving.
+    ///
+    /// # Errors
+    /// `unknown-reference`, `cross-business`, `not-resolver`.
+    pub fn handle_seen(
+        &mut self,
+        business: &BusinessId,
+        by: DecisionActor,
+        id: &DecisionId,
+        note: Option<String>,
+    ) -> Result<Decision, Refusal> {
+        let d = self.lookup(business, id)?;
+        if !d.is_resolver(&by) {
+            return Err(Refusal::NotResolver);
+        }
+        self.stage(DecisionEvidence::Seen { business: business.clone(), id: *id, by, note });
+        self.lookup(business, id).cloned()
+    }
+
+    /// `decision.withdraw`: the raising role or the human closes an open
+    /// decision. The record itself is never rewritten.
+    ///
+    /// # Errors
+    /// `unknown-reference`, `cross-business`, `not-raiser`, `decision-closed`.
+    pub fn handle_withdraw(
+        &mut self,
+        business: &BusinessId,
+        by: DecisionActor,
+        id: &DecisionId,
+        note: Option<String>,
+    ) -> Result<Decision, Refusal> {
+        let d = self.lookup(business, id)?;
+        let raiser = match &by {
+            DecisionActor::Human => true,
+            DecisionActor::Agent(agent) => agent.role == d.record.raiser.role,
+        };
+        if !raiser {
+            return Err(Refusal::NotRaiser);
+        }
+        if d.status != Status::Open {
+            return Err(Refusal::DecisionClosed);
+        }
+        self.stage(DecisionEvidence::Withdrawn { business: business.clone(), id: *id, by, note });
+        self.lookup(business, id).cloned()
+    }
+
+    /// Applies committed or staged evidence.
+    pub fn apply(&mut self, evidence: &DecisionEvidence) {
+        let set = |this: &mut Self, id: &DecisionId, status: Status| {
+            if let Some(mut d) = this.decisions.get(id).cloned() {
+                d.status = status;
+                this.decisions.insert(*id, d);
+            }
+        };
+        match evidence {
+            DecisionEvidence::Raised(record) => {
+                let d = Decision { record: (**record).clone(), status: Status::Open };
+                self.decisions.insert(record.id, d);
+            }
+            DecisionEvidence::Resolved { id, choice, .. } => set(self, id, Status::Resolved(choice.clone())),
+            DecisionEvidence::Withdrawn { id, .. } => set(self, id, Status::Withdrawn),
+            DecisionEvidence::Superseded { id, by, .. } => set(self, id, Status::Superseded(*by)),
+            DecisionEvidence::Seen { .. } => {}
+        }
+    }
+
+    fn stage(&mut self, evidence: DecisionEvidence) {
+        self.apply(&evidence);
+        self.outbox.push_back(evidence);
+    }
+
+    /// The next piece of evidence to commit.
+    pub fn poll_effect(&mut self) -> Option<DecisionEvidence> {
+        self.outbox.pop_front()
+    }
+
+    /// A savepoint in the staged changes.
+    pub fn mark(&self) -> Mark {
+        self.decisions.mark()
+    }
+
+    /// Undoes staged changes after `mark` and drops unpolled evidence.
+    pub fn rollback_to(&mut self, mark: Mark) {
+        self.decisions.rollback_to(mark);
+        self.outbox.clear();
+    }
+
+    /// The store committed everything staged: keep it.
+    pub fn handle_committed(&mut self) {
+        self.decisions.commit();
+    }
+
+    /// The store did not commit: restore the last committed state.
+    pub fn handle_rolled_back(&mut self) {
+        self.decisions.rollback();
+        self.outbox.clear();
+    }
+}
+
+/// The role a `role.revoke` or `message.send` decision targets.
+fn target_role(business: &Business, target: Option<&Target>) -> Result<RoleInstance, Refusal> {
+    let role = target
+        .and_then(|t| RoleInstance::parse(t.as_str()).ok())
+        .ok_or(Refusal::UnknownRole)?;
+    business.role(&role).ok_or(Refusal::UnknownRole)?;
+    Ok(role)
+}
