@@ -65,15 +65,6 @@ impl Caller {
     }
 }
 
-/// A referenced record read from the store for a command.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Fetched<T> {
-    /// The store has it.
-    Found(T),
-    /// No record has this id.
-    Missing,
-}
-
 /// The arguments of `message.send`, with referenced messages already read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SendInput {
@@ -85,12 +76,15 @@ pub struct SendInput {
     pub class: Option<MessageClass>,
     /// The body.
     pub body: String,
-    /// The message answered, as read from the store.
-    pub in_reply_to: Option<Fetched<MessageFacts>>,
-    /// The message corrected, as read from the store.
-    pub corrects: Option<Fetched<MessageFacts>>,
+    /// The message answered.
+    pub in_reply_to: Option<MessageId>,
+    /// The message corrected.
+    pub corrects: Option<MessageId>,
     /// The decision cited (within-role) or spent (otherwise).
     pub decision: Option<DecisionId>,
+    /// What the store has for `in_reply_to` and `corrects` (filled in by the
+    /// runtime from [`Command::references`]; an id without facts is unknown).
+    pub known: Vec<MessageFacts>,
 }
 
 /// One verb with parsed arguments.
@@ -143,8 +137,8 @@ pub enum Command {
     Read {
         /// The message id.
         id: MessageId,
-        /// What the store has under it.
-        message: Fetched<MessageFacts>,
+        /// What the store has under this id (filled in by the runtime).
+        known: Option<MessageFacts>,
     },
     /// `event.emit {kind:'action.allowed', body:{action:'routine', target?}, subject?}`.
     EmitRoutine {
@@ -178,6 +172,28 @@ pub enum Command {
 }
 
 impl Command {
+    /// The messages whose store facts the runtime must put into the command
+    /// (`SendInput::known`, `Command::Read::known`) before handing it over.
+    pub fn references(&self) -> Vec<MessageId> {
+        match self {
+            Command::Send(send) => send.in_reply_to.iter().chain(send.corrects.iter()).copied().collect(),
+            Command::Read { id, .. } => vec![*id],
+            Command::Claim
+            | Command::Release
+            | Command::Revoke { .. }
+            | Command::Raise(_)
+            | Command::Resolve { .. }
+            | Command::Seen { .. }
+            | Command::Withdraw { .. }
+            | Command::Receive { .. }
+            | Command::EmitRoutine { .. }
+            | Command::LaunchRevoke
+            | Command::LaunchRestore
+            | Command::Authorize { .. }
+            | Command::RecordEvent { .. } => Vec::new(),
+        }
+    }
+
     /// The verb's wire name.
     pub fn verb(&self) -> &'static str {
         match self {
@@ -495,11 +511,8 @@ impl Bus {
                 self.pending.extend(delivered.into_iter().map(Evidence::Message));
                 Reply::Received(batch.into_iter().map(|m| m.record).collect())
             }
-            Command::Read { id, message } => {
-                let Fetched::Found(facts) = message else { return Err(Refusal::UnknownReference) };
-                if facts.record.id != id {
-                    return Err(Refusal::BadRequest);
-                }
+            Command::Read { id, known } => {
+                let facts = known.filter(|f| f.record.id == id).ok_or(Refusal::UnknownReference)?;
                 if let Some(read) = messages::acknowledge(b, agent, &facts)? {
                     self.pending.push(Evidence::Message(read));
                 }
@@ -596,14 +609,12 @@ impl Bus {
             }
             Recipient::Human => Target::parse("human")?,
         };
-        let reference = |fetched: Option<Fetched<MessageFacts>>| match fetched {
-            None => Ok(None),
-            Some(Fetched::Missing) => Err(Refusal::UnknownReference),
-            Some(Fetched::Found(m)) if &m.record.business != b => Err(Refusal::CrossBusiness),
-            Some(Fetched::Found(m)) => Ok(Some(m.record.id)),
-        };
-        let in_reply_to = reference(input.in_reply_to)?;
-        let corrects = reference(input.corrects)?;
+        for id in input.in_reply_to.iter().chain(input.corrects.iter()) {
+            let facts = input.known.iter().find(|f| &f.record.id == id).ok_or(Refusal::UnknownReference)?;
+            if &facts.record.business != b {
+                return Err(Refusal::CrossBusiness);
+            }
+        }
         let request = match &from {
             Sender::Agent(agent) => {
                 let action = Action::parse("message.send")?;
@@ -640,8 +651,8 @@ impl Bus {
             to: input.to,
             class: input.class,
             body: input.body,
-            in_reply_to,
-            corrects,
+            in_reply_to: input.in_reply_to,
+            corrects: input.corrects,
             decision: input.decision,
             request,
         };

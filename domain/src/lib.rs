@@ -24,6 +24,7 @@
 //! capabilities are inputs.
 #![warn(missing_docs, unreachable_pub)]
 
+pub mod browser;
 pub mod business;
 pub mod ids;
 pub mod refusal;
@@ -37,5 +38,10 @@ pub use ids::{
 pub use refusal::Refusal;
 pub use time::{BrokerClock, Date, Timestamp};
 pub mod evidence;
+pub mod fuzzing;
 pub mod journal;
 pub mod messages;
+pub mod authority;
+pub mod bus;
+pub mod claims;
+pub mod decisions;

@@ -2,7 +2,7 @@
 
 use mosaic_domain::authority::Grant;
 use mosaic_domain::business::{AuthoritySpec, RoleSpec};
-use mosaic_domain::bus::{Bus, Caller, Command, Fetched, Reply, SendInput};
+use mosaic_domain::bus::{Bus, Caller, Command, Reply, SendInput};
 use mosaic_domain::claims::{BindReply, ClaimReply};
 use mosaic_domain::decisions::{RaiseInput, Status};
 use mosaic_domain::evidence::{
@@ -165,6 +165,7 @@ fn send(n: u8, to: &str, decision: Option<DecisionId>) -> Command {
         in_reply_to: None,
         corrects: None,
         decision,
+        known: Vec::new(),
     }))
 }
 
@@ -500,10 +501,10 @@ fn delivery_and_acknowledgement_belong_to_the_receiving_run() {
     let to_r1 = MessageFacts { record: record.clone(), delivered_to: Some(RunId::parse("r1").unwrap()), read: false };
     f.ok(&caller("dev", "r1"), Command::Release);
     f.claim("dev", "r2");
-    let read = |facts: &MessageFacts| Command::Read { id: record.id, message: Fetched::Found(facts.clone()) };
+    let read = |facts: &MessageFacts| Command::Read { id: record.id, known: Some(facts.clone()) };
     f.refuse(&caller("dev", "r2"), read(&to_r1), Refusal::NotDelivered);
     f.refuse(&caller("dev", "r1"), read(&to_r1), Refusal::NotHolder);
-    f.refuse(&caller("dev", "r2"), Command::Read { id: record.id, message: Fetched::Missing }, Refusal::UnknownReference);
+    f.refuse(&caller("dev", "r2"), Command::Read { id: record.id, known: None }, Refusal::UnknownReference);
 }
 
 #[test]

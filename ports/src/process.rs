@@ -17,6 +17,10 @@ pub struct ProcessInfo {
     pub exe: Option<PathBuf>,
 }
 
+/// A process environment: `(name, value)` pairs of raw bytes, in kernel
+/// order.
+pub type Environ = Vec<(Vec<u8>, Vec<u8>)>;
+
 /// Why a process could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum ProcessError {
@@ -52,5 +56,5 @@ pub trait ProcessTable: Send + Sync {
     /// [`ProcessError::Denied`] when the kernel refuses (`EACCES`), which
     /// callers treat differently from every other failure;
     /// [`ProcessError::Gone`]; [`ProcessError::Unreadable`].
-    fn environ(&self, pid: u32) -> Result<Vec<(Vec<u8>, Vec<u8>)>, ProcessError>;
+    fn environ(&self, pid: u32) -> Result<Environ, ProcessError>;
 }

@@ -1,1 +1,148 @@
-//! placeholder
+//! Test support shared by the cross-crate tests in `tests/tests/`.
+//!
+//! [`Driver`] is the smallest correct runtime loop around the domain bus:
+//! read the facts a verb needs from the store, hand the verb to the bus,
+//! commit its evidence in one transaction, and only then settle the bus and
+//! answer. It is generic over the store, so the reference-model tests drive
+//! the in-memory fake and the SQLite adapter through exactly the same path.
+//! [`Driver::restart`] rebuilds the bus from the store alone, as a broker
+//! restart does.
+
+pub mod fixture;
+
+use mosaic_domain::bus::{Bus, Caller, Command, Reply};
+use mosaic_domain::claims::BindReply;
+use mosaic_domain::evidence::LaunchRecord;
+use mosaic_domain::messages::RECEIVE_LIMIT;
+use mosaic_domain::{Business, Refusal, Timestamp};
+use mosaic_ports::{EvidenceStore, StoreError};
+
+/// A store the reference-model tests can make empty, once per case, and
+/// make fail on purpose.
+pub trait FreshStore: EvidenceStore + Sized {
+    /// A new, empty store.
+    fn fresh() -> Self;
+
+    /// While `on`, every commit fails with `StoreError::Unavailable` and
+    /// commits nothing.
+    fn set_unavailable(&mut self, on: bool);
+}
+
+impl FreshStore for mosaic_ports::fakes::MemoryStore {
+    fn fresh() -> Self {
+        Self::new()
+    }
+
+    fn set_unavailable(&mut self, on: bool) {
+        mosaic_ports::fakes::MemoryStore::set_unavailable(self, on);
+    }
+}
+
+/// A synchronous runtime loop over one store.
+pub struct Driver<S> {
+    bus: Bus,
+    store: S,
+}
+
+impl<S: EvidenceStore> Driver<S> {
+    /// A driver that rebuilds its bus from whatever `store` holds.
+    ///
+    /// # Errors
+    /// `storage-unavailable` when the store cannot be read.
+    pub fn open(businesses: Vec<Business>, store: S) -> Result<Self, Refusal> {
+        let mut bus = Bus::new(businesses, store.last_write().map_err(storage)?);
+        store.replay(&mut |record| bus.replay(&record)).map_err(storage)?;
+        Ok(Self { bus, store })
+    }
+
+    /// The bus, for inspecting machine state.
+    pub fn bus(&self) -> &Bus {
+        &self.bus
+    }
+
+    /// The store.
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// The store, for injecting faults.
+    pub fn store_mut(&mut self) -> &mut S {
+        &mut self.store
+    }
+
+    /// Rebuilds the bus from the store, possibly under a changed policy.
+    ///
+    /// # Errors
+    /// `storage-unavailable` when the store cannot be read.
+    pub fn restart(self, businesses: Vec<Business>) -> Result<Self, Refusal> {
+        Self::open(businesses, self.store)
+    }
+
+    /// Handles one verb: facts in, evidence committed, then the reply.
+    ///
+    /// # Errors
+    /// The verb's refusal, or `storage-unavailable` when the commit failed
+    /// (and then the bus is exactly as before the verb).
+    pub fn call(&mut self, now: Timestamp, caller: &Caller, command: Command) -> Result<Reply, Refusal> {
+        let command = self.with_facts(caller, command)?;
+        let reply = self.bus.handle(now, caller, command)?;
+        self.commit()?;
+        Ok(reply)
+    }
+
+    /// Binds a launch, as the host's `bindLaunch` does.
+    ///
+    /// # Errors
+    /// The binding's refusal or `storage-unavailable`.
+    pub fn bind(&mut self, now: Timestamp, record: LaunchRecord) -> Result<BindReply, Refusal> {
+        let reply = self.bus.handle_bind(now, record)?;
+        self.commit()?;
+        Ok(reply)
+    }
+
+    fn commit(&mut self) -> Result<(), Refusal> {
+        let mut batch = Vec::new();
+        while let Some(record) = self.bus.poll_effect() {
+            batch.push(record);
+        }
+        if batch.is_empty() {
+            return Ok(());
+        }
+        match self.store.commit(&batch) {
+            Ok(()) => {
+                self.bus.handle_committed();
+                Ok(())
+            }
+            Err(e) => {
+                self.bus.handle_rolled_back();
+                Err(storage(e))
+            }
+        }
+    }
+
+    /// Fills in the store facts a message verb carries.
+    fn with_facts(&self, caller: &Caller, command: Command) -> Result<Command, Refusal> {
+        let mut known = Vec::new();
+        for id in command.references() {
+            known.extend(self.store.message(&id).map_err(storage)?);
+        }
+        Ok(match command {
+            Command::Send(mut send) => {
+                send.known = known;
+                Command::Send(send)
+            }
+            Command::Read { id, .. } => Command::Read { id, known: known.pop() },
+            Command::Receive { .. } => match caller {
+                Caller::Agent { business, agent } => Command::Receive {
+                    batch: self.store.undelivered(business, &agent.role, RECEIVE_LIMIT).map_err(storage)?,
+                },
+                Caller::Reader { .. } | Caller::Human { .. } => Command::Receive { batch: Vec::new() },
+            },
+            other => other,
+        })
+    }
+}
+
+fn storage(_: StoreError) -> Refusal {
+    Refusal::StorageUnavailable
+}

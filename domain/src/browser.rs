@@ -1,0 +1,1404 @@
+//! Browser requests: typed `browser.*` actions, their timeouts, and the
+//! machine that carries one action to one pane and one answer back
+//! (`spec/browser-control.md`, DESIGN.md §3 and §4).
+//!
+//! Layout:
+//! - the action types ([`BrowserAction`] and the checked values it is built
+//!   from: [`HttpUrl`], [`Selector`], [`Viewport`], [`ClickText`],
+//!   [`InputValue`], [`CaptureLabel`], [`ScrollDirection`]). Every parameter
+//!   is validated when its value is built, so an action that exists is one
+//!   the broker may emit; there is deliberately no script-evaluation action;
+//! - [`effective_timeout`], the timeout rule;
+//! - [`BrowserRequests`], the sans-IO request machine, with its replies
+//!   ([`ClaimReply`]), the pane's answer ([`PaneOutcome`]) and its effects
+//!   ([`BrowserEffect`]).
+//!
+//! A request is `Pending` (delivered to N clients) until one of them claims
+//! it, then `Claimed` by exactly that client and its claim token. It leaves
+//! the machine when it settles: by the claimant's result, by its deadline, or
+//! by an abort. A request with no one to deliver to is refused at once and
+//! never enters the machine, because a blocked wait followed by a timeout
+//! cannot be told apart from a page that hung.
+//!
+//! The driving loop, in the adapter:
+//! 1. parse the agent's parameters into a [`BrowserAction`] (refusing with
+//!    `bad-parameters` before anything is emitted), compute
+//!    [`effective_timeout`], and call [`BrowserRequests::handle_request`] with
+//!    the clients connected right now; an `Err` is the agent's reply;
+//! 2. drain [`BrowserRequests::poll_effect`] after every input: `Deliver`
+//!    becomes a `browser-control-request` event to each listed client,
+//!    `Settle` is the agent's one reply, `Cancel` becomes a
+//!    `browser-control-cancel` event;
+//! 3. the claim route draws a fresh [`ClaimToken`] and calls
+//!    [`BrowserRequests::handle_claim`]; the result route calls
+//!    [`BrowserRequests::handle_result`]; an agent that closes its connection
+//!    before the reply causes [`BrowserRequests::handle_abort`];
+//! 4. a timer set to [`BrowserRequests::next_deadline`] calls
+//!    [`BrowserRequests::handle_timeout`].
+//!
+//! Nothing here reads a clock or draws randomness: `now`, request ids and
+//! claim tokens are inputs.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::time::Duration;
+
+use crate::{Action, BrowserRequestId, ClaimToken, ClientId, Refusal, Target, Timestamp};
+
+/// The longest URL accepted, in bytes.
+const MAX_URL_BYTES: usize = 8 * 1024;
+/// The longest host accepted, in bytes (the DNS limit). It also keeps every
+/// origin well inside [`Target`]'s length limit.
+const MAX_HOST_BYTES: usize = 253;
+/// The longest selector accepted, in bytes.
+const MAX_SELECTOR_BYTES: usize = 1024;
+/// The longest visible text a click may look for, in bytes.
+const MAX_CLICK_TEXT_BYTES: usize = 1024;
+/// The longest value a `type` action may enter, in bytes.
+const MAX_INPUT_VALUE_BYTES: usize = 64 * 1024;
+/// The longest capture label, in bytes.
+const MAX_LABEL_BYTES: usize = 256;
+/// The largest viewport side, in CSS pixels.
+const MAX_VIEWPORT_SIDE: u32 = 10_000;
+
+/// The timeout of every action but `open` when the agent names none.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(20);
+/// The timeout of `open` when the agent names none; loading a page takes longer
+/// than acting on one.
+pub const OPEN_TIMEOUT: Duration = Duration::from_secs(45);
+/// The shortest timeout an agent can ask for.
+pub const MIN_TIMEOUT: Duration = Duration::from_secs(1);
+/// The longest timeout an agent can ask for.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Whether `text` is usable as a single-line parameter: at most `max` bytes
+/// and free of control characters.
+fn is_line(text: &str, max: usize) -> bool {
+    text.len() <= max && !text.chars().any(char::is_control)
+}
+
+/// An absolute `http` or `https` URL with a non-empty host, at most 8 KiB,
+/// without whitespace or control characters.
+///
+/// The text is kept as given, because it is what the pane opens; the origin is
+/// derived once, in canonical form, because it is what authority is checked
+/// against. Anything a browser might read differently from this parser (user
+/// info, percent-encoded or non-ASCII hosts, backslashes, empty ports) is
+/// refused rather than guessed at.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct HttpUrl {
+    text: String,
+    origin: Target,
+}
+
+impl HttpUrl {
+    /// Parses and checks a URL.
+    ///
+    /// # Errors
+    /// `bad-parameters` for anything but an absolute `http`/`https` URL with a
+    /// host: other schemes (`javascript:`, `data:`, `file:`), relative URLs,
+    /// user info, malformed hosts or ports, whitespace, control characters, or
+    /// more than 8 KiB.
+    pub fn parse(text: &str) -> Result<Self, Refusal> {
+        if text.len() > MAX_URL_BYTES || text.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(Refusal::BadParameters);
+        }
+        let (scheme, rest) = text.split_once("://").ok_or(Refusal::BadParameters)?;
+        let (scheme, default_port) = if scheme.eq_ignore_ascii_case("http") {
+            ("http", 80)
+        } else if scheme.eq_ignore_ascii_case("https") {
+            ("https", 443)
+        } else {
+            return Err(Refusal::BadParameters);
+        };
+        let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+        let (host, port) = split_authority(&rest[..authority_end])?;
+        let port = match port {
+            Some(port) if port != default_port => format!(":{port}"),
+            Some(_) | None => String::new(),
+        };
+        let origin = format!("{scheme}://{}{port}", host.to_ascii_lowercase());
+        let origin = Target::parse(&origin).map_err(|_| Refusal::BadParameters)?;
+        Ok(Self {
+            text: text.to_owned(),
+            origin,
+        })
+    }
+
+    /// The URL as given.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// The origin, `scheme://host[:port]`: scheme and host in lowercase, the
+    /// scheme's default port left out.
+    pub fn origin(&self) -> &Target {
+        &self.origin
+    }
+}
+
+/// Splits an authority into its host (still in the given case) and port.
+fn split_authority(authority: &str) -> Result<(&str, Option<u16>), Refusal> {
+    // User info never passes the host checks below (`@` is not a host
+    // character): it misleads readers of the URL about the host, and
+    // credentials in it would land on the evidence trail.
+    let (host, port) = if authority.starts_with('[') {
+        let close = authority.find(']').ok_or(Refusal::BadParameters)?;
+        let (host, after) = authority.split_at(close + 1);
+        let inner = &host[1..close];
+        let ipv6_ok = inner.contains(':')
+            && inner
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() || matches!(b, b':' | b'.'));
+        if !ipv6_ok {
+            return Err(Refusal::BadParameters);
+        }
+        match after.strip_prefix(':') {
+            Some(port) => (host, Some(port)),
+            None if after.is_empty() => (host, None),
+            None => return Err(Refusal::BadParameters),
+        }
+    } else {
+        let (host, port) = match authority.split_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (authority, None),
+        };
+        let host_ok = !host.is_empty()
+            && host
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'));
+        if !host_ok {
+            return Err(Refusal::BadParameters);
+        }
+        (host, port)
+    };
+    if host.len() > MAX_HOST_BYTES {
+        return Err(Refusal::BadParameters);
+    }
+    let port = match port {
+        Some(digits) => Some(parse_port(digits).ok_or(Refusal::BadParameters)?),
+        None => None,
+    };
+    Ok((host, port))
+}
+
+/// A port: 1 to 5 ASCII digits with a value from 1 to 65535.
+fn parse_port(digits: &str) -> Option<u16> {
+    if digits.is_empty() || digits.len() > 5 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse::<u16>().ok().filter(|&port| port != 0)
+}
+
+/// A CSS selector: non-empty, at most 1 KiB, no control characters.
+///
+/// The broker does not parse CSS; the pane does. The checks only keep the
+/// value to something a pane can be asked to look up.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Selector(String);
+
+impl Selector {
+    /// Checks a selector.
+    ///
+    /// # Errors
+    /// `bad-parameters` when it is empty, longer than 1 KiB or holds a
+    /// control character.
+    pub fn parse(text: &str) -> Result<Self, Refusal> {
+        if !text.is_empty() && is_line(text, MAX_SELECTOR_BYTES) {
+            Ok(Self(text.to_owned()))
+        } else {
+            Err(Refusal::BadParameters)
+        }
+    }
+
+    /// The selector text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// The visible text a click looks for: non-empty, at most 1 KiB, no control
+/// characters.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ClickText(String);
+
+impl ClickText {
+    /// Checks click text.
+    ///
+    /// # Errors
+    /// `bad-parameters` when it is empty, longer than 1 KiB or holds a
+    /// control character.
+    pub fn parse(text: &str) -> Result<Self, Refusal> {
+        if !text.is_empty() && is_line(text, MAX_CLICK_TEXT_BYTES) {
+            Ok(Self(text.to_owned()))
+        } else {
+            Err(Refusal::BadParameters)
+        }
+    }
+
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// The value a `type` action enters: at most 64 KiB.
+///
+/// It may be empty (to submit a form as it is) and may hold line breaks and
+/// tabs, because text areas take them.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct InputValue(String);
+
+impl InputValue {
+    /// Checks a value.
+    ///
+    /// # Errors
+    /// `bad-parameters` when it is longer than 64 KiB.
+    pub fn parse(text: &str) -> Result<Self, Refusal> {
+        if text.len() <= MAX_INPUT_VALUE_BYTES {
+            Ok(Self(text.to_owned()))
+        } else {
+            Err(Refusal::BadParameters)
+        }
+    }
+
+    /// The value.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A capture's label: non-empty, at most 256 bytes, no control characters.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct CaptureLabel(String);
+
+impl CaptureLabel {
+    /// Checks a label.
+    ///
+    /// # Errors
+    /// `bad-parameters` when it is empty, longer than 256 bytes or holds a
+    /// control character.
+    pub fn parse(text: &str) -> Result<Self, Refusal> {
+        if !text.is_empty() && is_line(text, MAX_LABEL_BYTES) {
+            Ok(Self(text.to_owned()))
+        } else {
+            Err(Refusal::BadParameters)
+        }
+    }
+
+    /// The label.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A viewport size in CSS pixels, each side from 1 to 10000.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Viewport {
+    width: u32,
+    height: u32,
+}
+
+impl Viewport {
+    /// Checks a size. The sides are taken as `u64` so that an adapter can
+    /// pass any JSON integer and still get the one refusal.
+    ///
+    /// # Errors
+    /// `bad-parameters` when a side is 0 or above 10000.
+    pub fn new(width: u64, height: u64) -> Result<Self, Refusal> {
+        let side = |v: u64| {
+            u32::try_from(v)
+                .ok()
+                .filter(|v| (1..=MAX_VIEWPORT_SIDE).contains(v))
+                .ok_or(Refusal::BadParameters)
+        };
+        Ok(Self {
+            width: side(width)?,
+            height: side(height)?,
+        })
+    }
+
+    /// The width.
+    pub fn width(self) -> u32 {
+        self.width
+    }
+
+    /// The height.
+    pub fn height(self) -> u32 {
+        self.height
+    }
+}
+
+/// What a click is aimed at.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ClickTarget {
+    /// The element the selector finds.
+    Selector(Selector),
+    /// The element showing this text.
+    Text(ClickText),
+}
+
+/// A direction to scroll in, or an end to scroll to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ScrollDirection {
+    /// One step up.
+    Up,
+    /// One step down.
+    Down,
+    /// One step left.
+    Left,
+    /// One step right.
+    Right,
+    /// To the top of the page.
+    Top,
+    /// To the bottom of the page.
+    Bottom,
+}
+
+impl ScrollDirection {
+    /// Parses the wire name: `up`, `down`, `left`, `right`, `top` or `bottom`.
+    ///
+    /// # Errors
+    /// `bad-parameters` for any other text.
+    pub fn parse(text: &str) -> Result<Self, Refusal> {
+        match text {
+            "up" => Ok(Self::Up),
+            "down" => Ok(Self::Down),
+            "left" => Ok(Self::Left),
+            "right" => Ok(Self::Right),
+            "top" => Ok(Self::Top),
+            "bottom" => Ok(Self::Bottom),
+            _ => Err(Refusal::BadParameters),
+        }
+    }
+
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Up => "up",
+            Self::Down => "down",
+            Self::Left => "left",
+            Self::Right => "right",
+            Self::Top => "top",
+            Self::Bottom => "bottom",
+        }
+    }
+}
+
+/// What a scroll is aimed at.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ScrollTarget {
+    /// Scroll the page in a direction or to an end.
+    Direction(ScrollDirection),
+    /// Scroll until the element the selector finds is visible.
+    Selector(Selector),
+}
+
+/// One browser action with checked parameters. There is no action that
+/// evaluates script: the pane only performs these.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum BrowserAction {
+    /// Open a URL, in a view of the given size if one is given.
+    Open {
+        /// The page to open.
+        url: HttpUrl,
+        /// The view size to use.
+        viewport: Option<Viewport>,
+    },
+    /// Describe the page (visible text and interactive elements), or only the
+    /// part the selector finds.
+    Snapshot {
+        /// The part of the page to describe.
+        selector: Option<Selector>,
+    },
+    /// Click an element.
+    Click(ClickTarget),
+    /// Type a value into an element, then submit its form if asked.
+    Type {
+        /// The element to type into.
+        selector: Selector,
+        /// What to type.
+        value: InputValue,
+        /// Whether to submit the element's form afterwards.
+        submit: bool,
+    },
+    /// Scroll the page.
+    Scroll(ScrollTarget),
+    /// Go back in the view's history.
+    Back,
+    /// Go forward in the view's history.
+    Forward,
+    /// Describe one element in detail.
+    Inspect {
+        /// The element to describe.
+        selector: Selector,
+    },
+    /// Capture an image of the view.
+    Capture {
+        /// A label the pane attaches to the capture.
+        label: Option<CaptureLabel>,
+    },
+    /// Resize the view.
+    Resize {
+        /// The new size.
+        viewport: Viewport,
+    },
+}
+
+impl BrowserAction {
+    /// Every action's wire name, in declaration order.
+    pub const NAMES: [&'static str; 10] = [
+        "open", "snapshot", "click", "type", "scroll", "back", "forward", "inspect", "capture",
+        "resize",
+    ];
+
+    /// The wire name, for example `"click"`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Open { .. } => "open",
+            Self::Snapshot { .. } => "snapshot",
+            Self::Click(_) => "click",
+            Self::Type { .. } => "type",
+            Self::Scroll(_) => "scroll",
+            Self::Back => "back",
+            Self::Forward => "forward",
+            Self::Inspect { .. } => "inspect",
+            Self::Capture { .. } => "capture",
+            Self::Resize { .. } => "resize",
+        }
+    }
+
+    /// Whether only a client that declared itself capable (`browser=1`) can
+    /// serve this action. Only `open` can go to any client, because opening a
+    /// tab is what creates a view.
+    pub fn needs_capable_client(&self) -> bool {
+        match self {
+            Self::Open { .. } => false,
+            Self::Snapshot { .. }
+            | Self::Click(_)
+            | Self::Type { .. }
+            | Self::Scroll(_)
+            | Self::Back
+            | Self::Forward
+            | Self::Inspect { .. }
+            | Self::Capture { .. }
+            | Self::Resize { .. } => true,
+        }
+    }
+
+    /// The action authority is checked for: `browser.<name>`.
+    pub fn action(&self) -> Action {
+        // Every name in `NAMES` is a lowercase word, so the parse cannot fail;
+        // a unit test checks all ten. `Action` has no infallible constructor.
+        Action::parse(&format!("browser.{}", self.name()))
+            .expect("browser action names are valid action names")
+    }
+
+    /// The target authority is checked against: the URL's origin for `open`,
+    /// none for every other action (they act on whatever page is open).
+    pub fn target(&self) -> Option<Target> {
+        match self {
+            Self::Open { url, .. } => Some(url.origin().clone()),
+            Self::Snapshot { .. }
+            | Self::Click(_)
+            | Self::Type { .. }
+            | Self::Scroll(_)
+            | Self::Back
+            | Self::Forward
+            | Self::Inspect { .. }
+            | Self::Capture { .. }
+            | Self::Resize { .. } => None,
+        }
+    }
+}
+
+/// The timeout of a request: the agent's `requested_ms` or the action's
+/// default (45 s for `open`, 20 s otherwise), clamped to 1–120 s.
+pub fn effective_timeout(action: &BrowserAction, requested_ms: Option<u64>) -> Duration {
+    let default = match action {
+        BrowserAction::Open { .. } => OPEN_TIMEOUT,
+        BrowserAction::Snapshot { .. }
+        | BrowserAction::Click(_)
+        | BrowserAction::Type { .. }
+        | BrowserAction::Scroll(_)
+        | BrowserAction::Back
+        | BrowserAction::Forward
+        | BrowserAction::Inspect { .. }
+        | BrowserAction::Capture { .. }
+        | BrowserAction::Resize { .. } => DEFAULT_TIMEOUT,
+    };
+    requested_ms
+        .map_or(default, Duration::from_millis)
+        .clamp(MIN_TIMEOUT, MAX_TIMEOUT)
+}
+
+/// A connected browser client, as the transport knows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientInfo {
+    /// The client's self-chosen id.
+    pub id: ClientId,
+    /// Whether the client opened its event stream with `browser=1`, declaring
+    /// that it can drive a page.
+    pub capable: bool,
+}
+
+/// The answer to a claim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClaimReply {
+    /// This client performs the request and must post its result with this
+    /// token.
+    Granted(ClaimToken),
+    /// This client must do nothing: the request is unknown, settled, already
+    /// claimed, or was not delivered to it.
+    Refused,
+}
+
+/// What the claimant reported.
+///
+/// The pane's own error text is not carried: the agent's reply is a static
+/// refusal code (DESIGN.md §2), and the two failure variants keep apart the
+/// two things an agent can act on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PaneOutcome<R> {
+    /// The pane performed the action; this is its result.
+    Done(R),
+    /// The pane reported that the action failed; the agent gets
+    /// `browser-failed`.
+    Failed,
+    /// The pane's result was over the result route's limit and the pane
+    /// reported that in a small follow-up; the agent gets
+    /// `browser-result-too-large`.
+    TooLarge,
+}
+
+impl<R> PaneOutcome<R> {
+    /// The agent's reply for this outcome.
+    pub fn into_result(self) -> Result<R, Refusal> {
+        match self {
+            Self::Done(result) => Ok(result),
+            Self::Failed => Err(Refusal::BrowserFailed),
+            Self::TooLarge => Err(Refusal::BrowserResultTooLarge),
+        }
+    }
+}
+
+/// Work the machine asks the adapter to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BrowserEffect<R> {
+    /// Send the request to these clients (`browser-control-request`).
+    Deliver {
+        /// The request.
+        request: BrowserRequestId,
+        /// What to do.
+        action: BrowserAction,
+        /// The time after which the request fails if it is still unsettled.
+        claim_by: Timestamp,
+        /// Every client that may claim it, in id order.
+        to: Vec<ClientId>,
+    },
+    /// Answer the agent. Queued exactly once per accepted request.
+    Settle {
+        /// The request.
+        request: BrowserRequestId,
+        /// The pane's result or the refusal.
+        outcome: Result<R, Refusal>,
+    },
+    /// Tell these clients to stop working on the request
+    /// (`browser-control-cancel`), because it ended before a result.
+    Cancel {
+        /// The request.
+        request: BrowserRequestId,
+        /// The claimant, or every client it was delivered to if no one had
+        /// claimed it, in id order.
+        to: Vec<ClientId>,
+    },
+}
+
+/// Where a live request stands. Settled requests are removed, so "settled" is
+/// the absence of an entry.
+#[derive(Debug, Clone)]
+enum RequestState {
+    /// Delivered and waiting for a claim.
+    Pending {
+        /// The clients that may claim it.
+        delivered_to: BTreeSet<ClientId>,
+        /// When it times out.
+        deadline: Timestamp,
+    },
+    /// Claimed; only the claimant's token can settle it.
+    Claimed {
+        /// The client whose claim won.
+        client: ClientId,
+        /// The token that client received.
+        token: ClaimToken,
+        /// When it times out; claiming does not extend it.
+        deadline: Timestamp,
+    },
+}
+
+impl RequestState {
+    fn deadline(&self) -> Timestamp {
+        match self {
+            Self::Pending { deadline, .. } | Self::Claimed { deadline, .. } => *deadline,
+        }
+    }
+
+    /// Who must hear that the request ended early: the claimant, or every
+    /// client that might still be deciding to claim it.
+    fn cancel_recipients(self) -> Vec<ClientId> {
+        match self {
+            Self::Pending { delivered_to, .. } => delivered_to.into_iter().collect(),
+            Self::Claimed { client, .. } => vec![client],
+        }
+    }
+}
+
+/// The browser request machine: pending → claimed → settled, with exactly one
+/// [`BrowserEffect::Settle`] per accepted request.
+///
+/// `R` is the result payload, opaque to the domain (the adapter picks it, for
+/// example a JSON value). The machine holds only live requests; its deadline
+/// scans are linear, which suits the handful of requests agents keep open.
+#[derive(Debug, Clone)]
+pub struct BrowserRequests<R> {
+    requests: BTreeMap<BrowserRequestId, RequestState>,
+    effects: VecDeque<BrowserEffect<R>>,
+}
+
+impl<R> Default for BrowserRequests<R> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<R> BrowserRequests<R> {
+    /// A machine with no requests.
+    pub fn new() -> Self {
+        Self {
+            requests: BTreeMap::new(),
+            effects: VecDeque::new(),
+        }
+    }
+
+    /// Accepts a request and queues its delivery to every client that can
+    /// serve it: all `clients` for `open`, the capable ones otherwise. The
+    /// request times out at `now + timeout`.
+    ///
+    /// # Errors
+    /// - `no-browser-client` when no client can serve the action; nothing is
+    ///   kept and nothing is queued, so the agent hears at once;
+    /// - `bad-request` when `id` is already live (ids are random, so this is
+    ///   a caller bug, refused rather than trusted).
+    pub fn handle_request(
+        &mut self,
+        now: Timestamp,
+        id: BrowserRequestId,
+        action: BrowserAction,
+        timeout: Duration,
+        clients: &[ClientInfo],
+    ) -> Result<(), Refusal> {
+        if self.requests.contains_key(&id) {
+            return Err(Refusal::BadRequest);
+        }
+        let needs_capable = action.needs_capable_client();
+        let delivered_to: BTreeSet<ClientId> = clients
+            .iter()
+            .filter(|client| client.capable || !needs_capable)
+            .map(|client| client.id.clone())
+            .collect();
+        if delivered_to.is_empty() {
+            return Err(Refusal::NoBrowserClient);
+        }
+        let deadline = now.saturating_add(timeout);
+        self.effects.push_back(BrowserEffect::Deliver {
+            request: id,
+            action,
+            claim_by: deadline,
+            to: delivered_to.iter().cloned().collect(),
+        });
+        self.requests.insert(
+            id,
+            RequestState::Pending {
+                delivered_to,
+                deadline,
+            },
+        );
+        Ok(())
+    }
+
+    /// Grants the request to `client` with `token` if it is pending and was
+    /// delivered to that client. The first claim wins; every other claim is
+    /// refused and changes nothing.
+    pub fn handle_claim(
+        &mut self,
+        id: BrowserRequestId,
+        client: &ClientId,
+        token: ClaimToken,
+    ) -> ClaimReply {
+        let Some(state) = self.requests.get_mut(&id) else {
+            return ClaimReply::Refused;
+        };
+        match state {
+            RequestState::Pending {
+                delivered_to,
+                deadline,
+            } => {
+                if !delivered_to.contains(client) {
+                    return ClaimReply::Refused;
+                }
+                *state = RequestState::Claimed {
+                    client: client.clone(),
+                    token: token.clone(),
+                    deadline: *deadline,
+                };
+                ClaimReply::Granted(token)
+            }
+            RequestState::Claimed { .. } => ClaimReply::Refused,
+        }
+    }
+
+    /// Settles a claimed request with its claimant's outcome, if `token` is
+    /// the claim token. Returns whether it matched; an unknown or settled
+    /// request, an unclaimed one, or a wrong token matches nothing and leaves
+    /// the request waiting, because a late answer is correct behaviour, not
+    /// an error.
+    pub fn handle_result(
+        &mut self,
+        id: BrowserRequestId,
+        token: &ClaimToken,
+        outcome: PaneOutcome<R>,
+    ) -> bool {
+        let matched = match self.requests.get(&id) {
+            Some(RequestState::Claimed { token: held, .. }) => held.ct_eq(token),
+            Some(RequestState::Pending { .. }) | None => false,
+        };
+        if matched {
+            self.requests.remove(&id);
+            self.effects.push_back(BrowserEffect::Settle {
+                request: id,
+                outcome: outcome.into_result(),
+            });
+        }
+        matched
+    }
+
+    /// Ends a live request as aborted (`browser-aborted`) and cancels it at
+    /// the clients working on it. Returns whether the request was live.
+    pub fn handle_abort(&mut self, id: BrowserRequestId) -> bool {
+        self.end_early(id, Refusal::BrowserAborted)
+    }
+
+    /// Ends every request whose deadline is at or before `now` as timed out
+    /// (`browser-timeout`), in request id order. A claimant that vanished
+    /// ends here too: assuming success would report an interaction that never
+    /// happened.
+    pub fn handle_timeout(&mut self, now: Timestamp) {
+        let expired: Vec<BrowserRequestId> = self
+            .requests
+            .iter()
+            .filter(|(_, state)| state.deadline() <= now)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in expired {
+            self.end_early(id, Refusal::BrowserTimeout);
+        }
+    }
+
+    /// The next queued effect, oldest first.
+    pub fn poll_effect(&mut self) -> Option<BrowserEffect<R>> {
+        self.effects.pop_front()
+    }
+
+    /// The earliest deadline of a live request: when the adapter must call
+    /// [`Self::handle_timeout`] next.
+    pub fn next_deadline(&self) -> Option<Timestamp> {
+        self.requests.values().map(RequestState::deadline).min()
+    }
+
+    /// How many requests are live (pending or claimed).
+    pub fn pending(&self) -> usize {
+        self.requests.len()
+    }
+
+    /// Settles a live request with `refusal` and cancels it at its clients.
+    fn end_early(&mut self, id: BrowserRequestId, refusal: Refusal) -> bool {
+        let Some(state) = self.requests.remove(&id) else {
+            return false;
+        };
+        self.effects.push_back(BrowserEffect::Settle {
+            request: id,
+            outcome: Err(refusal),
+        });
+        self.effects.push_back(BrowserEffect::Cancel {
+            request: id,
+            to: state.cancel_recipients(),
+        });
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(ms: i64) -> Timestamp {
+        Timestamp::from_unix_ms(ms).unwrap()
+    }
+
+    fn rid(n: u8) -> BrowserRequestId {
+        BrowserRequestId::from_random([n; 16])
+    }
+
+    fn client(name: &str) -> ClientId {
+        ClientId::parse(name).unwrap()
+    }
+
+    fn info(name: &str, capable: bool) -> ClientInfo {
+        ClientInfo {
+            id: client(name),
+            capable,
+        }
+    }
+
+    fn token(n: u8) -> ClaimToken {
+        ClaimToken::from_random([n; 32])
+    }
+
+    fn open() -> BrowserAction {
+        BrowserAction::Open {
+            url: HttpUrl::parse("https://example.com/a").unwrap(),
+            viewport: None,
+        }
+    }
+
+    fn snapshot() -> BrowserAction {
+        BrowserAction::Snapshot { selector: None }
+    }
+
+    /// Drains every queued effect and compares the list with `expected`.
+    #[track_caller]
+    fn assert_effects(machine: &mut BrowserRequests<u32>, expected: &[BrowserEffect<u32>]) {
+        let actual: Vec<_> = std::iter::from_fn(|| machine.poll_effect()).collect();
+        assert_eq!(actual, expected);
+    }
+
+    fn deliver(n: u8, action: BrowserAction, claim_by: i64, to: &[&str]) -> BrowserEffect<u32> {
+        BrowserEffect::Deliver {
+            request: rid(n),
+            action,
+            claim_by: t(claim_by),
+            to: to.iter().map(|name| client(name)).collect(),
+        }
+    }
+
+    fn settle(n: u8, outcome: Result<u32, Refusal>) -> BrowserEffect<u32> {
+        BrowserEffect::Settle {
+            request: rid(n),
+            outcome,
+        }
+    }
+
+    fn cancel(n: u8, to: &[&str]) -> BrowserEffect<u32> {
+        BrowserEffect::Cancel {
+            request: rid(n),
+            to: to.iter().map(|name| client(name)).collect(),
+        }
+    }
+
+    /// A machine with request 1 (a snapshot, deadline 21000) delivered to the
+    /// capable clients `a` and `b`.
+    fn with_pending() -> BrowserRequests<u32> {
+        let mut m = BrowserRequests::new();
+        let clients = [info("a", true), info("b", true), info("x", false)];
+        m.handle_request(t(1_000), rid(1), snapshot(), DEFAULT_TIMEOUT, &clients)
+            .unwrap();
+        assert_effects(&mut m, &[deliver(1, snapshot(), 21_000, &["a", "b"])]);
+        m
+    }
+
+    // --- validation ---
+
+    #[test]
+    fn urls_accept_http_and_https_and_derive_a_canonical_origin() {
+        for (text, origin) in [
+            ("http://example.com", "http://example.com"),
+            ("https://example.com/", "https://example.com"),
+            ("HTTPS://Example.COM/Path?Q=1#F", "https://example.com"),
+            ("http://example.com:80/x", "http://example.com"),
+            ("https://example.com:443", "https://example.com"),
+            ("http://example.com:443", "http://example.com:443"),
+            ("https://localhost:8080?x", "https://localhost:8080"),
+            ("http://127.0.0.1:7420#top", "http://127.0.0.1:7420"),
+            ("http://[::1]:3000/", "http://[::1]:3000"),
+            ("http://[FE80::1]", "http://[fe80::1]"),
+            (
+                "http://my_host.internal/ünïcode-path",
+                "http://my_host.internal",
+            ),
+        ] {
+            let url = HttpUrl::parse(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert_eq!(url.as_str(), text);
+            assert_eq!(url.origin().as_str(), origin, "{text}");
+        }
+    }
+
+    #[test]
+    fn urls_refuse_other_schemes_and_relative_forms() {
+        for bad in [
+            "javascript:alert(1)",
+            "javascript://example.com/%0aalert(1)",
+            "data:text/html,<script>alert(1)</script>",
+            "file:///etc/passwd",
+            "ftp://example.com/",
+            "ws://example.com/",
+            "/relative/path",
+            "example.com",
+            "//example.com/",
+            "http:example.com",
+            "http:/example.com",
+            "http:\\\\example.com",
+            "xhttp://example.com",
+            "",
+        ] {
+            assert_eq!(HttpUrl::parse(bad), Err(Refusal::BadParameters), "{bad}");
+        }
+    }
+
+    #[test]
+    fn urls_refuse_malformed_hosts_ports_and_user_info() {
+        for bad in [
+            "http://",
+            "http:///example.com",
+            "http://?q",
+            "http://:80/",
+            "http://user@example.com/",
+            "http://user:pass@example.com/",
+            "http://evil.com\\@good.com/",
+            "http://good.com\\evil.com/",
+            "http://%65xample.com/",
+            "http://exämple.com/",
+            "http://example.com:/",
+            "http://example.com:0/",
+            "http://example.com:65536/",
+            "http://example.com:080808/",
+            "http://example.com:+80/",
+            "http://example.com:8a/",
+            "http://[::1/",
+            "http://[]/",
+            "http://[::1]x/",
+            "http://[g::1]/",
+            "http://[127.0.0.1]/",
+        ] {
+            assert_eq!(HttpUrl::parse(bad), Err(Refusal::BadParameters), "{bad}");
+        }
+        let long_host = format!("http://{}.com/", "a".repeat(250));
+        assert_eq!(HttpUrl::parse(&long_host), Err(Refusal::BadParameters));
+    }
+
+    #[test]
+    fn urls_refuse_whitespace_control_characters_and_more_than_8_kib() {
+        for bad in [
+            " http://example.com",
+            "http://example.com ",
+            "http://exa mple.com/",
+            "http://example.com/a b",
+            "http://example.com/\t",
+            "http://example.com/\n",
+            "http://example.com/\u{7f}",
+            "http://example.com/\u{a0}",
+            "http://example.com/\u{2028}",
+        ] {
+            assert_eq!(HttpUrl::parse(bad), Err(Refusal::BadParameters), "{bad:?}");
+        }
+        let prefix = "https://example.com/";
+        let at_limit = format!("{prefix}{}", "a".repeat(MAX_URL_BYTES - prefix.len()));
+        assert!(HttpUrl::parse(&at_limit).is_ok());
+        let over = format!("{at_limit}a");
+        assert_eq!(HttpUrl::parse(&over), Err(Refusal::BadParameters));
+    }
+
+    #[test]
+    fn selectors_are_non_empty_single_lines_of_at_most_1_kib() {
+        assert_eq!(
+            Selector::parse("#main > a.b").unwrap().as_str(),
+            "#main > a.b"
+        );
+        assert!(Selector::parse(&"a".repeat(1024)).is_ok());
+        for bad in ["", "a\nb", "a\u{0}", "\u{1b}[0m"] {
+            assert_eq!(Selector::parse(bad), Err(Refusal::BadParameters), "{bad:?}");
+        }
+        assert_eq!(
+            Selector::parse(&"a".repeat(1025)),
+            Err(Refusal::BadParameters)
+        );
+        // The cap counts bytes, so multi-byte characters fill it sooner.
+        assert_eq!(
+            Selector::parse(&"é".repeat(513)),
+            Err(Refusal::BadParameters)
+        );
+    }
+
+    #[test]
+    fn viewport_sides_run_from_1_to_10000() {
+        let v = Viewport::new(1, 10_000).unwrap();
+        assert_eq!((v.width(), v.height()), (1, 10_000));
+        for (w, h) in [(0, 10), (10, 0), (10_001, 10), (10, 10_001), (u64::MAX, 10)] {
+            assert_eq!(Viewport::new(w, h), Err(Refusal::BadParameters), "{w}x{h}");
+        }
+    }
+
+    #[test]
+    fn click_text_input_value_and_label_have_their_caps() {
+        assert!(ClickText::parse(&"a".repeat(1024)).is_ok());
+        assert_eq!(
+            ClickText::parse(&"a".repeat(1025)),
+            Err(Refusal::BadParameters)
+        );
+        assert_eq!(ClickText::parse(""), Err(Refusal::BadParameters));
+        assert_eq!(ClickText::parse("Sign\nin"), Err(Refusal::BadParameters));
+
+        assert!(InputValue::parse("").is_ok());
+        assert!(InputValue::parse("line one\nline two\tand a tab").is_ok());
+        assert!(InputValue::parse(&"a".repeat(64 * 1024)).is_ok());
+        assert_eq!(
+            InputValue::parse(&"a".repeat(64 * 1024 + 1)),
+            Err(Refusal::BadParameters)
+        );
+
+        assert!(CaptureLabel::parse(&"a".repeat(256)).is_ok());
+        assert_eq!(
+            CaptureLabel::parse(&"a".repeat(257)),
+            Err(Refusal::BadParameters)
+        );
+        assert_eq!(CaptureLabel::parse(""), Err(Refusal::BadParameters));
+        assert_eq!(CaptureLabel::parse("a\rb"), Err(Refusal::BadParameters));
+    }
+
+    #[test]
+    fn scroll_directions_round_trip_and_nothing_else_parses() {
+        for d in [
+            ScrollDirection::Up,
+            ScrollDirection::Down,
+            ScrollDirection::Left,
+            ScrollDirection::Right,
+            ScrollDirection::Top,
+            ScrollDirection::Bottom,
+        ] {
+            assert_eq!(ScrollDirection::parse(d.as_str()), Ok(d));
+        }
+        for bad in ["", "UP", "sideways", " up"] {
+            assert_eq!(
+                ScrollDirection::parse(bad),
+                Err(Refusal::BadParameters),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn actions_have_names_authority_actions_and_targets() {
+        let sel = Selector::parse("#q").unwrap();
+        let all = [
+            BrowserAction::Open {
+                url: HttpUrl::parse("HTTP://Example.com:8080/x").unwrap(),
+                viewport: Some(Viewport::new(800, 600).unwrap()),
+            },
+            BrowserAction::Snapshot {
+                selector: Some(sel.clone()),
+            },
+            BrowserAction::Click(ClickTarget::Text(ClickText::parse("Go").unwrap())),
+            BrowserAction::Type {
+                selector: sel.clone(),
+                value: InputValue::parse("hello").unwrap(),
+                submit: true,
+            },
+            BrowserAction::Scroll(ScrollTarget::Direction(ScrollDirection::Bottom)),
+            BrowserAction::Back,
+            BrowserAction::Forward,
+            BrowserAction::Inspect { selector: sel },
+            BrowserAction::Capture { label: None },
+            BrowserAction::Resize {
+                viewport: Viewport::new(1, 1).unwrap(),
+            },
+        ];
+        let names: Vec<_> = all.iter().map(BrowserAction::name).collect();
+        assert_eq!(names, BrowserAction::NAMES);
+        for action in &all {
+            assert_eq!(
+                action.action().as_str(),
+                format!("browser.{}", action.name())
+            );
+            let is_open = matches!(action, BrowserAction::Open { .. });
+            assert_eq!(action.needs_capable_client(), !is_open, "{}", action.name());
+            if !is_open {
+                assert_eq!(action.target(), None, "{}", action.name());
+            }
+        }
+        assert_eq!(
+            all[0].target(),
+            Some(Target::parse("http://example.com:8080").unwrap())
+        );
+    }
+
+    #[test]
+    fn timeouts_default_by_action_and_clamp_to_1_to_120_seconds() {
+        let secs = Duration::from_secs;
+        assert_eq!(effective_timeout(&snapshot(), None), secs(20));
+        assert_eq!(effective_timeout(&open(), None), secs(45));
+        assert_eq!(effective_timeout(&snapshot(), Some(5_000)), secs(5));
+        assert_eq!(effective_timeout(&open(), Some(5_000)), secs(5));
+        assert_eq!(effective_timeout(&snapshot(), Some(0)), secs(1));
+        assert_eq!(effective_timeout(&snapshot(), Some(999)), secs(1));
+        assert_eq!(effective_timeout(&open(), Some(120_001)), secs(120));
+        assert_eq!(effective_timeout(&open(), Some(u64::MAX)), secs(120));
+        assert_eq!(
+            effective_timeout(&snapshot(), Some(1_500)),
+            Duration::from_millis(1_500)
+        );
+    }
+
+    // --- the machine ---
+
+    #[test]
+    fn no_recipient_is_refused_at_once_without_state_or_effects() {
+        let mut m = BrowserRequests::<u32>::new();
+        let only_plain = [info("x", false)];
+        for clients in [&[][..], &only_plain[..]] {
+            let reply = m.handle_request(t(0), rid(1), snapshot(), DEFAULT_TIMEOUT, clients);
+            assert_eq!(reply, Err(Refusal::NoBrowserClient));
+            assert_effects(&mut m, &[]);
+            assert_eq!((m.pending(), m.next_deadline()), (0, None));
+        }
+        let reply = m.handle_request(t(0), rid(1), open(), OPEN_TIMEOUT, &[]);
+        assert_eq!(reply, Err(Refusal::NoBrowserClient));
+        assert_effects(&mut m, &[]);
+        assert_eq!(m.pending(), 0);
+    }
+
+    #[test]
+    fn open_reaches_every_client_and_other_actions_only_capable_ones() {
+        let mut m = BrowserRequests::<u32>::new();
+        let clients = [info("x", false), info("a", true), info("x", false)];
+        m.handle_request(t(0), rid(1), open(), OPEN_TIMEOUT, &clients)
+            .unwrap();
+        m.handle_request(t(0), rid(2), snapshot(), DEFAULT_TIMEOUT, &clients)
+            .unwrap();
+        assert_effects(
+            &mut m,
+            &[
+                deliver(1, open(), 45_000, &["a", "x"]),
+                deliver(2, snapshot(), 20_000, &["a"]),
+            ],
+        );
+        assert_eq!((m.pending(), m.next_deadline()), (2, Some(t(20_000))));
+        assert_eq!(
+            m.handle_claim(rid(1), &client("x"), token(1)),
+            ClaimReply::Granted(token(1))
+        );
+        assert_eq!(
+            m.handle_claim(rid(2), &client("x"), token(2)),
+            ClaimReply::Refused
+        );
+    }
+
+    #[test]
+    fn a_live_duplicate_id_is_a_bad_request_and_changes_nothing() {
+        let mut m = with_pending();
+        let reply = m.handle_request(t(5), rid(1), open(), OPEN_TIMEOUT, &[info("z", true)]);
+        assert_eq!(reply, Err(Refusal::BadRequest));
+        assert_effects(&mut m, &[]);
+        assert_eq!(
+            m.handle_claim(rid(1), &client("z"), token(1)),
+            ClaimReply::Refused
+        );
+        assert_eq!(m.next_deadline(), Some(t(21_000)));
+    }
+
+    #[test]
+    fn the_first_claim_wins_and_every_other_claim_is_refused() {
+        let mut m = with_pending();
+        assert_eq!(
+            m.handle_claim(rid(9), &client("a"), token(1)),
+            ClaimReply::Refused
+        );
+        assert_eq!(
+            m.handle_claim(rid(1), &client("x"), token(1)),
+            ClaimReply::Refused
+        );
+        assert_eq!(
+            m.handle_claim(rid(1), &client("b"), token(2)),
+            ClaimReply::Granted(token(2))
+        );
+        assert_eq!(
+            m.handle_claim(rid(1), &client("a"), token(3)),
+            ClaimReply::Refused
+        );
+        assert_eq!(
+            m.handle_claim(rid(1), &client("b"), token(4)),
+            ClaimReply::Refused
+        );
+        assert_effects(&mut m, &[]);
+        // The first token still settles; the refused claims' tokens do not.
+        assert!(!m.handle_result(rid(1), &token(3), PaneOutcome::Done(7)));
+        assert!(m.handle_result(rid(1), &token(2), PaneOutcome::Done(7)));
+        assert_effects(&mut m, &[settle(1, Ok(7))]);
+    }
+
+    #[test]
+    fn only_the_claim_token_settles_and_a_result_sends_no_cancel() {
+        let mut m = with_pending();
+        assert!(!m.handle_result(rid(1), &token(1), PaneOutcome::Done(1)));
+        assert_eq!(
+            m.handle_claim(rid(1), &client("a"), token(1)),
+            ClaimReply::Granted(token(1))
+        );
+        assert!(!m.handle_result(rid(1), &token(2), PaneOutcome::Done(2)));
+        assert!(!m.handle_result(rid(2), &token(1), PaneOutcome::Done(3)));
+        assert_effects(&mut m, &[]);
+        assert_eq!(m.pending(), 1);
+        assert!(m.handle_result(rid(1), &token(1), PaneOutcome::Done(4)));
+        assert_effects(&mut m, &[settle(1, Ok(4))]);
+        assert_eq!((m.pending(), m.next_deadline()), (0, None));
+    }
+
+    #[test]
+    fn pane_failures_reach_the_agent_with_their_own_codes() {
+        for (outcome, refusal) in [
+            (PaneOutcome::Failed, Refusal::BrowserFailed),
+            (PaneOutcome::TooLarge, Refusal::BrowserResultTooLarge),
+        ] {
+            let mut m = with_pending();
+            m.handle_claim(rid(1), &client("a"), token(1));
+            assert!(m.handle_result(rid(1), &token(1), outcome));
+            assert_effects(&mut m, &[settle(1, Err(refusal))]);
+        }
+    }
+
+    #[test]
+    fn a_settled_request_refuses_claims_results_and_aborts() {
+        let mut m = with_pending();
+        m.handle_claim(rid(1), &client("a"), token(1));
+        assert!(m.handle_result(rid(1), &token(1), PaneOutcome::Done(1)));
+        assert_effects(&mut m, &[settle(1, Ok(1))]);
+        assert_eq!(
+            m.handle_claim(rid(1), &client("b"), token(2)),
+            ClaimReply::Refused
+        );
+        assert!(!m.handle_result(rid(1), &token(1), PaneOutcome::Done(2)));
+        assert!(!m.handle_abort(rid(1)));
+        m.handle_timeout(t(i64::from(u32::MAX)));
+        assert_effects(&mut m, &[]);
+    }
+
+    #[test]
+    fn abort_cancels_at_every_recipient_while_pending() {
+        let mut m = with_pending();
+        assert!(m.handle_abort(rid(1)));
+        assert_effects(
+            &mut m,
+            &[
+                settle(1, Err(Refusal::BrowserAborted)),
+                cancel(1, &["a", "b"]),
+            ],
+        );
+        assert!(!m.handle_abort(rid(1)));
+        assert_eq!(
+            m.handle_claim(rid(1), &client("a"), token(1)),
+            ClaimReply::Refused
+        );
+        assert_effects(&mut m, &[]);
+    }
+
+    #[test]
+    fn abort_cancels_at_the_claimant_only_once_claimed() {
+        let mut m = with_pending();
+        m.handle_claim(rid(1), &client("b"), token(1));
+        assert!(m.handle_abort(rid(1)));
+        assert_effects(
+            &mut m,
+            &[settle(1, Err(Refusal::BrowserAborted)), cancel(1, &["b"])],
+        );
+        assert!(!m.handle_result(rid(1), &token(1), PaneOutcome::Done(1)));
+        assert_effects(&mut m, &[]);
+    }
+
+    #[test]
+    fn requests_time_out_at_their_deadline_in_id_order() {
+        let mut m = with_pending();
+        m.handle_request(
+            t(2_000),
+            rid(2),
+            open(),
+            Duration::from_secs(5),
+            &[info("x", false)],
+        )
+        .unwrap();
+        m.handle_request(
+            t(3_000),
+            rid(0),
+            open(),
+            Duration::from_secs(4),
+            &[info("y", false)],
+        )
+        .unwrap();
+        assert_effects(
+            &mut m,
+            &[
+                deliver(2, open(), 7_000, &["x"]),
+                deliver(0, open(), 7_000, &["y"]),
+            ],
+        );
+        assert_eq!(m.next_deadline(), Some(t(7_000)));
+        m.handle_timeout(t(6_999));
+        assert_effects(&mut m, &[]);
+        m.handle_timeout(t(7_000));
+        assert_effects(
+            &mut m,
+            &[
+                settle(0, Err(Refusal::BrowserTimeout)),
+                cancel(0, &["y"]),
+                settle(2, Err(Refusal::BrowserTimeout)),
+                cancel(2, &["x"]),
+            ],
+        );
+        assert_eq!((m.pending(), m.next_deadline()), (1, Some(t(21_000))));
+    }
+
+    #[test]
+    fn a_vanished_claimant_times_out_and_its_late_result_matches_nothing() {
+        let mut m = with_pending();
+        m.handle_claim(rid(1), &client("a"), token(1));
+        // Claiming does not move the deadline.
+        assert_eq!(m.next_deadline(), Some(t(21_000)));
+        m.handle_timeout(t(21_000));
+        assert_effects(
+            &mut m,
+            &[settle(1, Err(Refusal::BrowserTimeout)), cancel(1, &["a"])],
+        );
+        assert!(!m.handle_result(rid(1), &token(1), PaneOutcome::Done(1)));
+        assert_effects(&mut m, &[]);
+    }
+
+    #[test]
+    fn an_id_may_be_used_again_once_settled() {
+        let mut m = with_pending();
+        m.handle_abort(rid(1));
+        assert_effects(
+            &mut m,
+            &[
+                settle(1, Err(Refusal::BrowserAborted)),
+                cancel(1, &["a", "b"]),
+            ],
+        );
+        m.handle_request(t(50_000), rid(1), open(), OPEN_TIMEOUT, &[info("c", false)])
+            .unwrap();
+        assert_effects(&mut m, &[deliver(1, open(), 95_000, &["c"])]);
+        assert_eq!(
+            m.handle_claim(rid(1), &client("a"), token(1)),
+            ClaimReply::Refused
+        );
+        assert_eq!(
+            m.handle_claim(rid(1), &client("c"), token(2)),
+            ClaimReply::Granted(token(2))
+        );
+    }
+}
