@@ -8,3 +8,7 @@
 //! table), `credentials` (file and environment token sources). None is built
 //! yet; this crate exists so the workspace has its final shape.
 #![warn(missing_docs, unreachable_pub)]
+
+pub mod fs;
+pub mod procfs;
+pub mod sqlite;

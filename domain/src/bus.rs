@@ -166,8 +166,10 @@ pub enum Command {
         kind: Action,
         /// The JSON body as text (checked by the adapter).
         body: String,
-        /// What to file it under.
+        /// What to file it under; `task.*` kinds must name their task.
         subject: Option<Subject>,
+        /// For `task.created`: the human input that requested the task.
+        request: Option<EventId>,
     },
 }
 
@@ -431,26 +433,14 @@ impl Bus {
             Caller::Agent { agent, .. } => {
                 business.role(&agent.role).ok_or(Refusal::UnknownRole)?;
                 let holds = self.claims.holds(business.id(), agent);
-                match command {
-                    Command::LaunchRevoke | Command::LaunchRestore => Err(Refusal::HumanOnly),
-                    Command::Release
-                    | Command::Revoke { .. }
-                    | Command::Raise(_)
-                    | Command::Resolve { .. }
-                    | Command::Seen { .. }
-                    | Command::Withdraw { .. }
-                    | Command::Send(_)
-                    | Command::Receive { .. }
-                    | Command::Read { .. }
-                    | Command::EmitRoutine { .. }
-                    | Command::Authorize { .. }
-                    | Command::RecordEvent { .. }
-                        if !holds =>
-                    {
-                        Err(Refusal::NotHolder)
-                    }
-                    command => self.agent_verb(&business, agent, command),
+                if matches!(command, Command::LaunchRevoke | Command::LaunchRestore) {
+                    return Err(Refusal::HumanOnly);
                 }
+                // Everything but claiming needs the role held right now.
+                if !holds && !matches!(command, Command::Claim) {
+                    return Err(Refusal::NotHolder);
+                }
+                self.agent_verb(&business, agent, command)
             }
             Caller::Human { input, .. } => self.human_verb(&business, *input, command),
             Caller::Reader { .. } => match command {
@@ -535,10 +525,16 @@ impl Bus {
                 let ask = Ask { agent, action: &action, target: target.as_ref(), decision };
                 Reply::Authorized(self.authorize(business, &ask, None)?)
             }
-            Command::RecordEvent { kind, body, subject } => {
+            Command::RecordEvent { kind, body, subject, request } => {
                 let k = kind.as_str();
                 if k == "action.allowed" || RESERVED_KIND_PREFIXES.iter().any(|p| k.starts_with(p)) {
                     return Err(Refusal::NotAuthorized);
+                }
+                // Task events are filed under their task, and a created task
+                // names the human input that asked for it.
+                let task_subject = matches!(subject, Some(Subject::Task(_)));
+                if (k.starts_with("task.") && !task_subject) || ((k == "task.created") != request.is_some()) {
+                    return Err(Refusal::BadRequest);
                 }
                 self.check_subject(business, subject.as_ref())?;
                 self.pending.push(Evidence::Observed(Observation {
@@ -547,6 +543,7 @@ impl Bus {
                     kind: kind.as_str().to_owned(),
                     body,
                     subject,
+                    request,
                 }));
                 Reply::Done
             }

@@ -247,7 +247,7 @@ impl Decisions {
                 note: None,
             });
         }
-        Ok(self.decisions.get(&id).cloned().ok_or(Refusal::UnknownReference)?)
+        self.decisions.get(&id).cloned().ok_or(Refusal::UnknownReference)
     }
 
     /// `decision.resolve`. An agent caller must hold its role (checked by

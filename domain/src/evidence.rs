@@ -479,6 +479,9 @@ pub struct Observation {
     pub body: String,
     /// What the trail files it under.
     pub subject: Option<Subject>,
+    /// For `task.created`: the same-business human input that asked for the
+    /// task (the adapter takes it from the body's `request`).
+    pub request: Option<EventId>,
 }
 
 /// A refusal, recorded in its own transaction.

@@ -7,21 +7,36 @@ use mosaic_domain::{BusinessId, MessageId, RoleInstance, TaskRef, Timestamp};
 
 /// Why the store refused or failed. Adapters map driver errors onto these;
 /// the runtime turns every one of them into a static refusal code.
+///
+/// The first five variants are the rules of [`EvidenceStore::commit`], which
+/// lists every case of each; [`StoreError::Unavailable`] is no rule but a
+/// failed store.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    /// A record repeats a unique fact: a decision or message id, a second
-    /// consumption of one decision, a second delivery or read of one message.
+    /// A record repeats a unique fact: a decision, message or human input
+    /// id; a second consumption of one decision; a second terminal event
+    /// (resolved, withdrawn, superseded) of one decision; a second delivery
+    /// or read of one message; or a launch that binds an already bound run
+    /// to a different record.
     #[error("duplicate fact")]
     Duplicate,
-    /// A record refers to a decision, message or launch that does not exist.
+    /// A record refers to a decision, message or human input that does not
+    /// exist (neither committed nor earlier in its batch), or acknowledges a
+    /// message that was not delivered to the acknowledging run.
     #[error("dangling reference")]
     Dangling,
-    /// A record refers to a decision or message of another business.
+    /// A record refers to a decision, message or human input of another
+    /// business.
     #[error("cross-business reference")]
     CrossBusiness,
     /// A record's timestamp is not later than the newest stored one.
     #[error("non-monotonic timestamp")]
     NonMonotonic,
+    /// A record breaks a shape rule: a rule about the record alone, whatever
+    /// else is stored (for example a `task.*` observation that is not filed
+    /// under a task).
+    #[error("malformed record")]
+    Malformed,
     /// The store cannot be read or written (disk full, read-only, I/O error).
     #[error("store unavailable")]
     Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
@@ -52,16 +67,76 @@ pub trait EvidenceStore {
     /// Appends `records` in order as one transaction.
     ///
     /// On `Ok` every record MUST be durable and visible to every read; on
-    /// `Err` none of them MAY be visible, ever. Timestamps MUST be strictly
-    /// increasing within the batch and after [`EvidenceStore::last_write`].
-    /// The store MUST enforce the unique and reference rules of
-    /// [`StoreError`] itself, whatever the caller checked.
+    /// `Err` none of them MAY be visible, ever. The store MUST enforce every
+    /// rule listed under `# Errors` itself, whatever the caller checked, and
+    /// MUST commit a batch that breaks none of them unless it is
+    /// unavailable.
+    ///
+    /// A reference is satisfied by a record committed earlier or by a record
+    /// earlier in the same batch (a decision raised and resolved together; a
+    /// message sent, delivered and read together; a human input and the
+    /// message or task it requests), never by a later one. A `Superseded`
+    /// record refers to both decisions, so the replacing decision's `Raised`
+    /// comes first. Decision, message and human-input ids are each unique
+    /// across all businesses, and a run id names one run in the whole store.
+    ///
+    /// What the rules allow on purpose: `Seen` any number of times, before
+    /// and after the decision's terminal event; a `Launched` record that
+    /// repeats a run's binding exactly (it is committed again); any number of
+    /// claims, releases, launch switches, allowed actions, observations and
+    /// refusals.
+    ///
+    /// The caller MUST also keep these, which a store need not check (the
+    /// in-memory fake does not; a store that does MUST refuse the whole
+    /// batch with [`StoreError::Malformed`]): an observation's `body` is
+    /// JSON text (RFC 8259); a `blocking` decision has a `task_ref`; a
+    /// launch's `pid` is positive and its `start_time` at most `i64::MAX`.
     ///
     /// # Errors
-    /// [`StoreError::Duplicate`], [`StoreError::Dangling`],
-    /// [`StoreError::CrossBusiness`], [`StoreError::NonMonotonic`] for a
-    /// batch that breaks a rule; [`StoreError::Unavailable`] when the
-    /// commit could not be made durable.
+    /// Each rule names the error of a batch that breaks it; when one batch
+    /// breaks several rules, which of their errors is returned is
+    /// unspecified.
+    ///
+    /// [`StoreError::NonMonotonic`]: a record's `at` is not strictly later
+    /// than the record before it in the batch, or (for the first record)
+    /// than [`EvidenceStore::last_write`].
+    ///
+    /// [`StoreError::Malformed`], the shape rules of an `Observed` record:
+    /// - its `kind` starts with `task.` (case-sensitive) but its `subject`
+    ///   is not `Some(Subject::Task(_))`;
+    /// - its `kind` is exactly `task.created` but `request` is `None`, or
+    ///   `request` is `Some` for any other kind.
+    ///
+    /// [`StoreError::Duplicate`]:
+    /// - a `Raised` decision whose id is taken, in any business;
+    /// - a `Sent` message whose id is taken, in any business;
+    /// - a `HumanInput` whose id is taken, in any business;
+    /// - a second `Consumed` record of one decision;
+    /// - a second terminal event (`Resolved`, `Withdrawn` or `Superseded`,
+    ///   the last counted for its `id`, not its `by`) of one decision;
+    /// - a second `Delivered` record of one message, to any run;
+    /// - a second `Read` record of one message;
+    /// - a `Launched` record for a run already bound by a `Launched` record
+    ///   that differs in any field (business, role, harness, address, pid,
+    ///   start time).
+    ///
+    /// [`StoreError::Dangling`], a reference to nothing:
+    /// - to a decision: the `id` of `Resolved`, `Seen`, `Withdrawn`; the `id`
+    ///   and the `by` of `Superseded`; a `Raised` record's `supersedes`;
+    ///   `Consumed.decision`; `ClaimEvidence::Revoked.decision`;
+    ///   `ActionAllowed.decision`; `MessageRecord.decision`;
+    /// - to a message: the `message` of `Delivered`; `MessageRecord`'s
+    ///   `in_reply_to` and `corrects`;
+    /// - to a human input: `MessageRecord.request`; `Observation.request`;
+    /// - a `Read` record whose message was not delivered, or was delivered
+    ///   to another run than the `Read` record's.
+    ///
+    /// [`StoreError::CrossBusiness`]: any reference listed under `Dangling`
+    /// that finds its record in another business than the referring
+    /// record's (for `Read`, the delivered message's business).
+    ///
+    /// [`StoreError::Unavailable`] when the commit could not be made
+    /// durable; then, too, nothing of the batch is visible.
     fn commit(&mut self, records: &[Stamped]) -> Result<(), StoreError>;
 
     /// The newest committed write time, so the broker clock resumes after it.
@@ -78,9 +153,10 @@ pub trait EvidenceStore {
     /// [`StoreError::Unavailable`].
     fn replay(&self, visit: &mut dyn FnMut(Stamped)) -> Result<(), StoreError>;
 
-    /// The facts about one message of `business`, or `None` when no message
-    /// has this id in any business. A message of another business MUST be
-    /// returned as it is (the caller refuses with `cross-business`).
+    /// The facts about the message `id`, whatever its business, or `None`
+    /// when no message has this id in any business. A message of another
+    /// business than the caller's MUST be returned as it is (the caller
+    /// refuses with `cross-business`).
     ///
     /// # Errors
     /// [`StoreError::Unavailable`].
@@ -110,7 +186,11 @@ pub trait EvidenceStore {
     ) -> Result<Vec<MessageFacts>, StoreError>;
 
     /// The current state of every task of `business` with a `task.*`
-    /// observation, tombstones included, ordered by task ref.
+    /// observation (all of which are filed under `Subject::Task`, see the
+    /// shape rules of [`EvidenceStore::commit`]), tombstones included, ordered
+    /// by [`TaskRef`]'s `Ord`: project number, then task number, as numbers
+    /// (not by the text form, in which `vikunja:10/1` sorts before
+    /// `vikunja:2/1`).
     ///
     /// # Errors
     /// [`StoreError::Unavailable`].
@@ -123,4 +203,3 @@ pub trait EvidenceStore {
     /// [`StoreError::Unavailable`].
     fn trail(&self, business: &BusinessId, subject: &Subject) -> Result<Vec<Stamped>, StoreError>;
 }
-

@@ -9,6 +9,7 @@
 //! restart does.
 
 pub mod fixture;
+pub mod sqlite;
 
 use mosaic_domain::bus::{Bus, Caller, Command, Reply};
 use mosaic_domain::claims::BindReply;
@@ -26,6 +27,10 @@ pub trait FreshStore: EvidenceStore + Sized {
     /// While `on`, every commit fails with `StoreError::Unavailable` and
     /// commits nothing.
     fn set_unavailable(&mut self, on: bool);
+
+    /// The same store as a restarted broker finds it: a file store is closed
+    /// and opened again through every open-time check.
+    fn reopen(self) -> Self;
 }
 
 impl FreshStore for mosaic_ports::fakes::MemoryStore {
@@ -35,6 +40,10 @@ impl FreshStore for mosaic_ports::fakes::MemoryStore {
 
     fn set_unavailable(&mut self, on: bool) {
         mosaic_ports::fakes::MemoryStore::set_unavailable(self, on);
+    }
+
+    fn reopen(self) -> Self {
+        self
     }
 }
 
@@ -70,12 +79,16 @@ impl<S: EvidenceStore> Driver<S> {
         &mut self.store
     }
 
-    /// Rebuilds the bus from the store, possibly under a changed policy.
+    /// Restarts: reopens the store and rebuilds the bus from it alone,
+    /// possibly under a changed policy.
     ///
     /// # Errors
     /// `storage-unavailable` when the store cannot be read.
-    pub fn restart(self, businesses: Vec<Business>) -> Result<Self, Refusal> {
-        Self::open(businesses, self.store)
+    pub fn restart(self, businesses: Vec<Business>) -> Result<Self, Refusal>
+    where
+        S: FreshStore,
+    {
+        Self::open(businesses, self.store.reopen())
     }
 
     /// Handles one verb: facts in, evidence committed, then the reply.
@@ -138,7 +151,18 @@ impl<S: EvidenceStore> Driver<S> {
                 },
                 Caller::Reader { .. } | Caller::Human { .. } => Command::Receive { batch: Vec::new() },
             },
-            other => other,
+            command @ (Command::Claim
+            | Command::Release
+            | Command::Revoke { .. }
+            | Command::Raise(_)
+            | Command::Resolve { .. }
+            | Command::Seen { .. }
+            | Command::Withdraw { .. }
+            | Command::EmitRoutine { .. }
+            | Command::LaunchRevoke
+            | Command::LaunchRestore
+            | Command::Authorize { .. }
+            | Command::RecordEvent { .. }) => command,
         })
     }
 }

@@ -14,6 +14,7 @@ use mosaic_domain::decisions::RaiseInput;
 use mosaic_domain::{Refusal, RunId, Target};
 use mosaic_ports::fakes::MemoryStore;
 use mosaic_tests::fixture::{acme, action, caller, decision_id, human, key, policy_a, role, t, yes_no, ROLES};
+use mosaic_tests::sqlite::TempSqlite;
 use mosaic_tests::{Driver, FreshStore};
 use proptest::prelude::*;
 use proptest_state_machine::{prop_state_machine, ReferenceStateMachine, StateMachineTest};
@@ -219,4 +220,11 @@ prop_state_machine! {
 
     #[test]
     fn claims_follow_the_reference_model_in_memory(sequential 1..40 => ClaimsTest<MemoryStore>);
+}
+
+prop_state_machine! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn claims_follow_the_reference_model_in_sqlite(sequential 1..40 => ClaimsTest<TempSqlite>);
 }

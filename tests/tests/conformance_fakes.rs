@@ -232,11 +232,12 @@ fn batch(start: i64) -> Vec<Stamped> {
                     role: RoleInstance::parse("dev").unwrap(),
                     run: RunId::parse("run-1").unwrap(),
                 },
-                kind: "task.created".to_owned(),
+                kind: "task.updated".to_owned(),
                 body: "{}".to_owned(),
                 subject: Some(Subject::Task(
                     mosaic_domain::TaskRef::parse("vikunja:3/41").unwrap(),
                 )),
+                request: None,
             }),
         ),
     ]
@@ -248,7 +249,8 @@ fn is_injected(error: &StoreError) -> bool {
         StoreError::Duplicate
         | StoreError::Dangling
         | StoreError::CrossBusiness
-        | StoreError::NonMonotonic => false,
+        | StoreError::NonMonotonic
+        | StoreError::Malformed => false,
     }
 }
 
@@ -349,7 +351,7 @@ fn store_clones_share_one_store() {
         tasks,
         vec![TaskView {
             task: mosaic_domain::TaskRef::parse("vikunja:3/41").unwrap(),
-            kind: "task.created".to_owned(),
+            kind: "task.updated".to_owned(),
             body: "{}".to_owned(),
             tombstone: false,
             at: ms(1_002),

@@ -8,7 +8,7 @@
 //! going after a failure, and then panics with one message that names every
 //! failing check and what it saw. A passing suite returns normally.
 //!
-//! ```ignore
+//! ```text
 //! #[test]
 //! fn sqlite_store_conforms() {
 //!     mosaic_ports::conformance::store::run(|| SqliteStore::open_temporary().unwrap());

@@ -1,10 +1,11 @@
 //! Hand-written in-memory implementations of every port, for tests.
 //!
 //! Each fake keeps the contract of its trait (every fake passes the matching
-//! suite in [`crate::conformance`]) and adds what a test needs to steer or
-//! inspect it: failure injection on the store, a settable clock, a seeded
-//! entropy source, synthetic process ancestries, a credential map, and a
-//! browser transport whose clients a test connects and disconnects.
+//! suite of the `conformance` module, behind the feature of that name) and
+//! adds what a test needs to steer or inspect it: failure injection on the
+//! store, a settable clock, a seeded entropy source, synthetic process
+//! ancestries, a credential map, and a browser transport whose clients a
+//! test connects and disconnects.
 //!
 //! Fakes that a test keeps a handle on while the runtime owns another
 //! ([`MemoryStore`], [`ManualClock`], [`FakeProcessTable`],

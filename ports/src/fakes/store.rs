@@ -4,19 +4,24 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use mosaic_domain::evidence::{
-    ClaimEvidence, DecisionEvidence, Evidence, MessageEvidence, Recipient, Stamped, Subject,
+    ClaimEvidence, DecisionEvidence, Evidence, LaunchEvidence, LaunchRecord, MessageEvidence,
+    Observation, Recipient, Stamped, Subject,
 };
 use mosaic_domain::messages::MessageFacts;
-use mosaic_domain::{BusinessId, DecisionId, MessageId, RoleInstance, RunId, TaskRef, Timestamp};
+use mosaic_domain::{
+    BusinessId, DecisionId, EventId, MessageId, RoleInstance, RunId, TaskRef, Timestamp,
+};
 
 use super::{lock, InjectedFailure};
 use crate::store::{EvidenceStore, StoreError, TaskView};
 
 /// An in-memory [`EvidenceStore`] that enforces the same rules as the SQLite
-/// store: all-or-nothing batches, strictly increasing timestamps, unique
-/// facts and references that exist in the same business (see
-/// [`EvidenceStore::commit`] and [`StoreError`]). It passes
-/// `conformance::store::run`.
+/// store: all-or-nothing batches, strictly increasing timestamps, the shape
+/// rules of observations, unique facts and references that exist in the
+/// same business (every rule listed by [`EvidenceStore::commit`]). It passes
+/// `conformance::store::run`. Like the contract allows, it does not check
+/// the caller's obligations there (it keeps an observation body that is not
+/// JSON).
 ///
 /// Clones share one store, the way two connections share one database file:
 /// hand a clone to the runtime and inspect what it committed through
@@ -51,8 +56,14 @@ struct Inner {
     records: Vec<Stamped>,
     /// The business of every raised decision.
     decisions: HashMap<DecisionId, BusinessId>,
+    /// Decisions that were resolved, withdrawn or superseded.
+    terminal: HashSet<DecisionId>,
     /// Decisions whose approval was consumed.
     consumed: HashSet<DecisionId>,
+    /// The business of every human input.
+    human_inputs: HashMap<EventId, BusinessId>,
+    /// The launch record every bound run is bound by.
+    launches: HashMap<RunId, LaunchRecord>,
     /// The position of every sent message in `messages`.
     message_index: HashMap<MessageId, usize>,
     /// Every sent message with its delivery facts, in send order.
@@ -215,8 +226,19 @@ impl Inner {
             Evidence::Decision(DecisionEvidence::Raised(d)) => {
                 self.decisions.insert(d.id, d.business.clone());
             }
+            Evidence::Decision(DecisionEvidence::Resolved { id, .. })
+            | Evidence::Decision(DecisionEvidence::Withdrawn { id, .. })
+            | Evidence::Decision(DecisionEvidence::Superseded { id, .. }) => {
+                self.terminal.insert(*id);
+            }
             Evidence::Consumed(c) => {
                 self.consumed.insert(c.decision);
+            }
+            Evidence::Launch(LaunchEvidence::Launched(r)) => {
+                self.launches.insert(r.run.clone(), r.clone());
+            }
+            Evidence::Human(h) => {
+                self.human_inputs.insert(h.id, h.business.clone());
             }
             Evidence::Message(MessageEvidence::Sent(m)) => {
                 self.message_index.insert(m.id, self.messages.len());
@@ -253,14 +275,11 @@ impl Inner {
             }
             // These carry no unique fact and nothing a read indexes; they are
             // found by scanning the log.
-            Evidence::Launch(_)
+            Evidence::Launch(LaunchEvidence::Revoked { .. })
+            | Evidence::Launch(LaunchEvidence::Restored { .. })
             | Evidence::Claim(_)
-            | Evidence::Decision(DecisionEvidence::Resolved { .. })
             | Evidence::Decision(DecisionEvidence::Seen { .. })
-            | Evidence::Decision(DecisionEvidence::Withdrawn { .. })
-            | Evidence::Decision(DecisionEvidence::Superseded { .. })
             | Evidence::Allowed(_)
-            | Evidence::Human(_)
             | Evidence::Refused(_) => {}
         }
         self.records.push(record.clone());
@@ -273,7 +292,10 @@ struct Staged<'a> {
     base: &'a Inner,
     last: Option<Timestamp>,
     decisions: HashMap<DecisionId, BusinessId>,
+    terminal: HashSet<DecisionId>,
     consumed: HashSet<DecisionId>,
+    human_inputs: HashMap<EventId, BusinessId>,
+    launches: HashMap<RunId, LaunchRecord>,
     messages: HashMap<MessageId, BusinessId>,
     delivered: HashMap<MessageId, RunId>,
     read: HashSet<MessageId>,
@@ -285,7 +307,10 @@ impl<'a> Staged<'a> {
             base,
             last: base.records.last().map(|r| r.at),
             decisions: HashMap::new(),
+            terminal: HashSet::new(),
             consumed: HashSet::new(),
+            human_inputs: HashMap::new(),
+            launches: HashMap::new(),
             messages: HashMap::new(),
             delivered: HashMap::new(),
             read: HashSet::new(),
@@ -329,6 +354,22 @@ impl<'a> Staged<'a> {
         self.consumed.contains(id) || self.base.consumed.contains(id)
     }
 
+    fn is_terminal(&self, id: &DecisionId) -> bool {
+        self.terminal.contains(id) || self.base.terminal.contains(id)
+    }
+
+    fn human_input(&self, id: &EventId) -> Option<&BusinessId> {
+        self.human_inputs
+            .get(id)
+            .or_else(|| self.base.human_inputs.get(id))
+    }
+
+    fn launch(&self, run: &RunId) -> Option<&LaunchRecord> {
+        self.launches
+            .get(run)
+            .or_else(|| self.base.launches.get(run))
+    }
+
     /// A reference from a record of `own` to a decision.
     fn decision_ref(&self, own: &BusinessId, id: &DecisionId) -> Result<(), StoreError> {
         same_business(own, self.decision(id))
@@ -339,15 +380,39 @@ impl<'a> Staged<'a> {
         same_business(own, self.message(id))
     }
 
+    /// A reference from a record of `own` to a human input.
+    fn human_ref(&self, own: &BusinessId, id: &EventId) -> Result<(), StoreError> {
+        same_business(own, self.human_input(id))
+    }
+
+    /// Stages the terminal event of decision `id`, which must be its first.
+    fn terminate(&mut self, id: &DecisionId) -> Result<(), StoreError> {
+        if self.is_terminal(id) {
+            return Err(StoreError::Duplicate);
+        }
+        self.terminal.insert(*id);
+        Ok(())
+    }
+
     /// Checks one record against everything before it, then stages it.
     ///
-    /// Within a record the timestamp is checked first, then its references
-    /// (dangling before cross-business), then uniqueness.
+    /// Within a record the timestamp is checked first, then its shape, then
+    /// its references (dangling before cross-business), then uniqueness. The
+    /// contract leaves this order open; it only fixes which error each rule
+    /// reports.
     fn check(&mut self, record: &Stamped) -> Result<(), StoreError> {
         if self.last.is_some_and(|last| record.at <= last) {
             return Err(StoreError::NonMonotonic);
         }
         match &record.evidence {
+            Evidence::Launch(LaunchEvidence::Launched(r)) => {
+                // A run is bound once; repeating the same binding is harmless
+                // and is recorded again.
+                if self.launch(&r.run).is_some_and(|bound| bound != r) {
+                    return Err(StoreError::Duplicate);
+                }
+                self.launches.insert(r.run.clone(), r.clone());
+            }
             Evidence::Decision(DecisionEvidence::Raised(d)) => {
                 if let Some(old) = &d.supersedes {
                     self.decision_ref(&d.business, old)?;
@@ -357,14 +422,20 @@ impl<'a> Staged<'a> {
                 }
                 self.decisions.insert(d.id, d.business.clone());
             }
+            // Seen may repeat, also after the decision closed.
+            Evidence::Decision(DecisionEvidence::Seen { business, id, .. }) => {
+                self.decision_ref(business, id)?;
+            }
             Evidence::Decision(DecisionEvidence::Resolved { business, id, .. })
-            | Evidence::Decision(DecisionEvidence::Seen { business, id, .. })
             | Evidence::Decision(DecisionEvidence::Withdrawn { business, id, .. }) => {
                 self.decision_ref(business, id)?;
+                self.terminate(id)?;
             }
             Evidence::Decision(DecisionEvidence::Superseded { business, id, by }) => {
                 self.decision_ref(business, id)?;
                 self.decision_ref(business, by)?;
+                // Only the replaced decision closes; the replacing one is open.
+                self.terminate(id)?;
             }
             Evidence::Claim(ClaimEvidence::Revoked {
                 business, decision, ..
@@ -378,12 +449,32 @@ impl<'a> Staged<'a> {
                 }
                 self.consumed.insert(c.decision);
             }
+            Evidence::Allowed(a) => {
+                if let Some(decision) = &a.decision {
+                    self.decision_ref(&a.business, decision)?;
+                }
+            }
+            Evidence::Human(h) => {
+                if self.human_input(&h.id).is_some() {
+                    return Err(StoreError::Duplicate);
+                }
+                self.human_inputs.insert(h.id, h.business.clone());
+            }
+            Evidence::Observed(o) => {
+                shape(o)?;
+                if let Some(request) = &o.request {
+                    self.human_ref(&o.business, request)?;
+                }
+            }
             Evidence::Message(MessageEvidence::Sent(m)) => {
                 for cited in [&m.in_reply_to, &m.corrects].into_iter().flatten() {
                     self.message_ref(&m.business, cited)?;
                 }
                 if let Some(decision) = &m.decision {
                     self.decision_ref(&m.business, decision)?;
+                }
+                if let Some(request) = &m.request {
+                    self.human_ref(&m.business, request)?;
                 }
                 if self.message(&m.id).is_some() {
                     return Err(StoreError::Duplicate);
@@ -416,17 +507,28 @@ impl<'a> Staged<'a> {
                 self.read.insert(*message);
             }
             // No unique fact and no checked reference.
-            Evidence::Launch(_)
+            Evidence::Launch(LaunchEvidence::Revoked { .. })
+            | Evidence::Launch(LaunchEvidence::Restored { .. })
             | Evidence::Claim(ClaimEvidence::Claimed { .. })
             | Evidence::Claim(ClaimEvidence::Released { .. })
-            | Evidence::Allowed(_)
-            | Evidence::Human(_)
-            | Evidence::Observed(_)
             | Evidence::Refused(_) => {}
         }
         self.last = Some(record.at);
         Ok(())
     }
+}
+
+/// The shape rules of an observation: a `task.*` event is filed under its
+/// task, and exactly a `task.created` event names the human input that asked
+/// for the task.
+fn shape(o: &Observation) -> Result<(), StoreError> {
+    let filed_under_task = matches!(o.subject, Some(Subject::Task(_)));
+    let task_event = o.kind.starts_with("task.");
+    let created = o.kind == "task.created";
+    if (task_event && !filed_under_task) || created != o.request.is_some() {
+        return Err(StoreError::Malformed);
+    }
+    Ok(())
 }
 
 /// `Dangling` when the referenced record does not exist, `CrossBusiness`

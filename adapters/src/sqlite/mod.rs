@@ -1,0 +1,416 @@
+//! The SQLite evidence store: the real [`EvidenceStore`].
+//!
+//! One file, `bus/bus.sqlite`, in WAL mode with `synchronous=FULL`, opened
+//! with `SQLITE_DBCONFIG_DEFENSIVE` and `trusted_schema=off`. The schema
+//! (`mosaic-schema`) makes every table append-only and guards references and
+//! shapes in triggers, so the file refuses tampering through SQL even when the
+//! broker is not the writer.
+//!
+//! Opening never repairs and never initializes an existing file: a new file
+//! is created only where none exists ([`SqliteStore::create`]); an existing
+//! one ([`SqliteStore::open`]) must pass every check first: integrity
+//! (`quick_check`, `foreign_key_check`), the pinned `sqlite_master` digest,
+//! the schema version, WAL mode, and the ledger (canonical, strictly
+//! increasing timestamps; every ledger row has its typed row). Until the
+//! checks pass the connection does not checkpoint on close, so a refused open
+//! leaves the file exactly as it was.
+//!
+//! A commit is one `BEGIN IMMEDIATE` transaction: a ledger row plus a typed
+//! row per fact, all or nothing. The canonical-timestamp and monotonic checks
+//! are `CHECK` constraints and a ledger trigger, so they cover exactly the
+//! rows the transaction inserts, at a cost that does not grow with the table.
+
+mod rows;
+
+use std::fs::OpenOptions;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use mosaic_domain::evidence::{Recipient, Stamped, Subject};
+use mosaic_domain::messages::MessageFacts;
+use mosaic_domain::{BusinessId, MessageId, Refusal, RoleInstance, RunId, TaskRef, Timestamp};
+use mosaic_ports::{EvidenceStore, StoreError, TaskView};
+use rusqlite::config::DbConfig;
+use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior};
+
+use rows::{ReadError, Undecodable};
+
+/// Why a store could not be opened or created. Each maps to one static code.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// The schema differs from the pinned one, metadata is missing, or the
+    /// file is not in WAL mode: `schema-mismatch`.
+    #[error("schema-mismatch")]
+    SchemaMismatch,
+    /// The file failed an integrity check: `integrity-failed`.
+    #[error("integrity-failed")]
+    IntegrityFailed,
+    /// `create` found a file already there, or `open` found none:
+    /// `unsafe-path` (the caller chose the wrong operation for this path).
+    #[error("unsafe-path")]
+    WrongState,
+    /// The file could not be read or written: `storage-unavailable`.
+    #[error("storage-unavailable")]
+    Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl OpenError {
+    /// The static refusal for this failure.
+    pub fn refusal(&self) -> Refusal {
+        match self {
+            OpenError::SchemaMismatch => Refusal::SchemaMismatch,
+            OpenError::IntegrityFailed => Refusal::IntegrityFailed,
+            OpenError::WrongState => Refusal::UnsafePath,
+            OpenError::Unavailable(_) => Refusal::StorageUnavailable,
+        }
+    }
+}
+
+fn open_failure(e: rusqlite::Error) -> OpenError {
+    match e.sqlite_error_code() {
+        Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => OpenError::IntegrityFailed,
+        Some(_) | None => OpenError::Unavailable(Box::new(e)),
+    }
+}
+
+/// The SQLite evidence store.
+#[derive(Debug)]
+pub struct SqliteStore {
+    conn: Connection,
+    path: PathBuf,
+    next_seq: i64,
+}
+
+impl SqliteStore {
+    /// Creates a new store at `path`, which must not exist. The file is
+    /// created exclusively with mode 0600 before SQLite touches it.
+    ///
+    /// # Errors
+    /// [`OpenError::WrongState`] when something exists at `path`;
+    /// [`OpenError::Unavailable`] when it cannot be created (the partial file
+    /// is removed again).
+    pub fn create(path: &Path) -> Result<Self, OpenError> {
+        OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(path)
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::AlreadyExists => OpenError::WrongState,
+                _ => OpenError::Unavailable(Box::new(e)),
+            })?;
+        Self::initialize(path).inspect_err(|_| {
+            for suffix in ["", "-wal", "-shm"] {
+                let mut p = path.as_os_str().to_owned();
+                p.push(suffix);
+                // The file is ours and holds nothing yet; removing it lets a retry create it again.
+                let _ = std::fs::remove_file(PathBuf::from(p));
+            }
+        })
+    }
+
+    fn initialize(path: &Path) -> Result<Self, OpenError> {
+        let mut conn = connect(path)?;
+        conn.pragma_update(None, "journal_mode", "WAL").map_err(open_failure)?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(open_failure)?;
+        tx.execute_batch(mosaic_schema::SCHEMA_SQL).map_err(open_failure)?;
+        tx.execute(
+            "INSERT INTO meta (key, value) VALUES (?1, ?2)",
+            params![mosaic_schema::VERSION_KEY, mosaic_schema::VERSION],
+        )
+        .map_err(open_failure)?;
+        tx.commit().map_err(open_failure)?;
+        Self::verified(conn, path)
+    }
+
+    /// Opens the existing store at `path` after every check passes.
+    ///
+    /// # Errors
+    /// [`OpenError::WrongState`] when there is no file; `SchemaMismatch`,
+    /// `IntegrityFailed` or `Unavailable` when a check fails. A refused open
+    /// changes nothing in the file.
+    pub fn open(path: &Path) -> Result<Self, OpenError> {
+        match std::fs::symlink_metadata(path) {
+            Ok(m) if m.file_type().is_file() => {}
+            Ok(_) => return Err(OpenError::WrongState),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(OpenError::WrongState),
+            Err(e) => return Err(OpenError::Unavailable(Box::new(e))),
+        }
+        Self::verified(connect(path)?, path)
+    }
+
+    /// Opens the store at `path`, creating it only when nothing is there.
+    ///
+    /// # Errors
+    /// As [`SqliteStore::create`] and [`SqliteStore::open`].
+    pub fn open_or_create(path: &Path) -> Result<Self, OpenError> {
+        match std::fs::symlink_metadata(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Self::create(path),
+            Ok(_) | Err(_) => Self::open(path),
+        }
+    }
+
+    /// Runs every open-time check, then allows checkpoints again.
+    fn verified(conn: Connection, path: &Path) -> Result<Self, OpenError> {
+        verify(&conn)?;
+        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, false).map_err(open_failure)?;
+        let next_seq: i64 = conn
+            .query_row("SELECT coalesce(max(seq), 0) + 1 FROM ledger", [], |r| r.get(0))
+            .map_err(open_failure)?;
+        Ok(Self { conn, path: path.to_owned(), next_seq })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+
+/// A connection to an existing file with the store's settings. It does not
+/// checkpoint on close until [`SqliteStore::verified`] allows it.
+fn connect(path: &Path) -> Result<Connection, OpenError> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_NOFOLLOW;
+    let conn = Connection::open_with_flags(path, flags).map_err(open_failure)?;
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true).map_err(open_failure)?;
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true).map_err(open_failure)?;
+    conn.pragma_update(None, "trusted_schema", false).map_err(open_failure)?;
+    conn.pragma_update(None, "foreign_keys", true).map_err(open_failure)?;
+    conn.pragma_update(None, "synchronous", "FULL").map_err(open_failure)?;
+    Ok(conn)
+}
+
+/// The open-time checks, in the order that gives the most precise code.
+fn verify(conn: &Connection) -> Result<(), OpenError> {
+    let quick: String = conn.query_row("PRAGMA quick_check", [], |r| r.get(0)).map_err(open_failure)?;
+    if quick != "ok" {
+        return Err(OpenError::IntegrityFailed);
+    }
+    let mut master = conn
+        .prepare("SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_master")
+        .map_err(open_failure)?;
+    let rows = master
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .map_err(open_failure)?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(open_failure)?;
+    let digest = mosaic_schema::sha256_hex(mosaic_schema::canonical_master(rows).as_bytes());
+    if digest != mosaic_schema::MASTER_SHA256 {
+        return Err(OpenError::SchemaMismatch);
+    }
+    let version: Option<String> = conn
+        .query_row("SELECT value FROM meta WHERE key = ?1", [mosaic_schema::VERSION_KEY], |r| r.get(0))
+        .optional()
+        .map_err(open_failure)?;
+    if version.as_deref() != Some(mosaic_schema::VERSION) {
+        return Err(OpenError::SchemaMismatch);
+    }
+    let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).map_err(open_failure)?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(OpenError::SchemaMismatch);
+    }
+    let dangling: Option<String> =
+        conn.query_row("PRAGMA foreign_key_check", [], |r| r.get(0)).optional().map_err(open_failure)?;
+    if dangling.is_some() {
+        return Err(OpenError::IntegrityFailed);
+    }
+    let broken: i64 = conn.query_row(LEDGER_CHECK, [], |r| r.get(0)).map_err(open_failure)?;
+    if broken != 0 {
+        return Err(OpenError::IntegrityFailed);
+    }
+    Ok(())
+}
+
+/// Counts ledger rows that break a ledger rule: a non-canonical timestamp,
+/// a timestamp not later than the row before, a gap in `seq`, or a row
+/// without its typed row. Run once per open; a full scan is right here.
+const LEDGER_CHECK: &str = "
+SELECT count(*) FROM ledger l
+WHERE NOT (length(l.at) = 24 AND strftime('%Y-%m-%dT%H:%M:%fZ', l.at) IS l.at)
+   OR (l.seq > 1 AND NOT EXISTS (SELECT 1 FROM ledger p WHERE p.seq = l.seq - 1 AND p.at < l.at))
+   OR NOT CASE
+        WHEN l.kind = 'session.launched' THEN EXISTS (SELECT 1 FROM launches t WHERE t.seq = l.seq)
+        WHEN l.kind IN ('launch.revoked', 'launch.restored')
+            THEN EXISTS (SELECT 1 FROM launch_switches t WHERE t.seq = l.seq)
+        WHEN l.kind GLOB 'role.*' THEN EXISTS (SELECT 1 FROM claims t WHERE t.seq = l.seq)
+        WHEN l.kind = 'decision.raised' THEN EXISTS (SELECT 1 FROM decisions t WHERE t.seq = l.seq)
+        WHEN l.kind GLOB 'decision.*' THEN EXISTS (SELECT 1 FROM decision_events t WHERE t.seq = l.seq)
+        WHEN l.kind = 'approval.consumed' THEN EXISTS (SELECT 1 FROM consumptions t WHERE t.seq = l.seq)
+        WHEN l.kind = 'action.allowed' THEN EXISTS (SELECT 1 FROM actions_allowed t WHERE t.seq = l.seq)
+        WHEN l.kind = 'message.sent' THEN EXISTS (SELECT 1 FROM messages t WHERE t.seq = l.seq)
+        WHEN l.kind = 'message.delivered' THEN EXISTS (SELECT 1 FROM deliveries t WHERE t.seq = l.seq)
+        WHEN l.kind = 'message.read' THEN EXISTS (SELECT 1 FROM reads t WHERE t.seq = l.seq)
+        WHEN l.kind = 'human.input' THEN EXISTS (SELECT 1 FROM human_inputs t WHERE t.seq = l.seq)
+        WHEN l.kind = 'event.observed' THEN EXISTS (SELECT 1 FROM observations t WHERE t.seq = l.seq)
+        WHEN l.kind = 'request.refused' THEN EXISTS (SELECT 1 FROM refusals t WHERE t.seq = l.seq)
+        ELSE 0
+      END";
+
+/// Maps a failed write onto the port's error kinds. The schema's triggers
+/// raise `mosaic:<kind>`; constraint failures map by their kind; anything
+/// else means the store could not write.
+fn write_failure(e: rusqlite::Error) -> StoreError {
+    if let rusqlite::Error::SqliteFailure(err, message) = &e {
+        if err.code == ErrorCode::ConstraintViolation {
+            let raised = message.as_deref().and_then(|m| m.strip_prefix("mosaic:"));
+            return match raised {
+                Some("duplicate") => StoreError::Duplicate,
+                Some("dangling") => StoreError::Dangling,
+                Some("cross-business") => StoreError::CrossBusiness,
+                Some("non-monotonic") => StoreError::NonMonotonic,
+                Some(_) => StoreError::Malformed,
+                None => match err.extended_code {
+                    rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY => StoreError::Dangling,
+                    rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE | rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY => {
+                        StoreError::Duplicate
+                    }
+                    _ => StoreError::Malformed,
+                },
+            };
+        }
+    }
+    StoreError::Unavailable(Box::new(e))
+}
+
+fn read_failure(e: impl Into<ReadError>) -> StoreError {
+    match e.into() {
+        ReadError::Sql(e) => StoreError::Unavailable(Box::new(e)),
+        ReadError::Undecodable(e) => StoreError::Unavailable(Box::new(e)),
+    }
+}
+
+impl SqliteStore {
+    /// The facts about the message in each row of a `SELECT {MESSAGE_COLUMNS}, delivered run, read flag`.
+    fn facts(&self, sql: &str, args: impl rusqlite::Params) -> Result<Vec<MessageFacts>, StoreError> {
+        let mut st = self.conn.prepare_cached(sql).map_err(read_failure)?;
+        let mut rows = st.query(args).map_err(read_failure)?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next().map_err(read_failure)? {
+            let record = rows::message_row(r).map_err(read_failure)?;
+            let delivered: Option<String> = r.get(11).map_err(read_failure)?;
+            let delivered_to = match delivered {
+                Some(run) => Some(RunId::parse(&run).map_err(|_| read_failure(Undecodable("delivered run")))?),
+                None => None,
+            };
+            out.push(MessageFacts { record, delivered_to, read: r.get(12).map_err(read_failure)? });
+        }
+        Ok(out)
+    }
+
+    fn load_seqs(&self, sql: &str, args: impl rusqlite::Params) -> Result<Vec<Stamped>, StoreError> {
+        let mut st = self.conn.prepare_cached(sql).map_err(read_failure)?;
+        let ledger: Vec<(i64, String, String)> = st
+            .query_map(args, |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .map_err(read_failure)?
+            .collect::<Result<_, _>>()
+            .map_err(read_failure)?;
+        ledger.iter().map(|(seq, at, kind)| rows::load(&self.conn, *seq, at, kind).map_err(read_failure)).collect()
+    }
+}
+
+const FACTS: &str = "SELECT m.id, m.business, m.from_role, m.from_run, m.to_role, m.class, m.body, m.in_reply_to, \
+    m.corrects, m.decision, m.request, d.run, EXISTS (SELECT 1 FROM reads r WHERE r.message = m.id) \
+    FROM messages m LEFT JOIN deliveries d ON d.message = m.id";
+
+impl EvidenceStore for SqliteStore {
+    fn commit(&mut self, records: &[Stamped]) -> Result<(), StoreError> {
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(write_failure)?;
+        let mut seq = self.next_seq;
+        for record in records {
+            rows::insert(&tx, seq, record).map_err(write_failure)?;
+            seq += 1;
+        }
+        tx.commit().map_err(write_failure)?;
+        self.next_seq = seq;
+        Ok(())
+    }
+
+    fn last_write(&self) -> Result<Option<Timestamp>, StoreError> {
+        let at: Option<String> = self
+            .conn
+            .query_row("SELECT at FROM ledger ORDER BY seq DESC LIMIT 1", [], |r| r.get(0))
+            .optional()
+            .map_err(read_failure)?;
+        at.map(|at| Timestamp::parse(&at).map_err(|_| read_failure(Undecodable("at")))).transpose()
+    }
+
+    fn replay(&self, visit: &mut dyn FnMut(Stamped)) -> Result<(), StoreError> {
+        let sql = format!("SELECT seq, at, kind FROM ledger WHERE kind IN ({}) ORDER BY seq", rows::MACHINE_KINDS);
+        let mut st = self.conn.prepare(&sql).map_err(read_failure)?;
+        let mut ledger = st.query([]).map_err(read_failure)?;
+        while let Some(r) = ledger.next().map_err(read_failure)? {
+            let (seq, at, kind): (i64, String, String) =
+                (r.get(0).map_err(read_failure)?, r.get(1).map_err(read_failure)?, r.get(2).map_err(read_failure)?);
+            visit(rows::load(&self.conn, seq, &at, &kind).map_err(read_failure)?);
+        }
+        Ok(())
+    }
+
+    fn message(&self, id: &MessageId) -> Result<Option<MessageFacts>, StoreError> {
+        Ok(self.facts(&format!("{FACTS} WHERE m.id = ?1"), [id.to_string()])?.pop())
+    }
+
+    fn undelivered(
+        &self,
+        business: &BusinessId,
+        role: &RoleInstance,
+        limit: usize,
+    ) -> Result<Vec<MessageFacts>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.facts(
+            &format!("{FACTS} WHERE m.business = ?1 AND m.to_role = ?2 AND d.message IS NULL ORDER BY m.seq LIMIT ?3"),
+            params![business.as_str(), role.as_str(), limit],
+        )
+    }
+
+    fn unread(&self, business: &BusinessId, recipient: &Recipient) -> Result<Vec<MessageFacts>, StoreError> {
+        let role = match recipient {
+            Recipient::Role(r) => Some(r.as_str()),
+            Recipient::Human => None,
+        };
+        self.facts(
+            &format!(
+                "{FACTS} WHERE m.business = ?1 AND m.to_role IS ?2 \
+                 AND NOT EXISTS (SELECT 1 FROM reads r WHERE r.message = m.id) ORDER BY m.seq"
+            ),
+            params![business.as_str(), role],
+        )
+    }
+
+    fn tasks(&self, business: &BusinessId) -> Result<Vec<TaskView>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare_cached("SELECT task_ref, kind, body, tombstone, at FROM task_current WHERE business = ?1")
+            .map_err(read_failure)?;
+        let rows: Vec<(String, String, String, bool, String)> = st
+            .query_map([business.as_str()], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
+            .map_err(read_failure)?
+            .collect::<Result<_, _>>()
+            .map_err(read_failure)?;
+        let mut tasks = rows
+            .into_iter()
+            .map(|(task, kind, body, tombstone, at)| {
+                Ok(TaskView {
+                    task: TaskRef::parse(&task).map_err(|_| read_failure(Undecodable("task ref")))?,
+                    kind,
+                    body,
+                    tombstone,
+                    at: Timestamp::parse(&at).map_err(|_| read_failure(Undecodable("at")))?,
+                })
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        tasks.sort_by_key(|t| t.task);
+        Ok(tasks)
+    }
+
+    fn trail(&self, business: &BusinessId, subject: &Subject) -> Result<Vec<Stamped>, StoreError> {
+        let (kind, text) = rows::subject_key(subject);
+        self.load_seqs(
+            "SELECT l.seq, l.at, l.kind FROM ledger l WHERE l.seq IN \
+             (SELECT t.seq FROM trail t WHERE t.business = ?1 AND t.subject_kind = ?2 AND t.subject = ?3) \
+             ORDER BY l.seq",
+            params![business.as_str(), kind, text],
+        )
+    }
+}

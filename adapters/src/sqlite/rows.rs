@@ -1,0 +1,659 @@
+//! Evidence to rows and back. One function writes each kind of fact into the
+//! ledger and its typed table; one function reads a ledger entry back.
+
+use mosaic_domain::business::ActionClass;
+use mosaic_domain::evidence::{
+    ActionAllowed, AgentRef, ClaimEvidence, Consumption, DecisionActor, DecisionEvidence, DecisionOption,
+    DecisionRecord, Evidence, Harness, HumanInput, LaunchEvidence, LaunchRecord, MessageClass,
+    MessageEvidence, MessageRecord, Observation, OptionKey, Recipient, RefusalRecord, Route, Sender, Stamped,
+    Subject,
+};
+use mosaic_domain::{
+    Action, BusinessId, DecisionId, EventId, MessageId, Refusal, RoleInstance, RunId, Target, TaskRef, Timestamp,
+};
+use rusqlite::{params, Connection, OptionalExtension, Row};
+
+/// A stored row that does not decode into a domain value: the file was
+/// changed behind the store's back.
+#[derive(Debug, thiserror::Error)]
+#[error("stored row does not decode: {0}")]
+pub(crate) struct Undecodable(pub(crate) &'static str);
+
+/// Errors while reading rows.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ReadError {
+    #[error(transparent)]
+    Sql(#[from] rusqlite::Error),
+    #[error(transparent)]
+    Undecodable(#[from] Undecodable),
+}
+
+/// The ledger kind of a fact.
+pub(crate) fn kind(evidence: &Evidence) -> &'static str {
+    match evidence {
+        Evidence::Launch(LaunchEvidence::Launched(_)) => "session.launched",
+        Evidence::Launch(LaunchEvidence::Revoked { .. }) => "launch.revoked",
+        Evidence::Launch(LaunchEvidence::Restored { .. }) => "launch.restored",
+        Evidence::Claim(ClaimEvidence::Claimed { .. }) => "role.claimed",
+        Evidence::Claim(ClaimEvidence::Released { .. }) => "role.released",
+        Evidence::Claim(ClaimEvidence::Revoked { .. }) => "role.revoked",
+        Evidence::Decision(DecisionEvidence::Raised(_)) => "decision.raised",
+        Evidence::Decision(DecisionEvidence::Resolved { .. }) => "decision.resolved",
+        Evidence::Decision(DecisionEvidence::Seen { .. }) => "decision.seen",
+        Evidence::Decision(DecisionEvidence::Withdrawn { .. }) => "decision.withdrawn",
+        Evidence::Decision(DecisionEvidence::Superseded { .. }) => "decision.superseded",
+        Evidence::Consumed(_) => "approval.consumed",
+        Evidence::Allowed(_) => "action.allowed",
+        Evidence::Message(MessageEvidence::Sent(_)) => "message.sent",
+        Evidence::Message(MessageEvidence::Delivered { .. }) => "message.delivered",
+        Evidence::Message(MessageEvidence::Read { .. }) => "message.read",
+        Evidence::Human(_) => "human.input",
+        Evidence::Observed(_) => "event.observed",
+        Evidence::Refused(_) => "request.refused",
+    }
+}
+
+/// The ledger kinds a restart replays (`Evidence::is_machine_state`).
+pub(crate) const MACHINE_KINDS: &str = "'session.launched', 'launch.revoked', 'launch.restored', \
+    'role.claimed', 'role.released', 'role.revoked', 'decision.raised', 'decision.resolved', \
+    'decision.seen', 'decision.withdrawn', 'decision.superseded', 'approval.consumed'";
+
+fn subject_cols(subject: Option<&Subject>) -> (Option<&'static str>, Option<String>) {
+    match subject {
+        None => (None, None),
+        Some(Subject::Task(t)) => (Some("task"), Some(t.to_string())),
+        Some(Subject::Decision(d)) => (Some("decision"), Some(d.to_string())),
+        Some(Subject::Message(m)) => (Some("message"), Some(m.to_string())),
+        Some(Subject::Role(r)) => (Some("role"), Some(r.to_string())),
+    }
+}
+
+/// The `subject_kind` and `subject` columns for a subject.
+pub(crate) fn subject_key(subject: &Subject) -> (&'static str, String) {
+    let (kind, text) = subject_cols(Some(subject));
+    (kind.unwrap_or_default(), text.unwrap_or_default())
+}
+
+fn actor_cols(by: &DecisionActor) -> (Option<String>, Option<String>) {
+    match by {
+        DecisionActor::Agent(a) => (Some(a.role.to_string()), Some(a.run.to_string())),
+        DecisionActor::Human => (None, None),
+    }
+}
+
+fn opt<T: ToString>(v: Option<&T>) -> Option<String> {
+    v.map(ToString::to_string)
+}
+
+/// Writes one fact as ledger row `seq` plus its typed row.
+pub(crate) fn insert(conn: &Connection, seq: i64, record: &Stamped) -> rusqlite::Result<()> {
+    let e = &record.evidence;
+    let business = e.business().map(ToString::to_string);
+    conn.prepare_cached("INSERT INTO ledger (seq, at, kind, business) VALUES (?1, ?2, ?3, ?4)")?
+        .execute(params![seq, record.at.to_string(), kind(e), business])?;
+    match e {
+        Evidence::Launch(LaunchEvidence::Launched(l)) => conn
+            .prepare_cached(
+                "INSERT INTO launches (seq, business, role, run, harness, address, pid, start_time) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            )?
+            .execute(params![
+                seq,
+                l.business.as_str(),
+                l.role.as_str(),
+                l.run.as_str(),
+                l.harness.as_str(),
+                l.address,
+                l.pid,
+                i64::try_from(l.start_time).unwrap_or(-1)
+            ]),
+        Evidence::Launch(LaunchEvidence::Revoked { business } | LaunchEvidence::Restored { business }) => {
+            let state = if matches!(e, Evidence::Launch(LaunchEvidence::Revoked { .. })) { "off" } else { "on" };
+            conn.prepare_cached("INSERT INTO launch_switches (seq, business, state) VALUES (?1, ?2, ?3)")?
+                .execute(params![seq, business.as_str(), state])
+        }
+        Evidence::Claim(c) => {
+            let (business, agent, event, decision) = match c {
+                ClaimEvidence::Claimed { business, agent } => (business, agent, "claimed", None),
+                ClaimEvidence::Released { business, agent } => (business, agent, "released", None),
+                ClaimEvidence::Revoked { business, agent, decision } => (business, agent, "revoked", Some(decision)),
+            };
+            conn.prepare_cached(
+                "INSERT INTO claims (seq, business, role, run, event, decision) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?
+            .execute(params![seq, business.as_str(), agent.role.as_str(), agent.run.as_str(), event, opt(decision)])
+        }
+        Evidence::Decision(DecisionEvidence::Raised(d)) => insert_decision(conn, seq, d),
+        Evidence::Decision(DecisionEvidence::Resolved { business, id, choice, by, note }) => {
+            let event = DecisionEventRow { event: "resolved", choice: Some(choice.as_str()), by: actor_cols(by), note: note.as_deref(), superseded_by: None };
+            insert_decision_event(conn, seq, business, id, event)
+        }
+        Evidence::Decision(DecisionEvidence::Seen { business, id, by, note }) => {
+            let event = DecisionEventRow { event: "seen", choice: None, by: actor_cols(by), note: note.as_deref(), superseded_by: None };
+            insert_decision_event(conn, seq, business, id, event)
+        }
+        Evidence::Decision(DecisionEvidence::Withdrawn { business, id, by, note }) => {
+            let event = DecisionEventRow { event: "withdrawn", choice: None, by: actor_cols(by), note: note.as_deref(), superseded_by: None };
+            insert_decision_event(conn, seq, business, id, event)
+        }
+        Evidence::Decision(DecisionEvidence::Superseded { business, id, by }) => {
+            let event = DecisionEventRow { event: "superseded", choice: None, by: (None, None), note: None, superseded_by: Some(by) };
+            insert_decision_event(conn, seq, business, id, event)
+        }
+        Evidence::Consumed(c) => conn
+            .prepare_cached(
+                "INSERT INTO consumptions (seq, decision, business, role, run, action, target) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?
+            .execute(params![
+                seq,
+                c.decision.to_string(),
+                c.business.as_str(),
+                c.agent.role.as_str(),
+                c.agent.run.as_str(),
+                c.action.as_str(),
+                opt(c.target.as_ref())
+            ]),
+        Evidence::Allowed(a) => {
+            let (sk, s) = subject_cols(a.subject.as_ref());
+            conn.prepare_cached(
+                "INSERT INTO actions_allowed (seq, business, role, run, action, target, decision, subject_kind, \
+                 subject) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            )?
+            .execute(params![
+                seq,
+                a.business.as_str(),
+                a.agent.role.as_str(),
+                a.agent.run.as_str(),
+                a.action.as_str(),
+                opt(a.target.as_ref()),
+                opt(a.decision.as_ref()),
+                sk,
+                s
+            ])
+        }
+        Evidence::Message(MessageEvidence::Sent(m)) => {
+            let (from_role, from_run) = match &m.from {
+                Sender::Agent(a) => (Some(a.role.as_str()), Some(a.run.as_str())),
+                Sender::Human => (None, None),
+            };
+            let to_role = match &m.to {
+                Recipient::Role(r) => Some(r.as_str()),
+                Recipient::Human => None,
+            };
+            conn.prepare_cached(
+                "INSERT INTO messages (seq, id, business, from_role, from_run, to_role, class, body, in_reply_to, \
+                 corrects, decision, request) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+            )?
+            .execute(params![
+                seq,
+                m.id.to_string(),
+                m.business.as_str(),
+                from_role,
+                from_run,
+                to_role,
+                m.class.map(MessageClass::as_str),
+                m.body,
+                opt(m.in_reply_to.as_ref()),
+                opt(m.corrects.as_ref()),
+                opt(m.decision.as_ref()),
+                opt(m.request.as_ref())
+            ])
+        }
+        Evidence::Message(MessageEvidence::Delivered { business, message, run }) => conn
+            .prepare_cached("INSERT INTO deliveries (seq, message, business, run) VALUES (?1, ?2, ?3, ?4)")?
+            .execute(params![seq, message.to_string(), business.as_str(), run.as_str()]),
+        Evidence::Message(MessageEvidence::Read { business, message, run }) => conn
+            .prepare_cached("INSERT INTO reads (seq, message, business, run) VALUES (?1, ?2, ?3, ?4)")?
+            .execute(params![seq, message.to_string(), business.as_str(), run.as_str()]),
+        Evidence::Human(h) => {
+            let (sk, s) = subject_cols(h.subject.as_ref());
+            conn.prepare_cached(
+                "INSERT INTO human_inputs (seq, id, business, verb, subject_kind, subject) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?
+            .execute(params![seq, h.id.to_string(), h.business.as_str(), h.verb, sk, s])
+        }
+        Evidence::Observed(o) => {
+            let (sk, s) = subject_cols(o.subject.as_ref());
+            conn.prepare_cached(
+                "INSERT INTO observations (seq, business, role, run, kind, body, subject_kind, subject, request) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            )?
+            .execute(params![
+                seq,
+                o.business.as_str(),
+                o.agent.role.as_str(),
+                o.agent.run.as_str(),
+                o.kind,
+                o.body,
+                sk,
+                s,
+                opt(o.request.as_ref())
+            ])
+        }
+        Evidence::Refused(r) => conn
+            .prepare_cached(
+                "INSERT INTO refusals (seq, business, role, run, verb, code) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?
+            .execute(params![
+                seq,
+                opt(r.business.as_ref()),
+                r.agent.as_ref().map(|a| a.role.as_str()),
+                r.agent.as_ref().map(|a| a.run.as_str()),
+                r.verb,
+                r.refusal.code()
+            ]),
+    }?;
+    Ok(())
+}
+
+/// The columns of a `decision_events` row besides its keys.
+struct DecisionEventRow<'a> {
+    event: &'static str,
+    choice: Option<&'a str>,
+    by: (Option<String>, Option<String>),
+    note: Option<&'a str>,
+    superseded_by: Option<&'a DecisionId>,
+}
+
+fn insert_decision_event(
+    conn: &Connection,
+    seq: i64,
+    business: &BusinessId,
+    id: &DecisionId,
+    row: DecisionEventRow<'_>,
+) -> rusqlite::Result<usize> {
+    conn.prepare_cached(
+        "INSERT INTO decision_events (seq, decision, business, event, choice, by_role, by_run, note, \
+         superseded_by) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?
+    .execute(params![
+        seq,
+        id.to_string(),
+        business.as_str(),
+        row.event,
+        row.choice,
+        row.by.0,
+        row.by.1,
+        row.note,
+        opt(row.superseded_by)
+    ])
+}
+
+fn insert_decision(conn: &Connection, seq: i64, d: &DecisionRecord) -> rusqlite::Result<usize> {
+    let options: Vec<serde_json::Value> = d
+        .options
+        .iter()
+        .map(|o| serde_json::json!({"key": o.key.as_str(), "text": o.text}))
+        .collect();
+    let route_role = match &d.route {
+        Route::Role(r) => Some(r.as_str()),
+        Route::Human => None,
+    };
+    conn.prepare_cached(
+        "INSERT INTO decisions (seq, id, business, raiser_role, raiser_run, action, target, question, options, \
+         recommendation, blocking, technical, project, task_ref, requirement_ref, supersedes, approval_choice, \
+         class, route_role, holder) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, \
+         ?17, ?18, ?19, ?20)",
+    )?
+    .execute(params![
+        seq,
+        d.id.to_string(),
+        d.business.as_str(),
+        d.raiser.role.as_str(),
+        d.raiser.run.as_str(),
+        d.action.as_str(),
+        opt(d.target.as_ref()),
+        d.question,
+        serde_json::Value::Array(options).to_string(),
+        d.recommendation,
+        d.blocking,
+        d.technical,
+        d.project,
+        opt(d.task_ref.as_ref()),
+        d.requirement_ref,
+        opt(d.supersedes.as_ref()),
+        d.approval_choice.as_str(),
+        d.class.as_str(),
+        route_role,
+        opt(d.holder.as_ref())
+    ])
+}
+
+// --- reading back ---
+
+fn bad(what: &'static str) -> Undecodable {
+    Undecodable(what)
+}
+
+fn parse<T>(text: &str, f: impl Fn(&str) -> Result<T, Refusal>, what: &'static str) -> Result<T, Undecodable> {
+    f(text).map_err(|_| bad(what))
+}
+
+fn parse_opt<T>(
+    text: Option<String>,
+    f: impl Fn(&str) -> Result<T, Refusal>,
+    what: &'static str,
+) -> Result<Option<T>, Undecodable> {
+    text.map(|t| parse(&t, f, what)).transpose()
+}
+
+fn business(text: &str) -> Result<BusinessId, Undecodable> {
+    parse(text, BusinessId::parse, "business")
+}
+
+fn agent(role: &str, run: &str) -> Result<AgentRef, Undecodable> {
+    Ok(AgentRef { role: parse(role, RoleInstance::parse, "role")?, run: parse(run, RunId::parse, "run")? })
+}
+
+fn actor(role: Option<String>, run: Option<String>) -> Result<DecisionActor, Undecodable> {
+    match (role, run) {
+        (Some(role), Some(run)) => Ok(DecisionActor::Agent(agent(&role, &run)?)),
+        (None, None) => Ok(DecisionActor::Human),
+        (Some(_), None) | (None, Some(_)) => Err(bad("actor")),
+    }
+}
+
+/// Decodes `subject_kind` + `subject` columns.
+pub(crate) fn subject(kind: Option<String>, text: Option<String>) -> Result<Option<Subject>, Undecodable> {
+    let (Some(kind), Some(text)) = (kind, text) else { return Ok(None) };
+    Ok(Some(match kind.as_str() {
+        "task" => Subject::Task(parse(&text, TaskRef::parse, "subject")?),
+        "decision" => Subject::Decision(parse(&text, DecisionId::parse, "subject")?),
+        "message" => Subject::Message(parse(&text, MessageId::parse, "subject")?),
+        "role" => Subject::Role(parse(&text, RoleInstance::parse, "subject")?),
+        _ => return Err(bad("subject kind")),
+    }))
+}
+
+/// Reads the fact stored under ledger row `seq` of kind `kind`.
+pub(crate) fn load(conn: &Connection, seq: i64, at: &str, kind: &str) -> Result<Stamped, ReadError> {
+    let at = parse(at, Timestamp::parse, "at")?;
+    let one = |sql: &str| -> Result<rusqlite::CachedStatement<'_>, rusqlite::Error> { conn.prepare_cached(sql) };
+    let evidence = match kind {
+        "session.launched" => {
+            let mut st = one("SELECT business, role, run, harness, address, pid, start_time FROM launches WHERE seq = ?1")?;
+            st.query_row([seq], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, String>(3)?,
+                    r.get::<_, Option<String>>(4)?,
+                    r.get::<_, i64>(5)?,
+                    r.get::<_, i64>(6)?,
+                ))
+            })
+            .map_err(ReadError::from)
+            .and_then(|(b, role, run, harness, address, pid, start)| {
+                Ok(Evidence::Launch(LaunchEvidence::Launched(LaunchRecord {
+                    business: business(&b)?,
+                    role: parse(&role, RoleInstance::parse, "role")?,
+                    run: parse(&run, RunId::parse, "run")?,
+                    harness: parse(&harness, Harness::parse, "harness")?,
+                    address,
+                    pid: u32::try_from(pid).map_err(|_| bad("pid"))?,
+                    start_time: u64::try_from(start).map_err(|_| bad("start time"))?,
+                })))
+            })?
+        }
+        "launch.revoked" | "launch.restored" => {
+            let b: String = one("SELECT business FROM launch_switches WHERE seq = ?1")?.query_row([seq], |r| r.get(0))?;
+            let business = business(&b)?;
+            if kind == "launch.revoked" {
+                Evidence::Launch(LaunchEvidence::Revoked { business })
+            } else {
+                Evidence::Launch(LaunchEvidence::Restored { business })
+            }
+        }
+        "role.claimed" | "role.released" | "role.revoked" => {
+            let (b, role, run, decision): (String, String, String, Option<String>) =
+                one("SELECT business, role, run, decision FROM claims WHERE seq = ?1")?
+                    .query_row([seq], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
+            let (business, agent) = (business(&b)?, agent(&role, &run)?);
+            Evidence::Claim(match kind {
+                "role.claimed" => ClaimEvidence::Claimed { business, agent },
+                "role.released" => ClaimEvidence::Released { business, agent },
+                _ => ClaimEvidence::Revoked {
+                    business,
+                    agent,
+                    decision: parse_opt(decision, DecisionId::parse, "decision")?.ok_or(bad("decision"))?,
+                },
+            })
+        }
+        "decision.raised" => Evidence::Decision(DecisionEvidence::Raised(Box::new(load_decision(conn, seq)?))),
+        "decision.resolved" | "decision.seen" | "decision.withdrawn" | "decision.superseded" => {
+            #[allow(clippy::type_complexity)]
+            let (b, id, choice, by_role, by_run, note, superseded_by): (
+                String,
+                String,
+                Option<String>,
+                Option<String>,
+                Option<String>,
+                Option<String>,
+                Option<String>,
+            ) = one(
+                "SELECT business, decision, choice, by_role, by_run, note, superseded_by FROM decision_events \
+                 WHERE seq = ?1",
+            )?
+            .query_row([seq], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?)))?;
+            let (business, id) = (business(&b)?, parse(&id, DecisionId::parse, "decision")?);
+            Evidence::Decision(match kind {
+                "decision.resolved" => DecisionEvidence::Resolved {
+                    business,
+                    id,
+                    choice: parse_opt(choice, OptionKey::parse, "choice")?.ok_or(bad("choice"))?,
+                    by: actor(by_role, by_run)?,
+                    note,
+                },
+                "decision.seen" => DecisionEvidence::Seen { business, id, by: actor(by_role, by_run)?, note },
+                "decision.withdrawn" => DecisionEvidence::Withdrawn { business, id, by: actor(by_role, by_run)?, note },
+                _ => DecisionEvidence::Superseded {
+                    business,
+                    id,
+                    by: parse_opt(superseded_by, DecisionId::parse, "superseded by")?.ok_or(bad("superseded by"))?,
+                },
+            })
+        }
+        "approval.consumed" => {
+            let (d, b, role, run, action, target): (String, String, String, String, String, Option<String>) =
+                one("SELECT decision, business, role, run, action, target FROM consumptions WHERE seq = ?1")?
+                    .query_row([seq], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))?;
+            Evidence::Consumed(Consumption {
+                business: business(&b)?,
+                decision: parse(&d, DecisionId::parse, "decision")?,
+                agent: agent(&role, &run)?,
+                action: parse(&action, Action::parse, "action")?,
+                target: parse_opt(target, Target::parse, "target")?,
+            })
+        }
+        "action.allowed" => {
+            #[allow(clippy::type_complexity)]
+            let (b, role, run, action, target, decision, sk, s): (
+                String,
+                String,
+                String,
+                String,
+                Option<String>,
+                Option<String>,
+                Option<String>,
+                Option<String>,
+            ) = one(
+                "SELECT business, role, run, action, target, decision, subject_kind, subject FROM actions_allowed \
+                 WHERE seq = ?1",
+            )?
+            .query_row([seq], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?))
+            })?;
+            Evidence::Allowed(ActionAllowed {
+                business: business(&b)?,
+                agent: agent(&role, &run)?,
+                action: parse(&action, Action::parse, "action")?,
+                target: parse_opt(target, Target::parse, "target")?,
+                decision: parse_opt(decision, DecisionId::parse, "decision")?,
+                subject: subject(sk, s)?,
+            })
+        }
+        "message.sent" => {
+            let mut st = one(&format!("SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.seq = ?1"))?;
+            let record = st.query_row([seq], |r| Ok(message_row(r))).optional()?.ok_or(bad("message"))??;
+            Evidence::Message(MessageEvidence::Sent(Box::new(record)))
+        }
+        "message.delivered" | "message.read" => {
+            let table = if kind == "message.delivered" { "deliveries" } else { "reads" };
+            let (m, b, run): (String, String, String) =
+                one(&format!("SELECT message, business, run FROM {table} WHERE seq = ?1"))?
+                    .query_row([seq], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+            let (business, message, run) =
+                (business(&b)?, parse(&m, MessageId::parse, "message")?, parse(&run, RunId::parse, "run")?);
+            Evidence::Message(if kind == "message.delivered" {
+                MessageEvidence::Delivered { business, message, run }
+            } else {
+                MessageEvidence::Read { business, message, run }
+            })
+        }
+        "human.input" => {
+            let (id, b, verb, sk, s): (String, String, String, Option<String>, Option<String>) =
+                one("SELECT id, business, verb, subject_kind, subject FROM human_inputs WHERE seq = ?1")?
+                    .query_row([seq], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))?;
+            Evidence::Human(HumanInput {
+                id: parse(&id, EventId::parse, "input id")?,
+                business: business(&b)?,
+                verb,
+                subject: subject(sk, s)?,
+            })
+        }
+        "event.observed" => {
+            #[allow(clippy::type_complexity)]
+            let (b, role, run, k, body, sk, s, request): (
+                String,
+                String,
+                String,
+                String,
+                String,
+                Option<String>,
+                Option<String>,
+                Option<String>,
+            ) = one(
+                "SELECT business, role, run, kind, body, subject_kind, subject, request FROM observations \
+                 WHERE seq = ?1",
+            )?
+            .query_row([seq], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?))
+            })?;
+            Evidence::Observed(Observation {
+                business: business(&b)?,
+                agent: agent(&role, &run)?,
+                kind: k,
+                body,
+                subject: subject(sk, s)?,
+                request: parse_opt(request, EventId::parse, "request")?,
+            })
+        }
+        "request.refused" => {
+            #[allow(clippy::type_complexity)]
+            let (b, role, run, verb, code): (Option<String>, Option<String>, Option<String>, Option<String>, String) =
+                one("SELECT business, role, run, verb, code FROM refusals WHERE seq = ?1")?
+                    .query_row([seq], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))?;
+            let agent = match (role, run) {
+                (Some(role), Some(run)) => Some(agent(&role, &run)?),
+                (None, None) => None,
+                (Some(_), None) | (None, Some(_)) => return Err(bad("refused agent").into()),
+            };
+            Evidence::Refused(RefusalRecord {
+                business: b.as_deref().map(business).transpose()?,
+                agent,
+                verb,
+                refusal: Refusal::from_code(&code).ok_or(bad("refusal code"))?,
+            })
+        }
+        _ => return Err(bad("ledger kind").into()),
+    };
+    Ok(Stamped { at, evidence })
+}
+
+fn load_decision(conn: &Connection, seq: i64) -> Result<DecisionRecord, ReadError> {
+    let mut st = conn.prepare_cached(
+        "SELECT id, business, raiser_role, raiser_run, action, target, question, options, recommendation, \
+         blocking, technical, project, task_ref, requirement_ref, supersedes, approval_choice, class, route_role, \
+         holder FROM decisions WHERE seq = ?1",
+    )?;
+    let record = st.query_row([seq], |r| Ok(decision_row(r)))??;
+    Ok(record)
+}
+
+fn decision_row(r: &Row<'_>) -> Result<DecisionRecord, ReadError> {
+    let options: String = r.get(7)?;
+    let options: Vec<serde_json::Value> = serde_json::from_str(&options).map_err(|_| bad("options"))?;
+    let options = options
+        .iter()
+        .map(|o| {
+            let key = o.get("key").and_then(serde_json::Value::as_str).ok_or(bad("option key"))?;
+            let text = o.get("text").and_then(serde_json::Value::as_str).ok_or(bad("option text"))?;
+            Ok(DecisionOption { key: parse(key, OptionKey::parse, "option key")?, text: text.to_owned() })
+        })
+        .collect::<Result<Vec<_>, Undecodable>>()?;
+    let class = match r.get::<_, String>(16)?.as_str() {
+        "within-role" => ActionClass::WithinRole,
+        "cross-role" => ActionClass::CrossRole,
+        "gated" => ActionClass::Gated,
+        _ => return Err(bad("class").into()),
+    };
+    let route = match r.get::<_, Option<String>>(17)? {
+        Some(role) => Route::Role(parse(&role, RoleInstance::parse, "route")?),
+        None => Route::Human,
+    };
+    Ok(DecisionRecord {
+        id: parse(&r.get::<_, String>(0)?, DecisionId::parse, "decision id")?,
+        business: business(&r.get::<_, String>(1)?)?,
+        raiser: agent(&r.get::<_, String>(2)?, &r.get::<_, String>(3)?)?,
+        action: parse(&r.get::<_, String>(4)?, Action::parse, "action")?,
+        target: parse_opt(r.get(5)?, Target::parse, "target")?,
+        question: r.get(6)?,
+        options,
+        recommendation: r.get(8)?,
+        blocking: r.get(9)?,
+        technical: r.get(10)?,
+        project: r.get(11)?,
+        task_ref: parse_opt(r.get(12)?, TaskRef::parse, "task ref")?,
+        requirement_ref: r.get(13)?,
+        supersedes: parse_opt(r.get(14)?, DecisionId::parse, "supersedes")?,
+        approval_choice: parse(&r.get::<_, String>(15)?, OptionKey::parse, "approval choice")?,
+        class,
+        route,
+        holder: parse_opt(r.get(18)?, RunId::parse, "holder")?,
+    })
+}
+
+/// The `messages m` columns [`message_row`] reads, in order.
+pub(crate) const MESSAGE_COLUMNS: &str =
+    "m.id, m.business, m.from_role, m.from_run, m.to_role, m.class, m.body, m.in_reply_to, m.corrects, \
+     m.decision, m.request";
+
+/// Decodes the [`MESSAGE_COLUMNS`] at the start of a row.
+pub(crate) fn message_row(r: &Row<'_>) -> Result<MessageRecord, ReadError> {
+    let from = actor(r.get(2)?, r.get(3)?)?;
+    let class = match r.get::<_, Option<String>>(5)? {
+        Some(c) => Some(parse(&c, MessageClass::parse, "class")?),
+        None => None,
+    };
+    Ok(MessageRecord {
+        id: parse(&r.get::<_, String>(0)?, MessageId::parse, "message id")?,
+        business: business(&r.get::<_, String>(1)?)?,
+        from: match from {
+            DecisionActor::Agent(a) => Sender::Agent(a),
+            DecisionActor::Human => Sender::Human,
+        },
+        to: match r.get::<_, Option<String>>(4)? {
+            Some(role) => Recipient::Role(parse(&role, RoleInstance::parse, "recipient")?),
+            None => Recipient::Human,
+        },
+        class,
+        body: r.get(6)?,
+        in_reply_to: parse_opt(r.get(7)?, MessageId::parse, "in reply to")?,
+        corrects: parse_opt(r.get(8)?, MessageId::parse, "corrects")?,
+        decision: parse_opt(r.get(9)?, DecisionId::parse, "decision")?,
+        request: parse_opt(r.get(10)?, EventId::parse, "request")?,
+    })
+}

@@ -1,0 +1,399 @@
+-- mosaic-bus evidence store, schema mosaic-bus/1.
+--
+-- Every fact is one row of `ledger` (global write order and broker time)
+-- plus one row of the typed table its kind names, with the same `seq`.
+-- Nothing is ever updated or deleted: the triggers below refuse UPDATE,
+-- DELETE and any INSERT that would collide with a stored unique key (so
+-- INSERT OR REPLACE cannot delete a row, whether or not
+-- recursive_triggers is on). Trigger messages start with `mosaic:` and the
+-- store maps them to its error kinds.
+
+CREATE TABLE meta (
+    key TEXT PRIMARY KEY NOT NULL,
+    value TEXT NOT NULL
+) STRICT;
+
+CREATE TABLE ledger (
+    seq INTEGER PRIMARY KEY,
+    at TEXT NOT NULL UNIQUE
+        CHECK (length(at) = 24 AND at >= '1970' AND strftime('%Y-%m-%dT%H:%M:%fZ', at) IS at),
+    kind TEXT NOT NULL CHECK (kind IN (
+        'session.launched', 'launch.revoked', 'launch.restored',
+        'role.claimed', 'role.released', 'role.revoked',
+        'decision.raised', 'decision.resolved', 'decision.seen', 'decision.withdrawn',
+        'decision.superseded', 'approval.consumed', 'action.allowed',
+        'message.sent', 'message.delivered', 'message.read',
+        'human.input', 'event.observed', 'request.refused')),
+    business TEXT
+) STRICT;
+
+CREATE TABLE launches (
+    seq INTEGER PRIMARY KEY REFERENCES ledger(seq),
+    business TEXT NOT NULL,
+    role TEXT NOT NULL,
+    run TEXT NOT NULL,
+    harness TEXT NOT NULL CHECK (harness IN ('pi', 'claude-code')),
+    address TEXT,
+    pid INTEGER NOT NULL CHECK (pid > 0),
+    start_time INTEGER NOT NULL CHECK (start_time >= 0)
+) STRICT;
+CREATE INDEX launches_run ON launches(run);
+CREATE INDEX launches_role ON launches(business, role);
+
+CREATE TABLE launch_switches (
+    seq INTEGER PRIMARY KEY REFERENCES ledger(seq),
+    business TEXT NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('off', 'on'))
+) STRICT;
+
+CREATE TABLE decisions (
+    seq INTEGER PRIMARY KEY REFERENCES ledger(seq),
+    id TEXT NOT NULL UNIQUE CHECK (length(id) = 36),
+    business TEXT NOT NULL,
+    raiser_role TEXT NOT NULL,
+    raiser_run TEXT NOT NULL,
+    action TEXT NOT NULL,
+    target TEXT,
+    question TEXT NOT NULL,
+    options TEXT NOT NULL CHECK (json_valid(options) AND json_type(options) = 'array'),
+    recommendation TEXT NOT NULL,
+    blocking INTEGER NOT NULL CHECK (blocking IN (0, 1)),
+    technical INTEGER NOT NULL CHECK (technical IN (0, 1)),
+    project TEXT,
+    task_ref TEXT CHECK (task_ref GLOB 'vikunja:[1-9]*/[1-9]*'),
+    requirement_ref TEXT,
+    supersedes TEXT REFERENCES decisions(id),
+    approval_choice TEXT NOT NULL,
+    class TEXT NOT NULL CHECK (class IN ('within-role', 'cross-role', 'gated')),
+    -- NULL routes to the human.
+    route_role TEXT,
+    holder TEXT,
+    CHECK (blocking = 0 OR task_ref IS NOT NULL)
+) STRICT;
+CREATE INDEX decisions_supersedes ON decisions(supersedes) WHERE supersedes IS NOT NULL;
+CREATE INDEX decisions_task ON decisions(task_ref) WHERE task_ref IS NOT NULL;
+
+CREATE TABLE decision_events (
+    seq INTEGER PRIMARY KEY REFERENCES ledger(seq),
+    decision TEXT NOT NULL REFERENCES decisions(id),
+    business TEXT NOT NULL,
+    event TEXT NOT NULL CHECK (event IN ('resolved', 'seen', 'withdrawn', 'superseded')),
+    choice TEXT,
+    -- Both NULL: the human (or, for `superseded`, nobody).
+    by_role TEXT,
+    by_run TEXT,
+    note TEXT,
+    superseded_by TEXT REFERENCES decisions(id),
+    CHECK ((event = 'resolved') = (choice IS NOT NULL)),
+    CHECK ((event = 'superseded') = (superseded_by IS NOT NULL)),
+    CHECK ((by_role IS NULL) = (by_run IS NULL))
+) STRICT;
+CREATE INDEX decision_events_decision ON decision_events(decision);
+CREATE UNIQUE INDEX decision_events_terminal ON decision_events(decision) WHERE event <> 'seen';
+CREATE INDEX decision_events_superseded_by ON decision_events(superseded_by) WHERE superseded_by IS NOT NULL;
+
+CREATE TABLE consumptions (
+    seq INTEGER PRIMARY KEY REFERENCES ledger(seq),
+    decision TEXT NOT NULL UNIQUE REFERENCES decisions(id),
+    business TEXT NOT NULL,
+    role TEXT NOT NULL,
+    run TEXT NOT NULL,
+    action TEXT NOT NULL,
+    target TEXT
+) STRICT;
+
+CREATE TABLE actions_allowed (
+    seq INTEGER PRIMARY KEY REFERENCES ledger(seq),
+    business TEXT NOT NULL,
+    role TEXT NOT NULL,
+    run TEXT NOT NULL,
+    action TEXT NOT NULL,
+    target TEXT,
+    decision TEXT REFERENCES decisions(id),
+    subject_kind TEXT CHECK (subject_kind IN ('task', 'decision', 'message', 'role')),
+    subject TEXT,
+    CHECK ((subject_kind IS NULL) = (subject IS NULL))
+) STRICT;
+CREATE INDEX actions_allowed_decision ON actions_allowed(decision) WHERE decision IS NOT NULL;
+CREATE INDEX actions_allowed_subject ON actions_allowed(subject_kind, subject) WHERE subject IS NOT NULL;
+
+CREATE TABLE human_inputs (
+    seq INTEGER PRIMARY KEY REFERENCES ledger(seq),
+    id TEXT NOT NULL UNIQUE CHECK (length(id) = 36),
+    business TEXT NOT NULL,
+    verb TEXT NOT NULL,
+    subject_kind TEXT CHECK (subject_kind IN ('task', 'decision', 'message', 'role')),
+    subject TEXT,
+    CHECK ((subject_kind IS NULL) = (subject IS NULL))
+) STRICT;
+CREATE INDEX human_inputs_subject ON human_inputs(subject_kind, subject) WHERE subject IS NOT NULL;
+
+CREATE TABLE messages (
+    seq INTEGER PRIMARY KEY REFERENCES ledger(seq),
+    id TEXT NOT NULL UNIQUE CHECK (length(id) = 36),
+    business TEXT NOT NULL,
+    -- Both NULL: sent by the human.
+    from_role TEXT,
+    from_run TEXT,
+    -- NULL: addressed to the human.
+    to_role TEXT,
+    class TEXT CHECK (class IN ('REQUEST', 'ASSIGNMENT', 'REVIEW-REQUEST', 'REVIEW-RESULT',
+                                'RESULT', 'INFO', 'DECISION', 'REACTION')),
+    body TEXT NOT NULL,
+    in_reply_to TEXT REFERENCES messages(id),
+    corrects TEXT REFERENCES messages(id),
+    decision TEXT REFERENCES decisions(id),
+    request TEXT REFERENCES human_inputs(id),
+    CHECK ((from_role IS NULL) = (from_run IS NULL))
+) STRICT;
+CREATE INDEX messages_recipient ON messages(business, to_role, seq);
+CREATE INDEX messages_in_reply_to ON messages(in_reply_to) WHERE in_reply_to IS NOT NULL;
+CREATE INDEX messages_corrects ON messages(corrects) WHERE corrects IS NOT NULL;
+CREATE INDEX messages_decision ON messages(decision) WHERE decision IS NOT NULL;
+
+CREATE TABLE deliveries (
+    seq INTEGER PRIMARY KEY REFERENCES ledger(seq),
+    message TEXT NOT NULL UNIQUE REFERENCES messages(id),
+    business TEXT NOT NULL,
+    run TEXT NOT NULL
+) STRICT;
+
+CREATE TABLE reads (
+    seq INTEGER PRIMARY KEY REFERENCES ledger(seq),
+    message TEXT NOT NULL UNIQUE REFERENCES deliveries(message),
+    business TEXT NOT NULL,
+    run TEXT NOT NULL
+) STRICT;
+
+CREATE TABLE claims (
+    seq INTEGER PRIMARY KEY REFERENCES ledger(seq),
+    business TEXT NOT NULL,
+    role TEXT NOT NULL,
+    run TEXT NOT NULL,
+    event TEXT NOT NULL CHECK (event IN ('claimed', 'released', 'revoked')),
+    decision TEXT REFERENCES decisions(id),
+    CHECK ((event = 'revoked') = (decision IS NOT NULL))
+) STRICT;
+CREATE INDEX claims_role ON claims(business, role, seq);
+CREATE INDEX claims_decision ON claims(decision) WHERE decision IS NOT NULL;
+
+CREATE TABLE observations (
+    seq INTEGER PRIMARY KEY REFERENCES ledger(seq),
+    business TEXT NOT NULL,
+    role TEXT NOT NULL,
+    run TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    body TEXT NOT NULL CHECK (json_valid(body)),
+    subject_kind TEXT CHECK (subject_kind IN ('task', 'decision', 'message', 'role')),
+    subject TEXT,
+    -- For `task.created`: the human input that requested the task.
+    request TEXT REFERENCES human_inputs(id),
+    CHECK ((subject_kind IS NULL) = (subject IS NULL)),
+    -- Task events are filed under their task; a created task names its request.
+    CHECK (kind NOT GLOB 'task.*' OR subject_kind IS 'task'),
+    CHECK ((kind = 'task.created') = (request IS NOT NULL))
+) STRICT;
+CREATE INDEX observations_subject ON observations(subject_kind, subject, seq) WHERE subject IS NOT NULL;
+
+CREATE TABLE refusals (
+    seq INTEGER PRIMARY KEY REFERENCES ledger(seq),
+    business TEXT,
+    role TEXT,
+    run TEXT,
+    verb TEXT,
+    code TEXT NOT NULL
+) STRICT;
+
+-- Append-only: no table accepts UPDATE or DELETE.
+CREATE TRIGGER meta_no_update BEFORE UPDATE ON meta BEGIN SELECT RAISE(ABORT, 'mosaic:append-only'); END;
+CREATE TRIGGER meta_no_delete BEFORE DELETE ON meta BEGIN SELECT RAISE(ABORT, 'mosaic:append-only'); END;
+CREATE TRIGGER ledger_no_update BEFORE UPDATE ON ledger BEGIN SELECT RAISE(ABORT, 'mosaic:append-only'); END;
+CREATE TRIGGER ledger_no_delete BEFORE DELETE ON ledger BEGIN SELECT RAISE(ABORT, 'mosaic:append-only'); END;
+CREATE TRIGGER launches_no_update BEFORE UPDATE ON launches BEGIN SELECT RAISE(ABORT, 'mosaic:append-only'); END;
+CREATE TRIGGER launches_no_delete BEFORE DELETE ON launches BEGIN SELECT RAISE(ABORT, 'mosaic:append-only'); END;
+CREATE TRIGGER launch_switches_no_update BEFORE UPDATE ON launch_switches BEGIN SELECT RAISE(ABORT, 'mosaic:append-only'); END;
+CREATE TRIGGER launch_switches_no_delete BEFORE DELETE ON launch_switches BEGIN SELECT RAISE(ABORT, 'mosaic:append-only'); END;
+CREATE TRIGGER decisions_no_update BEFORE UPDATE ON decisions BEGIN SELECT RAISE(ABORT, 'mosaic:append-only'); END;
+CREATE TRIGGER decisions_no_delete BEFORE DELETE ON decisions BEGIN SELECT RAISE(ABORT, 'mosaic:append-only'); END;
+CREATE TRIGGER decision_events_no_update BEFORE UPDATE ON decision_events BEGIN SELECT RAISE(ABORT, 'mosaic:append-only'); END;
+CREATE TRIGGER decision_events_no_delete BEFORE DELETE ON decision_events BEGIN SELECT RAISE(ABORT, 'mosaic:append-only'); END;
+CREATE TRIGGER consumptions_no_update BEFORE UPDATE ON consumptions BEGIN SELECT RAISE(ABORT, 'mosaic:append-only'); END;
+CREATE TRIGGER consumptions_no_delete BEFORE DELETE ON consumptions BEGIN SELECT RAISE(ABORT, 'mosaic:append-only'); END;
+CREATE TRIGGER actions_allowed_no_update BEFORE UPDATE ON actions_allowed BEGIN SELECT RAISE(ABORT, 'mosaic:append-only'); END;
+CREATE TRIGGER actions_allowed_no_delete BEFORE DELETE ON actions_allowed BEGIN SELECT RAISE(ABORT, 'mosaic:append-only'); END;
+CREATE TRIGGER human_inputs_no_update BEFORE UPDATE ON human_inputs BEGIN SELECT RAISE(ABORT, 'mosaic:append-only'); END;
+CREATE TRIGGER human_inputs_no_delete BEFORE DELETE ON human_inputs BEGIN SELECT RAISE(ABORT, 'mosaic:append-only'); END;
+CREATE TRIGGER messages_no_update BEFORE UPDATE ON messages BEGIN SELECT RAISE(ABORT, 'mosaic:append-only'); END;
+CREATE TRIGGER messages_no_delete BEFORE DELETE ON messages BEGIN SELECT RAISE(ABORT, 'mosaic:append-only'); END;
+CREATE TRIGGER deliveries_no_update BEFORE UPDATE ON deliveries BEGIN SELECT RAISE(ABORT, 'mosaic:append-only'); END;
+CREATE TRIGGER deliveries_no_delete BEFORE DELETE ON deliveries BEGIN SELECT RAISE(ABORT, 'mosaic:append-only'); END;
+CREATE TRIGGER reads_no_update BEFORE UPDATE ON reads BEGIN SELECT RAISE(ABORT, 'mosaic:append-only'); END;
+CREATE TRIGGER reads_no_delete BEFORE DELETE ON reads BEGIN SELECT RAISE(ABORT, 'mosaic:append-only'); END;
+CREATE TRIGGER claims_no_update BEFORE UPDATE ON claims BEGIN SELECT RAISE(ABORT, 'mosaic:append-only'); END;
+CREATE TRIGGER claims_no_delete BEFORE DELETE ON claims BEGIN SELECT RAISE(ABORT, 'mosaic:append-only'); END;
+CREATE TRIGGER observations_no_update BEFORE UPDATE ON observations BEGIN SELECT RAISE(ABORT, 'mosaic:append-only'); END;
+CREATE TRIGGER observations_no_delete BEFORE DELETE ON observations BEGIN SELECT RAISE(ABORT, 'mosaic:append-only'); END;
+CREATE TRIGGER refusals_no_update BEFORE UPDATE ON refusals BEGIN SELECT RAISE(ABORT, 'mosaic:append-only'); END;
+CREATE TRIGGER refusals_no_delete BEFORE DELETE ON refusals BEGIN SELECT RAISE(ABORT, 'mosaic:append-only'); END;
+
+-- Insert guards: the ledger row must name this table's kind and business;
+-- stored unique keys are never overwritten; references exist and stay in
+-- their business.
+CREATE TRIGGER meta_insert BEFORE INSERT ON meta BEGIN
+    SELECT RAISE(ABORT, 'mosaic:duplicate') WHERE EXISTS (SELECT 1 FROM meta WHERE key = NEW.key);
+END;
+CREATE TRIGGER ledger_insert BEFORE INSERT ON ledger BEGIN
+    SELECT RAISE(ABORT, 'mosaic:non-monotonic') WHERE NEW.seq IS NOT (SELECT coalesce(max(seq), 0) + 1 FROM ledger) OR NEW.at <= (SELECT max(at) FROM ledger);
+END;
+CREATE TRIGGER launches_insert BEFORE INSERT ON launches BEGIN
+    SELECT RAISE(ABORT, 'mosaic:malformed') WHERE (SELECT kind FROM ledger WHERE seq = NEW.seq) IS NOT 'session.launched' OR (SELECT business FROM ledger WHERE seq = NEW.seq) IS NOT NEW.business;
+    SELECT RAISE(ABORT, 'mosaic:duplicate') WHERE EXISTS (SELECT 1 FROM launches WHERE seq = NEW.seq);
+    SELECT RAISE(ABORT, 'mosaic:duplicate') WHERE EXISTS (SELECT 1 FROM launches WHERE run = NEW.run AND (business, role, harness, address, pid, start_time) IS NOT (NEW.business, NEW.role, NEW.harness, NEW.address, NEW.pid, NEW.start_time));
+END;
+CREATE TRIGGER launch_switches_insert BEFORE INSERT ON launch_switches BEGIN
+    SELECT RAISE(ABORT, 'mosaic:malformed') WHERE (SELECT kind FROM ledger WHERE seq = NEW.seq) IS NOT CASE NEW.state WHEN 'off' THEN 'launch.revoked' ELSE 'launch.restored' END OR (SELECT business FROM ledger WHERE seq = NEW.seq) IS NOT NEW.business;
+    SELECT RAISE(ABORT, 'mosaic:duplicate') WHERE EXISTS (SELECT 1 FROM launch_switches WHERE seq = NEW.seq);
+END;
+CREATE TRIGGER decisions_insert BEFORE INSERT ON decisions BEGIN
+    SELECT RAISE(ABORT, 'mosaic:malformed') WHERE (SELECT kind FROM ledger WHERE seq = NEW.seq) IS NOT 'decision.raised' OR (SELECT business FROM ledger WHERE seq = NEW.seq) IS NOT NEW.business;
+    SELECT RAISE(ABORT, 'mosaic:duplicate') WHERE EXISTS (SELECT 1 FROM decisions WHERE seq = NEW.seq) OR EXISTS (SELECT 1 FROM decisions WHERE id = NEW.id);
+    SELECT RAISE(ABORT, 'mosaic:dangling') WHERE NEW.supersedes IS NOT NULL AND NOT EXISTS (SELECT 1 FROM decisions WHERE id = NEW.supersedes);
+    SELECT RAISE(ABORT, 'mosaic:cross-business') WHERE NEW.supersedes IS NOT NULL AND (SELECT business FROM decisions WHERE id = NEW.supersedes) IS NOT NEW.business;
+END;
+CREATE TRIGGER decision_events_insert BEFORE INSERT ON decision_events BEGIN
+    SELECT RAISE(ABORT, 'mosaic:malformed') WHERE (SELECT kind FROM ledger WHERE seq = NEW.seq) IS NOT 'decision.' || NEW.event OR (SELECT business FROM ledger WHERE seq = NEW.seq) IS NOT NEW.business;
+    SELECT RAISE(ABORT, 'mosaic:duplicate') WHERE EXISTS (SELECT 1 FROM decision_events WHERE seq = NEW.seq) OR (NEW.event <> 'seen' AND EXISTS (SELECT 1 FROM decision_events WHERE decision = NEW.decision AND event <> 'seen'));
+    SELECT RAISE(ABORT, 'mosaic:dangling') WHERE NOT EXISTS (SELECT 1 FROM decisions WHERE id = NEW.decision);
+    SELECT RAISE(ABORT, 'mosaic:cross-business') WHERE (SELECT business FROM decisions WHERE id = NEW.decision) IS NOT NEW.business;
+    SELECT RAISE(ABORT, 'mosaic:dangling') WHERE NEW.superseded_by IS NOT NULL AND NOT EXISTS (SELECT 1 FROM decisions WHERE id = NEW.superseded_by);
+    SELECT RAISE(ABORT, 'mosaic:cross-business') WHERE NEW.superseded_by IS NOT NULL AND (SELECT business FROM decisions WHERE id = NEW.superseded_by) IS NOT NEW.business;
+END;
+CREATE TRIGGER consumptions_insert BEFORE INSERT ON consumptions BEGIN
+    SELECT RAISE(ABORT, 'mosaic:malformed') WHERE (SELECT kind FROM ledger WHERE seq = NEW.seq) IS NOT 'approval.consumed' OR (SELECT business FROM ledger WHERE seq = NEW.seq) IS NOT NEW.business;
+    SELECT RAISE(ABORT, 'mosaic:duplicate') WHERE EXISTS (SELECT 1 FROM consumptions WHERE seq = NEW.seq) OR EXISTS (SELECT 1 FROM consumptions WHERE decision = NEW.decision);
+    SELECT RAISE(ABORT, 'mosaic:dangling') WHERE NOT EXISTS (SELECT 1 FROM decisions WHERE id = NEW.decision);
+    SELECT RAISE(ABORT, 'mosaic:cross-business') WHERE (SELECT business FROM decisions WHERE id = NEW.decision) IS NOT NEW.business;
+END;
+CREATE TRIGGER actions_allowed_insert BEFORE INSERT ON actions_allowed BEGIN
+    SELECT RAISE(ABORT, 'mosaic:malformed') WHERE (SELECT kind FROM ledger WHERE seq = NEW.seq) IS NOT 'action.allowed' OR (SELECT business FROM ledger WHERE seq = NEW.seq) IS NOT NEW.business;
+    SELECT RAISE(ABORT, 'mosaic:duplicate') WHERE EXISTS (SELECT 1 FROM actions_allowed WHERE seq = NEW.seq);
+    SELECT RAISE(ABORT, 'mosaic:dangling') WHERE NEW.decision IS NOT NULL AND NOT EXISTS (SELECT 1 FROM decisions WHERE id = NEW.decision);
+    SELECT RAISE(ABORT, 'mosaic:cross-business') WHERE NEW.decision IS NOT NULL AND (SELECT business FROM decisions WHERE id = NEW.decision) IS NOT NEW.business;
+END;
+CREATE TRIGGER human_inputs_insert BEFORE INSERT ON human_inputs BEGIN
+    SELECT RAISE(ABORT, 'mosaic:malformed') WHERE (SELECT kind FROM ledger WHERE seq = NEW.seq) IS NOT 'human.input' OR (SELECT business FROM ledger WHERE seq = NEW.seq) IS NOT NEW.business;
+    SELECT RAISE(ABORT, 'mosaic:duplicate') WHERE EXISTS (SELECT 1 FROM human_inputs WHERE seq = NEW.seq) OR EXISTS (SELECT 1 FROM human_inputs WHERE id = NEW.id);
+END;
+CREATE TRIGGER messages_insert BEFORE INSERT ON messages BEGIN
+    SELECT RAISE(ABORT, 'mosaic:malformed') WHERE (SELECT kind FROM ledger WHERE seq = NEW.seq) IS NOT 'message.sent' OR (SELECT business FROM ledger WHERE seq = NEW.seq) IS NOT NEW.business;
+    SELECT RAISE(ABORT, 'mosaic:duplicate') WHERE EXISTS (SELECT 1 FROM messages WHERE seq = NEW.seq) OR EXISTS (SELECT 1 FROM messages WHERE id = NEW.id);
+    SELECT RAISE(ABORT, 'mosaic:dangling') WHERE NEW.in_reply_to IS NOT NULL AND NOT EXISTS (SELECT 1 FROM messages WHERE id = NEW.in_reply_to);
+    SELECT RAISE(ABORT, 'mosaic:cross-business') WHERE NEW.in_reply_to IS NOT NULL AND (SELECT business FROM messages WHERE id = NEW.in_reply_to) IS NOT NEW.business;
+    SELECT RAISE(ABORT, 'mosaic:dangling') WHERE NEW.corrects IS NOT NULL AND NOT EXISTS (SELECT 1 FROM messages WHERE id = NEW.corrects);
+    SELECT RAISE(ABORT, 'mosaic:cross-business') WHERE NEW.corrects IS NOT NULL AND (SELECT business FROM messages WHERE id = NEW.corrects) IS NOT NEW.business;
+    SELECT RAISE(ABORT, 'mosaic:dangling') WHERE NEW.decision IS NOT NULL AND NOT EXISTS (SELECT 1 FROM decisions WHERE id = NEW.decision);
+    SELECT RAISE(ABORT, 'mosaic:cross-business') WHERE NEW.decision IS NOT NULL AND (SELECT business FROM decisions WHERE id = NEW.decision) IS NOT NEW.business;
+    SELECT RAISE(ABORT, 'mosaic:dangling') WHERE NEW.request IS NOT NULL AND NOT EXISTS (SELECT 1 FROM human_inputs WHERE id = NEW.request);
+    SELECT RAISE(ABORT, 'mosaic:cross-business') WHERE NEW.request IS NOT NULL AND (SELECT business FROM human_inputs WHERE id = NEW.request) IS NOT NEW.business;
+END;
+CREATE TRIGGER deliveries_insert BEFORE INSERT ON deliveries BEGIN
+    SELECT RAISE(ABORT, 'mosaic:malformed') WHERE (SELECT kind FROM ledger WHERE seq = NEW.seq) IS NOT 'message.delivered' OR (SELECT business FROM ledger WHERE seq = NEW.seq) IS NOT NEW.business;
+    SELECT RAISE(ABORT, 'mosaic:duplicate') WHERE EXISTS (SELECT 1 FROM deliveries WHERE seq = NEW.seq) OR EXISTS (SELECT 1 FROM deliveries WHERE message = NEW.message);
+    SELECT RAISE(ABORT, 'mosaic:dangling') WHERE NOT EXISTS (SELECT 1 FROM messages WHERE id = NEW.message);
+    SELECT RAISE(ABORT, 'mosaic:cross-business') WHERE (SELECT business FROM messages WHERE id = NEW.message) IS NOT NEW.business;
+END;
+CREATE TRIGGER reads_insert BEFORE INSERT ON reads BEGIN
+    SELECT RAISE(ABORT, 'mosaic:malformed') WHERE (SELECT kind FROM ledger WHERE seq = NEW.seq) IS NOT 'message.read' OR (SELECT business FROM ledger WHERE seq = NEW.seq) IS NOT NEW.business;
+    SELECT RAISE(ABORT, 'mosaic:duplicate') WHERE EXISTS (SELECT 1 FROM reads WHERE seq = NEW.seq) OR EXISTS (SELECT 1 FROM reads WHERE message = NEW.message);
+    SELECT RAISE(ABORT, 'mosaic:dangling') WHERE NOT EXISTS (SELECT 1 FROM deliveries WHERE message = NEW.message AND run = NEW.run);
+    SELECT RAISE(ABORT, 'mosaic:cross-business') WHERE (SELECT business FROM deliveries WHERE message = NEW.message) IS NOT NEW.business;
+END;
+CREATE TRIGGER claims_insert BEFORE INSERT ON claims BEGIN
+    SELECT RAISE(ABORT, 'mosaic:malformed') WHERE (SELECT kind FROM ledger WHERE seq = NEW.seq) IS NOT 'role.' || NEW.event OR (SELECT business FROM ledger WHERE seq = NEW.seq) IS NOT NEW.business;
+    SELECT RAISE(ABORT, 'mosaic:duplicate') WHERE EXISTS (SELECT 1 FROM claims WHERE seq = NEW.seq);
+    SELECT RAISE(ABORT, 'mosaic:dangling') WHERE NEW.decision IS NOT NULL AND NOT EXISTS (SELECT 1 FROM decisions WHERE id = NEW.decision);
+    SELECT RAISE(ABORT, 'mosaic:cross-business') WHERE NEW.decision IS NOT NULL AND (SELECT business FROM decisions WHERE id = NEW.decision) IS NOT NEW.business;
+END;
+CREATE TRIGGER observations_insert BEFORE INSERT ON observations BEGIN
+    SELECT RAISE(ABORT, 'mosaic:malformed') WHERE (SELECT kind FROM ledger WHERE seq = NEW.seq) IS NOT 'event.observed' OR (SELECT business FROM ledger WHERE seq = NEW.seq) IS NOT NEW.business;
+    SELECT RAISE(ABORT, 'mosaic:duplicate') WHERE EXISTS (SELECT 1 FROM observations WHERE seq = NEW.seq);
+    SELECT RAISE(ABORT, 'mosaic:dangling') WHERE NEW.request IS NOT NULL AND NOT EXISTS (SELECT 1 FROM human_inputs WHERE id = NEW.request);
+    SELECT RAISE(ABORT, 'mosaic:cross-business') WHERE NEW.request IS NOT NULL AND (SELECT business FROM human_inputs WHERE id = NEW.request) IS NOT NEW.business;
+END;
+CREATE TRIGGER refusals_insert BEFORE INSERT ON refusals BEGIN
+    SELECT RAISE(ABORT, 'mosaic:malformed') WHERE (SELECT kind FROM ledger WHERE seq = NEW.seq) IS NOT 'request.refused' OR (SELECT business FROM ledger WHERE seq = NEW.seq) IS NOT NEW.business;
+    SELECT RAISE(ABORT, 'mosaic:duplicate') WHERE EXISTS (SELECT 1 FROM refusals WHERE seq = NEW.seq);
+END;
+
+-- Projections. Each reads only stored rows; none is a source of truth.
+
+-- The run holding each role: its newest claim event is a claim.
+CREATE VIEW role_holders AS
+SELECT c.business, c.role, c.run, c.seq
+FROM claims c
+WHERE c.event = 'claimed'
+  AND c.seq = (SELECT max(seq) FROM claims WHERE business = c.business AND role = c.role);
+
+-- Every bound run with its newest launch record and whether it holds or was
+-- revoked from its role.
+CREATE VIEW agents AS
+SELECT l.business, l.role, l.run, l.harness, l.address, l.pid, l.start_time,
+       (SELECT at FROM ledger WHERE seq = l.seq) AS launched_at,
+       EXISTS (SELECT 1 FROM role_holders h
+               WHERE h.business = l.business AND h.role = l.role AND h.run = l.run) AS holding,
+       EXISTS (SELECT 1 FROM claims c
+               WHERE c.business = l.business AND c.role = l.role AND c.run = l.run
+                 AND c.event = 'revoked') AS revoked
+FROM launches l
+WHERE l.seq = (SELECT max(seq) FROM launches WHERE run = l.run);
+
+-- Decisions with no resolution, withdrawal or supersession yet.
+CREATE VIEW open_decisions AS
+SELECT d.*
+FROM decisions d
+WHERE NOT EXISTS (SELECT 1 FROM decision_events e WHERE e.decision = d.id AND e.event <> 'seen');
+
+-- What each recipient (a role, or NULL for the human) has to look at: open
+-- decisions routed to it, with the authorization context a resolver must be
+-- shown, and messages to it that were not acknowledged.
+CREATE VIEW inbox AS
+SELECT d.business, d.route_role AS recipient, 'decision' AS item, d.id, d.seq,
+       d.action, d.target, d.approval_choice
+FROM open_decisions d
+UNION ALL
+SELECT m.business, m.to_role, 'message', m.id, m.seq, NULL, NULL, NULL
+FROM messages m
+WHERE NOT EXISTS (SELECT 1 FROM reads r WHERE r.message = m.id);
+
+-- The newest task event per task, tombstones (`task.deleted`) included.
+CREATE VIEW task_current AS
+SELECT o.business, o.subject AS task_ref, o.kind, o.body, o.kind = 'task.deleted' AS tombstone,
+       o.seq, (SELECT at FROM ledger WHERE seq = o.seq) AS at
+FROM observations o
+WHERE o.subject_kind = 'task' AND o.kind GLOB 'task.*'
+  AND o.seq = (SELECT max(seq) FROM observations
+               WHERE business = o.business AND subject_kind = 'task' AND subject = o.subject
+                 AND kind GLOB 'task.*');
+
+-- One row per subject a record names; a subject's trail is its rows in seq
+-- order. Mirrors `Evidence::concerns` in mosaic-domain.
+CREATE VIEW trail AS
+SELECT seq, business, 'role' AS subject_kind, role AS subject FROM launches
+UNION ALL SELECT seq, business, 'role', role FROM claims
+UNION ALL SELECT seq, business, 'decision', decision FROM claims WHERE decision IS NOT NULL
+UNION ALL SELECT seq, business, 'decision', id FROM decisions
+UNION ALL SELECT seq, business, 'decision', supersedes FROM decisions WHERE supersedes IS NOT NULL
+UNION ALL SELECT seq, business, 'task', task_ref FROM decisions WHERE task_ref IS NOT NULL
+UNION ALL SELECT seq, business, 'decision', decision FROM decision_events
+UNION ALL SELECT seq, business, 'decision', superseded_by FROM decision_events WHERE superseded_by IS NOT NULL
+UNION ALL SELECT seq, business, 'decision', decision FROM consumptions
+UNION ALL SELECT seq, business, 'decision', decision FROM actions_allowed WHERE decision IS NOT NULL
+UNION ALL SELECT seq, business, subject_kind, subject FROM actions_allowed WHERE subject IS NOT NULL
+UNION ALL SELECT seq, business, 'message', id FROM messages
+UNION ALL SELECT seq, business, 'message', in_reply_to FROM messages WHERE in_reply_to IS NOT NULL
+UNION ALL SELECT seq, business, 'message', corrects FROM messages WHERE corrects IS NOT NULL
+UNION ALL SELECT seq, business, 'decision', decision FROM messages WHERE decision IS NOT NULL
+UNION ALL SELECT seq, business, 'message', message FROM deliveries
+UNION ALL SELECT seq, business, 'message', message FROM reads
+UNION ALL SELECT seq, business, subject_kind, subject FROM human_inputs WHERE subject IS NOT NULL
+UNION ALL SELECT seq, business, subject_kind, subject FROM observations WHERE subject IS NOT NULL;
