@@ -1,11 +1,20 @@
 //! `mosaic-bus`: the binary. It only wires: each subcommand parses its
 //! arguments, builds the adapters it needs and hands them to the runtime.
 //!
-//! Today it carries the help text and the exit-code contract; the broker,
-//! `up`, `call`, `human`, `unlock` and `mcp` subcommands arrive with their
-//! issues (see README.md, "Status").
+//! Today it carries the help text, the exit-code contract and `unlock`
+//! (whose logic is `mosaic_adapters::fs::unlock`); the broker, `up`, `call`,
+//! `human` and `mcp` subcommands arrive with their issues (see README.md,
+//! "Status").
 
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use mosaic_adapters::fs::{self, DataRoot};
+use mosaic_adapters::procfs::ProcFs;
+use mosaic_domain::{Refusal, Timestamp};
 
 const HELP: &str = "\
 mosaic-bus: a local coordination broker for teams of AI agents
@@ -16,29 +25,93 @@ USAGE:
 COMMANDS:
     help        Print this help
     version     Print the version
+    unlock --data-root D
+                After a broker crash (its writer.lock is left behind and a
+                new broker refuses with stale-lock): prove that the broker
+                recorded in D/bus/writer.lock (pid and start time) is gone,
+                copy bus.sqlite, bus.sqlite-wal and bus.sqlite-shm into a new
+                D/bus/evidence-<time>/, then remove only the lock and the
+                socket. Prints one JSON line:
+                  {\"ok\":true,\"evidence\":\"<folder>\"}   exit 0
+                  {\"ok\":false,\"error\":\"<code>\"}       exit 2
+                Codes: lock-held (the broker may still run: the lock is
+                held, or its pid lives with the recorded start time, or
+                /proc cannot tell), bad-request (no writer.lock, or bad
+                arguments), stale-lock (the lock does not hold
+                \"pid start_time\": nothing is touched; inspect it and remove
+                it by hand), unsafe-path (a symlink, a foreign owner or
+                unsafe permissions), storage-unavailable (the evidence could
+                not be written or a removal failed). Evidence is never
+                deleted.
 
-Not built yet (see README.md, Status): broker, up, call, human, unlock, mcp.
+Not built yet (see README.md, Status): broker, up, call, human, mcp.
 
 EXIT CODES:
     0   success
-    2   usage or startup failure; one static code on stderr
+    2   usage or startup failure; one static code on stderr (unlock: one
+        JSON line on stdout)
 ";
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.first().map(String::as_str) {
-        None | Some("help" | "--help" | "-h") => {
+    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    match args.first().map(|a| a.to_str()) {
+        None | Some(Some("help" | "--help" | "-h")) => {
             print!("{HELP}");
             ExitCode::SUCCESS
         }
-        Some("version" | "--version" | "-V") => {
+        Some(Some("version" | "--version" | "-V")) => {
             println!("mosaic-bus {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS
         }
-        Some(_) => {
+        Some(Some("unlock")) => unlock(&args[1..]),
+        Some(Some(_) | None) => {
             eprintln!("unknown-command");
             eprint!("{HELP}");
             ExitCode::from(2)
         }
     }
+}
+
+/// `unlock --data-root D`: one JSON line on stdout, exit 0 or 2.
+fn unlock(args: &[OsString]) -> ExitCode {
+    let outcome = data_root_arg(args).and_then(|path| {
+        let root = DataRoot::open(path)?;
+        fs::unlock(&root, &ProcFs::new(), now())
+    });
+    let (line, code) = match outcome {
+        Ok(evidence) => (
+            serde_json::json!({"ok": true, "evidence": evidence.to_string_lossy()}),
+            ExitCode::SUCCESS,
+        ),
+        Err(refusal) => (
+            serde_json::json!({"ok": false, "error": refusal.code()}),
+            ExitCode::from(2),
+        ),
+    };
+    println!("{line}");
+    code
+}
+
+/// `--data-root D` or `--data-root=D`, and nothing else.
+fn data_root_arg(args: &[OsString]) -> Result<PathBuf, Refusal> {
+    match args {
+        [flag, path] if flag == "--data-root" && !path.is_empty() => Ok(PathBuf::from(path)),
+        [one] => one
+            .as_bytes()
+            .strip_prefix(b"--data-root=")
+            .filter(|path| !path.is_empty())
+            .map(|path| PathBuf::from(OsStr::from_bytes(path)))
+            .ok_or(Refusal::BadRequest),
+        _ => Err(Refusal::BadRequest),
+    }
+}
+
+/// The wall clock, saturating outside the representable range.
+fn now() -> Timestamp {
+    let ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    Timestamp::from_unix_ms(ms)
+        .or_else(|_| Timestamp::parse("9999-12-31T23:59:59.999Z"))
+        .unwrap_or(Timestamp::EPOCH)
 }

@@ -39,7 +39,7 @@ pub struct Ask<'a> {
 }
 
 /// The authorizations machine: which approvals have been spent.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Authorizations {
     consumed: Journaled<DecisionId, ()>,
     outbox: VecDeque<Evidence>,

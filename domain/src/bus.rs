@@ -264,8 +264,9 @@ pub struct BusMark {
     clock: BrokerClock,
 }
 
-/// The composed broker core.
-#[derive(Debug, Clone)]
+/// The composed broker core. Equality compares every machine, the clock and
+/// the queues, so tests can check that a rebuild or a rollback is exact.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Bus {
     businesses: BTreeMap<BusinessId, Arc<Business>>,
     launches: Launches,

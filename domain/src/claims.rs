@@ -59,7 +59,7 @@ pub enum ClaimReply {
 type SeatKey = (BusinessId, RoleInstance);
 
 /// The role-claims machine.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Claims {
     seats: Journaled<SeatKey, Seat>,
     outbox: VecDeque<ClaimEvidence>,
@@ -220,7 +220,7 @@ pub enum BindReply {
 }
 
 /// Launch bindings and the launch switch.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Launches {
     runs: Journaled<RunId, LaunchRecord>,
     switches: Journaled<BusinessId, LaunchSwitch>,

@@ -103,7 +103,7 @@ pub struct RaiseInput {
 }
 
 /// The decisions machine.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Decisions {
     decisions: Journaled<DecisionId, Decision>,
     outbox: VecDeque<DecisionEvidence>,

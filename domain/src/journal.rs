@@ -15,11 +15,20 @@ use std::hash::Hash;
 pub struct Mark(usize);
 
 /// A `HashMap` whose writes can be undone back to the last commit or a mark.
+/// Equality compares contents and staged undo records, not iteration order.
 #[derive(Debug, Clone)]
 pub struct Journaled<K, V> {
     map: HashMap<K, V>,
     undo: Vec<(K, Option<V>)>,
 }
+
+impl<K: Eq + Hash, V: PartialEq> PartialEq for Journaled<K, V> {
+    fn eq(&self, other: &Self) -> bool {
+        self.map == other.map && self.undo == other.undo
+    }
+}
+
+impl<K: Eq + Hash, V: Eq> Eq for Journaled<K, V> {}
 
 impl<K: Eq + Hash + Clone, V: Clone> Default for Journaled<K, V> {
     fn default() -> Self {

@@ -86,11 +86,12 @@ pub trait EvidenceStore {
     /// claims, releases, launch switches, allowed actions, observations and
     /// refusals.
     ///
-    /// The caller MUST also keep these, which a store need not check (the
-    /// in-memory fake does not; a store that does MUST refuse the whole
-    /// batch with [`StoreError::Malformed`]): an observation's `body` is
-    /// JSON text (RFC 8259); a `blocking` decision has a `task_ref`; a
-    /// launch's `pid` is positive and its `start_time` at most `i64::MAX`.
+    /// The caller MUST also keep these, which a store need not check: an
+    /// observation's `body` is JSON text (RFC 8259); a `blocking` decision
+    /// has a `task_ref`; a launch's `pid` is positive and its `start_time` at
+    /// most `i64::MAX`. What a store does with a batch that breaks one is
+    /// unspecified beyond all-or-nothing: the in-memory fake commits it, the
+    /// SQLite store refuses it (its schema checks them).
     ///
     /// # Errors
     /// Each rule names the error of a batch that breaks it; when one batch

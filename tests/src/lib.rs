@@ -9,6 +9,7 @@
 //! restart does.
 
 pub mod fixture;
+pub mod scenario;
 pub mod sqlite;
 
 use mosaic_domain::bus::{Bus, Caller, Command, Reply};
@@ -91,16 +92,27 @@ impl<S: EvidenceStore> Driver<S> {
         Self::open(businesses, self.store.reopen())
     }
 
-    /// Handles one verb: facts in, evidence committed, then the reply.
+    /// Handles one verb: facts in, evidence committed, then the reply. A
+    /// refusal is recorded too, in a transaction of its own.
     ///
     /// # Errors
-    /// The verb's refusal, or `storage-unavailable` when the commit failed
-    /// (and then the bus is exactly as before the verb).
+    /// The verb's refusal; `storage-unavailable` when the commit failed (and
+    /// then the bus is exactly as before the verb) or when the refusal could
+    /// not be recorded.
     pub fn call(&mut self, now: Timestamp, caller: &Caller, command: Command) -> Result<Reply, Refusal> {
+        let verb = command.verb();
         let command = self.with_facts(caller, command)?;
-        let reply = self.bus.handle(now, caller, command)?;
-        self.commit()?;
-        Ok(reply)
+        match self.bus.handle(now, caller, command) {
+            Ok(reply) => {
+                self.commit()?;
+                Ok(reply)
+            }
+            Err(refusal) => {
+                self.bus.handle_refused(now, Some(caller), Some(verb), refusal);
+                self.commit()?;
+                Err(refusal)
+            }
+        }
     }
 
     /// Binds a launch, as the host's `bindLaunch` does.

@@ -29,6 +29,7 @@ use mosaic_tests::fixture::{
     acme, action, agent, caller, decision_id, human, key, policy_a, policy_b, role, t, yes_no,
     ROLES,
 };
+use mosaic_tests::sqlite::TempSqlite;
 use mosaic_tests::{Driver, FreshStore};
 use proptest::prelude::*;
 use proptest_state_machine::{prop_state_machine, ReferenceStateMachine, StateMachineTest};
@@ -764,5 +765,5 @@ prop_state_machine! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
     #[test]
-    fn tmp_sqlite(sequential 1..40 => AuthorizationsTest<mosaic_tests::sqlite::TempSqlite>);
+    fn authorizations_follow_the_reference_model_in_sqlite(sequential 1..40 => AuthorizationsTest<TempSqlite>);
 }

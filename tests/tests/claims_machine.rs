@@ -105,10 +105,11 @@ impl ReferenceStateMachine for Reference {
             } else {
                 Err(Refusal::HolderChanged)
             }),
+            // Only a claim that records nothing can answer without the store;
+            // a refusal is recorded too, so it fails like a success would.
             Step::FailedClaim(run) => Some(match m.claim(run) {
-                Ok(true) => Err(Refusal::StorageUnavailable),
                 Ok(false) => Ok(()),
-                Err(refusal) => Err(refusal),
+                Ok(true) | Err(_) => Err(Refusal::StorageUnavailable),
             }),
             Step::Restart => None,
         };

@@ -23,6 +23,7 @@ use mosaic_ports::fakes::MemoryStore;
 use mosaic_tests::fixture::{
     acme, action, agent, caller, decision_id, human, key, policy_a, t, yes_no, ROLES,
 };
+use mosaic_tests::sqlite::TempSqlite;
 use mosaic_tests::{Driver, FreshStore};
 use proptest::prelude::*;
 use proptest_state_machine::{prop_state_machine, ReferenceStateMachine, StateMachineTest};
@@ -649,5 +650,5 @@ prop_state_machine! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
     #[test]
-    fn tmp_sqlite(sequential 1..40 => DecisionsTest<mosaic_tests::sqlite::TempSqlite>);
+    fn decisions_follow_the_reference_model_in_sqlite(sequential 1..40 => DecisionsTest<TempSqlite>);
 }

@@ -67,9 +67,11 @@ impl OpenError {
 }
 
 fn open_failure(e: rusqlite::Error) -> OpenError {
-    match e.sqlite_error_code() {
-        Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => OpenError::IntegrityFailed,
-        Some(_) | None => OpenError::Unavailable(Box::new(e)),
+    let code = e.sqlite_error_code();
+    if code == Some(ErrorCode::DatabaseCorrupt) || code == Some(ErrorCode::NotADatabase) {
+        OpenError::IntegrityFailed
+    } else {
+        OpenError::Unavailable(Box::new(e))
     }
 }
 
