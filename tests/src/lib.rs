@@ -1,23 +1,16 @@
 //! Test support shared by the cross-crate tests in `tests/tests/`.
 //!
-//! [`Driver`] is the smallest correct runtime loop around the domain bus:
-//! read the facts a verb needs from the store, hand the verb to the bus,
-//! commit its evidence in one transaction, and only then settle the bus and
-//! answer. It is generic over the store, so the reference-model tests drive
-//! the in-memory fake and the SQLite adapter through exactly the same path.
-//! [`Driver::restart`] rebuilds the bus from the store alone, as a broker
-//! restart does.
+//! [`Driver`] (from `mosaic-app`) is the runtime loop the tests drive;
+//! [`FreshStore`] makes an empty store of either kind, and [`Restart`]
+//! reopens it and rebuilds the bus from it alone, as a broker restart does.
 
 pub mod fixture;
 pub mod scenario;
 pub mod sqlite;
 
-use mosaic_domain::bus::{Bus, Caller, Command, Reply};
-use mosaic_domain::claims::BindReply;
-use mosaic_domain::evidence::LaunchRecord;
-use mosaic_domain::messages::RECEIVE_LIMIT;
-use mosaic_domain::{Business, Refusal, Timestamp};
-use mosaic_ports::{EvidenceStore, StoreError};
+pub use mosaic_app::driver::Driver;
+use mosaic_domain::{Business, Refusal};
+use mosaic_ports::EvidenceStore;
 
 /// A store the reference-model tests can make empty, once per case, and
 /// make fail on purpose.
@@ -48,137 +41,18 @@ impl FreshStore for mosaic_ports::fakes::MemoryStore {
     }
 }
 
-/// A synchronous runtime loop over one store.
-pub struct Driver<S> {
-    bus: Bus,
-    store: S,
-}
-
-impl<S: EvidenceStore> Driver<S> {
-    /// A driver that rebuilds its bus from whatever `store` holds.
+/// Restarting a driver over a [`FreshStore`].
+pub trait Restart: Sized {
+    /// Reopens the store and rebuilds the bus from it alone, possibly under
+    /// a changed policy.
     ///
     /// # Errors
     /// `storage-unavailable` when the store cannot be read.
-    pub fn open(businesses: Vec<Business>, store: S) -> Result<Self, Refusal> {
-        let mut bus = Bus::new(businesses, store.last_write().map_err(storage)?);
-        store.replay(&mut |record| bus.replay(&record)).map_err(storage)?;
-        Ok(Self { bus, store })
-    }
-
-    /// The bus, for inspecting machine state.
-    pub fn bus(&self) -> &Bus {
-        &self.bus
-    }
-
-    /// The store.
-    pub fn store(&self) -> &S {
-        &self.store
-    }
-
-    /// The store, for injecting faults.
-    pub fn store_mut(&mut self) -> &mut S {
-        &mut self.store
-    }
-
-    /// Restarts: reopens the store and rebuilds the bus from it alone,
-    /// possibly under a changed policy.
-    ///
-    /// # Errors
-    /// `storage-unavailable` when the store cannot be read.
-    pub fn restart(self, businesses: Vec<Business>) -> Result<Self, Refusal>
-    where
-        S: FreshStore,
-    {
-        Self::open(businesses, self.store.reopen())
-    }
-
-    /// Handles one verb: facts in, evidence committed, then the reply. A
-    /// refusal is recorded too, in a transaction of its own.
-    ///
-    /// # Errors
-    /// The verb's refusal; `storage-unavailable` when the commit failed (and
-    /// then the bus is exactly as before the verb) or when the refusal could
-    /// not be recorded.
-    pub fn call(&mut self, now: Timestamp, caller: &Caller, command: Command) -> Result<Reply, Refusal> {
-        let verb = command.verb();
-        let command = self.with_facts(caller, command)?;
-        match self.bus.handle(now, caller, command) {
-            Ok(reply) => {
-                self.commit()?;
-                Ok(reply)
-            }
-            Err(refusal) => {
-                self.bus.handle_refused(now, Some(caller), Some(verb), refusal);
-                self.commit()?;
-                Err(refusal)
-            }
-        }
-    }
-
-    /// Binds a launch, as the host's `bindLaunch` does.
-    ///
-    /// # Errors
-    /// The binding's refusal or `storage-unavailable`.
-    pub fn bind(&mut self, now: Timestamp, record: LaunchRecord) -> Result<BindReply, Refusal> {
-        let reply = self.bus.handle_bind(now, record)?;
-        self.commit()?;
-        Ok(reply)
-    }
-
-    fn commit(&mut self) -> Result<(), Refusal> {
-        let mut batch = Vec::new();
-        while let Some(record) = self.bus.poll_effect() {
-            batch.push(record);
-        }
-        if batch.is_empty() {
-            return Ok(());
-        }
-        match self.store.commit(&batch) {
-            Ok(()) => {
-                self.bus.handle_committed();
-                Ok(())
-            }
-            Err(e) => {
-                self.bus.handle_rolled_back();
-                Err(storage(e))
-            }
-        }
-    }
-
-    /// Fills in the store facts a message verb carries.
-    fn with_facts(&self, caller: &Caller, command: Command) -> Result<Command, Refusal> {
-        let mut known = Vec::new();
-        for id in command.references() {
-            known.extend(self.store.message(&id).map_err(storage)?);
-        }
-        Ok(match command {
-            Command::Send(mut send) => {
-                send.known = known;
-                Command::Send(send)
-            }
-            Command::Read { id, .. } => Command::Read { id, known: known.pop() },
-            Command::Receive { .. } => match caller {
-                Caller::Agent { business, agent } => Command::Receive {
-                    batch: self.store.undelivered(business, &agent.role, RECEIVE_LIMIT).map_err(storage)?,
-                },
-                Caller::Reader { .. } | Caller::Human { .. } => Command::Receive { batch: Vec::new() },
-            },
-            command @ (Command::Claim
-            | Command::Release
-            | Command::Revoke { .. }
-            | Command::Raise(_)
-            | Command::Resolve { .. }
-            | Command::Seen { .. }
-            | Command::Withdraw { .. }
-            | Command::EmitRoutine { .. }
-            | Command::LaunchRevoke
-            | Command::LaunchRestore
-            | Command::Authorize { .. }
-            | Command::RecordEvent { .. }) => command,
-        })
-    }
+    fn restart(self, businesses: Vec<Business>) -> Result<Self, Refusal>;
 }
 
-fn storage(_: StoreError) -> Refusal {
-    Refusal::StorageUnavailable
+impl<S: FreshStore> Restart for Driver<S> {
+    fn restart(self, businesses: Vec<Business>) -> Result<Self, Refusal> {
+        Driver::open(businesses, self.into_store().reopen())
+    }
 }

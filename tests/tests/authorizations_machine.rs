@@ -30,7 +30,7 @@ use mosaic_tests::fixture::{
     ROLES,
 };
 use mosaic_tests::sqlite::TempSqlite;
-use mosaic_tests::{Driver, FreshStore};
+use mosaic_tests::{Driver, FreshStore, Restart};
 use proptest::prelude::*;
 use proptest_state_machine::{prop_state_machine, ReferenceStateMachine, StateMachineTest};
 

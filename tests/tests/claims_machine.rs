@@ -15,7 +15,7 @@ use mosaic_domain::{Refusal, RunId, Target};
 use mosaic_ports::fakes::MemoryStore;
 use mosaic_tests::fixture::{acme, action, caller, decision_id, human, key, policy_a, role, t, yes_no, ROLES};
 use mosaic_tests::sqlite::TempSqlite;
-use mosaic_tests::{Driver, FreshStore};
+use mosaic_tests::{Driver, FreshStore, Restart};
 use proptest::prelude::*;
 use proptest_state_machine::{prop_state_machine, ReferenceStateMachine, StateMachineTest};
 

@@ -24,7 +24,7 @@ use mosaic_tests::fixture::{
     acme, action, agent, caller, decision_id, human, key, policy_a, t, yes_no, ROLES,
 };
 use mosaic_tests::sqlite::TempSqlite;
-use mosaic_tests::{Driver, FreshStore};
+use mosaic_tests::{Driver, FreshStore, Restart};
 use proptest::prelude::*;
 use proptest_state_machine::{prop_state_machine, ReferenceStateMachine, StateMachineTest};
 

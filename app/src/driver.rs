@@ -1,0 +1,144 @@
+//! The synchronous runtime loop around the domain bus.
+//!
+//! [`Driver`] is the smallest correct loop: read the store facts a verb
+//! references, hand the verb to the bus, commit its evidence in one
+//! transaction, and only then settle the bus and answer. A refusal is
+//! recorded in a transaction of its own; if that fails the caller gets
+//! `storage-unavailable`. It is generic over the store, so tests drive the
+//! in-memory fake and the SQLite store through exactly the same path, and the
+//! broker's writer runs it over SQLite.
+
+use mosaic_domain::bus::{Bus, Caller, Command, Reply};
+use mosaic_domain::claims::BindReply;
+use mosaic_domain::evidence::LaunchRecord;
+use mosaic_domain::messages::RECEIVE_LIMIT;
+use mosaic_domain::{Business, Refusal, Timestamp};
+use mosaic_ports::{EvidenceStore, StoreError};
+
+/// A synchronous runtime loop over one store.
+pub struct Driver<S> {
+    bus: Bus,
+    store: S,
+}
+
+impl<S: EvidenceStore> Driver<S> {
+    /// A driver that rebuilds its bus from whatever `store` holds.
+    ///
+    /// # Errors
+    /// `storage-unavailable` when the store cannot be read.
+    pub fn open(businesses: Vec<Business>, store: S) -> Result<Self, Refusal> {
+        let mut bus = Bus::new(businesses, store.last_write().map_err(storage)?);
+        store.replay(&mut |record| bus.replay(&record)).map_err(storage)?;
+        Ok(Self { bus, store })
+    }
+
+    /// The bus, for inspecting machine state.
+    pub fn bus(&self) -> &Bus {
+        &self.bus
+    }
+
+    /// The store.
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// The store, for injecting faults.
+    pub fn store_mut(&mut self) -> &mut S {
+        &mut self.store
+    }
+
+    /// Gives the store back, for example to reopen it.
+    pub fn into_store(self) -> S {
+        self.store
+    }
+
+    /// Handles one verb: facts in, evidence committed, then the reply. A
+    /// refusal is recorded too, in a transaction of its own.
+    ///
+    /// # Errors
+    /// The verb's refusal; `storage-unavailable` when the commit failed (and
+    /// then the bus is exactly as before the verb) or when the refusal could
+    /// not be recorded.
+    pub fn call(&mut self, now: Timestamp, caller: &Caller, command: Command) -> Result<Reply, Refusal> {
+        let verb = command.verb();
+        let command = self.with_facts(caller, command)?;
+        match self.bus.handle(now, caller, command) {
+            Ok(reply) => {
+                self.commit()?;
+                Ok(reply)
+            }
+            Err(refusal) => {
+                self.bus.handle_refused(now, Some(caller), Some(verb), refusal);
+                self.commit()?;
+                Err(refusal)
+            }
+        }
+    }
+
+    /// Binds a launch, as the host's `bindLaunch` does.
+    ///
+    /// # Errors
+    /// The binding's refusal or `storage-unavailable`.
+    pub fn bind(&mut self, now: Timestamp, record: LaunchRecord) -> Result<BindReply, Refusal> {
+        let reply = self.bus.handle_bind(now, record)?;
+        self.commit()?;
+        Ok(reply)
+    }
+
+    fn commit(&mut self) -> Result<(), Refusal> {
+        let mut batch = Vec::new();
+        while let Some(record) = self.bus.poll_effect() {
+            batch.push(record);
+        }
+        if batch.is_empty() {
+            return Ok(());
+        }
+        match self.store.commit(&batch) {
+            Ok(()) => {
+                self.bus.handle_committed();
+                Ok(())
+            }
+            Err(e) => {
+                self.bus.handle_rolled_back();
+                Err(storage(e))
+            }
+        }
+    }
+
+    /// Fills in the store facts a message verb carries.
+    fn with_facts(&self, caller: &Caller, command: Command) -> Result<Command, Refusal> {
+        let mut known = Vec::new();
+        for id in command.references() {
+            known.extend(self.store.message(&id).map_err(storage)?);
+        }
+        Ok(match command {
+            Command::Send(mut send) => {
+                send.known = known;
+                Command::Send(send)
+            }
+            Command::Read { id, .. } => Command::Read { id, known: known.pop() },
+            Command::Receive { .. } => match caller {
+                Caller::Agent { business, agent } => Command::Receive {
+                    batch: self.store.undelivered(business, &agent.role, RECEIVE_LIMIT).map_err(storage)?,
+                },
+                Caller::Reader { .. } | Caller::Human { .. } => Command::Receive { batch: Vec::new() },
+            },
+            command @ (Command::Claim
+            | Command::Release
+            | Command::Revoke { .. }
+            | Command::Raise(_)
+            | Command::Resolve { .. }
+            | Command::Seen { .. }
+            | Command::Withdraw { .. }
+            | Command::EmitRoutine { .. }
+            | Command::LaunchRevoke
+            | Command::LaunchRestore
+            | Command::Authorize { .. }
+            | Command::RecordEvent { .. }) => command,
+        })
+    }
+}
+
+fn storage(_: StoreError) -> Refusal {
+    Refusal::StorageUnavailable
+}

@@ -1,0 +1,6 @@
+//! `mosaic-app`: the wiring of mosaic-bus. The binary (`src/main.rs`) parses
+//! subcommands; this library holds what the binary, the benchmarks and the
+//! tests share: [`driver`], the runtime loop around the domain bus.
+#![warn(missing_docs, unreachable_pub)]
+
+pub mod driver;
