@@ -55,14 +55,16 @@ impl Authorizations {
     ///
     /// # Errors
     /// - `launch-revoked`: `role.launch` while launching is off;
-    /// - `not-authorized`: no decision for an action that is not within-role,
-    ///   or a decision for another raiser, run, action or target, or resolved
-    ///   with another option, or withdrawn or superseded;
+    /// In this order:
+    /// - `not-authorized`: no decision for an action that is not within-role;
     /// - `unknown-reference`, `cross-business`: the decision is not one of
     ///   this business;
+    /// - `not-authorized`: a decision for another raiser, run, action or target;
     /// - `decision-consumed`: its approval was spent;
-    /// - `decision-mismatch`: its recorded class differs from current policy;
-    /// - `decision-open`: it is not resolved yet.
+    /// - `decision-mismatch`: its recorded class differs from what current
+    ///   policy gives its raiser for its action (policy changed since raise);
+    /// - `decision-open`: it is not resolved yet;
+    /// - `not-authorized`: resolved with another option, withdrawn or superseded.
     pub fn check(
         &self,
         business: &Business,
@@ -81,15 +83,17 @@ impl Authorizations {
             };
         };
         let d = decisions.lookup(business.id(), &id)?;
-        if self.is_consumed(&id) {
-            return Err(Refusal::DecisionConsumed);
-        }
-        if d.record.class != class {
-            return Err(Refusal::DecisionMismatch);
-        }
+        // Identity first: a decision that is not this agent's, for this action
+        // and target, authorizes nothing, and its state is none of its business.
         let r = &d.record;
         if &r.raiser != ask.agent || &r.action != ask.action || r.target.as_ref() != ask.target {
             return Err(Refusal::NotAuthorized);
+        }
+        if self.is_consumed(&id) {
+            return Err(Refusal::DecisionConsumed);
+        }
+        if r.class != class {
+            return Err(Refusal::DecisionMismatch);
         }
         match &d.status {
             Status::Open => Err(Refusal::DecisionOpen),

@@ -44,6 +44,10 @@ fn key(s: &str) -> OptionKey {
 /// acme: `lead` (delivery and technical arbiter, launches), `dev` (sends
 /// messages within role, merges cross-role), `ops` (nothing).
 fn business(dev_within: &[&str], dev_cross: &[&str]) -> Business {
+    business_with_technical(dev_within, dev_cross, "lead")
+}
+
+fn business_with_technical(dev_within: &[&str], dev_cross: &[&str], technical: &str) -> Business {
     let spec = |within: &[&str], cross: &[&str]| RoleSpec {
         authority: AuthoritySpec {
             within_role: Some(within.iter().map(|a| act(a)).collect()),
@@ -54,7 +58,7 @@ fn business(dev_within: &[&str], dev_cross: &[&str]) -> Business {
     Business::validate(BusinessSpec {
         id: acme(),
         human: HumanName::parse("alice").unwrap(),
-        technical_arbiter: role("lead"),
+        technical_arbiter: role(technical),
         delivery_arbiter: role("lead"),
         roles: [
             (role("lead"), spec(&["message.send"], &["repo.merge"])),
@@ -371,6 +375,7 @@ fn an_approval_is_spent_once_and_only_for_its_exact_action_target_and_run() {
     let mut f = Fixture::new();
     f.claim("dev", "r1");
     f.claim("lead", "l1");
+    f.claim("ops", "o1");
     f.raise("dev", "r1", raise(1, "repo.merge", Some("main")));
     let auth = |decision, target: &str, action: &str| Command::Authorize {
         action: act(action),
@@ -380,8 +385,8 @@ fn an_approval_is_spent_once_and_only_for_its_exact_action_target_and_run() {
     f.refuse(&caller("dev", "r1"), auth(did(1), "main", "repo.merge"), Refusal::DecisionOpen);
     f.ok(&caller("lead", "l1"), resolve(1, "yes"));
     f.refuse(&caller("dev", "r1"), auth(did(1), "dev", "repo.merge"), Refusal::NotAuthorized);
-    f.refuse(&caller("dev", "r1"), auth(did(1), "main", "repo.push"), Refusal::DecisionMismatch);
-    f.refuse(&caller("dev", "r1"), auth(did(1), "main", "repo.rebase"), Refusal::DecisionMismatch);
+    f.refuse(&caller("dev", "r1"), auth(did(1), "main", "repo.push"), Refusal::NotAuthorized);
+    f.refuse(&caller("ops", "o1"), auth(did(1), "main", "repo.merge"), Refusal::NotAuthorized);
     f.refuse(&caller("dev", "r1"), auth(did(9), "main", "repo.merge"), Refusal::UnknownReference);
     f.ok(&caller("dev", "r1"), Command::Release);
     f.claim("dev", "r2");
@@ -588,4 +593,22 @@ fn write_times_strictly_increase_across_verbs_and_a_rebuild() {
     let mut bus = Bus::new([standard()], times.last().copied());
     assert!(bus.handle(t(5), &caller("ops", "o1"), Command::Claim).is_ok());
     assert!(bus.poll_effect().unwrap().at > *times.last().unwrap());
+}
+
+#[test]
+fn the_technical_domain_routes_to_the_technical_arbiter() {
+    let mut f = Fixture::new();
+    f.bus = Bus::new([business_with_technical(&["message.send"], &["repo.merge"], "ops")], None);
+    f.claim("dev", "r1");
+    f.claim("ops", "o1");
+    let mut technical = raise(1, "repo.merge", None);
+    technical.technical = true;
+    assert_eq!(f.raise("dev", "r1", technical).record.route, Route::Role(role("ops")));
+    assert_eq!(f.raise("dev", "r1", raise(2, "repo.merge", None)).record.route, Route::Role(role("lead")));
+    f.claim("lead", "l1");
+    let mut lead_technical = raise(3, "repo.merge", None);
+    lead_technical.technical = true;
+    assert_eq!(f.raise("lead", "l1", lead_technical).record.route, Route::Role(role("ops")));
+    let lead_delivery = f.raise("lead", "l1", raise(4, "repo.merge", None));
+    assert_eq!(lead_delivery.record.route, Route::Human, "the delivery arbiter raising goes to the human");
 }

@@ -321,14 +321,14 @@ impl Model {
             .decisions
             .get_mut(idx)
             .ok_or(Refusal::UnknownReference)?;
+        if d.by != by || d.run != self.runs[by] || d.action != action || d.target != target {
+            return Err(Refusal::NotAuthorized);
+        }
         if d.consumed {
             return Err(Refusal::DecisionConsumed);
         }
         if d.class != now {
             return Err(Refusal::DecisionMismatch);
-        }
-        if d.by != by || d.run != self.runs[by] || d.action != action || d.target != target {
-            return Err(Refusal::NotAuthorized);
         }
         match d.approved {
             None => Err(Refusal::DecisionOpen),
