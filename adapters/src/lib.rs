@@ -9,6 +9,8 @@
 //! yet; this crate exists so the workspace has its final shape.
 #![warn(missing_docs, unreachable_pub)]
 
+pub mod config;
 pub mod fs;
 pub mod procfs;
 pub mod sqlite;
+pub mod system;

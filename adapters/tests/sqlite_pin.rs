@@ -20,6 +20,10 @@ fn a_fresh_store_matches_the_pinned_master_digest() {
     drop(conn);
     let digest = mosaic_schema::sha256_hex(mosaic_schema::canonical_master(rows).as_bytes());
     std::fs::remove_dir_all(&dir).unwrap();
-    assert_eq!(digest, mosaic_schema::MASTER_SHA256, "update MASTER_SHA256 on purpose after a schema change");
+    assert_eq!(
+        digest,
+        mosaic_schema::MASTER_SHA256,
+        "update MASTER_SHA256 on purpose after a schema change"
+    );
     let _ = SqliteStore::open;
 }

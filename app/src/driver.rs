@@ -28,7 +28,9 @@ impl<S: EvidenceStore> Driver<S> {
     /// `storage-unavailable` when the store cannot be read.
     pub fn open(businesses: Vec<Business>, store: S) -> Result<Self, Refusal> {
         let mut bus = Bus::new(businesses, store.last_write().map_err(storage)?);
-        store.replay(&mut |record| bus.replay(&record)).map_err(storage)?;
+        store
+            .replay(&mut |record| bus.replay(&record))
+            .map_err(storage)?;
         Ok(Self { bus, store })
     }
 
@@ -59,7 +61,12 @@ impl<S: EvidenceStore> Driver<S> {
     /// The verb's refusal; `storage-unavailable` when the commit failed (and
     /// then the bus is exactly as before the verb) or when the refusal could
     /// not be recorded.
-    pub fn call(&mut self, now: Timestamp, caller: &Caller, command: Command) -> Result<Reply, Refusal> {
+    pub fn call(
+        &mut self,
+        now: Timestamp,
+        caller: &Caller,
+        command: Command,
+    ) -> Result<Reply, Refusal> {
         let verb = command.verb();
         let command = self.with_facts(caller, command)?;
         match self.bus.handle(now, caller, command) {
@@ -68,7 +75,8 @@ impl<S: EvidenceStore> Driver<S> {
                 Ok(reply)
             }
             Err(refusal) => {
-                self.bus.handle_refused(now, Some(caller), Some(verb), refusal);
+                self.bus
+                    .handle_refused(now, Some(caller), Some(verb), refusal);
                 self.commit()?;
                 Err(refusal)
             }
@@ -116,12 +124,20 @@ impl<S: EvidenceStore> Driver<S> {
                 send.known = known;
                 Command::Send(send)
             }
-            Command::Read { id, .. } => Command::Read { id, known: known.pop() },
+            Command::Read { id, .. } => Command::Read {
+                id,
+                known: known.pop(),
+            },
             Command::Receive { .. } => match caller {
                 Caller::Agent { business, agent } => Command::Receive {
-                    batch: self.store.undelivered(business, &agent.role, RECEIVE_LIMIT).map_err(storage)?,
+                    batch: self
+                        .store
+                        .undelivered(business, &agent.role, RECEIVE_LIMIT)
+                        .map_err(storage)?,
                 },
-                Caller::Reader { .. } | Caller::Human { .. } => Command::Receive { batch: Vec::new() },
+                Caller::Reader { .. } | Caller::Human { .. } => {
+                    Command::Receive { batch: Vec::new() }
+                }
             },
             command @ (Command::Claim
             | Command::Release

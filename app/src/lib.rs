@@ -3,4 +3,5 @@
 //! tests share: [`driver`], the runtime loop around the domain bus.
 #![warn(missing_docs, unreachable_pub)]
 
+pub mod demo;
 pub mod driver;

@@ -10,11 +10,12 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use mosaic_adapters::fs::{self, DataRoot};
 use mosaic_adapters::procfs::ProcFs;
-use mosaic_domain::{Refusal, Timestamp};
+use mosaic_adapters::system::SystemClock;
+use mosaic_domain::Refusal;
+use mosaic_ports::Clock;
 
 const HELP: &str = "\
 mosaic-bus: a local coordination broker for teams of AI agents
@@ -76,7 +77,7 @@ fn main() -> ExitCode {
 fn unlock(args: &[OsString]) -> ExitCode {
     let outcome = data_root_arg(args).and_then(|path| {
         let root = DataRoot::open(path)?;
-        fs::unlock(&root, &ProcFs::new(), now())
+        fs::unlock(&root, &ProcFs::new(), SystemClock.now())
     });
     let (line, code) = match outcome {
         Ok(evidence) => (
@@ -104,14 +105,4 @@ fn data_root_arg(args: &[OsString]) -> Result<PathBuf, Refusal> {
             .ok_or(Refusal::BadRequest),
         _ => Err(Refusal::BadRequest),
     }
-}
-
-/// The wall clock, saturating outside the representable range.
-fn now() -> Timestamp {
-    let ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-    Timestamp::from_unix_ms(ms)
-        .or_else(|_| Timestamp::parse("9999-12-31T23:59:59.999Z"))
-        .unwrap_or(Timestamp::EPOCH)
 }

@@ -54,8 +54,8 @@ impl Authorizations {
     /// Checks `ask` without changing anything.
     ///
     /// # Errors
-    /// - `launch-revoked`: `role.launch` while launching is off;
     /// In this order:
+    /// - `launch-revoked`: `role.launch` while launching is off;
     /// - `not-authorized`: no decision for an action that is not within-role;
     /// - `unknown-reference`, `cross-business`: the decision is not one of
     ///   this business;
@@ -100,7 +100,9 @@ impl Authorizations {
             Status::Resolved(choice) if choice == &r.approval_choice && d.offers(choice) => {
                 Ok(Grant::Approval(id))
             }
-            Status::Resolved(_) | Status::Withdrawn | Status::Superseded(_) => Err(Refusal::NotAuthorized),
+            Status::Resolved(_) | Status::Withdrawn | Status::Superseded(_) => {
+                Err(Refusal::NotAuthorized)
+            }
         }
     }
 

@@ -24,8 +24,8 @@ use crate::evidence::{
 use crate::journal::Mark;
 use crate::messages::{self, MessageFacts};
 use crate::{
-    Action, ActionClass, BrokerClock, Business, BusinessId, DecisionId, EventId, MessageId, Refusal,
-    Target, Timestamp,
+    Action, ActionClass, BrokerClock, Business, BusinessId, DecisionId, EventId, MessageId,
+    Refusal, Target, Timestamp,
 };
 
 /// Who is calling, as the runtime established it (from a capability or the
@@ -58,9 +58,9 @@ impl Caller {
     /// The caller's business.
     pub fn business(&self) -> &BusinessId {
         match self {
-            Caller::Agent { business, .. } | Caller::Reader { business } | Caller::Human { business, .. } => {
-                business
-            }
+            Caller::Agent { business, .. }
+            | Caller::Reader { business }
+            | Caller::Human { business, .. } => business,
         }
     }
 }
@@ -178,7 +178,12 @@ impl Command {
     /// (`SendInput::known`, `Command::Read::known`) before handing it over.
     pub fn references(&self) -> Vec<MessageId> {
         match self {
-            Command::Send(send) => send.in_reply_to.iter().chain(send.corrects.iter()).copied().collect(),
+            Command::Send(send) => send
+                .in_reply_to
+                .iter()
+                .chain(send.corrects.iter())
+                .copied()
+                .collect(),
             Command::Read { id, .. } => vec![*id],
             Command::Claim
             | Command::Release
@@ -251,7 +256,14 @@ enum Sender {
 /// The event kinds a trusted adapter may not record: only the human CLI
 /// produces human input and launch control, only the host binds launches,
 /// and only the bus's own verbs speak for its machines.
-const RESERVED_KIND_PREFIXES: [&str; 6] = ["human.", "launch.", "session.", "role.", "decision.", "message."];
+const RESERVED_KIND_PREFIXES: [&str; 6] = [
+    "human.",
+    "launch.",
+    "session.",
+    "role.",
+    "decision.",
+    "message.",
+];
 
 /// A savepoint across all machines, the outbox and the clock.
 #[derive(Debug, Clone)]
@@ -284,10 +296,16 @@ pub struct Bus {
 impl Bus {
     /// A bus over these businesses, resuming the clock after `last_write`.
     /// Replay stored evidence with [`Bus::replay`] before handling verbs.
-    pub fn new(businesses: impl IntoIterator<Item = Business>, last_write: Option<Timestamp>) -> Self {
+    pub fn new(
+        businesses: impl IntoIterator<Item = Business>,
+        last_write: Option<Timestamp>,
+    ) -> Self {
         let clock = BrokerClock::resume(last_write);
         Self {
-            businesses: businesses.into_iter().map(|b| (b.id().clone(), Arc::new(b))).collect(),
+            businesses: businesses
+                .into_iter()
+                .map(|b| (b.id().clone(), Arc::new(b)))
+                .collect(),
             launches: Launches::default(),
             claims: Claims::default(),
             decisions: Decisions::default(),
@@ -365,9 +383,16 @@ impl Bus {
     /// # Errors
     /// `bad-config` for an unknown business, then as
     /// [`Launches::handle_bind`].
-    pub fn handle_bind(&mut self, now: Timestamp, record: LaunchRecord) -> Result<BindReply, Refusal> {
+    pub fn handle_bind(
+        &mut self,
+        now: Timestamp,
+        record: LaunchRecord,
+    ) -> Result<BindReply, Refusal> {
         let mark = self.mark();
-        let business = self.businesses.get(&record.business).ok_or(Refusal::BadConfig)?;
+        let business = self
+            .businesses
+            .get(&record.business)
+            .ok_or(Refusal::BadConfig)?;
         let result = self.launches.handle_bind(business, record);
         self.drain();
         self.settle(now, mark, result)
@@ -377,7 +402,12 @@ impl Bus {
     ///
     /// # Errors
     /// The verb's refusal; nothing stays staged after an error.
-    pub fn handle(&mut self, now: Timestamp, caller: &Caller, command: Command) -> Result<Reply, Refusal> {
+    pub fn handle(
+        &mut self,
+        now: Timestamp,
+        caller: &Caller,
+        command: Command,
+    ) -> Result<Reply, Refusal> {
         let mark = self.mark();
         let result = self.dispatch(caller, command);
         self.settle(now, mark, result)
@@ -385,7 +415,13 @@ impl Bus {
 
     /// Stages the evidence of a refusal, for the runtime to commit in a
     /// transaction of its own.
-    pub fn handle_refused(&mut self, now: Timestamp, caller: Option<&Caller>, verb: Option<&str>, refusal: Refusal) {
+    pub fn handle_refused(
+        &mut self,
+        now: Timestamp,
+        caller: Option<&Caller>,
+        verb: Option<&str>,
+        refusal: Refusal,
+    ) {
         let agent = match caller {
             Some(Caller::Agent { agent, .. }) => Some(agent.clone()),
             Some(Caller::Reader { .. } | Caller::Human { .. }) | None => None,
@@ -397,12 +433,20 @@ impl Bus {
             refusal,
         };
         let at = self.clock.stamp(now);
-        self.outbox.push_back(Stamped { at, evidence: Evidence::Refused(record) });
+        self.outbox.push_back(Stamped {
+            at,
+            evidence: Evidence::Refused(record),
+        });
     }
 
     /// Moves the machines' queued evidence to the outbox, stamped, or undoes
     /// everything since `mark` on a refusal.
-    fn settle<T>(&mut self, now: Timestamp, mark: BusMark, result: Result<T, Refusal>) -> Result<T, Refusal> {
+    fn settle<T>(
+        &mut self,
+        now: Timestamp,
+        mark: BusMark,
+        result: Result<T, Refusal>,
+    ) -> Result<T, Refusal> {
         match result {
             Ok(reply) => {
                 self.collect(now);
@@ -429,7 +473,11 @@ impl Bus {
 impl Bus {
     /// Checks who may use the verb, then drives the machines.
     fn dispatch(&mut self, caller: &Caller, command: Command) -> Result<Reply, Refusal> {
-        let business = self.businesses.get(caller.business()).cloned().ok_or(Refusal::BadCapability)?;
+        let business = self
+            .businesses
+            .get(caller.business())
+            .cloned()
+            .ok_or(Refusal::BadCapability)?;
         match caller {
             Caller::Agent { agent, .. } => {
                 business.role(&agent.role).ok_or(Refusal::UnknownRole)?;
@@ -464,7 +512,12 @@ impl Bus {
     }
 
     /// A verb of an agent that holds its role (or is claiming it).
-    fn agent_verb(&mut self, business: &Business, agent: &AgentRef, command: Command) -> Result<Reply, Refusal> {
+    fn agent_verb(
+        &mut self,
+        business: &Business,
+        agent: &AgentRef,
+        command: Command,
+    ) -> Result<Reply, Refusal> {
         let b = business.id();
         let by = || DecisionActor::Agent(agent.clone());
         let reply = match command {
@@ -477,7 +530,12 @@ impl Bus {
                 business.role(&role).ok_or(Refusal::UnknownRole)?;
                 let action = Action::parse("role.revoke")?;
                 let target = Target::from(&role);
-                let ask = Ask { agent, action: &action, target: Some(&target), decision: Some(decision) };
+                let ask = Ask {
+                    agent,
+                    action: &action,
+                    target: Some(&target),
+                    decision: Some(decision),
+                };
                 self.authorize(business, &ask, Some(Subject::Role(role.clone())))?;
                 let holder = self.decisions.lookup(b, &decision)?.record.holder.clone();
                 let holder = holder.ok_or(Refusal::HolderChanged)?;
@@ -486,24 +544,31 @@ impl Bus {
             }
             Command::Raise(input) => {
                 let switch = self.launches.switch(b);
-                let d = self.decisions.handle_raise(business, &self.claims, switch, agent, *input)?;
+                let d =
+                    self.decisions
+                        .handle_raise(business, &self.claims, switch, agent, *input)?;
                 Reply::Decision(Box::new(d))
             }
-            Command::Resolve { id, choice, note } => {
-                Reply::Decision(Box::new(self.decisions.handle_resolve(b, by(), &id, choice, note)?))
+            Command::Resolve { id, choice, note } => Reply::Decision(Box::new(
+                self.decisions.handle_resolve(b, by(), &id, choice, note)?,
+            )),
+            Command::Seen { id, note } => {
+                Reply::Decision(Box::new(self.decisions.handle_seen(b, by(), &id, note)?))
             }
-            Command::Seen { id, note } => Reply::Decision(Box::new(self.decisions.handle_seen(b, by(), &id, note)?)),
-            Command::Withdraw { id, note } => {
-                Reply::Decision(Box::new(self.decisions.handle_withdraw(b, by(), &id, note)?))
-            }
+            Command::Withdraw { id, note } => Reply::Decision(Box::new(
+                self.decisions.handle_withdraw(b, by(), &id, note)?,
+            )),
             Command::Send(input) => self.send(business, Sender::Agent(agent.clone()), *input)?,
             Command::Receive { batch } => {
                 let delivered = messages::deliver(b, agent, &batch)?;
-                self.pending.extend(delivered.into_iter().map(Evidence::Message));
+                self.pending
+                    .extend(delivered.into_iter().map(Evidence::Message));
                 Reply::Received(batch.into_iter().map(|m| m.record).collect())
             }
             Command::Read { id, known } => {
-                let facts = known.filter(|f| f.record.id == id).ok_or(Refusal::UnknownReference)?;
+                let facts = known
+                    .filter(|f| f.record.id == id)
+                    .ok_or(Refusal::UnknownReference)?;
                 if let Some(read) = messages::acknowledge(b, agent, &facts)? {
                     self.pending.push(Evidence::Message(read));
                 }
@@ -512,29 +577,47 @@ impl Bus {
             Command::EmitRoutine { target, subject } => {
                 self.check_subject(business, subject.as_ref())?;
                 let routine = Action::parse("routine")?;
-                self.pending.push(Evidence::Allowed(crate::evidence::ActionAllowed {
-                    business: b.clone(),
-                    agent: agent.clone(),
-                    action: routine,
-                    target,
-                    decision: None,
-                    subject,
-                }));
+                self.pending
+                    .push(Evidence::Allowed(crate::evidence::ActionAllowed {
+                        business: b.clone(),
+                        agent: agent.clone(),
+                        action: routine,
+                        target,
+                        decision: None,
+                        subject,
+                    }));
                 Reply::Done
             }
-            Command::Authorize { action, target, decision } => {
-                let ask = Ask { agent, action: &action, target: target.as_ref(), decision };
+            Command::Authorize {
+                action,
+                target,
+                decision,
+            } => {
+                let ask = Ask {
+                    agent,
+                    action: &action,
+                    target: target.as_ref(),
+                    decision,
+                };
                 Reply::Authorized(self.authorize(business, &ask, None)?)
             }
-            Command::RecordEvent { kind, body, subject, request } => {
+            Command::RecordEvent {
+                kind,
+                body,
+                subject,
+                request,
+            } => {
                 let k = kind.as_str();
-                if k == "action.allowed" || RESERVED_KIND_PREFIXES.iter().any(|p| k.starts_with(p)) {
+                if k == "action.allowed" || RESERVED_KIND_PREFIXES.iter().any(|p| k.starts_with(p))
+                {
                     return Err(Refusal::NotAuthorized);
                 }
                 // Task events are filed under their task, and a created task
                 // names the human input that asked for it.
                 let task_subject = matches!(subject, Some(Subject::Task(_)));
-                if (k.starts_with("task.") && !task_subject) || ((k == "task.created") != request.is_some()) {
+                if (k.starts_with("task.") && !task_subject)
+                    || ((k == "task.created") != request.is_some())
+                {
                     return Err(Refusal::BadRequest);
                 }
                 self.check_subject(business, subject.as_ref())?;
@@ -556,28 +639,43 @@ impl Bus {
 
     /// A verb of the proven human. Every accepted one records `human.input`
     /// first, under the id the runtime drew for this request.
-    fn human_verb(&mut self, business: &Business, input: EventId, command: Command) -> Result<Reply, Refusal> {
+    fn human_verb(
+        &mut self,
+        business: &Business,
+        input: EventId,
+        command: Command,
+    ) -> Result<Reply, Refusal> {
         let b = business.id();
         let verb = command.verb();
         let (subject, reply) = match command {
             Command::Resolve { id, choice, note } => {
-                let d = self.decisions.handle_resolve(b, DecisionActor::Human, &id, choice, note)?;
+                let d =
+                    self.decisions
+                        .handle_resolve(b, DecisionActor::Human, &id, choice, note)?;
                 (Some(Subject::Decision(id)), Reply::Decision(Box::new(d)))
             }
             Command::Seen { id, note } => {
-                let d = self.decisions.handle_seen(b, DecisionActor::Human, &id, note)?;
+                let d = self
+                    .decisions
+                    .handle_seen(b, DecisionActor::Human, &id, note)?;
                 (Some(Subject::Decision(id)), Reply::Decision(Box::new(d)))
             }
             Command::Withdraw { id, note } => {
-                let d = self.decisions.handle_withdraw(b, DecisionActor::Human, &id, note)?;
+                let d = self
+                    .decisions
+                    .handle_withdraw(b, DecisionActor::Human, &id, note)?;
                 (Some(Subject::Decision(id)), Reply::Decision(Box::new(d)))
             }
             Command::Send(send) => {
                 let id = send.id;
-                (Some(Subject::Message(id)), self.send(business, Sender::Human(input), *send)?)
+                (
+                    Some(Subject::Message(id)),
+                    self.send(business, Sender::Human(input), *send)?,
+                )
             }
             Command::LaunchRevoke | Command::LaunchRestore => {
-                self.launches.handle_switch(b, matches!(command, Command::LaunchRestore));
+                self.launches
+                    .handle_switch(b, matches!(command, Command::LaunchRestore));
                 (None, Reply::Done)
             }
             Command::Claim
@@ -590,7 +688,12 @@ impl Bus {
             | Command::Authorize { .. }
             | Command::RecordEvent { .. } => return Err(Refusal::NotAuthorized),
         };
-        let human = Evidence::Human(HumanInput { id: input, business: b.clone(), verb: verb.to_owned(), subject });
+        let human = Evidence::Human(HumanInput {
+            id: input,
+            business: b.clone(),
+            verb: verb.to_owned(),
+            subject,
+        });
         self.pending.insert(0, human);
         self.drain();
         Ok(reply)
@@ -598,7 +701,12 @@ impl Bus {
 
     /// `message.send` from an agent or the human. A human instruction's
     /// `request` is its own `human.input` id.
-    fn send(&mut self, business: &Business, from: Sender, input: SendInput) -> Result<Reply, Refusal> {
+    fn send(
+        &mut self,
+        business: &Business,
+        from: Sender,
+        input: SendInput,
+    ) -> Result<Reply, Refusal> {
         let b = business.id();
         let target = match &input.to {
             Recipient::Role(role) => {
@@ -608,7 +716,11 @@ impl Bus {
             Recipient::Human => Target::parse("human")?,
         };
         for id in input.in_reply_to.iter().chain(input.corrects.iter()) {
-            let facts = input.known.iter().find(|f| &f.record.id == id).ok_or(Refusal::UnknownReference)?;
+            let facts = input
+                .known
+                .iter()
+                .find(|f| &f.record.id == id)
+                .ok_or(Refusal::UnknownReference)?;
             if &facts.record.business != b {
                 return Err(Refusal::CrossBusiness);
             }
@@ -624,7 +736,12 @@ impl Bus {
                     }
                 }
                 let decision = if within { None } else { input.decision };
-                let ask = Ask { agent, action: &action, target: Some(&target), decision };
+                let ask = Ask {
+                    agent,
+                    action: &action,
+                    target: Some(&target),
+                    decision,
+                };
                 let subject = match &input.to {
                     Recipient::Role(role) => Some(Subject::Role(role.clone())),
                     Recipient::Human => None,
@@ -655,13 +772,25 @@ impl Bus {
             request,
         };
         let id = record.id;
-        self.pending.push(Evidence::Message(MessageEvidence::Sent(Box::new(record))));
+        self.pending
+            .push(Evidence::Message(MessageEvidence::Sent(Box::new(record))));
         Ok(Reply::Sent { id, request })
     }
 
-    fn authorize(&mut self, business: &Business, ask: &Ask<'_>, subject: Option<Subject>) -> Result<Grant, Refusal> {
+    fn authorize(
+        &mut self,
+        business: &Business,
+        ask: &Ask<'_>,
+        subject: Option<Subject>,
+    ) -> Result<Grant, Refusal> {
         let switch = self.launches.switch(business.id());
-        let grant = self.authorizations.handle_authorize(business, &self.decisions, switch, ask, subject)?;
+        let grant = self.authorizations.handle_authorize(
+            business,
+            &self.decisions,
+            switch,
+            ask,
+            subject,
+        )?;
         self.drain();
         Ok(grant)
     }
@@ -670,7 +799,9 @@ impl Bus {
     fn check_subject(&self, business: &Business, subject: Option<&Subject>) -> Result<(), Refusal> {
         match subject {
             Some(Subject::Decision(id)) => self.decisions.lookup(business.id(), id).map(|_| ()),
-            Some(Subject::Role(role)) => business.role(role).map(|_| ()).ok_or(Refusal::UnknownRole),
+            Some(Subject::Role(role)) => {
+                business.role(role).map(|_| ()).ok_or(Refusal::UnknownRole)
+            }
             Some(Subject::Task(_) | Subject::Message(_)) | None => Ok(()),
         }
     }

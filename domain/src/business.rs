@@ -181,9 +181,19 @@ impl Business {
                 within_role: within.into_iter().collect(),
                 cross_role: cross.into_iter().collect(),
             };
-            roles.insert(name, Role { authority, credentials: role.credentials });
+            roles.insert(
+                name,
+                Role {
+                    authority,
+                    credentials: role.credentials,
+                },
+            );
         }
-        let named = [Some(&spec.technical_arbiter), Some(&spec.delivery_arbiter), spec.launch_by.as_ref()];
+        let named = [
+            Some(&spec.technical_arbiter),
+            Some(&spec.delivery_arbiter),
+            spec.launch_by.as_ref(),
+        ];
         if named.into_iter().flatten().any(|r| !roles.contains_key(r)) {
             return Err(Refusal::UnknownRole);
         }
@@ -259,7 +269,10 @@ mod tests {
     }
     fn spec(within: Option<Vec<Action>>, cross: Option<Vec<Action>>) -> BusinessSpec {
         let role = RoleSpec {
-            authority: AuthoritySpec { within_role: within, cross_role: cross },
+            authority: AuthoritySpec {
+                within_role: within,
+                cross_role: cross,
+            },
             credentials: RoleCredentials::default(),
         };
         BusinessSpec {
@@ -274,12 +287,24 @@ mod tests {
 
     #[test]
     fn classes_follow_the_authority_maps() {
-        let b = Business::validate(spec(Some(vec![a("message.send")]), Some(vec![a("repo.merge")])))
-            .unwrap();
-        assert_eq!(b.class_of(&r("dev"), &a("message.send")), ActionClass::WithinRole);
-        assert_eq!(b.class_of(&r("dev"), &a("repo.merge")), ActionClass::CrossRole);
+        let b = Business::validate(spec(
+            Some(vec![a("message.send")]),
+            Some(vec![a("repo.merge")]),
+        ))
+        .unwrap();
+        assert_eq!(
+            b.class_of(&r("dev"), &a("message.send")),
+            ActionClass::WithinRole
+        );
+        assert_eq!(
+            b.class_of(&r("dev"), &a("repo.merge")),
+            ActionClass::CrossRole
+        );
         assert_eq!(b.class_of(&r("dev"), &a("repo.push")), ActionClass::Gated);
-        assert_eq!(b.class_of(&r("ops"), &a("message.send")), ActionClass::Gated);
+        assert_eq!(
+            b.class_of(&r("ops"), &a("message.send")),
+            ActionClass::Gated
+        );
         assert_eq!(b.class_of(&r("dev"), &a("role.launch")), ActionClass::Gated);
     }
 
@@ -288,14 +313,23 @@ mod tests {
         let mut s = spec(Some(vec![]), Some(vec![]));
         s.launch_by = Some(r("dev"));
         let b = Business::validate(s).unwrap();
-        assert_eq!(b.class_of(&r("dev"), &a("role.launch")), ActionClass::WithinRole);
+        assert_eq!(
+            b.class_of(&r("dev"), &a("role.launch")),
+            ActionClass::WithinRole
+        );
         assert_eq!(b.class_of(&r("dev"), &a("role.revoke")), ActionClass::Gated);
     }
 
     #[test]
     fn validation_refuses_missing_maps_gated_actions_and_unknown_roles() {
-        assert_eq!(Business::validate(spec(None, Some(vec![]))), Err(Refusal::BadConfig));
-        assert_eq!(Business::validate(spec(Some(vec![]), None)), Err(Refusal::BadConfig));
+        assert_eq!(
+            Business::validate(spec(None, Some(vec![]))),
+            Err(Refusal::BadConfig)
+        );
+        assert_eq!(
+            Business::validate(spec(Some(vec![]), None)),
+            Err(Refusal::BadConfig)
+        );
         for gated in GATED_ONLY {
             assert_eq!(
                 Business::validate(spec(Some(vec![]), Some(vec![a(gated)]))),

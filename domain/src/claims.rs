@@ -33,7 +33,10 @@ pub struct Seat {
 
 impl Seat {
     fn vacant() -> Self {
-        Self { occupancy: Occupancy::Vacant, revoked: BTreeSet::new() }
+        Self {
+            occupancy: Occupancy::Vacant,
+            revoked: BTreeSet::new(),
+        }
     }
 
     /// Who holds the role.
@@ -102,7 +105,10 @@ impl Claims {
             Some(Occupancy::Held(run)) if run == &agent.run => Ok(ClaimReply::AlreadyHeld),
             Some(Occupancy::Held(_)) => Err(Refusal::RoleHeld),
             Some(Occupancy::Vacant) | None => {
-                self.stage(ClaimEvidence::Claimed { business: business.clone(), agent: agent.clone() });
+                self.stage(ClaimEvidence::Claimed {
+                    business: business.clone(),
+                    agent: agent.clone(),
+                });
                 Ok(ClaimReply::Claimed)
             }
         }
@@ -112,11 +118,18 @@ impl Claims {
     ///
     /// # Errors
     /// `not-holder` unless `agent` holds its role.
-    pub fn handle_release(&mut self, business: &BusinessId, agent: &AgentRef) -> Result<(), Refusal> {
+    pub fn handle_release(
+        &mut self,
+        business: &BusinessId,
+        agent: &AgentRef,
+    ) -> Result<(), Refusal> {
         if !self.holds(business, agent) {
             return Err(Refusal::NotHolder);
         }
-        self.stage(ClaimEvidence::Released { business: business.clone(), agent: agent.clone() });
+        self.stage(ClaimEvidence::Released {
+            business: business.clone(),
+            agent: agent.clone(),
+        });
         Ok(())
     }
 
@@ -136,8 +149,15 @@ impl Claims {
         if self.holder(business, role) != Some(holder) {
             return Err(Refusal::HolderChanged);
         }
-        let agent = AgentRef { role: role.clone(), run: holder.clone() };
-        self.stage(ClaimEvidence::Revoked { business: business.clone(), agent, decision });
+        let agent = AgentRef {
+            role: role.clone(),
+            run: holder.clone(),
+        };
+        self.stage(ClaimEvidence::Revoked {
+            business: business.clone(),
+            agent,
+            decision,
+        });
         Ok(())
     }
 
@@ -155,7 +175,9 @@ impl Claims {
                     s.occupancy = Occupancy::Vacant;
                 });
             }
-            ClaimEvidence::Revoked { business, agent, .. } => {
+            ClaimEvidence::Revoked {
+                business, agent, ..
+            } => {
                 self.seats.update(key(business, agent), Seat::vacant, |s| {
                     s.occupancy = Occupancy::Vacant;
                     s.revoked.insert(agent.run.clone());
@@ -240,7 +262,10 @@ impl Launches {
 
     /// The business's launch switch.
     pub fn switch(&self, business: &BusinessId) -> LaunchSwitch {
-        self.switches.get(business).copied().unwrap_or(LaunchSwitch::On)
+        self.switches
+            .get(business)
+            .copied()
+            .unwrap_or(LaunchSwitch::On)
     }
 
     /// Binds a launch the trusted host performed. Every binding is recorded
@@ -251,7 +276,11 @@ impl Launches {
     /// - `unknown-role`: the business has no such role;
     /// - `launch-mismatch`: the run was bound before with any other field;
     /// - `launch-revoked`: a new run while the business's launching is off.
-    pub fn handle_bind(&mut self, business: &Business, record: LaunchRecord) -> Result<BindReply, Refusal> {
+    pub fn handle_bind(
+        &mut self,
+        business: &Business,
+        record: LaunchRecord,
+    ) -> Result<BindReply, Refusal> {
         if business.id() != &record.business {
             return Err(Refusal::CrossBusiness);
         }
@@ -283,7 +312,9 @@ impl Launches {
     /// Applies committed or staged evidence.
     pub fn apply(&mut self, evidence: &LaunchEvidence) {
         match evidence {
-            LaunchEvidence::Launched(record) => self.runs.insert(record.run.clone(), record.clone()),
+            LaunchEvidence::Launched(record) => {
+                self.runs.insert(record.run.clone(), record.clone())
+            }
             LaunchEvidence::Revoked { business } => {
                 self.switches.insert(business.clone(), LaunchSwitch::Off)
             }

@@ -16,7 +16,9 @@ use crate::evidence::{
     AgentRef, DecisionActor, DecisionEvidence, DecisionOption, DecisionRecord, OptionKey, Route,
 };
 use crate::journal::{Journaled, Mark};
-use crate::{Action, ActionClass, Business, BusinessId, DecisionId, Refusal, RoleInstance, Target, TaskRef};
+use crate::{
+    Action, ActionClass, Business, BusinessId, DecisionId, Refusal, RoleInstance, Target, TaskRef,
+};
 
 /// Where a decision stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -156,10 +158,17 @@ impl Decisions {
         input: RaiseInput,
     ) -> Result<Decision, Refusal> {
         let keys: BTreeSet<&OptionKey> = input.options.iter().map(|o| &o.key).collect();
-        if input.options.is_empty() || keys.len() != input.options.len() || self.get(&input.id).is_some() {
+        if input.options.is_empty()
+            || keys.len() != input.options.len()
+            || self.get(&input.id).is_some()
+        {
             return Err(Refusal::BadRequest);
         }
-        if input.approval_choice.as_ref().is_some_and(|k| !keys.contains(k)) {
+        if input
+            .approval_choice
+            .as_ref()
+            .is_some_and(|k| !keys.contains(k))
+        {
             return Err(Refusal::UnknownOption);
         }
         if input.blocking && input.task_ref.is_none() {
@@ -236,7 +245,11 @@ impl Decisions {
         let supersedes = record.supersedes;
         self.stage(DecisionEvidence::Raised(Box::new(record)));
         if let Some(old) = supersedes {
-            self.stage(DecisionEvidence::Superseded { business: business.id().clone(), id: old, by: id });
+            self.stage(DecisionEvidence::Superseded {
+                business: business.id().clone(),
+                id: old,
+                by: id,
+            });
         }
         if let Some(choice) = input.choice {
             self.stage(DecisionEvidence::Resolved {
@@ -247,7 +260,10 @@ impl Decisions {
                 note: None,
             });
         }
-        self.decisions.get(&id).cloned().ok_or(Refusal::UnknownReference)
+        self.decisions
+            .get(&id)
+            .cloned()
+            .ok_or(Refusal::UnknownReference)
     }
 
     /// `decision.resolve`. An agent caller must hold its role (checked by
@@ -274,7 +290,13 @@ impl Decisions {
         if !d.offers(&choice) {
             return Err(Refusal::UnknownOption);
         }
-        self.stage(DecisionEvidence::Resolved { business: business.clone(), id: *id, choice, by, note });
+        self.stage(DecisionEvidence::Resolved {
+            business: business.clone(),
+            id: *id,
+            choice,
+            by,
+            note,
+        });
         self.lookup(business, id).cloned()
     }
 
@@ -293,7 +315,12 @@ impl Decisions {
         if !d.is_resolver(&by) {
             return Err(Refusal::NotResolver);
         }
-        self.stage(DecisionEvidence::Seen { business: business.clone(), id: *id, by, note });
+        self.stage(DecisionEvidence::Seen {
+            business: business.clone(),
+            id: *id,
+            by,
+            note,
+        });
         self.lookup(business, id).cloned()
     }
 
@@ -320,7 +347,12 @@ impl Decisions {
         if d.status != Status::Open {
             return Err(Refusal::DecisionClosed);
         }
-        self.stage(DecisionEvidence::Withdrawn { business: business.clone(), id: *id, by, note });
+        self.stage(DecisionEvidence::Withdrawn {
+            business: business.clone(),
+            id: *id,
+            by,
+            note,
+        });
         self.lookup(business, id).cloned()
     }
 
@@ -334,10 +366,15 @@ impl Decisions {
         };
         match evidence {
             DecisionEvidence::Raised(record) => {
-                let d = Decision { record: (**record).clone(), status: Status::Open };
+                let d = Decision {
+                    record: (**record).clone(),
+                    status: Status::Open,
+                };
                 self.decisions.insert(record.id, d);
             }
-            DecisionEvidence::Resolved { id, choice, .. } => set(self, id, Status::Resolved(choice.clone())),
+            DecisionEvidence::Resolved { id, choice, .. } => {
+                set(self, id, Status::Resolved(choice.clone()))
+            }
             DecisionEvidence::Withdrawn { id, .. } => set(self, id, Status::Withdrawn),
             DecisionEvidence::Superseded { id, by, .. } => set(self, id, Status::Superseded(*by)),
             DecisionEvidence::Seen { .. } => {}

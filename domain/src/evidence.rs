@@ -147,7 +147,8 @@ impl OptionKey {
         let b = text.as_bytes();
         let ok = !b.is_empty()
             && b.len() <= 64
-            && b.iter().all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'));
+            && b.iter()
+                .all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'));
         if ok {
             Ok(Self(text.to_owned()))
         } else {
@@ -380,7 +381,10 @@ impl MessageClass {
     /// # Errors
     /// `bad-request` for anything else.
     pub fn parse(text: &str) -> Result<Self, Refusal> {
-        Self::ALL.into_iter().find(|c| c.as_str() == text).ok_or(Refusal::BadRequest)
+        Self::ALL
+            .into_iter()
+            .find(|c| c.as_str() == text)
+            .ok_or(Refusal::BadRequest)
     }
 }
 
@@ -521,6 +525,32 @@ pub enum Evidence {
 }
 
 impl Evidence {
+    /// The fact's kind, for example `message.sent`: the name the ledger,
+    /// the trail and the human-facing output use.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Evidence::Launch(LaunchEvidence::Launched(_)) => "session.launched",
+            Evidence::Launch(LaunchEvidence::Revoked { .. }) => "launch.revoked",
+            Evidence::Launch(LaunchEvidence::Restored { .. }) => "launch.restored",
+            Evidence::Claim(ClaimEvidence::Claimed { .. }) => "role.claimed",
+            Evidence::Claim(ClaimEvidence::Released { .. }) => "role.released",
+            Evidence::Claim(ClaimEvidence::Revoked { .. }) => "role.revoked",
+            Evidence::Decision(DecisionEvidence::Raised(_)) => "decision.raised",
+            Evidence::Decision(DecisionEvidence::Resolved { .. }) => "decision.resolved",
+            Evidence::Decision(DecisionEvidence::Seen { .. }) => "decision.seen",
+            Evidence::Decision(DecisionEvidence::Withdrawn { .. }) => "decision.withdrawn",
+            Evidence::Decision(DecisionEvidence::Superseded { .. }) => "decision.superseded",
+            Evidence::Consumed(_) => "approval.consumed",
+            Evidence::Allowed(_) => "action.allowed",
+            Evidence::Message(MessageEvidence::Sent(_)) => "message.sent",
+            Evidence::Message(MessageEvidence::Delivered { .. }) => "message.delivered",
+            Evidence::Message(MessageEvidence::Read { .. }) => "message.read",
+            Evidence::Human(_) => "human.input",
+            Evidence::Observed(_) => "event.observed",
+            Evidence::Refused(_) => "request.refused",
+        }
+    }
+
     /// The business the fact belongs to (none for refusals of unknown callers).
     pub fn business(&self) -> Option<&BusinessId> {
         match self {
@@ -551,7 +581,10 @@ impl Evidence {
     /// on demand instead, which keeps memory flat as the record grows.
     pub fn is_machine_state(&self) -> bool {
         match self {
-            Evidence::Launch(_) | Evidence::Claim(_) | Evidence::Decision(_) | Evidence::Consumed(_) => true,
+            Evidence::Launch(_)
+            | Evidence::Claim(_)
+            | Evidence::Decision(_)
+            | Evidence::Consumed(_) => true,
             Evidence::Allowed(_)
             | Evidence::Message(_)
             | Evidence::Human(_)
@@ -577,9 +610,9 @@ impl Evidence {
             | Evidence::Launch(LaunchEvidence::Restored { .. }) => false,
             Evidence::Claim(ClaimEvidence::Claimed { agent, .. })
             | Evidence::Claim(ClaimEvidence::Released { agent, .. }) => role(&agent.role),
-            Evidence::Claim(ClaimEvidence::Revoked { agent, decision: d, .. }) => {
-                role(&agent.role) || decision(d)
-            }
+            Evidence::Claim(ClaimEvidence::Revoked {
+                agent, decision: d, ..
+            }) => role(&agent.role) || decision(d),
             Evidence::Decision(DecisionEvidence::Raised(d)) => {
                 decision(&d.id)
                     || d.supersedes.as_ref().is_some_and(decision)

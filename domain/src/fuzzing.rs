@@ -4,14 +4,16 @@
 //! Each one panics only when an invariant breaks; that panic is the finding.
 
 use crate::{
-    Action, BrowserRequestId, BusinessId, Capability, ClientId, Date, DecisionId, MessageId, RoleInstance,
-    RunId, TaskRef, Timestamp,
+    Action, BrowserRequestId, BusinessId, Capability, ClientId, Date, DecisionId, MessageId,
+    RoleInstance, RunId, TaskRef, Timestamp,
 };
 
 /// Every strict parser: whatever it accepts must print back to exactly the
 /// same text (one text form per value) and parse again to the same value.
 pub fn parsers(data: &[u8]) {
-    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
     round_trip(text, Timestamp::parse, Timestamp::to_string);
     round_trip(text, Date::parse, Date::to_string);
     round_trip(text, TaskRef::parse, TaskRef::to_string);
@@ -33,7 +35,13 @@ fn round_trip<T: PartialEq + std::fmt::Debug, E>(
 ) {
     if let Ok(value) = parse(text) {
         let printed = print(&value);
-        assert_eq!(printed, text, "a parsed value prints back to its only text form");
-        assert!(parse(&printed).is_ok_and(|again| again == value), "the printed form parses to the same value");
+        assert_eq!(
+            printed, text,
+            "a parsed value prints back to its only text form"
+        );
+        assert!(
+            parse(&printed).is_ok_and(|again| again == value),
+            "the printed form parses to the same value"
+        );
     }
 }

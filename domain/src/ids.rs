@@ -426,7 +426,10 @@ mod tests {
         assert!(cap.ct_eq(&Capability::from_random([7; 32])));
         assert!(!cap.ct_eq(&Capability::from_random([8; 32])));
         assert_eq!(Capability::parse("07"), Err(Refusal::BadCapability));
-        assert_eq!(Capability::parse(&"G".repeat(64)), Err(Refusal::BadCapability));
+        assert_eq!(
+            Capability::parse(&"G".repeat(64)),
+            Err(Refusal::BadCapability)
+        );
     }
 
     #[test]

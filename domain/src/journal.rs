@@ -32,7 +32,10 @@ impl<K: Eq + Hash, V: Eq> Eq for Journaled<K, V> {}
 
 impl<K: Eq + Hash + Clone, V: Clone> Default for Journaled<K, V> {
     fn default() -> Self {
-        Self { map: HashMap::new(), undo: Vec::new() }
+        Self {
+            map: HashMap::new(),
+            undo: Vec::new(),
+        }
     }
 }
 
@@ -68,7 +71,9 @@ impl<K: Eq + Hash + Clone, V: Clone> Journaled<K, V> {
     /// Undoes every write staged after `mark`.
     pub fn rollback_to(&mut self, mark: Mark) {
         while self.undo.len() > mark.0 {
-            let Some((key, previous)) = self.undo.pop() else { break };
+            let Some((key, previous)) = self.undo.pop() else {
+                break;
+            };
             match previous {
                 Some(v) => self.map.insert(key, v),
                 None => self.map.remove(&key),

@@ -37,11 +37,11 @@ pub use ids::{
 };
 pub use refusal::Refusal;
 pub use time::{BrokerClock, Date, Timestamp};
-pub mod evidence;
-pub mod fuzzing;
-pub mod journal;
-pub mod messages;
 pub mod authority;
 pub mod bus;
 pub mod claims;
 pub mod decisions;
+pub mod evidence;
+pub mod fuzzing;
+pub mod journal;
+pub mod messages;

@@ -26,6 +26,9 @@ impl Timestamp {
     /// The Unix epoch, 1970-01-01T00:00:00.000Z.
     pub const EPOCH: Timestamp = Timestamp(0);
 
+    /// The last representable instant, 9999-12-31T23:59:59.999Z.
+    pub const MAX: Timestamp = Timestamp(MAX_MS);
+
     /// Builds a timestamp from milliseconds since the Unix epoch.
     ///
     /// # Errors

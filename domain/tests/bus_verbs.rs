@@ -1,8 +1,8 @@
 //! The bus's verbs, one rule per test, with exact replies and exact evidence.
 
 use mosaic_domain::authority::Grant;
-use mosaic_domain::business::{AuthoritySpec, RoleSpec};
 use mosaic_domain::bus::{Bus, Caller, Command, Reply, SendInput};
+use mosaic_domain::business::{AuthoritySpec, RoleSpec};
 use mosaic_domain::claims::{BindReply, ClaimReply};
 use mosaic_domain::decisions::{RaiseInput, Status};
 use mosaic_domain::evidence::{
@@ -26,13 +26,22 @@ fn acme() -> BusinessId {
     BusinessId::parse("acme").unwrap()
 }
 fn agent(r: &str, run: &str) -> AgentRef {
-    AgentRef { role: role(r), run: RunId::parse(run).unwrap() }
+    AgentRef {
+        role: role(r),
+        run: RunId::parse(run).unwrap(),
+    }
 }
 fn caller(r: &str, run: &str) -> Caller {
-    Caller::Agent { business: acme(), agent: agent(r, run) }
+    Caller::Agent {
+        business: acme(),
+        agent: agent(r, run),
+    }
 }
 fn human(n: u8) -> Caller {
-    Caller::Human { business: acme(), input: EventId::from_random([n; 16]) }
+    Caller::Human {
+        business: acme(),
+        input: EventId::from_random([n; 16]),
+    }
 }
 fn did(n: u8) -> DecisionId {
     DecisionId::from_random([n; 16])
@@ -85,11 +94,19 @@ struct Fixture {
 
 impl Fixture {
     fn new() -> Self {
-        Self { bus: Bus::new([standard()], None), now: 1_000, committed: Vec::new() }
+        Self {
+            bus: Bus::new([standard()], None),
+            now: 1_000,
+            committed: Vec::new(),
+        }
     }
 
     /// Runs `command` and, when accepted, commits its evidence and returns it.
-    fn run(&mut self, caller: &Caller, command: Command) -> (Result<Reply, Refusal>, Vec<Evidence>) {
+    fn run(
+        &mut self,
+        caller: &Caller,
+        command: Command,
+    ) -> (Result<Reply, Refusal>, Vec<Evidence>) {
         self.now += 10;
         let reply = self.bus.handle(t(self.now), caller, command);
         let mut evidence = Vec::new();
@@ -103,7 +120,13 @@ impl Fixture {
 
     /// Asserts the exact reply and the exact evidence of one verb.
     #[track_caller]
-    fn expect(&mut self, caller: &Caller, command: Command, reply: Result<Reply, Refusal>, evidence: &[Evidence]) {
+    fn expect(
+        &mut self,
+        caller: &Caller,
+        command: Command,
+        reply: Result<Reply, Refusal>,
+        evidence: &[Evidence],
+    ) {
         let (got, got_evidence) = self.run(caller, command);
         assert_eq!(got, reply, "reply");
         assert_eq!(got_evidence, evidence, "evidence");
@@ -126,11 +149,15 @@ impl Fixture {
 
     /// Raises a decision as `r/run` and returns it.
     #[track_caller]
-    fn raise(&mut self, r: &str, run: &str, input: RaiseInput) -> mosaic_domain::decisions::Decision {
-        match self.ok(&caller(r, run), Command::Raise(Box::new(input))) {
-            Reply::Decision(d) => *d,
-            other => panic!("not a decision: {other:?}"),
-        }
+    fn raise(
+        &mut self,
+        r: &str,
+        run: &str,
+        input: RaiseInput,
+    ) -> mosaic_domain::decisions::Decision {
+        let reply = self.ok(&caller(r, run), Command::Raise(Box::new(input)));
+        let Reply::Decision(d) = reply else { panic!("not a decision: {reply:?}") };
+        *d
     }
 }
 
@@ -141,8 +168,14 @@ fn raise(id: u8, action: &str, target: Option<&str>) -> RaiseInput {
         target: target.map(|s| Target::parse(s).unwrap()),
         question: "May I?".into(),
         options: vec![
-            DecisionOption { key: key("yes"), text: "Yes".into() },
-            DecisionOption { key: key("no"), text: "No".into() },
+            DecisionOption {
+                key: key("yes"),
+                text: "Yes".into(),
+            },
+            DecisionOption {
+                key: key("no"),
+                text: "No".into(),
+            },
         ],
         recommendation: "yes".into(),
         blocking: false,
@@ -157,13 +190,21 @@ fn raise(id: u8, action: &str, target: Option<&str>) -> RaiseInput {
 }
 
 fn resolve(id: u8, choice: &str) -> Command {
-    Command::Resolve { id: did(id), choice: key(choice), note: None }
+    Command::Resolve {
+        id: did(id),
+        choice: key(choice),
+        note: None,
+    }
 }
 
 fn send(n: u8, to: &str, decision: Option<DecisionId>) -> Command {
     Command::Send(Box::new(SendInput {
         id: MessageId::from_random([n; 16]),
-        to: if to == "human" { Recipient::Human } else { Recipient::Role(role(to)) },
+        to: if to == "human" {
+            Recipient::Human
+        } else {
+            Recipient::Role(role(to))
+        },
         class: None,
         body: "hello".into(),
         in_reply_to: None,
@@ -176,9 +217,22 @@ fn send(n: u8, to: &str, decision: Option<DecisionId>) -> Command {
 #[test]
 fn claim_records_once_and_a_second_claim_of_the_same_run_records_nothing() {
     let mut f = Fixture::new();
-    let claimed = Evidence::Claim(ClaimEvidence::Claimed { business: acme(), agent: agent("dev", "r1") });
-    f.expect(&caller("dev", "r1"), Command::Claim, Ok(Reply::Claimed(ClaimReply::Claimed)), &[claimed]);
-    f.expect(&caller("dev", "r1"), Command::Claim, Ok(Reply::Claimed(ClaimReply::AlreadyHeld)), &[]);
+    let claimed = Evidence::Claim(ClaimEvidence::Claimed {
+        business: acme(),
+        agent: agent("dev", "r1"),
+    });
+    f.expect(
+        &caller("dev", "r1"),
+        Command::Claim,
+        Ok(Reply::Claimed(ClaimReply::Claimed)),
+        &[claimed],
+    );
+    f.expect(
+        &caller("dev", "r1"),
+        Command::Claim,
+        Ok(Reply::Claimed(ClaimReply::AlreadyHeld)),
+        &[],
+    );
     f.refuse(&caller("dev", "r2"), Command::Claim, Refusal::RoleHeld);
 }
 
@@ -187,9 +241,21 @@ fn only_the_holder_releases_and_acts() {
     let mut f = Fixture::new();
     f.claim("dev", "r1");
     f.refuse(&caller("dev", "r2"), Command::Release, Refusal::NotHolder);
-    f.refuse(&caller("dev", "r2"), send(1, "lead", None), Refusal::NotHolder);
-    let released = Evidence::Claim(ClaimEvidence::Released { business: acme(), agent: agent("dev", "r1") });
-    f.expect(&caller("dev", "r1"), Command::Release, Ok(Reply::Done), &[released]);
+    f.refuse(
+        &caller("dev", "r2"),
+        send(1, "lead", None),
+        Refusal::NotHolder,
+    );
+    let released = Evidence::Claim(ClaimEvidence::Released {
+        business: acme(),
+        agent: agent("dev", "r1"),
+    });
+    f.expect(
+        &caller("dev", "r1"),
+        Command::Release,
+        Ok(Reply::Done),
+        &[released],
+    );
     f.claim("dev", "r2");
 }
 
@@ -199,9 +265,15 @@ fn a_revoked_run_never_reclaims_also_after_a_rebuild() {
     f.claim("dev", "r1");
     f.claim("lead", "l1");
     let d = f.raise("lead", "l1", raise(1, "role.revoke", Some("dev")));
-    assert_eq!((d.record.route.clone(), d.record.holder.clone()), (Route::Human, Some(RunId::parse("r1").unwrap())));
+    assert_eq!(
+        (d.record.route.clone(), d.record.holder.clone()),
+        (Route::Human, Some(RunId::parse("r1").unwrap()))
+    );
     f.ok(&human(9), resolve(1, "yes"));
-    let revoke = Command::Revoke { role: role("dev"), decision: did(1) };
+    let revoke = Command::Revoke {
+        role: role("dev"),
+        decision: did(1),
+    };
     f.expect(
         &caller("lead", "l1"),
         revoke.clone(),
@@ -222,7 +294,11 @@ fn a_revoked_run_never_reclaims_also_after_a_rebuild() {
                 decision: Some(did(1)),
                 subject: Some(Subject::Role(role("dev"))),
             }),
-            Evidence::Claim(ClaimEvidence::Revoked { business: acme(), agent: agent("dev", "r1"), decision: did(1) }),
+            Evidence::Claim(ClaimEvidence::Revoked {
+                business: acme(),
+                agent: agent("dev", "r1"),
+                decision: did(1),
+            }),
         ],
     );
     f.refuse(&caller("dev", "r1"), Command::Claim, Refusal::RunRevoked);
@@ -234,7 +310,14 @@ fn a_revoked_run_never_reclaims_also_after_a_rebuild() {
     }
     f.bus = rebuilt;
     f.refuse(&caller("dev", "r1"), Command::Claim, Refusal::RunRevoked);
-    f.refuse(&caller("lead", "l1"), Command::Revoke { role: role("dev"), decision: did(1) }, Refusal::DecisionConsumed);
+    f.refuse(
+        &caller("lead", "l1"),
+        Command::Revoke {
+            role: role("dev"),
+            decision: did(1),
+        },
+        Refusal::DecisionConsumed,
+    );
     f.claim("dev", "r2");
 }
 
@@ -247,8 +330,18 @@ fn a_revoke_after_the_holder_changed_refuses() {
     f.ok(&human(9), resolve(1, "yes"));
     f.ok(&caller("dev", "r1"), Command::Release);
     f.claim("dev", "r2");
-    f.refuse(&caller("lead", "l1"), Command::Revoke { role: role("dev"), decision: did(1) }, Refusal::HolderChanged);
-    assert!(!f.bus.authorizations().is_consumed(&did(1)), "a refused revoke spends nothing");
+    f.refuse(
+        &caller("lead", "l1"),
+        Command::Revoke {
+            role: role("dev"),
+            decision: did(1),
+        },
+        Refusal::HolderChanged,
+    );
+    assert!(
+        !f.bus.authorizations().is_consumed(&did(1)),
+        "a refused revoke spends nothing"
+    );
 }
 
 #[test]
@@ -257,15 +350,28 @@ fn routing_follows_the_class_and_the_arbiters() {
     f.claim("dev", "r1");
     f.claim("lead", "l1");
     let cross = f.raise("dev", "r1", raise(1, "repo.merge", None));
-    assert_eq!((cross.record.class, cross.record.route), (ActionClass::CrossRole, Route::Role(role("lead"))));
+    assert_eq!(
+        (cross.record.class, cross.record.route),
+        (ActionClass::CrossRole, Route::Role(role("lead")))
+    );
     let gated = f.raise("dev", "r1", raise(2, "repo.delete", None));
-    assert_eq!((gated.record.class, gated.record.route), (ActionClass::Gated, Route::Human));
+    assert_eq!(
+        (gated.record.class, gated.record.route),
+        (ActionClass::Gated, Route::Human)
+    );
     let own = f.raise("lead", "l1", raise(3, "repo.merge", None));
-    assert_eq!((own.record.class, own.record.route), (ActionClass::CrossRole, Route::Human), "arbiter raising goes to the human");
+    assert_eq!(
+        (own.record.class, own.record.route),
+        (ActionClass::CrossRole, Route::Human),
+        "arbiter raising goes to the human"
+    );
     let mut within = raise(4, "repo.push", None);
     within.choice = Some(key("yes"));
     let within = f.raise("dev", "r1", within);
-    assert_eq!((within.record.class, within.status), (ActionClass::WithinRole, Status::Resolved(key("yes"))));
+    assert_eq!(
+        (within.record.class, within.status),
+        (ActionClass::WithinRole, Status::Resolved(key("yes")))
+    );
 }
 
 #[test]
@@ -275,20 +381,40 @@ fn raise_validates_its_arguments() {
     let dev = caller("dev", "r1");
     let mut blocking = raise(1, "repo.merge", None);
     blocking.blocking = true;
-    f.refuse(&dev, Command::Raise(Box::new(blocking)), Refusal::TaskRefRequired);
-    f.refuse(&dev, Command::Raise(Box::new(raise(1, "repo.push", None))), Refusal::ChoiceRequired);
+    f.refuse(
+        &dev,
+        Command::Raise(Box::new(blocking)),
+        Refusal::TaskRefRequired,
+    );
+    f.refuse(
+        &dev,
+        Command::Raise(Box::new(raise(1, "repo.push", None))),
+        Refusal::ChoiceRequired,
+    );
     let mut choice = raise(1, "repo.merge", None);
     choice.choice = Some(key("yes"));
     f.refuse(&dev, Command::Raise(Box::new(choice)), Refusal::BadRequest);
     let mut approval = raise(1, "repo.merge", None);
     approval.approval_choice = Some(key("maybe"));
-    f.refuse(&dev, Command::Raise(Box::new(approval)), Refusal::UnknownOption);
+    f.refuse(
+        &dev,
+        Command::Raise(Box::new(approval)),
+        Refusal::UnknownOption,
+    );
     let mut empty = raise(1, "repo.merge", None);
     empty.options.clear();
     f.refuse(&dev, Command::Raise(Box::new(empty)), Refusal::BadRequest);
-    f.refuse(&dev, Command::Raise(Box::new(raise(1, "role.revoke", Some("nobody")))), Refusal::UnknownRole);
+    f.refuse(
+        &dev,
+        Command::Raise(Box::new(raise(1, "role.revoke", Some("nobody")))),
+        Refusal::UnknownRole,
+    );
     f.raise("dev", "r1", raise(1, "repo.merge", None));
-    f.refuse(&dev, Command::Raise(Box::new(raise(1, "repo.merge", None))), Refusal::BadRequest);
+    f.refuse(
+        &dev,
+        Command::Raise(Box::new(raise(1, "repo.merge", None))),
+        Refusal::BadRequest,
+    );
 }
 
 #[test]
@@ -299,15 +425,36 @@ fn supersede_closes_the_old_decision_in_the_same_transaction() {
     f.raise("dev", "r1", raise(1, "repo.merge", None));
     let mut newer = raise(2, "repo.merge", None);
     newer.supersedes = Some(did(1));
-    let (_, evidence) = f.run(&caller("dev", "r1"), Command::Raise(Box::new(newer.clone())));
+    let (_, evidence) = f.run(
+        &caller("dev", "r1"),
+        Command::Raise(Box::new(newer.clone())),
+    );
     assert_eq!(evidence.len(), 2);
-    assert_eq!(evidence[1], Evidence::Decision(DecisionEvidence::Superseded { business: acme(), id: did(1), by: did(2) }));
-    assert_eq!(f.bus.decisions().get(&did(1)).unwrap().status, Status::Superseded(did(2)));
+    assert_eq!(
+        evidence[1],
+        Evidence::Decision(DecisionEvidence::Superseded {
+            business: acme(),
+            id: did(1),
+            by: did(2)
+        })
+    );
+    assert_eq!(
+        f.bus.decisions().get(&did(1)).unwrap().status,
+        Status::Superseded(did(2))
+    );
     newer.id = did(3);
-    f.refuse(&caller("dev", "r1"), Command::Raise(Box::new(newer.clone())), Refusal::DecisionClosed);
+    f.refuse(
+        &caller("dev", "r1"),
+        Command::Raise(Box::new(newer.clone())),
+        Refusal::DecisionClosed,
+    );
     let mut other = raise(4, "repo.merge", None);
     other.supersedes = Some(did(2));
-    f.refuse(&caller("lead", "l1"), Command::Raise(Box::new(other)), Refusal::NotRaiser);
+    f.refuse(
+        &caller("lead", "l1"),
+        Command::Raise(Box::new(other)),
+        Refusal::NotRaiser,
+    );
 }
 
 #[test]
@@ -317,9 +464,21 @@ fn resolution_needs_the_routed_resolver_an_open_decision_and_a_real_option() {
     f.claim("lead", "l1");
     f.claim("ops", "o1");
     f.raise("dev", "r1", raise(1, "repo.merge", None));
-    f.refuse(&caller("ops", "o1"), resolve(1, "yes"), Refusal::NotResolver);
-    f.refuse(&caller("dev", "r1"), resolve(1, "yes"), Refusal::NotResolver);
-    f.refuse(&caller("lead", "l1"), resolve(1, "maybe"), Refusal::UnknownOption);
+    f.refuse(
+        &caller("ops", "o1"),
+        resolve(1, "yes"),
+        Refusal::NotResolver,
+    );
+    f.refuse(
+        &caller("dev", "r1"),
+        resolve(1, "yes"),
+        Refusal::NotResolver,
+    );
+    f.refuse(
+        &caller("lead", "l1"),
+        resolve(1, "maybe"),
+        Refusal::UnknownOption,
+    );
     let resolved = Evidence::Decision(DecisionEvidence::Resolved {
         business: acme(),
         id: did(1),
@@ -330,8 +489,16 @@ fn resolution_needs_the_routed_resolver_an_open_decision_and_a_real_option() {
     let (reply, evidence) = f.run(&caller("lead", "l1"), resolve(1, "yes"));
     assert!(matches!(reply, Ok(Reply::Decision(d)) if d.status == Status::Resolved(key("yes"))));
     assert_eq!(evidence, [resolved]);
-    f.refuse(&caller("lead", "l1"), resolve(1, "no"), Refusal::DecisionClosed);
-    f.refuse(&caller("lead", "l1"), resolve(77, "no"), Refusal::UnknownReference);
+    f.refuse(
+        &caller("lead", "l1"),
+        resolve(1, "no"),
+        Refusal::DecisionClosed,
+    );
+    f.refuse(
+        &caller("lead", "l1"),
+        resolve(77, "no"),
+        Refusal::UnknownReference,
+    );
 }
 
 #[test]
@@ -340,7 +507,11 @@ fn gated_decisions_are_resolved_by_the_human_only_with_human_input_first() {
     f.claim("dev", "r1");
     f.claim("lead", "l1");
     f.raise("dev", "r1", raise(1, "repo.delete", None));
-    f.refuse(&caller("lead", "l1"), resolve(1, "yes"), Refusal::NotResolver);
+    f.refuse(
+        &caller("lead", "l1"),
+        resolve(1, "yes"),
+        Refusal::NotResolver,
+    );
     let (reply, evidence) = f.run(&human(5), resolve(1, "yes"));
     assert!(reply.is_ok());
     assert_eq!(
@@ -361,13 +532,54 @@ fn seen_and_withdraw_belong_to_resolver_and_raiser() {
     f.claim("dev", "r1");
     f.claim("lead", "l1");
     f.raise("dev", "r1", raise(1, "repo.merge", None));
-    f.refuse(&caller("dev", "r1"), Command::Seen { id: did(1), note: None }, Refusal::NotResolver);
-    f.ok(&caller("lead", "l1"), Command::Seen { id: did(1), note: Some("looking".into()) });
-    assert_eq!(f.bus.decisions().get(&did(1)).unwrap().status, Status::Open, "seen is not a resolution");
-    f.refuse(&caller("lead", "l1"), Command::Withdraw { id: did(1), note: None }, Refusal::NotRaiser);
-    f.ok(&caller("dev", "r1"), Command::Withdraw { id: did(1), note: None });
-    f.refuse(&caller("dev", "r1"), Command::Withdraw { id: did(1), note: None }, Refusal::DecisionClosed);
-    f.refuse(&caller("lead", "l1"), resolve(1, "yes"), Refusal::DecisionClosed);
+    f.refuse(
+        &caller("dev", "r1"),
+        Command::Seen {
+            id: did(1),
+            note: None,
+        },
+        Refusal::NotResolver,
+    );
+    f.ok(
+        &caller("lead", "l1"),
+        Command::Seen {
+            id: did(1),
+            note: Some("looking".into()),
+        },
+    );
+    assert_eq!(
+        f.bus.decisions().get(&did(1)).unwrap().status,
+        Status::Open,
+        "seen is not a resolution"
+    );
+    f.refuse(
+        &caller("lead", "l1"),
+        Command::Withdraw {
+            id: did(1),
+            note: None,
+        },
+        Refusal::NotRaiser,
+    );
+    f.ok(
+        &caller("dev", "r1"),
+        Command::Withdraw {
+            id: did(1),
+            note: None,
+        },
+    );
+    f.refuse(
+        &caller("dev", "r1"),
+        Command::Withdraw {
+            id: did(1),
+            note: None,
+        },
+        Refusal::DecisionClosed,
+    );
+    f.refuse(
+        &caller("lead", "l1"),
+        resolve(1, "yes"),
+        Refusal::DecisionClosed,
+    );
 }
 
 #[test]
@@ -382,20 +594,48 @@ fn an_approval_is_spent_once_and_only_for_its_exact_action_target_and_run() {
         target: Some(Target::parse(target).unwrap()),
         decision: Some(decision),
     };
-    f.refuse(&caller("dev", "r1"), auth(did(1), "main", "repo.merge"), Refusal::DecisionOpen);
+    f.refuse(
+        &caller("dev", "r1"),
+        auth(did(1), "main", "repo.merge"),
+        Refusal::DecisionOpen,
+    );
     f.ok(&caller("lead", "l1"), resolve(1, "yes"));
-    f.refuse(&caller("dev", "r1"), auth(did(1), "dev", "repo.merge"), Refusal::NotAuthorized);
-    f.refuse(&caller("dev", "r1"), auth(did(1), "main", "repo.push"), Refusal::NotAuthorized);
-    f.refuse(&caller("ops", "o1"), auth(did(1), "main", "repo.merge"), Refusal::NotAuthorized);
-    f.refuse(&caller("dev", "r1"), auth(did(9), "main", "repo.merge"), Refusal::UnknownReference);
+    f.refuse(
+        &caller("dev", "r1"),
+        auth(did(1), "dev", "repo.merge"),
+        Refusal::NotAuthorized,
+    );
+    f.refuse(
+        &caller("dev", "r1"),
+        auth(did(1), "main", "repo.push"),
+        Refusal::NotAuthorized,
+    );
+    f.refuse(
+        &caller("ops", "o1"),
+        auth(did(1), "main", "repo.merge"),
+        Refusal::NotAuthorized,
+    );
+    f.refuse(
+        &caller("dev", "r1"),
+        auth(did(9), "main", "repo.merge"),
+        Refusal::UnknownReference,
+    );
     f.ok(&caller("dev", "r1"), Command::Release);
     f.claim("dev", "r2");
-    f.refuse(&caller("dev", "r2"), auth(did(1), "main", "repo.merge"), Refusal::NotAuthorized);
+    f.refuse(
+        &caller("dev", "r2"),
+        auth(did(1), "main", "repo.merge"),
+        Refusal::NotAuthorized,
+    );
     f.ok(&caller("dev", "r2"), Command::Release);
     f.claim("dev", "r1");
     let reply = f.ok(&caller("dev", "r1"), auth(did(1), "main", "repo.merge"));
     assert_eq!(reply, Reply::Authorized(Grant::Approval(did(1))));
-    f.refuse(&caller("dev", "r1"), auth(did(1), "main", "repo.merge"), Refusal::DecisionConsumed);
+    f.refuse(
+        &caller("dev", "r1"),
+        auth(did(1), "main", "repo.merge"),
+        Refusal::DecisionConsumed,
+    );
 }
 
 #[test]
@@ -405,7 +645,11 @@ fn an_approval_resolved_with_another_option_authorizes_nothing() {
     f.claim("lead", "l1");
     f.raise("dev", "r1", raise(1, "repo.merge", None));
     f.ok(&caller("lead", "l1"), resolve(1, "no"));
-    let ask = Command::Authorize { action: act("repo.merge"), target: None, decision: Some(did(1)) };
+    let ask = Command::Authorize {
+        action: act("repo.merge"),
+        target: None,
+        decision: Some(did(1)),
+    };
     f.refuse(&caller("dev", "r1"), ask, Refusal::NotAuthorized);
 }
 
@@ -417,12 +661,19 @@ fn class_drift_after_a_policy_change_refuses_with_decision_mismatch() {
     f.raise("dev", "r1", raise(1, "repo.merge", None));
     f.ok(&caller("lead", "l1"), resolve(1, "yes"));
     // Restart with a policy that makes repo.merge gated for dev.
-    let mut bus = Bus::new([business(&["message.send"], &[])], f.committed.last().map(|s| s.at));
+    let mut bus = Bus::new(
+        [business(&["message.send"], &[])],
+        f.committed.last().map(|s| s.at),
+    );
     for s in &f.committed {
         bus.replay(s);
     }
     f.bus = bus;
-    let ask = Command::Authorize { action: act("repo.merge"), target: None, decision: Some(did(1)) };
+    let ask = Command::Authorize {
+        action: act("repo.merge"),
+        target: None,
+        decision: Some(did(1)),
+    };
     f.refuse(&caller("dev", "r1"), ask, Refusal::DecisionMismatch);
 }
 
@@ -462,7 +713,11 @@ fn a_within_role_send_cites_its_decision_and_spends_nothing() {
     );
     f.ok(&caller("dev", "r1"), send(2, "lead", Some(did(1))));
     assert!(!f.bus.authorizations().is_consumed(&did(1)));
-    f.refuse(&caller("dev", "r1"), send(3, "lead", Some(did(99))), Refusal::UnknownReference);
+    f.refuse(
+        &caller("dev", "r1"),
+        send(3, "lead", Some(did(99))),
+        Refusal::UnknownReference,
+    );
 }
 
 #[test]
@@ -470,14 +725,26 @@ fn a_send_outside_the_role_needs_a_matching_approval_and_spends_it() {
     let mut f = Fixture::new();
     f.claim("ops", "o1");
     f.claim("lead", "l1");
-    f.refuse(&caller("ops", "o1"), send(1, "lead", None), Refusal::NotAuthorized);
+    f.refuse(
+        &caller("ops", "o1"),
+        send(1, "lead", None),
+        Refusal::NotAuthorized,
+    );
     f.raise("ops", "o1", raise(1, "message.send", Some("lead")));
     f.ok(&human(3), resolve(1, "yes"));
-    f.refuse(&caller("ops", "o1"), send(1, "dev", Some(did(1))), Refusal::NotAuthorized);
+    f.refuse(
+        &caller("ops", "o1"),
+        send(1, "dev", Some(did(1))),
+        Refusal::NotAuthorized,
+    );
     let (reply, evidence) = f.run(&caller("ops", "o1"), send(1, "lead", Some(did(1))));
     assert!(reply.is_ok());
     assert!(matches!(&evidence[0], Evidence::Consumed(c) if c.decision == did(1)));
-    f.refuse(&caller("ops", "o1"), send(2, "lead", Some(did(1))), Refusal::DecisionConsumed);
+    f.refuse(
+        &caller("ops", "o1"),
+        send(2, "lead", Some(did(1))),
+        Refusal::DecisionConsumed,
+    );
 }
 
 #[test]
@@ -485,8 +752,16 @@ fn a_human_instruction_carries_its_human_input_as_request() {
     let mut f = Fixture::new();
     let (reply, evidence) = f.run(&human(4), send(1, "dev", None));
     let input = EventId::from_random([4; 16]);
-    assert_eq!(reply, Ok(Reply::Sent { id: MessageId::from_random([1; 16]), request: Some(input) }));
-    assert!(matches!(&evidence[1], Evidence::Message(MessageEvidence::Sent(m)) if m.from == Sender::Human && m.request == Some(input)));
+    assert_eq!(
+        reply,
+        Ok(Reply::Sent {
+            id: MessageId::from_random([1; 16]),
+            request: Some(input)
+        })
+    );
+    assert!(
+        matches!(&evidence[1], Evidence::Message(MessageEvidence::Sent(m)) if m.from == Sender::Human && m.request == Some(input))
+    );
 }
 
 #[test]
@@ -495,21 +770,53 @@ fn delivery_and_acknowledgement_belong_to_the_receiving_run() {
     f.claim("dev", "r1");
     f.claim("lead", "l1");
     f.ok(&caller("lead", "l1"), send(1, "dev", None));
-    let record = match &f.committed.last().unwrap().evidence {
-        Evidence::Message(MessageEvidence::Sent(m)) => (**m).clone(),
-        other => panic!("{other:?}"),
+    let last = &f.committed.last().unwrap().evidence;
+    let Evidence::Message(MessageEvidence::Sent(m)) = last else { panic!("{last:?}") };
+    let record = (**m).clone();
+    let fresh = MessageFacts {
+        record: record.clone(),
+        delivered_to: None,
+        read: false,
     };
-    let fresh = MessageFacts { record: record.clone(), delivered_to: None, read: false };
-    f.refuse(&caller("lead", "l1"), Command::Receive { batch: vec![fresh.clone()] }, Refusal::BadRequest);
-    let delivered = Evidence::Message(MessageEvidence::Delivered { business: acme(), message: record.id, run: RunId::parse("r1").unwrap() });
-    f.expect(&caller("dev", "r1"), Command::Receive { batch: vec![fresh] }, Ok(Reply::Received(vec![record.clone()])), &[delivered]);
-    let to_r1 = MessageFacts { record: record.clone(), delivered_to: Some(RunId::parse("r1").unwrap()), read: false };
+    f.refuse(
+        &caller("lead", "l1"),
+        Command::Receive {
+            batch: vec![fresh.clone()],
+        },
+        Refusal::BadRequest,
+    );
+    let delivered = Evidence::Message(MessageEvidence::Delivered {
+        business: acme(),
+        message: record.id,
+        run: RunId::parse("r1").unwrap(),
+    });
+    f.expect(
+        &caller("dev", "r1"),
+        Command::Receive { batch: vec![fresh] },
+        Ok(Reply::Received(vec![record.clone()])),
+        &[delivered],
+    );
+    let to_r1 = MessageFacts {
+        record: record.clone(),
+        delivered_to: Some(RunId::parse("r1").unwrap()),
+        read: false,
+    };
     f.ok(&caller("dev", "r1"), Command::Release);
     f.claim("dev", "r2");
-    let read = |facts: &MessageFacts| Command::Read { id: record.id, known: Some(facts.clone()) };
+    let read = |facts: &MessageFacts| Command::Read {
+        id: record.id,
+        known: Some(facts.clone()),
+    };
     f.refuse(&caller("dev", "r2"), read(&to_r1), Refusal::NotDelivered);
     f.refuse(&caller("dev", "r1"), read(&to_r1), Refusal::NotHolder);
-    f.refuse(&caller("dev", "r2"), Command::Read { id: record.id, known: None }, Refusal::UnknownReference);
+    f.refuse(
+        &caller("dev", "r2"),
+        Command::Read {
+            id: record.id,
+            known: None,
+        },
+        Refusal::UnknownReference,
+    );
 }
 
 #[test]
@@ -517,13 +824,20 @@ fn readers_and_agents_cannot_act_as_the_human() {
     let mut f = Fixture::new();
     f.claim("dev", "r1");
     let reader = Caller::Reader { business: acme() };
-    f.refuse(&caller("dev", "r1"), Command::LaunchRevoke, Refusal::HumanOnly);
+    f.refuse(
+        &caller("dev", "r1"),
+        Command::LaunchRevoke,
+        Refusal::HumanOnly,
+    );
     f.refuse(&reader, Command::LaunchRestore, Refusal::HumanOnly);
     f.refuse(&reader, Command::Claim, Refusal::NotAuthorized);
     f.refuse(&reader, send(1, "dev", None), Refusal::NotAuthorized);
     f.refuse(&reader, resolve(1, "yes"), Refusal::NotAuthorized);
     f.refuse(&human(1), Command::Claim, Refusal::NotAuthorized);
-    let other = Caller::Agent { business: BusinessId::parse("globex").unwrap(), agent: agent("dev", "r1") };
+    let other = Caller::Agent {
+        business: BusinessId::parse("globex").unwrap(),
+        agent: agent("dev", "r1"),
+    };
     f.refuse(&other, Command::Claim, Refusal::BadCapability);
 }
 
@@ -540,26 +854,55 @@ fn the_launch_switch_stops_role_launch_and_new_bindings_until_restored() {
         pid,
         start_time: 42,
     };
-    assert_eq!(f.bus.handle_bind(t(2_000), launch("r1", 10)), Ok(BindReply::New));
-    assert!(matches!(f.bus.poll_effect().map(|s| s.evidence), Some(Evidence::Launch(LaunchEvidence::Launched(_)))));
+    assert_eq!(
+        f.bus.handle_bind(t(2_000), launch("r1", 10)),
+        Ok(BindReply::New)
+    );
+    assert!(matches!(
+        f.bus.poll_effect().map(|s| s.evidence),
+        Some(Evidence::Launch(LaunchEvidence::Launched(_)))
+    ));
     f.bus.handle_committed();
-    assert_eq!(f.bus.handle_bind(t(2_001), launch("r1", 10)), Ok(BindReply::Rebound));
-    assert_eq!(f.bus.handle_bind(t(2_002), launch("r1", 11)), Err(Refusal::LaunchMismatch));
+    assert_eq!(
+        f.bus.handle_bind(t(2_001), launch("r1", 10)),
+        Ok(BindReply::Rebound)
+    );
+    assert_eq!(
+        f.bus.handle_bind(t(2_002), launch("r1", 11)),
+        Err(Refusal::LaunchMismatch)
+    );
     while f.bus.poll_effect().is_some() {}
     f.bus.handle_committed();
 
     f.ok(&human(1), Command::LaunchRevoke);
-    assert_eq!(f.bus.handle_bind(t(3_000), launch("r2", 12)), Err(Refusal::LaunchRevoked));
+    assert_eq!(
+        f.bus.handle_bind(t(3_000), launch("r2", 12)),
+        Err(Refusal::LaunchRevoked)
+    );
     let mut launch_decision = raise(1, "role.launch", None);
     launch_decision.choice = Some(key("yes"));
-    f.refuse(&caller("lead", "l1"), Command::Raise(Box::new(launch_decision.clone())), Refusal::LaunchRevoked);
-    let ask = Command::Authorize { action: act("role.launch"), target: None, decision: None };
+    f.refuse(
+        &caller("lead", "l1"),
+        Command::Raise(Box::new(launch_decision.clone())),
+        Refusal::LaunchRevoked,
+    );
+    let ask = Command::Authorize {
+        action: act("role.launch"),
+        target: None,
+        decision: None,
+    };
     f.refuse(&caller("lead", "l1"), ask.clone(), Refusal::LaunchRevoked);
     f.ok(&human(2), Command::LaunchRestore);
-    assert_eq!(f.bus.handle_bind(t(4_000), launch("r2", 12)), Ok(BindReply::New));
+    assert_eq!(
+        f.bus.handle_bind(t(4_000), launch("r2", 12)),
+        Ok(BindReply::New)
+    );
     while f.bus.poll_effect().is_some() {}
     f.bus.handle_committed();
-    assert_eq!(f.ok(&caller("lead", "l1"), ask), Reply::Authorized(Grant::WithinRole));
+    assert_eq!(
+        f.ok(&caller("lead", "l1"), ask),
+        Reply::Authorized(Grant::WithinRole)
+    );
 }
 
 #[test]
@@ -571,13 +914,27 @@ fn a_failed_commit_leaves_every_machine_and_the_clock_as_they_were() {
     f.ok(&caller("lead", "l1"), resolve(1, "yes"));
     let before = f.bus.clone();
 
-    let spend = Command::Authorize { action: act("repo.merge"), target: None, decision: Some(did(1)) };
-    for command in [spend.clone(), Command::Release, Command::Raise(Box::new(raise(2, "repo.merge", None)))] {
-        assert!(f.bus.handle(t(f.now + 1), &caller("dev", "r1"), command).is_ok());
+    let spend = Command::Authorize {
+        action: act("repo.merge"),
+        target: None,
+        decision: Some(did(1)),
+    };
+    for command in [
+        spend.clone(),
+        Command::Release,
+        Command::Raise(Box::new(raise(2, "repo.merge", None))),
+    ] {
+        assert!(f
+            .bus
+            .handle(t(f.now + 1), &caller("dev", "r1"), command)
+            .is_ok());
         f.bus.handle_rolled_back();
         assert!(f.bus == before, "a rolled-back verb left a trace");
     }
-    assert_eq!(f.ok(&caller("dev", "r1"), spend), Reply::Authorized(Grant::Approval(did(1))));
+    assert_eq!(
+        f.ok(&caller("dev", "r1"), spend),
+        Reply::Authorized(Grant::Approval(did(1)))
+    );
 }
 
 #[test]
@@ -591,24 +948,48 @@ fn write_times_strictly_increase_across_verbs_and_a_rebuild() {
     let times: Vec<Timestamp> = f.committed.iter().map(|s| s.at).collect();
     assert!(times.windows(2).all(|w| w[0] < w[1]), "{times:?}");
     let mut bus = Bus::new([standard()], times.last().copied());
-    assert!(bus.handle(t(5), &caller("ops", "o1"), Command::Claim).is_ok());
+    assert!(bus
+        .handle(t(5), &caller("ops", "o1"), Command::Claim)
+        .is_ok());
     assert!(bus.poll_effect().unwrap().at > *times.last().unwrap());
 }
 
 #[test]
 fn the_technical_domain_routes_to_the_technical_arbiter() {
     let mut f = Fixture::new();
-    f.bus = Bus::new([business_with_technical(&["message.send"], &["repo.merge"], "ops")], None);
+    f.bus = Bus::new(
+        [business_with_technical(
+            &["message.send"],
+            &["repo.merge"],
+            "ops",
+        )],
+        None,
+    );
     f.claim("dev", "r1");
     f.claim("ops", "o1");
     let mut technical = raise(1, "repo.merge", None);
     technical.technical = true;
-    assert_eq!(f.raise("dev", "r1", technical).record.route, Route::Role(role("ops")));
-    assert_eq!(f.raise("dev", "r1", raise(2, "repo.merge", None)).record.route, Route::Role(role("lead")));
+    assert_eq!(
+        f.raise("dev", "r1", technical).record.route,
+        Route::Role(role("ops"))
+    );
+    assert_eq!(
+        f.raise("dev", "r1", raise(2, "repo.merge", None))
+            .record
+            .route,
+        Route::Role(role("lead"))
+    );
     f.claim("lead", "l1");
     let mut lead_technical = raise(3, "repo.merge", None);
     lead_technical.technical = true;
-    assert_eq!(f.raise("lead", "l1", lead_technical).record.route, Route::Role(role("ops")));
+    assert_eq!(
+        f.raise("lead", "l1", lead_technical).record.route,
+        Route::Role(role("ops"))
+    );
     let lead_delivery = f.raise("lead", "l1", raise(4, "repo.merge", None));
-    assert_eq!(lead_delivery.record.route, Route::Human, "the delivery arbiter raising goes to the human");
+    assert_eq!(
+        lead_delivery.record.route,
+        Route::Human,
+        "the delivery arbiter raising goes to the human"
+    );
 }

@@ -24,7 +24,6 @@ pub enum CredentialError {
     Unreadable,
 }
 
-
 /// Reads credential references.
 pub trait Credentials: Send + Sync {
     /// The raw bytes behind `source`, read once.

@@ -27,16 +27,23 @@ pub const MASTER_SHA256: &str = "bad1e92a4833a750cb54e6658f4ab1d8042798e3c5e23dd
 
 /// Lowercase hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// The canonical text of `sqlite_master`: one line per object,
 /// `type NUL name NUL tbl_name NUL sql`, sorted, so the digest depends on
 /// nothing but the objects themselves. `rows` are `(type, name, tbl_name,
 /// sql)`; `sql` is empty for objects SQLite creates itself (autoindexes).
-pub fn canonical_master(rows: impl IntoIterator<Item = (String, String, String, String)>) -> String {
-    let mut lines: Vec<String> =
-        rows.into_iter().map(|(t, name, table, sql)| format!("{t}\0{name}\0{table}\0{sql}\n")).collect();
+pub fn canonical_master(
+    rows: impl IntoIterator<Item = (String, String, String, String)>,
+) -> String {
+    let mut lines: Vec<String> = rows
+        .into_iter()
+        .map(|(t, name, table, sql)| format!("{t}\0{name}\0{table}\0{sql}\n"))
+        .collect();
     lines.sort();
     lines.concat()
 }
@@ -47,13 +54,30 @@ mod tests {
 
     #[test]
     fn the_source_matches_its_pin() {
-        assert_eq!(sha256_hex(SCHEMA_SQL.as_bytes()), SCHEMA_SHA256, "schema.sql changed: update SCHEMA_SHA256 and MASTER_SHA256 on purpose");
+        assert_eq!(
+            sha256_hex(SCHEMA_SQL.as_bytes()),
+            SCHEMA_SHA256,
+            "schema.sql changed: update SCHEMA_SHA256 and MASTER_SHA256 on purpose"
+        );
     }
 
     #[test]
     fn the_canonical_dump_ignores_row_order_but_not_content() {
-        let row = |n: &str| ("table".to_owned(), n.to_owned(), n.to_owned(), format!("CREATE TABLE {n}(x)"));
-        assert_eq!(canonical_master([row("a"), row("b")]), canonical_master([row("b"), row("a")]));
-        assert_ne!(canonical_master([row("a")]), canonical_master([row("a"), row("b")]));
+        let row = |n: &str| {
+            (
+                "table".to_owned(),
+                n.to_owned(),
+                n.to_owned(),
+                format!("CREATE TABLE {n}(x)"),
+            )
+        };
+        assert_eq!(
+            canonical_master([row("a"), row("b")]),
+            canonical_master([row("b"), row("a")])
+        );
+        assert_ne!(
+            canonical_master([row("a")]),
+            canonical_master([row("a"), row("b")])
+        );
     }
 }

@@ -6,12 +6,12 @@
 //! authority at all). [`policy_b`] is the same business after a policy
 //! change that makes `repo.merge` gated for `dev`.
 
-use mosaic_domain::business::{AuthoritySpec, RoleSpec};
 use mosaic_domain::bus::Caller;
+use mosaic_domain::business::{AuthoritySpec, RoleSpec};
 use mosaic_domain::evidence::{AgentRef, DecisionOption, OptionKey};
 use mosaic_domain::{
-    Action, Business, BusinessId, BusinessSpec, DecisionId, EventId, HumanName, RoleInstance, RunId,
-    Timestamp,
+    Action, Business, BusinessId, BusinessSpec, DecisionId, EventId, HumanName, RoleInstance,
+    RunId, Timestamp,
 };
 
 /// The three roles of `acme`, in a fixed order.
@@ -44,19 +44,28 @@ pub fn key(name: &str) -> OptionKey {
 
 /// The run `run` working as `role`.
 pub fn agent(role_name: &str, run: &str) -> AgentRef {
-    AgentRef { role: role(role_name), run: RunId::parse(run).expect("valid run") }
+    AgentRef {
+        role: role(role_name),
+        run: RunId::parse(run).expect("valid run"),
+    }
 }
 
 /// The capability caller for `run` as `role` in `acme`.
 pub fn caller(role_name: &str, run: &str) -> Caller {
-    Caller::Agent { business: acme(), agent: agent(role_name, run) }
+    Caller::Agent {
+        business: acme(),
+        agent: agent(role_name, run),
+    }
 }
 
 /// The proven human of `acme`, with a `human.input` id derived from `n`.
 pub fn human(n: u64) -> Caller {
     let mut b = [0u8; 16];
     b[..8].copy_from_slice(&n.to_be_bytes());
-    Caller::Human { business: acme(), input: EventId::from_random(b) }
+    Caller::Human {
+        business: acme(),
+        input: EventId::from_random(b),
+    }
 }
 
 /// A decision id derived from `n`.
@@ -69,8 +78,14 @@ pub fn decision_id(n: u64) -> DecisionId {
 /// The options `yes` and `no`.
 pub fn yes_no() -> Vec<DecisionOption> {
     vec![
-        DecisionOption { key: key("yes"), text: "Yes".into() },
-        DecisionOption { key: key("no"), text: "No".into() },
+        DecisionOption {
+            key: key("yes"),
+            text: "Yes".into(),
+        },
+        DecisionOption {
+            key: key("no"),
+            text: "No".into(),
+        },
     ]
 }
 

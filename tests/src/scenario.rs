@@ -46,19 +46,34 @@ pub fn working_day<S: EvidenceStore>(driver: &mut Driver<S>, now: &mut i64) {
         *now += 7;
         t(*now)
     };
-    for (r, run, pid) in [("lead", "l0", 100), ("dev", "d0", 101), ("ops", "o0", 102), ("dev", "d1", 103)] {
+    for (r, run, pid) in [
+        ("lead", "l0", 100),
+        ("dev", "d0", 101),
+        ("ops", "o0", 102),
+        ("dev", "d1", 103),
+    ] {
         let record = LaunchRecord {
             business: acme(),
             role: role(r),
             run: RunId::parse(run).expect("valid run"),
-            harness: if r == "dev" { Harness::ClaudeCode } else { Harness::Pi },
+            harness: if r == "dev" {
+                Harness::ClaudeCode
+            } else {
+                Harness::Pi
+            },
             address: None,
             pid,
             start_time: 4_000 + u64::from(pid),
         };
-        driver.bind(at(), record).expect("the host binds its launches");
+        driver
+            .bind(at(), record)
+            .expect("the host binds its launches");
     }
-    let (lead, dev, ops) = (caller("lead", "l0"), caller("dev", "d0"), caller("ops", "o0"));
+    let (lead, dev, ops) = (
+        caller("lead", "l0"),
+        caller("dev", "d0"),
+        caller("ops", "o0"),
+    );
     let ok = |r: Result<_, Refusal>| r.expect("the scenario step is allowed");
     ok(driver.call(at(), &lead, Command::Claim));
     ok(driver.call(at(), &dev, Command::Claim));
@@ -66,21 +81,48 @@ pub fn working_day<S: EvidenceStore>(driver: &mut Driver<S>, now: &mut i64) {
 
     // A cross-role merge approved by the arbiter and spent once.
     ok(driver.call(at(), &dev, raise(1, "repo.merge", Some("main"))));
-    ok(driver.call(at(), &lead, Command::Seen { id: decision_id(1), note: Some("reading".into()) }));
-    ok(driver.call(at(), &lead, Command::Resolve { id: decision_id(1), choice: key("yes"), note: None }));
+    ok(driver.call(
+        at(),
+        &lead,
+        Command::Seen {
+            id: decision_id(1),
+            note: Some("reading".into()),
+        },
+    ));
+    ok(driver.call(
+        at(),
+        &lead,
+        Command::Resolve {
+            id: decision_id(1),
+            choice: key("yes"),
+            note: None,
+        },
+    ));
     let spend = Command::Authorize {
         action: action("repo.merge"),
         target: Some(Target::parse("main").expect("valid target")),
         decision: Some(decision_id(1)),
     };
     ok(driver.call(at(), &dev, spend.clone()));
-    assert_eq!(driver.call(at(), &dev, spend), Err(Refusal::DecisionConsumed));
+    assert_eq!(
+        driver.call(at(), &dev, spend),
+        Err(Refusal::DecisionConsumed)
+    );
 
     // A withdrawn decision and a superseded one.
     ok(driver.call(at(), &ops, raise(2, "deploy", None)));
-    ok(driver.call(at(), &ops, Command::Withdraw { id: decision_id(2), note: None }));
+    ok(driver.call(
+        at(),
+        &ops,
+        Command::Withdraw {
+            id: decision_id(2),
+            note: None,
+        },
+    ));
     ok(driver.call(at(), &ops, raise(3, "deploy", Some("staging"))));
-    let Command::Raise(mut newer) = raise(4, "deploy", Some("production")) else { unreachable!() };
+    let Command::Raise(mut newer) = raise(4, "deploy", Some("production")) else {
+        unreachable!()
+    };
     newer.supersedes = Some(decision_id(3));
     newer.task_ref = Some(TaskRef::parse("vikunja:3/41").expect("valid ref"));
     newer.blocking = true;
@@ -101,7 +143,14 @@ pub fn working_day<S: EvidenceStore>(driver: &mut Driver<S>, now: &mut i64) {
     };
     ok(driver.call(at(), &human(1), send(1, Recipient::Role(role("dev")), None)));
     ok(driver.call(at(), &dev, Command::Receive { batch: Vec::new() }));
-    ok(driver.call(at(), &dev, Command::Read { id: message_id(1), known: None }));
+    ok(driver.call(
+        at(),
+        &dev,
+        Command::Read {
+            id: message_id(1),
+            known: None,
+        },
+    ));
     ok(driver.call(at(), &dev, send(2, Recipient::Human, Some(message_id(1)))));
 
     // A task observed on the human's request, and a routine observation.
@@ -115,14 +164,39 @@ pub fn working_day<S: EvidenceStore>(driver: &mut Driver<S>, now: &mut i64) {
         request: Some(EventId::from_random(input)),
     };
     ok(driver.call(at(), &dev, record));
-    ok(driver.call(at(), &dev, Command::EmitRoutine { target: None, subject: Some(task) }));
+    ok(driver.call(
+        at(),
+        &dev,
+        Command::EmitRoutine {
+            target: None,
+            subject: Some(task),
+        },
+    ));
 
     // The launch switch, and a revoke approved by the human.
     ok(driver.call(at(), &human(2), Command::LaunchRevoke));
     ok(driver.call(at(), &human(3), Command::LaunchRestore));
     ok(driver.call(at(), &lead, raise(5, "role.revoke", Some("ops"))));
-    ok(driver.call(at(), &human(4), Command::Resolve { id: decision_id(5), choice: key("yes"), note: None }));
-    ok(driver.call(at(), &lead, Command::Revoke { role: role("ops"), decision: decision_id(5) }));
-    assert_eq!(driver.call(at(), &ops, Command::Claim), Err(Refusal::RunRevoked));
+    ok(driver.call(
+        at(),
+        &human(4),
+        Command::Resolve {
+            id: decision_id(5),
+            choice: key("yes"),
+            note: None,
+        },
+    ));
+    ok(driver.call(
+        at(),
+        &lead,
+        Command::Revoke {
+            role: role("ops"),
+            decision: decision_id(5),
+        },
+    ));
+    assert_eq!(
+        driver.call(at(), &ops, Command::Claim),
+        Err(Refusal::RunRevoked)
+    );
     ok(driver.call(at(), &dev, Command::Release));
 }

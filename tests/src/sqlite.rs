@@ -25,14 +25,17 @@ impl TempSqlite {
     pub fn dir(&self) -> &std::path::Path {
         self.dir.path()
     }
-
 }
 
 impl FreshStore for TempSqlite {
     fn fresh() -> Self {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let store = SqliteStore::create(&dir.path().join("bus.sqlite")).expect("a new store");
-        Self { store, unavailable: false, dir }
+        Self {
+            store,
+            unavailable: false,
+            dir,
+        }
     }
 
     fn set_unavailable(&mut self, on: bool) {
@@ -44,10 +47,18 @@ impl FreshStore for TempSqlite {
     /// # Panics
     /// When the file no longer opens: that is a test failure.
     fn reopen(self) -> Self {
-        let Self { store, unavailable, dir } = self;
+        let Self {
+            store,
+            unavailable,
+            dir,
+        } = self;
         let path = store.path().to_owned();
         drop(store);
-        Self { store: SqliteStore::open(&path).expect("a store the tests wrote reopens"), unavailable, dir }
+        Self {
+            store: SqliteStore::open(&path).expect("a store the tests wrote reopens"),
+            unavailable,
+            dir,
+        }
     }
 }
 
@@ -71,11 +82,20 @@ impl EvidenceStore for TempSqlite {
         self.store.message(id)
     }
 
-    fn undelivered(&self, business: &BusinessId, role: &RoleInstance, limit: usize) -> Result<Vec<MessageFacts>, StoreError> {
+    fn undelivered(
+        &self,
+        business: &BusinessId,
+        role: &RoleInstance,
+        limit: usize,
+    ) -> Result<Vec<MessageFacts>, StoreError> {
         self.store.undelivered(business, role, limit)
     }
 
-    fn unread(&self, business: &BusinessId, recipient: &Recipient) -> Result<Vec<MessageFacts>, StoreError> {
+    fn unread(
+        &self,
+        business: &BusinessId,
+        recipient: &Recipient,
+    ) -> Result<Vec<MessageFacts>, StoreError> {
         self.store.unread(business, recipient)
     }
 

@@ -13,7 +13,9 @@ use mosaic_domain::claims::ClaimReply;
 use mosaic_domain::decisions::RaiseInput;
 use mosaic_domain::{Refusal, RunId, Target};
 use mosaic_ports::fakes::MemoryStore;
-use mosaic_tests::fixture::{acme, action, caller, decision_id, human, key, policy_a, role, t, yes_no, ROLES};
+use mosaic_tests::fixture::{
+    acme, action, caller, decision_id, human, key, policy_a, role, t, yes_no, ROLES,
+};
 use mosaic_tests::sqlite::TempSqlite;
 use mosaic_tests::{Driver, FreshStore, Restart};
 use proptest::prelude::*;
@@ -32,7 +34,11 @@ enum Step {
     Release(usize),
     /// `by` raises a revoke of `target`'s holder; the human approves or not;
     /// `by` then spends it.
-    Revoke { by: usize, target: usize, approve: bool },
+    Revoke {
+        by: usize,
+        target: usize,
+        approve: bool,
+    },
     /// A claim whose commit fails.
     FailedClaim(usize),
     Restart,
@@ -95,7 +101,11 @@ impl ReferenceStateMachine for Reference {
             } else {
                 Err(Refusal::NotHolder)
             }),
-            Step::Revoke { by, target, approve } => Some(if m.holder.get(&role_of(by)) != Some(&by) {
+            Step::Revoke {
+                by,
+                target,
+                approve,
+            } => Some(if m.holder.get(&role_of(by)) != Some(&by) {
                 Err(Refusal::NotHolder)
             } else if !approve {
                 Err(Refusal::NotAuthorized)
@@ -131,7 +141,8 @@ impl<S: FreshStore> Sut<S> {
     fn call(&mut self, run: usize, command: Command) -> Result<Reply, Refusal> {
         self.now += 1;
         let now = t(self.now);
-        self.driver().call(now, &caller(ROLES[role_of(run)], RUNS[run]), command)
+        self.driver()
+            .call(now, &caller(ROLES[role_of(run)], RUNS[run]), command)
     }
 
     fn revoke(&mut self, by: usize, target: usize, approve: bool) -> Result<(), Refusal> {
@@ -156,13 +167,26 @@ impl<S: FreshStore> Sut<S> {
         self.call(by, Command::Raise(Box::new(raise)))?;
         self.now += 1;
         let (now, answer) = (t(self.now), key(if approve { "yes" } else { "no" }));
-        let resolve = Command::Resolve { id, choice: answer, note: None };
+        let resolve = Command::Resolve {
+            id,
+            choice: answer,
+            note: None,
+        };
         let human = human(self.decisions);
-        self.driver().call(now, &human, resolve).expect("the human resolves");
-        let spend = Command::Revoke { role: role(ROLES[target]), decision: id };
+        self.driver()
+            .call(now, &human, resolve)
+            .expect("the human resolves");
+        let spend = Command::Revoke {
+            role: role(ROLES[target]),
+            decision: id,
+        };
         self.call(by, spend.clone())?;
         if approve && by / 2 != target {
-            assert_eq!(self.call(by, spend), Err(Refusal::DecisionConsumed), "an approval is spent once");
+            assert_eq!(
+                self.call(by, spend),
+                Err(Refusal::DecisionConsumed),
+                "an approval is spent once"
+            );
         }
         Ok(())
     }
@@ -176,20 +200,32 @@ impl<S: FreshStore> StateMachineTest for ClaimsTest<S> {
 
     fn init_test(_: &Model) -> Sut<S> {
         let driver = Driver::open(policy_a(), S::fresh()).expect("an empty store opens");
-        Sut { driver: Some(driver), now: 1_000, decisions: 0 }
+        Sut {
+            driver: Some(driver),
+            now: 1_000,
+            decisions: 0,
+        }
     }
 
     fn apply(mut sut: Sut<S>, model: &Model, step: Step) -> Sut<S> {
         let got = match step {
             Step::Claim(run) => Some(sut.call(run, Command::Claim).map(|_| ())),
             Step::Release(run) => Some(sut.call(run, Command::Release).map(|_| ())),
-            Step::Revoke { by, target, approve } => Some(sut.revoke(by, target, approve)),
+            Step::Revoke {
+                by,
+                target,
+                approve,
+            } => Some(sut.revoke(by, target, approve)),
             Step::FailedClaim(run) => {
                 sut.driver().store_mut().set_unavailable(true);
                 let got = sut.call(run, Command::Claim);
                 sut.driver().store_mut().set_unavailable(false);
                 if let Ok(reply) = &got {
-                    assert_eq!(reply, &Reply::Claimed(ClaimReply::AlreadyHeld), "only a no-op claim needs no commit");
+                    assert_eq!(
+                        reply,
+                        &Reply::Claimed(ClaimReply::AlreadyHeld),
+                        "only a no-op claim needs no commit"
+                    );
                 }
                 Some(got.map(|_| ()))
             }
@@ -207,11 +243,22 @@ impl<S: FreshStore> StateMachineTest for ClaimsTest<S> {
         let bus = sut.driver.as_ref().expect("driver present").bus();
         for (r, name) in ROLES.iter().enumerate() {
             let holder = bus.claims().holder(&acme(), &role(name)).map(RunId::as_str);
-            assert_eq!(holder, model.holder.get(&r).map(|&run| RUNS[run]), "holder of {name}");
+            assert_eq!(
+                holder,
+                model.holder.get(&r).map(|&run| RUNS[run]),
+                "holder of {name}"
+            );
         }
         for &run in &model.revoked {
-            let seat = bus.claims().seat(&acme(), &role(ROLES[role_of(run)])).expect("a revoked run had a seat");
-            assert!(seat.is_revoked(&RunId::parse(RUNS[run]).expect("valid run")), "{} stays revoked", RUNS[run]);
+            let seat = bus
+                .claims()
+                .seat(&acme(), &role(ROLES[role_of(run)]))
+                .expect("a revoked run had a seat");
+            assert!(
+                seat.is_revoked(&RunId::parse(RUNS[run]).expect("valid run")),
+                "{} stays revoked",
+                RUNS[run]
+            );
         }
     }
 }

@@ -17,7 +17,8 @@ use rusqlite::Connection;
 fn populated() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().expect("temporary directory");
     let path = dir.path().join("bus.sqlite");
-    let mut driver = Driver::open(policy_a(), SqliteStore::create(&path).expect("new store")).expect("opens");
+    let mut driver =
+        Driver::open(policy_a(), SqliteStore::create(&path).expect("new store")).expect("opens");
     scenario::working_day(&mut driver, &mut 1_000);
     drop(driver);
     (dir, path)
@@ -30,12 +31,20 @@ fn raw(path: &Path) -> Connection {
 }
 
 fn tables(conn: &Connection) -> Vec<String> {
-    let mut st = conn.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").unwrap();
-    st.query_map([], |r| r.get(0)).unwrap().collect::<Result<_, _>>().unwrap()
+    let mut st = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+        .unwrap();
+    st.query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
 }
 
 fn count(conn: &Connection, table: &str) -> i64 {
-    conn.query_row(&format!("SELECT count(*) FROM \"{table}\""), [], |r| r.get(0)).unwrap()
+    conn.query_row(&format!("SELECT count(*) FROM \"{table}\""), [], |r| {
+        r.get(0)
+    })
+    .unwrap()
 }
 
 #[track_caller]
@@ -53,12 +62,17 @@ fn every_table_refuses_update_delete_and_insert_or_replace_with_recursive_trigge
     let names = tables(&conn);
     assert_eq!(names.len(), 15, "{names:?}");
     for recursive in ["OFF", "ON"] {
-        conn.execute_batch(&format!("PRAGMA recursive_triggers = {recursive}")).unwrap();
+        conn.execute_batch(&format!("PRAGMA recursive_triggers = {recursive}"))
+            .unwrap();
         for table in &names {
             let before = count(&conn, table);
             assert!(before > 0, "the scenario leaves a row in {table}");
             let first: String = conn
-                .query_row(&format!("SELECT name FROM pragma_table_info('{table}') ORDER BY cid LIMIT 1"), [], |r| r.get(0))
+                .query_row(
+                    &format!("SELECT name FROM pragma_table_info('{table}') ORDER BY cid LIMIT 1"),
+                    [],
+                    |r| r.get(0),
+                )
                 .unwrap();
             let attempts = [
                 format!("UPDATE \"{table}\" SET \"{first}\" = \"{first}\""),
@@ -67,7 +81,10 @@ fn every_table_refuses_update_delete_and_insert_or_replace_with_recursive_trigge
                 format!("REPLACE INTO \"{table}\" SELECT * FROM \"{table}\" ORDER BY rowid DESC LIMIT 1"),
             ];
             for sql in attempts {
-                assert!(conn.execute(&sql, []).is_err(), "{sql} (recursive_triggers {recursive}) succeeded");
+                assert!(
+                    conn.execute(&sql, []).is_err(),
+                    "{sql} (recursive_triggers {recursive}) succeeded"
+                );
                 assert_eq!(count(&conn, table), before, "{sql} changed {table}");
             }
         }
@@ -79,10 +96,16 @@ fn every_table_refuses_update_delete_and_insert_or_replace_with_recursive_trigge
 #[track_caller]
 fn assert_tamper_refused(code: Refusal, tamper: &str) {
     let (_dir, path) = populated();
-    raw(&path).execute_batch(tamper).expect("the tamper applies");
+    raw(&path)
+        .execute_batch(tamper)
+        .expect("the tamper applies");
     let before = std::fs::read(&path).unwrap();
     assert_eq!(refused_open(&path), code, "{tamper}");
-    assert_eq!(std::fs::read(&path).unwrap(), before, "a refused open changed the file");
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        before,
+        "a refused open changed the file"
+    );
     assert_eq!(refused_open(&path), code, "refusal is stable");
 }
 
@@ -92,13 +115,22 @@ fn an_added_trigger_or_view_refuses_with_schema_mismatch() {
         Refusal::SchemaMismatch,
         "CREATE TRIGGER sneaky AFTER INSERT ON messages BEGIN SELECT 1; END;",
     );
-    assert_tamper_refused(Refusal::SchemaMismatch, "CREATE VIEW peek AS SELECT * FROM messages;");
-    assert_tamper_refused(Refusal::SchemaMismatch, "CREATE INDEX extra ON ledger(kind);");
+    assert_tamper_refused(
+        Refusal::SchemaMismatch,
+        "CREATE VIEW peek AS SELECT * FROM messages;",
+    );
+    assert_tamper_refused(
+        Refusal::SchemaMismatch,
+        "CREATE INDEX extra ON ledger(kind);",
+    );
 }
 
 #[test]
 fn a_dropped_trigger_or_view_refuses_with_schema_mismatch() {
-    assert_tamper_refused(Refusal::SchemaMismatch, "DROP TRIGGER consumptions_no_delete;");
+    assert_tamper_refused(
+        Refusal::SchemaMismatch,
+        "DROP TRIGGER consumptions_no_delete;",
+    );
     assert_tamper_refused(Refusal::SchemaMismatch, "DROP VIEW inbox;");
 }
 
@@ -113,7 +145,9 @@ fn a_missing_metadata_row_refuses() {
 
 /// The exact statement of the pinned schema that starts with `prefix`.
 fn schema_statement(prefix: &str) -> String {
-    let start = mosaic_schema::SCHEMA_SQL.find(prefix).expect("statement in schema");
+    let start = mosaic_schema::SCHEMA_SQL
+        .find(prefix)
+        .expect("statement in schema");
     let rest = &mosaic_schema::SCHEMA_SQL[start..];
     let end = rest.find("END;").expect("trigger end") + 4;
     rest[..end].to_owned()
@@ -123,15 +157,29 @@ fn schema_statement(prefix: &str) -> String {
 fn a_non_canonical_timestamp_inserted_with_raw_sql_refuses_at_open() {
     let (_dir, path) = populated();
     let conn = raw(&path);
-    let (seq, last): (i64, String) =
-        conn.query_row("SELECT max(seq) + 1, max(at) FROM ledger", [], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+    let (seq, last): (i64, String) = conn
+        .query_row("SELECT max(seq) + 1, max(at) FROM ledger", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
     // Later than every stored time, so only its form is wrong.
     let bad = format!("{}Z", &last[..19].replacen(&last[..4], "2999", 1));
-    assert!(Timestamp::parse(&bad).is_err(), "{bad} must be non-canonical");
-    conn.execute_batch("PRAGMA ignore_check_constraints = ON").unwrap();
-    conn.execute("INSERT INTO ledger (seq, at, kind, business) VALUES (?1, ?2, 'request.refused', NULL)", rusqlite::params![seq, bad])
+    assert!(
+        Timestamp::parse(&bad).is_err(),
+        "{bad} must be non-canonical"
+    );
+    conn.execute_batch("PRAGMA ignore_check_constraints = ON")
         .unwrap();
-    conn.execute("INSERT INTO refusals (seq, code) VALUES (?1, 'bad-request')", [seq]).unwrap();
+    conn.execute(
+        "INSERT INTO ledger (seq, at, kind, business) VALUES (?1, ?2, 'request.refused', NULL)",
+        rusqlite::params![seq, bad],
+    )
+    .unwrap();
+    conn.execute(
+        "INSERT INTO refusals (seq, code) VALUES (?1, 'bad-request')",
+        [seq],
+    )
+    .unwrap();
     drop(conn);
     let before = std::fs::read(&path).unwrap();
     assert_eq!(refused_open(&path), Refusal::IntegrityFailed);
@@ -158,9 +206,18 @@ fn a_file_that_is_not_a_database_refuses_and_is_never_reinitialized() {
     let path = dir.path().join("bus.sqlite");
     std::fs::write(&path, b"not a database at all, but it is somebody's file").unwrap();
     assert_eq!(refused_open(&path), Refusal::IntegrityFailed);
-    assert!(matches!(SqliteStore::create(&path), Err(OpenError::WrongState)));
-    assert!(matches!(SqliteStore::open_or_create(&path), Err(OpenError::IntegrityFailed)));
-    assert_eq!(std::fs::read(&path).unwrap(), b"not a database at all, but it is somebody's file");
+    assert!(matches!(
+        SqliteStore::create(&path),
+        Err(OpenError::WrongState)
+    ));
+    assert!(matches!(
+        SqliteStore::open_or_create(&path),
+        Err(OpenError::IntegrityFailed)
+    ));
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        b"not a database at all, but it is somebody's file"
+    );
 }
 
 #[test]
@@ -176,7 +233,10 @@ fn an_empty_existing_file_is_refused_not_initialized() {
 fn a_new_store_file_is_private() {
     use std::os::unix::fs::PermissionsExt;
     let store = TempSqlite::fresh();
-    let mode = std::fs::metadata(store.dir().join("bus.sqlite")).unwrap().permissions().mode();
+    let mode = std::fs::metadata(store.dir().join("bus.sqlite"))
+        .unwrap()
+        .permissions()
+        .mode();
     assert_eq!(mode & 0o777, 0o600);
 }
 
@@ -187,7 +247,16 @@ fn write_times_continue_after_a_reopen_even_when_the_wall_clock_is_behind() {
     let last = store.last_write().unwrap().expect("the scenario wrote");
     let mut driver = Driver::open(policy_a(), store).unwrap();
     // The wall clock now reads earlier than the last write.
-    driver.call(t(5), &caller("lead", "l0"), Command::EmitRoutine { target: None, subject: None }).unwrap();
+    driver
+        .call(
+            t(5),
+            &caller("lead", "l0"),
+            Command::EmitRoutine {
+                target: None,
+                subject: None,
+            },
+        )
+        .unwrap();
     let after = driver.store().last_write().unwrap().unwrap();
     assert!(after > last, "{after} after {last}");
     assert_eq!(after, Timestamp::from_unix_ms(last.unix_ms() + 1).unwrap());
@@ -198,11 +267,17 @@ fn the_scenario_rebuilds_identically_from_the_file() {
     let (_dir, path) = populated();
     let first = Driver::open(policy_a(), SqliteStore::open(&path).unwrap()).unwrap();
     let again = Driver::open(policy_a(), SqliteStore::open(&path).unwrap()).unwrap();
-    assert!(first.bus() == again.bus(), "two opens of one file rebuild the same state");
+    assert!(
+        first.bus() == again.bus(),
+        "two opens of one file rebuild the same state"
+    );
     let mut memory = Driver::open(policy_a(), mosaic_ports::fakes::MemoryStore::new()).unwrap();
     scenario::working_day(&mut memory, &mut 1_000);
     let rebuilt = Driver::open(policy_a(), memory.store().clone()).unwrap();
-    assert!(first.bus() == rebuilt.bus(), "SQLite and memory replay agree");
+    assert!(
+        first.bus() == rebuilt.bus(),
+        "SQLite and memory replay agree"
+    );
 }
 
 /// The canonical-timestamp predicate the schema applies to each inserted row
@@ -222,7 +297,17 @@ fn near_canonical() -> impl Strategy<Value = String> {
         // Right shape, any digits: bad months, days, hours, leap days.
         "[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}Z",
         // Plausible values with a random edit.
-        (1970i64..2200, 1u32..13, 1u32..32, 0u32..25, 0u32..61, 0u32..61, 0u32..1000, 0usize..30, any::<char>())
+        (
+            1970i64..2200,
+            1u32..13,
+            1u32..32,
+            0u32..25,
+            0u32..61,
+            0u32..61,
+            0u32..1000,
+            0usize..30,
+            any::<char>()
+        )
             .prop_map(|(y, mo, d, h, mi, s, ms, at, c)| {
                 let mut text = format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{ms:03}Z");
                 if at < text.len() && text.is_char_boundary(at) && c != '\0' {

@@ -98,9 +98,12 @@ impl SqliteStore {
             .mode(0o600)
             .custom_flags(libc::O_NOFOLLOW)
             .open(path)
-            .map_err(|e| match e.kind() {
-                std::io::ErrorKind::AlreadyExists => OpenError::WrongState,
-                _ => OpenError::Unavailable(Box::new(e)),
+            .map_err(|e| {
+                if e.kind() == std::io::ErrorKind::AlreadyExists {
+                    OpenError::WrongState
+                } else {
+                    OpenError::Unavailable(Box::new(e))
+                }
             })?;
         Self::initialize(path).inspect_err(|_| {
             for suffix in ["", "-wal", "-shm"] {
@@ -114,9 +117,13 @@ impl SqliteStore {
 
     fn initialize(path: &Path) -> Result<Self, OpenError> {
         let mut conn = connect(path)?;
-        conn.pragma_update(None, "journal_mode", "WAL").map_err(open_failure)?;
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(open_failure)?;
-        tx.execute_batch(mosaic_schema::SCHEMA_SQL).map_err(open_failure)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(open_failure)?;
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(open_failure)?;
+        tx.execute_batch(mosaic_schema::SCHEMA_SQL)
+            .map_err(open_failure)?;
         tx.execute(
             "INSERT INTO meta (key, value) VALUES (?1, ?2)",
             params![mosaic_schema::VERSION_KEY, mosaic_schema::VERSION],
@@ -136,7 +143,9 @@ impl SqliteStore {
         match std::fs::symlink_metadata(path) {
             Ok(m) if m.file_type().is_file() => {}
             Ok(_) => return Err(OpenError::WrongState),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(OpenError::WrongState),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(OpenError::WrongState)
+            }
             Err(e) => return Err(OpenError::Unavailable(Box::new(e))),
         }
         Self::verified(connect(path)?, path)
@@ -156,11 +165,18 @@ impl SqliteStore {
     /// Runs every open-time check, then allows checkpoints again.
     fn verified(conn: Connection, path: &Path) -> Result<Self, OpenError> {
         verify(&conn)?;
-        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, false).map_err(open_failure)?;
-        let next_seq: i64 = conn
-            .query_row("SELECT coalesce(max(seq), 0) + 1 FROM ledger", [], |r| r.get(0))
+        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, false)
             .map_err(open_failure)?;
-        Ok(Self { conn, path: path.to_owned(), next_seq })
+        let next_seq: i64 = conn
+            .query_row("SELECT coalesce(max(seq), 0) + 1 FROM ledger", [], |r| {
+                r.get(0)
+            })
+            .map_err(open_failure)?;
+        Ok(Self {
+            conn,
+            path: path.to_owned(),
+            next_seq,
+        })
     }
 
     /// The database file.
@@ -169,23 +185,31 @@ impl SqliteStore {
     }
 }
 
-
 /// A connection to an existing file with the store's settings. It does not
 /// checkpoint on close until [`SqliteStore::verified`] allows it.
 fn connect(path: &Path) -> Result<Connection, OpenError> {
-    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_NOFOLLOW;
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        | OpenFlags::SQLITE_OPEN_NOFOLLOW;
     let conn = Connection::open_with_flags(path, flags).map_err(open_failure)?;
-    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true).map_err(open_failure)?;
-    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true).map_err(open_failure)?;
-    conn.pragma_update(None, "trusted_schema", false).map_err(open_failure)?;
-    conn.pragma_update(None, "foreign_keys", true).map_err(open_failure)?;
-    conn.pragma_update(None, "synchronous", "FULL").map_err(open_failure)?;
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)
+        .map_err(open_failure)?;
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true)
+        .map_err(open_failure)?;
+    conn.pragma_update(None, "trusted_schema", false)
+        .map_err(open_failure)?;
+    conn.pragma_update(None, "foreign_keys", true)
+        .map_err(open_failure)?;
+    conn.pragma_update(None, "synchronous", "FULL")
+        .map_err(open_failure)?;
     Ok(conn)
 }
 
 /// The open-time checks, in the order that gives the most precise code.
 fn verify(conn: &Connection) -> Result<(), OpenError> {
-    let quick: String = conn.query_row("PRAGMA quick_check", [], |r| r.get(0)).map_err(open_failure)?;
+    let quick: String = conn
+        .query_row("PRAGMA quick_check", [], |r| r.get(0))
+        .map_err(open_failure)?;
     if quick != "ok" {
         return Err(OpenError::IntegrityFailed);
     }
@@ -202,22 +226,32 @@ fn verify(conn: &Connection) -> Result<(), OpenError> {
         return Err(OpenError::SchemaMismatch);
     }
     let version: Option<String> = conn
-        .query_row("SELECT value FROM meta WHERE key = ?1", [mosaic_schema::VERSION_KEY], |r| r.get(0))
+        .query_row(
+            "SELECT value FROM meta WHERE key = ?1",
+            [mosaic_schema::VERSION_KEY],
+            |r| r.get(0),
+        )
         .optional()
         .map_err(open_failure)?;
     if version.as_deref() != Some(mosaic_schema::VERSION) {
         return Err(OpenError::SchemaMismatch);
     }
-    let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).map_err(open_failure)?;
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .map_err(open_failure)?;
     if !mode.eq_ignore_ascii_case("wal") {
         return Err(OpenError::SchemaMismatch);
     }
-    let dangling: Option<String> =
-        conn.query_row("PRAGMA foreign_key_check", [], |r| r.get(0)).optional().map_err(open_failure)?;
+    let dangling: Option<String> = conn
+        .query_row("PRAGMA foreign_key_check", [], |r| r.get(0))
+        .optional()
+        .map_err(open_failure)?;
     if dangling.is_some() {
         return Err(OpenError::IntegrityFailed);
     }
-    let broken: i64 = conn.query_row(LEDGER_CHECK, [], |r| r.get(0)).map_err(open_failure)?;
+    let broken: i64 = conn
+        .query_row(LEDGER_CHECK, [], |r| r.get(0))
+        .map_err(open_failure)?;
     if broken != 0 {
         return Err(OpenError::IntegrityFailed);
     }
@@ -264,9 +298,8 @@ fn write_failure(e: rusqlite::Error) -> StoreError {
                 Some(_) => StoreError::Malformed,
                 None => match err.extended_code {
                     rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY => StoreError::Dangling,
-                    rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE | rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY => {
-                        StoreError::Duplicate
-                    }
+                    rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
+                    | rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY => StoreError::Duplicate,
                     _ => StoreError::Malformed,
                 },
             };
@@ -284,7 +317,11 @@ fn read_failure(e: impl Into<ReadError>) -> StoreError {
 
 impl SqliteStore {
     /// The facts about the message in each row of a `SELECT {MESSAGE_COLUMNS}, delivered run, read flag`.
-    fn facts(&self, sql: &str, args: impl rusqlite::Params) -> Result<Vec<MessageFacts>, StoreError> {
+    fn facts(
+        &self,
+        sql: &str,
+        args: impl rusqlite::Params,
+    ) -> Result<Vec<MessageFacts>, StoreError> {
         let mut st = self.conn.prepare_cached(sql).map_err(read_failure)?;
         let mut rows = st.query(args).map_err(read_failure)?;
         let mut out = Vec::new();
@@ -292,22 +329,35 @@ impl SqliteStore {
             let record = rows::message_row(r).map_err(read_failure)?;
             let delivered: Option<String> = r.get(11).map_err(read_failure)?;
             let delivered_to = match delivered {
-                Some(run) => Some(RunId::parse(&run).map_err(|_| read_failure(Undecodable("delivered run")))?),
+                Some(run) => Some(
+                    RunId::parse(&run).map_err(|_| read_failure(Undecodable("delivered run")))?,
+                ),
                 None => None,
             };
-            out.push(MessageFacts { record, delivered_to, read: r.get(12).map_err(read_failure)? });
+            out.push(MessageFacts {
+                record,
+                delivered_to,
+                read: r.get(12).map_err(read_failure)?,
+            });
         }
         Ok(out)
     }
 
-    fn load_seqs(&self, sql: &str, args: impl rusqlite::Params) -> Result<Vec<Stamped>, StoreError> {
+    fn load_seqs(
+        &self,
+        sql: &str,
+        args: impl rusqlite::Params,
+    ) -> Result<Vec<Stamped>, StoreError> {
         let mut st = self.conn.prepare_cached(sql).map_err(read_failure)?;
         let ledger: Vec<(i64, String, String)> = st
             .query_map(args, |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
             .map_err(read_failure)?
             .collect::<Result<_, _>>()
             .map_err(read_failure)?;
-        ledger.iter().map(|(seq, at, kind)| rows::load(&self.conn, *seq, at, kind).map_err(read_failure)).collect()
+        ledger
+            .iter()
+            .map(|(seq, at, kind)| rows::load(&self.conn, *seq, at, kind).map_err(read_failure))
+            .collect()
     }
 }
 
@@ -317,7 +367,10 @@ const FACTS: &str = "SELECT m.id, m.business, m.from_role, m.from_run, m.to_role
 
 impl EvidenceStore for SqliteStore {
     fn commit(&mut self, records: &[Stamped]) -> Result<(), StoreError> {
-        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(write_failure)?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(write_failure)?;
         let mut seq = self.next_seq;
         for record in records {
             rows::insert(&tx, seq, record).map_err(write_failure)?;
@@ -331,26 +384,37 @@ impl EvidenceStore for SqliteStore {
     fn last_write(&self) -> Result<Option<Timestamp>, StoreError> {
         let at: Option<String> = self
             .conn
-            .query_row("SELECT at FROM ledger ORDER BY seq DESC LIMIT 1", [], |r| r.get(0))
+            .query_row("SELECT at FROM ledger ORDER BY seq DESC LIMIT 1", [], |r| {
+                r.get(0)
+            })
             .optional()
             .map_err(read_failure)?;
-        at.map(|at| Timestamp::parse(&at).map_err(|_| read_failure(Undecodable("at")))).transpose()
+        at.map(|at| Timestamp::parse(&at).map_err(|_| read_failure(Undecodable("at"))))
+            .transpose()
     }
 
     fn replay(&self, visit: &mut dyn FnMut(Stamped)) -> Result<(), StoreError> {
-        let sql = format!("SELECT seq, at, kind FROM ledger WHERE kind IN ({}) ORDER BY seq", rows::MACHINE_KINDS);
+        let sql = format!(
+            "SELECT seq, at, kind FROM ledger WHERE kind IN ({}) ORDER BY seq",
+            rows::MACHINE_KINDS
+        );
         let mut st = self.conn.prepare(&sql).map_err(read_failure)?;
         let mut ledger = st.query([]).map_err(read_failure)?;
         while let Some(r) = ledger.next().map_err(read_failure)? {
-            let (seq, at, kind): (i64, String, String) =
-                (r.get(0).map_err(read_failure)?, r.get(1).map_err(read_failure)?, r.get(2).map_err(read_failure)?);
+            let (seq, at, kind): (i64, String, String) = (
+                r.get(0).map_err(read_failure)?,
+                r.get(1).map_err(read_failure)?,
+                r.get(2).map_err(read_failure)?,
+            );
             visit(rows::load(&self.conn, seq, &at, &kind).map_err(read_failure)?);
         }
         Ok(())
     }
 
     fn message(&self, id: &MessageId) -> Result<Option<MessageFacts>, StoreError> {
-        Ok(self.facts(&format!("{FACTS} WHERE m.id = ?1"), [id.to_string()])?.pop())
+        Ok(self
+            .facts(&format!("{FACTS} WHERE m.id = ?1"), [id.to_string()])?
+            .pop())
     }
 
     fn undelivered(
@@ -366,7 +430,11 @@ impl EvidenceStore for SqliteStore {
         )
     }
 
-    fn unread(&self, business: &BusinessId, recipient: &Recipient) -> Result<Vec<MessageFacts>, StoreError> {
+    fn unread(
+        &self,
+        business: &BusinessId,
+        recipient: &Recipient,
+    ) -> Result<Vec<MessageFacts>, StoreError> {
         let role = match recipient {
             Recipient::Role(r) => Some(r.as_str()),
             Recipient::Human => None,
@@ -383,10 +451,14 @@ impl EvidenceStore for SqliteStore {
     fn tasks(&self, business: &BusinessId) -> Result<Vec<TaskView>, StoreError> {
         let mut st = self
             .conn
-            .prepare_cached("SELECT task_ref, kind, body, tombstone, at FROM task_current WHERE business = ?1")
+            .prepare_cached(
+                "SELECT task_ref, kind, body, tombstone, at FROM task_current WHERE business = ?1",
+            )
             .map_err(read_failure)?;
         let rows: Vec<(String, String, String, bool, String)> = st
-            .query_map([business.as_str()], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
+            .query_map([business.as_str()], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+            })
             .map_err(read_failure)?
             .collect::<Result<_, _>>()
             .map_err(read_failure)?;
@@ -394,7 +466,8 @@ impl EvidenceStore for SqliteStore {
             .into_iter()
             .map(|(task, kind, body, tombstone, at)| {
                 Ok(TaskView {
-                    task: TaskRef::parse(&task).map_err(|_| read_failure(Undecodable("task ref")))?,
+                    task: TaskRef::parse(&task)
+                        .map_err(|_| read_failure(Undecodable("task ref")))?,
                     kind,
                     body,
                     tombstone,

@@ -3,13 +3,14 @@
 
 use mosaic_domain::business::ActionClass;
 use mosaic_domain::evidence::{
-    ActionAllowed, AgentRef, ClaimEvidence, Consumption, DecisionActor, DecisionEvidence, DecisionOption,
-    DecisionRecord, Evidence, Harness, HumanInput, LaunchEvidence, LaunchRecord, MessageClass,
-    MessageEvidence, MessageRecord, Observation, OptionKey, Recipient, RefusalRecord, Route, Sender, Stamped,
-    Subject,
+    ActionAllowed, AgentRef, ClaimEvidence, Consumption, DecisionActor, DecisionEvidence,
+    DecisionOption, DecisionRecord, Evidence, Harness, HumanInput, LaunchEvidence, LaunchRecord,
+    MessageClass, MessageEvidence, MessageRecord, Observation, OptionKey, Recipient, RefusalRecord,
+    Route, Sender, Stamped, Subject,
 };
 use mosaic_domain::{
-    Action, BusinessId, DecisionId, EventId, MessageId, Refusal, RoleInstance, RunId, Target, TaskRef, Timestamp,
+    Action, BusinessId, DecisionId, EventId, MessageId, Refusal, RoleInstance, RunId, Target,
+    TaskRef, Timestamp,
 };
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
@@ -26,31 +27,6 @@ pub(crate) enum ReadError {
     Sql(#[from] rusqlite::Error),
     #[error(transparent)]
     Undecodable(#[from] Undecodable),
-}
-
-/// The ledger kind of a fact.
-pub(crate) fn kind(evidence: &Evidence) -> &'static str {
-    match evidence {
-        Evidence::Launch(LaunchEvidence::Launched(_)) => "session.launched",
-        Evidence::Launch(LaunchEvidence::Revoked { .. }) => "launch.revoked",
-        Evidence::Launch(LaunchEvidence::Restored { .. }) => "launch.restored",
-        Evidence::Claim(ClaimEvidence::Claimed { .. }) => "role.claimed",
-        Evidence::Claim(ClaimEvidence::Released { .. }) => "role.released",
-        Evidence::Claim(ClaimEvidence::Revoked { .. }) => "role.revoked",
-        Evidence::Decision(DecisionEvidence::Raised(_)) => "decision.raised",
-        Evidence::Decision(DecisionEvidence::Resolved { .. }) => "decision.resolved",
-        Evidence::Decision(DecisionEvidence::Seen { .. }) => "decision.seen",
-        Evidence::Decision(DecisionEvidence::Withdrawn { .. }) => "decision.withdrawn",
-        Evidence::Decision(DecisionEvidence::Superseded { .. }) => "decision.superseded",
-        Evidence::Consumed(_) => "approval.consumed",
-        Evidence::Allowed(_) => "action.allowed",
-        Evidence::Message(MessageEvidence::Sent(_)) => "message.sent",
-        Evidence::Message(MessageEvidence::Delivered { .. }) => "message.delivered",
-        Evidence::Message(MessageEvidence::Read { .. }) => "message.read",
-        Evidence::Human(_) => "human.input",
-        Evidence::Observed(_) => "event.observed",
-        Evidence::Refused(_) => "request.refused",
-    }
 }
 
 /// The ledger kinds a restart replays (`Evidence::is_machine_state`).
@@ -90,7 +66,7 @@ pub(crate) fn insert(conn: &Connection, seq: i64, record: &Stamped) -> rusqlite:
     let e = &record.evidence;
     let business = e.business().map(ToString::to_string);
     conn.prepare_cached("INSERT INTO ledger (seq, at, kind, business) VALUES (?1, ?2, ?3, ?4)")?
-        .execute(params![seq, record.at.to_string(), kind(e), business])?;
+        .execute(params![seq, record.at.to_string(), e.kind(), business])?;
     match e {
         Evidence::Launch(LaunchEvidence::Launched(l)) => conn
             .prepare_cached(
@@ -327,7 +303,11 @@ fn bad(what: &'static str) -> Undecodable {
     Undecodable(what)
 }
 
-fn parse<T>(text: &str, f: impl Fn(&str) -> Result<T, Refusal>, what: &'static str) -> Result<T, Undecodable> {
+fn parse<T>(
+    text: &str,
+    f: impl Fn(&str) -> Result<T, Refusal>,
+    what: &'static str,
+) -> Result<T, Undecodable> {
     f(text).map_err(|_| bad(what))
 }
 
@@ -344,7 +324,10 @@ fn business(text: &str) -> Result<BusinessId, Undecodable> {
 }
 
 fn agent(role: &str, run: &str) -> Result<AgentRef, Undecodable> {
-    Ok(AgentRef { role: parse(role, RoleInstance::parse, "role")?, run: parse(run, RunId::parse, "run")? })
+    Ok(AgentRef {
+        role: parse(role, RoleInstance::parse, "role")?,
+        run: parse(run, RunId::parse, "run")?,
+    })
 }
 
 fn actor(role: Option<String>, run: Option<String>) -> Result<DecisionActor, Undecodable> {
@@ -356,8 +339,13 @@ fn actor(role: Option<String>, run: Option<String>) -> Result<DecisionActor, Und
 }
 
 /// Decodes `subject_kind` + `subject` columns.
-pub(crate) fn subject(kind: Option<String>, text: Option<String>) -> Result<Option<Subject>, Undecodable> {
-    let (Some(kind), Some(text)) = (kind, text) else { return Ok(None) };
+pub(crate) fn subject(
+    kind: Option<String>,
+    text: Option<String>,
+) -> Result<Option<Subject>, Undecodable> {
+    let (Some(kind), Some(text)) = (kind, text) else {
+        return Ok(None);
+    };
     Ok(Some(match kind.as_str() {
         "task" => Subject::Task(parse(&text, TaskRef::parse, "subject")?),
         "decision" => Subject::Decision(parse(&text, DecisionId::parse, "subject")?),
@@ -368,9 +356,16 @@ pub(crate) fn subject(kind: Option<String>, text: Option<String>) -> Result<Opti
 }
 
 /// Reads the fact stored under ledger row `seq` of kind `kind`.
-pub(crate) fn load(conn: &Connection, seq: i64, at: &str, kind: &str) -> Result<Stamped, ReadError> {
+pub(crate) fn load(
+    conn: &Connection,
+    seq: i64,
+    at: &str,
+    kind: &str,
+) -> Result<Stamped, ReadError> {
     let at = parse(at, Timestamp::parse, "at")?;
-    let one = |sql: &str| -> Result<rusqlite::CachedStatement<'_>, rusqlite::Error> { conn.prepare_cached(sql) };
+    let one = |sql: &str| -> Result<rusqlite::CachedStatement<'_>, rusqlite::Error> {
+        conn.prepare_cached(sql)
+    };
     let evidence = match kind {
         "session.launched" => {
             let mut st = one("SELECT business, role, run, harness, address, pid, start_time FROM launches WHERE seq = ?1")?;
@@ -399,7 +394,8 @@ pub(crate) fn load(conn: &Connection, seq: i64, at: &str, kind: &str) -> Result<
             })?
         }
         "launch.revoked" | "launch.restored" => {
-            let b: String = one("SELECT business FROM launch_switches WHERE seq = ?1")?.query_row([seq], |r| r.get(0))?;
+            let b: String = one("SELECT business FROM launch_switches WHERE seq = ?1")?
+                .query_row([seq], |r| r.get(0))?;
             let business = business(&b)?;
             if kind == "launch.revoked" {
                 Evidence::Launch(LaunchEvidence::Revoked { business })
@@ -418,11 +414,14 @@ pub(crate) fn load(conn: &Connection, seq: i64, at: &str, kind: &str) -> Result<
                 _ => ClaimEvidence::Revoked {
                     business,
                     agent,
-                    decision: parse_opt(decision, DecisionId::parse, "decision")?.ok_or(bad("decision"))?,
+                    decision: parse_opt(decision, DecisionId::parse, "decision")?
+                        .ok_or(bad("decision"))?,
                 },
             })
         }
-        "decision.raised" => Evidence::Decision(DecisionEvidence::Raised(Box::new(load_decision(conn, seq)?))),
+        "decision.raised" => Evidence::Decision(DecisionEvidence::Raised(Box::new(load_decision(
+            conn, seq,
+        )?))),
         "decision.resolved" | "decision.seen" | "decision.withdrawn" | "decision.superseded" => {
             #[allow(clippy::type_complexity)]
             let (b, id, choice, by_role, by_run, note, superseded_by): (
@@ -447,12 +446,23 @@ pub(crate) fn load(conn: &Connection, seq: i64, at: &str, kind: &str) -> Result<
                     by: actor(by_role, by_run)?,
                     note,
                 },
-                "decision.seen" => DecisionEvidence::Seen { business, id, by: actor(by_role, by_run)?, note },
-                "decision.withdrawn" => DecisionEvidence::Withdrawn { business, id, by: actor(by_role, by_run)?, note },
+                "decision.seen" => DecisionEvidence::Seen {
+                    business,
+                    id,
+                    by: actor(by_role, by_run)?,
+                    note,
+                },
+                "decision.withdrawn" => DecisionEvidence::Withdrawn {
+                    business,
+                    id,
+                    by: actor(by_role, by_run)?,
+                    note,
+                },
                 _ => DecisionEvidence::Superseded {
                     business,
                     id,
-                    by: parse_opt(superseded_by, DecisionId::parse, "superseded by")?.ok_or(bad("superseded by"))?,
+                    by: parse_opt(superseded_by, DecisionId::parse, "superseded by")?
+                        .ok_or(bad("superseded by"))?,
                 },
             })
         }
@@ -496,21 +506,42 @@ pub(crate) fn load(conn: &Connection, seq: i64, at: &str, kind: &str) -> Result<
             })
         }
         "message.sent" => {
-            let mut st = one(&format!("SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.seq = ?1"))?;
-            let record = st.query_row([seq], |r| Ok(message_row(r))).optional()?.ok_or(bad("message"))??;
+            let mut st = one(&format!(
+                "SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.seq = ?1"
+            ))?;
+            let record = st
+                .query_row([seq], |r| Ok(message_row(r)))
+                .optional()?
+                .ok_or(bad("message"))??;
             Evidence::Message(MessageEvidence::Sent(Box::new(record)))
         }
         "message.delivered" | "message.read" => {
-            let table = if kind == "message.delivered" { "deliveries" } else { "reads" };
-            let (m, b, run): (String, String, String) =
-                one(&format!("SELECT message, business, run FROM {table} WHERE seq = ?1"))?
-                    .query_row([seq], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
-            let (business, message, run) =
-                (business(&b)?, parse(&m, MessageId::parse, "message")?, parse(&run, RunId::parse, "run")?);
-            Evidence::Message(if kind == "message.delivered" {
-                MessageEvidence::Delivered { business, message, run }
+            let table = if kind == "message.delivered" {
+                "deliveries"
             } else {
-                MessageEvidence::Read { business, message, run }
+                "reads"
+            };
+            let (m, b, run): (String, String, String) = one(&format!(
+                "SELECT message, business, run FROM {table} WHERE seq = ?1"
+            ))?
+            .query_row([seq], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+            let (business, message, run) = (
+                business(&b)?,
+                parse(&m, MessageId::parse, "message")?,
+                parse(&run, RunId::parse, "run")?,
+            );
+            Evidence::Message(if kind == "message.delivered" {
+                MessageEvidence::Delivered {
+                    business,
+                    message,
+                    run,
+                }
+            } else {
+                MessageEvidence::Read {
+                    business,
+                    message,
+                    run,
+                }
             })
         }
         "human.input" => {
@@ -553,9 +584,16 @@ pub(crate) fn load(conn: &Connection, seq: i64, at: &str, kind: &str) -> Result<
         }
         "request.refused" => {
             #[allow(clippy::type_complexity)]
-            let (b, role, run, verb, code): (Option<String>, Option<String>, Option<String>, Option<String>, String) =
-                one("SELECT business, role, run, verb, code FROM refusals WHERE seq = ?1")?
-                    .query_row([seq], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))?;
+            let (b, role, run, verb, code): (
+                Option<String>,
+                Option<String>,
+                Option<String>,
+                Option<String>,
+                String,
+            ) = one("SELECT business, role, run, verb, code FROM refusals WHERE seq = ?1")?
+                .query_row([seq], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+                })?;
             let agent = match (role, run) {
                 (Some(role), Some(run)) => Some(agent(&role, &run)?),
                 (None, None) => None,
@@ -585,13 +623,23 @@ fn load_decision(conn: &Connection, seq: i64) -> Result<DecisionRecord, ReadErro
 
 fn decision_row(r: &Row<'_>) -> Result<DecisionRecord, ReadError> {
     let options: String = r.get(7)?;
-    let options: Vec<serde_json::Value> = serde_json::from_str(&options).map_err(|_| bad("options"))?;
+    let options: Vec<serde_json::Value> =
+        serde_json::from_str(&options).map_err(|_| bad("options"))?;
     let options = options
         .iter()
         .map(|o| {
-            let key = o.get("key").and_then(serde_json::Value::as_str).ok_or(bad("option key"))?;
-            let text = o.get("text").and_then(serde_json::Value::as_str).ok_or(bad("option text"))?;
-            Ok(DecisionOption { key: parse(key, OptionKey::parse, "option key")?, text: text.to_owned() })
+            let key = o
+                .get("key")
+                .and_then(serde_json::Value::as_str)
+                .ok_or(bad("option key"))?;
+            let text = o
+                .get("text")
+                .and_then(serde_json::Value::as_str)
+                .ok_or(bad("option text"))?;
+            Ok(DecisionOption {
+                key: parse(key, OptionKey::parse, "option key")?,
+                text: text.to_owned(),
+            })
         })
         .collect::<Result<Vec<_>, Undecodable>>()?;
     let class = match r.get::<_, String>(16)?.as_str() {
@@ -619,7 +667,11 @@ fn decision_row(r: &Row<'_>) -> Result<DecisionRecord, ReadError> {
         task_ref: parse_opt(r.get(12)?, TaskRef::parse, "task ref")?,
         requirement_ref: r.get(13)?,
         supersedes: parse_opt(r.get(14)?, DecisionId::parse, "supersedes")?,
-        approval_choice: parse(&r.get::<_, String>(15)?, OptionKey::parse, "approval choice")?,
+        approval_choice: parse(
+            &r.get::<_, String>(15)?,
+            OptionKey::parse,
+            "approval choice",
+        )?,
         class,
         route,
         holder: parse_opt(r.get(18)?, RunId::parse, "holder")?,

@@ -1,0 +1,121 @@
+//! `mosaic-bench --quick` runs the whole benchmark path on tiny sizes: every
+//! stdout line is JSON, the figures come in order with positive numbers, and
+//! the run leaves nothing behind in its data root.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+const FIGURES: [&str; 4] = [
+    "environment",
+    "raw_sqlite_commit",
+    "message_send_1_client",
+    "commit_cost_rows",
+];
+
+fn positive(line: &Value, key: &str) {
+    let x = line[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{key} is a number in {line}"));
+    assert!(x > 0.0 && x.is_finite(), "{key} is positive in {line}");
+}
+
+#[test]
+fn quick_run_prints_every_figure_as_json_and_cleans_up() {
+    let root = tempfile::tempdir().expect("a temporary directory");
+    let out = Command::new(env!("CARGO_BIN_EXE_mosaic-bench"))
+        .args(["--quick", "--data-root"])
+        .arg(root.path())
+        .output()
+        .expect("the bench runs");
+    let stdout = String::from_utf8(out.stdout).expect("UTF-8 output");
+    assert!(
+        out.status.success(),
+        "exit {:?}\nstdout:\n{stdout}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let lines: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    let names: Vec<&str> = lines
+        .iter()
+        .map(|l| l["figure"].as_str().expect("a figure name"))
+        .collect();
+    assert_eq!(names, FIGURES);
+
+    let env = &lines[0];
+    positive(env, "nproc");
+    assert_eq!(env["quick"], true);
+    assert!(env["bench_dir"]
+        .as_str()
+        .expect("bench_dir")
+        .starts_with(env["data_root"].as_str().expect("data_root")));
+
+    for key in ["commits_per_s", "p50_us", "p99_us", "mean_us", "n"] {
+        positive(&lines[1], key);
+    }
+    for key in [
+        "requests_per_s",
+        "p50_us",
+        "p99_us",
+        "ratio_to_raw",
+        "raw_commits_per_s",
+    ] {
+        positive(&lines[2], key);
+    }
+    assert_eq!(
+        lines[2]["records_per_request"], 2.0,
+        "a within-role send commits action.allowed and message.sent"
+    );
+    for key in [
+        "small_p50_us",
+        "small_mean_us",
+        "large_p50_us",
+        "large_mean_us",
+        "ratio",
+        "large_messages",
+    ] {
+        positive(&lines[3], key);
+    }
+    assert!(lines[3]["large_messages"].as_u64() > lines[3]["small_messages"].as_u64());
+    for line in &lines {
+        assert!(line.get("error").is_none(), "no figure failed: {line}");
+    }
+
+    let left: Vec<_> = std::fs::read_dir(root.path())
+        .expect("the data root is still there")
+        .collect();
+    assert!(left.is_empty(), "the bench removed its directory: {left:?}");
+}
+
+#[test]
+fn a_bad_argument_is_one_json_error_line_and_a_failure() {
+    let out = Command::new(env!("CARGO_BIN_EXE_mosaic-bench"))
+        .arg("--bogus")
+        .output()
+        .expect("the bench runs");
+    assert!(!out.status.success());
+    let stdout = String::from_utf8(out.stdout).expect("UTF-8 output");
+    let line: Value = serde_json::from_str(stdout.trim()).expect("one JSON line");
+    assert_eq!(line["figure"], "arguments");
+    assert!(line["error"].is_string());
+}
+
+#[test]
+fn a_missing_data_root_is_an_error_line_not_a_panic() {
+    let root = tempfile::tempdir().expect("a temporary directory");
+    let out = Command::new(env!("CARGO_BIN_EXE_mosaic-bench"))
+        .args(["--quick", "--data-root"])
+        .arg(root.path().join("missing"))
+        .output()
+        .expect("the bench runs");
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8(out.stdout).expect("UTF-8 output");
+    let line: Value = serde_json::from_str(stdout.trim()).expect("one JSON line");
+    assert_eq!(line["figure"], "environment");
+    assert!(line["error"].is_string());
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
+}
