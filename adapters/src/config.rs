@@ -234,3 +234,181 @@ mod tests {
         }
     }
 }
+
+/// The boot configuration the trusted host sends (`{"op":"boot","config":…}`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BootConfig {
+    /// The existing data root the broker owns `bus/` in.
+    pub data_root: std::path::PathBuf,
+    /// Every business, validated.
+    pub businesses: Vec<Business>,
+    /// The launches the host already performed, bound at boot.
+    pub launches: Vec<mosaic_domain::evidence::LaunchRecord>,
+    /// One reader capability is issued per entry.
+    pub readers: Vec<BusinessId>,
+    /// Source checkouts that credential files must stay out of.
+    pub repo_roots: Vec<std::path::PathBuf>,
+    /// Where browser control listens, when enabled (`127.0.0.1:PORT`).
+    pub browser_listen: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct BootJson {
+    data_root: String,
+    businesses: BTreeMap<String, serde_json::Value>,
+    #[serde(default)]
+    launches: Vec<serde_json::Value>,
+    #[serde(default)]
+    readers: Vec<String>,
+    #[serde(default)]
+    repo_roots: Vec<String>,
+    browser: Option<BrowserJson>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BrowserJson {
+    listen: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct LaunchRecordJson {
+    business: String,
+    role: String,
+    run: String,
+    harness: String,
+    address: Option<String>,
+    pid: u32,
+    start_time: u64,
+}
+
+/// Parses a launch record `{business, role, run, harness, address?, pid,
+/// startTime}`; `startTime` is field 22 of `/proc/<pid>/stat`.
+///
+/// # Errors
+/// `bad-config` for any other shape, a bad name, an unknown harness, or pid 0.
+pub fn launch_from_value(
+    value: serde_json::Value,
+) -> Result<mosaic_domain::evidence::LaunchRecord, Refusal> {
+    let l: LaunchRecordJson = serde_json::from_value(value).map_err(|_| Refusal::BadConfig)?;
+    if l.pid == 0
+        || l.address
+            .as_deref()
+            .is_some_and(|a| a.is_empty() || a.len() > 512)
+    {
+        return Err(Refusal::BadConfig);
+    }
+    Ok(mosaic_domain::evidence::LaunchRecord {
+        business: name(&l.business, BusinessId::parse)?,
+        role: name(&l.role, RoleInstance::parse)?,
+        run: name(&l.run, mosaic_domain::RunId::parse)?,
+        harness: mosaic_domain::evidence::Harness::parse(&l.harness)?,
+        address: l.address,
+        pid: l.pid,
+        start_time: l.start_time,
+    })
+}
+
+/// Parses and validates the whole boot configuration: every business (its
+/// map key must equal its `id`), every launch (of a configured business),
+/// every reader (a configured business), absolute paths.
+///
+/// # Errors
+/// `bad-config` for any shape, name or cross-reference problem, and the
+/// codes of [`business_from_value`] and [`launch_from_value`].
+pub fn boot_from_value(value: serde_json::Value) -> Result<BootConfig, Refusal> {
+    let json: BootJson = serde_json::from_value(value).map_err(|_| Refusal::BadConfig)?;
+    let absolute = |p: &str| {
+        let path = std::path::PathBuf::from(p);
+        if path.is_absolute() {
+            Ok(path)
+        } else {
+            Err(Refusal::BadConfig)
+        }
+    };
+    let mut businesses = Vec::new();
+    for (id, definition) in json.businesses {
+        let business = business_from_value(definition)?;
+        if business.id().as_str() != id {
+            return Err(Refusal::BadConfig);
+        }
+        businesses.push(business);
+    }
+    let known = |b: &BusinessId| businesses.iter().any(|x| x.id() == b);
+    let launches = json
+        .launches
+        .into_iter()
+        .map(launch_from_value)
+        .collect::<Result<Vec<_>, _>>()?;
+    if launches.iter().any(|l| !known(&l.business)) {
+        return Err(Refusal::BadConfig);
+    }
+    let readers = json
+        .readers
+        .iter()
+        .map(|r| name(r, BusinessId::parse))
+        .collect::<Result<Vec<_>, _>>()?;
+    if readers.iter().any(|r| !known(r)) {
+        return Err(Refusal::BadConfig);
+    }
+    Ok(BootConfig {
+        data_root: absolute(&json.data_root)?,
+        businesses,
+        launches,
+        readers,
+        repo_roots: json
+            .repo_roots
+            .iter()
+            .map(|p| absolute(p))
+            .collect::<Result<_, _>>()?,
+        browser_listen: json.browser.map(|b| b.listen),
+    })
+}
+
+#[cfg(test)]
+mod boot_tests {
+    use super::*;
+
+    const ACME: &str = r#"{"id":"acme","human":"alice","arbiters":{"technical":"lead","delivery":"lead"},
+        "roles":{"lead":{"authority":{"withinRole":[],"crossRole":[]}},
+                 "dev":{"authority":{"withinRole":[],"crossRole":[]}}}}"#;
+
+    fn boot(extra: &str) -> serde_json::Value {
+        let text = format!(
+            r#"{{"dataRoot":"/srv/mosaic","businesses":{{"acme":{ACME}}},
+                "launches":[{{"business":"acme","role":"dev","run":"r1","harness":"pi","pid":42,"startTime":1234}}],
+                "readers":["acme"],"repoRoots":["/src/mosaic"]{extra}}}"#
+        );
+        serde_json::from_str(&text).unwrap()
+    }
+
+    #[test]
+    fn a_boot_configuration_parses() {
+        let config = boot_from_value(boot(r#","browser":{"listen":"127.0.0.1:0"}"#)).unwrap();
+        assert_eq!(config.businesses.len(), 1);
+        assert_eq!(config.launches[0].start_time, 1234);
+        assert_eq!(config.readers[0].as_str(), "acme");
+        assert_eq!(config.browser_listen.as_deref(), Some("127.0.0.1:0"));
+    }
+
+    #[test]
+    fn a_bad_boot_configuration_refuses_with_static_codes() {
+        let bad = |value: serde_json::Value| boot_from_value(value).err();
+        assert_eq!(bad(boot(r#","extra":1"#)), Some(Refusal::BadConfig));
+        let edits: [(&str, serde_json::Value); 6] = [
+            ("/dataRoot", "relative/path".into()),
+            ("/readers", serde_json::json!(["globex"])),
+            ("/launches/0/harness", "codex".into()),
+            ("/launches/0/pid", 0.into()),
+            ("/launches/0/business", "globex".into()),
+            ("/businesses/acme/id", "other".into()),
+        ];
+        for (pointer, value) in edits {
+            let mut v = boot("");
+            *v.pointer_mut(pointer).unwrap() = value;
+            assert_eq!(bad(v), Some(Refusal::BadConfig), "{pointer}");
+        }
+    }
+}

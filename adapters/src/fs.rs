@@ -316,7 +316,7 @@ pub fn unlock(
     now: Timestamp,
 ) -> Result<PathBuf, Refusal> {
     let lock_path = root.lock_path();
-    let mut lock = open_lock(&lock_path)?.ok_or(Refusal::BadRequest)?;
+    let mut lock = open_lock(&lock_path)?.ok_or(Refusal::NoLock)?;
     if !try_lock_exclusive(&lock).map_err(|e| io_refusal(&e))? {
         return Err(Refusal::LockHeld);
     }

@@ -15,7 +15,11 @@ impl Clock for SystemClock {
         let ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-        let nearest = if ms < 0 { Timestamp::EPOCH } else { Timestamp::MAX };
+        let nearest = if ms < 0 {
+            Timestamp::EPOCH
+        } else {
+            Timestamp::MAX
+        };
         Timestamp::from_unix_ms(ms).unwrap_or(nearest)
     }
 }

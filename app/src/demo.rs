@@ -11,7 +11,9 @@ use mosaic_adapters::fs::{DataRoot, WriterLock};
 use mosaic_adapters::procfs::ProcFs;
 use mosaic_adapters::sqlite::SqliteStore;
 use mosaic_adapters::system::{OsEntropy, SystemClock};
+use mosaic_domain::authority::Grant;
 use mosaic_domain::bus::{Caller, Command, Reply, SendInput};
+use mosaic_domain::claims::ClaimReply;
 use mosaic_domain::decisions::RaiseInput;
 use mosaic_domain::evidence::{
     AgentRef, DecisionOption, Harness, LaunchRecord, OptionKey, Recipient, Subject,
@@ -52,7 +54,11 @@ pub fn run(data_root: Option<PathBuf>, out: &mut impl Write) -> Result<(), Refus
 fn play(root: &DataRoot, pid: u32, start_time: u64, out: &mut impl Write) -> Result<(), Refusal> {
     let business = business_from_json(EXAMPLE_BUSINESS)?;
     let acme = business.id().clone();
-    let store = SqliteStore::open_or_create(&root.db_path()).map_err(|e| e.refusal())?;
+    let db = root.db_path();
+    if db.exists() {
+        mosaic_adapters::fs::check_private_file(&db)?;
+    }
+    let store = SqliteStore::open_or_create(&db).map_err(|e| e.refusal())?;
     let mut driver = Driver::open(vec![business], store)?;
     let (clock, mut entropy) = (SystemClock, OsEntropy);
     let mut print =
@@ -199,7 +205,8 @@ fn play(root: &DataRoot, pid: u32, start_time: u64, out: &mut impl Write) -> Res
 /// A short, human-readable gist of a reply.
 fn summary(reply: &Reply) -> serde_json::Value {
     match reply {
-        Reply::Claimed(c) => json!(format!("{c:?}")),
+        Reply::Claimed(ClaimReply::Claimed) => json!("claimed"),
+        Reply::Claimed(ClaimReply::AlreadyHeld) => json!("already held"),
         Reply::Done => json!("done"),
         Reply::Decision(d) => json!({
             "id": d.record.id.to_string(),
@@ -217,7 +224,10 @@ fn summary(reply: &Reply) -> serde_json::Value {
             .iter()
             .map(|m| json!({"id": m.id.to_string(), "body": m.body}))
             .collect::<Vec<_>>()),
-        Reply::Authorized(grant) => json!(format!("{grant:?}")),
+        Reply::Authorized(Grant::WithinRole) => json!({"grant": "within-role"}),
+        Reply::Authorized(Grant::Approval(id)) => {
+            json!({"grant": "approval", "decision": id.to_string()})
+        }
     }
 }
 

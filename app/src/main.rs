@@ -26,6 +26,14 @@ USAGE:
 COMMANDS:
     help        Print this help
     version     Print the version
+    demo [--data-root D]
+                Play one exchange of the example business (examples/
+                business.json: claims, a cross-role decision approved and
+                spent once, a message delivered and acknowledged) against a
+                real data root and SQLite store, printing JSON lines and the
+                decision's trail. Without --data-root it uses a new private
+                folder under the temporary directory and keeps it. Exit 2
+                with one static code on stderr when it cannot run.
     unlock --data-root D
                 After a broker crash (its writer.lock is left behind and a
                 new broker refuses with stale-lock): prove that the broker
@@ -37,8 +45,8 @@ COMMANDS:
                   {\"ok\":false,\"error\":\"<code>\"}       exit 2
                 Codes: lock-held (the broker may still run: the lock is
                 held, or its pid lives with the recorded start time, or
-                /proc cannot tell), bad-request (no writer.lock, or bad
-                arguments), stale-lock (the lock does not hold
+                /proc cannot tell), no-lock (there is no writer.lock),
+                bad-request (bad arguments), stale-lock (the lock does not hold
                 \"pid start_time\": nothing is touched; inspect it and remove
                 it by hand), unsafe-path (a symlink, a foreign owner or
                 unsafe permissions), storage-unavailable (the evidence could
@@ -65,6 +73,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Some(Some("unlock")) => unlock(&args[1..]),
+        Some(Some("demo")) => demo(&args[1..]),
         Some(Some(_) | None) => {
             eprintln!("unknown-command");
             eprint!("{HELP}");
@@ -91,6 +100,23 @@ fn unlock(args: &[OsString]) -> ExitCode {
     };
     println!("{line}");
     code
+}
+
+/// `demo [--data-root D]`: JSON lines on stdout, exit 0; or a code on stderr, exit 2.
+fn demo(args: &[OsString]) -> ExitCode {
+    let root = if args.is_empty() {
+        Ok(None)
+    } else {
+        data_root_arg(args).map(Some)
+    };
+    let mut out = std::io::stdout().lock();
+    match root.and_then(|root| mosaic_app::demo::run(root, &mut out)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(refusal) => {
+            eprintln!("{}", refusal.code());
+            ExitCode::from(2)
+        }
+    }
 }
 
 /// `--data-root D` or `--data-root=D`, and nothing else.

@@ -149,7 +149,7 @@ fn unlock_refuses_a_live_broker_then_preserves_evidence_and_clears_the_lock() {
     // Nothing left to unlock.
     assert_eq!(
         unlock(&scratch.dir),
-        (json!({"ok": false, "error": "bad-request"}), 2)
+        (json!({"ok": false, "error": "no-lock"}), 2)
     );
     assert!(evidence.join("bus.sqlite").exists(), "evidence is kept");
 }
@@ -203,6 +203,7 @@ fn help_documents_unlock() {
         "lock-held",
         "stale-lock",
         "bad-request",
+        "no-lock",
         "unsafe-path",
     ] {
         assert!(help.contains(word), "help lacks {word}");

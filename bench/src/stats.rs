@@ -208,10 +208,11 @@ mod tests {
     }
 
     #[test]
-    fn a_series_rate_is_the_median_round_rate() {
+    fn a_series_rate_is_the_median_round_rate_and_bytes_pool() {
         let round = |n: usize, ms: u64| Round {
             samples: vec![Duration::from_micros(1); n],
             elapsed: Duration::from_millis(ms),
+            written: Some(10 * n as u64),
         };
         let series = Series {
             rounds: vec![round(100, 100), round(100, 50), round(100, 1000)],
@@ -219,5 +220,8 @@ mod tests {
         assert_eq!(series.rate(), 1000.0);
         assert_eq!(series.count(), 300);
         assert_eq!(series.written_per_op(), 10.0);
+        let mut unknown = series.clone();
+        unknown.rounds[1].written = None;
+        assert!(unknown.written_per_op().is_nan());
     }
 }

@@ -35,6 +35,8 @@ refusals! {
     BadRequest => "bad-request",
     /// The request line is longer than 64 KiB.
     RequestTooLarge => "request-too-large",
+    /// The request line did not arrive within the 5 s read deadline.
+    RequestTimeout => "request-timeout",
     /// The verb is not one the broker knows.
     UnknownVerb => "unknown-verb",
     /// The arguments carry a key the verb does not define.
@@ -117,12 +119,16 @@ refusals! {
     ResponseTooLarge => "response-too-large",
     /// The connection ended before a reply: the action may or may not have happened.
     OutcomeUnknown => "outcome-unknown",
+    /// The client could not reach the broker; nothing was sent.
+    BrokerUnavailable => "broker-unavailable",
     /// A trusted service callback failed.
     ServiceFailed => "service-failed",
     /// Another broker holds the writer lock.
     LockHeld => "lock-held",
     /// A writer lock remains from a broker that did not close cleanly.
     StaleLock => "stale-lock",
+    /// `unlock` found no writer lock: there is nothing to recover.
+    NoLock => "no-lock",
     /// A path is a symlink, has unsafe permissions or the wrong owner.
     UnsafePath => "unsafe-path",
     /// The database schema differs from the pinned one.

@@ -156,7 +156,9 @@ impl Fixture {
         input: RaiseInput,
     ) -> mosaic_domain::decisions::Decision {
         let reply = self.ok(&caller(r, run), Command::Raise(Box::new(input)));
-        let Reply::Decision(d) = reply else { panic!("not a decision: {reply:?}") };
+        let Reply::Decision(d) = reply else {
+            panic!("not a decision: {reply:?}")
+        };
         *d
     }
 }
@@ -771,7 +773,9 @@ fn delivery_and_acknowledgement_belong_to_the_receiving_run() {
     f.claim("lead", "l1");
     f.ok(&caller("lead", "l1"), send(1, "dev", None));
     let last = &f.committed.last().unwrap().evidence;
-    let Evidence::Message(MessageEvidence::Sent(m)) = last else { panic!("{last:?}") };
+    let Evidence::Message(MessageEvidence::Sent(m)) = last else {
+        panic!("{last:?}")
+    };
     let record = (**m).clone();
     let fresh = MessageFacts {
         record: record.clone(),

@@ -527,7 +527,7 @@ fn unlock_refuses_while_the_broker_lives_and_preserves_evidence_after_sigkill() 
     drop(listener);
 
     // Nothing left to unlock; a new broker starts.
-    refused(unlock(&root, &ProcFs::new(), now), Refusal::BadRequest);
+    refused(unlock(&root, &ProcFs::new(), now), Refusal::NoLock);
     let (pid, start) = own_identity();
     WriterLock::acquire(&root, pid, start)
         .expect("a broker starts again")
