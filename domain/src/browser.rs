@@ -487,10 +487,8 @@ impl BrowserAction {
 
     /// The action authority is checked for: `browser.<name>`.
     pub fn action(&self) -> Action {
-        // Every name in `NAMES` is a lowercase word, so the parse cannot fail;
-        // a unit test checks all ten. `Action` has no infallible constructor.
-        Action::parse(&format!("browser.{}", self.name()))
-            .expect("browser action names are valid action names")
+        // Every name in `NAMES` is a lowercase word; a unit test parses all ten.
+        Action::joined("browser", self.name())
     }
 
     /// The target authority is checked against: the URL's origin for `open`,
@@ -1126,6 +1124,11 @@ mod tests {
             assert_eq!(
                 action.action().as_str(),
                 format!("browser.{}", action.name())
+            );
+            assert_eq!(
+                Action::parse(action.action().as_str()),
+                Ok(action.action()),
+                "a valid action name"
             );
             let is_open = matches!(action, BrowserAction::Open { .. });
             assert_eq!(action.needs_capable_client(), !is_open, "{}", action.name());

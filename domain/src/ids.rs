@@ -328,6 +328,12 @@ impl Action {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// `<namespace>.<name>` from two segments the crate knows are valid
+    /// (lowercase words); a unit test checks every use.
+    pub(crate) fn joined(namespace: &'static str, name: &'static str) -> Self {
+        Self(format!("{namespace}.{name}"))
+    }
 }
 
 impl fmt::Display for Action {
