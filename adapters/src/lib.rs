@@ -12,5 +12,7 @@
 pub mod config;
 pub mod fs;
 pub mod procfs;
+pub mod socket;
 pub mod sqlite;
 pub mod system;
+pub mod wire;

@@ -1,0 +1,210 @@
+//! The broker's Unix socket: one request line in, one response line out, per
+//! connection. Transport only: bytes in, bytes out. What a line means (JSON,
+//! capabilities, verbs) is the handler's business; this module only frames,
+//! limits and delivers lines, and says "no" with static codes when a line
+//! cannot be delivered.
+//!
+//! # Layout
+//!
+//! - this file: the wire limits, [`bind_private`], [`error_line`] and the two
+//!   libc calls (`umask`, `geteuid`) that `std` does not offer;
+//! - `server`: [`serve`] / [`serve_with`], the [`Handler`] trait, [`Peer`],
+//!   [`Disconnect`] and [`Limits`] (tokio);
+//! - `client`: the synchronous [`Client`] (no tokio), used by the CLI and by
+//!   code that has no runtime.
+//!
+//! # The per-connection loop
+//!
+//! The accept loop takes each connection and, before spending anything on it:
+//!
+//! 1. reads the peer's credentials from the kernel (`SO_PEERCRED`); a peer
+//!    whose uid is not the broker's effective uid gets
+//!    `{"ok":false,"error":"bad-capability"}` and is closed unread;
+//! 2. takes one of [`Limits::max_connections`] slots; with none free it
+//!    answers `{"ok":false,"error":"broker-unavailable"}` and closes unread,
+//!    so a flood of connections costs neither tasks nor buffers;
+//! 3. spawns one task for the connection, which:
+//!    - reads exactly one line within [`Limits::read_deadline`] of the accept:
+//!      at most [`MAX_REQUEST`] bytes before the `\n` (one byte more:
+//!      `request-too-large`, the rest is never read), silence or a partial
+//!      line past the deadline: `request-timeout`, end of stream before the
+//!      `\n`: `bad-request`;
+//!    - hands the line (without `\n`), the [`Peer`] and a [`Disconnect`]
+//!      signal to the [`Handler`], and while the handler works keeps reading
+//!      the connection: end of stream or an error fires the signal, which is
+//!      how an agent closing its connection aborts its request;
+//!    - writes the handler's bytes plus `\n` within [`Limits::write_deadline`]
+//!      and closes.
+//!
+//! Error replies are the literal lines `{"ok":false,"error":"<code>"}` made
+//! from [`Refusal::code`] ([`error_line`]); no OS error text ever reaches a
+//! client, and I/O errors end a connection, never the process.
+
+mod client;
+mod server;
+
+use std::io;
+use std::os::unix::net::UnixListener;
+use std::path::Path;
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use mosaic_domain::Refusal;
+
+use crate::fs;
+
+pub use client::Client;
+pub use server::{serve, serve_with, Disconnect, Handler, Limits, Peer};
+
+/// The longest request line, in bytes before its `\n`: 64 KiB. A line of
+/// exactly this length is accepted; one byte more is `request-too-large`.
+pub const MAX_REQUEST: usize = 64 * 1024;
+
+/// The longest response line the [`Client`] accepts, in bytes before its
+/// `\n`: 4 MiB. One byte more is `response-too-large`.
+pub const MAX_RESPONSE: usize = 4 * 1024 * 1024;
+
+/// How long a connection may take, from accept, to deliver its request line.
+pub const READ_DEADLINE: Duration = Duration::from_secs(5);
+
+/// How long the server waits for a client to take its response.
+pub const WRITE_DEADLINE: Duration = Duration::from_secs(5);
+
+/// The [`Client`]'s default total time for one call: connect, send, answer.
+pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How many connections the server serves at once by default.
+pub const MAX_CONNECTIONS: usize = 512;
+
+/// The error reply for `refusal`, without the trailing `\n`:
+/// `{"ok":false,"error":"<code>"}`.
+///
+/// Codes are static kebab-case ASCII (the domain tests that), so the line
+/// needs no JSON library and no escaping.
+pub fn error_line(refusal: Refusal) -> Vec<u8> {
+    format!(r#"{{"ok":false,"error":"{}"}}"#, refusal.code()).into_bytes()
+}
+
+/// Serializes the umask dance of [`bind_private`] between its own callers,
+/// so two binds at once cannot restore each other's temporary umask.
+static UMASK_LOCK: Mutex<()> = Mutex::new(());
+
+/// Binds a new Unix socket at `path` that is created with mode 0600, and
+/// listens on it.
+///
+/// The mode comes from a restrictive umask (`0177`) set around `bind` and
+/// restored right after; the socket is never `chmod`-ed, so there is no
+/// moment in which it exists with wider permissions. The umask is
+/// process-wide: any file another thread creates during that moment gets
+/// the same mask. The broker therefore binds its socket before it starts
+/// other threads (the listener is a `std` one for this reason: it can be
+/// made before the tokio runtime exists, and [`serve`] adopts it later).
+///
+/// The result is checked with [`fs::check_private_socket`] (a socket, ours,
+/// exactly 0600); a socket that fails the check is removed again.
+///
+/// # Errors
+/// - `unsafe-path` when anything (file, socket, symlink) exists at `path`
+///   already: a leftover socket is the operator's to clear with `unlock`;
+///   also when the folder is missing or not ours, the path is too long for
+///   a socket address, or the bound socket is not exactly 0600 and ours;
+/// - `storage-unavailable` for other failures of the operating system.
+pub fn bind_private(path: &Path) -> Result<UnixListener, Refusal> {
+    match std::fs::symlink_metadata(path) {
+        Ok(_) => return Err(Refusal::UnsafePath),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(_) => return Err(Refusal::UnsafePath),
+    }
+    let bound = {
+        let _only_us = UMASK_LOCK.lock().unwrap_or_else(PoisonError::into_inner);
+        let previous = set_umask(0o177);
+        let bound = UnixListener::bind(path);
+        set_umask(previous);
+        bound
+    };
+    let listener = bound.map_err(|e| bind_refusal(&e))?;
+    if let Err(refusal) = fs::check_private_socket(path) {
+        drop(listener);
+        // We created this socket a moment ago inside a folder that only we
+        // may write, so removing it touches nothing else.
+        let _ = std::fs::remove_file(path);
+        return Err(refusal);
+    }
+    Ok(listener)
+}
+
+/// Maps a failed `bind` onto a static code: a path we cannot or may not use
+/// is `unsafe-path`, everything else `storage-unavailable`.
+fn bind_refusal(e: &io::Error) -> Refusal {
+    match e.raw_os_error() {
+        Some(
+            libc::EADDRINUSE
+            | libc::EEXIST
+            | libc::EACCES
+            | libc::EPERM
+            | libc::ENOENT
+            | libc::ENOTDIR
+            | libc::ELOOP
+            | libc::ENAMETOOLONG
+            | libc::EROFS,
+        ) => Refusal::UnsafePath,
+        Some(_) => Refusal::StorageUnavailable,
+        // `std` refuses a path too long for `sockaddr_un` itself, without
+        // an OS error.
+        None if e.kind() == io::ErrorKind::InvalidInput => Refusal::UnsafePath,
+        None => Refusal::StorageUnavailable,
+    }
+}
+
+/// Sets the process's umask and returns the previous one.
+#[allow(unsafe_code)]
+fn set_umask(mask: libc::mode_t) -> libc::mode_t {
+    // SAFETY: umask only swaps an integer in the process's credentials; it
+    // takes no pointers and cannot fail (POSIX).
+    unsafe { libc::umask(mask) }
+}
+
+/// This process's effective uid: the only uid whose peers the server admits.
+#[allow(unsafe_code)]
+fn effective_uid() -> u32 {
+    // SAFETY: geteuid takes no arguments, touches no memory of ours and
+    // cannot fail (POSIX).
+    unsafe { libc::geteuid() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_lines_are_the_literal_json() {
+        assert_eq!(
+            error_line(Refusal::RequestTooLarge),
+            br#"{"ok":false,"error":"request-too-large"}"#.to_vec()
+        );
+        for &refusal in Refusal::ALL {
+            let value: serde_json::Value =
+                serde_json::from_slice(&error_line(refusal)).expect("valid JSON");
+            assert_eq!(
+                value,
+                serde_json::json!({"ok": false, "error": refusal.code()})
+            );
+        }
+    }
+
+    #[test]
+    fn bind_errors_map_to_static_codes() {
+        let os = |code| bind_refusal(&io::Error::from_raw_os_error(code));
+        assert_eq!(os(libc::EADDRINUSE), Refusal::UnsafePath);
+        assert_eq!(os(libc::ENOENT), Refusal::UnsafePath);
+        assert_eq!(os(libc::ENOSPC), Refusal::StorageUnavailable);
+        assert_eq!(
+            bind_refusal(&io::Error::from(io::ErrorKind::InvalidInput)),
+            Refusal::UnsafePath
+        );
+        assert_eq!(
+            bind_refusal(&io::Error::from(io::ErrorKind::Other)),
+            Refusal::StorageUnavailable
+        );
+    }
+}

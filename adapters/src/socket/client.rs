@@ -1,0 +1,287 @@
+//! The synchronous client: one connection per call, no runtime, no retry.
+
+use std::fmt;
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use mosaic_domain::Refusal;
+use serde::Serialize;
+use serde_json::Value;
+use socket2::{Domain, SockAddr, Socket, Type};
+
+use super::{CLIENT_TIMEOUT, MAX_REQUEST, MAX_RESPONSE};
+
+/// The size of the buffer a response is read through.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// Below this much time left a call counts as timed out: the kernel's
+/// socket timeouts count in microseconds, and a zero timeout would mean
+/// "wait forever".
+const TIMEOUT_GRAIN: Duration = Duration::from_millis(1);
+
+/// Stands in for a deadline too far away to represent.
+const FAR_FUTURE: Duration = Duration::from_secs(10 * 365 * 24 * 60 * 60);
+
+/// A client of the broker's socket, holding the socket path and one
+/// capability.
+///
+/// Each call opens one connection, writes one request line and reads one
+/// response line, all within one total timeout (5 s unless
+/// [`Client::with_timeout`] says otherwise). A call is never retried: after
+/// the request was sent, a lost connection or a timeout is
+/// `outcome-unknown`, because the broker may or may not have acted.
+///
+/// Synchronous and `std`-based (plus `socket2` for a connect that cannot
+/// block), so it needs no tokio runtime. Its `Debug` form never shows the
+/// capability.
+#[derive(Clone)]
+pub struct Client {
+    path: PathBuf,
+    cap: String,
+    timeout: Duration,
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("path", &self.path)
+            .field("cap", &"<redacted>")
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
+/// The request line's shape, in the wire's field order.
+#[derive(Serialize)]
+struct Request<'a> {
+    cap: &'a str,
+    verb: &'a str,
+    args: &'a Value,
+}
+
+impl Client {
+    /// A client of the socket at `path` that presents the capability
+    /// `cap` (its text, as handed out by the broker). Connects nowhere yet.
+    pub fn new(path: impl Into<PathBuf>, cap: impl Into<String>) -> Client {
+        Client {
+            path: path.into(),
+            cap: cap.into(),
+            timeout: CLIENT_TIMEOUT,
+        }
+    }
+
+    /// The same client with another total time per call, for verbs that
+    /// legitimately take longer (a browser action).
+    #[must_use]
+    pub fn with_timeout(self, timeout: Duration) -> Client {
+        Client { timeout, ..self }
+    }
+
+    /// The socket this client calls.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Calls `verb` with `args`: sends `{"cap":…,"verb":…,"args":…}` and
+    /// returns the `result` of an `{"ok":true,"result":…}` answer.
+    ///
+    /// # Errors
+    /// - `request-too-large` when the request line would exceed 64 KiB;
+    ///   nothing was sent;
+    /// - `broker-unavailable` when the socket cannot be reached; nothing was
+    ///   sent;
+    /// - the broker's refusal for an `{"ok":false,"error":CODE}` answer, and
+    ///   `bad-request` when CODE is not one this build knows;
+    /// - as [`Client::call_line`] otherwise, and `outcome-unknown` when the
+    ///   answer is not a response object.
+    pub fn call(&self, verb: &str, args: Value) -> Result<Value, Refusal> {
+        let request = Request {
+            cap: &self.cap,
+            verb,
+            args: &args,
+        };
+        let line = serde_json::to_vec(&request).map_err(|_| Refusal::BadRequest)?;
+        if line.len() > MAX_REQUEST {
+            return Err(Refusal::RequestTooLarge);
+        }
+        parse_response(&self.call_line(&line)?)
+    }
+
+    /// Sends `line` and a `\n` as they are, and returns the response line
+    /// without its `\n`. For tests and tools that speak raw bytes; `line`
+    /// is not checked.
+    ///
+    /// # Errors
+    /// - `broker-unavailable` when the connection cannot be made (no socket,
+    ///   nobody listening, the broker's accept queue full); nothing was sent;
+    /// - `response-too-large` when the response exceeds 4 MiB before its
+    ///   `\n`;
+    /// - `outcome-unknown` when the connection ends, fails or times out
+    ///   before a whole response line arrived.
+    pub fn call_line(&self, line: &[u8]) -> Result<Vec<u8>, Refusal> {
+        let now = Instant::now();
+        let deadline = now
+            .checked_add(self.timeout)
+            .unwrap_or_else(|| now + FAR_FUTURE);
+        let socket = connect(&self.path)?;
+        let mut request = Vec::with_capacity(line.len() + 1);
+        request.extend_from_slice(line);
+        request.push(b'\n');
+        // A failed send is not the end: a broker that refuses a request
+        // (too large, foreign, busy) answers and closes while we still
+        // write, and its answer is waiting to be read. With no answer, the
+        // read below reports `outcome-unknown`.
+        let _sent = send_all(&socket, &request, deadline);
+        read_line(&socket, deadline)
+    }
+}
+
+/// Connects without ever blocking: a Unix socket connects at once or fails
+/// at once (`EAGAIN` when the broker's accept queue is full), so the call's
+/// timeout needs no part here.
+fn connect(path: &Path) -> Result<Socket, Refusal> {
+    let address = SockAddr::unix(path).map_err(|_| Refusal::BrokerUnavailable)?;
+    let socket =
+        Socket::new(Domain::UNIX, Type::STREAM, None).map_err(|_| Refusal::BrokerUnavailable)?;
+    socket
+        .set_nonblocking(true)
+        .and_then(|()| socket.connect(&address))
+        .and_then(|()| socket.set_nonblocking(false))
+        .map_err(|_| Refusal::BrokerUnavailable)?;
+    Ok(socket)
+}
+
+/// The time left until `deadline`, or `None` when it has (all but) passed.
+fn time_left(deadline: Instant) -> Option<Duration> {
+    Some(deadline.saturating_duration_since(Instant::now())).filter(|left| *left >= TIMEOUT_GRAIN)
+}
+
+/// Sends all of `bytes` before `deadline`. `MSG_NOSIGNAL`: a broker that
+/// closed the connection is an error here, never a `SIGPIPE` that kills the
+/// calling process.
+fn send_all(socket: &Socket, mut bytes: &[u8], deadline: Instant) -> Result<(), Refusal> {
+    while !bytes.is_empty() {
+        let left = time_left(deadline).ok_or(Refusal::OutcomeUnknown)?;
+        socket
+            .set_write_timeout(Some(left))
+            .map_err(|_| Refusal::OutcomeUnknown)?;
+        match socket.send_with_flags(bytes, libc::MSG_NOSIGNAL) {
+            Ok(0) => return Err(Refusal::OutcomeUnknown),
+            Ok(sent) => bytes = bytes.get(sent..).unwrap_or_default(),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return Err(Refusal::OutcomeUnknown),
+        }
+    }
+    Ok(())
+}
+
+/// Reads one response line before `deadline`: its bytes before the first
+/// `\n`, at most [`MAX_RESPONSE`] of them. Never reads more than
+/// `MAX_RESPONSE + 1` bytes.
+fn read_line(socket: &Socket, deadline: Instant) -> Result<Vec<u8>, Refusal> {
+    let mut line = Vec::new();
+    let mut chunk = vec![0u8; READ_CHUNK];
+    loop {
+        let left = time_left(deadline).ok_or(Refusal::OutcomeUnknown)?;
+        socket
+            .set_read_timeout(Some(left))
+            .map_err(|_| Refusal::OutcomeUnknown)?;
+        let room = (MAX_RESPONSE + 1 - line.len()).min(READ_CHUNK);
+        let read = match (&*socket).read(&mut chunk[..room]) {
+            // The broker closed before a whole line: it may have acted.
+            Ok(0) => return Err(Refusal::OutcomeUnknown),
+            Ok(read) => read,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            // A timeout (`WouldBlock`) or a reset: the same uncertainty.
+            Err(_) => return Err(Refusal::OutcomeUnknown),
+        };
+        let got = &chunk[..read];
+        if let Some(end) = got.iter().position(|&byte| byte == b'\n') {
+            line.extend_from_slice(&got[..end]);
+            return Ok(line);
+        }
+        line.extend_from_slice(got);
+        if line.len() > MAX_RESPONSE {
+            return Err(Refusal::ResponseTooLarge);
+        }
+    }
+}
+
+/// Reads a response line: `{"ok":true,"result":R}` is `Ok(R)`,
+/// `{"ok":false,"error":C}` the refusal C (`bad-request` when C is unknown
+/// or not a string). Anything else is `outcome-unknown`: the broker's answer
+/// cannot be understood, so whether it acted cannot be told.
+fn parse_response(line: &[u8]) -> Result<Value, Refusal> {
+    let Ok(Value::Object(mut response)) = serde_json::from_slice::<Value>(line) else {
+        return Err(Refusal::OutcomeUnknown);
+    };
+    let Some(Value::Bool(ok)) = response.get("ok") else {
+        return Err(Refusal::OutcomeUnknown);
+    };
+    if *ok {
+        return response.remove("result").ok_or(Refusal::OutcomeUnknown);
+    }
+    let code = response.get("error").and_then(Value::as_str);
+    Err(code
+        .and_then(Refusal::from_code)
+        .unwrap_or(Refusal::BadRequest))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn responses_parse_strictly() {
+        assert_eq!(
+            parse_response(br#"{"ok":true,"result":{"a":[1]}}"#),
+            Ok(json!({"a": [1]}))
+        );
+        assert_eq!(
+            parse_response(br#"{"ok":true,"result":null}"#),
+            Ok(Value::Null)
+        );
+        assert_eq!(
+            parse_response(br#"{"ok":false,"error":"role-held"}"#),
+            Err(Refusal::RoleHeld)
+        );
+        assert_eq!(
+            parse_response(br#"{"ok":false,"error":"no-such-code"}"#),
+            Err(Refusal::BadRequest)
+        );
+        assert_eq!(
+            parse_response(br#"{"ok":false,"error":7}"#),
+            Err(Refusal::BadRequest)
+        );
+        for unclear in [
+            &b""[..],
+            b"not json",
+            b"[]",
+            br#"{"ok":"yes","result":1}"#,
+            br#"{"result":1}"#,
+            br#"{"ok":true}"#,
+        ] {
+            assert_eq!(parse_response(unclear), Err(Refusal::OutcomeUnknown));
+        }
+    }
+
+    #[test]
+    fn requests_keep_the_wire_field_order() {
+        let args = json!({"b": 1, "a": 2});
+        let line = serde_json::to_vec(&Request {
+            cap: "k",
+            verb: "inbox",
+            args: &args,
+        })
+        .expect("serializes");
+        assert_eq!(line, br#"{"cap":"k","verb":"inbox","args":{"a":2,"b":1}}"#);
+    }
+
+    #[test]
+    fn debug_never_shows_the_capability() {
+        let shown = format!("{:?}", Client::new("/x/bus.sock", "secret-cap-text"));
+        assert!(!shown.contains("secret-cap-text"), "{shown}");
+    }
+}

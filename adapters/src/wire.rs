@@ -1,0 +1,47 @@
+//! The socket's JSON (DESIGN.md §4, `spec/bus-broker.md` "Client
+//! protocol"), and nothing else: no I/O, no clock, no randomness.
+//!
+//! Layout:
+//! - [`json`]: strict JSON text to `serde_json::Value` (UTF-8, one value,
+//!   no duplicate keys, bounded depth);
+//! - [`request`]: one request line `{"cap","verb","args"}` to a typed
+//!   [`WireRequest`], and a [`Call`] to the domain [`Command`] or the read
+//!   [`Query`] the runtime serves;
+//! - [`reply`]: the response line and the plain JSON objects the verbs
+//!   answer with (decisions, messages, tasks, trail records).
+//!
+//! The runtime's loop over one connection, in full:
+//!
+//! ```no_run
+//! # use mosaic_adapters::wire::{self, Dispatch, UuidKind};
+//! # use mosaic_domain::Refusal;
+//! # fn caller_of(_: &mosaic_domain::Capability) -> Result<(), Refusal> { Ok(()) }
+//! # fn line() -> Vec<u8> { Vec::new() }
+//! let answer = (|| {
+//!     let envelope = wire::Envelope::parse(&line())?;
+//!     let _caller = caller_of(envelope.cap())?; // the capability names the caller
+//!     let call = envelope.into_call()?; // record a refusal with the caller here
+//!     match call.into_dispatch(|| [7; 16], |_uuid| Ok(UuidKind::Decision))? {
+//!         Dispatch::Command(command) => { /* driver.call(now, &caller, command) */ }
+//!         Dispatch::Query(query) => { /* read the store */ }
+//!     }
+//!     Ok::<_, Refusal>(serde_json::json!({}))
+//! })();
+//! let response = wire::response(answer); // then write it and "\n"
+//! ```
+//!
+//! [`Command`]: mosaic_domain::bus::Command
+
+pub mod json;
+pub mod reply;
+pub mod request;
+
+pub use json::parse_json;
+pub use reply::{
+    decision_json, err, message_facts_json, message_json, ok, record_json, reply_json, response,
+    task_json,
+};
+pub use request::{
+    parse_request, Call, Dispatch, Envelope, Query, RaiseArgs, SendArgs, SubjectRef, UuidKind,
+    UuidRef, Verb, WireRequest, MAX_REQUEST_BYTES,
+};

@@ -1,0 +1,371 @@
+//! Responses: the one response line, and the plain JSON objects verbs
+//! answer with.
+//!
+//! Keys are snake_case like the spec's arguments, except where the spec
+//! spells them in camelCase (`approvalChoice`) and the two nested objects
+//! the decision brief names that way (`raisedBy`, `authorization`). Ids,
+//! task refs and timestamps are their domain text forms; an absent optional
+//! field is `null`, so every object of one kind has the same keys.
+//!
+//! Nothing here can carry driver or OS text: a refusal is only ever its
+//! static code, and the types encoded have no free-form error field.
+
+use mosaic_domain::authority::Grant;
+use mosaic_domain::bus::Reply;
+use mosaic_domain::claims::ClaimReply;
+use mosaic_domain::decisions::{Decision, Status};
+use mosaic_domain::evidence::{
+    AgentRef, ClaimEvidence, DecisionActor, DecisionEvidence, DecisionRecord, Evidence,
+    LaunchEvidence, MessageEvidence, MessageRecord, Recipient, Route, Sender, Stamped, Subject,
+};
+use mosaic_domain::messages::MessageFacts;
+use mosaic_domain::Refusal;
+use mosaic_ports::store::TaskView;
+use serde_json::{json, Map, Value};
+
+/// The success line, `{"ok":true,"result":RESULT}`: one line, no newline.
+pub fn ok(result: Value) -> String {
+    // `Value`'s compact form escapes every control character, so the line
+    // can hold no newline of its own.
+    format!("{{\"ok\":true,\"result\":{result}}}")
+}
+
+/// The refusal line, `{"ok":false,"error":CODE}`: one line, no newline.
+pub fn err(refusal: Refusal) -> String {
+    // Codes are kebab-case ASCII, so they need no escaping.
+    format!("{{\"ok\":false,\"error\":\"{}\"}}", refusal.code())
+}
+
+/// [`ok`] or [`err`], whichever `result` is.
+pub fn response(result: Result<Value, Refusal>) -> String {
+    match result {
+        Ok(value) => ok(value),
+        Err(refusal) => err(refusal),
+    }
+}
+
+/// A decision with its status: `id, action, target, question, options:
+/// [{key,text}], recommendation, blocking, domain, project, task_ref,
+/// requirement_ref, supersedes, class, route, holder, raisedBy:{role,run},
+/// authorization:{action,target,approvalChoice}, status, choice,
+/// superseded_by`.
+///
+/// `route` is `"human"` or the resolving role; `domain` is `"technical"`
+/// or `"delivery"`; `holder` is the run a `role.revoke` decision would
+/// revoke (else `null`); `choice` is the resolved option (else `null`);
+/// `superseded_by` the replacing decision (else `null`). `authorization`
+/// is the context a resolver must be shown: the option named by
+/// `approvalChoice` authorizes exactly `action` on `target`, nothing else.
+pub fn decision_json(decision: &Decision) -> Value {
+    let mut fields = decision_fields(&decision.record);
+    let (choice, superseded_by) = match &decision.status {
+        Status::Resolved(choice) => (json!(choice.as_str()), Value::Null),
+        Status::Superseded(by) => (Value::Null, json!(by.to_string())),
+        Status::Open | Status::Withdrawn => (Value::Null, Value::Null),
+    };
+    fields.insert("status".into(), json!(decision.status.as_str()));
+    fields.insert("choice".into(), choice);
+    fields.insert("superseded_by".into(), superseded_by);
+    Value::Object(fields)
+}
+
+/// The fields fixed at raise, shared by [`decision_json`] and the
+/// `decision.raised` trail record.
+fn decision_fields(r: &DecisionRecord) -> Map<String, Value> {
+    let options: Vec<Value> = r
+        .options
+        .iter()
+        .map(|o| json!({"key": o.key.as_str(), "text": o.text}))
+        .collect();
+    let route = match &r.route {
+        Route::Human => "human".to_owned(),
+        Route::Role(role) => role.to_string(),
+    };
+    let fields = json!({
+        "id": r.id.to_string(),
+        "action": r.action.as_str(),
+        "target": text(r.target.as_ref()),
+        "question": r.question,
+        "options": options,
+        "recommendation": r.recommendation,
+        "blocking": r.blocking,
+        "domain": if r.technical { "technical" } else { "delivery" },
+        "project": r.project,
+        "task_ref": text(r.task_ref.as_ref()),
+        "requirement_ref": r.requirement_ref,
+        "supersedes": text(r.supersedes.as_ref()),
+        "class": r.class.as_str(),
+        "route": route,
+        "holder": text(r.holder.as_ref()),
+        "raisedBy": agent(&r.raiser),
+        "authorization": {
+            "action": r.action.as_str(),
+            "target": text(r.target.as_ref()),
+            "approvalChoice": r.approval_choice.as_str(),
+        },
+    });
+    // `json!` of an object literal is always an object.
+    let Value::Object(map) = fields else {
+        return Map::new();
+    };
+    map
+}
+
+/// A message as sent: `id, from, from_run, to, class, body, in_reply_to,
+/// corrects, decision, request`.
+///
+/// `from` and `to` use the same names as `message.send`'s `to` (a role
+/// instance or `"human"`), so a reply is `{to: m.from, in_reply_to: m.id}`;
+/// `from_run` is the sending run (`null` from the human); `request` is the
+/// human input a human instruction carries.
+pub fn message_json(m: &MessageRecord) -> Value {
+    let (from, from_run) = match &m.from {
+        Sender::Agent(a) => (a.role.to_string(), json!(a.run.as_str())),
+        Sender::Human => ("human".to_owned(), Value::Null),
+    };
+    json!({
+        "id": m.id.to_string(),
+        "from": from,
+        "from_run": from_run,
+        "to": recipient(&m.to),
+        "class": m.class.map(|c| c.as_str()),
+        "body": m.body,
+        "in_reply_to": text(m.in_reply_to.as_ref()),
+        "corrects": text(m.corrects.as_ref()),
+        "decision": text(m.decision.as_ref()),
+        "request": text(m.request.as_ref()),
+    })
+}
+
+/// [`message_json`] plus what the store knows of its delivery:
+/// `delivered_to` (the run, or `null`) and `read`.
+pub fn message_facts_json(facts: &MessageFacts) -> Value {
+    let mut value = message_json(&facts.record);
+    if let Value::Object(map) = &mut value {
+        map.insert("delivered_to".into(), text(facts.delivered_to.as_ref()));
+        map.insert("read".into(), json!(facts.read));
+    }
+    value
+}
+
+/// The result of an accepted bus verb:
+/// - `role.claim`: `{status: "claimed"}`, or `{status: "held"}` when the
+///   run already held the role;
+/// - `role.release`, `role.revoke`, `message.read`, `event.emit`, the
+///   launch switch: `{}`;
+/// - decision verbs: [`decision_json`];
+/// - `message.send`: exactly `{id, request}` (`request` is `null` for an
+///   agent's message);
+/// - `message.receive`: an array of [`message_json`];
+/// - the trusted `authorize`: `{grant: "within-role", decision: null}` or
+///   `{grant: "approval", decision: ID}`.
+pub fn reply_json(reply: &Reply) -> Value {
+    match reply {
+        Reply::Claimed(ClaimReply::Claimed) => json!({"status": "claimed"}),
+        Reply::Claimed(ClaimReply::AlreadyHeld) => json!({"status": "held"}),
+        Reply::Done => json!({}),
+        Reply::Decision(d) => decision_json(d),
+        Reply::Sent { id, request } => json!({
+            "id": id.to_string(),
+            "request": text(request.as_ref()),
+        }),
+        Reply::Received(messages) => Value::Array(messages.iter().map(message_json).collect()),
+        Reply::Authorized(Grant::WithinRole) => {
+            json!({"grant": "within-role", "decision": null})
+        }
+        Reply::Authorized(Grant::Approval(id)) => {
+            json!({"grant": "approval", "decision": id.to_string()})
+        }
+    }
+}
+
+/// One row of the tasks projection: `task_ref, kind, body, tombstone, at`,
+/// with `body` parsed back to JSON (text that is not JSON, which the store
+/// never holds, is kept as a string rather than dropped).
+pub fn task_json(task: &TaskView) -> Value {
+    json!({
+        "task_ref": task.task.to_string(),
+        "kind": task.kind,
+        "body": body_json(&task.body),
+        "tombstone": task.tombstone,
+        "at": task.at.to_string(),
+    })
+}
+
+/// One trail entry: `{at, kind, business, …fields}`, `kind` being
+/// [`Evidence::kind`]. The fields per kind:
+/// - `session.launched`: `role, run, harness, address, pid, start_time`;
+/// - `launch.revoked`, `launch.restored`: none;
+/// - `role.claimed`, `role.released`: `role, run`; `role.revoked`: `role,
+///   run, decision`;
+/// - `decision.raised`: the fixed fields of [`decision_json`] (no status);
+/// - `decision.resolved`: `id, choice, by, by_run, note`;
+///   `decision.seen`, `decision.withdrawn`: `id, by, by_run, note`
+///   (`by` is the acting role or `"human"`);
+///   `decision.superseded`: `id, superseded_by`;
+/// - `approval.consumed`: `decision, role, run, action, target`;
+/// - `action.allowed`: `role, run, action, target, decision, subject,
+///   subject_kind`;
+/// - `message.sent`: the fields of [`message_json`];
+///   `message.delivered`, `message.read`: `message, run`;
+/// - `human.input`: `id, verb, subject, subject_kind`;
+/// - `event.observed`: `role, run, event` (the observation's own kind),
+///   `body` (parsed JSON), `subject, subject_kind, request`;
+/// - `request.refused`: `role, run, verb, code` (the static code only).
+///
+/// `subject_kind` is `task`, `decision`, `message` or `role`, as in the
+/// schema; `business` is `null` only for a refusal of an unknown caller.
+pub fn record_json(record: &Stamped) -> Value {
+    let e = &record.evidence;
+    let fields = match e {
+        Evidence::Launch(LaunchEvidence::Launched(l)) => json!({
+            "role": l.role.as_str(),
+            "run": l.run.as_str(),
+            "harness": l.harness.as_str(),
+            "address": l.address,
+            "pid": l.pid,
+            "start_time": l.start_time,
+        }),
+        Evidence::Launch(LaunchEvidence::Revoked { .. } | LaunchEvidence::Restored { .. }) => {
+            json!({})
+        }
+        Evidence::Claim(
+            ClaimEvidence::Claimed { agent: a, .. } | ClaimEvidence::Released { agent: a, .. },
+        ) => agent(a),
+        Evidence::Claim(ClaimEvidence::Revoked {
+            agent: a, decision, ..
+        }) => json!({
+            "role": a.role.as_str(),
+            "run": a.run.as_str(),
+            "decision": decision.to_string(),
+        }),
+        Evidence::Decision(DecisionEvidence::Raised(r)) => Value::Object(decision_fields(r)),
+        Evidence::Decision(DecisionEvidence::Resolved {
+            id,
+            choice,
+            by,
+            note,
+            ..
+        }) => {
+            let mut v = actor(id, by, note.as_deref());
+            if let Value::Object(map) = &mut v {
+                map.insert("choice".into(), json!(choice.as_str()));
+            }
+            v
+        }
+        Evidence::Decision(
+            DecisionEvidence::Seen { id, by, note, .. }
+            | DecisionEvidence::Withdrawn { id, by, note, .. },
+        ) => actor(id, by, note.as_deref()),
+        Evidence::Decision(DecisionEvidence::Superseded { id, by, .. }) => json!({
+            "id": id.to_string(),
+            "superseded_by": by.to_string(),
+        }),
+        Evidence::Consumed(c) => json!({
+            "decision": c.decision.to_string(),
+            "role": c.agent.role.as_str(),
+            "run": c.agent.run.as_str(),
+            "action": c.action.as_str(),
+            "target": text(c.target.as_ref()),
+        }),
+        Evidence::Allowed(a) => {
+            let (subject, subject_kind) = subject(a.subject.as_ref());
+            json!({
+                "role": a.agent.role.as_str(),
+                "run": a.agent.run.as_str(),
+                "action": a.action.as_str(),
+                "target": text(a.target.as_ref()),
+                "decision": text(a.decision.as_ref()),
+                "subject": subject,
+                "subject_kind": subject_kind,
+            })
+        }
+        Evidence::Message(MessageEvidence::Sent(m)) => message_json(m),
+        Evidence::Message(
+            MessageEvidence::Delivered { message, run, .. }
+            | MessageEvidence::Read { message, run, .. },
+        ) => json!({
+            "message": message.to_string(),
+            "run": run.as_str(),
+        }),
+        Evidence::Human(h) => {
+            let (subject, subject_kind) = subject(h.subject.as_ref());
+            json!({
+                "id": h.id.to_string(),
+                "verb": h.verb,
+                "subject": subject,
+                "subject_kind": subject_kind,
+            })
+        }
+        Evidence::Observed(o) => {
+            let (subject, subject_kind) = subject(o.subject.as_ref());
+            json!({
+                "role": o.agent.role.as_str(),
+                "run": o.agent.run.as_str(),
+                "event": o.kind,
+                "body": body_json(&o.body),
+                "subject": subject,
+                "subject_kind": subject_kind,
+                "request": text(o.request.as_ref()),
+            })
+        }
+        Evidence::Refused(r) => json!({
+            "role": r.agent.as_ref().map(|a| a.role.as_str()),
+            "run": r.agent.as_ref().map(|a| a.run.as_str()),
+            "verb": r.verb,
+            "code": r.refusal.code(),
+        }),
+    };
+    let mut out = Map::new();
+    out.insert("at".into(), json!(record.at.to_string()));
+    out.insert("kind".into(), json!(e.kind()));
+    out.insert("business".into(), text(e.business()));
+    if let Value::Object(fields) = fields {
+        out.extend(fields);
+    }
+    Value::Object(out)
+}
+
+/// `{role, run}`.
+fn agent(a: &AgentRef) -> Value {
+    json!({"role": a.role.as_str(), "run": a.run.as_str()})
+}
+
+/// The fields of a decision event by an actor.
+fn actor(id: &impl ToString, by: &DecisionActor, note: Option<&str>) -> Value {
+    let (by, by_run) = match by {
+        DecisionActor::Agent(a) => (json!(a.role.as_str()), json!(a.run.as_str())),
+        DecisionActor::Human => (json!("human"), Value::Null),
+    };
+    json!({"id": id.to_string(), "by": by, "by_run": by_run, "note": note})
+}
+
+/// A recipient's name: the role instance or `human`.
+fn recipient(to: &Recipient) -> String {
+    match to {
+        Recipient::Role(role) => role.to_string(),
+        Recipient::Human => "human".to_owned(),
+    }
+}
+
+/// `(subject, subject_kind)`, both `null` when there is none.
+fn subject(s: Option<&Subject>) -> (Value, Value) {
+    let (text, kind) = match s {
+        None => return (Value::Null, Value::Null),
+        Some(Subject::Task(t)) => (t.to_string(), "task"),
+        Some(Subject::Decision(d)) => (d.to_string(), "decision"),
+        Some(Subject::Message(m)) => (m.to_string(), "message"),
+        Some(Subject::Role(r)) => (r.to_string(), "role"),
+    };
+    (json!(text), json!(kind))
+}
+
+/// An optional value's text form, or `null`.
+fn text(value: Option<&impl ToString>) -> Value {
+    value.map_or(Value::Null, |v| Value::String(v.to_string()))
+}
+
+/// A stored JSON body, parsed; text that is not JSON stays a string.
+fn body_json(body: &str) -> Value {
+    serde_json::from_str(body).unwrap_or_else(|_| Value::String(body.to_owned()))
+}

@@ -1,0 +1,826 @@
+//! The socket adapter over real Unix sockets in private temporary folders:
+//! the bound socket's mode, request framing and limits, deadlines, many and
+//! hostile connections, the disconnect signal, shutdown, the client against
+//! the real server and against scripted fake brokers, and a peer of another
+//! uid (a child process that drops to uid 65534).
+//!
+//! `bind_private` changes the process-wide umask for a moment, and test
+//! threads run in parallel; every test therefore creates folders, files and
+//! sockets only while holding [`fs_lock`].
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::linux::net::SocketAddrExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use mosaic_adapters::fs::check_private_socket;
+use mosaic_adapters::socket::{
+    bind_private, error_line, serve_with, Client, Disconnect, Handler, Limits, Peer, MAX_REQUEST,
+    MAX_RESPONSE,
+};
+use mosaic_domain::Refusal;
+use serde_json::json;
+use tempfile::TempDir;
+
+/// A bound on every blocking wait in these tests, so a bug fails a test
+/// instead of hanging it. Never used to wait for something to happen.
+const SAFETY_NET: Duration = Duration::from_secs(20);
+
+/// Held while creating anything in the file system (see the file's doc).
+fn fs_lock() -> MutexGuard<'static, ()> {
+    static FS: Mutex<()> = Mutex::new(());
+    FS.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn private_dir() -> TempDir {
+    let _fs = fs_lock();
+    tempfile::tempdir().expect("temporary folder")
+}
+
+fn bind_in(dir: &TempDir) -> (PathBuf, UnixListener) {
+    let path = dir.path().join("bus.sock");
+    let listener = {
+        let _fs = fs_lock();
+        bind_private(&path).expect("bind")
+    };
+    (path, listener)
+}
+
+/// The uid this test process runs as: the owner of a folder it created.
+fn own_uid() -> u32 {
+    let dir = private_dir();
+    std::fs::metadata(dir.path()).expect("metadata").uid()
+}
+
+/// The process's current umask, as the kernel reports it.
+fn current_umask() -> String {
+    let status = std::fs::read_to_string("/proc/self/status").expect("status");
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("Umask:"))
+        .expect("Umask line")
+        .trim()
+        .to_owned()
+}
+
+#[track_caller]
+fn assert_line(actual: &[u8], expected: &[u8]) {
+    assert!(
+        actual == expected,
+        "got {:?}, expected {:?}",
+        String::from_utf8_lossy(&actual[..actual.len().min(200)]),
+        String::from_utf8_lossy(&expected[..expected.len().min(200)])
+    );
+}
+
+/// An error reply as it appears on the wire, with its `\n`.
+fn wire_refusal(refusal: Refusal) -> Vec<u8> {
+    let mut line = error_line(refusal);
+    line.push(b'\n');
+    line
+}
+
+fn echo() -> impl Handler {
+    |_peer: Peer, line: Vec<u8>, _gone: Disconnect| async move { line }
+}
+
+fn short_read_deadline() -> Limits {
+    Limits {
+        read_deadline: Duration::from_millis(200),
+        ..Limits::default()
+    }
+}
+
+/// A server on its own thread and tokio runtime, stopped when dropped.
+struct Running {
+    path: PathBuf,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<JoinHandle<Result<(), Refusal>>>,
+    _dir: Option<TempDir>,
+}
+
+impl Running {
+    fn start(handler: impl Handler, limits: Limits) -> Running {
+        let dir = private_dir();
+        let (path, listener) = bind_in(&dir);
+        Running::start_on(listener, path, Some(dir), handler, limits)
+    }
+
+    fn start_on(
+        listener: UnixListener,
+        path: PathBuf,
+        dir: Option<TempDir>,
+        handler: impl Handler,
+        limits: Limits,
+    ) -> Running {
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("runtime");
+            runtime.block_on(serve_with(listener, handler, limits, async {
+                let _ = stopped.await;
+            }))
+        });
+        Running {
+            path,
+            stop: Some(stop),
+            thread: Some(thread),
+            _dir: dir,
+        }
+    }
+
+    fn client(&self) -> Client {
+        Client::new(&self.path, "cap").with_timeout(SAFETY_NET)
+    }
+
+    fn raw(&self) -> UnixStream {
+        raw(&self.path)
+    }
+
+    /// Asks the server to stop, without waiting for it.
+    fn signal_stop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+
+    /// Stops the server and returns what `serve_with` returned.
+    fn stop(mut self) -> Result<(), Refusal> {
+        self.signal_stop();
+        self.thread
+            .take()
+            .expect("running")
+            .join()
+            .expect("server thread")
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.signal_stop();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn raw(path: &Path) -> UnixStream {
+    let stream = UnixStream::connect(path).expect("connect");
+    stream.set_read_timeout(Some(SAFETY_NET)).expect("timeout");
+    stream
+}
+
+/// Everything the server sends until it closes. A reset after the data
+/// (the server closed with our bytes unread) ends the reading like EOF.
+fn read_all(mut stream: &UnixStream) -> Vec<u8> {
+    let mut all = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        match stream.read(&mut chunk) {
+            Ok(0) => return all,
+            Ok(n) => all.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return all,
+            Err(e) => panic!("read failed: {e}"),
+        }
+    }
+}
+
+// ---------------------------------------------------------------- binding
+
+#[test]
+fn the_bound_socket_is_0600_and_the_umask_is_restored() {
+    let dir = private_dir();
+    let path = dir.path().join("bus.sock");
+    let _fs = fs_lock();
+    let before = current_umask();
+    let _listener = bind_private(&path).expect("bind");
+    assert_eq!(current_umask(), before);
+    let meta = std::fs::symlink_metadata(&path).expect("metadata");
+    assert!(std::os::unix::fs::FileTypeExt::is_socket(&meta.file_type()));
+    assert_eq!(meta.mode() & 0o7777, 0o600);
+    assert_eq!(check_private_socket(&path), Ok(()));
+}
+
+#[test]
+fn binding_refuses_anything_already_at_the_path() {
+    let dir = private_dir();
+    let _fs = fs_lock();
+
+    let file = dir.path().join("file");
+    std::fs::write(&file, b"keep me").expect("file");
+    assert_eq!(bind_private(&file).err(), Some(Refusal::UnsafePath));
+    assert_eq!(std::fs::read(&file).expect("still there"), b"keep me");
+
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(dir.path().join("nowhere"), &link).expect("symlink");
+    assert_eq!(bind_private(&link).err(), Some(Refusal::UnsafePath));
+    assert!(!dir.path().join("nowhere").exists());
+
+    // A socket left behind by a broker that is gone: only `unlock` clears it.
+    let stale = dir.path().join("stale.sock");
+    drop(bind_private(&stale).expect("first bind"));
+    assert_eq!(bind_private(&stale).err(), Some(Refusal::UnsafePath));
+
+    let orphan = dir.path().join("missing").join("bus.sock");
+    assert_eq!(bind_private(&orphan).err(), Some(Refusal::UnsafePath));
+
+    let too_long = dir.path().join("x".repeat(200));
+    assert_eq!(bind_private(&too_long).err(), Some(Refusal::UnsafePath));
+}
+
+// ---------------------------------------------------------------- framing
+
+#[test]
+fn one_line_in_one_line_out_with_the_kernels_peer() {
+    let server = Running::start(
+        |peer: Peer, line: Vec<u8>, _gone: Disconnect| async move {
+            let mut reply = format!("{} {:?} ", peer.uid, peer.pid).into_bytes();
+            reply.extend_from_slice(&line);
+            reply
+        },
+        Limits::default(),
+    );
+    let reply = server.client().call_line(b"hello").expect("reply");
+    let expected = format!("{} Some({}) hello", own_uid(), std::process::id());
+    assert_line(&reply, expected.as_bytes());
+
+    // On the wire: exactly one line back, then the server closes.
+    let mut stream = server.raw();
+    stream.write_all(b"again\n").expect("write");
+    let expected = format!("{} Some({}) again\n", own_uid(), std::process::id());
+    assert_line(&read_all(&stream), expected.as_bytes());
+}
+
+#[test]
+fn the_client_sends_the_wire_request_and_returns_the_result() {
+    // The handler wraps whatever it got as the result, so the test sees the
+    // request line exactly as the server handed it over.
+    let server = Running::start(
+        |_peer: Peer, line: Vec<u8>, _gone: Disconnect| async move {
+            let mut reply = br#"{"ok":true,"result":"#.to_vec();
+            reply.extend_from_slice(&line);
+            reply.push(b'}');
+            reply
+        },
+        Limits::default(),
+    );
+    let result = server
+        .client()
+        .call("inbox", json!({"limit": 3}))
+        .expect("result");
+    assert_eq!(
+        result,
+        json!({"cap": "cap", "verb": "inbox", "args": {"limit": 3}})
+    );
+}
+
+#[test]
+fn a_request_of_exactly_64_kib_is_accepted() {
+    let server = Running::start(echo(), Limits::default());
+    let line = vec![b'a'; MAX_REQUEST];
+    let reply = server.client().call_line(&line).expect("reply");
+    assert_eq!(reply.len(), MAX_REQUEST);
+    assert_line(&reply, &line);
+}
+
+#[test]
+fn one_byte_more_is_too_large_and_the_rest_is_never_read() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&calls);
+    let server = Running::start(
+        move |_peer: Peer, line: Vec<u8>, _gone: Disconnect| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            async move { line }
+        },
+        Limits::default(),
+    );
+    let client = server.client();
+    let reply = client
+        .call_line(&vec![b'a'; MAX_REQUEST + 1])
+        .expect("reply");
+    assert_line(&reply, &error_line(Refusal::RequestTooLarge));
+
+    // Sixteen times the limit: the broker answers after 64 KiB + 1 and
+    // closes while the client is still writing; the client reads the answer.
+    let reply = client
+        .call_line(&vec![b'b'; 16 * MAX_REQUEST])
+        .expect("reply");
+    assert_line(&reply, &error_line(Refusal::RequestTooLarge));
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
+
+    // The client does not even connect with a request it knows is too big.
+    let big = json!({"text": "x".repeat(MAX_REQUEST)});
+    assert_eq!(
+        client.call("message.send", big.clone()),
+        Err(Refusal::RequestTooLarge)
+    );
+    let nowhere = Client::new(server.path.with_file_name("absent.sock"), "cap");
+    assert_eq!(
+        nowhere.call("message.send", big),
+        Err(Refusal::RequestTooLarge)
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+fn silence_gets_request_timeout() {
+    let server = Running::start(echo(), short_read_deadline());
+    let stream = server.raw();
+    assert_line(&read_all(&stream), &wire_refusal(Refusal::RequestTimeout));
+}
+
+#[test]
+fn a_partial_line_then_silence_gets_request_timeout() {
+    let server = Running::start(echo(), short_read_deadline());
+    let mut stream = server.raw();
+    stream.write_all(br#"{"cap":"#).expect("write");
+    assert_line(&read_all(&stream), &wire_refusal(Refusal::RequestTimeout));
+}
+
+#[test]
+fn end_of_stream_before_the_newline_is_bad_request() {
+    let server = Running::start(echo(), Limits::default());
+    let mut stream = server.raw();
+    stream.write_all(b"no newline").expect("write");
+    stream
+        .shutdown(std::net::Shutdown::Write)
+        .expect("half-close");
+    assert_line(&read_all(&stream), &wire_refusal(Refusal::BadRequest));
+
+    let stream = server.raw();
+    stream
+        .shutdown(std::net::Shutdown::Write)
+        .expect("half-close");
+    assert_line(&read_all(&stream), &wire_refusal(Refusal::BadRequest));
+}
+
+#[test]
+fn a_half_closed_client_still_gets_its_answer() {
+    let server = Running::start(echo(), Limits::default());
+    let mut stream = server.raw();
+    stream.write_all(b"ping\n").expect("write");
+    stream
+        .shutdown(std::net::Shutdown::Write)
+        .expect("half-close");
+    assert_line(&read_all(&stream), b"ping\n");
+}
+
+#[test]
+fn bytes_after_the_request_line_are_ignored() {
+    let server = Running::start(echo(), Limits::default());
+    let mut stream = server.raw();
+    stream.write_all(b"first\nsecond\n").expect("write");
+    assert_line(&read_all(&stream), b"first\n");
+}
+
+// ---------------------------------------------------------------- many clients
+
+#[test]
+fn a_thousand_dropped_connections_leave_the_server_serving() {
+    let server = Running::start(echo(), Limits::default());
+    for i in 0..1_000 {
+        let mut stream = UnixStream::connect(&server.path).expect("connect");
+        // Nothing, a partial line, or a whole line whose answer nobody reads.
+        match i % 3 {
+            0 => {}
+            1 => stream.write_all(b"{\"partial").expect("write"),
+            _ => stream.write_all(b"whole\n").expect("write"),
+        }
+        drop(stream);
+    }
+    let reply = server.client().call_line(b"still here").expect("reply");
+    assert_line(&reply, b"still here");
+}
+
+#[test]
+fn connections_beyond_the_cap_are_refused_unread() {
+    let server = Running::start(
+        echo(),
+        Limits {
+            max_connections: 2,
+            ..Limits::default()
+        },
+    );
+    // Two silent connections hold both slots: the accept loop takes
+    // connections in order, so both are admitted before the third.
+    let mut first = server.raw();
+    let _second = server.raw();
+    let third = server.raw();
+    assert_line(&read_all(&third), &wire_refusal(Refusal::BrokerUnavailable));
+    assert_eq!(
+        server.client().call("inbox", json!({})),
+        Err(Refusal::BrokerUnavailable)
+    );
+
+    // The first connection ends (bad request); its slot is free before the
+    // server closes it, so the next client is served.
+    first.write_all(b"x").expect("write");
+    first
+        .shutdown(std::net::Shutdown::Write)
+        .expect("half-close");
+    assert_line(&read_all(&first), &wire_refusal(Refusal::BadRequest));
+    let reply = server.client().call_line(b"served").expect("reply");
+    assert_line(&reply, b"served");
+}
+
+#[test]
+fn sixty_four_concurrent_clients_are_all_answered() {
+    const CLIENTS: usize = 64;
+    // No handler answers before all 64 are in it at once.
+    let barrier = Arc::new(tokio::sync::Barrier::new(CLIENTS));
+    let server = Running::start(
+        move |_peer: Peer, line: Vec<u8>, _gone: Disconnect| {
+            let barrier = Arc::clone(&barrier);
+            async move {
+                barrier.wait().await;
+                line
+            }
+        },
+        Limits::default(),
+    );
+    let callers: Vec<_> = (0..CLIENTS)
+        .map(|i| {
+            let client = server.client();
+            std::thread::spawn(move || (i, client.call_line(format!("client {i}").as_bytes())))
+        })
+        .collect();
+    for caller in callers {
+        let (i, reply) = caller.join().expect("caller");
+        assert_line(&reply.expect("reply"), format!("client {i}").as_bytes());
+    }
+}
+
+// ---------------------------------------------------------------- disconnect and shutdown
+
+#[derive(Debug, PartialEq)]
+enum Seen {
+    Started,
+    Gone(bool),
+}
+
+#[test]
+fn the_disconnect_signal_fires_when_the_client_closes_after_sending() {
+    let (seen, events) = mpsc::channel();
+    let server = Running::start(
+        move |_peer: Peer, _line: Vec<u8>, gone: Disconnect| {
+            let seen = seen.clone();
+            async move {
+                let _ = seen.send(Seen::Started);
+                gone.disconnected().await;
+                let _ = seen.send(Seen::Gone(gone.is_disconnected()));
+                b"too late".to_vec()
+            }
+        },
+        Limits::default(),
+    );
+    let mut stream = server.raw();
+    stream.write_all(b"browser.click\n").expect("write");
+    assert_eq!(events.recv_timeout(SAFETY_NET), Ok(Seen::Started));
+    drop(stream);
+    assert_eq!(events.recv_timeout(SAFETY_NET), Ok(Seen::Gone(true)));
+}
+
+#[test]
+fn the_disconnect_signal_stays_quiet_while_the_client_waits() {
+    let (seen, events) = mpsc::channel();
+    let go = Arc::new(tokio::sync::Notify::new());
+    let go_handler = Arc::clone(&go);
+    let server = Running::start(
+        move |_peer: Peer, _line: Vec<u8>, gone: Disconnect| {
+            let seen = seen.clone();
+            let go = Arc::clone(&go_handler);
+            async move {
+                let _ = seen.send(Seen::Started);
+                go.notified().await;
+                gone.is_disconnected().to_string().into_bytes()
+            }
+        },
+        Limits::default(),
+    );
+    let client = server.client();
+    let caller = std::thread::spawn(move || client.call_line(b"wait"));
+    assert_eq!(events.recv_timeout(SAFETY_NET), Ok(Seen::Started));
+    go.notify_one();
+    assert_eq!(caller.join().expect("caller"), Ok(b"false".to_vec()));
+    assert!(!Disconnect::never().is_disconnected());
+}
+
+#[test]
+fn shutdown_lets_the_request_in_flight_finish_then_stops_serving() {
+    let (seen, events) = mpsc::channel();
+    let go = Arc::new(tokio::sync::Notify::new());
+    let go_handler = Arc::clone(&go);
+    let mut server = Running::start(
+        move |_peer: Peer, line: Vec<u8>, _gone: Disconnect| {
+            let seen = seen.clone();
+            let go = Arc::clone(&go_handler);
+            async move {
+                let _ = seen.send(Seen::Started);
+                go.notified().await;
+                line
+            }
+        },
+        Limits::default(),
+    );
+    let client = server.client();
+    let caller = std::thread::spawn(move || client.call_line(b"in flight"));
+    assert_eq!(events.recv_timeout(SAFETY_NET), Ok(Seen::Started));
+    server.signal_stop();
+    go.notify_one();
+    assert_eq!(caller.join().expect("caller"), Ok(b"in flight".to_vec()));
+    let path = server.path.clone();
+    let dir = server._dir.take();
+    assert_eq!(server.stop(), Ok(()));
+    assert_eq!(
+        Client::new(&path, "cap").call_line(b"after"),
+        Err(Refusal::BrokerUnavailable)
+    );
+    drop(dir);
+}
+
+// ---------------------------------------------------------------- the client against fake brokers
+
+/// A fake broker that accepts one connection and runs `script` on it.
+fn fake_broker(
+    script: impl FnOnce(UnixStream) + Send + 'static,
+) -> (TempDir, PathBuf, JoinHandle<()>) {
+    let dir = private_dir();
+    let path = dir.path().join("fake.sock");
+    let listener = {
+        let _fs = fs_lock();
+        UnixListener::bind(&path).expect("bind")
+    };
+    let thread = std::thread::spawn(move || {
+        let (stream, _) = listener.accept().expect("accept");
+        stream.set_read_timeout(Some(SAFETY_NET)).expect("timeout");
+        script(stream);
+    });
+    (dir, path, thread)
+}
+
+/// Reads the request line, `\n` included.
+fn request_of(stream: &UnixStream) -> Vec<u8> {
+    let mut line = Vec::new();
+    BufReader::new(stream)
+        .read_until(b'\n', &mut line)
+        .expect("request");
+    line
+}
+
+#[test]
+fn an_absent_broker_is_broker_unavailable() {
+    let dir = private_dir();
+    let absent = Client::new(dir.path().join("bus.sock"), "cap");
+    assert_eq!(
+        absent.call("inbox", json!({})),
+        Err(Refusal::BrokerUnavailable)
+    );
+
+    // A socket file nobody listens on any more, and a file that is no socket.
+    let (path, listener) = bind_in(&dir);
+    drop(listener);
+    let closed = Client::new(&path, "cap");
+    assert_eq!(
+        closed.call("inbox", json!({})),
+        Err(Refusal::BrokerUnavailable)
+    );
+    let file = dir.path().join("plain");
+    {
+        let _fs = fs_lock();
+        std::fs::write(&file, b"").expect("file");
+    }
+    assert_eq!(
+        Client::new(&file, "cap").call("inbox", json!({})),
+        Err(Refusal::BrokerUnavailable)
+    );
+}
+
+#[test]
+fn a_broker_whose_accept_queue_is_full_is_unavailable_at_once() {
+    let dir = private_dir();
+    let path = dir.path().join("stuck.sock");
+    let listener =
+        socket2::Socket::new(socket2::Domain::UNIX, socket2::Type::STREAM, None).expect("socket");
+    {
+        let _fs = fs_lock();
+        listener
+            .bind(&socket2::SockAddr::unix(&path).expect("address"))
+            .expect("bind");
+    }
+    // Backlog 0: one connection waits in the queue, the next finds it full.
+    listener.listen(0).expect("listen");
+    let _queued = UnixStream::connect(&path).expect("first connect");
+    // A blocking connect would wait here for as long as the broker is stuck.
+    assert_eq!(
+        Client::new(&path, "cap").call("inbox", json!({})),
+        Err(Refusal::BrokerUnavailable)
+    );
+}
+
+#[test]
+fn a_broker_that_closes_without_answering_is_outcome_unknown() {
+    let (_dir, path, broker) = fake_broker(|stream| {
+        let _ = request_of(&stream);
+    });
+    assert_eq!(
+        Client::new(&path, "cap").call("message.send", json!({})),
+        Err(Refusal::OutcomeUnknown)
+    );
+    broker.join().expect("broker");
+}
+
+#[test]
+fn a_broker_that_never_answers_is_outcome_unknown_after_the_timeout() {
+    let (done, finished) = mpsc::channel::<()>();
+    let (_dir, path, broker) = fake_broker(move |stream| {
+        let _ = request_of(&stream);
+        // Keep the connection open, silent, until the client has given up.
+        let _ = finished.recv_timeout(SAFETY_NET);
+        drop(stream);
+    });
+    let client = Client::new(&path, "cap").with_timeout(Duration::from_millis(200));
+    assert_eq!(
+        client.call("message.send", json!({})),
+        Err(Refusal::OutcomeUnknown)
+    );
+    done.send(()).expect("broker waiting");
+    broker.join().expect("broker");
+}
+
+fn answer_of_len(len: usize) -> Result<Vec<u8>, Refusal> {
+    let (_dir, path, broker) = fake_broker(move |mut stream| {
+        let _ = request_of(&stream);
+        let mut answer = vec![b'a'; len];
+        answer.push(b'\n');
+        // The client stops reading past its limit; the rest has nowhere to go.
+        let _ = stream.write_all(&answer);
+    });
+    let reply = Client::new(&path, "cap")
+        .with_timeout(SAFETY_NET)
+        .call_line(b"{}");
+    broker.join().expect("broker");
+    reply
+}
+
+#[test]
+fn responses_are_capped_at_4_mib() {
+    assert_eq!(
+        answer_of_len(MAX_RESPONSE).map(|r| r.len()),
+        Ok(MAX_RESPONSE)
+    );
+    assert_eq!(
+        answer_of_len(MAX_RESPONSE + 1),
+        Err(Refusal::ResponseTooLarge)
+    );
+    assert_eq!(
+        answer_of_len(5 * 1024 * 1024),
+        Err(Refusal::ResponseTooLarge)
+    );
+}
+
+fn call_fake(answer: &'static [u8]) -> (Vec<u8>, Result<serde_json::Value, Refusal>) {
+    let (request, requests) = mpsc::channel();
+    let (_dir, path, broker) = fake_broker(move |mut stream| {
+        request.send(request_of(&stream)).expect("test waiting");
+        stream.write_all(answer).expect("answer");
+    });
+    let result = Client::new(&path, "secret-cap").call("role.claim", json!({"role": "dev"}));
+    broker.join().expect("broker");
+    (requests.recv().expect("request"), result)
+}
+
+#[test]
+fn answers_become_results_and_refusals() {
+    let (request, result) = call_fake(b"{\"ok\":false,\"error\":\"role-held\"}\n");
+    assert_line(
+        &request,
+        b"{\"cap\":\"secret-cap\",\"verb\":\"role.claim\",\"args\":{\"role\":\"dev\"}}\n",
+    );
+    assert_eq!(result, Err(Refusal::RoleHeld));
+
+    let (_, result) = call_fake(b"{\"ok\":false,\"error\":\"from-a-newer-broker\"}\n");
+    assert_eq!(result, Err(Refusal::BadRequest));
+
+    let (_, result) = call_fake(b"{\"ok\":true,\"result\":{\"role\":\"dev\"}}\n");
+    assert_eq!(result, Ok(json!({"role": "dev"})));
+
+    let (_, result) = call_fake(b"garbage\n");
+    assert_eq!(result, Err(Refusal::OutcomeUnknown));
+}
+
+// ---------------------------------------------------------------- a peer of another uid
+
+/// Names the abstract socket that [`foreign_uid_child`] connects to; set
+/// only in the child process.
+const CHILD_ENV: &str = "MOSAIC_SOCKET_TEST_FOREIGN_CHILD";
+const CHILD_UID: u32 = 65_534;
+
+/// Not a test of its own: the client half of
+/// [`a_peer_of_another_uid_is_refused_unread`], run in a child process under
+/// uid 65534. In a normal run it has nothing to do.
+#[test]
+fn foreign_uid_child() {
+    let Ok(name) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let address = SocketAddr::from_abstract_name(name.as_bytes()).expect("address");
+    let mut stream = UnixStream::connect_addr(&address).expect("connect");
+    stream.set_read_timeout(Some(SAFETY_NET)).expect("timeout");
+    // The broker may close before this is written; the answer still waits.
+    let _ = stream.write_all(b"{\"cap\":\"stolen\",\"verb\":\"inbox\",\"args\":{}}\n");
+    let reply = read_all(&stream);
+    let status = std::fs::read_to_string("/proc/self/status").expect("status");
+    let uids = status
+        .lines()
+        .find_map(|line| line.strip_prefix("Uid:"))
+        .expect("Uid line");
+    // Real, effective, saved and file-system uid: all must be the foreign one.
+    let uids: Vec<&str> = uids.split_whitespace().collect();
+    println!(
+        "CHILD-UID:{} CHILD-REPLY:{}",
+        uids.join(","),
+        String::from_utf8_lossy(&reply).trim_end()
+    );
+}
+
+#[test]
+fn a_peer_of_another_uid_is_refused_unread() {
+    if own_uid() != 0 {
+        // Only root can start a process under another uid; CI runs as root.
+        eprintln!("not root: the foreign-uid peer cannot be created here");
+        return;
+    }
+    // An abstract socket has no file permissions, so the foreign process
+    // can reach it and only the server's uid check stands in its way.
+    let name = format!("mosaic-socket-test-{}", std::process::id());
+    let address = SocketAddr::from_abstract_name(name.as_bytes()).expect("address");
+    let listener = UnixListener::bind_addr(&address).expect("bind");
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&calls);
+    let _server = Running::start_on(
+        listener,
+        PathBuf::new(),
+        None,
+        move |_peer: Peer, line: Vec<u8>, _gone: Disconnect| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            async move { line }
+        },
+        Limits::default(),
+    );
+
+    // A copy of this test binary that uid 65534 may run, wherever the
+    // build folder is.
+    let dir = private_dir();
+    let exe = dir.path().join("socket-test");
+    {
+        let _fs = fs_lock();
+        std::fs::copy(std::env::current_exe().expect("exe"), &exe).expect("copy");
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))
+            .expect("chmod");
+    }
+    let output = Command::new(&exe)
+        .args([
+            "--exact",
+            "foreign_uid_child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_ENV, &name)
+        .uid(CHILD_UID)
+        .gid(CHILD_UID)
+        .stdin(Stdio::null())
+        .output()
+        .expect("child");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let expected = format!(
+        "CHILD-UID:{CHILD_UID},{CHILD_UID},{CHILD_UID},{CHILD_UID} CHILD-REPLY:{}",
+        String::from_utf8_lossy(&error_line(Refusal::BadCapability))
+    );
+    // The harness prints the test name on the same line.
+    assert!(stdout.contains(&expected), "{stdout}");
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
+
+    // Our own uid is still served on the same socket.
+    let mut own = UnixStream::connect_addr(&address).expect("connect");
+    own.set_read_timeout(Some(SAFETY_NET)).expect("timeout");
+    own.write_all(b"mine\n").expect("write");
+    assert_line(&read_all(&own), b"mine\n");
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}
