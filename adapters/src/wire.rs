@@ -38,8 +38,8 @@ pub mod request;
 
 pub use json::parse_json;
 pub use reply::{
-    decision_json, err, message_facts_json, message_json, ok, record_json, reply_json, response,
-    task_json,
+    agent_json, decision_json, err, message_facts_json, message_json, ok, record_json, reply_json,
+    response, task_json,
 };
 pub use request::{
     parse_request, Call, Dispatch, Envelope, Query, RaiseArgs, SendArgs, SubjectRef, UuidKind,

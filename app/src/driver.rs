@@ -83,6 +83,25 @@ impl<S: EvidenceStore> Driver<S> {
         }
     }
 
+    /// Records a refusal that happened before the bus saw the verb (for
+    /// example malformed arguments from a known caller), in a transaction of
+    /// its own. Returns the refusal to answer with: `refusal` itself, or
+    /// `storage-unavailable` when it could not be recorded.
+    pub fn refuse(
+        &mut self,
+        now: Timestamp,
+        caller: &Caller,
+        verb: &str,
+        refusal: Refusal,
+    ) -> Refusal {
+        self.bus
+            .handle_refused(now, Some(caller), Some(verb), refusal);
+        match self.commit() {
+            Ok(()) => refusal,
+            Err(storage) => storage,
+        }
+    }
+
     /// Binds a launch, as the host's `bindLaunch` does.
     ///
     /// # Errors

@@ -3,5 +3,7 @@
 //! tests share: [`driver`], the runtime loop around the domain bus.
 #![warn(missing_docs, unreachable_pub)]
 
+pub mod broker;
 pub mod demo;
 pub mod driver;
+pub mod host;

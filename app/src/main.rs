@@ -26,6 +26,15 @@ USAGE:
 COMMANDS:
     help        Print this help
     version     Print the version
+    broker      Run the broker for a trusted host: newline-delimited JSON on
+                stdin/stdout (DESIGN.md section 4). First
+                {\"op\":\"boot\",\"config\":{dataRoot,businesses,launches,readers,
+                repoRoots}}, answered with the socket path and one capability
+                per launch and per reader; then {\"op\":\"bindLaunch\",\"record\":
+                {business,role,run,harness,address?,pid,startTime}} and
+                {\"op\":\"close\"}. End of stdin closes with exit 2; SIGTERM and
+                SIGINT close cleanly with exit 0; a startup or protocol
+                failure prints {\"ok\":false,\"error\":CODE} and exits 2.
     demo [--data-root D]
                 Play one exchange of the example business (examples/
                 business.json: claims, a cross-role decision approved and
@@ -53,7 +62,7 @@ COMMANDS:
                 not be written or a removal failed). Evidence is never
                 deleted.
 
-Not built yet (see README.md, Status): broker, up, call, human, mcp.
+Not built yet (see README.md, Status): up, call, human, mcp.
 
 EXIT CODES:
     0   success
@@ -74,6 +83,13 @@ fn main() -> ExitCode {
         }
         Some(Some("unlock")) => unlock(&args[1..]),
         Some(Some("demo")) => demo(&args[1..]),
+        Some(Some("broker")) if args.len() == 1 => {
+            let code = mosaic_app::host::run(
+                std::io::BufReader::new(std::io::stdin()),
+                &mut std::io::stdout().lock(),
+            );
+            ExitCode::from(code)
+        }
         Some(Some(_) | None) => {
             eprintln!("unknown-command");
             eprint!("{HELP}");

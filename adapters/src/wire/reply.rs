@@ -369,3 +369,22 @@ fn text(value: Option<&impl ToString>) -> Value {
 fn body_json(body: &str) -> Value {
     serde_json::from_str(body).unwrap_or_else(|_| Value::String(body.to_owned()))
 }
+
+/// One bound run for the `agents` projection: `role, run, harness, address,
+/// pid, start_time, holding, revoked`.
+pub fn agent_json(
+    record: &mosaic_domain::evidence::LaunchRecord,
+    holding: bool,
+    revoked: bool,
+) -> Value {
+    json!({
+        "role": record.role.as_str(),
+        "run": record.run.as_str(),
+        "harness": record.harness.as_str(),
+        "address": record.address,
+        "pid": record.pid,
+        "start_time": record.start_time,
+        "holding": holding,
+        "revoked": revoked,
+    })
+}

@@ -1,0 +1,512 @@
+//! The broker runtime: one per data root.
+//!
+//! [`start_broker`] validates a boot configuration, takes the data root's
+//! writer lock, opens (or creates) the verified SQLite store, replays it,
+//! binds the boot launches, issues one capability per launch and per reader,
+//! binds `bus/bus.sock` and starts serving. [`Broker::bind_launch`] binds a
+//! later launch; [`Broker::close`] stops serving, closes the store, and
+//! removes the socket and the lock.
+//!
+//! Threads: one writer thread owns the [`Driver`] (the only user of the
+//! store connection) and handles requests one at a time, in arrival order;
+//! a tokio runtime serves the socket, with one task per connection that
+//! parses the line, finds the caller by capability, and waits for the
+//! writer's answer. Capabilities live only in this process's memory.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{mpsc, Arc, RwLock};
+use std::thread::JoinHandle;
+
+use mosaic_adapters::config::BootConfig;
+use mosaic_adapters::fs::{self, DataRoot, WriterLock};
+use mosaic_adapters::procfs::ProcFs;
+use mosaic_adapters::socket::{self, Disconnect, Peer};
+use mosaic_adapters::sqlite::SqliteStore;
+use mosaic_adapters::system::{OsEntropy, SystemClock};
+use mosaic_adapters::wire::{self, Call, Dispatch, Envelope, Query, UuidKind, UuidRef};
+use mosaic_domain::bus::Caller;
+use mosaic_domain::claims::Occupancy;
+use mosaic_domain::evidence::{AgentRef, LaunchRecord, Recipient, Route};
+use mosaic_domain::{BusinessId, Capability, Refusal};
+use mosaic_ports::{Clock, Entropy, EvidenceStore};
+use serde_json::{json, Value};
+use tokio::sync::oneshot;
+
+use crate::driver::Driver;
+
+/// What a capability stands for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Binding {
+    /// A bound run working as its role.
+    Agent {
+        business: BusinessId,
+        agent: AgentRef,
+    },
+    /// A read-only capability of one business.
+    Reader { business: BusinessId },
+}
+
+impl Binding {
+    fn caller(&self) -> Caller {
+        match self {
+            Binding::Agent { business, agent } => Caller::Agent {
+                business: business.clone(),
+                agent: agent.clone(),
+            },
+            Binding::Reader { business } => Caller::Reader {
+                business: business.clone(),
+            },
+        }
+    }
+}
+
+/// A capability issued for a launch.
+#[derive(Debug, Clone)]
+pub struct IssuedLaunch {
+    /// The launch's business.
+    pub business: BusinessId,
+    /// The launch's run.
+    pub run: mosaic_domain::RunId,
+    /// The capability; hand it only to that run, on a private channel.
+    pub cap: Capability,
+}
+
+/// A capability issued for a reader.
+#[derive(Debug, Clone)]
+pub struct IssuedReader {
+    /// The business it reads.
+    pub business: BusinessId,
+    /// The capability.
+    pub cap: Capability,
+}
+
+/// What a successful boot hands the host.
+#[derive(Debug, Clone)]
+pub struct Booted {
+    /// The socket path.
+    pub socket: PathBuf,
+    /// One capability per boot launch.
+    pub launches: Vec<IssuedLaunch>,
+    /// One capability per reader.
+    pub readers: Vec<IssuedReader>,
+}
+
+/// One unit of work for the writer thread.
+enum Job {
+    /// A parsed request (or its argument refusal) from a known caller.
+    Request {
+        caller: Caller,
+        verb: &'static str,
+        call: Result<Call, Refusal>,
+        reply: oneshot::Sender<Result<Value, Refusal>>,
+    },
+    /// A launch to bind.
+    Bind {
+        record: LaunchRecord,
+        reply: mpsc::Sender<Result<(), Refusal>>,
+    },
+}
+
+/// A running broker.
+pub struct Broker {
+    registry: Arc<RwLock<HashMap<Capability, Binding>>>,
+    jobs: Option<mpsc::Sender<Job>>,
+    writer: Option<JoinHandle<()>>,
+    runtime: Option<tokio::runtime::Runtime>,
+    stop: Option<oneshot::Sender<()>>,
+    server: Option<tokio::task::JoinHandle<Result<(), Refusal>>>,
+    lock: Option<WriterLock>,
+    socket: PathBuf,
+    entropy: std::sync::Mutex<OsEntropy>,
+}
+
+impl std::fmt::Debug for Broker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Broker")
+            .field("socket", &self.socket)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Starts a broker in this process (the library form of `mosaic-bus
+/// broker`).
+///
+/// # Errors
+/// One static code: the data root (`unsafe-path`), the lock (`lock-held`,
+/// `stale-lock`), the store (`schema-mismatch`, `integrity-failed`,
+/// `storage-unavailable`), a boot launch (its binding refusal), the socket
+/// (`unsafe-path`, `broker-unavailable`). Everything acquired so far is
+/// released again.
+pub fn start_broker(config: BootConfig) -> Result<(Broker, Booted), Refusal> {
+    let root = DataRoot::open(&config.data_root)?;
+    let me = ProcFs::new()
+        .current()
+        .map_err(|_| Refusal::StorageUnavailable)?;
+    let lock = WriterLock::acquire(&root, me.pid, me.start_time)?;
+    match boot(&root, config) {
+        Ok((mut broker, booted)) => {
+            broker.lock = Some(lock);
+            Ok((broker, booted))
+        }
+        Err(refusal) => {
+            // Nothing was served; the lock must not outlive this failed start.
+            let _ = lock.release();
+            Err(refusal)
+        }
+    }
+}
+
+fn boot(root: &DataRoot, config: BootConfig) -> Result<(Broker, Booted), Refusal> {
+    let db = root.db_path();
+    if db.exists() {
+        fs::check_private_file(&db)?;
+    }
+    let store = SqliteStore::open_or_create(&db).map_err(|e| e.refusal())?;
+    let mut driver = Driver::open(config.businesses, store)?;
+    let mut entropy = OsEntropy;
+    let mut registry = HashMap::new();
+    let mut launches = Vec::new();
+    for record in config.launches {
+        driver.bind(SystemClock.now(), record.clone())?;
+        let cap = entropy
+            .capability()
+            .map_err(|_| Refusal::StorageUnavailable)?;
+        registry.insert(cap.clone(), agent_binding(&record));
+        launches.push(IssuedLaunch {
+            business: record.business,
+            run: record.run,
+            cap,
+        });
+    }
+    let mut readers = Vec::new();
+    for business in config.readers {
+        let cap = entropy
+            .capability()
+            .map_err(|_| Refusal::StorageUnavailable)?;
+        registry.insert(
+            cap.clone(),
+            Binding::Reader {
+                business: business.clone(),
+            },
+        );
+        readers.push(IssuedReader { business, cap });
+    }
+    // Bound before any thread starts: binding sets the process umask.
+    let socket_path = root.socket_path();
+    let listener = socket::bind_private(&socket_path)?;
+    let registry = Arc::new(RwLock::new(registry));
+    let (jobs, queue) = mpsc::channel();
+    let writer = std::thread::Builder::new()
+        .name("mosaic-writer".into())
+        .spawn(move || write_loop(driver, queue))
+        .map_err(|_| Refusal::StorageUnavailable)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|_| Refusal::BrokerUnavailable)?;
+    let (stop, stopped) = oneshot::channel::<()>();
+    let handler = {
+        let registry = Arc::clone(&registry);
+        let jobs = jobs.clone();
+        move |_peer: Peer, line: Vec<u8>, _gone: Disconnect| {
+            let (registry, jobs) = (Arc::clone(&registry), jobs.clone());
+            async move { answer(&registry, &jobs, &line).await.into_bytes() }
+        }
+    };
+    let server = runtime.spawn(socket::serve(listener, handler, async move {
+        let _ = stopped.await;
+    }));
+    let broker = Broker {
+        registry,
+        jobs: Some(jobs),
+        writer: Some(writer),
+        runtime: Some(runtime),
+        stop: Some(stop),
+        server: Some(server),
+        lock: None,
+        socket: socket_path.clone(),
+        entropy: std::sync::Mutex::new(entropy),
+    };
+    Ok((
+        broker,
+        Booted {
+            socket: socket_path,
+            launches,
+            readers,
+        },
+    ))
+}
+
+fn agent_binding(record: &LaunchRecord) -> Binding {
+    Binding::Agent {
+        business: record.business.clone(),
+        agent: AgentRef {
+            role: record.role.clone(),
+            run: record.run.clone(),
+        },
+    }
+}
+
+/// Answers one request line: envelope, caller, arguments, then the writer.
+async fn answer(
+    registry: &RwLock<HashMap<Capability, Binding>>,
+    jobs: &mpsc::Sender<Job>,
+    line: &[u8],
+) -> String {
+    let envelope = match Envelope::parse(line) {
+        Ok(envelope) => envelope,
+        Err(refusal) => return wire::err(refusal),
+    };
+    let binding = registry
+        .read()
+        .ok()
+        .and_then(|r| r.get(envelope.cap()).cloned());
+    let Some(binding) = binding else {
+        return wire::err(Refusal::BadCapability);
+    };
+    let verb = envelope.verb().as_str();
+    let (reply, answered) = oneshot::channel();
+    let job = Job::Request {
+        caller: binding.caller(),
+        verb,
+        call: envelope.into_call(),
+        reply,
+    };
+    if jobs.send(job).is_err() {
+        return wire::err(Refusal::BrokerUnavailable);
+    }
+    wire::response(answered.await.unwrap_or(Err(Refusal::BrokerUnavailable)))
+}
+
+/// The writer thread: every request and binding, one at a time.
+fn write_loop(mut driver: Driver<SqliteStore>, queue: mpsc::Receiver<Job>) {
+    let mut entropy = OsEntropy;
+    for job in queue {
+        match job {
+            Job::Request {
+                caller,
+                verb,
+                call,
+                reply,
+            } => {
+                let result = match call {
+                    Ok(call) => execute(&mut driver, &mut entropy, &caller, verb, call),
+                    Err(refusal) => Err(driver.refuse(SystemClock.now(), &caller, verb, refusal)),
+                };
+                let _ = reply.send(result);
+            }
+            Job::Bind { record, reply } => {
+                let _ = reply.send(driver.bind(SystemClock.now(), record).map(|_| ()));
+            }
+        }
+    }
+}
+
+/// Runs one parsed call. Every refusal is recorded: the driver records the
+/// bus's own, and this records those that come before the bus or from a read.
+fn execute(
+    driver: &mut Driver<SqliteStore>,
+    entropy: &mut OsEntropy,
+    caller: &Caller,
+    verb: &str,
+    call: Call,
+) -> Result<Value, Refusal> {
+    let now = SystemClock.now();
+    let Ok(fresh) = entropy.uuid_bytes() else {
+        return Err(driver.refuse(now, caller, verb, Refusal::StorageUnavailable));
+    };
+    let business = caller.business().clone();
+    let dispatch = call.into_dispatch(|| fresh, |uuid| kind_of(driver, &business, uuid));
+    match dispatch {
+        Ok(Dispatch::Command(command)) => driver
+            .call(now, caller, command)
+            .map(|reply| wire::reply_json(&reply)),
+        Ok(Dispatch::Query(query)) => {
+            read(driver, caller, query).map_err(|r| driver.refuse(now, caller, verb, r))
+        }
+        Err(refusal) => Err(driver.refuse(now, caller, verb, refusal)),
+    }
+}
+
+/// Whether a UUID subject names a decision or a message of `business`.
+fn kind_of(
+    driver: &Driver<SqliteStore>,
+    business: &BusinessId,
+    uuid: &UuidRef,
+) -> Result<UuidKind, Refusal> {
+    if let Some(d) = driver.bus().decisions().get(&uuid.decision()) {
+        return if &d.record.business == business {
+            Ok(UuidKind::Decision)
+        } else {
+            Err(Refusal::CrossBusiness)
+        };
+    }
+    match driver.store().message(&uuid.message()) {
+        Ok(Some(m)) if &m.record.business == business => Ok(UuidKind::Message),
+        Ok(Some(_)) => Err(Refusal::CrossBusiness),
+        Ok(None) => Err(Refusal::UnknownReference),
+        Err(_) => Err(Refusal::StorageUnavailable),
+    }
+}
+
+/// The read projections, scoped to the caller's business. An agent's inbox
+/// is its role's; a reader's (and the human's) is the human's.
+fn read(driver: &Driver<SqliteStore>, caller: &Caller, query: Query) -> Result<Value, Refusal> {
+    let business = caller.business();
+    let store = driver.store();
+    let storage = |_| Refusal::StorageUnavailable;
+    Ok(match query {
+        Query::Inbox => {
+            let (route, recipient) = match caller {
+                Caller::Agent { agent, .. } => (
+                    Route::Role(agent.role.clone()),
+                    Recipient::Role(agent.role.clone()),
+                ),
+                Caller::Reader { .. } | Caller::Human { .. } => (Route::Human, Recipient::Human),
+            };
+            let mut decisions: Vec<_> = driver.bus().open_decisions(business, &route).collect();
+            decisions.sort_by_key(|d| d.record.id);
+            let mut items: Vec<Value> = decisions
+                .into_iter()
+                .map(|d| tagged("decision", wire::decision_json(d)))
+                .collect();
+            for m in store.unread(business, &recipient).map_err(storage)? {
+                items.push(tagged("message", wire::message_facts_json(&m)));
+            }
+            Value::Array(items)
+        }
+        Query::Tasks => Value::Array(
+            store
+                .tasks(business)
+                .map_err(storage)?
+                .iter()
+                .map(wire::task_json)
+                .collect(),
+        ),
+        Query::Agents => {
+            let claims = driver.bus().claims();
+            let mut records: Vec<_> = driver
+                .bus()
+                .launches()
+                .records()
+                .filter(|r| &r.business == business)
+                .collect();
+            records.sort_by(|a, b| (&a.role, &a.run).cmp(&(&b.role, &b.run)));
+            Value::Array(
+                records
+                    .into_iter()
+                    .map(|r| {
+                        let seat = claims.seat(business, &r.role);
+                        let holding =
+                            seat.is_some_and(|s| s.occupancy() == &Occupancy::Held(r.run.clone()));
+                        let revoked = seat.is_some_and(|s| s.is_revoked(&r.run));
+                        wire::agent_json(r, holding, revoked)
+                    })
+                    .collect(),
+            )
+        }
+        Query::Trail(subject) => Value::Array(
+            store
+                .trail(business, &subject)
+                .map_err(storage)?
+                .iter()
+                .map(wire::record_json)
+                .collect(),
+        ),
+    })
+}
+
+/// `{"type": kind, ...object}`.
+fn tagged(kind: &str, mut value: Value) -> Value {
+    if let Value::Object(map) = &mut value {
+        map.insert("type".to_owned(), json!(kind));
+    }
+    value
+}
+
+impl Broker {
+    /// The socket path.
+    pub fn socket(&self) -> &std::path::Path {
+        &self.socket
+    }
+
+    /// Binds a launch the host performed and issues its capability. A run
+    /// bound again (with the identical record) gets a new capability; its
+    /// old one stops working.
+    ///
+    /// # Errors
+    /// The binding's refusal (`launch-mismatch`, `launch-revoked`,
+    /// `unknown-role`, `bad-config`, `storage-unavailable`); the broker keeps
+    /// running.
+    pub fn bind_launch(&self, record: LaunchRecord) -> Result<IssuedLaunch, Refusal> {
+        let jobs = self.jobs.as_ref().ok_or(Refusal::BrokerUnavailable)?;
+        let (reply, answered) = mpsc::channel();
+        jobs.send(Job::Bind {
+            record: record.clone(),
+            reply,
+        })
+        .map_err(|_| Refusal::BrokerUnavailable)?;
+        answered.recv().map_err(|_| Refusal::BrokerUnavailable)??;
+        let cap = self
+            .entropy
+            .lock()
+            .map_err(|_| Refusal::BrokerUnavailable)?
+            .capability()
+            .map_err(|_| Refusal::StorageUnavailable)?;
+        let binding = agent_binding(&record);
+        let mut registry = self
+            .registry
+            .write()
+            .map_err(|_| Refusal::BrokerUnavailable)?;
+        registry.retain(|_, b| b != &binding);
+        registry.insert(cap.clone(), binding);
+        Ok(IssuedLaunch {
+            business: record.business,
+            run: record.run,
+            cap,
+        })
+    }
+
+    /// Stops serving, lets requests in flight finish, closes the store, and
+    /// removes the socket and the writer lock.
+    ///
+    /// # Errors
+    /// `storage-unavailable` when the socket or the lock cannot be removed.
+    pub fn close(mut self) -> Result<(), Refusal> {
+        self.shut_down()
+    }
+
+    fn shut_down(&mut self) -> Result<(), Refusal> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let (Some(runtime), Some(server)) = (self.runtime.as_ref(), self.server.take()) {
+            let _ = runtime.block_on(server);
+        }
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+        self.registry.write().map(|mut r| r.clear()).ok();
+        drop(self.jobs.take());
+        if let Some(writer) = self.writer.take() {
+            let _ = writer.join();
+        }
+        let Some(lock) = self.lock.take() else {
+            return Ok(());
+        };
+        let socket = std::fs::remove_file(&self.socket);
+        let released = lock.release();
+        socket.map_err(|_| Refusal::StorageUnavailable)?;
+        released
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        // A broker dropped without `close` (an error path, a panic unwinding)
+        // still closes cleanly; only a crash leaves the lock behind.
+        let _ = self.shut_down();
+    }
+}
