@@ -4,6 +4,7 @@
 #![warn(missing_docs, unreachable_pub)]
 
 pub mod broker;
+pub mod call;
 pub mod demo;
 pub mod driver;
 pub mod host;

@@ -35,6 +35,14 @@ COMMANDS:
                 {\"op\":\"close\"}. End of stdin closes with exit 2; SIGTERM and
                 SIGINT close cleanly with exit 0; a startup or protocol
                 failure prints {\"ok\":false,\"error\":CODE} and exits 2.
+    call VERB [ARGS_JSON] [--socket PATH] [--cap-file PATH]
+                Send one request to the broker and print its JSON answer.
+                The capability comes from the descriptor named by
+                MOSAIC_BUS_CAP_FD or from a private 0600 --cap-file, never
+                from an argument; the socket from --socket or
+                MOSAIC_BUS_SOCKET. Exit 0 when ok, 1 on a refusal (on
+                outcome-unknown inspect the trail; never resend blindly),
+                2 on a usage error. No retry.
     demo [--data-root D]
                 Play one exchange of the example business (examples/
                 business.json: claims, a cross-role decision approved and
@@ -62,7 +70,7 @@ COMMANDS:
                 not be written or a removal failed). Evidence is never
                 deleted.
 
-Not built yet (see README.md, Status): up, call, human, mcp.
+Not built yet (see README.md, Status): up, human, mcp.
 
 EXIT CODES:
     0   success
@@ -83,6 +91,11 @@ fn main() -> ExitCode {
         }
         Some(Some("unlock")) => unlock(&args[1..]),
         Some(Some("demo")) => demo(&args[1..]),
+        Some(Some("call")) => {
+            let (line, code) = mosaic_app::call::run(&args[1..]);
+            println!("{line}");
+            ExitCode::from(code)
+        }
         Some(Some("broker")) if args.len() == 1 => {
             let code = mosaic_app::host::run(
                 std::io::BufReader::new(std::io::stdin()),
