@@ -15,4 +15,5 @@ pub mod procfs;
 pub mod socket;
 pub mod sqlite;
 pub mod system;
+pub mod views;
 pub mod wire;

@@ -25,10 +25,13 @@ use mosaic_adapters::socket::{self, Disconnect, Peer};
 use mosaic_adapters::sqlite::SqliteStore;
 use mosaic_adapters::system::{OsEntropy, SystemClock};
 use mosaic_adapters::wire::{self, Call, Dispatch, Envelope, Query, UuidKind, UuidRef};
-use mosaic_domain::bus::Caller;
+use mosaic_domain::authority::Grant;
+use mosaic_domain::bus::{Caller, Command, Reply};
 use mosaic_domain::claims::Occupancy;
-use mosaic_domain::evidence::{AgentRef, LaunchRecord, Recipient, Route};
-use mosaic_domain::{BusinessId, Capability, Refusal};
+use mosaic_domain::evidence::{AgentRef, LaunchRecord, Recipient, Route, Subject};
+use mosaic_domain::{
+    Action, BusinessId, Capability, DecisionId, EventId, Refusal, Target, TaskRef,
+};
 use mosaic_ports::{Clock, Entropy, EvidenceStore};
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
@@ -105,6 +108,12 @@ enum Job {
     Bind {
         record: LaunchRecord,
         reply: mpsc::Sender<Result<(), Refusal>>,
+    },
+    /// A command of the trusted in-process API (`authorize`, `record_event`).
+    Trusted {
+        caller: Caller,
+        command: Command,
+        reply: mpsc::Sender<Result<Reply, Refusal>>,
     },
 }
 
@@ -300,6 +309,13 @@ fn write_loop(mut driver: Driver<SqliteStore>, queue: mpsc::Receiver<Job>) {
             Job::Bind { record, reply } => {
                 let _ = reply.send(driver.bind(SystemClock.now(), record).map(|_| ()));
             }
+            Job::Trusted {
+                caller,
+                command,
+                reply,
+            } => {
+                let _ = reply.send(driver.call(SystemClock.now(), &caller, command));
+            }
         }
     }
 }
@@ -467,6 +483,110 @@ impl Broker {
             run: record.run,
             cap,
         })
+    }
+
+    /// The trusted adapter API `authorize(cap, action, {decision, target})`
+    /// (never a socket verb): checks that the capability's run holds its
+    /// role and that `action` on `target` is within-role or approved by
+    /// `decision`, spends that approval, and records `action.allowed`, in
+    /// one transaction. It is not itself an external executor: a caller must
+    /// not treat an earlier grant as authority after an await or a holder
+    /// change.
+    ///
+    /// # Errors
+    /// `bad-capability`, `not-holder`, and the authorization refusals
+    /// (`not-authorized`, `decision-consumed`, `decision-mismatch`, …).
+    pub fn authorize(
+        &self,
+        cap: &Capability,
+        action: Action,
+        target: Option<Target>,
+        decision: Option<DecisionId>,
+    ) -> Result<Grant, Refusal> {
+        match self.trusted(
+            cap,
+            Command::Authorize {
+                action,
+                target,
+                decision,
+            },
+        )? {
+            Reply::Authorized(grant) => Ok(grant),
+            Reply::Claimed(_)
+            | Reply::Done
+            | Reply::Decision(_)
+            | Reply::Sent { .. }
+            | Reply::Received(_) => Err(Refusal::BadRequest),
+        }
+    }
+
+    /// The trusted adapter API `record_event(cap, {kind, body, subject})`:
+    /// stamps the capability's identity, in its own transaction. `body` must
+    /// be a JSON object; a `task_ref` in it must equal a task `subject`;
+    /// `task.created` needs `body.request` (a human input of this business)
+    /// and `body.requirement`. Human input, launch control and the bus's own
+    /// kinds refuse.
+    ///
+    /// # Errors
+    /// `bad-capability`, `not-holder`, `bad-request` for a body or subject
+    /// breaking the rules, `not-authorized` for a reserved kind, and the
+    /// store's refusals (a `request` naming no human input: `storage-unavailable`).
+    pub fn record_event(
+        &self,
+        cap: &Capability,
+        kind: &str,
+        body: &Value,
+        subject: Option<Subject>,
+    ) -> Result<(), Refusal> {
+        let kind = Action::parse(kind)?;
+        let object = body.as_object().ok_or(Refusal::BadRequest)?;
+        if let Some(task) = object.get("task_ref") {
+            let task = TaskRef::parse(task.as_str().ok_or(Refusal::BadRequest)?)?;
+            if subject != Some(Subject::Task(task)) {
+                return Err(Refusal::BadRequest);
+            }
+        }
+        let request = if kind.as_str() == "task.created" {
+            let requirement = object
+                .get("requirement")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            if requirement.is_empty() {
+                return Err(Refusal::BadRequest);
+            }
+            let request = object
+                .get("request")
+                .and_then(Value::as_str)
+                .ok_or(Refusal::BadRequest)?;
+            Some(EventId::parse(request)?)
+        } else {
+            None
+        };
+        let command = Command::RecordEvent {
+            kind,
+            body: body.to_string(),
+            subject,
+            request,
+        };
+        self.trusted(cap, command).map(|_| ())
+    }
+
+    fn trusted(&self, cap: &Capability, command: Command) -> Result<Reply, Refusal> {
+        let binding = self
+            .registry
+            .read()
+            .ok()
+            .and_then(|r| r.get(cap).cloned())
+            .ok_or(Refusal::BadCapability)?;
+        let jobs = self.jobs.as_ref().ok_or(Refusal::BrokerUnavailable)?;
+        let (reply, answered) = mpsc::channel();
+        jobs.send(Job::Trusted {
+            caller: binding.caller(),
+            command,
+            reply,
+        })
+        .map_err(|_| Refusal::BrokerUnavailable)?;
+        answered.recv().map_err(|_| Refusal::BrokerUnavailable)?
     }
 
     /// Stops serving, lets requests in flight finish, closes the store, and

@@ -1,0 +1,79 @@
+//! The shared reads, for S4 and S5: `views(client)` over a capability's
+//! [`Client`]. Neither caller ever opens `bus.sqlite`; everything goes
+//! through the broker, scoped to the capability's business.
+//!
+//! ```no_run
+//! use mosaic_adapters::socket::Client;
+//! use mosaic_adapters::views::views;
+//! # fn main() -> Result<(), mosaic_domain::Refusal> {
+//! let read = views(Client::new("/srv/mosaic/bus/bus.sock", "<64 hex capability>"));
+//! let inbox = read.inbox()?;
+//! let trail = read.trail("vikunja:3/41")?;
+//! # Ok(()) }
+//! ```
+
+use mosaic_domain::Refusal;
+use serde_json::{json, Value};
+
+use crate::socket::Client;
+
+/// Read projections over one capability's client.
+#[derive(Debug)]
+pub struct Views {
+    client: Client,
+}
+
+/// The read projections for `client`'s capability.
+pub fn views(client: Client) -> Views {
+    Views { client }
+}
+
+impl Views {
+    /// `inbox`: open decisions routed to the caller (with their
+    /// `authorization` context, which a UI must show when offering
+    /// resolution) and unread messages, each tagged with `type`.
+    ///
+    /// # Errors
+    /// The broker's refusal, or the client's (`outcome-unknown`, …).
+    pub fn inbox(&self) -> Result<Vec<Value>, Refusal> {
+        self.list("inbox", json!({}))
+    }
+
+    /// `tasks`: the newest state of each task, tombstones included. A task
+    /// missing here is unknown, not open or done.
+    ///
+    /// # Errors
+    /// As [`Views::inbox`].
+    pub fn tasks(&self) -> Result<Vec<Value>, Refusal> {
+        self.list("tasks", json!({}))
+    }
+
+    /// `agents`: every bound run with its role, harness and whether it holds
+    /// or was revoked from its role.
+    ///
+    /// # Errors
+    /// As [`Views::inbox`].
+    pub fn agents(&self) -> Result<Vec<Value>, Refusal> {
+        self.list("agents", json!({}))
+    }
+
+    /// `trail`: every record filed under a task ref, decision id or message
+    /// id, in broker write order.
+    ///
+    /// # Errors
+    /// As [`Views::inbox`].
+    pub fn trail(&self, subject: &str) -> Result<Vec<Value>, Refusal> {
+        self.list("trail", json!({ "subject": subject }))
+    }
+
+    fn list(&self, verb: &str, args: Value) -> Result<Vec<Value>, Refusal> {
+        match self.client.call(verb, args)? {
+            Value::Array(items) => Ok(items),
+            Value::Null
+            | Value::Bool(_)
+            | Value::Number(_)
+            | Value::String(_)
+            | Value::Object(_) => Err(Refusal::BadRequest),
+        }
+    }
+}
