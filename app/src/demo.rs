@@ -1,12 +1,12 @@
 //! `mosaic-bus demo`: one short exchange of the example business, played
 //! in-process against a real data root and SQLite store, printed as JSON
 //! lines, followed by the decision's trail. It shows the core and the store
-//! at work until the broker daemon (`up`) exists.
+//! at work without a broker; `mosaic-bus up` plays the same business with
+//! real agent processes over the socket.
 
 use std::io::Write;
 use std::path::PathBuf;
 
-use mosaic_adapters::config::business_from_json;
 use mosaic_adapters::fs::{DataRoot, WriterLock};
 use mosaic_adapters::procfs::ProcFs;
 use mosaic_adapters::sqlite::SqliteStore;
@@ -23,8 +23,11 @@ use mosaic_ports::{Clock, Entropy, EvidenceStore};
 use serde_json::json;
 
 use crate::driver::Driver;
+use crate::up::UpConfig;
 
-/// The example business the demo plays, embedded at build time.
+/// The example configuration (`examples/business.json`), embedded at build
+/// time: `{"business": {…}, "agents": […]}`, the shape `mosaic-bus up`
+/// reads ([`crate::up::UpConfig`]); the demo plays its `business`.
 pub const EXAMPLE_BUSINESS: &str = include_str!("../../examples/business.json");
 
 /// Plays the exchange in `data_root` (a fresh private temporary folder when
@@ -52,7 +55,8 @@ pub fn run(data_root: Option<PathBuf>, out: &mut impl Write) -> Result<(), Refus
 }
 
 fn play(root: &DataRoot, pid: u32, start_time: u64, out: &mut impl Write) -> Result<(), Refusal> {
-    let business = business_from_json(EXAMPLE_BUSINESS)?;
+    // The agents' commands are not run here, so no directory is needed.
+    let business = UpConfig::parse(EXAMPLE_BUSINESS, std::path::Path::new("/"))?.business;
     let acme = business.id().clone();
     let db = root.db_path();
     if db.exists() {

@@ -8,3 +8,4 @@ pub mod call;
 pub mod demo;
 pub mod driver;
 pub mod host;
+pub mod up;

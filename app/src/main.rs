@@ -1,10 +1,9 @@
 //! `mosaic-bus`: the binary. It only wires: each subcommand parses its
 //! arguments, builds the adapters it needs and hands them to the runtime.
 //!
-//! Today it carries the help text, the exit-code contract and `unlock`
-//! (whose logic is `mosaic_adapters::fs::unlock`); the broker, `up`, `call`,
-//! `human` and `mcp` subcommands arrive with their issues (see README.md,
-//! "Status").
+//! It carries the help text, the exit-code contract and the dispatch of
+//! `broker`, `up`, `call`, `demo` and `unlock`; `human` and `mcp` arrive with
+//! their issues (see README.md, "Status").
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
@@ -43,6 +42,23 @@ COMMANDS:
                 MOSAIC_BUS_SOCKET. Exit 0 when ok, 1 on a refusal (on
                 outcome-unknown inspect the trail; never resend blindly),
                 2 on a usage error. No retry.
+    up --config FILE [--data-root D] [--stay]
+                The standalone host: boot the broker in this process,
+                launch the agents the config lists ({\"business\":{...},
+                \"agents\":[{role,harness,command}]}, e.g. examples/
+                business.json), each with MOSAIC_RUN_ID, MOSAIC_BUS_SOCKET
+                and its capability on the sealed descriptor named by
+                MOSAIC_BUS_CAP_FD (never in the environment); an agent reads
+                one line (\"ready\") on stdin before its first call. Writes
+                the reader capability to D/reader.cap (0600, removed on
+                close) and prints one JSON line: dataRoot, socket,
+                readerCap, agents (role, run, harness, pid). Runs until
+                SIGINT/SIGTERM or until every agent has exited (--stay:
+                keep serving until a signal). Without --data-root it uses
+                a new private folder under the temporary directory and
+                keeps it. Exit 0; 1 when an agent exited non-zero; 2 when
+                it cannot start ({\"ok\":false,\"error\":CODE} on stdout)
+                or close.
     demo [--data-root D]
                 Play one exchange of the example business (examples/
                 business.json: claims, a cross-role decision approved and
@@ -70,10 +86,11 @@ COMMANDS:
                 not be written or a removal failed). Evidence is never
                 deleted.
 
-Not built yet (see README.md, Status): up, human, mcp.
+Not built yet (see README.md, Status): human, mcp.
 
 EXIT CODES:
     0   success
+    1   call: a refusal; up: an agent exited non-zero
     2   usage or startup failure; one static code on stderr (unlock: one
         JSON line on stdout)
 ";
@@ -91,6 +108,7 @@ fn main() -> ExitCode {
         }
         Some(Some("unlock")) => unlock(&args[1..]),
         Some(Some("demo")) => demo(&args[1..]),
+        Some(Some("up")) => ExitCode::from(mosaic_app::up::run(&args[1..], &mut std::io::stdout())),
         Some(Some("call")) => {
             let (line, code) = mosaic_app::call::run(&args[1..]);
             println!("{line}");

@@ -75,6 +75,8 @@ refusals! {
     LaunchRevoked => "launch-revoked",
     /// A rebinding whose role, harness, address or process differs from the record.
     LaunchMismatch => "launch-mismatch",
+    /// The standalone host could not start an agent or hand it its capability.
+    LaunchFailed => "launch-failed",
     /// The role's holder changed since the revoke decision was raised.
     HolderChanged => "holder-changed",
     /// Only the human may do this.

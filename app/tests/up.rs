@@ -1,0 +1,482 @@
+//! `mosaic-bus up`, the standalone host, run as a real binary: the example
+//! agents exchange a decision and a message over the socket, each holding
+//! only its own capability on an inherited descriptor.
+//!
+//! Nothing here sleeps to synchronise: every wait is for a line, the end of
+//! a pipe or the process's exit, each bounded by [`WAIT`] so a hung run
+//! fails the test instead of hanging it.
+
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use mosaic_adapters::config::boot_from_value;
+use mosaic_adapters::procfs::ProcFs;
+use mosaic_adapters::socket::Client;
+use mosaic_app::broker::start_broker;
+use serde_json::{json, Value};
+
+const BIN: &str = env!("CARGO_BIN_EXE_mosaic-bus");
+/// Generous: the example agents finish in well under a second.
+const WAIT: Duration = Duration::from_secs(60);
+
+fn example() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/business.json")
+}
+
+/// A running `up` whose stdout and stderr are read on threads, line by line.
+struct Up {
+    child: Child,
+    stdout: mpsc::Receiver<String>,
+    stderr: mpsc::Receiver<String>,
+}
+
+impl Up {
+    fn start(args: &[&std::ffi::OsStr], dump: Option<&Path>) -> Up {
+        let mut command = Command::new(BIN);
+        command
+            .arg("up")
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if let Some(dump) = dump {
+            command.env("MOSAIC_EXAMPLE_DUMP", dump);
+        }
+        let mut child = command.spawn().expect("spawn up");
+        let stdout = lines(child.stdout.take().expect("stdout"));
+        let stderr = lines(child.stderr.take().expect("stderr"));
+        Up {
+            child,
+            stdout,
+            stderr,
+        }
+    }
+
+    /// The next stdout line, within [`WAIT`].
+    fn line(&self) -> String {
+        self.stdout.recv_timeout(WAIT).expect("a line from up")
+    }
+
+    /// Waits for stderr to say `needle`.
+    fn stderr_until(&self, needle: &str) {
+        loop {
+            let line = self.stderr.recv_timeout(WAIT).expect("a line on stderr");
+            if line.contains(needle) {
+                return;
+            }
+        }
+    }
+
+    fn signal(&self, signal: rustix::process::Signal) {
+        rustix::process::kill_process(rustix::process::Pid::from_child(&self.child), signal)
+            .expect("signal up");
+    }
+
+    /// Waits for the exit (killing `up` after [`WAIT`]); returns the status
+    /// and the rest of stdout and stderr.
+    fn finish(mut self) -> (ExitStatus, String, String) {
+        let (done, exited) = mpsc::channel();
+        let pid = rustix::process::Pid::from_child(&self.child);
+        let waiter = std::thread::spawn(move || {
+            let status = self.child.wait().expect("wait for up");
+            let _ = done.send(());
+            status
+        });
+        if exited.recv_timeout(WAIT).is_err() {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            panic!("up did not exit within {WAIT:?}");
+        }
+        let status = waiter.join().expect("waiter");
+        // Every writer of the pipes has exited by now; bounded all the same.
+        let rest = |lines: mpsc::Receiver<String>| {
+            let mut all = Vec::new();
+            loop {
+                match lines.recv_timeout(WAIT) {
+                    Ok(line) => all.push(line),
+                    Err(mpsc::RecvTimeoutError::Disconnected) => return all.join("\n"),
+                    Err(mpsc::RecvTimeoutError::Timeout) => panic!("a pipe of up stays open"),
+                }
+            }
+        };
+        (status, rest(self.stdout), rest(self.stderr))
+    }
+}
+
+fn lines(pipe: impl Read + Send + 'static) -> mpsc::Receiver<String> {
+    let (send, receive) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(pipe).lines() {
+            let Ok(line) = line else { return };
+            if send.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    receive
+}
+
+/// The UUID that follows `prefix` in `text`.
+fn uuid_after(text: &str, prefix: &str) -> String {
+    let at = text
+        .find(prefix)
+        .unwrap_or_else(|| panic!("{prefix:?} in {text}"))
+        + prefix.len();
+    text[at..at + 36].to_owned()
+}
+
+/// Whether `text` holds 64 hex digits in a row (the shape of a capability).
+fn has_capability_shape(text: &str) -> bool {
+    let mut run = 0;
+    for c in text.chars() {
+        run = if c.is_ascii_hexdigit() { run + 1 } else { 0 };
+        if run >= 64 {
+            return true;
+        }
+    }
+    false
+}
+
+fn kinds(trail: &Value) -> Vec<&str> {
+    trail
+        .as_array()
+        .expect("a trail is an array")
+        .iter()
+        .map(|r| r["kind"].as_str().expect("kind"))
+        .collect()
+}
+
+fn entry<'a>(trail: &'a Value, kind: &str) -> &'a Value {
+    trail
+        .as_array()
+        .expect("array")
+        .iter()
+        .find(|r| r["kind"] == kind)
+        .unwrap_or_else(|| panic!("no {kind} in {trail}"))
+}
+
+#[test]
+fn the_example_agents_exchange_a_decision_and_a_message_then_up_exits() {
+    let root = tempfile::tempdir().expect("data root");
+    let dump = tempfile::tempdir().expect("dump folder");
+    let up = Up::start(
+        &[
+            "--config".as_ref(),
+            example().as_os_str(),
+            "--data-root".as_ref(),
+            root.path().as_os_str(),
+        ],
+        Some(dump.path()),
+    );
+    let summary: Value = serde_json::from_str(&up.line()).expect("the first line is JSON");
+    let (status, rest, stderr) = up.finish();
+    assert_eq!(status.code(), Some(0), "stdout: {rest}\nstderr: {stderr}");
+
+    // The one JSON line says where everything is, and names both runs.
+    assert_eq!(summary["ok"], true);
+    assert_eq!(summary["business"], "acme");
+    assert_eq!(summary["dataRoot"], json!(root.path()));
+    let socket = root.path().join("bus/bus.sock");
+    assert_eq!(summary["socket"], json!(socket));
+    assert_eq!(summary["readerCap"], json!(root.path().join("reader.cap")));
+    let agents = summary["agents"].as_array().expect("agents");
+    let roles: Vec<&str> = agents.iter().map(|a| a["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["lead", "dev"]);
+    let run = |i: usize| agents[i]["run"].as_str().expect("run").to_owned();
+    let (lead, dev) = (run(0), run(1));
+    assert!(lead.starts_with("lead-") && dev.starts_with("dev-"));
+    for (i, name) in [&lead, &dev].into_iter().enumerate() {
+        assert!(rest.contains(&format!("[{name}]:")), "{name} in {rest}");
+        assert_eq!(agents[i]["harness"], "pi");
+    }
+    assert!(
+        !has_capability_shape(&rest) && !has_capability_shape(&summary.to_string()),
+        "no capability on stdout: {rest}"
+    );
+    let decision = uuid_after(&rest, "raised decision ");
+    let message = uuid_after(&rest, "sent message ");
+    assert!(rest.contains(&format!("acknowledged message {message}")));
+
+    // Closed cleanly: no socket, no lock, no reader capability left.
+    assert!(!socket.exists());
+    assert!(!root.path().join("bus/writer.lock").exists());
+    assert!(!root.path().join("reader.cap").exists());
+
+    // Each agent's environment carries no capability, only the descriptor's
+    // number, and each agent holds exactly one capability descriptor.
+    for name in [&lead, &dev] {
+        let env = std::fs::read_to_string(dump.path().join(format!("{name}.env"))).expect("env");
+        assert!(!has_capability_shape(&env), "a capability in {name}'s env");
+        assert!(env.contains(&format!("MOSAIC_RUN_ID={name}\n")));
+        assert!(env.contains(&format!("MOSAIC_BUS_SOCKET={}\n", socket.display())));
+        let fd = env
+            .lines()
+            .find_map(|l| l.strip_prefix("MOSAIC_BUS_CAP_FD="))
+            .expect("MOSAIC_BUS_CAP_FD");
+        let fds = std::fs::read_to_string(dump.path().join(format!("{name}.fds"))).expect("fds");
+        let memfds: Vec<&str> = fds.lines().filter(|l| l.contains("memfd:")).collect();
+        assert_eq!(memfds.len(), 1, "{name} holds one memfd: {fds}");
+        assert!(
+            memfds[0].contains(&format!(" {fd} -> /memfd:mosaic-bus-cap")),
+            "{}",
+            memfds[0]
+        );
+    }
+
+    // Read the evidence back through a broker booted on the same data root.
+    let business: Value = serde_json::from_str(mosaic_app::demo::EXAMPLE_BUSINESS).unwrap();
+    let config = boot_from_value(json!({
+        "dataRoot": root.path(), "businesses": {"acme": business["business"]},
+        "readers": ["acme"], "repoRoots": []
+    }))
+    .expect("boot config");
+    let (broker, booted) = start_broker(config).expect("a broker on the same data root");
+    let reader = Client::new(&booted.socket, booted.readers[0].cap.expose());
+    let trail = |subject: &str| {
+        reader
+            .call("trail", json!({ "subject": subject }))
+            .expect("trail")
+    };
+
+    // A cross-role decision routed to the lead and resolved by its run.
+    let d = trail(&decision);
+    assert_eq!(
+        kinds(&d),
+        ["decision.raised", "decision.resolved", "message.sent"]
+    );
+    let raised = entry(&d, "decision.raised");
+    assert_eq!(raised["class"], "cross-role");
+    assert_eq!(raised["route"], "lead");
+    assert_eq!(raised["action"], "repo.merge");
+    let resolved = entry(&d, "decision.resolved");
+    assert_eq!(resolved["choice"], "yes");
+    assert_eq!(resolved["by_run"], json!(lead));
+
+    // The message citing it was delivered to the lead's run and read.
+    let m = trail(&message);
+    assert_eq!(
+        kinds(&m),
+        ["message.sent", "message.delivered", "message.read"]
+    );
+    assert_eq!(entry(&m, "message.sent")["decision"], json!(decision));
+
+    // Both launches were bound with the real child: the pid up printed, the
+    // pid the script saw as its own, and a start time after this test began.
+    let test_started = ProcFs::new().current().expect("/proc").start_time;
+    let bound = reader.call("agents", json!({})).expect("agents");
+    for (i, name) in [&lead, &dev].into_iter().enumerate() {
+        let record = bound
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["run"] == json!(name))
+            .unwrap_or_else(|| panic!("{name} bound"));
+        let own: u64 = std::fs::read_to_string(dump.path().join(format!("{name}.pid")))
+            .expect("pid")
+            .trim()
+            .parse()
+            .expect("a pid");
+        assert_eq!(record["pid"], json!(own));
+        assert_eq!(record["pid"], agents[i]["pid"]);
+        assert!(record["start_time"].as_u64().expect("start time") >= test_started);
+        let launched = trail(record["role"].as_str().unwrap());
+        assert!(kinds(&launched).contains(&"session.launched"));
+    }
+    broker.close().expect("close");
+}
+
+#[test]
+fn with_stay_the_reader_capability_serves_until_sigterm() {
+    let root = tempfile::tempdir().expect("data root");
+    let up = Up::start(
+        &[
+            "--config".as_ref(),
+            example().as_os_str(),
+            "--data-root".as_ref(),
+            root.path().as_os_str(),
+            "--stay".as_ref(),
+        ],
+        None,
+    );
+    let summary: Value = serde_json::from_str(&up.line()).expect("JSON");
+    let cap_file = PathBuf::from(summary["readerCap"].as_str().expect("readerCap"));
+    let socket = summary["socket"].as_str().expect("socket").to_owned();
+    up.stderr_until("every agent has exited");
+
+    let mode = std::fs::metadata(&cap_file)
+        .expect("reader.cap")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let out = Command::new(BIN)
+        .args(["call", "agents", "--socket", &socket, "--cap-file"])
+        .arg(&cap_file)
+        .output()
+        .expect("call");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let answer: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(answer["result"].as_array().map(Vec::len), Some(2));
+
+    up.signal(rustix::process::Signal::TERM);
+    let (status, _, stderr) = up.finish();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(!cap_file.exists(), "reader.cap is removed on close");
+    assert!(!Path::new(&socket).exists());
+    assert!(!root.path().join("bus/writer.lock").exists());
+}
+
+/// A configuration of one business `x` with one role `a` and these agents.
+fn config_file(dir: &Path, agents: Value) -> PathBuf {
+    let path = dir.join("up.json");
+    let config = json!({
+        "business": {"id": "x", "human": "alice", "arbiters": {"technical": "a", "delivery": "a"},
+                     "roles": {"a": {"authority": {"withinRole": [], "crossRole": []}}}},
+        "agents": agents,
+    });
+    std::fs::write(&path, config.to_string()).expect("write config");
+    path
+}
+
+fn run_to_end(config: &Path, root: &Path) -> (ExitStatus, String, String) {
+    let up = Up::start(
+        &[
+            "--config".as_ref(),
+            config.as_os_str(),
+            "--data-root".as_ref(),
+            root.as_os_str(),
+        ],
+        None,
+    );
+    let (status, mut stdout, stderr) = {
+        let first = up.stdout.recv_timeout(WAIT).unwrap_or_default();
+        let (status, rest, stderr) = up.finish();
+        (status, format!("{first}\n{rest}"), stderr)
+    };
+    stdout = stdout.trim().to_owned();
+    (status, stdout, stderr)
+}
+
+#[test]
+fn an_agent_that_exits_non_zero_is_reported_and_makes_the_exit_code_1() {
+    let dir = tempfile::tempdir().expect("dir");
+    let root = tempfile::tempdir().expect("data root");
+    let config = config_file(
+        dir.path(),
+        json!([{"role": "a", "harness": "pi", "command": ["sh", "-c", "read _ && exit 3"]},
+               {"role": "a", "harness": "claude-code", "command": ["sh", "-c", "read _"]}]),
+    );
+    let (status, _, stderr) = run_to_end(&config, root.path());
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("exit status: 3"), "{stderr}");
+    assert_eq!(
+        stderr.matches("mosaic-bus up: agent a").count(),
+        1,
+        "{stderr}"
+    );
+    assert!(!root.path().join("bus/writer.lock").exists());
+}
+
+#[test]
+fn startup_failures_print_one_static_code_and_release_everything() {
+    let dir = tempfile::tempdir().expect("dir");
+    let root = tempfile::tempdir().expect("data root");
+    let cases = [
+        (json!([]), json!({"ok": false, "error": "bad-config"})),
+        (
+            json!([{"role": "b", "harness": "pi", "command": ["true"]}]),
+            json!({"ok": false, "error": "unknown-role"}),
+        ),
+        (
+            json!([{"role": "a", "harness": "pi", "command": ["sh", "-c", "read _; sleep 600"]},
+                   {"role": "a", "harness": "pi", "command": ["./no/such/program"]}]),
+            json!({"ok": false, "error": "launch-failed", "role": "a"}),
+        ),
+    ];
+    for (agents, expected) in cases {
+        let config = config_file(dir.path(), agents);
+        let (status, stdout, stderr) = run_to_end(&config, root.path());
+        assert_eq!(status.code(), Some(2), "{stderr}");
+        let line: Value = serde_json::from_str(&stdout).expect("one JSON line");
+        assert_eq!(line, expected);
+        assert!(!root.path().join("bus/writer.lock").exists());
+        assert!(!root.path().join("bus/bus.sock").exists());
+        assert!(!root.path().join("reader.cap").exists());
+    }
+    let out = Command::new(BIN)
+        .args(["up", "--data-root", "/tmp"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        r#"{"error":"bad-request","ok":false}"#
+    );
+}
+
+#[test]
+fn sigterm_stops_running_agents_and_closes() {
+    let dir = tempfile::tempdir().expect("dir");
+    let root = tempfile::tempdir().expect("data root");
+    let config = config_file(
+        dir.path(),
+        json!([{"role": "a", "harness": "pi", "command": ["sh", "-c", "read _ && exec sleep 600"]}]),
+    );
+    let up = Up::start(
+        &[
+            "--config".as_ref(),
+            config.as_os_str(),
+            "--data-root".as_ref(),
+            root.path().as_os_str(),
+        ],
+        None,
+    );
+    let summary: Value = serde_json::from_str(&up.line()).expect("JSON");
+    let agent = summary["agents"][0]["pid"].as_u64().expect("pid");
+    up.signal(rustix::process::Signal::TERM);
+    let (status, _, stderr) = up.finish();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("stopping 1 agent"), "{stderr}");
+    assert!(
+        !Path::new(&format!("/proc/{agent}")).exists(),
+        "the agent is gone"
+    );
+    assert!(!root.path().join("bus/writer.lock").exists());
+    assert!(!root.path().join("reader.cap").exists());
+}
+
+#[test]
+fn a_second_signal_kills_an_agent_that_ignores_sigterm() {
+    let dir = tempfile::tempdir().expect("dir");
+    let root = tempfile::tempdir().expect("data root");
+    // SIGTERM stays ignored across exec, so `sleep` ignores it too.
+    let config = config_file(
+        dir.path(),
+        json!([{"role": "a", "harness": "pi",
+                "command": ["sh", "-c", "trap '' TERM; read _ && exec sleep 600"]}]),
+    );
+    let up = Up::start(
+        &[
+            "--config".as_ref(),
+            config.as_os_str(),
+            "--data-root".as_ref(),
+            root.path().as_os_str(),
+        ],
+        None,
+    );
+    let summary: Value = serde_json::from_str(&up.line()).expect("JSON");
+    let agent = summary["agents"][0]["pid"].as_u64().expect("pid");
+    up.signal(rustix::process::Signal::TERM);
+    up.stderr_until("stopping 1 agent");
+    up.signal(rustix::process::Signal::INT);
+    let (status, _, stderr) = up.finish();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(!Path::new(&format!("/proc/{agent}")).exists());
+    assert!(!root.path().join("bus/writer.lock").exists());
+}
