@@ -423,14 +423,15 @@ fn read(driver: &Driver<SqliteStore>, caller: &Caller, query: Query) -> Result<V
                     .collect(),
             )
         }
-        Query::Trail(subject) => Value::Array(
-            store
-                .trail(business, &subject)
-                .map_err(storage)?
-                .iter()
-                .map(wire::record_json)
-                .collect(),
-        ),
+        Query::Trail(subject) => {
+            // A role subject must name a role of this business, as everywhere.
+            if let Subject::Role(role) = &subject {
+                let known = driver.bus().business(business).and_then(|b| b.role(role));
+                known.ok_or(Refusal::UnknownRole)?;
+            }
+            let records = store.trail(business, &subject).map_err(storage)?;
+            Value::Array(records.iter().map(wire::record_json).collect())
+        }
     })
 }
 

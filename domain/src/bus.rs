@@ -367,7 +367,7 @@ impl Bus {
     }
 
     /// The open decisions of `business` that `route` resolves, in no
-    /// particular order (the runtime orders them by write time).
+    /// particular order.
     pub fn open_decisions<'a>(
         &'a self,
         business: &'a BusinessId,

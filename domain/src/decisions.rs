@@ -140,8 +140,8 @@ impl Decisions {
     /// # Errors
     /// - `bad-request`: no options, repeated option keys, a reused id, or a
     ///   `choice` on a decision that is not within-role;
-    /// - `unknown-option`: an explicit `approvalChoice` or a `choice` that is
-    ///   not an option;
+    /// - `unknown-option`: an `approvalChoice` (default `yes`) or a `choice`
+    ///   that is not an option;
     /// - `task-ref-required`: blocking without a task ref;
     /// - `choice-required`: within-role without a `choice`;
     /// - `launch-revoked`: `role.launch` while launching is off;
@@ -164,11 +164,10 @@ impl Decisions {
         {
             return Err(Refusal::BadRequest);
         }
-        if input
-            .approval_choice
-            .as_ref()
-            .is_some_and(|k| !keys.contains(k))
-        {
+        // The approving option (default `yes`) must be one of the options, so
+        // the authorization context a resolver is shown names a real choice.
+        let yes = OptionKey::yes();
+        if !keys.contains(input.approval_choice.as_ref().unwrap_or(&yes)) {
             return Err(Refusal::UnknownOption);
         }
         if input.blocking && input.task_ref.is_none() {

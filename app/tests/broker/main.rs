@@ -1,0 +1,18 @@
+//! `mosaic-bus broker`, black-box: the real binary booted over its host IPC
+//! (DESIGN.md §4) in a private data root, spoken to through its socket with
+//! `mosaic_adapters::socket::Client`. One test per rule of
+//! `spec/bus-broker.md` ("Start and stop", "Client protocol").
+//!
+//! - [`host`]: boot, bad boots, the lock, the socket's mode, `bindLaunch`,
+//!   protocol failures, end of stdin and signals;
+//! - [`verbs`]: every verb of the spec's table with its rules and refusals;
+//! - [`restart`]: what survives a close and a boot on the same data root.
+//!
+//! Bad input on the socket is `broker_bad_input.rs`.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod host;
+mod restart;
+mod verbs;
