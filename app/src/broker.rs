@@ -530,8 +530,9 @@ impl Broker {
     ///
     /// # Errors
     /// `bad-capability`, `not-holder`, `bad-request` for a body or subject
-    /// breaking the rules, `not-authorized` for a reserved kind, and the
-    /// store's refusals (a `request` naming no human input: `storage-unavailable`).
+    /// breaking the rules, `not-authorized` for a reserved kind, and
+    /// `unknown-reference` / `cross-business` for a `request` that names no
+    /// human input of this business.
     pub fn record_event(
         &self,
         cap: &Capability,

@@ -127,7 +127,7 @@ impl<S: EvidenceStore> Driver<S> {
             }
             Err(e) => {
                 self.bus.handle_rolled_back();
-                Err(storage(e))
+                Err(refused_by_store(e))
             }
         }
     }
@@ -176,4 +176,17 @@ impl<S: EvidenceStore> Driver<S> {
 
 fn storage(_: StoreError) -> Refusal {
     Refusal::StorageUnavailable
+}
+
+/// The refusal for a commit the store turned down. The domain checks every
+/// rule it has the facts for, so a rule break here is one only the store can
+/// see (a human input named by `task.created`, say): it is reported as what
+/// it is, not as an outage. Nothing was committed either way.
+fn refused_by_store(e: StoreError) -> Refusal {
+    match e {
+        StoreError::Dangling => Refusal::UnknownReference,
+        StoreError::CrossBusiness => Refusal::CrossBusiness,
+        StoreError::Duplicate | StoreError::Malformed => Refusal::BadRequest,
+        StoreError::NonMonotonic | StoreError::Unavailable(_) => Refusal::StorageUnavailable,
+    }
 }
