@@ -42,6 +42,6 @@ pub use reply::{
     response, task_json,
 };
 pub use request::{
-    parse_request, Call, Dispatch, Envelope, Query, RaiseArgs, SendArgs, SubjectRef, UuidKind,
-    UuidRef, Verb, WireRequest, MAX_REQUEST_BYTES,
+    parse_request, Call, Dispatch, Envelope, Query, SubjectRef, UuidKind, UuidRef, Verb,
+    WireRequest, MAX_REQUEST_BYTES,
 };

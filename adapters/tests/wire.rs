@@ -6,8 +6,8 @@ use std::cell::Cell;
 
 use mosaic_adapters::wire::{
     self, decision_json, message_facts_json, message_json, parse_json, parse_request, record_json,
-    reply_json, task_json, Call, Dispatch, Envelope, Query, RaiseArgs, SendArgs, SubjectRef,
-    UuidKind, UuidRef, Verb, MAX_REQUEST_BYTES,
+    reply_json, task_json, Call, Dispatch, Envelope, Query, SubjectRef, UuidKind, UuidRef, Verb,
+    MAX_REQUEST_BYTES,
 };
 use mosaic_domain::authority::Grant;
 use mosaic_domain::bus::{Command, Reply, SendInput};
@@ -796,8 +796,8 @@ fn raise_with(field: &str, value: Value) -> String {
     args.to_string()
 }
 
-fn expected_raise() -> RaiseArgs {
-    RaiseArgs {
+fn expected_raise() -> RaiseInput {
+    RaiseInput {
         action: Action::parse("repo.merge").unwrap(),
         target: Some(Target::parse("gitea:acme/bus").unwrap()),
         question: "Merge the branch?".into(),
@@ -845,7 +845,7 @@ fn representative_requests_parse_into_their_calls() {
                 "decision.raise",
                 r#"{"action":"role.revoke","question":"q","options":[{"key":"yes","text":""}],"recommendation":"","blocking":false}"#,
             ),
-            Call::DecisionRaise(Box::new(RaiseArgs {
+            Call::DecisionRaise(Box::new(RaiseInput {
                 action: Action::parse("role.revoke").unwrap(),
                 target: None,
                 question: "q".into(),
@@ -899,7 +899,7 @@ fn representative_requests_parse_into_their_calls() {
                     r#"{{"to":"dev-1","body":"line 1\nline 2 ü","class":"REVIEW-REQUEST","in_reply_to":"{M1}","corrects":"{M2}","decision":"{D1}"}}"#
                 ),
             ),
-            Call::MessageSend(Box::new(SendArgs {
+            Call::MessageSend(Box::new(SendInput {
                 to: Recipient::Role(role("dev-1")),
                 body: "line 1\nline 2 ü".into(),
                 class: Some(MessageClass::ReviewRequest),
@@ -910,7 +910,7 @@ fn representative_requests_parse_into_their_calls() {
         ),
         (
             req("message.send", r#"{"to":"human","body":""}"#),
-            Call::MessageSend(Box::new(SendArgs {
+            Call::MessageSend(Box::new(SendInput {
                 to: Recipient::Human,
                 body: String::new(),
                 class: None,
@@ -1000,10 +1000,14 @@ fn raise_and_send_draw_exactly_one_fresh_id_and_nothing_else_does() {
         Err(Refusal::BadRequest),
     );
     assert_eq!((ids, kinds), (1, 0));
-    let input: RaiseInput = expected_raise().into_input(did(fresh));
-    assert_eq!(d, Ok(Dispatch::Command(Command::Raise(Box::new(input)))));
+    let input = Box::new(expected_raise());
+    let raise = Command::Raise {
+        id: did(fresh),
+        input,
+    };
+    assert_eq!(d, Ok(Dispatch::Command(raise)));
 
-    let send = SendArgs {
+    let send = SendInput {
         to: Recipient::Human,
         body: "b".into(),
         class: None,
@@ -1016,9 +1020,14 @@ fn raise_and_send_draw_exactly_one_fresh_id_and_nothing_else_does() {
         Err(Refusal::BadRequest),
     );
     assert_eq!((ids, kinds), (1, 0));
-    let input: SendInput = send.into_input(mid(fresh));
-    assert!(input.known.is_empty());
-    assert_eq!(d, Ok(Dispatch::Command(Command::Send(Box::new(input)))));
+    let input = Box::new(send);
+    assert!(matches!(&d, Ok(Dispatch::Command(Command::Send { known, .. })) if known.is_empty()));
+    let send = Command::Send {
+        id: mid(fresh),
+        input,
+        known: Vec::new(),
+    };
+    assert_eq!(d, Ok(Dispatch::Command(send)));
 
     let plain = [
         (Call::RoleClaim, Command::Claim),

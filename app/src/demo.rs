@@ -113,7 +113,6 @@ fn play(root: &DataRoot, pid: u32, start_time: u64, out: &mut impl Write) -> Res
         },
     ];
     let raise = RaiseInput {
-        id: decision,
         action: Action::parse("repo.merge")?,
         target: Some(Target::parse("main")?),
         question: "May I merge the login fix into main?".into(),
@@ -132,14 +131,12 @@ fn play(root: &DataRoot, pid: u32, start_time: u64, out: &mut impl Write) -> Res
         .message_id()
         .map_err(|_| Refusal::StorageUnavailable)?;
     let send = SendInput {
-        id: message,
         to: Recipient::Role(lead.role.clone()),
         class: None,
         body: "Merged the login fix, as approved.".into(),
         in_reply_to: None,
         corrects: None,
         decision: Some(decision),
-        known: Vec::new(),
     };
     let spend = Command::Authorize {
         action: Action::parse("repo.merge")?,
@@ -152,7 +149,10 @@ fn play(root: &DataRoot, pid: u32, start_time: u64, out: &mut impl Write) -> Res
         (
             "dev asks the arbiter to merge",
             &dev_c,
-            Command::Raise(Box::new(raise)),
+            Command::Raise {
+                id: decision,
+                input: Box::new(raise),
+            },
         ),
         (
             "lead approves",
@@ -168,7 +168,11 @@ fn play(root: &DataRoot, pid: u32, start_time: u64, out: &mut impl Write) -> Res
         (
             "dev reports, citing the decision",
             &dev_c,
-            Command::Send(Box::new(send)),
+            Command::Send {
+                id: message,
+                input: Box::new(send),
+                known: Vec::new(),
+            },
         ),
         (
             "lead receives",

@@ -139,10 +139,7 @@ impl<S: EvidenceStore> Driver<S> {
             known.extend(self.store.message(&id).map_err(storage)?);
         }
         Ok(match command {
-            Command::Send(mut send) => {
-                send.known = known;
-                Command::Send(send)
-            }
+            Command::Send { id, input, .. } => Command::Send { id, input, known },
             Command::Read { id, .. } => Command::Read {
                 id,
                 known: known.pop(),
@@ -161,7 +158,7 @@ impl<S: EvidenceStore> Driver<S> {
             command @ (Command::Claim
             | Command::Release
             | Command::Revoke { .. }
-            | Command::Raise(_)
+            | Command::Raise { .. }
             | Command::Resolve { .. }
             | Command::Seen { .. }
             | Command::Withdraw { .. }

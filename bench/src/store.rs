@@ -160,18 +160,22 @@ impl Sender {
 
     /// One `message.send`: the bus handles it, the store commits it, then it returns.
     fn send(&mut self) -> Result<(), Failure> {
+        let id = self.ids.message();
         let input = SendInput {
-            id: self.ids.message(),
             to: self.to.clone(),
             class: Some(MessageClass::Info),
             body: body(self.sent),
             in_reply_to: None,
             corrects: None,
             decision: None,
+        };
+        let send = Command::Send {
+            id,
+            input: Box::new(input),
             known: Vec::new(),
         };
         self.driver
-            .call(now()?, &self.caller, Command::Send(Box::new(input)))
+            .call(now()?, &self.caller, send)
             .map_err(|r| Failure::refused("message.send refused", r))?;
         self.sent += 1;
         Ok(())

@@ -65,11 +65,11 @@ impl Caller {
     }
 }
 
-/// The arguments of `message.send`, with referenced messages already read.
+/// The arguments of `message.send`, as the caller gave them. The new id
+/// and the store facts are runtime inputs and travel beside it in
+/// [`Command::Send`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SendInput {
-    /// The new message's id (from the entropy port).
-    pub id: MessageId,
     /// The recipient.
     pub to: Recipient,
     /// The class, if given.
@@ -82,9 +82,6 @@ pub struct SendInput {
     pub corrects: Option<MessageId>,
     /// The decision cited (within-role) or spent (otherwise).
     pub decision: Option<DecisionId>,
-    /// What the store has for `in_reply_to` and `corrects` (filled in by the
-    /// runtime from [`Command::references`]; an id without facts is unknown).
-    pub known: Vec<MessageFacts>,
 }
 
 /// One verb with parsed arguments.
@@ -102,7 +99,13 @@ pub enum Command {
         decision: DecisionId,
     },
     /// `decision.raise`.
-    Raise(Box<RaiseInput>),
+    Raise {
+        /// The new decision's id (drawn by the runtime from the entropy
+        /// port, never given by the caller).
+        id: DecisionId,
+        /// What the caller asked for.
+        input: Box<RaiseInput>,
+    },
     /// `decision.resolve {id, choice, note?}`.
     Resolve {
         /// The decision.
@@ -126,8 +129,18 @@ pub enum Command {
         /// A note.
         note: Option<String>,
     },
-    /// `message.send`.
-    Send(Box<SendInput>),
+    /// `message.send`, with referenced messages already read.
+    Send {
+        /// The new message's id (drawn by the runtime from the entropy
+        /// port, never given by the caller).
+        id: MessageId,
+        /// What the caller asked for.
+        input: Box<SendInput>,
+        /// What the store has for `in_reply_to` and `corrects` (filled in by
+        /// the runtime from [`Command::references`]; an id without facts is
+        /// unknown).
+        known: Vec<MessageFacts>,
+    },
     /// `message.receive`, with the undelivered batch already read.
     Receive {
         /// Up to 100 undelivered messages for the caller's role.
@@ -175,20 +188,21 @@ pub enum Command {
 
 impl Command {
     /// The messages whose store facts the runtime must put into the command
-    /// (`SendInput::known`, `Command::Read::known`) before handing it over.
+    /// (`Command::Send::known`, `Command::Read::known`) before handing it
+    /// over.
     pub fn references(&self) -> Vec<MessageId> {
         match self {
-            Command::Send(send) => send
+            Command::Send { input, .. } => input
                 .in_reply_to
                 .iter()
-                .chain(send.corrects.iter())
+                .chain(input.corrects.iter())
                 .copied()
                 .collect(),
             Command::Read { id, .. } => vec![*id],
             Command::Claim
             | Command::Release
             | Command::Revoke { .. }
-            | Command::Raise(_)
+            | Command::Raise { .. }
             | Command::Resolve { .. }
             | Command::Seen { .. }
             | Command::Withdraw { .. }
@@ -207,11 +221,11 @@ impl Command {
             Command::Claim => "role.claim",
             Command::Release => "role.release",
             Command::Revoke { .. } => "role.revoke",
-            Command::Raise(_) => "decision.raise",
+            Command::Raise { .. } => "decision.raise",
             Command::Resolve { .. } => "decision.resolve",
             Command::Seen { .. } => "decision.seen",
             Command::Withdraw { .. } => "decision.withdraw",
-            Command::Send(_) => "message.send",
+            Command::Send { .. } => "message.send",
             Command::Receive { .. } => "message.receive",
             Command::Read { .. } => "message.read",
             Command::EmitRoutine { .. } => "event.emit",
@@ -497,11 +511,11 @@ impl Bus {
                 Command::Claim
                 | Command::Release
                 | Command::Revoke { .. }
-                | Command::Raise(_)
+                | Command::Raise { .. }
                 | Command::Resolve { .. }
                 | Command::Seen { .. }
                 | Command::Withdraw { .. }
-                | Command::Send(_)
+                | Command::Send { .. }
                 | Command::Receive { .. }
                 | Command::Read { .. }
                 | Command::EmitRoutine { .. }
@@ -542,11 +556,16 @@ impl Bus {
                 self.claims.handle_revoke(b, &role, &holder, decision)?;
                 Reply::Done
             }
-            Command::Raise(input) => {
+            Command::Raise { id, input } => {
                 let switch = self.launches.switch(b);
-                let d =
-                    self.decisions
-                        .handle_raise(business, &self.claims, switch, agent, *input)?;
+                let d = self.decisions.handle_raise(
+                    business,
+                    &self.claims,
+                    switch,
+                    agent,
+                    id,
+                    *input,
+                )?;
                 Reply::Decision(Box::new(d))
             }
             Command::Resolve { id, choice, note } => Reply::Decision(Box::new(
@@ -558,7 +577,9 @@ impl Bus {
             Command::Withdraw { id, note } => Reply::Decision(Box::new(
                 self.decisions.handle_withdraw(b, by(), &id, note)?,
             )),
-            Command::Send(input) => self.send(business, Sender::Agent(agent.clone()), *input)?,
+            Command::Send { id, input, known } => {
+                self.send(business, Sender::Agent(agent.clone()), id, *input, &known)?
+            }
             Command::Receive { batch } => {
                 let delivered = messages::deliver(b, agent, &batch)?;
                 self.pending
@@ -666,13 +687,14 @@ impl Bus {
                     .handle_withdraw(b, DecisionActor::Human, &id, note)?;
                 (Some(Subject::Decision(id)), Reply::Decision(Box::new(d)))
             }
-            Command::Send(send) => {
-                let id = send.id;
-                (
-                    Some(Subject::Message(id)),
-                    self.send(business, Sender::Human(input), *send)?,
-                )
-            }
+            Command::Send {
+                id,
+                input: send,
+                known,
+            } => (
+                Some(Subject::Message(id)),
+                self.send(business, Sender::Human(input), id, *send, &known)?,
+            ),
             Command::LaunchRevoke | Command::LaunchRestore => {
                 self.launches
                     .handle_switch(b, matches!(command, Command::LaunchRestore));
@@ -681,7 +703,7 @@ impl Bus {
             Command::Claim
             | Command::Release
             | Command::Revoke { .. }
-            | Command::Raise(_)
+            | Command::Raise { .. }
             | Command::Receive { .. }
             | Command::Read { .. }
             | Command::EmitRoutine { .. }
@@ -699,13 +721,16 @@ impl Bus {
         Ok(reply)
     }
 
-    /// `message.send` from an agent or the human. A human instruction's
-    /// `request` is its own `human.input` id.
+    /// `message.send` from an agent or the human, as message `id`; `known`
+    /// is what the store has for the messages it references. A human
+    /// instruction's `request` is its own `human.input` id.
     fn send(
         &mut self,
         business: &Business,
         from: Sender,
+        id: MessageId,
         input: SendInput,
+        known: &[MessageFacts],
     ) -> Result<Reply, Refusal> {
         let b = business.id();
         let target = match &input.to {
@@ -715,11 +740,10 @@ impl Bus {
             }
             Recipient::Human => Target::parse("human")?,
         };
-        for id in input.in_reply_to.iter().chain(input.corrects.iter()) {
-            let facts = input
-                .known
+        for reference in input.in_reply_to.iter().chain(input.corrects.iter()) {
+            let facts = known
                 .iter()
-                .find(|f| &f.record.id == id)
+                .find(|f| &f.record.id == reference)
                 .ok_or(Refusal::UnknownReference)?;
             if &facts.record.business != b {
                 return Err(Refusal::CrossBusiness);
@@ -757,7 +781,7 @@ impl Bus {
             }
         };
         let record = MessageRecord {
-            id: input.id,
+            id,
             business: b.clone(),
             from: match from {
                 Sender::Agent(agent) => crate::evidence::Sender::Agent(agent),

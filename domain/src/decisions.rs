@@ -71,11 +71,11 @@ impl Decision {
     }
 }
 
-/// The arguments of `decision.raise`, already parsed.
+/// The arguments of `decision.raise`, already parsed, as the caller gave
+/// them. The new decision's id is a runtime input and travels beside it in
+/// [`Command::Raise`](crate::bus::Command::Raise).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RaiseInput {
-    /// The new decision's id (from the entropy port).
-    pub id: DecisionId,
     /// The action the decision is about.
     pub action: Action,
     /// What the action is aimed at.
@@ -135,7 +135,8 @@ impl Decisions {
         Ok(d)
     }
 
-    /// `decision.raise` by `raiser` (the caller checked it holds its role).
+    /// `decision.raise` by `raiser` (the caller checked it holds its role),
+    /// as decision `id` (drawn by the runtime, not given by the caller).
     ///
     /// # Errors
     /// - `bad-request`: no options, repeated option keys, a reused id, or a
@@ -155,12 +156,11 @@ impl Decisions {
         claims: &Claims,
         launch: LaunchSwitch,
         raiser: &AgentRef,
+        id: DecisionId,
         input: RaiseInput,
     ) -> Result<Decision, Refusal> {
         let keys: BTreeSet<&OptionKey> = input.options.iter().map(|o| &o.key).collect();
-        if input.options.is_empty()
-            || keys.len() != input.options.len()
-            || self.get(&input.id).is_some()
+        if input.options.is_empty() || keys.len() != input.options.len() || self.get(&id).is_some()
         {
             return Err(Refusal::BadRequest);
         }
@@ -221,7 +221,7 @@ impl Decisions {
             }
         }
         let record = DecisionRecord {
-            id: input.id,
+            id,
             business: business.id().clone(),
             raiser: raiser.clone(),
             action: input.action,

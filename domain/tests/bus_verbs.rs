@@ -147,15 +147,16 @@ impl Fixture {
         self.ok(&caller(r, run), Command::Claim);
     }
 
-    /// Raises a decision as `r/run` and returns it.
+    /// Raises decision `did(id)` as `r/run` and returns it.
     #[track_caller]
     fn raise(
         &mut self,
         r: &str,
         run: &str,
+        id: u8,
         input: RaiseInput,
     ) -> mosaic_domain::decisions::Decision {
-        let reply = self.ok(&caller(r, run), Command::Raise(Box::new(input)));
+        let reply = self.ok(&caller(r, run), raising(id, input));
         let Reply::Decision(d) = reply else {
             panic!("not a decision: {reply:?}")
         };
@@ -163,9 +164,16 @@ impl Fixture {
     }
 }
 
-fn raise(id: u8, action: &str, target: Option<&str>) -> RaiseInput {
-    RaiseInput {
+/// `decision.raise` of `input` as decision `did(id)`.
+fn raising(id: u8, input: RaiseInput) -> Command {
+    Command::Raise {
         id: did(id),
+        input: Box::new(input),
+    }
+}
+
+fn raise(action: &str, target: Option<&str>) -> RaiseInput {
+    RaiseInput {
         action: act(action),
         target: target.map(|s| Target::parse(s).unwrap()),
         question: "May I?".into(),
@@ -200,20 +208,22 @@ fn resolve(id: u8, choice: &str) -> Command {
 }
 
 fn send(n: u8, to: &str, decision: Option<DecisionId>) -> Command {
-    Command::Send(Box::new(SendInput {
+    Command::Send {
         id: MessageId::from_random([n; 16]),
-        to: if to == "human" {
-            Recipient::Human
-        } else {
-            Recipient::Role(role(to))
-        },
-        class: None,
-        body: "hello".into(),
-        in_reply_to: None,
-        corrects: None,
-        decision,
+        input: Box::new(SendInput {
+            to: if to == "human" {
+                Recipient::Human
+            } else {
+                Recipient::Role(role(to))
+            },
+            class: None,
+            body: "hello".into(),
+            in_reply_to: None,
+            corrects: None,
+            decision,
+        }),
         known: Vec::new(),
-    }))
+    }
 }
 
 #[test]
@@ -266,7 +276,7 @@ fn a_revoked_run_never_reclaims_also_after_a_rebuild() {
     let mut f = Fixture::new();
     f.claim("dev", "r1");
     f.claim("lead", "l1");
-    let d = f.raise("lead", "l1", raise(1, "role.revoke", Some("dev")));
+    let d = f.raise("lead", "l1", 1, raise("role.revoke", Some("dev")));
     assert_eq!(
         (d.record.route.clone(), d.record.holder.clone()),
         (Route::Human, Some(RunId::parse("r1").unwrap()))
@@ -328,7 +338,7 @@ fn a_revoke_after_the_holder_changed_refuses() {
     let mut f = Fixture::new();
     f.claim("dev", "r1");
     f.claim("lead", "l1");
-    f.raise("lead", "l1", raise(1, "role.revoke", Some("dev")));
+    f.raise("lead", "l1", 1, raise("role.revoke", Some("dev")));
     f.ok(&human(9), resolve(1, "yes"));
     f.ok(&caller("dev", "r1"), Command::Release);
     f.claim("dev", "r2");
@@ -351,25 +361,25 @@ fn routing_follows_the_class_and_the_arbiters() {
     let mut f = Fixture::new();
     f.claim("dev", "r1");
     f.claim("lead", "l1");
-    let cross = f.raise("dev", "r1", raise(1, "repo.merge", None));
+    let cross = f.raise("dev", "r1", 1, raise("repo.merge", None));
     assert_eq!(
         (cross.record.class, cross.record.route),
         (ActionClass::CrossRole, Route::Role(role("lead")))
     );
-    let gated = f.raise("dev", "r1", raise(2, "repo.delete", None));
+    let gated = f.raise("dev", "r1", 2, raise("repo.delete", None));
     assert_eq!(
         (gated.record.class, gated.record.route),
         (ActionClass::Gated, Route::Human)
     );
-    let own = f.raise("lead", "l1", raise(3, "repo.merge", None));
+    let own = f.raise("lead", "l1", 3, raise("repo.merge", None));
     assert_eq!(
         (own.record.class, own.record.route),
         (ActionClass::CrossRole, Route::Human),
         "arbiter raising goes to the human"
     );
-    let mut within = raise(4, "repo.push", None);
+    let mut within = raise("repo.push", None);
     within.choice = Some(key("yes"));
-    let within = f.raise("dev", "r1", within);
+    let within = f.raise("dev", "r1", 4, within);
     assert_eq!(
         (within.record.class, within.status),
         (ActionClass::WithinRole, Status::Resolved(key("yes")))
@@ -381,40 +391,32 @@ fn raise_validates_its_arguments() {
     let mut f = Fixture::new();
     f.claim("dev", "r1");
     let dev = caller("dev", "r1");
-    let mut blocking = raise(1, "repo.merge", None);
+    let mut blocking = raise("repo.merge", None);
     blocking.blocking = true;
+    f.refuse(&dev, raising(1, blocking), Refusal::TaskRefRequired);
     f.refuse(
         &dev,
-        Command::Raise(Box::new(blocking)),
-        Refusal::TaskRefRequired,
-    );
-    f.refuse(
-        &dev,
-        Command::Raise(Box::new(raise(1, "repo.push", None))),
+        raising(1, raise("repo.push", None)),
         Refusal::ChoiceRequired,
     );
-    let mut choice = raise(1, "repo.merge", None);
+    let mut choice = raise("repo.merge", None);
     choice.choice = Some(key("yes"));
-    f.refuse(&dev, Command::Raise(Box::new(choice)), Refusal::BadRequest);
-    let mut approval = raise(1, "repo.merge", None);
+    f.refuse(&dev, raising(1, choice), Refusal::BadRequest);
+    let mut approval = raise("repo.merge", None);
     approval.approval_choice = Some(key("maybe"));
-    f.refuse(
-        &dev,
-        Command::Raise(Box::new(approval)),
-        Refusal::UnknownOption,
-    );
-    let mut empty = raise(1, "repo.merge", None);
+    f.refuse(&dev, raising(1, approval), Refusal::UnknownOption);
+    let mut empty = raise("repo.merge", None);
     empty.options.clear();
-    f.refuse(&dev, Command::Raise(Box::new(empty)), Refusal::BadRequest);
+    f.refuse(&dev, raising(1, empty), Refusal::BadRequest);
     f.refuse(
         &dev,
-        Command::Raise(Box::new(raise(1, "role.revoke", Some("nobody")))),
+        raising(1, raise("role.revoke", Some("nobody"))),
         Refusal::UnknownRole,
     );
-    f.raise("dev", "r1", raise(1, "repo.merge", None));
+    f.raise("dev", "r1", 1, raise("repo.merge", None));
     f.refuse(
         &dev,
-        Command::Raise(Box::new(raise(1, "repo.merge", None))),
+        raising(1, raise("repo.merge", None)),
         Refusal::BadRequest,
     );
 }
@@ -424,13 +426,10 @@ fn supersede_closes_the_old_decision_in_the_same_transaction() {
     let mut f = Fixture::new();
     f.claim("dev", "r1");
     f.claim("lead", "l1");
-    f.raise("dev", "r1", raise(1, "repo.merge", None));
-    let mut newer = raise(2, "repo.merge", None);
+    f.raise("dev", "r1", 1, raise("repo.merge", None));
+    let mut newer = raise("repo.merge", None);
     newer.supersedes = Some(did(1));
-    let (_, evidence) = f.run(
-        &caller("dev", "r1"),
-        Command::Raise(Box::new(newer.clone())),
-    );
+    let (_, evidence) = f.run(&caller("dev", "r1"), raising(2, newer.clone()));
     assert_eq!(evidence.len(), 2);
     assert_eq!(
         evidence[1],
@@ -444,19 +443,14 @@ fn supersede_closes_the_old_decision_in_the_same_transaction() {
         f.bus.decisions().get(&did(1)).unwrap().status,
         Status::Superseded(did(2))
     );
-    newer.id = did(3);
     f.refuse(
         &caller("dev", "r1"),
-        Command::Raise(Box::new(newer.clone())),
+        raising(3, newer.clone()),
         Refusal::DecisionClosed,
     );
-    let mut other = raise(4, "repo.merge", None);
+    let mut other = raise("repo.merge", None);
     other.supersedes = Some(did(2));
-    f.refuse(
-        &caller("lead", "l1"),
-        Command::Raise(Box::new(other)),
-        Refusal::NotRaiser,
-    );
+    f.refuse(&caller("lead", "l1"), raising(4, other), Refusal::NotRaiser);
 }
 
 #[test]
@@ -465,7 +459,7 @@ fn resolution_needs_the_routed_resolver_an_open_decision_and_a_real_option() {
     f.claim("dev", "r1");
     f.claim("lead", "l1");
     f.claim("ops", "o1");
-    f.raise("dev", "r1", raise(1, "repo.merge", None));
+    f.raise("dev", "r1", 1, raise("repo.merge", None));
     f.refuse(
         &caller("ops", "o1"),
         resolve(1, "yes"),
@@ -508,7 +502,7 @@ fn gated_decisions_are_resolved_by_the_human_only_with_human_input_first() {
     let mut f = Fixture::new();
     f.claim("dev", "r1");
     f.claim("lead", "l1");
-    f.raise("dev", "r1", raise(1, "repo.delete", None));
+    f.raise("dev", "r1", 1, raise("repo.delete", None));
     f.refuse(
         &caller("lead", "l1"),
         resolve(1, "yes"),
@@ -533,7 +527,7 @@ fn seen_and_withdraw_belong_to_resolver_and_raiser() {
     let mut f = Fixture::new();
     f.claim("dev", "r1");
     f.claim("lead", "l1");
-    f.raise("dev", "r1", raise(1, "repo.merge", None));
+    f.raise("dev", "r1", 1, raise("repo.merge", None));
     f.refuse(
         &caller("dev", "r1"),
         Command::Seen {
@@ -590,7 +584,7 @@ fn an_approval_is_spent_once_and_only_for_its_exact_action_target_and_run() {
     f.claim("dev", "r1");
     f.claim("lead", "l1");
     f.claim("ops", "o1");
-    f.raise("dev", "r1", raise(1, "repo.merge", Some("main")));
+    f.raise("dev", "r1", 1, raise("repo.merge", Some("main")));
     let auth = |decision, target: &str, action: &str| Command::Authorize {
         action: act(action),
         target: Some(Target::parse(target).unwrap()),
@@ -645,7 +639,7 @@ fn an_approval_resolved_with_another_option_authorizes_nothing() {
     let mut f = Fixture::new();
     f.claim("dev", "r1");
     f.claim("lead", "l1");
-    f.raise("dev", "r1", raise(1, "repo.merge", None));
+    f.raise("dev", "r1", 1, raise("repo.merge", None));
     f.ok(&caller("lead", "l1"), resolve(1, "no"));
     let ask = Command::Authorize {
         action: act("repo.merge"),
@@ -660,7 +654,7 @@ fn class_drift_after_a_policy_change_refuses_with_decision_mismatch() {
     let mut f = Fixture::new();
     f.claim("dev", "r1");
     f.claim("lead", "l1");
-    f.raise("dev", "r1", raise(1, "repo.merge", None));
+    f.raise("dev", "r1", 1, raise("repo.merge", None));
     f.ok(&caller("lead", "l1"), resolve(1, "yes"));
     // Restart with a policy that makes repo.merge gated for dev.
     let mut bus = Bus::new(
@@ -684,7 +678,7 @@ fn a_within_role_send_cites_its_decision_and_spends_nothing() {
     let mut f = Fixture::new();
     f.claim("dev", "r1");
     f.claim("lead", "l1");
-    f.raise("dev", "r1", raise(1, "repo.merge", None));
+    f.raise("dev", "r1", 1, raise("repo.merge", None));
     let (reply, evidence) = f.run(&caller("dev", "r1"), send(1, "lead", Some(did(1))));
     let id = MessageId::from_random([1; 16]);
     assert_eq!(reply, Ok(Reply::Sent { id, request: None }));
@@ -732,7 +726,7 @@ fn a_send_outside_the_role_needs_a_matching_approval_and_spends_it() {
         send(1, "lead", None),
         Refusal::NotAuthorized,
     );
-    f.raise("ops", "o1", raise(1, "message.send", Some("lead")));
+    f.raise("ops", "o1", 1, raise("message.send", Some("lead")));
     f.ok(&human(3), resolve(1, "yes"));
     f.refuse(
         &caller("ops", "o1"),
@@ -883,11 +877,11 @@ fn the_launch_switch_stops_role_launch_and_new_bindings_until_restored() {
         f.bus.handle_bind(t(3_000), launch("r2", 12)),
         Err(Refusal::LaunchRevoked)
     );
-    let mut launch_decision = raise(1, "role.launch", None);
+    let mut launch_decision = raise("role.launch", None);
     launch_decision.choice = Some(key("yes"));
     f.refuse(
         &caller("lead", "l1"),
-        Command::Raise(Box::new(launch_decision.clone())),
+        raising(1, launch_decision.clone()),
         Refusal::LaunchRevoked,
     );
     let ask = Command::Authorize {
@@ -914,7 +908,7 @@ fn a_failed_commit_leaves_every_machine_and_the_clock_as_they_were() {
     let mut f = Fixture::new();
     f.claim("dev", "r1");
     f.claim("lead", "l1");
-    f.raise("dev", "r1", raise(1, "repo.merge", None));
+    f.raise("dev", "r1", 1, raise("repo.merge", None));
     f.ok(&caller("lead", "l1"), resolve(1, "yes"));
     let before = f.bus.clone();
 
@@ -926,7 +920,7 @@ fn a_failed_commit_leaves_every_machine_and_the_clock_as_they_were() {
     for command in [
         spend.clone(),
         Command::Release,
-        Command::Raise(Box::new(raise(2, "repo.merge", None))),
+        raising(2, raise("repo.merge", None)),
     ] {
         assert!(f
             .bus
@@ -971,26 +965,26 @@ fn the_technical_domain_routes_to_the_technical_arbiter() {
     );
     f.claim("dev", "r1");
     f.claim("ops", "o1");
-    let mut technical = raise(1, "repo.merge", None);
+    let mut technical = raise("repo.merge", None);
     technical.technical = true;
     assert_eq!(
-        f.raise("dev", "r1", technical).record.route,
+        f.raise("dev", "r1", 1, technical).record.route,
         Route::Role(role("ops"))
     );
     assert_eq!(
-        f.raise("dev", "r1", raise(2, "repo.merge", None))
+        f.raise("dev", "r1", 2, raise("repo.merge", None))
             .record
             .route,
         Route::Role(role("lead"))
     );
     f.claim("lead", "l1");
-    let mut lead_technical = raise(3, "repo.merge", None);
+    let mut lead_technical = raise("repo.merge", None);
     lead_technical.technical = true;
     assert_eq!(
-        f.raise("lead", "l1", lead_technical).record.route,
+        f.raise("lead", "l1", 3, lead_technical).record.route,
         Route::Role(role("ops"))
     );
-    let lead_delivery = f.raise("lead", "l1", raise(4, "repo.merge", None));
+    let lead_delivery = f.raise("lead", "l1", 4, raise("repo.merge", None));
     assert_eq!(
         lead_delivery.record.route,
         Route::Human,

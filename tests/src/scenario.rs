@@ -14,22 +14,24 @@ use crate::fixture::{acme, action, caller, decision_id, human, key, role, t, yes
 use crate::Driver;
 
 fn raise(id: u64, act: &str, target: Option<&str>) -> Command {
-    Command::Raise(Box::new(RaiseInput {
+    Command::Raise {
         id: decision_id(id),
-        action: action(act),
-        target: target.map(|t| Target::parse(t).expect("valid target")),
-        question: format!("May I {act}?"),
-        options: yes_no(),
-        recommendation: "yes".into(),
-        blocking: false,
-        technical: false,
-        project: None,
-        task_ref: None,
-        requirement_ref: None,
-        supersedes: None,
-        choice: None,
-        approval_choice: None,
-    }))
+        input: Box::new(RaiseInput {
+            action: action(act),
+            target: target.map(|t| Target::parse(t).expect("valid target")),
+            question: format!("May I {act}?"),
+            options: yes_no(),
+            recommendation: "yes".into(),
+            blocking: false,
+            technical: false,
+            project: None,
+            task_ref: None,
+            requirement_ref: None,
+            supersedes: None,
+            choice: None,
+            approval_choice: None,
+        }),
+    }
 }
 
 fn message_id(n: u8) -> MessageId {
@@ -120,26 +122,30 @@ pub fn working_day<S: EvidenceStore>(driver: &mut Driver<S>, now: &mut i64) {
         },
     ));
     ok(driver.call(at(), &ops, raise(3, "deploy", Some("staging"))));
-    let Command::Raise(mut newer) = raise(4, "deploy", Some("production")) else {
+    let Command::Raise {
+        id,
+        input: mut newer,
+    } = raise(4, "deploy", Some("production"))
+    else {
         unreachable!()
     };
     newer.supersedes = Some(decision_id(3));
     newer.task_ref = Some(TaskRef::parse("vikunja:3/41").expect("valid ref"));
     newer.blocking = true;
-    ok(driver.call(at(), &ops, Command::Raise(newer)));
+    ok(driver.call(at(), &ops, Command::Raise { id, input: newer }));
 
     // Messages: a human instruction, a reply, delivery and acknowledgement.
-    let send = |n: u8, to: Recipient, in_reply_to: Option<MessageId>| {
-        Command::Send(Box::new(SendInput {
-            id: message_id(n),
+    let send = |n: u8, to: Recipient, in_reply_to: Option<MessageId>| Command::Send {
+        id: message_id(n),
+        input: Box::new(SendInput {
             to,
             class: None,
             body: format!("message {n}"),
             in_reply_to,
             corrects: None,
             decision: None,
-            known: Vec::new(),
-        }))
+        }),
+        known: Vec::new(),
     };
     ok(driver.call(at(), &human(1), send(1, Recipient::Role(role("dev")), None)));
     ok(driver.call(at(), &dev, Command::Receive { batch: Vec::new() }));

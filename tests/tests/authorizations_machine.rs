@@ -521,7 +521,6 @@ impl<S: FreshStore> Sut<S> {
         self.raises += 1;
         let id = decision_id(self.raises);
         let input = RaiseInput {
-            id,
             action: action(ACTIONS[action_]),
             target: target(target_),
             question: QUESTION.into(),
@@ -536,7 +535,11 @@ impl<S: FreshStore> Sut<S> {
             choice: if within { answer.key().map(key) } else { None },
             approval_choice: None,
         };
-        let reply = self.call(Who::Role(by), Command::Raise(Box::new(input)))?;
+        let raise = Command::Raise {
+            id,
+            input: Box::new(input),
+        };
+        let reply = self.call(Who::Role(by), raise)?;
         let (Some(choice), false) = (answer.key(), within) else {
             return Ok(reply);
         };
@@ -573,16 +576,19 @@ impl<S: FreshStore> Sut<S> {
     fn send(&mut self, by: usize, decision: Option<DecisionId>) -> Result<Reply, Refusal> {
         self.sends += 1;
         let input = SendInput {
-            id: message_id(self.sends),
             to: Recipient::Role(role("lead")),
             class: None,
             body: "hello".into(),
             in_reply_to: None,
             corrects: None,
             decision,
+        };
+        let send = Command::Send {
+            id: message_id(self.sends),
+            input: Box::new(input),
             known: Vec::new(),
         };
-        self.call(Who::Role(by), Command::Send(Box::new(input)))
+        self.call(Who::Role(by), send)
     }
 }
 

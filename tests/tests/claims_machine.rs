@@ -149,7 +149,6 @@ impl<S: FreshStore> Sut<S> {
         self.decisions += 1;
         let id = decision_id(self.decisions);
         let raise = RaiseInput {
-            id,
             action: action("role.revoke"),
             target: Some(Target::parse(ROLES[target]).expect("role names are targets")),
             question: "Revoke?".into(),
@@ -164,7 +163,13 @@ impl<S: FreshStore> Sut<S> {
             choice: None,
             approval_choice: None,
         };
-        self.call(by, Command::Raise(Box::new(raise)))?;
+        self.call(
+            by,
+            Command::Raise {
+                id,
+                input: Box::new(raise),
+            },
+        )?;
         self.now += 1;
         let (now, answer) = (t(self.now), key(if approve { "yes" } else { "no" }));
         let resolve = Command::Resolve {

@@ -228,10 +228,9 @@ fn unknown_id() -> DecisionId {
     decision_id(0)
 }
 
-/// The arguments the harness sends for raise number `n`.
-fn raise_input(n: u64, raise: &Raise, supersedes: Option<DecisionId>) -> RaiseInput {
+/// The arguments the harness sends for a raise.
+fn raise_input(raise: &Raise, supersedes: Option<DecisionId>) -> RaiseInput {
     RaiseInput {
-        id: decision_id(n),
         action: action(ACTIONS[raise.action]),
         target: target_of(raise.action),
         question: QUESTION.into(),
@@ -539,9 +538,14 @@ impl<S: FreshStore> StateMachineTest for DecisionsTest<S> {
         let got = match &step {
             Step::Raise(raise) => {
                 sut.raises += 1;
-                let input =
-                    raise_input(sut.raises, raise, raise.supersedes.map(|i| id_at(model, i)));
-                Some(sut.call(Who::Role(raise.by), Command::Raise(Box::new(input))))
+                let command = Command::Raise {
+                    id: decision_id(sut.raises),
+                    input: Box::new(raise_input(
+                        raise,
+                        raise.supersedes.map(|i| id_at(model, i)),
+                    )),
+                };
+                Some(sut.call(Who::Role(raise.by), command))
             }
             Step::Resolve { idx, actor, choice } => {
                 let command = Command::Resolve {

@@ -251,94 +251,6 @@ impl fmt::Display for SubjectRef {
     }
 }
 
-/// The arguments of `decision.raise`, parsed; the id is drawn later.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RaiseArgs {
-    /// `action`.
-    pub action: Action,
-    /// `target`.
-    pub target: Option<Target>,
-    /// `question`.
-    pub question: String,
-    /// `options`, in the raiser's order (the domain checks they are
-    /// non-empty and their keys unique).
-    pub options: Vec<DecisionOption>,
-    /// `recommendation`.
-    pub recommendation: String,
-    /// `blocking`.
-    pub blocking: bool,
-    /// `domain` is `"technical"` (absent or `"delivery"` is false).
-    pub technical: bool,
-    /// `project`.
-    pub project: Option<String>,
-    /// `task_ref`.
-    pub task_ref: Option<TaskRef>,
-    /// `requirement_ref`.
-    pub requirement_ref: Option<String>,
-    /// `supersedes`.
-    pub supersedes: Option<DecisionId>,
-    /// `choice`.
-    pub choice: Option<OptionKey>,
-    /// `approvalChoice`.
-    pub approval_choice: Option<OptionKey>,
-}
-
-impl RaiseArgs {
-    /// The domain input, under the new decision's id.
-    pub fn into_input(self, id: DecisionId) -> RaiseInput {
-        RaiseInput {
-            id,
-            action: self.action,
-            target: self.target,
-            question: self.question,
-            options: self.options,
-            recommendation: self.recommendation,
-            blocking: self.blocking,
-            technical: self.technical,
-            project: self.project,
-            task_ref: self.task_ref,
-            requirement_ref: self.requirement_ref,
-            supersedes: self.supersedes,
-            choice: self.choice,
-            approval_choice: self.approval_choice,
-        }
-    }
-}
-
-/// The arguments of `message.send`, parsed; the id is drawn later.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SendArgs {
-    /// `to`: a role instance or `"human"`.
-    pub to: Recipient,
-    /// `body`.
-    pub body: String,
-    /// `class`.
-    pub class: Option<MessageClass>,
-    /// `in_reply_to`.
-    pub in_reply_to: Option<MessageId>,
-    /// `corrects`.
-    pub corrects: Option<MessageId>,
-    /// `decision`.
-    pub decision: Option<DecisionId>,
-}
-
-impl SendArgs {
-    /// The domain input, under the new message's id, with no store facts
-    /// yet (the driver fills `known` from [`Command::references`]).
-    pub fn into_input(self, id: MessageId) -> SendInput {
-        SendInput {
-            id,
-            to: self.to,
-            class: self.class,
-            body: self.body,
-            in_reply_to: self.in_reply_to,
-            corrects: self.corrects,
-            decision: self.decision,
-            known: Vec::new(),
-        }
-    }
-}
-
 /// One verb with its parsed, domain-typed arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Call {
@@ -353,8 +265,8 @@ pub enum Call {
         /// The approving decision.
         decision: DecisionId,
     },
-    /// `decision.raise`.
-    DecisionRaise(Box<RaiseArgs>),
+    /// `decision.raise` (the new id is drawn in [`Call::into_dispatch`]).
+    DecisionRaise(Box<RaiseInput>),
     /// `decision.resolve {id, choice, note?}`.
     DecisionResolve {
         /// The decision.
@@ -378,8 +290,8 @@ pub enum Call {
         /// A note.
         note: Option<String>,
     },
-    /// `message.send`.
-    MessageSend(Box<SendArgs>),
+    /// `message.send` (the new id is drawn in [`Call::into_dispatch`]).
+    MessageSend(Box<SendInput>),
     /// `message.receive`.
     MessageReceive,
     /// `message.read {id}`.
@@ -483,7 +395,7 @@ impl Call {
                 id: args.parsed("id", DecisionId::parse)?,
                 note: args.opt_text("note")?,
             },
-            Verb::MessageSend => Call::MessageSend(Box::new(SendArgs {
+            Verb::MessageSend => Call::MessageSend(Box::new(SendInput {
                 to: args.parsed("to", recipient)?,
                 body: args.text("body")?,
                 class: args.opt_parsed("class", MessageClass::parse)?,
@@ -555,15 +467,18 @@ impl Call {
             Call::RoleClaim => Command::Claim,
             Call::RoleRelease => Command::Release,
             Call::RoleRevoke { role, decision } => Command::Revoke { role, decision },
-            Call::DecisionRaise(args) => Command::Raise(Box::new(
-                args.into_input(DecisionId::from_random(fresh_id())),
-            )),
+            Call::DecisionRaise(input) => Command::Raise {
+                id: DecisionId::from_random(fresh_id()),
+                input,
+            },
             Call::DecisionResolve { id, choice, note } => Command::Resolve { id, choice, note },
             Call::DecisionSeen { id, note } => Command::Seen { id, note },
             Call::DecisionWithdraw { id, note } => Command::Withdraw { id, note },
-            Call::MessageSend(args) => Command::Send(Box::new(
-                args.into_input(MessageId::from_random(fresh_id())),
-            )),
+            Call::MessageSend(input) => Command::Send {
+                id: MessageId::from_random(fresh_id()),
+                input,
+                known: Vec::new(),
+            },
             Call::MessageReceive => Command::Receive { batch: Vec::new() },
             Call::MessageRead { id } => Command::Read { id, known: None },
             Call::EventEmit { target, subject } => Command::EmitRoutine {
@@ -694,7 +609,7 @@ fn recipient(text: &str) -> Result<Recipient, Refusal> {
 }
 
 /// The arguments of `decision.raise`, in the spec's order.
-fn raise(mut args: Args) -> Result<RaiseArgs, Refusal> {
+fn raise(mut args: Args) -> Result<RaiseInput, Refusal> {
     // Keys first, as for the top level: a stray key inside an option is
     // `unknown-key` whatever else is wrong.
     if let Some(Value::Array(options)) = args.0.get("options") {
@@ -731,7 +646,7 @@ fn raise(mut args: Args) -> Result<RaiseArgs, Refusal> {
         Some("technical") => true,
         Some(_) => return Err(Refusal::BadRequest),
     };
-    Ok(RaiseArgs {
+    Ok(RaiseInput {
         action,
         question,
         options,
