@@ -36,7 +36,7 @@ fn a_revoked_run_never_reclaims_its_role_also_after_restart() {
     let d = lead.raise("role.revoke", Some("dev"), json!({}));
     assert_eq!(d["holder"], "dev-1");
     let id = d["id"].clone();
-    first.close();
+    first.terminate();
 
     human_resolve_offline(root.path(), &[acme()], "acme", &id, "yes");
 
@@ -122,7 +122,7 @@ fn a_revoke_after_the_holder_changed_refuses_holder_changed() {
         (&held["holder"], &vacant["holder"]),
         (&json!("qa-1"), &Value::Null)
     );
-    first.close();
+    first.terminate();
 
     for d in [&held, &vacant] {
         human_resolve_offline(root.path(), &[acme()], "acme", &d["id"], "yes");
@@ -170,7 +170,7 @@ fn a_consumed_approval_still_refuses_after_restart() {
     lead.resolve(&spent["id"], "yes");
     lead.resolve(&kept["id"], "yes");
     dev.send("qa", "first", json!({"decision": spent["id"]}));
-    first.close();
+    first.terminate();
 
     let second = Broker::boot(root.path(), &cfg);
     let dev = second.agent("dev-1");
@@ -209,7 +209,7 @@ fn a_changed_policy_refuses_decision_mismatch_in_either_direction() {
     lead.resolve(&cross["id"], "yes");
     let gated = ops.raise("message.send", Some("qa"), json!({}));
     assert_eq!(gated["class"], "gated");
-    first.close();
+    first.terminate();
 
     // The host restarts the broker with another policy: sending becomes
     // gated for dev and cross-role for ops.
@@ -252,7 +252,7 @@ fn rebinding_after_restart_needs_the_identical_launch_record() {
     );
     let mut first = Broker::boot(root.path(), &cfg);
     first.bind_ok(&later).claim();
-    first.close();
+    first.terminate();
 
     let mut second = Broker::boot(root.path(), &cfg);
     let qa = second.bind_ok(&later);
@@ -301,7 +301,7 @@ fn a_human_launch_revoke_refuses_new_launches_and_role_launch() {
     );
     let first = Broker::boot(root.path(), &cfg);
     first.agent("lead-1").claim();
-    first.close();
+    first.terminate();
 
     let replies = human_offline(
         root.path(),

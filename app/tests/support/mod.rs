@@ -346,6 +346,15 @@ impl Broker {
         self.stderr()
     }
 
+    /// SIGTERM: a clean close with exit 0, socket and lock gone, as an
+    /// operator or a service manager stops a broker.
+    #[track_caller]
+    pub fn terminate(mut self) {
+        self.signal("TERM");
+        assert_eq!(self.wait(), 0, "SIGTERM exits 0; stderr: {}", self.stderr());
+        assert_gone(&self.root);
+    }
+
     /// What the broker wrote to stderr so far.
     pub fn stderr(&self) -> String {
         String::from_utf8_lossy(&self.stderr.lock().unwrap_or_else(PoisonError::into_inner))
