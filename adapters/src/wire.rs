@@ -36,6 +36,8 @@ pub mod json;
 pub mod reply;
 pub mod request;
 
+pub mod host;
+
 pub use json::parse_json;
 pub use reply::{
     agent_json, decision_json, err, message_facts_json, message_json, ok, record_json, reply_json,

@@ -17,7 +17,7 @@ use std::io::Read;
 use std::path::PathBuf;
 
 use mosaic_adapters::socket::Client;
-use mosaic_adapters::wire::parse_json;
+use mosaic_adapters::wire::{self, parse_json};
 use mosaic_domain::{Capability, Refusal};
 use serde_json::{json, Value};
 
@@ -37,7 +37,7 @@ struct Args {
 
 /// Runs `call`; returns the line to print and the exit code.
 pub fn run(argv: &[OsString]) -> (String, u8) {
-    let refused = |refusal: Refusal| json!({"ok": false, "error": refusal.code()}).to_string();
+    let refused = wire::err;
     let args = match parse(argv) {
         Ok(args) => args,
         Err(refusal) => return (refused(refusal), 2),
@@ -47,7 +47,7 @@ pub fn run(argv: &[OsString]) -> (String, u8) {
         None => cap_from_fd(),
     };
     match cap.and_then(|cap| Client::new(&args.socket, cap.expose()).call(&args.verb, args.args)) {
-        Ok(result) => (json!({"ok": true, "result": result}).to_string(), 0),
+        Ok(result) => (wire::ok(result), 0),
         Err(refusal) => (refused(refusal), 1),
     }
 }

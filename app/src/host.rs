@@ -10,12 +10,13 @@
 use std::io::{BufRead, Read, Write};
 use std::sync::mpsc;
 
-use mosaic_adapters::config::{boot_from_value, launch_from_value};
-use mosaic_adapters::wire::parse_json;
+use mosaic_adapters::wire::host::{
+    bind_reply, boot_reply, host_error, parse_host_line, HostRequest,
+};
 use mosaic_domain::Refusal;
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use crate::broker::{start_broker, Broker, IssuedLaunch};
+use crate::broker::{start_broker, Broker};
 
 /// The longest host line accepted (a boot configuration with many businesses).
 const MAX_HOST_LINE: usize = 16 * 1024 * 1024;
@@ -59,12 +60,12 @@ pub fn run(input: impl BufRead + Send + 'static, out: &mut impl Write) -> u8 {
                 Ok(None) => return close(broker, 0),
                 Err(refusal) => {
                     // Not a well-formed host request: a protocol failure.
-                    let _ = say(out, &json!({"ok": false, "error": refusal.code()}));
+                    let _ = say(out, &host_error(refusal));
                     return close(broker, 2);
                 }
             },
             Ok(Event::Line(Err(refusal))) => {
-                let _ = say(out, &json!({"ok": false, "error": refusal.code()}));
+                let _ = say(out, &host_error(refusal));
                 return close(broker, 2);
             }
             Ok(Event::Signal) => return close(broker, 0),
@@ -84,7 +85,7 @@ fn close(broker: Broker, code: u8) -> u8 {
 }
 
 fn fail(out: &mut impl Write, refusal: Refusal) -> u8 {
-    let _ = say(out, &json!({"ok": false, "error": refusal.code()}));
+    let _ = say(out, &host_error(refusal));
     2
 }
 
@@ -93,56 +94,40 @@ fn say(out: &mut impl Write, value: &Value) -> std::io::Result<()> {
     out.flush()
 }
 
-/// The whole object `{"op": op, key: value}` with exactly these keys.
-fn op<'a>(message: &'a Value, expected: &[&str]) -> Result<&'a str, Refusal> {
-    let object = message.as_object().ok_or(Refusal::BadRequest)?;
-    let op = object
-        .get("op")
-        .and_then(Value::as_str)
-        .ok_or(Refusal::BadRequest)?;
-    if object
-        .keys()
-        .any(|k| k != "op" && !expected.contains(&k.as_str()))
-    {
-        return Err(Refusal::UnknownKey);
-    }
-    Ok(op)
-}
-
 fn boot(line: &[u8]) -> Result<(Broker, Value), Refusal> {
-    let message = parse_json(line)?;
-    if op(&message, &["config"])? != "boot" {
+    let HostRequest::Boot(config) = parse_host_line(line)? else {
         return Err(Refusal::BadRequest);
-    }
-    let config = boot_from_value(message.get("config").cloned().ok_or(Refusal::BadRequest)?)?;
-    let (broker, booted) = start_broker(config)?;
-    let reply = json!({
-        "ok": true,
-        "path": booted.socket.to_string_lossy(),
-        "launches": booted.launches.iter().map(launch_json).collect::<Vec<_>>(),
-        "readers": booted.readers.iter().map(|r| json!({"business": r.business.as_str(), "cap": r.cap.expose()})).collect::<Vec<_>>(),
-    });
-    Ok((broker, reply))
-}
-
-fn launch_json(l: &IssuedLaunch) -> Value {
-    json!({"business": l.business.as_str(), "run": l.run.as_str(), "cap": l.cap.expose()})
+    };
+    let (broker, booted) = start_broker(*config)?;
+    let launches: Vec<_> = booted
+        .launches
+        .into_iter()
+        .map(|l| (l.business, l.run, l.cap))
+        .collect();
+    let readers: Vec<_> = booted
+        .readers
+        .into_iter()
+        .map(|r| (r.business, r.cap))
+        .collect();
+    Ok((broker, boot_reply(&booted.socket, &launches, &readers)))
 }
 
 /// One host request after boot: `Some(reply)`, or `None` for close.
 fn request(broker: &Broker, line: &[u8]) -> Result<Option<Value>, Refusal> {
-    let message = parse_json(line)?;
-    match op(&message, &["record"])? {
-        "bindLaunch" => {
-            let record = message.get("record").cloned().ok_or(Refusal::BadRequest)?;
-            let reply = match launch_from_value(record).and_then(|r| broker.bind_launch(r)) {
-                Ok(issued) => json!({"ok": true, "launch": launch_json(&issued)}),
-                Err(refusal) => json!({"ok": false, "error": refusal.code()}),
-            };
-            Ok(Some(reply))
+    match parse_host_line(line) {
+        Ok(HostRequest::BindLaunch(record)) => {
+            let issued = broker
+                .bind_launch(record)
+                .map(|l| (l.business, l.run, l.cap));
+            Ok(Some(bind_reply(issued)))
         }
-        "close" if message.get("record").is_none() => Ok(None),
-        _ => Err(Refusal::BadRequest),
+        Ok(HostRequest::Close) => Ok(None),
+        // A bad launch record is a refused binding, not a protocol failure.
+        Err(refusal @ (Refusal::BadConfig | Refusal::BadDate | Refusal::UnknownRole)) => {
+            Ok(Some(host_error(refusal)))
+        }
+        Ok(HostRequest::Boot(_)) => Err(Refusal::BadRequest),
+        Err(refusal) => Err(refusal),
     }
 }
 

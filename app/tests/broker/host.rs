@@ -230,10 +230,10 @@ fn a_malformed_or_misplaced_first_line_refuses_and_exits_2() {
         ("[]".to_owned(), "bad-request"),
         (r#"{"op":"close"}"#.to_owned(), "bad-request"),
         (r#"{"op":"bindLaunch"}"#.to_owned(), "bad-request"),
-        // The first line is a boot, whose one key is `config`.
+        // The first line must be a boot: any other op is out of place.
         (
             json!({"op": "bindLaunch", "record": launch("acme", "lead", "lead-1")}).to_string(),
-            "unknown-key",
+            "bad-request",
         ),
         (r#"{"op":"boot"}"#.to_owned(), "bad-request"),
         (extra.to_string(), "unknown-key"),
@@ -376,10 +376,10 @@ fn a_malformed_host_line_after_boot_exits_2_cleanly() {
         ("not json", "bad-request"),
         (r#"{"op":"close","now":true}"#, "unknown-key"),
         (r#"{"op":"bindLaunch"}"#, "bad-request"),
-        // Exactly one boot.
+        // Exactly one boot: a second is out of place.
         (
             &boot_line(&config(root.path(), &[acme()], &[], &[])).to_string(),
-            "unknown-key",
+            "bad-request",
         ),
     ] {
         let mut broker = Broker::boot(root.path(), &config(root.path(), &[acme()], &[], &[]));

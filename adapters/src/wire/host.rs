@@ -1,0 +1,91 @@
+//! The host channel's JSON (`mosaic-bus broker`, DESIGN.md §4): the three
+//! host requests and the broker's answers. Newline framing and the loop are
+//! the app's; this is only the shapes.
+
+use mosaic_domain::evidence::LaunchRecord;
+use mosaic_domain::{BusinessId, Capability, Refusal, RunId};
+use serde_json::{json, Value};
+
+use super::parse_json;
+use crate::config::{boot_from_value, launch_from_value, BootConfig};
+
+/// One line from the host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HostRequest {
+    /// `{"op":"boot","config":{…}}`, validated.
+    Boot(Box<BootConfig>),
+    /// `{"op":"bindLaunch","record":{…}}`, validated.
+    BindLaunch(LaunchRecord),
+    /// `{"op":"close"}`.
+    Close,
+}
+
+/// Parses one host line: an object with `op` and exactly the key that op
+/// takes.
+///
+/// # Errors
+/// `bad-request` for anything but such an object or for an unknown op,
+/// `unknown-key` for a key the op does not take, and the config and launch
+/// codes (`bad-config`, `bad-date`, `unknown-role`, …) for their contents.
+pub fn parse_host_line(line: &[u8]) -> Result<HostRequest, Refusal> {
+    let message = parse_json(line)?;
+    let object = message.as_object().ok_or(Refusal::BadRequest)?;
+    let op = object
+        .get("op")
+        .and_then(Value::as_str)
+        .ok_or(Refusal::BadRequest)?;
+    let takes = match op {
+        "boot" => Some("config"),
+        "bindLaunch" => Some("record"),
+        "close" => None,
+        _ => return Err(Refusal::BadRequest),
+    };
+    if object
+        .keys()
+        .any(|k| k != "op" && Some(k.as_str()) != takes)
+    {
+        return Err(Refusal::UnknownKey);
+    }
+    let argument = |key: &str| object.get(key).cloned().ok_or(Refusal::BadRequest);
+    Ok(match op {
+        "boot" => HostRequest::Boot(Box::new(boot_from_value(argument("config")?)?)),
+        "bindLaunch" => HostRequest::BindLaunch(launch_from_value(argument("record")?)?),
+        _ => HostRequest::Close,
+    })
+}
+
+/// A capability handed to one launch: `{business, run, cap}`.
+pub fn launch_json(business: &BusinessId, run: &RunId, cap: &Capability) -> Value {
+    json!({"business": business.as_str(), "run": run.as_str(), "cap": cap.expose()})
+}
+
+/// The boot answer: `{"ok":true,"path","launches":[{business,run,cap}],
+/// "readers":[{business,cap}]}`.
+pub fn boot_reply(
+    socket: &std::path::Path,
+    launches: &[(BusinessId, RunId, Capability)],
+    readers: &[(BusinessId, Capability)],
+) -> Value {
+    json!({
+        "ok": true,
+        "path": socket.to_string_lossy(),
+        "launches": launches.iter().map(|(b, r, c)| launch_json(b, r, c)).collect::<Vec<_>>(),
+        "readers": readers.iter().map(|(b, c)| json!({"business": b.as_str(), "cap": c.expose()})).collect::<Vec<_>>(),
+    })
+}
+
+/// The `bindLaunch` answer: `{"ok":true,"launch":{business,run,cap}}` or
+/// `{"ok":false,"error":CODE}`.
+pub fn bind_reply(result: Result<(BusinessId, RunId, Capability), Refusal>) -> Value {
+    match result {
+        Ok((business, run, cap)) => {
+            json!({"ok": true, "launch": launch_json(&business, &run, &cap)})
+        }
+        Err(refusal) => host_error(refusal),
+    }
+}
+
+/// A refusal on the host channel: `{"ok":false,"error":CODE}`.
+pub fn host_error(refusal: Refusal) -> Value {
+    json!({"ok": false, "error": refusal.code()})
+}
