@@ -8,4 +8,5 @@ pub mod call;
 pub mod demo;
 pub mod driver;
 pub mod host;
+pub mod human_proof;
 pub mod up;
