@@ -44,6 +44,6 @@ pub use reply::{
     response, task_json,
 };
 pub use request::{
-    parse_request, Call, Dispatch, Envelope, Query, SubjectRef, UuidKind, UuidRef, Verb,
+    parse_request, Call, Dispatch, Envelope, Presenter, Query, SubjectRef, UuidKind, UuidRef, Verb,
     WireRequest, MAX_REQUEST_BYTES,
 };

@@ -6,8 +6,8 @@ use std::cell::Cell;
 
 use mosaic_adapters::wire::{
     self, decision_json, message_facts_json, message_json, parse_json, parse_request, record_json,
-    reply_json, task_json, Call, Dispatch, Envelope, Query, SubjectRef, UuidKind, UuidRef, Verb,
-    MAX_REQUEST_BYTES,
+    reply_json, task_json, Call, Dispatch, Envelope, Presenter, Query, SubjectRef, UuidKind,
+    UuidRef, Verb, MAX_REQUEST_BYTES,
 };
 use mosaic_domain::authority::Grant;
 use mosaic_domain::bus::{Command, Reply, SendInput};
@@ -59,7 +59,10 @@ fn refuses_bytes(line: &[u8], code: &str) {
 fn call(line: &str) -> Call {
     match parse_request(line.as_bytes()) {
         Ok(request) => {
-            assert_eq!(request.cap, Capability::parse(CAP).unwrap());
+            assert_eq!(
+                request.who,
+                Presenter::Capability(Capability::parse(CAP).unwrap())
+            );
             request.call
         }
         Err(r) => panic!("{line}: refused {r}"),
@@ -951,7 +954,7 @@ fn representative_requests_parse_into_their_calls() {
 fn the_envelope_gives_cap_and_verb_before_the_arguments_are_parsed() {
     let line = req("message.read", r#"{"id":"nope"}"#);
     let envelope = Envelope::parse(line.as_bytes()).unwrap();
-    assert_eq!(envelope.cap(), &Capability::parse(CAP).unwrap());
+    assert_eq!(envelope.cap(), Some(&Capability::parse(CAP).unwrap()));
     assert_eq!(envelope.verb(), Verb::MessageRead);
     assert_eq!(envelope.into_call(), Err(Refusal::BadId));
     // The human CLI's `{business, verb, args}` reuses the argument parser.

@@ -24,7 +24,7 @@ use mosaic_adapters::procfs::ProcFs;
 use mosaic_adapters::socket::{self, Disconnect, Peer};
 use mosaic_adapters::sqlite::SqliteStore;
 use mosaic_adapters::system::{OsEntropy, SystemClock};
-use mosaic_adapters::wire::{self, Call, Dispatch, Envelope, Query, UuidKind, UuidRef};
+use mosaic_adapters::wire::{self, Call, Dispatch, Envelope, Presenter, Query, UuidKind, UuidRef};
 use mosaic_domain::authority::Grant;
 use mosaic_domain::bus::{Caller, Command, Reply};
 use mosaic_domain::claims::Occupancy;
@@ -37,6 +37,7 @@ use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
 use crate::driver::Driver;
+use crate::human_proof::{self, HumanClaim};
 
 /// What a capability stands for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,7 +100,7 @@ pub struct Booted {
 enum Job {
     /// A parsed request (or its argument refusal) from a known caller.
     Request {
-        caller: Caller,
+        who: Who,
         verb: &'static str,
         call: Result<Call, Refusal>,
         reply: oneshot::Sender<Result<Value, Refusal>>,
@@ -201,6 +202,10 @@ fn boot(root: &DataRoot, config: BootConfig) -> Result<(Broker, Booted), Refusal
         );
         readers.push(IssuedReader { business, cap });
     }
+    let identity = BrokerIdentity {
+        uid: rustix::process::geteuid().as_raw(),
+        exe: std::env::current_exe().map_err(|_| Refusal::StorageUnavailable)?,
+    };
     // Bound before any thread starts: binding sets the process umask.
     let socket_path = root.socket_path();
     let listener = socket::bind_private(&socket_path)?;
@@ -208,7 +213,7 @@ fn boot(root: &DataRoot, config: BootConfig) -> Result<(Broker, Booted), Refusal
     let (jobs, queue) = mpsc::channel();
     let writer = std::thread::Builder::new()
         .name("mosaic-writer".into())
-        .spawn(move || write_loop(driver, queue))
+        .spawn(move || write_loop(driver, queue, identity))
         .map_err(|_| Refusal::StorageUnavailable)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -219,9 +224,9 @@ fn boot(root: &DataRoot, config: BootConfig) -> Result<(Broker, Booted), Refusal
     let handler = {
         let registry = Arc::clone(&registry);
         let jobs = jobs.clone();
-        move |_peer: Peer, line: Vec<u8>, _gone: Disconnect| {
+        move |peer: Peer, line: Vec<u8>, _gone: Disconnect| {
             let (registry, jobs) = (Arc::clone(&registry), jobs.clone());
-            async move { answer(&registry, &jobs, &line).await.into_bytes() }
+            async move { answer(&registry, &jobs, peer, &line).await.into_bytes() }
         }
     };
     let server = runtime.spawn(socket::serve(listener, handler, async move {
@@ -262,23 +267,31 @@ fn agent_binding(record: &LaunchRecord) -> Binding {
 async fn answer(
     registry: &RwLock<HashMap<Capability, Binding>>,
     jobs: &mpsc::Sender<Job>,
+    peer: Peer,
     line: &[u8],
 ) -> String {
     let envelope = match Envelope::parse(line) {
         Ok(envelope) => envelope,
         Err(refusal) => return wire::err(refusal),
     };
-    let binding = registry
-        .read()
-        .ok()
-        .and_then(|r| r.get(envelope.cap()).cloned());
-    let Some(binding) = binding else {
-        return wire::err(Refusal::BadCapability);
+    let who = match envelope.presenter() {
+        Presenter::Capability(cap) => {
+            let binding = registry.read().ok().and_then(|r| r.get(cap).cloned());
+            let Some(binding) = binding else {
+                return wire::err(Refusal::BadCapability);
+            };
+            Who::Known(binding.caller())
+        }
+        Presenter::Human { nonce, business } => Who::Human {
+            peer,
+            nonce: nonce.clone(),
+            business: business.clone(),
+        },
     };
     let verb = envelope.verb().as_str();
     let (reply, answered) = oneshot::channel();
     let job = Job::Request {
-        caller: binding.caller(),
+        who,
         verb,
         call: envelope.into_call(),
         reply,
@@ -289,20 +302,95 @@ async fn answer(
     wire::response(answered.await.unwrap_or(Err(Refusal::BrokerUnavailable)))
 }
 
+/// Who a request is from, as far as the connection's handler can tell.
+enum Who {
+    /// A capability the broker issued.
+    Known(Caller),
+    /// The human CLI, still to be proven on the writer (which knows the
+    /// launch registry) from the connection's kernel credentials.
+    Human {
+        peer: Peer,
+        nonce: String,
+        business: BusinessId,
+    },
+}
+
+/// Proves a human request and names its caller, with a fresh `human.input`
+/// id; an unknown business is refused only after the proof.
+fn prove_human(
+    driver: &Driver<SqliteStore>,
+    entropy: &mut OsEntropy,
+    identity: &BrokerIdentity,
+    peer: Peer,
+    nonce: String,
+    business: BusinessId,
+) -> Result<Caller, Refusal> {
+    let peer_pid = peer.pid.ok_or(Refusal::HumanProofFailed)?;
+    let claim = HumanClaim {
+        peer_pid,
+        peer_uid: peer.uid,
+        broker_uid: identity.uid,
+        exe: identity.exe.clone(),
+        nonce,
+    };
+    let launches = driver.bus().launches();
+    let launched = |pid: u32, start: u64| {
+        launches
+            .records()
+            .any(|r| r.pid == pid && r.start_time == start)
+    };
+    human_proof::prove(&ProcFs::new(), &claim, &launched)?;
+    driver
+        .bus()
+        .business(&business)
+        .ok_or(Refusal::BadRequest)?;
+    let input = entropy
+        .event_id()
+        .map_err(|_| Refusal::StorageUnavailable)?;
+    Ok(Caller::Human { business, input })
+}
+
+/// What the human proof compares a peer with: this broker's user and binary.
+#[derive(Debug, Clone)]
+struct BrokerIdentity {
+    uid: u32,
+    exe: PathBuf,
+}
+
 /// The writer thread: every request and binding, one at a time.
-fn write_loop(mut driver: Driver<SqliteStore>, queue: mpsc::Receiver<Job>) {
+fn write_loop(
+    mut driver: Driver<SqliteStore>,
+    queue: mpsc::Receiver<Job>,
+    identity: BrokerIdentity,
+) {
     let mut entropy = OsEntropy;
     for job in queue {
         match job {
             Job::Request {
-                caller,
+                who,
                 verb,
                 call,
                 reply,
             } => {
-                let result = match call {
-                    Ok(call) => execute(&mut driver, &mut entropy, &caller, verb, call),
-                    Err(refusal) => Err(driver.refuse(SystemClock.now(), &caller, verb, refusal)),
+                let caller = match who {
+                    Who::Known(caller) => Ok(caller),
+                    Who::Human {
+                        peer,
+                        nonce,
+                        business,
+                    } => prove_human(&driver, &mut entropy, &identity, peer, nonce, business),
+                };
+                let result = match (caller, call) {
+                    (Ok(caller), Ok(call)) => {
+                        execute(&mut driver, &mut entropy, &caller, verb, call)
+                    }
+                    (Ok(caller), Err(refusal)) => {
+                        Err(driver.refuse(SystemClock.now(), Some(&caller), verb, refusal))
+                    }
+                    // A failed proof is evidence too, of nobody in particular.
+                    (Err(refusal), Ok(_) | Err(_)) => {
+                        Err(driver.refuse(SystemClock.now(), None, verb, refusal))
+                    }
                 };
                 let _ = reply.send(result);
             }
@@ -331,7 +419,7 @@ fn execute(
 ) -> Result<Value, Refusal> {
     let now = SystemClock.now();
     let Ok(fresh) = entropy.uuid_bytes() else {
-        return Err(driver.refuse(now, caller, verb, Refusal::StorageUnavailable));
+        return Err(driver.refuse(now, Some(caller), verb, Refusal::StorageUnavailable));
     };
     let business = caller.business().clone();
     let dispatch = call.into_dispatch(|| fresh, |uuid| kind_of(driver, &business, uuid));
@@ -340,9 +428,9 @@ fn execute(
             .call(now, caller, command)
             .map(|reply| wire::reply_json(&reply)),
         Ok(Dispatch::Query(query)) => {
-            read(driver, caller, query).map_err(|r| driver.refuse(now, caller, verb, r))
+            read(driver, caller, query).map_err(|r| driver.refuse(now, Some(caller), verb, r))
         }
-        Err(refusal) => Err(driver.refuse(now, caller, verb, refusal)),
+        Err(refusal) => Err(driver.refuse(now, Some(caller), verb, refusal)),
     }
 }
 

@@ -90,12 +90,11 @@ impl<S: EvidenceStore> Driver<S> {
     pub fn refuse(
         &mut self,
         now: Timestamp,
-        caller: &Caller,
+        caller: Option<&Caller>,
         verb: &str,
         refusal: Refusal,
     ) -> Refusal {
-        self.bus
-            .handle_refused(now, Some(caller), Some(verb), refusal);
+        self.bus.handle_refused(now, caller, Some(verb), refusal);
         match self.commit() {
             Ok(()) => refusal,
             Err(storage) => storage,

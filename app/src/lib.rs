@@ -8,5 +8,6 @@ pub mod call;
 pub mod demo;
 pub mod driver;
 pub mod host;
+pub mod human;
 pub mod human_proof;
 pub mod up;

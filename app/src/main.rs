@@ -59,6 +59,16 @@ COMMANDS:
                 keeps it. Exit 0; 1 when an agent exited non-zero; 2 when
                 it cannot start ({\"ok\":false,\"error\":CODE} on stdout)
                 or close.
+    human SOCKET
+                The human's transport: reads {business, verb, args} from
+                stdin and prints the broker's JSON answer (exit 0 ok, 1
+                refused, 2 usage). It re-executes itself once with a fresh
+                nonce; the broker proves from /proc that the caller is this
+                binary, with that nonce and no agent among its ancestors,
+                then acts as the business's configured human
+                (human-proof-failed otherwise). Verbs: decision.resolve,
+                decision.seen, decision.withdraw, message.send,
+                launch.revoke, launch.restore, inbox, tasks, agents, trail.
     demo [--data-root D]
                 Play one exchange of the example business (examples/
                 business.json: claims, a cross-role decision approved and
@@ -86,7 +96,7 @@ COMMANDS:
                 not be written or a removal failed). Evidence is never
                 deleted.
 
-Not built yet (see README.md, Status): human, mcp.
+Not built yet (see README.md, Status): mcp.
 
 EXIT CODES:
     0   success
@@ -109,6 +119,11 @@ fn main() -> ExitCode {
         Some(Some("unlock")) => unlock(&args[1..]),
         Some(Some("demo")) => demo(&args[1..]),
         Some(Some("up")) => ExitCode::from(mosaic_app::up::run(&args[1..], &mut std::io::stdout())),
+        Some(Some("human")) => {
+            let (line, code) = mosaic_app::human::run(&args[1..], std::io::stdin());
+            println!("{line}");
+            ExitCode::from(code)
+        }
         Some(Some("call")) => {
             let (line, code) = mosaic_app::call::run(&args[1..]);
             println!("{line}");

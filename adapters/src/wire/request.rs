@@ -33,7 +33,7 @@ use mosaic_domain::bus::{Command, SendInput};
 use mosaic_domain::decisions::RaiseInput;
 use mosaic_domain::evidence::{DecisionOption, MessageClass, OptionKey, Recipient, Subject};
 use mosaic_domain::{
-    Action, Capability, DecisionId, MessageId, Refusal, RoleInstance, Target, TaskRef,
+    Action, BusinessId, Capability, DecisionId, MessageId, Refusal, RoleInstance, Target, TaskRef,
 };
 use serde_json::{Map, Value};
 
@@ -504,9 +504,26 @@ impl Call {
 /// that caller and verb.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Envelope {
-    cap: Capability,
+    who: Presenter,
     verb: Verb,
     args: Option<Value>,
+}
+
+/// Who a request line says it comes from. Neither is taken on trust: a
+/// capability must be one the broker issued, and a human request must pass
+/// the broker's process proof for the connection it arrived on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Presenter {
+    /// `{"cap":CAP,…}`: an agent or reader capability.
+    Capability(Capability),
+    /// `{"human":{"nonce":N},"business":B,…}`: the human CLI, with the
+    /// nonce it placed in its own environment, addressing business `B`.
+    Human {
+        /// The nonce the CLI's environment must carry.
+        nonce: String,
+        /// The business the human addresses.
+        business: BusinessId,
+    },
 }
 
 impl Envelope {
@@ -522,30 +539,62 @@ impl Envelope {
         let Value::Object(mut top) = parse_json(line)? else {
             return Err(Refusal::BadRequest);
         };
-        if top
-            .keys()
-            .any(|k| !matches!(k.as_str(), "cap" | "verb" | "args"))
-        {
+        let human = top.contains_key("human");
+        let allowed = |k: &str| {
+            if human {
+                matches!(k, "human" | "business" | "verb" | "args")
+            } else {
+                matches!(k, "cap" | "verb" | "args")
+            }
+        };
+        if top.keys().any(|k| !allowed(k)) {
             return Err(Refusal::UnknownKey);
         }
-        let Some(Value::String(cap)) = top.remove("cap") else {
-            return Err(Refusal::BadRequest);
+        let who = if human {
+            let Some(Value::Object(mut proof)) = top.remove("human") else {
+                return Err(Refusal::BadRequest);
+            };
+            let Some(Value::String(nonce)) = proof.remove("nonce") else {
+                return Err(Refusal::BadRequest);
+            };
+            if !proof.is_empty() {
+                return Err(Refusal::UnknownKey);
+            }
+            let Some(Value::String(business)) = top.remove("business") else {
+                return Err(Refusal::BadRequest);
+            };
+            Presenter::Human {
+                nonce,
+                business: BusinessId::parse(&business)?,
+            }
+        } else {
+            let Some(Value::String(cap)) = top.remove("cap") else {
+                return Err(Refusal::BadRequest);
+            };
+            Presenter::Capability(Capability::parse(&cap)?)
         };
-        let cap = Capability::parse(&cap)?;
         let Some(Value::String(verb)) = top.remove("verb") else {
             return Err(Refusal::BadRequest);
         };
         let verb = Verb::parse(&verb)?;
         Ok(Envelope {
-            cap,
+            who,
             verb,
             args: top.remove("args"),
         })
     }
 
-    /// The capability the request presents.
-    pub fn cap(&self) -> &Capability {
-        &self.cap
+    /// Who the request says it comes from.
+    pub fn presenter(&self) -> &Presenter {
+        &self.who
+    }
+
+    /// The capability the request presents, if it presents one.
+    pub fn cap(&self) -> Option<&Capability> {
+        match &self.who {
+            Presenter::Capability(cap) => Some(cap),
+            Presenter::Human { .. } => None,
+        }
     }
 
     /// The verb.
@@ -562,11 +611,12 @@ impl Envelope {
     }
 }
 
-/// A parsed request: who presents which capability for which call.
+/// A parsed request: who presents what, for which call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WireRequest {
-    /// The capability (its `Debug` form is redacted).
-    pub cap: Capability,
+    /// The capability or the human claim (a capability's `Debug` form is
+    /// redacted).
+    pub who: Presenter,
     /// The verb and its arguments.
     pub call: Call,
 }
@@ -577,9 +627,9 @@ pub struct WireRequest {
 /// # Errors
 /// The first failing check of the module's order, always a static code.
 pub fn parse_request(line: &[u8]) -> Result<WireRequest, Refusal> {
-    let Envelope { cap, verb, args } = Envelope::parse(line)?;
+    let Envelope { who, verb, args } = Envelope::parse(line)?;
     Ok(WireRequest {
-        cap,
+        who,
         call: Call::parse(verb, args)?,
     })
 }

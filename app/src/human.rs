@@ -1,0 +1,97 @@
+//! `mosaic-bus human <socket>`: the human's transport to the broker (S4's
+//! shim, not another product CLI).
+//!
+//! It reads one `{business, verb, args?}` object from stdin and prints the
+//! broker's JSON answer: exit 0 when ok, 1 on a refusal, 2 on a usage error.
+//! On its first start it re-executes itself once with a fresh random nonce
+//! in its own environment (`MOSAIC_HUMAN_NONCE`); the re-executed process
+//! (same pid, same start time) sends the nonce with the request, and the
+//! broker proves from `/proc` that the connection's peer is this binary,
+//! carrying that nonce, with no agent in its ancestry
+//! ([`crate::human_proof`]). No human name is ever sent: the broker binds
+//! the business's configured human after the proof.
+
+use std::ffi::OsString;
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+
+use mosaic_adapters::socket::Client;
+use mosaic_adapters::system::OsEntropy;
+use mosaic_adapters::wire::{self, parse_json};
+use mosaic_domain::Refusal;
+use serde_json::{json, Value};
+
+use crate::human_proof::{fresh_nonce, NONCE_ENV};
+
+/// The largest request read from stdin.
+const MAX_INPUT: u64 = 64 * 1024;
+
+/// Runs `human`; returns the line to print and the exit code. Returns only
+/// after the re-execution (or when it failed).
+pub fn run(argv: &[OsString], input: impl Read) -> (String, u8) {
+    let [socket] = argv else {
+        return (wire::err(Refusal::BadRequest), 2);
+    };
+    let Some(nonce) = std::env::var_os(NONCE_ENV) else {
+        // First start: put a fresh nonce into our own environment by
+        // re-executing; `exec` only returns on failure.
+        let proof = fresh_nonce(&mut OsEntropy).and_then(|nonce| {
+            let exe = std::env::current_exe().map_err(|_| Refusal::HumanProofFailed)?;
+            let _ = std::process::Command::new(exe)
+                .arg("human")
+                .arg(socket)
+                .env(NONCE_ENV, nonce)
+                .exec();
+            Err(Refusal::HumanProofFailed)
+        });
+        return match proof {
+            Ok(()) | Err(_) => (wire::err(Refusal::HumanProofFailed), 1),
+        };
+    };
+    let Some(nonce) = nonce.to_str() else {
+        return (wire::err(Refusal::HumanProofFailed), 1);
+    };
+    let request = match read_request(input) {
+        Ok(request) => request,
+        Err(refusal) => return (wire::err(refusal), 2),
+    };
+    let mut line = json!({"human": {"nonce": nonce}});
+    if let (Value::Object(line), Value::Object(request)) = (&mut line, request) {
+        line.extend(request);
+    }
+    let answer = Client::new(socket, String::new()).call_line(line.to_string().as_bytes());
+    match answer.map(|bytes| parse_json(&bytes)) {
+        Ok(Ok(reply)) => {
+            let ok = reply.get("ok") == Some(&Value::Bool(true));
+            (reply.to_string(), if ok { 0 } else { 1 })
+        }
+        Ok(Err(_)) => (wire::err(Refusal::OutcomeUnknown), 1),
+        Err(refusal) => (wire::err(refusal), 1),
+    }
+}
+
+/// `{business, verb, args?}` and nothing else.
+fn read_request(input: impl Read) -> Result<Value, Refusal> {
+    let mut bytes = Vec::new();
+    input
+        .take(MAX_INPUT + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|_| Refusal::BadRequest)?;
+    if bytes.len() as u64 > MAX_INPUT {
+        return Err(Refusal::RequestTooLarge);
+    }
+    let request = parse_json(bytes.trim_ascii())?;
+    let object = request.as_object().ok_or(Refusal::BadRequest)?;
+    if object
+        .keys()
+        .any(|k| !matches!(k.as_str(), "business" | "verb" | "args"))
+    {
+        return Err(Refusal::UnknownKey);
+    }
+    if !object.get("business").is_some_and(Value::is_string)
+        || !object.get("verb").is_some_and(Value::is_string)
+    {
+        return Err(Refusal::BadRequest);
+    }
+    Ok(request)
+}
