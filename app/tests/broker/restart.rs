@@ -1,6 +1,6 @@
-//! Restart: close, boot again on the same data root (new capabilities), and
-//! what the rebuilt state still refuses. Human decisions in between are made
-//! offline ([`human_offline`]) until the human CLI exists.
+//! Restart: SIGTERM, boot again on the same data root (new capabilities),
+//! and what the rebuilt state still refuses. Human decisions in between are
+//! made offline ([`human_offline`]), independent of the human CLI's proof.
 
 use std::path::Path;
 

@@ -8,10 +8,11 @@
 //! fails the test instead of hanging it. A broker still running when its
 //! [`Broker`] is dropped (a failed assertion) is killed.
 //!
-//! The human CLI is not built yet, so a human decision (a gated resolution,
-//! the launch switch) is made by [`human_offline`]: the product's own
+//! Tests of the broker's own rules make a human decision (a gated
+//! resolution, the launch switch) with [`human_offline`]: the product's own
 //! runtime loop ([`Driver`]) over the data root's store, with the writer
-//! lock held, while no broker runs.
+//! lock held, while no broker runs. The human CLI and its proof have their
+//! own suite (`app/tests/human.rs`).
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -598,8 +599,8 @@ pub fn raw_refused(socket: &Path, line: &[u8], code: &str) {
 /// Acts as the business's human on a closed data root, through the
 /// product's runtime loop: takes the writer lock, opens the verified store,
 /// rebuilds the bus from it, runs `commands` as `Caller::Human` and
-/// releases the lock. Stands in for the human CLI, which comes with its own
-/// issue.
+/// releases the lock. Keeps these tests independent of the human CLI's
+/// process proof, which `app/tests/human.rs` covers.
 #[track_caller]
 pub fn human_offline(
     root: &Path,
