@@ -189,107 +189,62 @@ fn parse_port(digits: &str) -> Option<u16> {
     digits.parse::<u16>().ok().filter(|&port| port != 0)
 }
 
-/// A CSS selector: non-empty, at most 1 KiB, no control characters.
-///
-/// The broker does not parse CSS; the pane does. The checks only keep the
-/// value to something a pane can be asked to look up.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Selector(String);
+/// Declares a checked text parameter: `$check(text)` says whether it is
+/// acceptable; anything else is `bad-parameters`.
+macro_rules! text_parameter {
+    ($(#[$meta:meta])* $name:ident, $check:expr) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+        pub struct $name(String);
 
-impl Selector {
-    /// Checks a selector.
-    ///
-    /// # Errors
-    /// `bad-parameters` when it is empty, longer than 1 KiB or holds a
-    /// control character.
-    pub fn parse(text: &str) -> Result<Self, Refusal> {
-        if !text.is_empty() && is_line(text, MAX_SELECTOR_BYTES) {
-            Ok(Self(text.to_owned()))
-        } else {
-            Err(Refusal::BadParameters)
+        impl $name {
+            /// Checks the text.
+            ///
+            /// # Errors
+            /// `bad-parameters` when it breaks the rule above.
+            pub fn parse(text: &str) -> Result<Self, Refusal> {
+                let check: fn(&str) -> bool = $check;
+                if check(text) {
+                    Ok(Self(text.to_owned()))
+                } else {
+                    Err(Refusal::BadParameters)
+                }
+            }
+
+            /// The text.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
         }
-    }
-
-    /// The selector text.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
+    };
 }
 
-/// The visible text a click looks for: non-empty, at most 1 KiB, no control
-/// characters.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct ClickText(String);
-
-impl ClickText {
-    /// Checks click text.
+text_parameter!(
+    /// A CSS selector: non-empty, at most 1 KiB, no control characters.
     ///
-    /// # Errors
-    /// `bad-parameters` when it is empty, longer than 1 KiB or holds a
-    /// control character.
-    pub fn parse(text: &str) -> Result<Self, Refusal> {
-        if !text.is_empty() && is_line(text, MAX_CLICK_TEXT_BYTES) {
-            Ok(Self(text.to_owned()))
-        } else {
-            Err(Refusal::BadParameters)
-        }
-    }
-
-    /// The text.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-/// The value a `type` action enters: at most 64 KiB.
-///
-/// It may be empty (to submit a form as it is) and may hold line breaks and
-/// tabs, because text areas take them.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct InputValue(String);
-
-impl InputValue {
-    /// Checks a value.
-    ///
-    /// # Errors
-    /// `bad-parameters` when it is longer than 64 KiB.
-    pub fn parse(text: &str) -> Result<Self, Refusal> {
-        if text.len() <= MAX_INPUT_VALUE_BYTES {
-            Ok(Self(text.to_owned()))
-        } else {
-            Err(Refusal::BadParameters)
-        }
-    }
-
-    /// The value.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-/// A capture's label: non-empty, at most 256 bytes, no control characters.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct CaptureLabel(String);
-
-impl CaptureLabel {
-    /// Checks a label.
-    ///
-    /// # Errors
-    /// `bad-parameters` when it is empty, longer than 256 bytes or holds a
-    /// control character.
-    pub fn parse(text: &str) -> Result<Self, Refusal> {
-        if !text.is_empty() && is_line(text, MAX_LABEL_BYTES) {
-            Ok(Self(text.to_owned()))
-        } else {
-            Err(Refusal::BadParameters)
-        }
-    }
-
-    /// The label.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
+    /// The broker does not parse CSS; the pane does. The checks only keep the
+    /// value to something a pane can be asked to look up.
+    Selector,
+    |t| !t.is_empty() && is_line(t, MAX_SELECTOR_BYTES)
+);
+text_parameter!(
+    /// The visible text a click looks for: non-empty, at most 1 KiB, no
+    /// control characters.
+    ClickText,
+    |t| !t.is_empty() && is_line(t, MAX_CLICK_TEXT_BYTES)
+);
+text_parameter!(
+    /// The value a `type` action enters: at most 64 KiB. It may be empty (to
+    /// submit a form as it is) and may hold line breaks and tabs, because
+    /// text areas take them.
+    InputValue,
+    |t| t.len() <= MAX_INPUT_VALUE_BYTES
+);
+text_parameter!(
+    /// A capture's label: non-empty, at most 256 bytes, no control characters.
+    CaptureLabel,
+    |t| !t.is_empty() && is_line(t, MAX_LABEL_BYTES)
+);
 
 /// A viewport size in CSS pixels, each side from 1 to 10000.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
