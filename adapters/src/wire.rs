@@ -13,13 +13,14 @@
 //! The runtime's loop over one connection, in full:
 //!
 //! ```no_run
-//! # use mosaic_adapters::wire::{self, Dispatch, UuidKind};
+//! # use mosaic_adapters::wire::{self, Dispatch, Presenter, UuidKind};
 //! # use mosaic_domain::Refusal;
-//! # fn caller_of(_: &mosaic_domain::Capability) -> Result<(), Refusal> { Ok(()) }
+//! # fn caller_of(_: &Presenter) -> Result<(), Refusal> { Ok(()) }
 //! # fn line() -> Vec<u8> { Vec::new() }
 //! let answer = (|| {
 //!     let envelope = wire::Envelope::parse(&line())?;
-//!     let _caller = caller_of(envelope.cap())?; // the capability names the caller
+//!     // A capability names the caller; a human claim must pass the process proof.
+//!     let _caller = caller_of(envelope.presenter())?;
 //!     let call = envelope.into_call()?; // record a refusal with the caller here
 //!     match call.into_dispatch(|| [7; 16], |_uuid| Ok(UuidKind::Decision))? {
 //!         Dispatch::Command(command) => { /* driver.call(now, &caller, command) */ }
