@@ -2,14 +2,17 @@
 //! `mosaic-ports` against a real resource and maps driver errors onto the
 //! port's error type, so no raw driver or OS text reaches the wire.
 //!
-//! Planned modules, each with its issue: `sqlite` (the evidence store),
-//! `fs` (data root and writer lock), `socket` (Unix socket server and
-//! `Client`), `sse` (browser control over HTTP/SSE), `procfs` (the process
-//! table), `credentials` (file and environment token sources). None is built
-//! yet; this crate exists so the workspace has its final shape.
+//! Modules: `sqlite` (the evidence store), `fs` (data root, writer lock,
+//! `unlock`), `procfs` (the process table), `system` (clock, entropy),
+//! `config` (business and boot JSON), `wire` (the socket's and the host
+//! channel's JSON), `socket` (Unix socket server and `Client`), `views`
+//! (shared reads over a client), `credentials` (file and environment token
+//! sources and the token store; not wired into the broker yet). Planned:
+//! `sse` (browser control over HTTP/SSE).
 #![warn(missing_docs, unreachable_pub)]
 
 pub mod config;
+pub mod credentials;
 pub mod fs;
 pub mod procfs;
 pub mod socket;
