@@ -33,7 +33,7 @@ use mosaic_domain::{
     Action, BusinessId, Capability, DecisionId, EventId, Refusal, Target, TaskRef,
 };
 use mosaic_ports::{Clock, Entropy, EvidenceStore};
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio::sync::oneshot;
 
 use crate::driver::Driver;
@@ -472,14 +472,8 @@ fn read(driver: &Driver<SqliteStore>, caller: &Caller, query: Query) -> Result<V
             };
             let mut decisions: Vec<_> = driver.bus().open_decisions(business, &route).collect();
             decisions.sort_by_key(|d| d.record.id);
-            let mut items: Vec<Value> = decisions
-                .into_iter()
-                .map(|d| tagged("decision", wire::decision_json(d)))
-                .collect();
-            for m in store.unread(business, &recipient).map_err(storage)? {
-                items.push(tagged("message", wire::message_facts_json(&m)));
-            }
-            Value::Array(items)
+            let messages = store.unread(business, &recipient).map_err(storage)?;
+            wire::inbox_json(&decisions, &messages)
         }
         Query::Tasks => Value::Array(
             store
@@ -521,14 +515,6 @@ fn read(driver: &Driver<SqliteStore>, caller: &Caller, query: Query) -> Result<V
             Value::Array(records.iter().map(wire::record_json).collect())
         }
     })
-}
-
-/// `{"type": kind, ...object}`.
-fn tagged(kind: &str, mut value: Value) -> Value {
-    if let Value::Object(map) = &mut value {
-        map.insert("type".to_owned(), json!(kind));
-    }
-    value
 }
 
 impl Broker {

@@ -388,3 +388,22 @@ pub fn agent_json(
         "revoked": revoked,
     })
 }
+
+/// The `inbox` answer: each open decision ([`decision_json`], with its
+/// `authorization` context) and then each unread message
+/// ([`message_facts_json`]), every item tagged `type: "decision"|"message"`.
+pub fn inbox_json(decisions: &[&Decision], messages: &[MessageFacts]) -> Value {
+    let tagged = |kind: &str, mut value: Value| {
+        if let Value::Object(map) = &mut value {
+            map.insert("type".to_owned(), json!(kind));
+        }
+        value
+    };
+    let decisions = decisions
+        .iter()
+        .map(|d| tagged("decision", decision_json(d)));
+    let messages = messages
+        .iter()
+        .map(|m| tagged("message", message_facts_json(m)));
+    Value::Array(decisions.chain(messages).collect())
+}
