@@ -117,6 +117,28 @@ fn date(text: Option<&String>) -> Result<Option<Date>, Refusal> {
     text.map(|d| Date::parse(d)).transpose()
 }
 
+/// `{gitea?, vikunja?}`: each names one `file` or `env`, and only its own
+/// service's date (`rotateBy` for Gitea, `expires` for Vikunja).
+fn credentials(json: &CredentialsJson) -> Result<RoleCredentials, Refusal> {
+    let gitea = match &json.gitea {
+        Some(c) if c.expires.is_none() => Some(GiteaCredential {
+            source: source(c)?,
+            rotate_by: date(c.rotate_by.as_ref())?,
+        }),
+        Some(_) => return Err(Refusal::BadConfig),
+        None => None,
+    };
+    let vikunja = match &json.vikunja {
+        Some(c) if c.rotate_by.is_none() => Some(VikunjaCredential {
+            source: source(c)?,
+            expires: date(c.expires.as_ref())?,
+        }),
+        Some(_) => return Err(Refusal::BadConfig),
+        None => None,
+    };
+    Ok(RoleCredentials { gitea, vikunja })
+}
+
 fn business(json: BusinessJson) -> Result<Business, Refusal> {
     let mut roles = BTreeMap::new();
     for (role, spec) in json.roles {
@@ -127,27 +149,11 @@ fn business(json: BusinessJson) -> Result<Business, Refusal> {
             },
             None => AuthoritySpec::default(),
         };
-        let gitea = match &spec.credentials.gitea {
-            Some(c) if c.expires.is_none() => Some(GiteaCredential {
-                source: source(c)?,
-                rotate_by: date(c.rotate_by.as_ref())?,
-            }),
-            Some(_) => return Err(Refusal::BadConfig),
-            None => None,
-        };
-        let vikunja = match &spec.credentials.vikunja {
-            Some(c) if c.rotate_by.is_none() => Some(VikunjaCredential {
-                source: source(c)?,
-                expires: date(c.expires.as_ref())?,
-            }),
-            Some(_) => return Err(Refusal::BadConfig),
-            None => None,
-        };
         roles.insert(
             name(&role, RoleInstance::parse)?,
             RoleSpec {
                 authority,
-                credentials: RoleCredentials { gitea, vikunja },
+                credentials: credentials(&spec.credentials)?,
             },
         );
     }
@@ -248,6 +254,12 @@ pub struct BootConfig {
     pub readers: Vec<BusinessId>,
     /// Source checkouts that credential files must stay out of.
     pub repo_roots: Vec<std::path::PathBuf>,
+    /// The businesses' project roots; credential files must stay out of
+    /// them too.
+    pub project_roots: Vec<std::path::PathBuf>,
+    /// The credential references of each business's read-only tracker
+    /// identity, `business/@sync` (it has no agent capability).
+    pub sync: Vec<(BusinessId, RoleCredentials)>,
     /// Where browser control listens, when enabled (`127.0.0.1:PORT`).
     pub browser_listen: Option<String>,
 }
@@ -263,6 +275,10 @@ struct BootJson {
     readers: Vec<String>,
     #[serde(default)]
     repo_roots: Vec<String>,
+    #[serde(default)]
+    project_roots: Vec<String>,
+    #[serde(default)]
+    sync: BTreeMap<String, CredentialsJson>,
     browser: Option<BrowserJson>,
 }
 
@@ -353,16 +369,23 @@ pub fn boot_from_value(value: serde_json::Value) -> Result<BootConfig, Refusal> 
     if readers.iter().any(|r| !known(r)) {
         return Err(Refusal::BadConfig);
     }
+    let mut sync = Vec::new();
+    for (business, refs) in &json.sync {
+        let business = name(business, BusinessId::parse)?;
+        if !known(&business) {
+            return Err(Refusal::BadConfig);
+        }
+        sync.push((business, credentials(refs)?));
+    }
+    let paths = |list: &[String]| list.iter().map(|p| absolute(p)).collect::<Result<_, _>>();
     Ok(BootConfig {
         data_root: absolute(&json.data_root)?,
         businesses,
         launches,
         readers,
-        repo_roots: json
-            .repo_roots
-            .iter()
-            .map(|p| absolute(p))
-            .collect::<Result<_, _>>()?,
+        repo_roots: paths(&json.repo_roots)?,
+        project_roots: paths(&json.project_roots)?,
+        sync,
         browser_listen: json.browser.map(|b| b.listen),
     })
 }
@@ -391,6 +414,36 @@ mod boot_tests {
         assert_eq!(config.launches[0].start_time, 1234);
         assert_eq!(config.readers[0].as_str(), "acme");
         assert_eq!(config.browser_listen.as_deref(), Some("127.0.0.1:0"));
+        assert!(config.project_roots.is_empty() && config.sync.is_empty());
+    }
+
+    #[test]
+    fn project_roots_and_sync_references_are_optional_boot_keys() {
+        let config = boot_from_value(boot(
+            r#","projectRoots":["/src/acme-app"],
+               "sync":{"acme":{"vikunja":{"env":"ACME_SYNC","expires":"2027-01-31"}}}"#,
+        ))
+        .unwrap();
+        assert_eq!(
+            config.project_roots,
+            [std::path::PathBuf::from("/src/acme-app")]
+        );
+        let (business, refs) = &config.sync[0];
+        assert_eq!(business.as_str(), "acme");
+        assert!(refs.vikunja.is_some() && refs.gitea.is_none());
+        let bad = [
+            r#","projectRoots":["relative"]"#,
+            r#","sync":{"globex":{}}"#,
+            r#","sync":{"acme":{"gitea":{"env":"X","expires":"2027-01-31"}}}"#,
+            r#","sync":{"acme":{"gitea":{"env":"X","file":"/x"}}}"#,
+        ];
+        for extra in bad {
+            assert_eq!(
+                boot_from_value(boot(extra)).err(),
+                Some(Refusal::BadConfig),
+                "{extra}"
+            );
+        }
     }
 
     #[test]

@@ -500,9 +500,10 @@ impl CredentialStore {
     ///
     /// # Errors
     /// - `unknown-reference`: no such credential;
-    /// - `service-failed`: a Vikunja token at or after midnight UTC of its
-    ///   expiry date (the callback is not called), or the callback returned
-    ///   an error (dropped unseen: none of its text is kept).
+    /// - `credential-expired`: a Vikunja token at or after midnight UTC of
+    ///   its expiry date (the callback is not called);
+    /// - `service-failed`: the callback returned an error (dropped unseen:
+    ///   none of its text is kept).
     pub fn use_token<T, E>(
         &self,
         key: &str,
@@ -515,7 +516,7 @@ impl CredentialStore {
             .get(&(key.to_owned(), service))
             .ok_or(Refusal::UnknownReference)?;
         if entry.state(now) == CredentialState::Expired {
-            return Err(Refusal::ServiceFailed);
+            return Err(Refusal::CredentialExpired);
         }
         entry
             .token
@@ -524,7 +525,7 @@ impl CredentialStore {
     }
 
     /// As [`CredentialStore::use_token`] for byte-like results, which are
-    /// also refused (`service-failed`, the value dropped) when they contain
+    /// also refused (`credential-leak`, the value dropped) when they contain
     /// any known token.
     ///
     /// # Errors
@@ -538,7 +539,7 @@ impl CredentialStore {
     ) -> Result<T, Refusal> {
         let value = self.use_token(key, service, now, callback)?;
         if self.contains_known_token(value.as_ref()) {
-            return Err(Refusal::ServiceFailed);
+            return Err(Refusal::CredentialLeak);
         }
         Ok(value)
     }

@@ -14,11 +14,14 @@
 //! writer's answer. Capabilities live only in this process's memory.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, RwLock};
 use std::thread::JoinHandle;
 
 use mosaic_adapters::config::BootConfig;
+use mosaic_adapters::credentials::{
+    CredentialStatus, CredentialStore, FileEnvCredentials, Service,
+};
 use mosaic_adapters::fs::{self, DataRoot, WriterLock};
 use mosaic_adapters::procfs::ProcFs;
 use mosaic_adapters::socket::{self, Disconnect, Peer};
@@ -36,7 +39,7 @@ use mosaic_ports::{Clock, Entropy, EvidenceStore};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-use crate::driver::Driver;
+use crate::driver::{Driver, LeakGuard};
 use crate::human_proof::{self, HumanClaim};
 
 /// What a capability stands for.
@@ -96,6 +99,31 @@ pub struct Booted {
     pub readers: Vec<IssuedReader>,
 }
 
+/// Why a broker did not start: a static code and, for a bad credential
+/// reference, which one (`"acme/dev gitea"`), never its content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BootFailure {
+    /// The code.
+    pub refusal: Refusal,
+    /// The credential reference at fault, if one was.
+    pub reference: Option<String>,
+}
+
+impl From<Refusal> for BootFailure {
+    fn from(refusal: Refusal) -> Self {
+        Self {
+            refusal,
+            reference: None,
+        }
+    }
+}
+
+impl From<BootFailure> for Refusal {
+    fn from(failure: BootFailure) -> Self {
+        failure.refusal
+    }
+}
+
 /// One unit of work for the writer thread.
 enum Job {
     /// A parsed request (or its argument refusal) from a known caller.
@@ -129,6 +157,7 @@ pub struct Broker {
     lock: Option<WriterLock>,
     socket: PathBuf,
     entropy: std::sync::Mutex<OsEntropy>,
+    credentials: Arc<CredentialStore>,
 }
 
 impl std::fmt::Debug for Broker {
@@ -143,18 +172,20 @@ impl std::fmt::Debug for Broker {
 /// broker`).
 ///
 /// # Errors
-/// One static code: the data root (`unsafe-path`), the lock (`lock-held`,
-/// `stale-lock`), the store (`schema-mismatch`, `integrity-failed`,
-/// `storage-unavailable`), a boot launch (its binding refusal), the socket
-/// (`unsafe-path`, `broker-unavailable`). Everything acquired so far is
-/// released again.
-pub fn start_broker(config: BootConfig) -> Result<(Broker, Booted), Refusal> {
+/// One static code: the data root (`unsafe-path`), a credential reference
+/// (`unsafe-path`, `bad-config`, with the reference's name), the lock
+/// (`lock-held`, `stale-lock`), the store (`schema-mismatch`,
+/// `integrity-failed`, `storage-unavailable`), a boot launch (its binding
+/// refusal), the socket (`unsafe-path`, `broker-unavailable`). Everything
+/// acquired so far is released again.
+pub fn start_broker(config: BootConfig) -> Result<(Broker, Booted), BootFailure> {
     let root = DataRoot::open(&config.data_root)?;
+    let credentials = load_credentials(&root, &config)?;
     let me = ProcFs::new()
         .current()
         .map_err(|_| Refusal::StorageUnavailable)?;
     let lock = WriterLock::acquire(&root, me.pid, me.start_time)?;
-    match boot(&root, config) {
+    match boot(&root, config, credentials) {
         Ok((mut broker, booted)) => {
             broker.lock = Some(lock);
             Ok((broker, booted))
@@ -162,18 +193,64 @@ pub fn start_broker(config: BootConfig) -> Result<(Broker, Booted), Refusal> {
         Err(refusal) => {
             // Nothing was served; the lock must not outlive this failed start.
             let _ = lock.release();
-            Err(refusal)
+            Err(refusal.into())
         }
     }
 }
 
-fn boot(root: &DataRoot, config: BootConfig) -> Result<(Broker, Booted), Refusal> {
+/// Reads every credential reference once, refusing files inside the data
+/// root, a repository root (this binary's own checkout, `repoRoots`) or a
+/// project root.
+fn load_credentials(root: &DataRoot, config: &BootConfig) -> Result<CredentialStore, BootFailure> {
+    let mut protected = vec![root.root().to_path_buf()];
+    protected.extend(own_repository_root());
+    protected.extend(config.repo_roots.iter().cloned());
+    protected.extend(config.project_roots.iter().cloned());
+    let source = FileEnvCredentials::new(protected);
+    CredentialStore::load(&config.businesses, &config.sync, &source).map_err(
+        |(refusal, reference)| BootFailure {
+            refusal,
+            reference: Some(reference),
+        },
+    )
+}
+
+/// The source checkout this binary was built in, if it runs from one: the
+/// nearest ancestor of the executable that holds `.git`.
+fn own_repository_root() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    exe.ancestors()
+        .skip(1)
+        .find(|dir| dir.join(".git").exists())
+        .map(Path::to_path_buf)
+}
+
+/// The writer's guard: no evidence may carry a loaded token.
+fn leak_guard(credentials: &Arc<CredentialStore>) -> Option<LeakGuard> {
+    if credentials.is_empty() {
+        return None;
+    }
+    let credentials = Arc::clone(credentials);
+    Some(Box::new(move |bytes| {
+        credentials.contains_known_token(bytes)
+    }))
+}
+
+fn boot(
+    root: &DataRoot,
+    config: BootConfig,
+    credentials: CredentialStore,
+) -> Result<(Broker, Booted), Refusal> {
     let db = root.db_path();
     if db.exists() {
         fs::check_private_file(&db)?;
     }
+    let credentials = Arc::new(credentials);
     let store = SqliteStore::open_or_create(&db).map_err(|e| e.refusal())?;
     let mut driver = Driver::open(config.businesses, store)?;
+    if let Some(guard) = leak_guard(&credentials) {
+        driver = driver.with_leak_guard(guard);
+    }
     let mut entropy = OsEntropy;
     let mut registry = HashMap::new();
     let mut launches = Vec::new();
@@ -224,9 +301,20 @@ fn boot(root: &DataRoot, config: BootConfig) -> Result<(Broker, Booted), Refusal
     let handler = {
         let registry = Arc::clone(&registry);
         let jobs = jobs.clone();
+        let credentials = Arc::clone(&credentials);
         move |peer: Peer, line: Vec<u8>, _gone: Disconnect| {
             let (registry, jobs) = (Arc::clone(&registry), jobs.clone());
-            async move { answer(&registry, &jobs, peer, &line).await.into_bytes() }
+            let credentials = Arc::clone(&credentials);
+            async move {
+                // A token is refused on the way in (before anything is
+                // written) and, should one ever be stored, on the way out.
+                let leaked = credentials.contains_known_token(&line);
+                let response = answer(&registry, &jobs, peer, &line, leaked).await;
+                if credentials.contains_known_token(response.as_bytes()) {
+                    return wire::err(Refusal::CredentialLeak).into_bytes();
+                }
+                response.into_bytes()
+            }
         }
     };
     let server = runtime.spawn(socket::serve(listener, handler, async move {
@@ -242,6 +330,7 @@ fn boot(root: &DataRoot, config: BootConfig) -> Result<(Broker, Booted), Refusal
         lock: None,
         socket: socket_path.clone(),
         entropy: std::sync::Mutex::new(entropy),
+        credentials,
     };
     Ok((
         broker,
@@ -264,14 +353,18 @@ fn agent_binding(record: &LaunchRecord) -> Binding {
 }
 
 /// Answers one request line: envelope, caller, arguments, then the writer.
+/// A line that `leaked` a service token is refused (`credential-leak`) as
+/// its caller's request, so the writer records the refusal, not the line.
 async fn answer(
     registry: &RwLock<HashMap<Capability, Binding>>,
     jobs: &mpsc::Sender<Job>,
     peer: Peer,
     line: &[u8],
+    leaked: bool,
 ) -> String {
     let envelope = match Envelope::parse(line) {
         Ok(envelope) => envelope,
+        Err(_) if leaked => return wire::err(Refusal::CredentialLeak),
         Err(refusal) => return wire::err(refusal),
     };
     let who = match envelope.presenter() {
@@ -290,10 +383,15 @@ async fn answer(
     };
     let verb = envelope.verb().as_str();
     let (reply, answered) = oneshot::channel();
+    let call = if leaked {
+        Err(Refusal::CredentialLeak)
+    } else {
+        envelope.into_call()
+    };
     let job = Job::Request {
         who,
         verb,
-        call: envelope.into_call(),
+        call,
         reply,
     };
     if jobs.send(job).is_err() {
@@ -645,6 +743,44 @@ impl Broker {
             request,
         };
         self.trusted(cap, command).map(|_| ())
+    }
+
+    /// The trusted adapter API `credentials.use(key, service, callback)`:
+    /// calls `callback` with the token of `service` for `key`
+    /// (`business/instance`, or `business/@sync` for the read-only tracker
+    /// identity). Only that in-process callback sees the token; it must not
+    /// spawn children with it, log it or persist it. Socket clients never
+    /// reach this.
+    ///
+    /// # Errors
+    /// - `unknown-reference`: no such credential;
+    /// - `credential-expired`: a Vikunja token from midnight UTC of its
+    ///   expiry date (the callback is not called);
+    /// - `service-failed`: the callback failed (none of its error is kept);
+    /// - `credential-leak`: the returned value (keys included) contains a
+    ///   loaded token; it is dropped.
+    pub fn use_credential<E>(
+        &self,
+        key: &str,
+        service: Service,
+        callback: impl FnOnce(&[u8]) -> Result<Value, E>,
+    ) -> Result<Value, Refusal> {
+        let value = self
+            .credentials
+            .use_token(key, service, SystemClock.now(), callback)?;
+        if self
+            .credentials
+            .contains_known_token(value.to_string().as_bytes())
+        {
+            return Err(Refusal::CredentialLeak);
+        }
+        Ok(value)
+    }
+
+    /// The trusted adapter API `credentials.status()`: metadata only
+    /// (valid, expiring, expired, rotation-due) for a notifier.
+    pub fn credential_status(&self) -> Vec<CredentialStatus> {
+        self.credentials.status(SystemClock.now())
     }
 
     fn trusted(&self, cap: &Capability, command: Command) -> Result<Reply, Refusal> {

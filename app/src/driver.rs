@@ -15,10 +15,14 @@ use mosaic_domain::messages::RECEIVE_LIMIT;
 use mosaic_domain::{Business, Refusal, Timestamp};
 use mosaic_ports::{EvidenceStore, StoreError};
 
+/// Whether bytes contain a secret that must never be written.
+pub type LeakGuard = Box<dyn Fn(&[u8]) -> bool + Send>;
+
 /// A synchronous runtime loop over one store.
 pub struct Driver<S> {
     bus: Bus,
     store: S,
+    guard: Option<LeakGuard>,
 }
 
 impl<S: EvidenceStore> Driver<S> {
@@ -31,7 +35,19 @@ impl<S: EvidenceStore> Driver<S> {
         store
             .replay(&mut |record| bus.replay(&record))
             .map_err(storage)?;
-        Ok(Self { bus, store })
+        Ok(Self {
+            bus,
+            store,
+            guard: None,
+        })
+    }
+
+    /// Refuses (`credential-leak`) every commit whose evidence contains what
+    /// `guard` finds, before anything is written; the refusal itself is
+    /// recorded without the offending content.
+    pub fn with_leak_guard(mut self, guard: LeakGuard) -> Self {
+        self.guard = Some(guard);
+        self
     }
 
     /// The bus, for inspecting machine state.
@@ -70,10 +86,13 @@ impl<S: EvidenceStore> Driver<S> {
         let verb = command.verb();
         let command = self.with_facts(caller, command)?;
         match self.bus.handle(now, caller, command) {
-            Ok(reply) => {
-                self.commit()?;
-                Ok(reply)
-            }
+            Ok(reply) => match self.commit() {
+                Ok(()) => Ok(reply),
+                Err(Refusal::CredentialLeak) => {
+                    Err(self.refuse(now, Some(caller), verb, Refusal::CredentialLeak))
+                }
+                Err(refusal) => Err(refusal),
+            },
             Err(refusal) => {
                 self.bus
                     .handle_refused(now, Some(caller), Some(verb), refusal);
@@ -118,6 +137,14 @@ impl<S: EvidenceStore> Driver<S> {
         }
         if batch.is_empty() {
             return Ok(());
+        }
+        if let Some(guard) = &self.guard {
+            // Every text field shows in `Debug`; token characters are never
+            // escaped there.
+            if batch.iter().any(|r| guard(format!("{r:?}").as_bytes())) {
+                self.bus.handle_rolled_back();
+                return Err(Refusal::CredentialLeak);
+            }
         }
         match self.store.commit(&batch) {
             Ok(()) => {

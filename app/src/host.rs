@@ -11,12 +11,12 @@ use std::io::{BufRead, Read, Write};
 use std::sync::mpsc;
 
 use mosaic_adapters::wire::host::{
-    bind_reply, boot_reply, host_error, parse_host_line, HostRequest,
+    bind_reply, boot_error, boot_reply, host_error, parse_host_line, HostRequest,
 };
 use mosaic_domain::Refusal;
 use serde_json::Value;
 
-use crate::broker::{start_broker, Broker};
+use crate::broker::{start_broker, BootFailure, Broker};
 
 /// The longest host line accepted (a boot configuration with many businesses).
 const MAX_HOST_LINE: usize = 16 * 1024 * 1024;
@@ -33,7 +33,7 @@ pub fn run(input: impl BufRead + Send + 'static, out: &mut impl Write) -> u8 {
     let (events, inbox) = mpsc::channel();
     spawn_reader(input, events.clone());
     if spawn_signals(events).is_err() {
-        return fail(out, Refusal::BrokerUnavailable);
+        return fail(out, Refusal::BrokerUnavailable.into());
     }
     let broker = match inbox.recv() {
         Ok(Event::Line(Ok(line))) => match boot(&line) {
@@ -44,10 +44,12 @@ pub fn run(input: impl BufRead + Send + 'static, out: &mut impl Write) -> u8 {
                 eprintln!("mosaic-bus broker: serving {}", broker.socket().display());
                 broker
             }
-            Err(refusal) => return fail(out, refusal),
+            Err(failure) => return fail(out, failure),
         },
-        Ok(Event::Line(Err(refusal))) => return fail(out, refusal),
-        Ok(Event::HostGone | Event::Signal) | Err(_) => return fail(out, Refusal::BadRequest),
+        Ok(Event::Line(Err(refusal))) => return fail(out, refusal.into()),
+        Ok(Event::HostGone | Event::Signal) | Err(_) => {
+            return fail(out, Refusal::BadRequest.into())
+        }
     };
     loop {
         match inbox.recv() {
@@ -84,8 +86,12 @@ fn close(broker: Broker, code: u8) -> u8 {
     }
 }
 
-fn fail(out: &mut impl Write, refusal: Refusal) -> u8 {
-    let _ = say(out, &host_error(refusal));
+/// The one boot failure line; a bad credential reference is named.
+fn fail(out: &mut impl Write, failure: BootFailure) -> u8 {
+    let _ = say(
+        out,
+        &boot_error(failure.refusal, failure.reference.as_deref()),
+    );
     2
 }
 
@@ -94,9 +100,9 @@ fn say(out: &mut impl Write, value: &Value) -> std::io::Result<()> {
     out.flush()
 }
 
-fn boot(line: &[u8]) -> Result<(Broker, Value), Refusal> {
+fn boot(line: &[u8]) -> Result<(Broker, Value), BootFailure> {
     let HostRequest::Boot(config) = parse_host_line(line)? else {
-        return Err(Refusal::BadRequest);
+        return Err(Refusal::BadRequest.into());
     };
     let (broker, booted) = start_broker(*config)?;
     let launches: Vec<_> = booted

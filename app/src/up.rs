@@ -118,7 +118,7 @@ use mosaic_ports::{Entropy, ProcessTable};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::broker::{start_broker, Broker};
+use crate::broker::{start_broker, BootFailure, Broker};
 use crate::call::{CAP_FD_ENV, SOCKET_ENV};
 
 /// The environment variable naming an agent's run.
@@ -305,6 +305,9 @@ pub fn run(argv: &[OsString], out: &mut impl Write) -> u8 {
             if let Some(role) = failure.role {
                 line["role"] = json!(role.as_str());
             }
+            if let Some(reference) = failure.reference {
+                line["reference"] = json!(reference);
+            }
             let _ = writeln!(out, "{line}").and_then(|()| out.flush());
             return 2;
         }
@@ -321,11 +324,13 @@ pub fn run(argv: &[OsString], out: &mut impl Write) -> u8 {
     session.close(code)
 }
 
-/// Why `up` could not start: a static code, and the agent it concerns.
+/// Why `up` could not start: a static code, and the agent or the
+/// credential reference it concerns.
 #[derive(Debug)]
 struct Failure {
     code: Refusal,
     role: Option<RoleInstance>,
+    reference: Option<String>,
 }
 
 impl From<Refusal> for Failure {
@@ -333,6 +338,17 @@ impl From<Refusal> for Failure {
         Failure {
             code: refusal,
             role: None,
+            reference: None,
+        }
+    }
+}
+
+impl From<BootFailure> for Failure {
+    fn from(failure: BootFailure) -> Self {
+        Failure {
+            code: failure.refusal,
+            role: None,
+            reference: failure.reference,
         }
     }
 }
@@ -342,6 +358,7 @@ impl Failure {
         Failure {
             code,
             role: Some(role.clone()),
+            reference: None,
         }
     }
 }
@@ -372,6 +389,8 @@ fn start(argv: &[OsString]) -> Result<Session, Failure> {
         launches: Vec::new(),
         readers: vec![business.clone()],
         repo_roots: Vec::new(),
+        project_roots: Vec::new(),
+        sync: Vec::new(),
         browser_listen: None,
     })?;
     let mut session = Session {

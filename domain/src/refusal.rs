@@ -125,6 +125,10 @@ refusals! {
     BrokerUnavailable => "broker-unavailable",
     /// A trusted service callback failed.
     ServiceFailed => "service-failed",
+    /// A Vikunja token on or after its expiry date (from midnight UTC): it is not used.
+    CredentialExpired => "credential-expired",
+    /// A request, result or record contains a loaded service token: refused before anything was written or returned.
+    CredentialLeak => "credential-leak",
     /// Another broker holds the writer lock.
     LockHeld => "lock-held",
     /// A writer lock remains from a broker that did not close cleanly.

@@ -426,7 +426,7 @@ fn vikunja_refuses_from_midnight_utc_of_its_expiry_date() {
         called = true;
         Ok::<_, ()>(())
     });
-    assert_eq!(refused, Err(Refusal::ServiceFailed));
+    assert_eq!(refused, Err(Refusal::CredentialExpired));
     assert!(!called, "the callback must not run for an expired token");
     assert_eq!(
         store.status(before)[0].state,
@@ -541,12 +541,12 @@ fn returned_values_with_a_known_token_are_refused() {
             String::from_utf8_lossy(bytes)
         ))
     });
-    assert_eq!(leaked, Err(Refusal::ServiceFailed));
+    assert_eq!(leaked, Err(Refusal::CredentialLeak));
     // Another service's token is found too.
     let crossed = store.use_token_checked("acme/dev", Service::Gitea, now, |_| {
         Ok::<_, ()>(OTHER.to_vec())
     });
-    assert_eq!(crossed, Err(Refusal::ServiceFailed));
+    assert_eq!(crossed, Err(Refusal::CredentialLeak));
     let clean = store.use_token_checked("acme/dev", Service::Gitea, now, |_| {
         Ok::<_, ()>(b"{\"ok\":true}".to_vec())
     });

@@ -85,6 +85,16 @@ pub fn bind_reply(result: Result<(BusinessId, RunId, Capability), Refusal>) -> V
     }
 }
 
+/// A refused boot: `{"ok":false,"error":CODE}`, plus `"reference"` naming
+/// a bad credential reference (`"acme/dev gitea"`), never its content.
+pub fn boot_error(refusal: Refusal, reference: Option<&str>) -> Value {
+    let mut value = host_error(refusal);
+    if let Some(reference) = reference {
+        value["reference"] = reference.into();
+    }
+    value
+}
+
 /// A refusal on the host channel: `{"ok":false,"error":CODE}`.
 pub fn host_error(refusal: Refusal) -> Value {
     json!({"ok": false, "error": refusal.code()})

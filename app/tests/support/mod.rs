@@ -152,8 +152,14 @@ pub struct Broker {
 impl Broker {
     /// Starts `mosaic-bus broker` without sending anything yet.
     pub fn spawn(root: &Path) -> Broker {
+        Broker::spawn_with_env(root, &[])
+    }
+
+    /// As [`Broker::spawn`], with extra environment variables.
+    pub fn spawn_with_env(root: &Path, env: &[(&str, &str)]) -> Broker {
         let mut child = Command::new(BIN)
             .arg("broker")
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
