@@ -421,3 +421,29 @@ fn in_process_adapters_use_tokens_only_inside_their_callback() {
             .map(|(p, b)| (p.display().to_string(), b.as_slice())),
     );
 }
+
+#[test]
+fn a_restart_picks_up_a_rotated_token() {
+    let root = data_root();
+    let secrets = Secrets::new();
+    let gitea = secrets.file("gitea", GITEA, 0o600);
+    let sync = secrets.file("sync", SYNC, 0o600);
+    let vikunja = secrets.file("vikunja", VIKUNJA, 0o600);
+    let mut config = credential_config(root.path(), &gitea, &sync);
+    config["businesses"]["acme"]["roles"]["lead"]["credentials"] =
+        json!({"vikunja": {"file": vikunja}});
+    let token_of = |config: &Value| {
+        let (broker, _) =
+            start_broker(boot_from_value(config.clone()).expect("config")).expect("boot");
+        let token = broker.use_credential("acme/dev", Service::Gitea, |token| {
+            Ok::<_, ()>(json!(token.len()))
+        });
+        broker.close().expect("close");
+        token
+    };
+    assert_eq!(token_of(&config), Ok(json!(GITEA.len())));
+    let rotated = "gitea-rotated-0123456789";
+    std::fs::remove_file(&gitea).expect("remove the old token");
+    write_token(Path::new(&gitea), rotated, 0o600);
+    assert_eq!(token_of(&config), Ok(json!(rotated.len())));
+}
