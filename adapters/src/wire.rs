@@ -8,7 +8,9 @@
 //!   [`WireRequest`], and a [`Call`] to the domain [`Command`] or the read
 //!   [`Query`] the runtime serves;
 //! - [`reply`]: the response line and the plain JSON objects the verbs
-//!   answer with (decisions, messages, tasks, trail records).
+//!   answer with (decisions, messages, tasks, trail records);
+//! - [`browser`]: `browser.request`'s arguments, the pane routes' bodies
+//!   and the SSE events; [`host`]: the host channel.
 //!
 //! The runtime's loop over one connection, in full:
 //!
@@ -33,6 +35,7 @@
 //!
 //! [`Command`]: mosaic_domain::bus::Command
 
+pub mod browser;
 pub mod json;
 pub mod reply;
 pub mod request;

@@ -223,15 +223,19 @@ fn an_unknown_verb_is_unknown_verb() {
         "authorize",
         "record_event",
         "recordEvent",
-        "browser.request",
+        "browser.open",
         "bindLaunch",
     ] {
         refuses(&req(verb, "{}"), "unknown-verb");
     }
     // The verb is checked before its arguments.
     refuses(
-        &req("browser.request", r#"{"action":"open"}"#),
+        &req("browser.click", r#"{"action":"open"}"#),
         "unknown-verb",
+    );
+    refuses(
+        &req("browser.request", r#"{"action":"open","url":"x"}"#),
+        "unknown-key",
     );
 }
 
@@ -365,6 +369,7 @@ fn the_verb_table_is_exactly_the_specs() {
             "tasks",
             "agents",
             "trail",
+            "browser.request",
         ]
     );
     for &verb in Verb::ALL {

@@ -27,6 +27,7 @@ use mosaic_adapters::procfs::ProcFs;
 use mosaic_adapters::socket::{self, Disconnect, Peer};
 use mosaic_adapters::sqlite::SqliteStore;
 use mosaic_adapters::system::{OsEntropy, SystemClock};
+use mosaic_adapters::wire::browser::BrowserCall;
 use mosaic_adapters::wire::{self, Call, Dispatch, Envelope, Presenter, Query, UuidKind, UuidRef};
 use mosaic_domain::authority::Grant;
 use mosaic_domain::bus::{Caller, Command, Reply};
@@ -39,6 +40,7 @@ use mosaic_ports::{Clock, Entropy, EvidenceStore};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
+use crate::browser::{self, BrowserHub};
 use crate::driver::{Driver, LeakGuard};
 use crate::human_proof::{self, HumanClaim};
 
@@ -97,6 +99,17 @@ pub struct Booted {
     pub launches: Vec<IssuedLaunch>,
     /// One capability per reader.
     pub readers: Vec<IssuedReader>,
+    /// Browser control, when the boot configuration enabled it.
+    pub browser: Option<BrowserEndpoint>,
+}
+
+/// Where panes connect, and the UI token every route requires.
+#[derive(Debug, Clone)]
+pub struct BrowserEndpoint {
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+    /// The UI token; hand it only to the UI.
+    pub token: Capability,
 }
 
 /// Why a broker did not start: a static code and, for a bad credential
@@ -144,6 +157,13 @@ enum Job {
         command: Command,
         reply: mpsc::Sender<Result<Reply, Refusal>>,
     },
+    /// A command the broker itself records for a caller (a browser
+    /// request's outcome), answered to an async task.
+    Record {
+        caller: Caller,
+        command: Command,
+        reply: oneshot::Sender<Result<Reply, Refusal>>,
+    },
 }
 
 /// A running broker.
@@ -154,6 +174,8 @@ pub struct Broker {
     runtime: Option<tokio::runtime::Runtime>,
     stop: Option<oneshot::Sender<()>>,
     server: Option<tokio::task::JoinHandle<Result<(), Refusal>>>,
+    browser_stop: Option<oneshot::Sender<()>>,
+    browser_server: Option<tokio::task::JoinHandle<Result<(), Refusal>>>,
     lock: Option<WriterLock>,
     socket: PathBuf,
     entropy: std::sync::Mutex<OsEntropy>,
@@ -286,6 +308,15 @@ fn boot(
     // Bound before any thread starts: binding sets the process umask.
     let socket_path = root.socket_path();
     let listener = socket::bind_private(&socket_path)?;
+    let browser_listener = match &config.browser_listen {
+        Some(listen) => {
+            let token = entropy
+                .capability()
+                .map_err(|_| Refusal::StorageUnavailable)?;
+            Some((browser::bind(listen)?, token))
+        }
+        None => None,
+    };
     let registry = Arc::new(RwLock::new(registry));
     let (jobs, queue) = mpsc::channel();
     let writer = std::thread::Builder::new()
@@ -298,18 +329,29 @@ fn boot(
         .build()
         .map_err(|_| Refusal::BrokerUnavailable)?;
     let (stop, stopped) = oneshot::channel::<()>();
+    let hub = browser_listener
+        .as_ref()
+        .map(|_| Arc::new(BrowserHub::new(root.root().join("browser"))));
     let handler = {
         let registry = Arc::clone(&registry);
         let jobs = jobs.clone();
         let credentials = Arc::clone(&credentials);
-        move |peer: Peer, line: Vec<u8>, _gone: Disconnect| {
+        let hub = hub.clone();
+        move |peer: Peer, line: Vec<u8>, gone: Disconnect| {
             let (registry, jobs) = (Arc::clone(&registry), jobs.clone());
             let credentials = Arc::clone(&credentials);
+            let hub = hub.clone();
             async move {
                 // A token is refused on the way in (before anything is
                 // written) and, should one ever be stored, on the way out.
                 let leaked = credentials.contains_known_token(&line);
-                let response = answer(&registry, &jobs, peer, &line, leaked).await;
+                let connection = Connection {
+                    registry: &registry,
+                    jobs: &jobs,
+                    hub: hub.as_deref(),
+                    gone,
+                };
+                let response = answer(connection, peer, &line, leaked).await;
                 if credentials.contains_known_token(response.as_bytes()) {
                     return wire::err(Refusal::CredentialLeak).into_bytes();
                 }
@@ -320,6 +362,24 @@ fn boot(
     let server = runtime.spawn(socket::serve(listener, handler, async move {
         let _ = stopped.await;
     }));
+    let (browser_stop, browser_server, endpoint) = match (browser_listener, hub) {
+        (Some((listener, token)), Some(hub)) => {
+            let address = listener
+                .local_addr()
+                .map_err(|_| Refusal::BrokerUnavailable)?;
+            let endpoint = BrowserEndpoint {
+                url: format!("http://{address}"),
+                token: token.clone(),
+            };
+            let (stop, stopped) = oneshot::channel::<()>();
+            runtime.spawn(Arc::clone(&hub).run_timers());
+            let server = runtime.spawn(browser::serve(listener, hub, token, async move {
+                let _ = stopped.await;
+            }));
+            (Some(stop), Some(server), Some(endpoint))
+        }
+        (Some(_) | None, Some(_) | None) => (None, None, None),
+    };
     let broker = Broker {
         registry,
         jobs: Some(jobs),
@@ -327,6 +387,8 @@ fn boot(
         runtime: Some(runtime),
         stop: Some(stop),
         server: Some(server),
+        browser_stop,
+        browser_server,
         lock: None,
         socket: socket_path.clone(),
         entropy: std::sync::Mutex::new(entropy),
@@ -338,6 +400,7 @@ fn boot(
             socket: socket_path,
             launches,
             readers,
+            browser: endpoint,
         },
     ))
 }
@@ -352,16 +415,24 @@ fn agent_binding(record: &LaunchRecord) -> Binding {
     }
 }
 
+/// What one socket connection's handler works with.
+struct Connection<'a> {
+    registry: &'a RwLock<HashMap<Capability, Binding>>,
+    jobs: &'a mpsc::Sender<Job>,
+    hub: Option<&'a BrowserHub>,
+    gone: Disconnect,
+}
+
 /// Answers one request line: envelope, caller, arguments, then the writer.
 /// A line that `leaked` a service token is refused (`credential-leak`) as
 /// its caller's request, so the writer records the refusal, not the line.
-async fn answer(
-    registry: &RwLock<HashMap<Capability, Binding>>,
-    jobs: &mpsc::Sender<Job>,
-    peer: Peer,
-    line: &[u8],
-    leaked: bool,
-) -> String {
+async fn answer(connection: Connection<'_>, peer: Peer, line: &[u8], leaked: bool) -> String {
+    let Connection {
+        registry,
+        jobs,
+        hub,
+        gone,
+    } = connection;
     let envelope = match Envelope::parse(line) {
         Ok(envelope) => envelope,
         Err(_) if leaked => return wire::err(Refusal::CredentialLeak),
@@ -388,6 +459,12 @@ async fn answer(
     } else {
         envelope.into_call()
     };
+    let browser = match (&call, &who) {
+        (Ok(Call::BrowserRequest(call)), Who::Known(caller @ Caller::Agent { .. })) => {
+            Some((call.clone(), caller.clone()))
+        }
+        _ => None,
+    };
     let job = Job::Request {
         who,
         verb,
@@ -397,7 +474,73 @@ async fn answer(
     if jobs.send(job).is_err() {
         return wire::err(Refusal::BrokerUnavailable);
     }
-    wire::response(answered.await.unwrap_or(Err(Refusal::BrokerUnavailable)))
+    let authorized = answered.await.unwrap_or(Err(Refusal::BrokerUnavailable));
+    match (browser, authorized) {
+        (Some((call, caller)), Ok(_)) => browse(jobs, hub, &gone, &call, caller).await,
+        (Some(_), Err(refusal)) => browser::error_response(refusal, None),
+        (None, answer) => wire::response(answer),
+    }
+}
+
+/// Carries an authorized `browser.request` to a pane and records its
+/// outcome (with a digest, never the payload) before answering.
+async fn browse(
+    jobs: &mpsc::Sender<Job>,
+    hub: Option<&BrowserHub>,
+    gone: &Disconnect,
+    call: &BrowserCall,
+    caller: Caller,
+) -> String {
+    let Some(hub) = hub else {
+        let sentence =
+            "Browser control is not enabled: the broker was booted without `browser.listen`.";
+        return browser::error_response(Refusal::NoBrowserClient, Some(sentence.to_owned()));
+    };
+    let (request, outcome) = browser::request(hub, call, gone).await;
+    let answer = wire::response(outcome.clone());
+    let Caller::Agent { agent, .. } = &caller else {
+        return answer;
+    };
+    let mut body = serde_json::json!({
+        "action": call.action.name(),
+        "ok": outcome.is_ok(),
+        "bytes": answer.len(),
+        "sha256": browser::hex_digest(answer.as_bytes()),
+    });
+    if let Some(request) = request {
+        body["request"] = request.to_string().into();
+    }
+    if let Err(refusal) = &outcome {
+        body["code"] = refusal.code().into();
+    }
+    let Ok(kind) = browser::completed_kind() else {
+        return answer;
+    };
+    let command = Command::RecordEvent {
+        kind,
+        body: body.to_string(),
+        subject: Some(Subject::Role(agent.role.clone())),
+        request: None,
+    };
+    let (reply, recorded) = oneshot::channel();
+    let sent = jobs.send(Job::Record {
+        caller: caller.clone(),
+        command,
+        reply,
+    });
+    // The pane acted; an outcome that cannot be recorded is still the
+    // truth the agent must hear, so only a lost writer changes the answer.
+    if sent.is_err() || recorded.await.is_err() {
+        return wire::err(Refusal::StorageUnavailable);
+    }
+    match outcome {
+        Ok(_) => answer,
+        Err(refusal) => {
+            let sentence = (refusal == Refusal::NoBrowserClient)
+                .then(|| browser::no_client_sentence(hub, &call.action));
+            browser::error_response(refusal, sentence)
+        }
+    }
 }
 
 /// Who a request is from, as far as the connection's handler can tell.
@@ -502,6 +645,13 @@ fn write_loop(
             } => {
                 let _ = reply.send(driver.call(SystemClock.now(), &caller, command));
             }
+            Job::Record {
+                caller,
+                command,
+                reply,
+            } => {
+                let _ = reply.send(driver.call(SystemClock.now(), &caller, command));
+            }
         }
     }
 }
@@ -533,8 +683,8 @@ fn execute(
 }
 
 /// Whether a UUID subject names a decision or a message of `business`.
-fn kind_of(
-    driver: &Driver<SqliteStore>,
+pub(crate) fn kind_of<S: EvidenceStore>(
+    driver: &Driver<S>,
     business: &BusinessId,
     uuid: &UuidRef,
 ) -> Result<UuidKind, Refusal> {
@@ -555,7 +705,11 @@ fn kind_of(
 
 /// The read projections, scoped to the caller's business. An agent's inbox
 /// is its role's; a reader's (and the human's) is the human's.
-fn read(driver: &Driver<SqliteStore>, caller: &Caller, query: Query) -> Result<Value, Refusal> {
+pub(crate) fn read<S: EvidenceStore>(
+    driver: &Driver<S>,
+    caller: &Caller,
+    query: Query,
+) -> Result<Value, Refusal> {
     let business = caller.business();
     let store = driver.store();
     let storage = |_| Refusal::StorageUnavailable;
@@ -813,6 +967,14 @@ impl Broker {
     fn shut_down(&mut self) -> Result<(), Refusal> {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
+        }
+        if let Some(stop) = self.browser_stop.take() {
+            let _ = stop.send(());
+        }
+        if let (Some(runtime), Some(server)) = (self.runtime.as_ref(), self.browser_server.take()) {
+            // Open event streams would hold a graceful shutdown forever.
+            server.abort();
+            let _ = runtime.block_on(server);
         }
         if let (Some(runtime), Some(server)) = (self.runtime.as_ref(), self.server.take()) {
             let _ = runtime.block_on(server);

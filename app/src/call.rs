@@ -46,8 +46,20 @@ pub fn run(argv: &[OsString]) -> (String, u8) {
         Some(path) => cap_from_file(path),
         None => cap_from_fd(),
     };
-    match cap.and_then(|cap| Client::new(&args.socket, cap.expose()).call(&args.verb, args.args)) {
-        Ok(result) => (wire::ok(result), 0),
+    let answer = cap.and_then(|cap| {
+        Client::new(&args.socket, cap.expose()).call_verbatim(&args.verb, args.args)
+    });
+    match answer {
+        // The broker's line as it came: a refusal may carry more than its
+        // code (browser.request adds its status class and a sentence).
+        Ok(line) => {
+            let text = String::from_utf8_lossy(&line).into_owned();
+            match serde_json::from_slice::<Value>(&line) {
+                Ok(value) if value.get("ok") == Some(&Value::Bool(true)) => (text, 0),
+                Ok(value) if value.get("error").is_some_and(Value::is_string) => (text, 1),
+                Ok(_) | Err(_) => (refused(Refusal::OutcomeUnknown), 1),
+            }
+        }
         Err(refusal) => (refused(refusal), 1),
     }
 }
@@ -82,7 +94,7 @@ fn parse(argv: &[OsString]) -> Result<Args, Refusal> {
     })
 }
 
-fn cap_from_fd() -> Result<Capability, Refusal> {
+pub(crate) fn cap_from_fd() -> Result<Capability, Refusal> {
     let fd: u32 = std::env::var(CAP_FD_ENV)
         .ok()
         .and_then(|v| v.parse().ok())
@@ -92,7 +104,7 @@ fn cap_from_fd() -> Result<Capability, Refusal> {
     )
 }
 
-fn cap_from_file(path: &std::path::Path) -> Result<Capability, Refusal> {
+pub(crate) fn cap_from_file(path: &std::path::Path) -> Result<Capability, Refusal> {
     mosaic_adapters::fs::check_private_file(path)?;
     read_cap(std::fs::File::open(path).map_err(|_| Refusal::BadCapability)?)
 }

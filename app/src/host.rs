@@ -115,7 +115,11 @@ fn boot(line: &[u8]) -> Result<(Broker, Value), BootFailure> {
         .into_iter()
         .map(|r| (r.business, r.cap))
         .collect();
-    Ok((broker, boot_reply(&booted.socket, &launches, &readers)))
+    let browser = booted.browser.as_ref().map(|b| (b.url.as_str(), &b.token));
+    Ok((
+        broker,
+        boot_reply(&booted.socket, &launches, &readers, browser),
+    ))
 }
 
 /// One host request after boot: `Some(reply)`, or `None` for close.

@@ -4,10 +4,14 @@
 #![warn(missing_docs, unreachable_pub)]
 
 pub mod broker;
+pub mod browser;
 pub mod call;
 pub mod demo;
 pub mod driver;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 pub mod host;
 pub mod human;
 pub mod human_proof;
+pub mod mcp;
 pub mod up;

@@ -2,8 +2,7 @@
 //! arguments, builds the adapters it needs and hands them to the runtime.
 //!
 //! It carries the help text, the exit-code contract and the dispatch of
-//! `broker`, `up`, `call`, `demo` and `unlock`; `human` and `mcp` arrive with
-//! their issues (see README.md, "Status").
+//! `broker`, `up`, `call`, `mcp`, `human`, `demo` and `unlock`.
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
@@ -28,8 +27,9 @@ COMMANDS:
     broker      Run the broker for a trusted host: newline-delimited JSON on
                 stdin/stdout (DESIGN.md section 4). First
                 {\"op\":\"boot\",\"config\":{dataRoot,businesses,launches,readers,
-                repoRoots}}, answered with the socket path and one capability
-                per launch and per reader; then {\"op\":\"bindLaunch\",\"record\":
+                repoRoots,projectRoots?,sync?,browser?}}, answered with the
+                socket path, one capability per launch and per reader, and
+                with browser:{listen} the browser url and UI token; then {\"op\":\"bindLaunch\",\"record\":
                 {business,role,run,harness,address?,pid,startTime}} and
                 {\"op\":\"close\"}. End of stdin closes with exit 2; SIGTERM and
                 SIGINT close cleanly with exit 0; a startup or protocol
@@ -42,7 +42,7 @@ COMMANDS:
                 MOSAIC_BUS_SOCKET. Exit 0 when ok, 1 on a refusal (on
                 outcome-unknown inspect the trail; never resend blindly),
                 2 on a usage error. No retry.
-    up --config FILE [--data-root D] [--stay]
+    up --config FILE [--data-root D] [--browser ADDR] [--stay]
                 The standalone host: boot the broker in this process,
                 launch the agents the config lists ({\"business\":{...},
                 \"agents\":[{role,harness,command}]}, e.g. examples/
@@ -56,9 +56,22 @@ COMMANDS:
                 SIGINT/SIGTERM or until every agent has exited (--stay:
                 keep serving until a signal). Without --data-root it uses
                 a new private folder under the temporary directory and
-                keeps it. Exit 0; 1 when an agent exited non-zero; 2 when
-                it cannot start ({\"ok\":false,\"error\":CODE} on stdout)
-                or close.
+                keeps it. --browser 127.0.0.1:PORT also serves browser
+                control (port 0: any free port): the line adds browser
+                {url, pane, tokenFile}; the UI token is in D/ui.token
+                (0600, removed on close); open <pane>?token=<it>. Exit 0;
+                1 when an agent exited non-zero; 2 when it cannot start
+                ({\"ok\":false,\"error\":CODE} on stdout) or close.
+    mcp [--socket PATH] [--cap-file PATH]
+                An MCP server on stdin/stdout for an agent harness: one tool
+                per agent verb (role_claim, decision_raise, message_send, ...,
+                trail, browser_request; launch.revoke and launch.restore are
+                the human's and not exposed), each call one request to the
+                broker. The capability and the socket come as for call. A
+                refusal is a tool error whose text starts with its static
+                code; on outcome-unknown inspect the trail, never resend
+                blindly. Exit 0 when the client closes stdin; 2 when it
+                cannot start (one static code on stderr).
     human SOCKET
                 The human's transport: reads {business, verb, args} from
                 stdin and prints the broker's JSON answer (exit 0 ok, 1
@@ -96,8 +109,6 @@ COMMANDS:
                 not be written or a removal failed). Evidence is never
                 deleted.
 
-Not built yet (see README.md, Status): mcp.
-
 EXIT CODES:
     0   success
     1   call: a refusal; up: an agent exited non-zero
@@ -124,6 +135,7 @@ fn main() -> ExitCode {
             println!("{line}");
             ExitCode::from(code)
         }
+        Some(Some("mcp")) => ExitCode::from(mosaic_app::mcp::run(&args[1..])),
         Some(Some("call")) => {
             let (line, code) = mosaic_app::call::run(&args[1..]);
             println!("{line}");

@@ -127,6 +127,9 @@ pub const RUN_ID_ENV: &str = "MOSAIC_RUN_ID";
 pub const READY_LINE: &str = "ready\n";
 /// The reader capability's file, relative to the data root.
 pub const READER_CAP_FILE: &str = "reader.cap";
+/// The browser UI token's file (with `--browser`), relative to the data
+/// root. `<url>/pane?token=<it>` opens the pane.
+pub const UI_TOKEN_FILE: &str = "ui.token";
 
 /// The largest configuration file read.
 const MAX_CONFIG: u64 = 1024 * 1024;
@@ -250,15 +253,19 @@ pub struct Options {
     pub data_root: Option<PathBuf>,
     /// `--stay`: keep serving after every agent has exited.
     pub stay: bool,
+    /// `--browser ADDR`: serve browser control on this loopback address
+    /// (`127.0.0.1:7420`; port 0 picks a free one).
+    pub browser: Option<String>,
 }
 
-/// Parses `--config FILE [--data-root DIR] [--stay]` (also `--flag=value`).
+/// Parses `--config FILE [--data-root DIR] [--browser ADDR] [--stay]`
+/// (also `--flag=value`).
 ///
 /// # Errors
 /// `bad-request` for a missing `--config`, an empty value, a repeated or
 /// unknown argument.
 pub fn parse_args(argv: &[OsString]) -> Result<Options, Refusal> {
-    let (mut config, mut data_root, mut stay) = (None, None, false);
+    let (mut config, mut data_root, mut browser, mut stay) = (None, None, None, false);
     let mut rest = argv.iter();
     while let Some(arg) = rest.next() {
         let bytes = arg.as_bytes();
@@ -272,6 +279,7 @@ pub fn parse_args(argv: &[OsString]) -> Result<Options, Refusal> {
         let slot = match flag {
             b"--config" => &mut config,
             b"--data-root" => &mut data_root,
+            b"--browser" => &mut browser,
             b"--stay" if inline.is_none() && !stay => {
                 stay = true;
                 continue;
@@ -291,6 +299,7 @@ pub fn parse_args(argv: &[OsString]) -> Result<Options, Refusal> {
         config: config.ok_or(Refusal::BadRequest)?,
         data_root,
         stay,
+        browser: browser.map(|b| b.to_string_lossy().into_owned()),
     })
 }
 
@@ -391,7 +400,7 @@ fn start(argv: &[OsString]) -> Result<Session, Failure> {
         repo_roots: Vec::new(),
         project_roots: Vec::new(),
         sync: Vec::new(),
-        browser_listen: None,
+        browser_listen: options.browser.clone(),
     })?;
     let mut session = Session {
         runtime,
@@ -399,6 +408,8 @@ fn start(argv: &[OsString]) -> Result<Session, Failure> {
         broker: Some(broker),
         business,
         reader_cap: None,
+        ui_token: None,
+        browser_url: booted.browser.as_ref().map(|b| b.url.clone()),
         socket: booted.socket,
         data_root,
         agents: Vec::new(),
@@ -409,7 +420,10 @@ fn start(argv: &[OsString]) -> Result<Session, Failure> {
         .into_iter()
         .next()
         .ok_or(Refusal::BrokerUnavailable)?;
-    session.write_reader_cap(&reader.cap)?;
+    session.reader_cap = Some(session.write_secret(READER_CAP_FILE, &reader.cap)?);
+    if let Some(browser) = &booted.browser {
+        session.ui_token = Some(session.write_secret(UI_TOKEN_FILE, &browser.token)?);
+    }
     let path = child_path()?;
     for spec in &config.agents {
         session.launch(spec, &path)?;
@@ -455,24 +469,33 @@ struct Session {
     socket: PathBuf,
     /// `Some` once this process created the file (and so must remove it).
     reader_cap: Option<PathBuf>,
+    /// The same for the browser UI token's file.
+    ui_token: Option<PathBuf>,
+    /// Where browser control listens, when it does.
+    browser_url: Option<String>,
     agents: Vec<Agent>,
     stay: bool,
 }
 
 impl Session {
-    fn write_reader_cap(&mut self, cap: &Capability) -> Result<(), Failure> {
-        let path = self.data_root.join(READER_CAP_FILE);
+    /// Writes a secret (a capability or the UI token) to a new private file
+    /// of the data root; the caller records the path so close removes it.
+    fn write_secret(&self, name: &str, secret: &Capability) -> Result<PathBuf, Failure> {
+        let path = self.data_root.join(name);
         if std::fs::symlink_metadata(&path).is_ok() {
             // We hold the writer lock: whoever wrote it is gone.
             fs::check_private_file(&path)?;
             std::fs::remove_file(&path).map_err(|_| Refusal::StorageUnavailable)?;
         }
         let mut file = fs::create_private_file(&path)?;
-        self.reader_cap = Some(path);
-        file.write_all(format!("{}\n", cap.expose()).as_bytes())
-            .and_then(|()| file.sync_all())
-            .map_err(|_| Refusal::StorageUnavailable)?;
-        Ok(())
+        let written = file
+            .write_all(format!("{}\n", secret.expose()).as_bytes())
+            .and_then(|()| file.sync_all());
+        if written.is_err() {
+            let _ = std::fs::remove_file(&path);
+            return Err(Refusal::StorageUnavailable.into());
+        }
+        Ok(path)
     }
 
     /// One launch, steps 1 to 4 of the module documentation.
@@ -532,6 +555,11 @@ impl Session {
             "dataRoot": self.data_root.to_string_lossy(),
             "socket": self.socket.to_string_lossy(),
             "readerCap": self.reader_cap.as_ref().map(|p| p.to_string_lossy()),
+            "browser": self.browser_url.as_ref().map(|url| json!({
+                "url": url,
+                "pane": format!("{url}/pane"),
+                "tokenFile": self.ui_token.as_ref().map(|p| p.to_string_lossy()),
+            })),
             "agents": self.agents.iter().map(|a| json!({
                 "role": a.role.as_str(),
                 "run": a.run.as_str(),
@@ -659,9 +687,12 @@ impl Session {
                 code = 2;
             }
         }
-        if let Some(path) = self.reader_cap.take() {
-            if std::fs::remove_file(path).is_err() {
-                eprintln!("mosaic-bus up: close: cannot remove {READER_CAP_FILE}");
+        for path in [self.reader_cap.take(), self.ui_token.take()]
+            .into_iter()
+            .flatten()
+        {
+            if std::fs::remove_file(&path).is_err() {
+                eprintln!("mosaic-bus up: close: cannot remove {}", path.display());
                 code = 2;
             }
         }
@@ -675,7 +706,10 @@ impl Drop for Session {
         if let Some(broker) = self.broker.take() {
             let _ = broker.close();
         }
-        if let Some(path) = self.reader_cap.take() {
+        for path in [self.reader_cap.take(), self.ui_token.take()]
+            .into_iter()
+            .flatten()
+        {
             let _ = std::fs::remove_file(path);
         }
     }
@@ -909,11 +943,19 @@ mod tests {
     fn arguments_parse_strictly() {
         let args = |a: &[&str]| parse_args(&a.iter().map(OsString::from).collect::<Vec<_>>());
         assert_eq!(
-            args(&["--config", "c.json", "--data-root=/d", "--stay"]),
+            args(&[
+                "--config",
+                "c.json",
+                "--data-root=/d",
+                "--stay",
+                "--browser",
+                "127.0.0.1:0"
+            ]),
             Ok(Options {
                 config: "c.json".into(),
                 data_root: Some("/d".into()),
-                stay: true
+                stay: true,
+                browser: Some("127.0.0.1:0".into()),
             })
         );
         assert_eq!(args(&["--config=c.json"]).map(|o| o.data_root), Ok(None));

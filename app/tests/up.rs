@@ -289,7 +289,7 @@ fn the_example_agents_exchange_a_decision_and_a_message_then_up_exits() {
 }
 
 #[test]
-fn with_stay_the_reader_capability_serves_until_sigterm() {
+fn with_stay_the_reader_capability_and_the_pane_serve_until_sigterm() {
     let root = tempfile::tempdir().expect("data root");
     let up = Up::start(
         &[
@@ -297,11 +297,42 @@ fn with_stay_the_reader_capability_serves_until_sigterm() {
             example().as_os_str(),
             "--data-root".as_ref(),
             root.path().as_os_str(),
+            "--browser".as_ref(),
+            "127.0.0.1:0".as_ref(),
             "--stay".as_ref(),
         ],
         None,
     );
     let summary: Value = serde_json::from_str(&up.line()).expect("JSON");
+    let token_file = PathBuf::from(summary["browser"]["tokenFile"].as_str().expect("tokenFile"));
+    let token = std::fs::read_to_string(&token_file).expect("ui.token");
+    let mode = std::fs::metadata(&token_file)
+        .expect("ui.token")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let pane = summary["browser"]["pane"].as_str().expect("pane url");
+    let address = pane
+        .strip_prefix("http://")
+        .and_then(|p| p.strip_suffix("/pane"))
+        .expect("http://ADDR/pane");
+    let get = |path: &str| {
+        use std::io::{Read as _, Write as _};
+        let mut stream = std::net::TcpStream::connect(address).expect("connect");
+        write!(
+            stream,
+            "GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
+        )
+        .expect("request");
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).expect("response");
+        answer.lines().next().unwrap_or_default().to_owned()
+    };
+    assert_eq!(
+        get(&format!("/pane?token={}", token.trim())),
+        "HTTP/1.1 200 OK"
+    );
+    assert_eq!(get("/pane"), "HTTP/1.1 401 Unauthorized");
     let cap_file = PathBuf::from(summary["readerCap"].as_str().expect("readerCap"));
     let socket = summary["socket"].as_str().expect("socket").to_owned();
     up.stderr_until("every agent has exited");
@@ -328,6 +359,7 @@ fn with_stay_the_reader_capability_serves_until_sigterm() {
     let (status, _, stderr) = up.finish();
     assert_eq!(status.code(), Some(0), "{stderr}");
     assert!(!cap_file.exists(), "reader.cap is removed on close");
+    assert!(!token_file.exists(), "ui.token is removed on close");
     assert!(!Path::new(&socket).exists());
     assert!(!root.path().join("bus/writer.lock").exists());
 }

@@ -96,6 +96,17 @@ impl Client {
     /// - as [`Client::call_line`] otherwise, and `outcome-unknown` when the
     ///   answer is not a response object.
     pub fn call(&self, verb: &str, args: Value) -> Result<Value, Refusal> {
+        parse_response(&self.call_verbatim(verb, args)?)
+    }
+
+    /// As [`Client::call`], but returns the broker's response line as it
+    /// came (without its `\n`), for a caller that shows it whole: a
+    /// refusal may carry more than its code (`browser.request` adds its
+    /// HTTP status class and a sentence).
+    ///
+    /// # Errors
+    /// As [`Client::call`], except that a refusal is in the line.
+    pub fn call_verbatim(&self, verb: &str, args: Value) -> Result<Vec<u8>, Refusal> {
         let request = Request {
             cap: &self.cap,
             verb,
@@ -105,7 +116,11 @@ impl Client {
         if line.len() > MAX_REQUEST {
             return Err(Refusal::RequestTooLarge);
         }
-        parse_response(&self.call_line(&line)?)
+        let client = Client {
+            timeout: self.timeout.max(verb_deadline(verb, &args)),
+            ..self.clone()
+        };
+        client.call_line(&line)
     }
 
     /// Sends `line` and a `\n` as they are, and returns the response line
@@ -135,6 +150,30 @@ impl Client {
         let _sent = send_all(&socket, &request, deadline);
         read_line(&socket, deadline)
     }
+}
+
+/// How long a verb may take at the broker before the client gives up:
+/// `browser.request` waits for a pane, so its deadline is the request's own
+/// timeout (the agent's `timeoutMs`, or the action's default, clamped to
+/// 1–120 s) plus a margin; every other verb is answered at once.
+fn verb_deadline(verb: &str, args: &serde_json::Value) -> Duration {
+    use mosaic_domain::browser::{DEFAULT_TIMEOUT, MAX_TIMEOUT, MIN_TIMEOUT, OPEN_TIMEOUT};
+    /// Time for the broker to authorize, record and answer around the wait.
+    const MARGIN: Duration = Duration::from_secs(5);
+    if verb != "browser.request" {
+        return Duration::ZERO;
+    }
+    let default = if args.get("action").and_then(serde_json::Value::as_str) == Some("open") {
+        OPEN_TIMEOUT
+    } else {
+        DEFAULT_TIMEOUT
+    };
+    let timeout = args
+        .get("timeoutMs")
+        .and_then(serde_json::Value::as_u64)
+        .map_or(default, Duration::from_millis)
+        .clamp(MIN_TIMEOUT, MAX_TIMEOUT);
+    timeout + MARGIN
 }
 
 /// Connects without ever blocking: a Unix socket connects at once or fails
@@ -283,5 +322,22 @@ mod tests {
     fn debug_never_shows_the_capability() {
         let shown = format!("{:?}", Client::new("/x/bus.sock", "secret-cap-text"));
         assert!(!shown.contains("secret-cap-text"), "{shown}");
+    }
+
+    #[test]
+    fn a_browser_request_waits_for_its_own_timeout_plus_a_margin() {
+        let secs = Duration::from_secs;
+        assert_eq!(verb_deadline("inbox", &json!({})), Duration::ZERO);
+        let browse = |args| verb_deadline("browser.request", &args);
+        assert_eq!(browse(json!({"action": "click"})), secs(25));
+        assert_eq!(browse(json!({"action": "open"})), secs(50));
+        assert_eq!(
+            browse(json!({"action": "click", "timeoutMs": 500})),
+            secs(6)
+        );
+        assert_eq!(
+            browse(json!({"action": "open", "timeoutMs": 999_999})),
+            secs(125)
+        );
     }
 }

@@ -60,18 +60,24 @@ pub fn launch_json(business: &BusinessId, run: &RunId, cap: &Capability) -> Valu
 }
 
 /// The boot answer: `{"ok":true,"path","launches":[{business,run,cap}],
-/// "readers":[{business,cap}]}`.
+/// "readers":[{business,cap}]}`, plus `"browser":{url,token}` when browser
+/// control is served.
 pub fn boot_reply(
     socket: &std::path::Path,
     launches: &[(BusinessId, RunId, Capability)],
     readers: &[(BusinessId, Capability)],
+    browser: Option<(&str, &Capability)>,
 ) -> Value {
-    json!({
+    let mut reply = json!({
         "ok": true,
         "path": socket.to_string_lossy(),
         "launches": launches.iter().map(|(b, r, c)| launch_json(b, r, c)).collect::<Vec<_>>(),
         "readers": readers.iter().map(|(b, c)| json!({"business": b.as_str(), "cap": c.expose()})).collect::<Vec<_>>(),
-    })
+    });
+    if let Some((url, token)) = browser {
+        reply["browser"] = json!({"url": url, "token": token.expose()});
+    }
+    reply
 }
 
 /// The `bindLaunch` answer: `{"ok":true,"launch":{business,run,cap}}` or

@@ -10,7 +10,7 @@
 //! 3. `cap` missing or not a string → `bad-request`; not 64 lowercase hex →
 //!    `bad-capability`;
 //! 4. `verb` missing or not a string → `bad-request`; not a verb of the
-//!    table → `unknown-verb` (`browser.request` included, for now);
+//!    table → `unknown-verb`;
 //! 5. `args` present but not an object → `bad-request` (absent is `{}`);
 //!    a key the verb does not define ([`Verb::arg_keys`]), or a key other
 //!    than `key`/`text` in a `decision.raise` option → `unknown-key`;
@@ -37,6 +37,7 @@ use mosaic_domain::{
 };
 use serde_json::{Map, Value};
 
+use super::browser::{browser_call, BrowserCall};
 use super::json::parse_json;
 
 /// The longest request line the broker reads, without its newline: 64 KiB
@@ -115,6 +116,8 @@ verbs! {
     Agents => "agents" [],
     /// `trail {subject}`.
     Trail => "trail" ["subject"],
+    /// `browser.request {action, parameters, timeoutMs?, decision?}`.
+    BrowserRequest => "browser.request" ["action", "parameters", "timeoutMs", "decision"],
 }
 
 impl Verb {
@@ -321,6 +324,8 @@ pub enum Call {
         /// Whose trail.
         subject: SubjectRef,
     },
+    /// `browser.request {action, parameters, timeoutMs?, decision?}`.
+    BrowserRequest(Box<BrowserCall>),
 }
 
 /// What the runtime does with a [`Call`].
@@ -416,6 +421,7 @@ impl Call {
             Verb::Trail => Call::Trail {
                 subject: args.parsed("subject", SubjectRef::parse)?,
             },
+            Verb::BrowserRequest => Call::BrowserRequest(Box::new(browser_call(args.0)?)),
         })
     }
 
@@ -439,6 +445,7 @@ impl Call {
             Call::Tasks => Verb::Tasks,
             Call::Agents => Verb::Agents,
             Call::Trail { .. } => Verb::Trail,
+            Call::BrowserRequest(_) => Verb::BrowserRequest,
         }
     }
 
@@ -493,6 +500,12 @@ impl Call {
             Call::Trail { subject } => {
                 return Ok(Dispatch::Query(Query::Trail(subject.resolve(kind_of)?)))
             }
+            // Authorized like any action; the runtime then carries it to a pane.
+            Call::BrowserRequest(call) => Command::Authorize {
+                action: call.action.action(),
+                target: call.action.target(),
+                decision: call.decision,
+            },
         };
         Ok(Dispatch::Command(command))
     }

@@ -1414,7 +1414,7 @@ fn unknown_verbs_keys_roles_references_and_actions_refuse() {
     let cases = [
         ("role.steal", json!({}), "unknown-verb"),
         ("Role.Claim", json!({}), "unknown-verb"),
-        ("browser.request", json!({}), "unknown-verb"),
+        ("browser.click", json!({}), "unknown-verb"),
         ("authorize", json!({}), "unknown-verb"),
         ("", json!({}), "unknown-verb"),
         ("role.claim", json!({"role": "qa"}), "unknown-key"),

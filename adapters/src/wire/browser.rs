@@ -1,0 +1,473 @@
+//! Browser control's JSON (DESIGN.md §4): the `browser.request` verb's
+//! arguments, the pane routes' bodies and the SSE events. Shapes only; the
+//! server and the request machine's driving loop are the app's.
+
+use mosaic_domain::browser::{
+    BrowserAction, CaptureLabel, ClickTarget, ClickText, HttpUrl, InputValue, PaneOutcome,
+    ScrollDirection, ScrollTarget, Selector, Viewport,
+};
+use mosaic_domain::{BrowserRequestId, ClaimToken, ClientId, DecisionId, Refusal, Timestamp};
+use serde_json::{json, Map, Value};
+
+use super::parse_json;
+
+/// The claim route's body limit.
+pub const MAX_CLAIM_BODY: usize = 4 * 1024;
+/// The result route's body limit (a snapshot or a capture).
+pub const MAX_RESULT_BODY: usize = 16 * 1024 * 1024;
+/// The pane's follow-up error after its result was refused as too large.
+pub const TOO_LARGE_ERROR: &str = "browser-result-too-large";
+
+/// `browser.request {action, parameters, timeoutMs?, decision?}`, checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrowserCall {
+    /// The action with validated parameters.
+    pub action: BrowserAction,
+    /// The agent's timeout, before the 1–120 s clamp.
+    pub timeout_ms: Option<u64>,
+    /// The decision approving `browser.<action>`, when authority does not.
+    pub decision: Option<DecisionId>,
+}
+
+/// Parses the verb's arguments (their keys were already checked).
+///
+/// # Errors
+/// `unknown-action` for an action that is not one of the ten;
+/// `bad-parameters` for parameters that break its rules (an unknown key
+/// included); `bad-request` for a `timeoutMs` that is not a positive integer
+/// or a malformed `decision`.
+pub fn browser_call(mut args: Map<String, Value>) -> Result<BrowserCall, Refusal> {
+    let Some(Value::String(name)) = args.remove("action") else {
+        return Err(Refusal::BadRequest);
+    };
+    let parameters = match args.remove("parameters") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(map)) => map,
+        Some(_) => return Err(Refusal::BadParameters),
+    };
+    let timeout_ms = match args.remove("timeoutMs") {
+        None | Some(Value::Null) => None,
+        Some(value) => Some(value.as_u64().ok_or(Refusal::BadRequest)?),
+    };
+    let decision = match args.remove("decision") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(id)) => Some(DecisionId::parse(&id)?),
+        Some(_) => return Err(Refusal::BadRequest),
+    };
+    Ok(BrowserCall {
+        action: browser_action(&name, parameters)?,
+        timeout_ms,
+        decision,
+    })
+}
+
+/// Builds one of the ten actions from its wire name and parameters.
+///
+/// # Errors
+/// `unknown-action` for any other name, `bad-parameters` for anything the
+/// action's rules refuse.
+pub fn browser_action(
+    name: &str,
+    parameters: Map<String, Value>,
+) -> Result<BrowserAction, Refusal> {
+    let allowed: &[&str] = match name {
+        "open" => &["url", "viewport"],
+        "snapshot" => &["selector"],
+        "click" => &["selector", "text"],
+        "type" => &["selector", "value", "submit"],
+        "scroll" => &["direction", "selector"],
+        "back" | "forward" => &[],
+        "inspect" => &["selector"],
+        "capture" => &["label"],
+        "resize" => &["viewport"],
+        _ => return Err(Refusal::UnknownAction),
+    };
+    if parameters.keys().any(|k| !allowed.contains(&k.as_str())) {
+        return Err(Refusal::BadParameters);
+    }
+    let mut p = Params(parameters);
+    let action = match name {
+        "open" => BrowserAction::Open {
+            url: HttpUrl::parse(&p.text("url")?)?,
+            viewport: p.viewport()?,
+        },
+        "snapshot" => BrowserAction::Snapshot {
+            selector: p
+                .opt_text("selector")?
+                .map(|s| Selector::parse(&s))
+                .transpose()?,
+        },
+        "click" => match (p.opt_text("selector")?, p.opt_text("text")?) {
+            (Some(selector), None) => {
+                BrowserAction::Click(ClickTarget::Selector(Selector::parse(&selector)?))
+            }
+            (None, Some(text)) => BrowserAction::Click(ClickTarget::Text(ClickText::parse(&text)?)),
+            (Some(_), Some(_)) | (None, None) => return Err(Refusal::BadParameters),
+        },
+        "type" => BrowserAction::Type {
+            selector: Selector::parse(&p.text("selector")?)?,
+            value: InputValue::parse(&p.text("value")?)?,
+            submit: p.flag("submit")?,
+        },
+        "scroll" => match (p.opt_text("direction")?, p.opt_text("selector")?) {
+            (Some(direction), None) => {
+                BrowserAction::Scroll(ScrollTarget::Direction(ScrollDirection::parse(&direction)?))
+            }
+            (None, Some(selector)) => {
+                BrowserAction::Scroll(ScrollTarget::Selector(Selector::parse(&selector)?))
+            }
+            (Some(_), Some(_)) | (None, None) => return Err(Refusal::BadParameters),
+        },
+        "back" => BrowserAction::Back,
+        "forward" => BrowserAction::Forward,
+        "inspect" => BrowserAction::Inspect {
+            selector: Selector::parse(&p.text("selector")?)?,
+        },
+        "capture" => BrowserAction::Capture {
+            label: p
+                .opt_text("label")?
+                .map(|l| CaptureLabel::parse(&l))
+                .transpose()?,
+        },
+        _ => BrowserAction::Resize {
+            viewport: p.viewport()?.ok_or(Refusal::BadParameters)?,
+        },
+    };
+    Ok(action)
+}
+
+/// An action's parameters as the pane receives them.
+pub fn action_parameters(action: &BrowserAction) -> Value {
+    let viewport = |v: &Viewport| json!({"width": v.width(), "height": v.height()});
+    match action {
+        BrowserAction::Open { url, viewport: v } => match v {
+            Some(v) => json!({"url": url.as_str(), "viewport": viewport(v)}),
+            None => json!({"url": url.as_str()}),
+        },
+        BrowserAction::Snapshot { selector } => match selector {
+            Some(s) => json!({"selector": s.as_str()}),
+            None => json!({}),
+        },
+        BrowserAction::Click(ClickTarget::Selector(s)) => json!({"selector": s.as_str()}),
+        BrowserAction::Click(ClickTarget::Text(t)) => json!({"text": t.as_str()}),
+        BrowserAction::Type {
+            selector,
+            value,
+            submit,
+        } => json!({"selector": selector.as_str(), "value": value.as_str(), "submit": submit}),
+        BrowserAction::Scroll(ScrollTarget::Direction(d)) => json!({"direction": d.as_str()}),
+        BrowserAction::Scroll(ScrollTarget::Selector(s)) => json!({"selector": s.as_str()}),
+        BrowserAction::Back | BrowserAction::Forward => json!({}),
+        BrowserAction::Inspect { selector } => json!({"selector": selector.as_str()}),
+        BrowserAction::Capture { label } => match label {
+            Some(l) => json!({"label": l.as_str()}),
+            None => json!({}),
+        },
+        BrowserAction::Resize { viewport: v } => json!({"viewport": viewport(v)}),
+    }
+}
+
+/// An SSE event's data line: `{"type":…,"properties":{…}}`.
+fn event(kind: &str, properties: Value) -> String {
+    json!({"type": kind, "properties": properties}).to_string()
+}
+
+/// `browser-control-request {requestId, action, parameters, claimBy}`.
+pub fn request_event(id: &BrowserRequestId, action: &BrowserAction, claim_by: Timestamp) -> String {
+    event(
+        "browser-control-request",
+        json!({
+            "requestId": id.to_string(),
+            "action": action.name(),
+            "parameters": action_parameters(action),
+            "claimBy": claim_by.to_string(),
+        }),
+    )
+}
+
+/// `browser-control-cancel {requestId}`.
+pub fn cancel_event(id: &BrowserRequestId) -> String {
+    event(
+        "browser-control-cancel",
+        json!({"requestId": id.to_string()}),
+    )
+}
+
+/// `heartbeat {}`.
+pub fn heartbeat_event() -> String {
+    event("heartbeat", json!({}))
+}
+
+/// A claim body, `{requestId, clientId}`.
+///
+/// # Errors
+/// `bad-request` for any other shape (unknown keys included) or a bad id.
+pub fn claim_body(body: &[u8]) -> Result<(BrowserRequestId, ClientId), Refusal> {
+    let mut map = object(body, &["requestId", "clientId"])?;
+    let id = text(&mut map, "requestId")?;
+    let client = text(&mut map, "clientId")?;
+    Ok((
+        BrowserRequestId::parse(&id).map_err(|_| Refusal::BadRequest)?,
+        ClientId::parse(&client).map_err(|_| Refusal::BadRequest)?,
+    ))
+}
+
+/// A result body, `{requestId, claimToken, ok, data?, error?}`.
+#[derive(Debug)]
+pub struct ResultBody {
+    /// The request.
+    pub request: BrowserRequestId,
+    /// The claim token the pane received.
+    pub token: ClaimToken,
+    /// What the pane reports: `data` when `ok`; otherwise
+    /// [`TOO_LARGE_ERROR`] or any other error (whose text is not kept).
+    pub outcome: PaneOutcome<Value>,
+}
+
+/// Parses a result body.
+///
+/// # Errors
+/// `bad-request` for any other shape (unknown keys included), a bad id or
+/// token, `ok:true` without `data`, or `ok:false` without a string `error`.
+pub fn result_body(body: &[u8]) -> Result<ResultBody, Refusal> {
+    let mut map = object(body, &["requestId", "claimToken", "ok", "data", "error"])?;
+    let request =
+        BrowserRequestId::parse(&text(&mut map, "requestId")?).map_err(|_| Refusal::BadRequest)?;
+    let token =
+        ClaimToken::parse(&text(&mut map, "claimToken")?).map_err(|_| Refusal::BadRequest)?;
+    let outcome = match (map.remove("ok"), map.remove("data"), map.remove("error")) {
+        (Some(Value::Bool(true)), Some(data), None) => PaneOutcome::Done(data),
+        (Some(Value::Bool(false)), None, Some(Value::String(error))) => {
+            if error == TOO_LARGE_ERROR {
+                PaneOutcome::TooLarge
+            } else {
+                PaneOutcome::Failed
+            }
+        }
+        _ => return Err(Refusal::BadRequest),
+    };
+    Ok(ResultBody {
+        request,
+        token,
+        outcome,
+    })
+}
+
+/// A JSON object body with only `keys`.
+fn object(body: &[u8], keys: &[&str]) -> Result<Map<String, Value>, Refusal> {
+    let Value::Object(map) = parse_json(body)? else {
+        return Err(Refusal::BadRequest);
+    };
+    if map.keys().any(|k| !keys.contains(&k.as_str())) {
+        return Err(Refusal::BadRequest);
+    }
+    Ok(map)
+}
+
+fn text(map: &mut Map<String, Value>, key: &str) -> Result<String, Refusal> {
+    match map.remove(key) {
+        Some(Value::String(text)) => Ok(text),
+        _ => Err(Refusal::BadRequest),
+    }
+}
+
+/// Action parameters whose keys were already checked; every wrong type is
+/// `bad-parameters`.
+struct Params(Map<String, Value>);
+
+impl Params {
+    fn opt_text(&mut self, key: &str) -> Result<Option<String>, Refusal> {
+        match self.0.remove(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(text)) => Ok(Some(text)),
+            Some(_) => Err(Refusal::BadParameters),
+        }
+    }
+
+    fn text(&mut self, key: &str) -> Result<String, Refusal> {
+        self.opt_text(key)?.ok_or(Refusal::BadParameters)
+    }
+
+    fn flag(&mut self, key: &str) -> Result<bool, Refusal> {
+        match self.0.remove(key) {
+            None | Some(Value::Null) => Ok(false),
+            Some(Value::Bool(flag)) => Ok(flag),
+            Some(_) => Err(Refusal::BadParameters),
+        }
+    }
+
+    fn viewport(&mut self) -> Result<Option<Viewport>, Refusal> {
+        match self.0.remove("viewport") {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Object(v)) if v.len() == 2 => {
+                let side = |key| {
+                    v.get(key)
+                        .and_then(Value::as_u64)
+                        .ok_or(Refusal::BadParameters)
+                };
+                Ok(Some(Viewport::new(side("width")?, side("height")?)?))
+            }
+            Some(_) => Err(Refusal::BadParameters),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(value: Value) -> Map<String, Value> {
+        value.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn every_action_parses_and_prints_its_parameters_back() {
+        let cases = [
+            (
+                "open",
+                json!({"url": "https://example.com/a?b=1", "viewport": {"width": 800, "height": 600}}),
+            ),
+            (
+                "open",
+                json!({"url": "http://127.0.0.1:7420/fixtures/index.html"}),
+            ),
+            ("snapshot", json!({})),
+            ("snapshot", json!({"selector": "#main"})),
+            ("click", json!({"selector": "#go"})),
+            ("click", json!({"text": "Sign in"})),
+            (
+                "type",
+                json!({"selector": "#name", "value": "Ada", "submit": true}),
+            ),
+            ("scroll", json!({"direction": "bottom"})),
+            ("scroll", json!({"selector": "#end"})),
+            ("back", json!({})),
+            ("forward", json!({})),
+            ("inspect", json!({"selector": "button"})),
+            ("capture", json!({"label": "after"})),
+            ("resize", json!({"viewport": {"width": 1, "height": 10000}})),
+        ];
+        for (name, p) in cases {
+            let action = browser_action(name, params(p.clone()))
+                .unwrap_or_else(|r| panic!("{name} {p}: {r}"));
+            assert_eq!(action.name(), name);
+            let mut expected = p;
+            if name == "type" || expected.get("submit").is_some() {
+                expected["submit"] = expected.get("submit").cloned().unwrap_or(json!(false));
+            }
+            assert_eq!(action_parameters(&action), expected, "{name}");
+        }
+    }
+
+    #[test]
+    fn bad_actions_and_parameters_refuse_before_anything_is_emitted() {
+        let refused = |name: &str, p: Value| browser_action(name, params(p)).err();
+        assert_eq!(refused("eval", json!({})), Some(Refusal::UnknownAction));
+        assert_eq!(
+            refused("open", json!({"url": "javascript:alert(1)"})),
+            Some(Refusal::BadParameters)
+        );
+        assert_eq!(
+            refused("open", json!({"url": "file:///etc/passwd"})),
+            Some(Refusal::BadParameters)
+        );
+        assert_eq!(
+            refused("open", json!({"url": "https://a.b", "script": "x"})),
+            Some(Refusal::BadParameters)
+        );
+        assert_eq!(refused("click", json!({})), Some(Refusal::BadParameters));
+        assert_eq!(
+            refused("click", json!({"selector": "a", "text": "b"})),
+            Some(Refusal::BadParameters)
+        );
+        assert_eq!(
+            refused("scroll", json!({"direction": "sideways"})),
+            Some(Refusal::BadParameters)
+        );
+        assert_eq!(refused("resize", json!({})), Some(Refusal::BadParameters));
+        assert_eq!(
+            refused("resize", json!({"viewport": {"width": 0, "height": 5}})),
+            Some(Refusal::BadParameters)
+        );
+        assert_eq!(
+            refused("type", json!({"selector": "#a", "value": 5})),
+            Some(Refusal::BadParameters)
+        );
+        assert_eq!(
+            refused("back", json!({"steps": 2})),
+            Some(Refusal::BadParameters)
+        );
+    }
+
+    #[test]
+    fn claim_and_result_bodies_are_strict() {
+        let id = "0b5f2c1e-3a4d-4e6f-8a9b-0c1d2e3f4a5b";
+        let token = "ab".repeat(32);
+        let claim = format!(r#"{{"requestId":"{id}","clientId":"pane-1"}}"#);
+        let (request, client) = claim_body(claim.as_bytes()).expect("claim");
+        assert_eq!(
+            (request.to_string().as_str(), client.as_str()),
+            (id, "pane-1")
+        );
+        assert_eq!(
+            claim_body(br#"{"requestId":"x","clientId":"p"}"#).err(),
+            Some(Refusal::BadRequest)
+        );
+        let extra = format!(r#"{{"requestId":"{id}","clientId":"p","x":1}}"#);
+        assert_eq!(
+            claim_body(extra.as_bytes()).err(),
+            Some(Refusal::BadRequest)
+        );
+
+        let ok = format!(
+            r#"{{"requestId":"{id}","claimToken":"{token}","ok":true,"data":{{"title":"t"}}}}"#
+        );
+        let body = result_body(ok.as_bytes()).expect("result");
+        assert_eq!(body.outcome, PaneOutcome::Done(json!({"title": "t"})));
+        let big = format!(
+            r#"{{"requestId":"{id}","claimToken":"{token}","ok":false,"error":"browser-result-too-large"}}"#
+        );
+        assert_eq!(
+            result_body(big.as_bytes()).expect("result").outcome,
+            PaneOutcome::TooLarge
+        );
+        let failed = format!(
+            r#"{{"requestId":"{id}","claimToken":"{token}","ok":false,"error":"element-not-found"}}"#
+        );
+        assert_eq!(
+            result_body(failed.as_bytes()).expect("result").outcome,
+            PaneOutcome::Failed
+        );
+        let both = format!(
+            r#"{{"requestId":"{id}","claimToken":"{token}","ok":true,"data":1,"error":"x"}}"#
+        );
+        assert_eq!(
+            result_body(both.as_bytes()).err(),
+            Some(Refusal::BadRequest)
+        );
+        let short = format!(r#"{{"requestId":"{id}","claimToken":"ab","ok":true,"data":1}}"#);
+        assert_eq!(
+            result_body(short.as_bytes()).err(),
+            Some(Refusal::BadRequest)
+        );
+    }
+
+    #[test]
+    fn events_have_the_fixed_shape() {
+        let id = BrowserRequestId::parse("0b5f2c1e-3a4d-4e6f-8a9b-0c1d2e3f4a5b").expect("id");
+        let at = Timestamp::parse("2026-11-30T10:00:00.000Z").expect("time");
+        let event: Value =
+            serde_json::from_str(&request_event(&id, &BrowserAction::Back, at)).expect("json");
+        assert_eq!(
+            event,
+            json!({"type": "browser-control-request", "properties": {
+                "requestId": id.to_string(), "action": "back", "parameters": {}, "claimBy": "2026-11-30T10:00:00.000Z"}})
+        );
+        let cancel: Value = serde_json::from_str(&cancel_event(&id)).expect("json");
+        assert_eq!(cancel["properties"]["requestId"], json!(id.to_string()));
+        assert_eq!(
+            serde_json::from_str::<Value>(&heartbeat_event()).expect("json"),
+            json!({"type": "heartbeat", "properties": {}})
+        );
+    }
+}

@@ -1,0 +1,649 @@
+//! Browser control (DESIGN.md §4, `spec/browser-control.md`): the hub that
+//! drives the domain's [`BrowserRequests`] machine, the HTTP/SSE server the
+//! panes connect to, and the agent's side of `browser.request`.
+//!
+//! One request's life:
+//! 1. the agent's `browser.request` is authorized on the writer like any
+//!    action (`action.allowed` is written) — see `broker.rs`;
+//! 2. [`BrowserHub::start`] hands it to the machine with the clients
+//!    connected right now: nobody able to serve is an immediate
+//!    `no-browser-client`; otherwise a `browser-control-request` event goes
+//!    to each of them over its SSE stream;
+//! 3. a pane claims (`POST /api/browser-control/claim`); the first claim of
+//!    a client the request was delivered to wins a fresh claim token;
+//! 4. the claimant posts its result with that token
+//!    (`POST /api/browser-control/result`); any other post is
+//!    `matched:false` and settles nothing;
+//! 5. the agent hears the result, or `browser-timeout` at the deadline, or
+//!    its request is aborted (`browser-aborted`) when it closes its
+//!    connection; an early end sends `browser-control-cancel` to whoever
+//!    might act on it;
+//! 6. [`finish`] stores a capture's image (and any large result) under the
+//!    data root and returns its path instead of the bytes.
+//!
+//! Every route needs the UI token (`Authorization: Bearer`, or `?token=`
+//! for page loads and `EventSource`). The hub's state sits behind one
+//! mutex that is never held across an await.
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Query, Request, State};
+use axum::http::{header, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::sse::{Event, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use base64::Engine;
+use mosaic_adapters::socket::Disconnect;
+use mosaic_adapters::system::{OsEntropy, SystemClock};
+use mosaic_adapters::wire::browser::{
+    cancel_event, claim_body, heartbeat_event, request_event, result_body, BrowserCall,
+    MAX_CLAIM_BODY, MAX_RESULT_BODY,
+};
+use mosaic_domain::browser::{
+    effective_timeout, BrowserAction, BrowserEffect, BrowserRequests, ClaimReply, ClientInfo,
+};
+use mosaic_domain::{Action, BrowserRequestId, Capability, ClientId, Refusal};
+use mosaic_ports::{Clock, Entropy};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use tokio::sync::{mpsc, oneshot, Notify};
+use tokio_stream::wrappers::UnboundedReceiverStream;
+use tokio_stream::Stream;
+
+/// How often every connected client gets a `heartbeat` event.
+const HEARTBEAT: Duration = Duration::from_secs(5);
+/// A result larger than this (as JSON) is stored as a file under the data
+/// root; the agent gets its path, size and digest.
+const INLINE_RESULT_LIMIT: usize = 1024 * 1024;
+/// The pane client, served at `/pane`.
+const PANE_HTML: &str = include_str!("../../web/pane.html");
+/// The test fixtures, served at `/fixtures/NAME` (same origin as the pane,
+/// so it can act on them).
+const FIXTURES: [(&str, &str); 6] = [
+    ("index.html", include_str!("../../web/fixtures/index.html")),
+    (
+        "clicks.html",
+        include_str!("../../web/fixtures/clicks.html"),
+    ),
+    ("form.html", include_str!("../../web/fixtures/form.html")),
+    ("long.html", include_str!("../../web/fixtures/long.html")),
+    ("big.html", include_str!("../../web/fixtures/big.html")),
+    ("noise.html", include_str!("../../web/fixtures/noise.html")),
+];
+
+/// One connected client's event stream.
+struct Pane {
+    /// Which connection of this client id is current.
+    connection: u64,
+    capable: bool,
+    events: mpsc::UnboundedSender<Arc<str>>,
+}
+
+struct HubState {
+    machine: BrowserRequests<Value>,
+    clients: BTreeMap<ClientId, Pane>,
+    waiters: HashMap<BrowserRequestId, oneshot::Sender<Result<Value, Refusal>>>,
+    connections: u64,
+    entropy: OsEntropy,
+}
+
+/// The browser request machine with its clients and waiting agents.
+pub struct BrowserHub {
+    state: Mutex<HubState>,
+    /// Wakes the deadline task when a request with an earlier deadline
+    /// arrives.
+    wake: Notify,
+    /// Where captures and large results are stored (`<dataRoot>/browser`).
+    files: PathBuf,
+}
+
+impl std::fmt::Debug for BrowserHub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BrowserHub")
+            .field("files", &self.files)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A request in flight: its id and the agent's answer to come.
+pub struct Pending {
+    id: BrowserRequestId,
+    answer: oneshot::Receiver<Result<Value, Refusal>>,
+}
+
+impl BrowserHub {
+    /// A hub storing captures under `files`.
+    pub fn new(files: PathBuf) -> Self {
+        Self {
+            state: Mutex::new(HubState {
+                machine: BrowserRequests::new(),
+                clients: BTreeMap::new(),
+                waiters: HashMap::new(),
+                connections: 0,
+                entropy: OsEntropy,
+            }),
+            wake: Notify::new(),
+            files,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HubState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Registers a client's event stream (replacing an older stream of the
+    /// same id); its first event is a `heartbeat`.
+    fn connect(&self, id: ClientId, capable: bool) -> (u64, mpsc::UnboundedReceiver<Arc<str>>) {
+        let (events, stream) = mpsc::unbounded_channel();
+        let _ = events.send(Arc::from(heartbeat_event()));
+        let mut state = self.lock();
+        state.connections += 1;
+        let connection = state.connections;
+        state.clients.insert(
+            id,
+            Pane {
+                connection,
+                capable,
+                events,
+            },
+        );
+        (connection, stream)
+    }
+
+    /// Forgets a client's stream, unless a newer one replaced it.
+    fn disconnect(&self, id: &ClientId, connection: u64) {
+        let mut state = self.lock();
+        if state
+            .clients
+            .get(id)
+            .is_some_and(|p| p.connection == connection)
+        {
+            state.clients.remove(id);
+        }
+    }
+
+    /// Delivers a request to every client able to serve it.
+    ///
+    /// # Errors
+    /// `no-browser-client` at once when nobody can; `storage-unavailable`
+    /// when no request id can be drawn.
+    pub fn start(&self, action: BrowserAction, timeout: Duration) -> Result<Pending, Refusal> {
+        let mut state = self.lock();
+        let id = state
+            .entropy
+            .browser_request_id()
+            .map_err(|_| Refusal::StorageUnavailable)?;
+        let clients: Vec<ClientInfo> = state
+            .clients
+            .iter()
+            .map(|(id, pane)| ClientInfo {
+                id: id.clone(),
+                capable: pane.capable,
+            })
+            .collect();
+        state
+            .machine
+            .handle_request(SystemClock.now(), id, action, timeout, &clients)?;
+        let (reply, answer) = oneshot::channel();
+        state.waiters.insert(id, reply);
+        drain(&mut state);
+        drop(state);
+        self.wake.notify_one();
+        Ok(Pending { id, answer })
+    }
+
+    /// Ends a live request as `browser-aborted`.
+    pub fn abort(&self, id: BrowserRequestId) {
+        let mut state = self.lock();
+        state.machine.handle_abort(id);
+        drain(&mut state);
+    }
+
+    /// A claim: the winner's token, or `None`.
+    fn claim(&self, id: BrowserRequestId, client: &ClientId) -> Option<String> {
+        let mut state = self.lock();
+        // A claim belongs to a live connection: a client whose stream is
+        // gone cannot claim, whatever it was delivered.
+        if !state.clients.contains_key(client) {
+            return None;
+        }
+        let token = state.entropy.claim_token().ok()?;
+        match state.machine.handle_claim(id, client, token) {
+            ClaimReply::Granted(token) => Some(token.expose()),
+            ClaimReply::Refused => None,
+        }
+    }
+
+    /// A posted result: whether it settled its request.
+    fn result(&self, body: &[u8]) -> Result<bool, Refusal> {
+        let body = result_body(body)?;
+        let mut state = self.lock();
+        let matched = state
+            .machine
+            .handle_result(body.request, &body.token, body.outcome);
+        drain(&mut state);
+        Ok(matched)
+    }
+
+    /// Times out every request past its deadline; returns how long until
+    /// the next deadline.
+    fn expire(&self) -> Option<Duration> {
+        let mut state = self.lock();
+        let now = SystemClock.now();
+        state.machine.handle_timeout(now);
+        drain(&mut state);
+        let next = state.machine.next_deadline()?;
+        let ms = next.unix_ms().saturating_sub(now.unix_ms()).max(1);
+        Some(Duration::from_millis(u64::try_from(ms).unwrap_or(1)))
+    }
+
+    /// Sends a heartbeat to every client and forgets those whose stream is
+    /// gone.
+    fn heartbeat(&self) {
+        let beat: Arc<str> = Arc::from(heartbeat_event());
+        self.lock()
+            .clients
+            .retain(|_, pane| pane.events.send(Arc::clone(&beat)).is_ok());
+    }
+
+    /// How many clients are connected, and how many of them declared
+    /// `browser=1`.
+    fn census(&self) -> (usize, usize) {
+        let state = self.lock();
+        let capable = state.clients.values().filter(|p| p.capable).count();
+        (state.clients.len(), capable)
+    }
+
+    /// Runs deadlines and heartbeats until the hub is dropped by everyone
+    /// else.
+    pub async fn run_timers(self: Arc<Self>) {
+        let mut beat = tokio::time::interval(HEARTBEAT);
+        loop {
+            let next = self.expire().unwrap_or(HEARTBEAT);
+            tokio::select! {
+                () = tokio::time::sleep(next) => {}
+                () = self.wake.notified() => {}
+                _ = beat.tick() => self.heartbeat(),
+            }
+            if Arc::strong_count(&self) == 1 {
+                return;
+            }
+        }
+    }
+}
+
+/// Carries the machine's effects out: events to clients, answers to agents.
+fn drain(state: &mut HubState) {
+    while let Some(effect) = state.machine.poll_effect() {
+        match effect {
+            BrowserEffect::Deliver {
+                request,
+                action,
+                claim_by,
+                to,
+            } => {
+                let event: Arc<str> = Arc::from(request_event(&request, &action, claim_by));
+                send_to(&state.clients, &to, &event);
+            }
+            BrowserEffect::Settle { request, outcome } => {
+                if let Some(waiter) = state.waiters.remove(&request) {
+                    let _ = waiter.send(outcome);
+                }
+            }
+            BrowserEffect::Cancel { request, to } => {
+                let event: Arc<str> = Arc::from(cancel_event(&request));
+                send_to(&state.clients, &to, &event);
+            }
+        }
+    }
+}
+
+fn send_to(clients: &BTreeMap<ClientId, Pane>, to: &[ClientId], event: &Arc<str>) {
+    for id in to {
+        if let Some(pane) = clients.get(id) {
+            let _ = pane.events.send(Arc::clone(event));
+        }
+    }
+}
+
+/// The agent's side of an authorized `browser.request`: deliver, wait for
+/// the outcome (aborting if the agent leaves first), then store what is too
+/// big to answer inline. Returns the request's id (none when it was refused
+/// before delivery) and its outcome.
+pub async fn request(
+    hub: &BrowserHub,
+    call: &BrowserCall,
+    gone: &Disconnect,
+) -> (Option<BrowserRequestId>, Result<Value, Refusal>) {
+    let timeout = effective_timeout(&call.action, call.timeout_ms);
+    let Pending { id, answer } = match hub.start(call.action.clone(), timeout) {
+        Ok(pending) => pending,
+        Err(refusal) => return (None, Err(refusal)),
+    };
+    let outcome = tokio::select! {
+        answer = answer => answer.unwrap_or(Err(Refusal::BrowserAborted)),
+        () = gone.disconnected() => {
+            hub.abort(id);
+            Err(Refusal::BrowserAborted)
+        }
+    };
+    (
+        Some(id),
+        outcome.and_then(|result| finish(&hub.files, id, &call.action, result)),
+    )
+}
+
+/// The evidence kind of a browser request's outcome.
+///
+/// # Errors
+/// Never in practice: the name is a valid action.
+pub fn completed_kind() -> Result<Action, Refusal> {
+    Action::parse("browser.completed")
+}
+
+/// The HTTP status class a browser refusal stands for, so an agent can tell
+/// "nobody there" (503) from "too slow" (504) from "refused" (4xx).
+pub fn status_class(refusal: Refusal) -> u16 {
+    if refusal == Refusal::NoBrowserClient || refusal == Refusal::StorageUnavailable {
+        503
+    } else if refusal == Refusal::BrowserTimeout {
+        504
+    } else if refusal == Refusal::BrowserAborted {
+        499
+    } else if refusal == Refusal::BrowserResultTooLarge {
+        413
+    } else if refusal == Refusal::BrowserFailed {
+        502
+    } else if matches!(
+        refusal,
+        Refusal::NotAuthorized
+            | Refusal::NotHolder
+            | Refusal::BadCapability
+            | Refusal::DecisionConsumed
+            | Refusal::DecisionMismatch
+            | Refusal::DecisionOpen
+            | Refusal::RunRevoked
+    ) {
+        403
+    } else {
+        400
+    }
+}
+
+/// A refused `browser.request`: `{"ok":false,"error":CODE,"status":N}`,
+/// plus a `message` sentence where one helps (who is connected, for
+/// `no-browser-client`).
+pub fn error_response(refusal: Refusal, message: Option<String>) -> String {
+    let mut value = json!({"ok": false, "error": refusal.code(), "status": status_class(refusal)});
+    if let Some(message) = message {
+        value["message"] = message.into();
+    }
+    value.to_string()
+}
+
+/// A capture's image, and any result over [`INLINE_RESULT_LIMIT`], become a
+/// file under the data root (`browser/<request>.png` or `.json`, mode
+/// 0600); the agent gets `{path, bytes, sha256, …}` instead of the bytes.
+fn finish(
+    files: &Path,
+    id: BrowserRequestId,
+    action: &BrowserAction,
+    result: Value,
+) -> Result<Value, Refusal> {
+    if let BrowserAction::Capture { .. } = action {
+        let Some(data) = result.get("data").and_then(Value::as_str) else {
+            return Err(Refusal::BrowserFailed);
+        };
+        let image = base64::engine::general_purpose::STANDARD
+            .decode(data)
+            .map_err(|_| Refusal::BrowserFailed)?;
+        let extension = match result.get("mime").and_then(Value::as_str) {
+            Some("image/png") => "png",
+            Some("image/svg+xml") => "svg",
+            Some(_) | None => return Err(Refusal::BrowserFailed),
+        };
+        let path = store(files, &format!("{id}.{extension}"), &image)?;
+        let mut answer = json!({
+            "path": path,
+            "mime": result["mime"],
+            "bytes": image.len(),
+            "sha256": hex_digest(&image),
+        });
+        for key in ["width", "height", "label"] {
+            if let Some(value) = result.get(key) {
+                answer[key] = value.clone();
+            }
+        }
+        return Ok(answer);
+    }
+    let text = result.to_string();
+    if text.len() <= INLINE_RESULT_LIMIT {
+        return Ok(result);
+    }
+    let path = store(files, &format!("{id}.json"), text.as_bytes())?;
+    Ok(json!({"stored": path, "bytes": text.len(), "sha256": hex_digest(text.as_bytes())}))
+}
+
+/// The SHA-256 of `bytes`, as lowercase hex.
+pub fn hex_digest(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Writes a new private file (0600 in a 0700 folder); returns its path.
+fn store(files: &Path, name: &str, bytes: &[u8]) -> Result<String, Refusal> {
+    use std::io::Write;
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(files)
+        .map_err(|_| Refusal::StorageUnavailable)?;
+    let path = files.join(name);
+    let mut file = mosaic_adapters::fs::create_private_file(&path)?;
+    file.write_all(bytes)
+        .and_then(|()| file.sync_all())
+        .map_err(|_| Refusal::StorageUnavailable)?;
+    Ok(path.to_string_lossy().into_owned())
+}
+
+/// The sentence that goes with `no-browser-client`, describing who is
+/// connected.
+pub fn no_client_sentence(hub: &BrowserHub, action: &BrowserAction) -> String {
+    let (all, capable) = hub.census();
+    let needs = if action.needs_capable_client() {
+        "a pane that opened its event stream with browser=1"
+    } else {
+        "any connected UI client"
+    };
+    format!(
+        "No browser client can serve `{}`: it needs {needs}, and {all} client(s) are connected, {capable} of them browser-capable. Open the pane (/pane) in the UI, then retry.",
+        action.name()
+    )
+}
+
+/// The HTTP server's shared state.
+#[derive(Clone)]
+struct Server {
+    hub: Arc<BrowserHub>,
+    token: Arc<Capability>,
+}
+
+/// Binds browser control on a loopback address (port 0 picks a free one).
+///
+/// # Errors
+/// `bad-config` for an address that is not `127.0.0.1:PORT` (or another
+/// loopback address); `broker-unavailable` when it cannot be bound.
+pub fn bind(listen: &str) -> Result<std::net::TcpListener, Refusal> {
+    let address: SocketAddr = listen.parse().map_err(|_| Refusal::BadConfig)?;
+    if !address.ip().is_loopback() {
+        return Err(Refusal::BadConfig);
+    }
+    let listener = std::net::TcpListener::bind(address).map_err(|_| Refusal::BrokerUnavailable)?;
+    listener
+        .set_nonblocking(true)
+        .map_err(|_| Refusal::BrokerUnavailable)?;
+    Ok(listener)
+}
+
+/// Serves browser control on `listener` until `stop` completes.
+///
+/// # Errors
+/// `broker-unavailable` when the listener cannot be used.
+pub async fn serve(
+    listener: std::net::TcpListener,
+    hub: Arc<BrowserHub>,
+    token: Capability,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), Refusal> {
+    let listener =
+        tokio::net::TcpListener::from_std(listener).map_err(|_| Refusal::BrokerUnavailable)?;
+    let server = Server {
+        hub,
+        token: Arc::new(token),
+    };
+    let app = Router::new()
+        .route("/pane", get(pane))
+        .route("/fixtures/{name}", get(fixture))
+        .route("/api/events", get(events))
+        .route(
+            "/api/browser-control/claim",
+            post(claim).layer(DefaultBodyLimit::max(MAX_CLAIM_BODY)),
+        )
+        .route(
+            "/api/browser-control/result",
+            post(result).layer(DefaultBodyLimit::max(MAX_RESULT_BODY)),
+        )
+        .layer(middleware::from_fn_with_state(server.clone(), authorize))
+        .with_state(server);
+    axum::serve(listener, app)
+        .with_graceful_shutdown(stop)
+        .await
+        .map_err(|_| Refusal::BrokerUnavailable)
+}
+
+/// The UI token, as `Authorization: Bearer` or `?token=`; 401 otherwise.
+async fn authorize(State(server): State<Server>, request: Request, next: Next) -> Response {
+    let bearer = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let query = request
+        .uri()
+        .query()
+        .and_then(|q| q.split('&').find_map(|pair| pair.strip_prefix("token=")));
+    let presented = bearer.or(query).and_then(|t| Capability::parse(t).ok());
+    match presented {
+        Some(token) if token.ct_eq(&server.token) => next.run(request).await,
+        Some(_) | None => (
+            StatusCode::UNAUTHORIZED,
+            Json(json!({"error": "bad-capability"})),
+        )
+            .into_response(),
+    }
+}
+
+fn html(body: &'static str) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+async fn pane() -> Response {
+    html(PANE_HTML)
+}
+
+async fn fixture(axum::extract::Path(name): axum::extract::Path<String>) -> Response {
+    match FIXTURES.iter().find(|(n, _)| *n == name) {
+        Some((_, body)) => html(body),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+fn bad_request(refusal: Refusal) -> Response {
+    (
+        StatusCode::BAD_REQUEST,
+        Json(json!({"error": refusal.code()})),
+    )
+        .into_response()
+}
+
+/// `GET /api/events?browser=1&clientId=ID`: the client's SSE stream.
+async fn events(
+    State(server): State<Server>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    let Some(id) = query.get("clientId").and_then(|c| ClientId::parse(c).ok()) else {
+        return bad_request(Refusal::BadRequest);
+    };
+    let capable = query.get("browser").is_some_and(|b| b == "1");
+    let (connection, stream) = server.hub.connect(id.clone(), capable);
+    let stream = EventStream {
+        events: UnboundedReceiverStream::new(stream),
+        hub: Arc::clone(&server.hub),
+        client: id,
+        connection,
+    };
+    Sse::new(stream).into_response()
+}
+
+/// A client's events; dropping it (the connection closed) forgets the
+/// client.
+struct EventStream {
+    events: UnboundedReceiverStream<Arc<str>>,
+    hub: Arc<BrowserHub>,
+    client: ClientId,
+    connection: u64,
+}
+
+impl Stream for EventStream {
+    type Item = Result<Event, std::convert::Infallible>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        Pin::new(&mut self.events)
+            .poll_next(cx)
+            .map(|line| line.map(|line| Ok(Event::default().data(&*line))))
+    }
+}
+
+impl Drop for EventStream {
+    fn drop(&mut self) {
+        self.hub.disconnect(&self.client, self.connection);
+    }
+}
+
+/// `POST /api/browser-control/claim {requestId, clientId}`.
+async fn claim(State(server): State<Server>, body: Bytes) -> Response {
+    match claim_body(&body) {
+        Ok((id, client)) => match server.hub.claim(id, &client) {
+            Some(token) => Json(json!({"granted": true, "claimToken": token})).into_response(),
+            None => Json(json!({"granted": false})).into_response(),
+        },
+        Err(refusal) => bad_request(refusal),
+    }
+}
+
+/// `POST /api/browser-control/result {requestId, claimToken, ok, data?, error?}`.
+async fn result(State(server): State<Server>, body: Bytes) -> Response {
+    match server.hub.result(&body) {
+        Ok(matched) => Json(json!({"matched": matched})).into_response(),
+        Err(refusal) => bad_request(refusal),
+    }
+}

@@ -1,0 +1,704 @@
+//! Plain functions the fuzz targets in `fuzz/` call for the adapters' wire
+//! and config parsers and for a whole socket request through the runtime
+//! loop; `tests/tests/fuzz_corpus.rs` replays each seed corpus through them,
+//! so CI exercises every target. Each panics only when an invariant breaks;
+//! that panic is the finding.
+//!
+//! - [`request_line`]: one socket request line, parsed and dispatched by a
+//!   [`Driver`] over the in-memory store, against a fixed business;
+//! - [`host_line`]: one line of the host channel (`mosaic-bus broker`);
+//! - [`config`]: one normalized business definition.
+//!
+//! Behind the feature `fuzzing`, because it runs the driver over
+//! `mosaic_ports::fakes::MemoryStore`, which the product never carries.
+//!
+//! The world [`request_line`] runs in (see `fuzz/corpus/request_line/` for
+//! lines that use it): business `acme` (`lead`, `dev`, `ops`, as in
+//! `examples/business.json` plus a role without authority) and `globex`
+//! (`solo`); capabilities `a`×64 (acme `lead`, run `r-lead`), `b`×64 (acme
+//! `dev`, `r-dev`), `c`×64 (acme `ops`, `r-ops`, bound but not holding),
+//! `d`×64 (an acme reader) and `e`×64 (globex `solo`, `r-solo`); any other
+//! well-formed capability is `dev`'s, so a mutated capability still reaches
+//! dispatch (the lookup itself is a map lookup with nothing to fuzz). A
+//! human line (`{"human":{"nonce":…},"business":…}`) acts as that
+//! business's human without the process proof. Before the line: lead, dev
+//! and solo hold their roles; dev raised `01010101-0101-4101-8101-010101010101`
+//! (`repo.merge` on `main`, open, routed to lead); lead raised
+//! `02020202-0202-4202-8202-020202020202` (`role.revoke` of dev, approved by
+//! the human); lead sent dev `04040404-0404-4404-8404-040404040404`
+//! (delivered, unread) and `05050505-0505-4505-8505-050505050505`
+//! (undelivered); solo raised `06060606-0606-4606-8606-060606060606`
+//! (globex, open). The line's new id, if it draws one, is `07070707-…`.
+//!
+//! A `browser.request` line stops where the broker's writer stops: at its
+//! authorization. Carrying it to a pane is the browser adapter's part.
+
+use mosaic_adapters::config::{
+    boot_from_value, business_from_json, business_from_value, launch_from_value,
+};
+use mosaic_adapters::wire::host::{
+    bind_reply, boot_reply, host_error, parse_host_line, HostRequest,
+};
+use mosaic_adapters::wire::{
+    self, parse_json, parse_request, Dispatch, Envelope, Presenter, SubjectRef, Verb, WireRequest,
+};
+use mosaic_domain::bus::Caller;
+use mosaic_domain::business::CredentialSource;
+use mosaic_domain::evidence::{AgentRef, Evidence, LaunchRecord, RefusalRecord};
+use mosaic_domain::{
+    Action, ActionClass, Business, BusinessId, Capability, EventId, Refusal, RoleInstance,
+    Timestamp,
+};
+use mosaic_ports::fakes::MemoryStore;
+use serde_json::{json, Value};
+
+use crate::broker::{kind_of, read};
+use crate::driver::Driver;
+
+/// One socket request line, from a fixed caller of a fixed business, through
+/// the same steps as the broker: envelope, caller, arguments,
+/// `into_dispatch`, then the driver (a verb) or the read side (a query).
+///
+/// Invariants:
+/// - parsing is a function of the line: [`Envelope::parse`] and
+///   [`parse_request`] give the same answer twice, and `parse_request` is
+///   the envelope followed by its arguments; a subject or verb the line
+///   spells parses back to the same text;
+/// - the response is one line of strict JSON, `{"ok":true,"result":…}` or
+///   `{"ok":false,"error":CODE}` with a code of [`Refusal`];
+/// - a line refused before it names a caller, and every answered query,
+///   leave the bus and the store as they were;
+/// - a refusal of a known caller leaves the bus as it was except for the
+///   recorded refusal: the store gained exactly that one `request.refused`
+///   record (or, when the store turned the commit down, nothing at all);
+/// - an accepted verb leaves write times strictly increasing, and a bus
+///   rebuilt from the store alone equals the live one;
+/// - the same line in a second, identical world gives the same response and
+///   the same records (no hidden state, no iteration-order dependence).
+pub fn request_line(data: &[u8]) {
+    let envelope = Envelope::parse(data);
+    assert_eq!(envelope, Envelope::parse(data), "parsing is deterministic");
+    let whole = parse_request(data);
+    assert_eq!(whole, parse_request(data), "parsing is deterministic");
+    let split = envelope.and_then(|e| {
+        let who = e.presenter().clone();
+        e.into_call().map(|call| WireRequest { who, call })
+    });
+    assert_eq!(
+        whole, split,
+        "a request is its envelope, then its arguments"
+    );
+    if let Ok(text) = std::str::from_utf8(data) {
+        if let Ok(subject) = SubjectRef::parse(text) {
+            assert_eq!(subject.to_string(), text, "a subject has one text form");
+            assert_eq!(SubjectRef::parse(&subject.to_string()), Ok(subject));
+        }
+        if let Ok(verb) = Verb::parse(text) {
+            assert_eq!(verb.as_str(), text, "a verb has one wire name");
+        }
+    }
+
+    let mut world = World::new();
+    let bus = world.driver.bus().clone();
+    let log = world.driver.store().records();
+    let (now, served) = world.serve(data);
+    let response = wire::response(served.result.clone());
+    check_response(&response);
+
+    let records = world.driver.store().records();
+    let added = records.get(log.len()..).unwrap_or_default();
+    assert_eq!(
+        records.get(..log.len()),
+        Some(&log[..]),
+        "the store is append-only"
+    );
+    match (&served.result, served.recorded) {
+        (Ok(_), Recorded::Nothing) | (Err(_), Recorded::Nothing) => {
+            assert!(added.is_empty(), "nothing recorded for this line");
+            assert!(world.driver.bus() == &bus, "the bus is as it was");
+        }
+        (Err(refusal), Recorded::Refusal { caller, verb }) => {
+            if added.is_empty() {
+                // The store turned the verb's commit down: nothing happened.
+                assert!(world.driver.bus() == &bus, "the bus is as it was");
+            } else {
+                let agent = match &caller {
+                    Some(Caller::Agent { agent, .. }) => Some(agent.clone()),
+                    Some(Caller::Reader { .. } | Caller::Human { .. }) | None => None,
+                };
+                let record = RefusalRecord {
+                    business: caller.as_ref().map(|c| c.business().clone()),
+                    agent,
+                    verb: Some(verb.to_owned()),
+                    refusal: *refusal,
+                };
+                assert_eq!(added.len(), 1, "a refusal is one record");
+                assert_eq!(added[0].evidence, Evidence::Refused(record));
+                let mut expected = bus.clone();
+                expected.handle_refused(now, caller.as_ref(), Some(verb), *refusal);
+                while expected.poll_effect().is_some() {}
+                expected.handle_committed();
+                assert!(
+                    world.driver.bus() == &expected,
+                    "a refused verb changes the bus only by its recorded refusal"
+                );
+            }
+        }
+        (Ok(_), Recorded::Refusal { .. }) => {
+            unreachable!("an accepted line is never recorded as a refusal")
+        }
+        (Ok(_), Recorded::Verb) => {
+            assert!(
+                records.windows(2).all(|w| w[0].at < w[1].at),
+                "write times strictly increase"
+            );
+            let rebuilt = Driver::open(world.businesses.clone(), world.driver.store().clone());
+            assert!(
+                rebuilt.is_ok_and(|r| r.bus() == world.driver.bus()),
+                "a bus rebuilt from the store equals the live one"
+            );
+        }
+        (Err(_), Recorded::Verb) => unreachable!("a refused verb is recorded as a refusal"),
+    }
+
+    let mut twin = World::new();
+    let (_, again) = twin.serve(data);
+    assert_eq!(
+        wire::response(again.result),
+        response,
+        "the same line in the same world gets the same answer"
+    );
+    assert_eq!(
+        twin.driver.store().records(),
+        records,
+        "the same line in the same world records the same evidence"
+    );
+}
+
+/// The response line: one line of strict JSON with a known shape.
+fn check_response(line: &str) {
+    assert!(!line.contains('\n'), "a response is one line");
+    let value = match parse_json(line.as_bytes()) {
+        Ok(value) => value,
+        Err(refusal) => panic!("a response is strict JSON ({refusal}): {line}"),
+    };
+    match value.get("ok") {
+        Some(Value::Bool(true)) => assert!(value.get("result").is_some(), "{line}"),
+        Some(Value::Bool(false)) => {
+            let code = value.get("error").and_then(Value::as_str);
+            assert!(
+                code.and_then(Refusal::from_code).is_some(),
+                "an error is a refusal code: {line}"
+            );
+        }
+        Some(_) | None => panic!("a response says ok: {line}"),
+    }
+}
+
+/// What serving a line recorded.
+enum Recorded {
+    /// Nothing: refused before a caller was known, or a query answered.
+    Nothing,
+    /// The refusal of this caller (`None`: a human line for an unknown
+    /// business) for this verb.
+    Refusal {
+        caller: Option<Caller>,
+        verb: &'static str,
+    },
+    /// The accepted verb's evidence.
+    Verb,
+}
+
+/// A served line: the answer and what was recorded for it.
+struct Served {
+    result: Result<Value, Refusal>,
+    recorded: Recorded,
+}
+
+impl Served {
+    fn refused(
+        driver: &mut Driver<MemoryStore>,
+        now: Timestamp,
+        caller: Option<Caller>,
+        verb: &'static str,
+        refusal: Refusal,
+    ) -> Self {
+        let refusal = driver.refuse(now, caller.as_ref(), verb, refusal);
+        Self {
+            result: Err(refusal),
+            recorded: Recorded::Refusal { caller, verb },
+        }
+    }
+}
+
+/// The business definitions of the world (`acme` is the fixture's).
+const ACME: &str = r#"{"id":"acme","human":"alice","arbiters":{"technical":"lead","delivery":"lead"},
+  "roles":{"lead":{"authority":{"withinRole":["message.send"],"crossRole":["repo.merge"]}},
+           "dev":{"authority":{"withinRole":["message.send","repo.push"],"crossRole":["repo.merge"]}},
+           "ops":{"authority":{"withinRole":[],"crossRole":[]}}},
+  "launch":{"by":"lead"}}"#;
+const GLOBEX: &str = r#"{"id":"globex","human":"bob","arbiters":{"technical":"solo","delivery":"solo"},
+  "roles":{"solo":{"authority":{"withinRole":["message.send"],"crossRole":[]}}}}"#;
+
+/// The capability letter, business, role and run of each bound launch.
+const LAUNCHES: [(char, &str, &str, &str); 4] = [
+    ('a', "acme", "lead", "r-lead"),
+    ('b', "acme", "dev", "r-dev"),
+    ('c', "acme", "ops", "r-ops"),
+    ('e', "globex", "solo", "r-solo"),
+];
+/// The reader capability's letter.
+const READER: char = 'd';
+/// The wall clock at the first setup line.
+const START_MS: i64 = 1_767_225_600_000;
+
+fn cap(letter: char) -> String {
+    std::iter::repeat_n(letter, 64).collect()
+}
+
+/// The request line `{"cap","verb","args"}` of the launch with this letter.
+fn line(letter: char, verb: &str, args: &str) -> String {
+    format!(
+        r#"{{"cap":"{}","verb":"{verb}","args":{args}}}"#,
+        cap(letter)
+    )
+}
+
+/// The 16 bytes of the `n`-th id the world draws.
+fn draw_bytes(n: u8) -> [u8; 16] {
+    [n; 16]
+}
+
+/// A driver over a fresh in-memory store, brought to the state the module
+/// documentation describes by real request lines.
+struct World {
+    businesses: Vec<Business>,
+    driver: Driver<MemoryStore>,
+    callers: Vec<(Capability, Caller)>,
+    draws: u8,
+    now_ms: i64,
+}
+
+impl World {
+    fn new() -> Self {
+        let businesses: Vec<Business> = [ACME, GLOBEX]
+            .iter()
+            .map(|text| business_from_json(text).expect("the world's businesses load"))
+            .collect();
+        let driver = Driver::open(businesses.clone(), MemoryStore::new())
+            .expect("an empty in-memory store opens");
+        let mut world = Self {
+            businesses,
+            driver,
+            callers: Vec::new(),
+            draws: 0,
+            now_ms: START_MS,
+        };
+        for (pid, (letter, business, role, run)) in (101..).zip(LAUNCHES) {
+            let record = launch_from_value(json!({
+                "business": business, "role": role, "run": run,
+                "harness": "pi", "pid": pid, "startTime": 1000 + pid,
+            }))
+            .expect("the world's launch records parse");
+            let now = world.tick();
+            world
+                .driver
+                .bind(now, record.clone())
+                .expect("the world's launches bind");
+            let caller = Caller::Agent {
+                business: record.business,
+                agent: AgentRef {
+                    role: record.role,
+                    run: record.run,
+                },
+            };
+            world.callers.push((capability(letter), caller));
+        }
+        let acme = BusinessId::parse("acme").expect("a valid id");
+        world
+            .callers
+            .push((capability(READER), Caller::Reader { business: acme }));
+
+        let options = r#"[{"key":"yes","text":"Yes"},{"key":"no","text":"No"}]"#;
+        let raise = |action: &str, target: &str| {
+            format!(
+                r#"{{"action":"{action}","target":"{target}","question":"May I?","options":{options},"recommendation":"yes","blocking":false}}"#
+            )
+        };
+        let setup = [
+            line('a', "role.claim", "{}"),
+            line('b', "role.claim", "{}"),
+            line('e', "role.claim", "{}"),
+            line('b', "decision.raise", &raise("repo.merge", "main")),
+            line('a', "decision.raise", &raise("role.revoke", "dev")),
+            r#"{"human":{"nonce":"n"},"business":"acme","verb":"decision.resolve","args":{"id":"02020202-0202-4202-8202-020202020202","choice":"yes"}}"#.to_owned(),
+            line('a', "message.send", r#"{"to":"dev","body":"hello"}"#),
+            line('b', "message.receive", "{}"),
+            line(
+                'a',
+                "message.send",
+                r#"{"to":"dev","body":"again","in_reply_to":"04040404-0404-4404-8404-040404040404"}"#,
+            ),
+            line('e', "decision.raise", &raise("repo.merge", "main")),
+        ];
+        for step in setup {
+            let (_, served) = world.serve(step.as_bytes());
+            assert!(
+                served.result.is_ok(),
+                "setup line {step} answered {:?}",
+                served.result
+            );
+        }
+        world
+    }
+
+    fn tick(&mut self) -> Timestamp {
+        self.now_ms += 1_000;
+        Timestamp::from_unix_ms(self.now_ms).expect("the world's time is in range")
+    }
+
+    /// Serves one line as the broker's connection handler and writer do.
+    fn serve(&mut self, line: &[u8]) -> (Timestamp, Served) {
+        let now = self.tick();
+        let served = self.answer(now, line);
+        (now, served)
+    }
+
+    fn answer(&mut self, now: Timestamp, line: &[u8]) -> Served {
+        let envelope = match Envelope::parse(line) {
+            Ok(envelope) => envelope,
+            Err(refusal) => {
+                return Served {
+                    result: Err(refusal),
+                    recorded: Recorded::Nothing,
+                }
+            }
+        };
+        let verb = envelope.verb().as_str();
+        let caller = match envelope.presenter() {
+            Presenter::Capability(cap) => self
+                .callers
+                .iter()
+                .find(|(known, _)| known == cap)
+                .or_else(|| self.callers.get(1))
+                .map(|(_, caller)| caller.clone())
+                .expect("the world has callers"),
+            Presenter::Human { business, .. } => {
+                if self.driver.bus().business(business).is_none() {
+                    return Served::refused(&mut self.driver, now, None, verb, Refusal::BadRequest);
+                }
+                self.draws += 1;
+                Caller::Human {
+                    business: business.clone(),
+                    input: EventId::from_random(draw_bytes(self.draws)),
+                }
+            }
+        };
+        let call = match envelope.into_call() {
+            Ok(call) => call,
+            Err(refusal) => {
+                return Served::refused(&mut self.driver, now, Some(caller), verb, refusal)
+            }
+        };
+        let business = caller.business().clone();
+        let (driver, draws) = (&self.driver, &mut self.draws);
+        let fresh = || {
+            *draws += 1;
+            draw_bytes(*draws)
+        };
+        match call.into_dispatch(fresh, |uuid| kind_of(driver, &business, uuid)) {
+            Ok(Dispatch::Command(command)) => match self.driver.call(now, &caller, command) {
+                Ok(reply) => Served {
+                    result: Ok(wire::reply_json(&reply)),
+                    recorded: Recorded::Verb,
+                },
+                Err(refusal) => Served {
+                    result: Err(refusal),
+                    recorded: Recorded::Refusal {
+                        caller: Some(caller),
+                        verb,
+                    },
+                },
+            },
+            Ok(Dispatch::Query(query)) => match read(&self.driver, &caller, query) {
+                Ok(value) => Served {
+                    result: Ok(value),
+                    recorded: Recorded::Nothing,
+                },
+                Err(refusal) => Served::refused(&mut self.driver, now, Some(caller), verb, refusal),
+            },
+            Err(refusal) => Served::refused(&mut self.driver, now, Some(caller), verb, refusal),
+        }
+    }
+}
+
+fn capability(letter: char) -> Capability {
+    Capability::parse(&cap(letter)).expect("a well-formed capability")
+}
+
+/// One line of the host channel.
+///
+/// Invariants:
+/// - it parses the same way twice, and text that is not strict JSON is
+///   `bad-request`;
+/// - every answer the broker would give about it (`host_error`,
+///   `bind_reply`, `boot_reply`) is one line of strict JSON that names the
+///   same business, run and code;
+/// - a parsed launch record re-encodes to a `bindLaunch` line that parses
+///   to the same record, and the `agents` projection shows its fields;
+/// - a parsed boot configuration is consistent (every launch and reader
+///   names a configured business, each business once, absolute paths) and,
+///   with everything but its businesses re-encoded, parses to itself.
+pub fn host_line(data: &[u8]) {
+    let parsed = parse_host_line(data);
+    assert_eq!(parsed, parse_host_line(data), "parsing is deterministic");
+    if parse_json(data).is_err() {
+        assert_eq!(parsed, Err(Refusal::BadRequest), "not JSON is bad-request");
+    }
+    let cap = capability('f');
+    match parsed {
+        Err(refusal) => {
+            let answer = strict(&host_error(refusal));
+            assert_eq!(answer["ok"], false);
+            assert_eq!(answer["error"], refusal.code());
+        }
+        Ok(HostRequest::Close) => {}
+        Ok(HostRequest::BindLaunch(record)) => {
+            let line = json!({"op": "bindLaunch", "record": launch_json(&record)}).to_string();
+            assert_eq!(
+                parse_host_line(line.as_bytes()),
+                Ok(HostRequest::BindLaunch(record.clone())),
+                "a launch record re-encodes to itself"
+            );
+            let shown = wire::agent_json(&record, false, false);
+            assert_eq!(shown["role"], record.role.as_str());
+            assert_eq!(shown["run"], record.run.as_str());
+            assert_eq!(shown["harness"], record.harness.as_str());
+            assert_eq!(shown["address"], json!(record.address));
+            assert_eq!(shown["pid"], record.pid);
+            assert_eq!(shown["start_time"], record.start_time);
+            let answer = strict(&bind_reply(Ok((
+                record.business.clone(),
+                record.run.clone(),
+                cap.clone(),
+            ))));
+            assert_eq!(answer["launch"]["business"], record.business.as_str());
+            assert_eq!(answer["launch"]["run"], record.run.as_str());
+            assert_eq!(answer["launch"]["cap"], cap.expose());
+        }
+        Ok(HostRequest::Boot(config)) => {
+            let ids: std::collections::BTreeSet<_> =
+                config.businesses.iter().map(Business::id).collect();
+            assert_eq!(ids.len(), config.businesses.len(), "each business once");
+            assert!(config.launches.iter().all(|l| ids.contains(&l.business)));
+            assert!(config.readers.iter().all(|r| ids.contains(r)));
+            assert!(config.data_root.is_absolute());
+            assert!(config.repo_roots.iter().all(|p| p.is_absolute()));
+
+            let original = parse_json(data).expect("a parsed line is JSON");
+            let mut encoded = json!({
+                "dataRoot": config.data_root.to_str(),
+                "businesses": original["config"]["businesses"],
+                "launches": config.launches.iter().map(launch_json).collect::<Vec<_>>(),
+                "readers": config.readers.iter().map(BusinessId::as_str).collect::<Vec<_>>(),
+                "repoRoots": config.repo_roots.iter().map(|p| p.to_str()).collect::<Vec<_>>(),
+            });
+            if let Some(listen) = &config.browser_listen {
+                encoded["browser"] = json!({"listen": listen});
+            }
+            assert_eq!(
+                boot_from_value(encoded).as_ref(),
+                Ok(&*config),
+                "a boot configuration re-encodes to itself"
+            );
+
+            let launches: Vec<_> = config
+                .launches
+                .iter()
+                .map(|l| (l.business.clone(), l.run.clone(), cap.clone()))
+                .collect();
+            let readers: Vec<_> = config
+                .readers
+                .iter()
+                .map(|r| (r.clone(), cap.clone()))
+                .collect();
+            let socket = config.data_root.join("bus/bus.sock");
+            let answer = strict(&boot_reply(&socket, &launches, &readers, None));
+            let shown = answer["launches"].as_array().map_or(0, Vec::len);
+            assert_eq!(shown, launches.len(), "the boot answer lists every launch");
+            for (i, (business, run, _)) in launches.iter().enumerate() {
+                assert_eq!(answer["launches"][i]["business"], business.as_str());
+                assert_eq!(answer["launches"][i]["run"], run.as_str());
+            }
+            for (i, (business, _)) in readers.iter().enumerate() {
+                assert_eq!(answer["readers"][i]["business"], business.as_str());
+            }
+        }
+    }
+}
+
+/// A launch record in the host's shape.
+fn launch_json(record: &LaunchRecord) -> Value {
+    json!({
+        "business": record.business.as_str(),
+        "role": record.role.as_str(),
+        "run": record.run.as_str(),
+        "harness": record.harness.as_str(),
+        "address": record.address,
+        "pid": record.pid,
+        "startTime": record.start_time,
+    })
+}
+
+/// An answer as the host reads it: one line, strict JSON.
+fn strict(answer: &Value) -> Value {
+    let line = answer.to_string();
+    assert!(!line.contains('\n'), "an answer is one line");
+    parse_json(line.as_bytes()).expect("an answer is strict JSON")
+}
+
+/// One normalized business definition (`business_from_json`, the loader of
+/// `up`'s config and of each business in a boot configuration).
+///
+/// Invariants: it loads the same way twice; strict JSON text loads to the
+/// same result through the text loader, the value loader and a boot
+/// configuration that holds it under its id; and a business that loads says
+/// back what its source says: id, human, arbiters, roles, the class of each
+/// listed action, the launch block, and every credential reference.
+pub fn config(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let loaded = business_from_json(text);
+    assert_eq!(loaded, business_from_json(text), "loading is deterministic");
+    let Ok(value) = parse_json(data) else {
+        return;
+    };
+    assert_eq!(
+        business_from_value(value.clone()),
+        loaded,
+        "the text and value loaders agree"
+    );
+    let id = value
+        .get("id")
+        .and_then(Value::as_str)
+        .unwrap_or("x")
+        .to_owned();
+    let boot =
+        boot_from_value(json!({"dataRoot": "/srv/mosaic", "businesses": {id: value.clone()}}));
+    assert_eq!(
+        boot.map(|c| c.businesses),
+        loaded.clone().map(|b| vec![b]),
+        "a boot configuration loads its business the same way"
+    );
+    if let Ok(business) = loaded {
+        says_back(&value, &business);
+    }
+}
+
+/// Compares a loaded business with the JSON it came from.
+fn says_back(source: &Value, business: &Business) {
+    assert_eq!(source["id"], business.id().as_str());
+    assert_eq!(source["human"], business.human().as_str());
+    assert_eq!(
+        source["arbiters"]["technical"],
+        business.arbiter(true).as_str()
+    );
+    assert_eq!(
+        source["arbiters"]["delivery"],
+        business.arbiter(false).as_str()
+    );
+    let roles = source["roles"]
+        .as_object()
+        .expect("a loaded business has roles");
+    assert_eq!(roles.len(), business.roles().count(), "every role, once");
+    let launch_by = source["launch"]["by"].as_str();
+    let unlisted = Action::parse("fuzz.unlisted").expect("a valid action");
+    let launch = Action::parse("role.launch").expect("a valid action");
+    for (name, spec) in roles {
+        let role = RoleInstance::parse(name).expect("a loaded role name is valid");
+        let loaded = business.role(&role).expect("every source role is loaded");
+        let mut listed = false;
+        for (list, class) in [
+            ("withinRole", ActionClass::WithinRole),
+            ("crossRole", ActionClass::CrossRole),
+        ] {
+            for action in spec["authority"][list].as_array().into_iter().flatten() {
+                let action = action.as_str().and_then(|a| Action::parse(a).ok());
+                let action = action.expect("a loaded action is valid");
+                listed |= action == unlisted;
+                assert_eq!(business.class_of(&role, &action), class, "{name}: {action}");
+            }
+        }
+        if !listed {
+            assert_eq!(business.class_of(&role, &unlisted), ActionClass::Gated);
+        }
+        let launches = if launch_by == Some(name.as_str()) {
+            ActionClass::WithinRole
+        } else {
+            ActionClass::Gated
+        };
+        assert_eq!(business.class_of(&role, &launch), launches, "{name}");
+
+        let credentials = loaded.credentials();
+        let services = [
+            (
+                "gitea",
+                "rotateBy",
+                credentials.gitea.as_ref().map(|c| (&c.source, c.rotate_by)),
+            ),
+            (
+                "vikunja",
+                "expires",
+                credentials.vikunja.as_ref().map(|c| (&c.source, c.expires)),
+            ),
+        ];
+        for (service, date_key, loaded) in services {
+            let given = &spec["credentials"][service];
+            let Some((source, date)) = loaded else {
+                assert!(given.is_null(), "{name}: {service} is loaded when given");
+                continue;
+            };
+            let (key, text) = match source {
+                CredentialSource::File(path) => ("file", path),
+                CredentialSource::Env(var) => ("env", var),
+            };
+            assert_eq!(given[key], text.as_str(), "{name}: {service}");
+            assert_eq!(
+                given[date_key].as_str(),
+                date.map(|d| d.to_string()).as_deref(),
+                "{name}: {service} {date_key}"
+            );
+        }
+    }
+}
+
+// The world's fixed ids, checked against the documentation above.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mosaic_domain::{DecisionId, MessageId, RunId};
+
+    #[test]
+    fn the_documented_ids_are_the_drawn_ones() {
+        let id = |n| DecisionId::from_random(draw_bytes(n)).to_string();
+        assert_eq!(id(1), "01010101-0101-4101-8101-010101010101");
+        assert_eq!(id(2), "02020202-0202-4202-8202-020202020202");
+        assert_eq!(
+            MessageId::from_random(draw_bytes(4)).to_string(),
+            "04040404-0404-4404-8404-040404040404"
+        );
+        assert_eq!(id(6), "06060606-0606-4606-8606-060606060606");
+        let world = World::new();
+        assert_eq!(world.draws, 6, "the setup drew six ids");
+        let revoke = world
+            .driver
+            .bus()
+            .decisions()
+            .get(&DecisionId::from_random(draw_bytes(2)));
+        assert_eq!(
+            revoke.map(|d| d.record.holder.clone()),
+            Some(Some(RunId::parse("r-dev").expect("a valid run")))
+        );
+    }
+}

@@ -1,0 +1,434 @@
+//! `mosaic-bus mcp` as a child process, driven over its stdin/stdout by a
+//! real MCP client (rmcp's `TokioChildProcess`): against the real broker,
+//! against a fake broker that vanishes mid-call, and against a listener
+//! that counts connections.
+//!
+//! Nothing sleeps: every wait is for an MCP answer (bounded by
+//! [`support::WAIT`], so a hung adapter fails the test) or for a fake
+//! broker's thread.
+
+#[path = "support/mod.rs"]
+mod support;
+
+use std::future::Future;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::net::UnixListener;
+use std::path::{Path, PathBuf};
+
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::RunningService;
+use rmcp::transport::TokioChildProcess;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{json, Value};
+use support::{acme, acme_launches, config, data_root, decision, message, raise_args, Broker};
+use support::{BIN, WAIT};
+
+/// An MCP client session with one `mosaic-bus mcp` child.
+type Session = RunningService<RoleClient, ()>;
+
+/// The guidance every `outcome-unknown` of a write carries.
+const UNKNOWN: &str =
+    "The action may have happened; inspect the trail before doing anything; do not retry blindly.";
+
+/// Every tool, by name; the human's verbs are not among them.
+const TOOLS: [&str; 16] = [
+    "agents",
+    "browser_request",
+    "decision_raise",
+    "decision_resolve",
+    "decision_seen",
+    "decision_withdraw",
+    "event_emit",
+    "inbox",
+    "message_read",
+    "message_receive",
+    "message_send",
+    "role_claim",
+    "role_release",
+    "role_revoke",
+    "tasks",
+    "trail",
+];
+
+/// `what`, or a failed test after [`WAIT`].
+async fn bounded<T>(what: &str, work: impl Future<Output = T>) -> T {
+    tokio::time::timeout(WAIT, work)
+        .await
+        .unwrap_or_else(|_| panic!("{what}: no answer within {WAIT:?}"))
+}
+
+/// Writes `cap` to a new private (0600) file in `dir`.
+fn cap_file(dir: &Path, name: &str, cap: &str) -> PathBuf {
+    let path = dir.join(name);
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)
+        .expect("a capability file");
+    writeln!(file, "{cap}").expect("write the capability");
+    path
+}
+
+/// `mosaic-bus mcp --socket S --cap-file F`.
+fn mcp_with_cap_file(socket: &Path, cap: &Path) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(BIN);
+    command
+        .arg("mcp")
+        .arg("--socket")
+        .arg(socket)
+        .arg("--cap-file")
+        .arg(cap)
+        .env_remove("MOSAIC_BUS_CAP_FD")
+        .env_remove("MOSAIC_BUS_SOCKET");
+    command
+}
+
+/// `mosaic-bus mcp` as a harness starts it: the socket from
+/// `MOSAIC_BUS_SOCKET` and the capability on the inherited descriptor 3
+/// named by `MOSAIC_BUS_CAP_FD` (a shell opens it, then becomes the adapter).
+fn mcp_with_cap_fd(socket: &Path, cap: &Path) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new("sh");
+    command
+        .arg("-c")
+        .arg(r#"exec "$0" mcp 3<"$1""#)
+        .arg(BIN)
+        .arg(cap)
+        .env("MOSAIC_BUS_SOCKET", socket)
+        .env("MOSAIC_BUS_CAP_FD", "3");
+    command
+}
+
+/// Starts the adapter and completes the MCP handshake.
+async fn start(command: tokio::process::Command) -> Session {
+    let transport = TokioChildProcess::new(command).expect("spawn mosaic-bus mcp");
+    bounded("initialize", ().serve(transport))
+        .await
+        .expect("the MCP handshake")
+}
+
+/// One `tools/call`.
+async fn call(session: &Session, tool: &str, args: Value) -> CallToolResult {
+    let Value::Object(args) = args else {
+        panic!("arguments are an object");
+    };
+    let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
+    bounded(tool, session.call_tool(params))
+        .await
+        .unwrap_or_else(|e| panic!("{tool}: not a tool result: {e}"))
+}
+
+/// The one text block of a result.
+#[track_caller]
+fn text_of(result: &CallToolResult) -> &str {
+    match result.content.as_slice() {
+        [block] => &block.as_text().expect("a text block").text,
+        other => panic!("one content block expected: {other:?}"),
+    }
+}
+
+/// A call that must succeed; its JSON result.
+async fn ok(session: &Session, tool: &str, args: Value) -> Value {
+    let result = call(session, tool, args.clone()).await;
+    assert_eq!(result.is_error, Some(false), "{tool} {args}: {result:?}");
+    serde_json::from_str(text_of(&result)).expect("the result is JSON")
+}
+
+/// A call that must be a tool error starting with `code`; its text.
+async fn refused(session: &Session, tool: &str, args: Value, code: &str) -> String {
+    let result = call(session, tool, args.clone()).await;
+    assert_eq!(result.is_error, Some(true), "{tool} {args}: {result:?}");
+    let text = text_of(&result).to_owned();
+    assert!(
+        text.starts_with(&format!("{code}: ")),
+        "{tool} {args}: expected {code}, got {text:?}"
+    );
+    text
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agents_work_through_mcp_tools_against_the_real_broker() {
+    let root = data_root();
+    let broker = Broker::boot(
+        root.path(),
+        &config(root.path(), &[acme()], &acme_launches(), &[]),
+    );
+    let caps = tempfile::tempdir().expect("a private folder");
+    let dev_cap = cap_file(caps.path(), "dev.cap", &broker.cap("dev-1"));
+    let lead_cap = cap_file(caps.path(), "lead.cap", &broker.cap("lead-1"));
+    let dev = start(mcp_with_cap_fd(&broker.socket, &dev_cap)).await;
+    let lead = start(mcp_with_cap_file(&broker.socket, &lead_cap)).await;
+
+    // The tools: one per agent verb, no dots, every schema closed.
+    let tools = bounded("tools/list", dev.list_all_tools())
+        .await
+        .expect("the tool list");
+    let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    names.sort_unstable();
+    assert_eq!(names, TOOLS);
+    for tool in &tools {
+        assert_eq!(
+            tool.input_schema.get("additionalProperties"),
+            Some(&json!(false)),
+            "{}",
+            tool.name
+        );
+    }
+    let schema = |name: &str| {
+        let tool = tools.iter().find(|t| t.name == name).expect("listed");
+        Value::Object((*tool.input_schema).clone())
+    };
+    let raise = schema("decision_raise");
+    assert_eq!(
+        raise["properties"]["task_ref"]["pattern"],
+        "^vikunja:[1-9][0-9]*/[1-9][0-9]*$"
+    );
+    assert_eq!(
+        schema("message_send")["properties"]["class"]["enum"],
+        json!([
+            "REQUEST",
+            "ASSIGNMENT",
+            "REVIEW-REQUEST",
+            "REVIEW-RESULT",
+            "RESULT",
+            "INFO",
+            "DECISION",
+            "REACTION"
+        ])
+    );
+
+    // Claims.
+    assert_eq!(
+        ok(&dev, "role_claim", json!({})).await,
+        json!({"status": "claimed"})
+    );
+    assert_eq!(
+        ok(&lead, "role_claim", json!({})).await,
+        json!({"status": "claimed"})
+    );
+
+    // A message, sent within lead's authority, received and read by dev.
+    let sent = ok(
+        &lead,
+        "message_send",
+        json!({"to": "dev", "body": "hello dev", "class": "INFO"}),
+    )
+    .await;
+    assert_eq!(sent["request"], Value::Null, "{sent}");
+    let id = &sent["id"];
+    assert_eq!(
+        ok(&dev, "message_receive", json!({})).await,
+        json!([message(
+            id,
+            ("lead", "lead-1"),
+            "dev",
+            "hello dev",
+            json!({"class": "INFO"})
+        )])
+    );
+    assert_eq!(ok(&dev, "message_read", json!({"id": id})).await, json!({}));
+
+    // A cross-role decision (dev may message lead only with an approval),
+    // routed to lead, resolved, and spent once.
+    let raised = ok(
+        &dev,
+        "decision_raise",
+        raise_args("message.send", Some("lead"), json!({})),
+    )
+    .await;
+    let decision_id = raised["id"].clone();
+    assert_eq!(
+        raised,
+        decision(
+            &decision_id,
+            "message.send",
+            Some("lead"),
+            json!({"class": "cross-role", "route": "lead",
+                   "raisedBy": {"role": "dev", "run": "dev-1"}})
+        )
+    );
+    let inbox = ok(&lead, "inbox", json!({})).await;
+    assert!(
+        inbox
+            .as_array()
+            .expect("an array")
+            .iter()
+            .any(|item| item["id"] == decision_id && item["type"] == "decision"),
+        "{inbox}"
+    );
+    let resolved = ok(
+        &lead,
+        "decision_resolve",
+        json!({"id": decision_id, "choice": "yes"}),
+    )
+    .await;
+    assert_eq!(resolved["status"], "resolved", "{resolved}");
+
+    // Refusals are tool errors carrying the static code and what to do.
+    let text = refused(
+        &dev,
+        "message_send",
+        json!({"to": "lead", "body": "merged?"}),
+        "not-authorized",
+    )
+    .await;
+    assert!(text.contains("decision_raise"), "{text}");
+    let send = json!({"to": "lead", "body": "merged", "decision": decision_id});
+    assert_eq!(
+        ok(&dev, "message_send", send.clone()).await["request"],
+        Value::Null
+    );
+    refused(&dev, "message_send", send, "decision-consumed").await;
+    let text = refused(
+        &dev,
+        "decision_raise",
+        raise_args(
+            "repo.merge",
+            Some("main"),
+            json!({"blocking": true, "task_ref": "vikunja:03/17"}),
+        ),
+        "bad-task-ref",
+    )
+    .await;
+    assert!(text.contains("vikunja:<project>/<task>"), "{text}");
+    refused(&dev, "launch_revoke", json!({}), "unknown-verb").await;
+
+    // The broker is gone (killed, its socket left behind): nothing can be
+    // sent, and the adapter keeps serving.
+    drop(broker);
+    refused(&dev, "role_release", json!({}), "broker-unavailable").await;
+    assert_eq!(
+        bounded("tools/list", dev.list_all_tools())
+            .await
+            .expect("the tool list")
+            .len(),
+        TOOLS.len()
+    );
+
+    bounded("close", dev.cancel()).await.expect("close dev");
+    bounded("close", lead.cancel()).await.expect("close lead");
+}
+
+/// A fake broker on `socket`: the first connection's request line is read
+/// and the connection dropped unanswered, exactly what a broker killed
+/// mid-call looks like to a client; the second is answered `answer`.
+/// Returns both request lines.
+fn vanishing_broker(socket: &Path, answer: &'static str) -> std::thread::JoinHandle<[Value; 2]> {
+    let listener = UnixListener::bind(socket).expect("bind the fake broker");
+    std::thread::spawn(move || {
+        let request = |reply: Option<&str>| {
+            let (connection, _) = listener.accept().expect("a connection");
+            let mut line = String::new();
+            let mut reader = BufReader::new(&connection);
+            reader.read_line(&mut line).expect("a request line");
+            if let Some(reply) = reply {
+                (&connection)
+                    .write_all(format!("{reply}\n").as_bytes())
+                    .expect("answer");
+            }
+            serde_json::from_str::<Value>(&line).expect("a JSON request")
+        };
+        [request(None), request(Some(answer))]
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broker_dying_mid_call_gives_outcome_unknown_guidance() {
+    let dir = data_root();
+    let socket = dir.path().join("bus.sock");
+    let cap = "ab".repeat(32);
+    let fake = vanishing_broker(&socket, r#"{"ok":true,"result":{"status":"claimed"}}"#);
+    let adapter = start(mcp_with_cap_file(
+        &socket,
+        &cap_file(dir.path(), "agent.cap", &cap),
+    ))
+    .await;
+
+    let id = "0b7f8a4e-1c2d-4e5f-8a9b-0c1d2e3f4a5b";
+    let text = refused(
+        &adapter,
+        "decision_resolve",
+        json!({"id": id, "choice": "yes"}),
+        "outcome-unknown",
+    )
+    .await;
+    assert!(text.contains(UNKNOWN), "{text}");
+    assert!(
+        text.contains(&format!("Call trail with subject \"{id}\"")),
+        "{text}"
+    );
+
+    // The adapter survived and serves the next call.
+    assert_eq!(
+        ok(&adapter, "role_claim", json!({})).await,
+        json!({"status": "claimed"})
+    );
+    let [lost, answered] = fake.join().expect("the fake broker");
+    assert_eq!(
+        lost,
+        json!({"cap": cap, "verb": "decision.resolve", "args": {"id": id, "choice": "yes"}})
+    );
+    assert_eq!(
+        answered,
+        json!({"cap": cap, "verb": "role.claim", "args": {}})
+    );
+    bounded("close", adapter.cancel()).await.expect("close");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_argument_is_refused_before_reaching_the_broker() {
+    let dir = data_root();
+    let socket = dir.path().join("bus.sock");
+    let listener = UnixListener::bind(&socket).expect("bind the counting listener");
+    listener.set_nonblocking(true).expect("non-blocking");
+    let adapter = start(mcp_with_cap_file(
+        &socket,
+        &cap_file(dir.path(), "agent.cap", &"cd".repeat(32)),
+    ))
+    .await;
+
+    for (tool, args) in [
+        ("message_receive", json!({"extra": 1})),
+        (
+            "message_send",
+            json!({"to": "lead", "body": "hi", "priority": "high"}),
+        ),
+        (
+            "role_revoke",
+            json!({"role": "dev", "decision": "x", "reason": "y"}),
+        ),
+        (
+            "browser_request",
+            json!({"action": "back", "parameters": {}, "timeout": 5}),
+        ),
+    ] {
+        let text = refused(&adapter, tool, args, "unknown-key").await;
+        assert!(text.contains("Nothing was sent to the broker"), "{text}");
+    }
+    // A connection is queued by the time `connect` returns, before the
+    // adapter could have answered: none was made.
+    let connections = std::iter::from_fn(|| listener.accept().ok()).count();
+    assert_eq!(connections, 0, "the adapter contacted the broker");
+
+    // The same socket does reach a listener: a call without stray keys is
+    // sent.
+    listener.set_nonblocking(false).expect("blocking");
+    let fake = std::thread::spawn(move || {
+        let (connection, _) = listener.accept().expect("a connection");
+        let mut line = String::new();
+        BufReader::new(&connection)
+            .read_line(&mut line)
+            .expect("a request line");
+        (&connection)
+            .write_all(b"{\"ok\":true,\"result\":[]}\n")
+            .expect("answer");
+        serde_json::from_str::<Value>(&line).expect("a JSON request")
+    });
+    assert_eq!(ok(&adapter, "message_receive", json!({})).await, json!([]));
+    assert_eq!(
+        fake.join().expect("the listener")["verb"],
+        "message.receive"
+    );
+    bounded("close", adapter.cancel()).await.expect("close");
+}
