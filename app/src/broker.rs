@@ -673,7 +673,7 @@ fn execute(
     let dispatch = call.into_dispatch(|| fresh, |uuid| kind_of(driver, &business, uuid));
     match dispatch {
         Ok(Dispatch::Command(command)) => driver
-            .call(now, caller, command)
+            .call_as(now, caller, verb, command)
             .map(|reply| wire::reply_json(&reply)),
         Ok(Dispatch::Query(query)) => {
             read(driver, caller, query).map_err(|r| driver.refuse(now, Some(caller), verb, r))

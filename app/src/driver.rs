@@ -84,6 +84,22 @@ impl<S: EvidenceStore> Driver<S> {
         command: Command,
     ) -> Result<Reply, Refusal> {
         let verb = command.verb();
+        self.call_as(now, caller, verb, command)
+    }
+
+    /// As [`Driver::call`], recording a refusal under `verb`: the wire verb
+    /// that asked, where it differs from the command's own
+    /// (`browser.request` arrives as an authorization).
+    ///
+    /// # Errors
+    /// As [`Driver::call`].
+    pub fn call_as(
+        &mut self,
+        now: Timestamp,
+        caller: &Caller,
+        verb: &str,
+        command: Command,
+    ) -> Result<Reply, Refusal> {
         let command = self.with_facts(caller, command)?;
         match self.bus.handle(now, caller, command) {
             Ok(reply) => match self.commit() {

@@ -407,19 +407,21 @@ impl World {
             draw_bytes(*draws)
         };
         match call.into_dispatch(fresh, |uuid| kind_of(driver, &business, uuid)) {
-            Ok(Dispatch::Command(command)) => match self.driver.call(now, &caller, command) {
-                Ok(reply) => Served {
-                    result: Ok(wire::reply_json(&reply)),
-                    recorded: Recorded::Verb,
-                },
-                Err(refusal) => Served {
-                    result: Err(refusal),
-                    recorded: Recorded::Refusal {
-                        caller: Some(caller),
-                        verb,
+            Ok(Dispatch::Command(command)) => {
+                match self.driver.call_as(now, &caller, verb, command) {
+                    Ok(reply) => Served {
+                        result: Ok(wire::reply_json(&reply)),
+                        recorded: Recorded::Verb,
                     },
-                },
-            },
+                    Err(refusal) => Served {
+                        result: Err(refusal),
+                        recorded: Recorded::Refusal {
+                            caller: Some(caller),
+                            verb,
+                        },
+                    },
+                }
+            }
             Ok(Dispatch::Query(query)) => match read(&self.driver, &caller, query) {
                 Ok(value) => Served {
                     result: Ok(value),

@@ -517,6 +517,14 @@ fn nobody_connected_is_refused_at_once_with_its_status_and_a_sentence() {
             .call("browser.request", json!({"action": "snapshot"})),
         Err(Refusal::NotAuthorized)
     );
+    let verb: String = support::open_db(&bench.broker.root)
+        .query_row(
+            "SELECT verb FROM refusals WHERE run = 'ops-1' AND code = 'not-authorized'",
+            [],
+            |row| row.get(0),
+        )
+        .expect("the refusal is recorded");
+    assert_eq!(verb, "browser.request", "under the verb the agent sent");
     assert_eq!(
         bench.browse("open", json!({"url": "javascript:alert(1)"})),
         Err(Refusal::BadParameters)
