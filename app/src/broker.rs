@@ -990,7 +990,11 @@ impl Broker {
         let Some(lock) = self.lock.take() else {
             return Ok(());
         };
-        let socket = std::fs::remove_file(&self.socket);
+        // A socket someone already deleted is as good as removed.
+        let socket = match std::fs::remove_file(&self.socket) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            removed => removed,
+        };
         let released = lock.release();
         socket.map_err(|_| Refusal::StorageUnavailable)?;
         released

@@ -7,7 +7,8 @@
 //! - [`request_line`]: one socket request line, parsed and dispatched by a
 //!   [`Driver`] over the in-memory store, against a fixed business;
 //! - [`host_line`]: one line of the host channel (`mosaic-bus broker`);
-//! - [`config`]: one normalized business definition.
+//! - [`config`]: one normalized business definition;
+//! - [`browser_bodies`]: one body posted to the pane's claim or result route.
 //!
 //! Behind the feature `fuzzing`, because it runs the driver over
 //! `mosaic_ports::fakes::MemoryStore`, which the product never carries.
@@ -36,12 +37,14 @@
 use mosaic_adapters::config::{
     boot_from_value, business_from_json, business_from_value, launch_from_value,
 };
+use mosaic_adapters::wire::browser::{claim_body, result_body, TOO_LARGE_ERROR};
 use mosaic_adapters::wire::host::{
     bind_reply, boot_reply, host_error, parse_host_line, HostRequest,
 };
 use mosaic_adapters::wire::{
     self, parse_json, parse_request, Dispatch, Envelope, Presenter, SubjectRef, Verb, WireRequest,
 };
+use mosaic_domain::browser::PaneOutcome;
 use mosaic_domain::bus::Caller;
 use mosaic_domain::business::CredentialSource;
 use mosaic_domain::evidence::{AgentRef, Evidence, LaunchRecord, RefusalRecord};
@@ -676,6 +679,68 @@ fn says_back(source: &Value, business: &Business) {
 }
 
 // The world's fixed ids, checked against the documentation above.
+/// One body posted to browser control's claim or result route.
+///
+/// Invariants:
+/// - each parser gives the same answer twice, and a refusal is
+///   `bad-request` (the routes answer it as HTTP 400);
+/// - an accepted claim body re-encodes to one that parses to the same
+///   request and client;
+/// - an accepted result body re-encodes to one that parses to the same
+///   request, claim token and outcome: `Done` with the same data for
+///   `ok:true`, `TooLarge` exactly for the follow-up code, `Failed` for any
+///   other error.
+pub fn browser_bodies(data: &[u8]) {
+    let claim = claim_body(data);
+    assert_eq!(
+        claim,
+        claim_body(data),
+        "a claim body parses the same way twice"
+    );
+    match &claim {
+        Ok((request, client)) => {
+            let again = json!({"requestId": request.to_string(), "clientId": client.as_str()});
+            assert_eq!(claim_body(again.to_string().as_bytes()), claim);
+        }
+        Err(refusal) => assert_eq!(*refusal, Refusal::BadRequest),
+    }
+    let body = match result_body(data) {
+        Ok(body) => body,
+        Err(refusal) => {
+            assert_eq!(refusal, Refusal::BadRequest);
+            assert_eq!(
+                result_body(data).err(),
+                Some(refusal),
+                "refused the same way twice"
+            );
+            return;
+        }
+    };
+    let mut again =
+        json!({"requestId": body.request.to_string(), "claimToken": body.token.expose()});
+    match &body.outcome {
+        PaneOutcome::Done(data) => {
+            again["ok"] = json!(true);
+            again["data"] = data.clone();
+        }
+        PaneOutcome::TooLarge => {
+            again["ok"] = json!(false);
+            again["error"] = json!(TOO_LARGE_ERROR);
+        }
+        PaneOutcome::Failed => {
+            again["ok"] = json!(false);
+            again["error"] = json!("action-failed");
+        }
+    }
+    let reparsed = result_body(again.to_string().as_bytes()).expect("a re-encoded result parses");
+    assert_eq!(reparsed.request, body.request);
+    assert!(
+        reparsed.token.ct_eq(&body.token),
+        "the claim token survives"
+    );
+    assert_eq!(reparsed.outcome, body.outcome);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -62,3 +62,11 @@ fn machines_corpus_replays_without_a_finding() {
         "the seed corpus is present"
     );
 }
+
+#[test]
+fn browser_bodies_corpus_replays_without_a_finding() {
+    assert!(
+        replay("browser_bodies", mosaic_app::fuzzing::browser_bodies) >= 10,
+        "the seed corpus is present"
+    );
+}

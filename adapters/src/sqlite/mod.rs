@@ -179,6 +179,27 @@ impl SqliteStore {
         })
     }
 
+    /// A WAL deleted under a running store is a nameless file only this
+    /// connection still writes: a crash would lose every frame in it,
+    /// acknowledged commits included. So after each commit, if the WAL's
+    /// name is gone, its frames are copied into the database file at once
+    /// (a `TRUNCATE` checkpoint, with its fsync), before the commit is
+    /// acknowledged; this repeats after every commit until a restart
+    /// creates a new WAL. The commit stands either way: a checkpoint that
+    /// cannot run leaves the frames where they were.
+    fn keep_frames_if_wal_deleted(&self) {
+        let mut wal = self.path.as_os_str().to_owned();
+        wal.push("-wal");
+        if std::fs::symlink_metadata(Path::new(&wal)).is_ok() {
+            return;
+        }
+        let _ = self
+            .conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |row| {
+                row.get::<_, i64>(0)
+            });
+    }
+
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.path
@@ -378,6 +399,7 @@ impl EvidenceStore for SqliteStore {
         }
         tx.commit().map_err(write_failure)?;
         self.next_seq = seq;
+        self.keep_frames_if_wal_deleted();
         Ok(())
     }
 

@@ -702,3 +702,154 @@ pub fn ledger_times(root: &Path) -> Vec<String> {
         .map(|r| r.expect("a row"))
         .collect()
 }
+
+impl Broker {
+    /// SIGKILL: a crash. Waits for the exit and checks that the signal
+    /// ended it; the socket file and the writer lock stay behind, as after
+    /// any crash.
+    #[track_caller]
+    pub fn kill(mut self) {
+        use std::os::unix::process::ExitStatusExt;
+        self.signal("KILL");
+        let status = self.wait_status();
+        assert_eq!(status.signal(), Some(9), "killed by SIGKILL: {status}");
+        assert!(
+            self.root.join("bus").join("writer.lock").exists(),
+            "a crash leaves the writer lock"
+        );
+    }
+
+    /// The capabilities the boot reply issued, keyed by run.
+    pub fn caps(&self) -> std::collections::HashMap<String, String> {
+        self.boot["launches"]
+            .as_array()
+            .map(|launches| {
+                launches
+                    .iter()
+                    .map(|l| {
+                        (
+                            l["run"].as_str().unwrap_or_default().to_owned(),
+                            l["cap"].as_str().unwrap_or_default().to_owned(),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// The operator's recovery after a crash: `mosaic-bus unlock --data-root
+/// root` must print `{"ok":true,"evidence":FOLDER}` (exit 0) with a copy of
+/// the database in FOLDER. Returns FOLDER.
+#[track_caller]
+pub fn unlock(root: &Path) -> PathBuf {
+    let out = Command::new(BIN)
+        .arg("unlock")
+        .arg("--data-root")
+        .arg(root)
+        .output()
+        .expect("run mosaic-bus unlock");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let reply: Value = serde_json::from_str(stdout.trim_end()).expect("one JSON line");
+    assert_eq!(out.status.code(), Some(0), "unlock: {stdout}");
+    let evidence = PathBuf::from(reply["evidence"].as_str().expect("an evidence folder"));
+    assert_eq!(
+        reply,
+        json!({"ok": true, "evidence": evidence.to_str().expect("UTF-8")}),
+    );
+    assert!(
+        evidence.join("bus.sqlite").is_file(),
+        "the database was copied"
+    );
+    assert!(
+        !root.join("bus").join("writer.lock").exists(),
+        "unlock removes the lock"
+    );
+    evidence
+}
+
+/// One `SELECT count(*) …` (or any single-integer query) on `db`.
+#[track_caller]
+pub fn count(db: &rusqlite::Connection, sql: &str, params: impl rusqlite::Params) -> i64 {
+    db.query_row(sql, params, |r| r.get(0))
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+}
+
+/// Every typed table of the schema with the condition its ledger row `l`
+/// meets for a typed row `t`: the kind the row records.
+pub const TYPED_TABLES: [(&str, &str); 13] = [
+    ("launches", "l.kind = 'session.launched'"),
+    (
+        "launch_switches",
+        "l.kind = CASE t.state WHEN 'off' THEN 'launch.revoked' ELSE 'launch.restored' END",
+    ),
+    ("claims", "l.kind = 'role.' || t.event"),
+    ("decisions", "l.kind = 'decision.raised'"),
+    ("decision_events", "l.kind = 'decision.' || t.event"),
+    ("consumptions", "l.kind = 'approval.consumed'"),
+    ("actions_allowed", "l.kind = 'action.allowed'"),
+    ("human_inputs", "l.kind = 'human.input'"),
+    ("messages", "l.kind = 'message.sent'"),
+    ("deliveries", "l.kind = 'message.delivered'"),
+    ("reads", "l.kind = 'message.read'"),
+    ("observations", "l.kind = 'event.observed'"),
+    ("refusals", "l.kind = 'request.refused'"),
+];
+
+/// Checks, on a closed data root, that no transaction is half-applied:
+/// `quick_check` and `foreign_key_check` pass; the ledger has no gap; each
+/// ledger row has exactly one typed row, of its kind; and every message an
+/// agent sent sits right after the `action.allowed` of the same send (one
+/// transaction writes both), and every such `action.allowed` has its
+/// message. Returns the number of ledger rows.
+#[track_caller]
+pub fn assert_whole_transactions(root: &Path) -> i64 {
+    assert_store_intact(root);
+    let db = open_db(root);
+    let rows = count(&db, "SELECT count(*) FROM ledger", []);
+    let max = count(&db, "SELECT coalesce(max(seq), 0) FROM ledger", []);
+    assert_eq!(rows, max, "the ledger has gaps");
+    let mut typed = 0;
+    for (table, kind) in TYPED_TABLES {
+        typed += count(&db, &format!("SELECT count(*) FROM {table}"), []);
+        let wrong = count(
+            &db,
+            &format!(
+                "SELECT count(*) FROM {table} t LEFT JOIN ledger l ON l.seq = t.seq \
+                 WHERE l.seq IS NULL OR NOT ({kind})"
+            ),
+            [],
+        );
+        assert_eq!(wrong, 0, "{table} rows without their ledger row");
+    }
+    assert_eq!(typed, rows, "ledger rows and typed rows differ");
+    let union = TYPED_TABLES
+        .iter()
+        .map(|(table, _)| format!("SELECT seq FROM {table}"))
+        .collect::<Vec<_>>()
+        .join(" UNION ALL ");
+    let shared = count(
+        &db,
+        &format!(
+            "SELECT count(*) FROM (SELECT seq FROM ({union}) GROUP BY seq HAVING count(*) <> 1)"
+        ),
+        [],
+    );
+    assert_eq!(shared, 0, "a ledger seq with more than one typed row");
+    let unpaired_messages = count(
+        &db,
+        "SELECT count(*) FROM messages m WHERE m.from_run IS NOT NULL AND NOT EXISTS \
+         (SELECT 1 FROM actions_allowed a WHERE a.seq = m.seq - 1 AND a.action = 'message.send' \
+          AND a.run = m.from_run AND a.business = m.business AND a.target IS coalesce(m.to_role, 'human'))",
+        [],
+    );
+    assert_eq!(unpaired_messages, 0, "a message without its action.allowed");
+    let unpaired_allowed = count(
+        &db,
+        "SELECT count(*) FROM actions_allowed a WHERE a.action = 'message.send' AND NOT EXISTS \
+         (SELECT 1 FROM messages m WHERE m.seq = a.seq + 1 AND m.from_run = a.run)",
+        [],
+    );
+    assert_eq!(unpaired_allowed, 0, "an action.allowed without its message");
+    rows
+}
