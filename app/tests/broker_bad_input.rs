@@ -686,3 +686,44 @@ fn a_thousand_random_lines_get_static_codes_and_nothing_is_half_written() {
     );
     again.close();
 }
+
+#[test]
+fn thousands_of_connections_opened_and_dropped_leave_it_serving_in_bounded_memory() {
+    let root = data_root();
+    let b = broker(root.path());
+    let lead = b.agent("lead-1");
+    let churn = |rounds: usize| {
+        for i in 0..rounds {
+            let mut stream = UnixStream::connect(&b.socket).expect("connect");
+            // Dropped at every stage: before a byte, mid-line, and after a
+            // whole line without reading the answer.
+            match i % 3 {
+                0 => {}
+                1 => {
+                    let _ = stream.write_all(br#"{"cap":"#);
+                }
+                _ => {
+                    let _ = stream.write_all(&line(&lead.cap, "inbox", "{}"));
+                    let _ = stream.write_all(b"\n");
+                }
+            }
+            drop(stream);
+        }
+    };
+    // Warm up the runtime's pools, then measure the churn itself.
+    churn(500);
+    lead.ok("inbox", json!({}));
+    let before = b.rss_kib();
+    churn(3000);
+    // Still serving, and every dropped request was answered or forgotten.
+    lead.ok("inbox", json!({}));
+    let sent = lead.send("qa", "after the churn", json!({}));
+    assert!(sent.is_string(), "{sent}");
+    let after = b.rss_kib();
+    assert!(
+        after < before + 16 * 1024,
+        "memory grew from {before} KiB to {after} KiB over 3000 dropped connections"
+    );
+    assert_store_intact(root.path());
+    b.close();
+}

@@ -362,6 +362,22 @@ impl Broker {
         assert_gone(&self.root);
     }
 
+    /// The broker process's id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("a running broker").id()
+    }
+
+    /// The broker process's resident set now, in KiB (`VmRSS`).
+    pub fn rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()))
+            .expect("the broker's /proc status");
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmRSS")
+    }
+
     /// What the broker wrote to stderr so far.
     pub fn stderr(&self) -> String {
         String::from_utf8_lossy(&self.stderr.lock().unwrap_or_else(PoisonError::into_inner))
