@@ -11,7 +11,7 @@
 use mosaic_domain::bus::{Bus, Caller, Command, Reply};
 use mosaic_domain::claims::BindReply;
 use mosaic_domain::evidence::LaunchRecord;
-use mosaic_domain::messages::RECEIVE_LIMIT;
+use mosaic_domain::messages::{receive_batch, RECEIVE_LIMIT};
 use mosaic_domain::{Business, Refusal, Timestamp};
 use mosaic_ports::{EvidenceStore, StoreError};
 
@@ -188,10 +188,11 @@ impl<S: EvidenceStore> Driver<S> {
             },
             Command::Receive { .. } => match caller {
                 Caller::Agent { business, agent } => Command::Receive {
-                    batch: self
-                        .store
-                        .undelivered(business, &agent.role, RECEIVE_LIMIT)
-                        .map_err(storage)?,
+                    batch: receive_batch(
+                        self.store
+                            .undelivered(business, &agent.role, RECEIVE_LIMIT)
+                            .map_err(storage)?,
+                    ),
                 },
                 Caller::Reader { .. } | Caller::Human { .. } => {
                     Command::Receive { batch: Vec::new() }

@@ -1,7 +1,7 @@
 //! `mosaic-bench`: the benchmark of DESIGN.md §6.
 //!
 //! ```text
-//! cargo run --release -p mosaic-bench [-- --quick] [--data-root DIR]
+//! cargo run --release -p mosaic-bench [-- --quick] [--awake] [--data-root DIR]
 //! ```
 //!
 //! Prints one JSON line per figure to stdout (progress goes to stderr). The
@@ -16,11 +16,27 @@
 //! `{"figure":...,"error":"<static text>"}` and a non-zero exit.
 //!
 //! `--quick` shrinks every size so CI can check in a few seconds that the
-//! whole path runs; its numbers mean nothing.
+//! whole path runs; its numbers mean nothing. `--awake` keeps one busy
+//! lowest-priority thread per CPU running through the whole run, for
+//! machines (virtual ones) where an idle CPU makes every fsync wait for a
+//! timer tick; `raw_sqlite_commit` shows whether this one does.
+//!
+//! The store figures drive [`mosaic_app::driver::Driver`] directly; the
+//! socket and browser figures start the real broker in this process, one
+//! per figure on a data root of its own ([`live`]), and speak to it as
+//! agents and panes do; `broker_rss` starts it as a child process, since
+//! this process's memory is the bench's ([`rss`]). `mosaic-bench
+//! --broker-child` is that child when no `mosaic-bus` binary sits next to
+//! this one: it runs the host protocol on stdin/stdout and nothing else.
 
+mod browser;
 mod env;
+mod http;
+mod live;
 mod output;
 mod raw;
+mod rss;
+mod socket;
 mod stats;
 mod store;
 
@@ -60,6 +76,36 @@ pub struct Sizes {
     pub cost_rounds: usize,
     /// `message.send` calls per round and store.
     pub cost_per_round: usize,
+    /// Unmeasured `message.send` calls through the socket on each fresh
+    /// broker before its first round (its store's WAL wraps once).
+    pub socket_warmup: usize,
+    /// Rounds of each socket `message.send` figure (each beside a raw round).
+    pub socket_rounds: usize,
+    /// `message.send` calls per round with one client, and raw commits per
+    /// raw round of the socket figures.
+    pub socket_per_round: usize,
+    /// Concurrent clients of `message_send_16_clients`.
+    pub clients: usize,
+    /// `message.send` calls per client and round with many clients.
+    pub client_per_round: usize,
+    /// Unread messages of the role whose `inbox` is measured.
+    pub inbox_messages: usize,
+    /// Timed `inbox` calls, on the empty and on the full inbox each.
+    pub inbox_calls: usize,
+    /// Unmeasured browser round trips before the first round.
+    pub browser_warmup: usize,
+    /// Rounds of browser round trips (each beside a raw round).
+    pub browser_rounds: usize,
+    /// Browser round trips per round, and raw commits per raw round.
+    pub browser_per_round: usize,
+    /// Connected UI clients of the 100-client browser figures.
+    pub browser_clients: usize,
+    /// Connected clients of the broker whose RSS is measured.
+    pub rss_clients: usize,
+    /// `message.send` calls that broker serves.
+    pub rss_sends: usize,
+    /// Browser round trips that broker serves.
+    pub rss_trips: usize,
 }
 
 impl Sizes {
@@ -77,6 +123,20 @@ impl Sizes {
             fill_batch: 10_000,
             cost_rounds: 11,
             cost_per_round: 200,
+            socket_warmup: 200,
+            socket_rounds: 9,
+            socket_per_round: 300,
+            clients: 16,
+            client_per_round: 50,
+            inbox_messages: 10_000,
+            inbox_calls: 100,
+            browser_warmup: 50,
+            browser_rounds: 5,
+            browser_per_round: 200,
+            browser_clients: 100,
+            rss_clients: 100,
+            rss_sends: 1_000,
+            rss_trips: 200,
         }
     }
 
@@ -94,6 +154,20 @@ impl Sizes {
             fill_batch: 10_000,
             cost_rounds: 2,
             cost_per_round: 50,
+            socket_warmup: 5,
+            socket_rounds: 2,
+            socket_per_round: 20,
+            clients: 2,
+            client_per_round: 10,
+            inbox_messages: 100,
+            inbox_calls: 5,
+            browser_warmup: 1,
+            browser_rounds: 1,
+            browser_per_round: 5,
+            browser_clients: 3,
+            rss_clients: 3,
+            rss_sends: 10,
+            rss_trips: 5,
         }
     }
 }
@@ -105,6 +179,8 @@ pub struct Ctx {
     pub sizes: Sizes,
     /// The fresh directory every database of this run lives in.
     pub dir: PathBuf,
+    /// Whether this is a `--quick` run.
+    pub quick: bool,
     raw: Option<raw::Raw>,
 }
 
@@ -135,8 +211,7 @@ pub struct Figure {
     pub run: fn(&mut Ctx) -> Result<Fields, Failure>,
 }
 
-/// Every figure, in the order they run. The socket and browser figures of
-/// issue 8 join this list with their issues.
+/// Every figure, in the order they run.
 pub const FIGURES: &[Figure] = &[
     Figure {
         name: "raw_sqlite_commit",
@@ -150,24 +225,55 @@ pub const FIGURES: &[Figure] = &[
         name: "commit_cost_rows",
         run: store::commit_cost_rows,
     },
+    Figure {
+        name: "message_send_1_client_socket",
+        run: socket::message_send_1_client_socket,
+    },
+    Figure {
+        name: "message_send_16_clients",
+        run: socket::message_send_16_clients,
+    },
+    Figure {
+        name: "inbox_10k",
+        run: socket::inbox_10k,
+    },
+    Figure {
+        name: "browser_rtt_1_pane",
+        run: browser::rtt_1_pane,
+    },
+    Figure {
+        name: "browser_rtt_100_clients_1_capable",
+        run: browser::rtt_100_clients_1_capable,
+    },
+    Figure {
+        name: "browser_rtt_100_racing",
+        run: browser::rtt_100_racing,
+    },
+    Figure {
+        name: "broker_rss",
+        run: rss::broker_rss,
+    },
 ];
 
-const USAGE: &str = "usage: mosaic-bench [--quick] [--data-root DIR]";
+const USAGE: &str = "usage: mosaic-bench [--quick] [--awake] [--data-root DIR]";
 
 struct Options {
     quick: bool,
+    awake: bool,
     data_root: Option<PathBuf>,
 }
 
 fn parse_args() -> Result<Options, &'static str> {
     let mut opts = Options {
         quick: false,
+        awake: false,
         data_root: None,
     };
     let mut args = std::env::args_os().skip(1);
     while let Some(arg) = args.next() {
         match arg.to_str() {
             Some("--quick") => opts.quick = true,
+            Some("--awake") => opts.awake = true,
             Some("--data-root") => {
                 opts.data_root = Some(PathBuf::from(
                     args.next().ok_or("--data-root needs a directory")?,
@@ -181,6 +287,11 @@ fn parse_args() -> Result<Options, &'static str> {
 }
 
 fn main() -> ExitCode {
+    // The broker child of `broker_rss` (see `rss.rs`), before anything else.
+    let args: Vec<_> = std::env::args_os().skip(1).collect();
+    if args.len() == 1 && args[0] == rss::CHILD_FLAG {
+        return ExitCode::from(rss::child_main());
+    }
     let opts = match parse_args() {
         Ok(opts) => opts,
         Err(message) => {
@@ -210,7 +321,11 @@ fn run(opts: &Options) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    output::emit("environment", env::fields(&base, dir.path(), opts.quick));
+    let mut environment = env::fields(&base, dir.path(), opts.quick);
+    environment.push(("awake", serde_json::Value::from(opts.awake)));
+    output::emit("environment", environment);
+    // `--awake`: no CPU idles during any figure (see `raw::Awake`).
+    let _awake = opts.awake.then(raw::Awake::start);
     let sizes = if opts.quick {
         Sizes::quick()
     } else {
@@ -219,6 +334,7 @@ fn run(opts: &Options) -> ExitCode {
     let mut ctx = Ctx {
         sizes,
         dir: dir.path().to_owned(),
+        quick: opts.quick,
         raw: None,
     };
     let mut ok = true;

@@ -3,11 +3,14 @@
 //! run's directory (so on the same disk as every store figure).
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
 
 use rusqlite::{params, Connection, OpenFlags, TransactionBehavior};
 use serde_json::Value;
 
-use crate::output::{Failure, Fields};
+use crate::output::{round1, round3, Failure, Fields};
 use crate::stats::{Round, Series};
 use crate::Ctx;
 
@@ -88,7 +91,57 @@ impl Raw {
     }
 }
 
-/// `raw_sqlite_commit`: commits/s (median round), p50/p99 µs.
+/// Busy threads, one per CPU, at the lowest priority (nice 19): while
+/// they run no CPU is ever idle, yet any other runnable thread takes the
+/// CPU from them at once.
+///
+/// They exist to show a property of the machine, not of the broker: on a
+/// virtual machine an idle vCPU may notice an I/O completion only at its
+/// next timer tick (4 ms at 250 Hz), so an fsync issued while nothing else
+/// runs looks many times slower than the disk is.
+pub struct Awake {
+    stop: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Awake {
+    /// Starts the threads.
+    pub fn start() -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let threads = (0..cpus)
+            .filter_map(|_| {
+                let stop = Arc::clone(&stop);
+                std::thread::Builder::new()
+                    .name("awake".into())
+                    .spawn(move || {
+                        // `who = 0` is the calling thread: Linux keeps a
+                        // nice value per thread.
+                        let _ = rustix::process::setpriority_process(None, 19);
+                        while !stop.load(Ordering::Relaxed) {
+                            std::hint::spin_loop();
+                        }
+                    })
+                    .ok()
+            })
+            .collect();
+        Self { stop, threads }
+    }
+}
+
+impl Drop for Awake {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// `raw_sqlite_commit`: commits/s (median round), p50/p99 µs; then the
+/// same rounds again, alternating with rounds while [`Awake`] keeps every
+/// CPU busy, so the line shows how much of a commit's time was the
+/// machine waking up rather than the disk (`idle_penalty_p50`).
 ///
 /// # Errors
 /// When the database cannot be created or a commit fails.
@@ -99,10 +152,65 @@ pub fn figure(ctx: &mut Ctx) -> Result<Fields, Failure> {
     for _ in 0..sizes.raw_rounds {
         series.rounds.push(raw.round(sizes.raw_per_round)?);
     }
+    let (mut idle, mut awake) = (Series::default(), Series::default());
+    for round in 0..sizes.raw_rounds {
+        let awake_round = |raw: &mut Raw| {
+            let _awake = Awake::start();
+            raw.round(sizes.raw_per_round)
+        };
+        if round % 2 == 0 {
+            idle.rounds.push(raw.round(sizes.raw_per_round)?);
+            awake.rounds.push(awake_round(raw)?);
+        } else {
+            awake.rounds.push(awake_round(raw)?);
+            idle.rounds.push(raw.round(sizes.raw_per_round)?);
+        }
+    }
     let mut fields = series.fields("commits_per_s");
-    fields.push((
-        "settings",
-        Value::from("WAL, synchronous=FULL, BEGIN IMMEDIATE, 1 row per transaction"),
-    ));
+    fields.extend([
+        (
+            "settings",
+            Value::from("WAL, synchronous=FULL, BEGIN IMMEDIATE, 1 row per transaction"),
+        ),
+        ("idle_p50_us", round1(idle.percentile_us(50.0))),
+        ("awake_p50_us", round1(awake.percentile_us(50.0))),
+        ("awake_p99_us", round1(awake.percentile_us(99.0))),
+        ("awake_commits_per_s", round1(awake.rate())),
+        (
+            "idle_penalty_p50",
+            round3(idle.percentile_us(50.0) / awake.percentile_us(50.0)),
+        ),
+        (
+            "awake_note",
+            Value::from("idle_ and awake_ rounds alternate after the plain ones; awake = one busy nice-19 thread per CPU, so no CPU idles; a penalty well above 1 means the machine, not the disk, set the plain figures (every ratio to raw of this run is then suspect)"),
+        ),
+    ]);
     Ok(fields)
+}
+
+/// Alternates `rounds` rounds of `measure` with raw rounds of `raw_n`
+/// commits on the shared raw reference (which of the two goes first
+/// alternates too, so neither always follows the other); returns the
+/// measured series and the raw one.
+///
+/// # Errors
+/// The first failure of either.
+pub fn alternate(
+    ctx: &mut Ctx,
+    rounds: usize,
+    raw_n: usize,
+    mut measure: impl FnMut() -> Result<Round, Failure>,
+) -> Result<(Series, Series), Failure> {
+    let raw = ctx.raw()?;
+    let (mut measured, mut raws) = (Series::default(), Series::default());
+    for round in 0..rounds {
+        if round % 2 == 0 {
+            raws.rounds.push(raw.round(raw_n)?);
+            measured.rounds.push(measure()?);
+        } else {
+            measured.rounds.push(measure()?);
+            raws.rounds.push(raw.round(raw_n)?);
+        }
+    }
+    Ok((measured, raws))
 }

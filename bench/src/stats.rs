@@ -140,7 +140,7 @@ impl Series {
 
 /// `wchar` of `/proc/self/io`: bytes this process passed to `write`,
 /// `pwrite` and friends so far.
-fn written_bytes() -> Option<u64> {
+pub fn written_bytes() -> Option<u64> {
     let io = std::fs::read_to_string("/proc/self/io").ok()?;
     io.lines()
         .find_map(|l| l.strip_prefix("wchar:"))

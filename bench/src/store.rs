@@ -239,7 +239,7 @@ fn fill(store: &mut SqliteStore, ids: &mut Ids, count: usize, batch: usize) -> R
 
 /// Rows of `table` in the store at `path`, read through a read-only
 /// connection of its own.
-fn count_rows(path: &Path, table: &'static str) -> Result<i64, Failure> {
+pub fn count_rows(path: &Path, table: &'static str) -> Result<i64, Failure> {
     let fail = |_| Failure::new("cannot count the rows of a store");
     let conn = Connection::open_with_flags(
         path,
@@ -310,8 +310,8 @@ pub fn message_send_1_client(ctx: &mut Ctx) -> Result<Fields, Failure> {
     let mut fields = sends.fields("requests_per_s");
     fields.extend([
         ("ratio_to_raw", round3(ratio)),
-        ("target", Value::from(">= 0.8")),
-        ("meets_target", Value::from(ratio >= 0.8)),
+        ("target", Value::from("ratio_to_raw >= 0.8")),
+        ("met", Value::from(ratio >= 0.8)),
         ("raw_commits_per_s", round1(raws.rate())),
         ("raw_p50_us", round1(raws.percentile_us(50.0))),
         ("raw_p99_us", round1(raws.percentile_us(99.0))),
@@ -388,8 +388,8 @@ pub fn commit_cost_rows(ctx: &mut Ctx) -> Result<Fields, Failure> {
             "ratio_basis",
             Value::from("max(ratio_p50, ratio_mean); each the median over rounds"),
         ),
-        ("target", Value::from("<= 1.25")),
-        ("meets_target", Value::from(ratio <= 1.25)),
+        ("target", Value::from("ratio <= 1.25")),
+        ("met", Value::from(ratio <= 1.25)),
         ("rounds", Value::from(sizes.cost_rounds)),
         ("per_round", Value::from(sizes.cost_per_round)),
         ("large_fill_s", round3(fill_s)),

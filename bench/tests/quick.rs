@@ -6,11 +6,18 @@ use std::process::Command;
 
 use serde_json::Value;
 
-const FIGURES: [&str; 4] = [
+const FIGURES: [&str; 11] = [
     "environment",
     "raw_sqlite_commit",
     "message_send_1_client",
     "commit_cost_rows",
+    "message_send_1_client_socket",
+    "message_send_16_clients",
+    "inbox_10k",
+    "browser_rtt_1_pane",
+    "browser_rtt_100_clients_1_capable",
+    "browser_rtt_100_racing",
+    "broker_rss",
 ];
 
 fn positive(line: &Value, key: &str) {
@@ -54,7 +61,16 @@ fn quick_run_prints_every_figure_as_json_and_cleans_up() {
         .expect("bench_dir")
         .starts_with(env["data_root"].as_str().expect("data_root")));
 
-    for key in ["commits_per_s", "p50_us", "p99_us", "mean_us", "n"] {
+    for key in [
+        "commits_per_s",
+        "p50_us",
+        "p99_us",
+        "mean_us",
+        "n",
+        "idle_p50_us",
+        "awake_p50_us",
+        "idle_penalty_p50",
+    ] {
         positive(&lines[1], key);
     }
     for key in [
@@ -81,6 +97,48 @@ fn quick_run_prints_every_figure_as_json_and_cleans_up() {
         positive(&lines[3], key);
     }
     assert!(lines[3]["large_messages"].as_u64() > lines[3]["small_messages"].as_u64());
+    for line in &lines[4..6] {
+        for key in [
+            "requests_per_s",
+            "p50_us",
+            "p99_us",
+            "ratio_to_raw",
+            "raw_commits_per_s",
+        ] {
+            positive(line, key);
+        }
+    }
+    assert_eq!(lines[5]["clients"], 2, "quick sizes: two clients");
+    for key in ["p50_us", "p99_us", "empty_inbox_p50_us", "answer_bytes"] {
+        positive(&lines[6], key);
+    }
+    assert_eq!(lines[6]["messages"], 100, "every unread message is listed");
+    for (line, capable, clients) in [(&lines[7], 1, 1), (&lines[8], 1, 3), (&lines[9], 3, 3)] {
+        for key in ["p50_us", "p99_us", "raw_p50_us", "pane_http_p50_us"] {
+            positive(line, key);
+        }
+        assert_eq!(line["capable"], capable, "{line}");
+        assert_eq!(line["clients"], clients, "{line}");
+        assert_eq!(line["commits_per_request"], 2, "{line}");
+        assert_eq!(
+            line["records_per_request"], 2.0,
+            "action.allowed and browser.completed: {line}"
+        );
+    }
+    for key in [
+        "vm_hwm_mib",
+        "vm_rss_connected_mib",
+        "threads",
+        "browser_trips",
+    ] {
+        positive(&lines[10], key);
+    }
+    assert_eq!(lines[10]["clients"], 3);
+    for line in &lines[1..] {
+        if line.get("target").is_some() {
+            assert!(line["met"].is_boolean(), "a target comes with met: {line}");
+        }
+    }
     for line in &lines {
         assert!(line.get("error").is_none(), "no figure failed: {line}");
     }

@@ -15,6 +15,30 @@ use crate::{BusinessId, Refusal, RunId};
 /// The most messages one `message.receive` hands out.
 pub const RECEIVE_LIMIT: usize = 100;
 
+/// The most body bytes one `message.receive` hands out (one message more
+/// than this only when it is alone). A delivery is recorded before the
+/// reply is written, so a reply the client must refuse (over its 4 MiB
+/// limit) would lose the batch; 512 KiB of bodies stays under that limit
+/// even when every byte is a control character JSON spells in six.
+pub const RECEIVE_BODY_BYTES: usize = 512 * 1024;
+
+/// The batch one `message.receive` hands out from the oldest undelivered
+/// messages: at most [`RECEIVE_LIMIT`] of them, and no more body bytes
+/// than [`RECEIVE_BODY_BYTES`], except a first message larger than that on
+/// its own.
+pub fn receive_batch(oldest_first: Vec<MessageFacts>) -> Vec<MessageFacts> {
+    let mut bytes = 0;
+    let mut batch = Vec::new();
+    for message in oldest_first.into_iter().take(RECEIVE_LIMIT) {
+        bytes += message.record.body.len();
+        if bytes > RECEIVE_BODY_BYTES && !batch.is_empty() {
+            break;
+        }
+        batch.push(message);
+    }
+    batch
+}
+
 /// What the store knows about one message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MessageFacts {
@@ -43,7 +67,9 @@ pub fn deliver(
             && m.record.to == Recipient::Role(agent.role.clone())
             && m.delivered_to.is_none()
     };
-    if batch.len() > RECEIVE_LIMIT || !batch.iter().all(mine) {
+    let bytes: usize = batch.iter().map(|m| m.record.body.len()).sum();
+    let too_big = batch.len() > 1 && bytes > RECEIVE_BODY_BYTES;
+    if batch.len() > RECEIVE_LIMIT || too_big || !batch.iter().all(mine) {
         return Err(Refusal::BadRequest);
     }
     Ok(batch

@@ -1124,6 +1124,31 @@ fn message_receive_hands_out_at_most_100_in_order() {
 }
 
 #[test]
+fn message_receive_hands_out_a_bounded_reply_so_no_delivery_is_lost() {
+    let root = data_root();
+    let b = acme_broker(root.path());
+    let [lead, qa] = claimed(&b, ["lead-1", "qa-1"]);
+    // 70 bodies of 60 KB: 4.2 MB, over the client's 4 MiB reply limit in
+    // one batch.
+    let body = |i: usize| format!("{i:03}{}", "x".repeat(60_000 - 3));
+    let ids: Vec<Value> = (0..70)
+        .map(|i| lead.send("qa", &body(i), json!({})))
+        .collect();
+    let mut received = Vec::new();
+    loop {
+        let batch = qa.ok("message.receive", json!({}));
+        let batch = batch.as_array().expect("messages").clone();
+        if batch.is_empty() {
+            break;
+        }
+        assert!(batch.len() < 70, "the reply is bounded, not all at once");
+        received.extend(batch.into_iter().map(|m| m["id"].clone()));
+    }
+    assert_eq!(received, ids, "every message handed over once, in order");
+    b.close();
+}
+
+#[test]
 fn a_delivery_is_never_replayed_to_a_new_holder() {
     let root = data_root();
     let b = acme_broker(root.path());

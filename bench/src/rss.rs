@@ -1,0 +1,264 @@
+//! `broker_rss`: the peak resident memory of a broker serving 100
+//! connected browser clients. The broker must be a process of its own (the
+//! bench's RSS is the bench's), so this figure starts one as a child and
+//! speaks the host IPC to it (README, "The broker"):
+//! `{"op":"boot","config":{…,"browser":{"listen":"127.0.0.1:0"}}}` on its
+//! stdin, the boot reply (socket, capabilities, browser url and UI token)
+//! on its stdout, and `{"op":"close"}` at the end.
+//!
+//! The child is `mosaic-bus broker` when that binary sits next to the bench
+//! binary (`cargo build --release -p mosaic-app` first); otherwise, and
+//! always under `--quick` (which must not depend on another package's build
+//! output), the bench binary itself with `--broker-child`, which runs the
+//! same entry point, [`mosaic_app::host::run`]. The figure names which.
+//!
+//! With the broker booted, the bench connects the browser clients (all
+//! capable panes, so every request reaches each stream and is raced for),
+//! runs `message.send` requests and browser round trips through it, and
+//! then reads `VmHWM` (the peak RSS over the process's whole life) and
+//! `VmRSS` from `/proc/<pid>/status`.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use mosaic_adapters::socket::Client;
+use serde_json::{json, Value};
+
+use crate::browser::Remote;
+use crate::live::{self, Endpoint, Grants};
+use crate::output::{round1, Failure, Fields};
+use crate::Ctx;
+
+/// The argument that makes the bench binary act as `mosaic-bus broker`.
+pub const CHILD_FLAG: &str = "--broker-child";
+
+/// DESIGN.md §6: broker RSS under 40 MiB at 100 clients.
+const TARGET_MIB: f64 = 40.0;
+
+/// The longest the bench waits for a host reply or for the child's exit.
+const WAIT: Duration = Duration::from_secs(30);
+
+/// Runs the host protocol on this process's stdin and stdout, as
+/// `mosaic-bus broker` does; returns its exit code.
+pub fn child_main() -> u8 {
+    mosaic_app::host::run(
+        BufReader::new(std::io::stdin()),
+        &mut std::io::stdout().lock(),
+    )
+}
+
+/// The program to start, its argument and how the figure names it.
+fn program(quick: bool) -> Result<(PathBuf, &'static str, &'static str), Failure> {
+    let me =
+        std::env::current_exe().map_err(|_| Failure::new("cannot find the bench's own binary"))?;
+    let sibling = me.with_file_name("mosaic-bus");
+    if !quick && sibling.is_file() {
+        return Ok((sibling, "broker", "mosaic-bus broker"));
+    }
+    Ok((
+        me,
+        CHILD_FLAG,
+        "mosaic-bench --broker-child (mosaic_app::host::run, as mosaic-bus broker)",
+    ))
+}
+
+/// Memory of a process, from `/proc/<pid>/status`, in KiB.
+struct Memory {
+    hwm_kib: u64,
+    rss_kib: u64,
+    threads: u64,
+}
+
+fn memory(pid: u32) -> Result<Memory, Failure> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .map_err(|_| Failure::new("cannot read the broker's /proc status"))?;
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .ok_or(Failure::new(
+                "the broker's /proc status lacks a memory field",
+            ))
+    };
+    Ok(Memory {
+        hwm_kib: field("VmHWM:")?,
+        rss_kib: field("VmRSS:")?,
+        threads: field("Threads:")?,
+    })
+}
+
+fn mib(kib: u64) -> Value {
+    round1(kib as f64 / 1024.0)
+}
+
+/// The broker child and its host channel.
+struct Host {
+    child: Option<Child>,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Host {
+    fn spawn(program: &Path, arg: &str) -> Result<Self, Failure> {
+        let mut child = Command::new(program)
+            .arg(arg)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|_| Failure::new("cannot start the broker child"))?;
+        let stdout = child.stdout.take();
+        let stdin = child.stdin.take();
+        let (send, lines) = mpsc::channel();
+        if let Some(stdout) = stdout {
+            std::thread::spawn(move || {
+                for line in BufReader::new(stdout).lines() {
+                    let Ok(line) = line else { return };
+                    if send.send(line).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        Ok(Self {
+            child: Some(child),
+            stdin,
+            lines,
+        })
+    }
+
+    fn pid(&self) -> Result<u32, Failure> {
+        self.child
+            .as_ref()
+            .map(Child::id)
+            .ok_or(Failure::new("the broker child is gone"))
+    }
+
+    /// Sends one host line and returns the reply line, parsed.
+    fn host(&mut self, message: &Value) -> Result<Value, Failure> {
+        let stdin = self
+            .stdin
+            .as_mut()
+            .ok_or(Failure::new("the broker child's stdin is closed"))?;
+        stdin
+            .write_all(format!("{message}\n").as_bytes())
+            .and_then(|()| stdin.flush())
+            .map_err(|_| Failure::new("cannot write to the broker child"))?;
+        let line = self
+            .lines
+            .recv_timeout(WAIT)
+            .map_err(|_| Failure::new("the broker child did not reply"))?;
+        serde_json::from_str(&line)
+            .map_err(|_| Failure::new("the broker child's reply is not JSON"))
+    }
+
+    /// `{"op":"close"}`, then the exit, which must be 0.
+    fn close(mut self) -> Result<(), Failure> {
+        let stdin = self
+            .stdin
+            .as_mut()
+            .ok_or(Failure::new("the broker child's stdin is closed"))?;
+        stdin
+            .write_all(b"{\"op\":\"close\"}\n")
+            .and_then(|()| stdin.flush())
+            .map_err(|_| Failure::new("cannot write to the broker child"))?;
+        let mut child = self
+            .child
+            .take()
+            .ok_or(Failure::new("the broker child is gone"))?;
+        let started = Instant::now();
+        loop {
+            match child.try_wait() {
+                Ok(Some(status)) if status.success() => return Ok(()),
+                Ok(Some(_)) => return Err(Failure::new("the broker child did not exit 0")),
+                Ok(None) if started.elapsed() < WAIT => {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Ok(None) | Err(_) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(Failure::new("the broker child did not exit after close"));
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// `broker_rss`: the broker child's peak RSS with the browser clients
+/// connected and traffic served.
+///
+/// # Errors
+/// When the child cannot be started or booted, a client cannot connect, a
+/// request fails, or `/proc` cannot be read.
+pub fn broker_rss(ctx: &mut Ctx) -> Result<Fields, Failure> {
+    let sizes = ctx.sizes.clone();
+    let (program, arg, binary) = program(ctx.quick)?;
+    let root = live::data_root(ctx, "rss")?;
+    let roles = [("web".to_owned(), Grants::SendAndSnapshot)];
+    let config = live::boot_config(&root, &roles, true);
+    let mut host = Host::spawn(&program, arg)?;
+    let pid = host.pid()?;
+    let reply = host.host(&json!({"op": "boot", "config": config}))?;
+    if reply["ok"] != true {
+        return Err(Failure::new("the broker child refused the boot"));
+    }
+    let socket = reply["path"]
+        .as_str()
+        .ok_or(Failure::new("the boot reply has no socket path"))?;
+    let cap = reply["launches"][0]["cap"]
+        .as_str()
+        .ok_or(Failure::new("the boot reply has no capability"))?;
+    let endpoint = Endpoint::new(
+        reply["browser"]["url"]
+            .as_str()
+            .ok_or(Failure::new("the boot reply has no browser url"))?,
+        reply["browser"]["token"]
+            .as_str()
+            .ok_or(Failure::new("the boot reply has no UI token"))?
+            .to_owned(),
+    )?;
+    let agent = Client::new(socket, cap);
+    agent
+        .call("role.claim", json!({}))
+        .map_err(|r| Failure::refused("role.claim refused", r))?;
+    let booted = memory(pid)?;
+    let remote = Remote::connect(&endpoint, sizes.rss_clients)?;
+    let connected = memory(pid)?;
+    live::warm_up(&agent, sizes.rss_sends)?;
+    let trips = remote.trips(&agent, sizes.rss_trips)?;
+    let end = memory(pid)?;
+    drop(remote);
+    host.close()?;
+    let hwm_mib = end.hwm_kib as f64 / 1024.0;
+    Ok(vec![
+        ("vm_hwm_mib", mib(end.hwm_kib)),
+        ("target", Value::from("vm_hwm_mib < 40")),
+        ("met", Value::from(hwm_mib < TARGET_MIB)),
+        ("clients", Value::from(sizes.rss_clients)),
+        ("vm_rss_booted_mib", mib(booted.rss_kib)),
+        ("vm_rss_connected_mib", mib(connected.rss_kib)),
+        ("vm_rss_end_mib", mib(end.rss_kib)),
+        ("threads", Value::from(end.threads)),
+        ("message_sends", Value::from(sizes.rss_sends)),
+        ("browser_trips", Value::from(trips.count())),
+        ("browser_rtt_p50_us", round1(trips.percentile_us(50.0))),
+        ("binary", Value::from(binary)),
+        (
+            "note",
+            Value::from("VmHWM of the broker process (its peak over boot, connections and traffic), from /proc/<pid>/status; every client is a capable pane"),
+        ),
+    ])
+}

@@ -1,0 +1,196 @@
+//! The socket figures: `message.send` and `inbox` through the real broker
+//! (started in this process, see [`crate::live`]) and the real client
+//! ([`mosaic_adapters::socket::Client`], one connection per request), each
+//! beside raw commits measured in alternating rounds on the same disk.
+
+use std::time::{Duration, Instant};
+
+use mosaic_domain::Refusal;
+use serde_json::{json, Value};
+
+use crate::live::{self, Grants, Live};
+use crate::output::{round1, round3, Failure, Fields};
+use crate::stats::{percentile_us, Round, Series};
+use crate::Ctx;
+
+/// DESIGN.md §6: 16 concurrent clients reach 4 × the single-commit rate.
+const CLIENTS_TARGET: f64 = 4.0;
+/// DESIGN.md §6: `inbox` with 10 k messages, p50 under 300 µs.
+const INBOX_TARGET_US: f64 = 300.0;
+
+/// Roles `c00`, `c01`, … that may send within role.
+fn senders(n: usize) -> Vec<(String, Grants)> {
+    (0..n).map(|i| (format!("c{i:02}"), Grants::Send)).collect()
+}
+
+/// The raw reference fields every socket figure adds.
+fn raw_fields(raws: &Series) -> Fields {
+    vec![
+        ("raw_commits_per_s", round1(raws.rate())),
+        ("raw_p50_us", round1(raws.percentile_us(50.0))),
+        ("raw_p99_us", round1(raws.percentile_us(99.0))),
+        (
+            "reference",
+            Value::from("raw single-row commits in rounds alternating with these, same directory"),
+        ),
+    ]
+}
+
+/// `message_send_1_client_socket`: one client's `message.send` through
+/// the socket and the real broker, requests/s beside raw commits/s.
+///
+/// # Errors
+/// When the broker cannot start, or a request or commit fails.
+pub fn message_send_1_client_socket(ctx: &mut Ctx) -> Result<Fields, Failure> {
+    let sizes = ctx.sizes.clone();
+    let live = Live::start(ctx, "socket-1", &senders(1), false)?;
+    let client = live.clients[0].clone();
+    live::warm_up(&client, sizes.socket_warmup)?;
+    let mut sent = 0;
+    let (sends, raws) =
+        crate::raw::alternate(ctx, sizes.socket_rounds, sizes.socket_per_round, || {
+            Round::run(sizes.socket_per_round, || {
+                sent += 1;
+                live::send(&client, sent)
+            })
+        })?;
+    live.close()?;
+    let ratio = sends.rate() / raws.rate();
+    let mut fields = sends.fields("requests_per_s");
+    fields.extend([
+        ("ratio_to_raw", round3(ratio)),
+        ("target", Value::from("ratio_to_raw >= 0.8")),
+        ("met", Value::from(ratio >= 0.8)),
+        ("clients", Value::from(1)),
+        (
+            "path",
+            Value::from("mosaic_adapters::socket::Client -> bus.sock -> in-process broker -> SQLite; one connection per request"),
+        ),
+    ]);
+    fields.extend(raw_fields(&raws));
+    Ok(fields)
+}
+
+/// `message_send_16_clients`: 16 clients (each its own run and role, on its
+/// own thread) sending at once through the socket; requests/s of the whole
+/// round beside raw commits/s.
+///
+/// # Errors
+/// When the broker cannot start, or a request or commit fails.
+pub fn message_send_16_clients(ctx: &mut Ctx) -> Result<Fields, Failure> {
+    let sizes = ctx.sizes.clone();
+    let live = Live::start(ctx, "socket-16", &senders(sizes.clients), false)?;
+    let clients = live.clients.clone();
+    // The store's WAL wraps once, spread over every client.
+    let per_client_warmup = sizes.socket_warmup.div_ceil(clients.len().max(1));
+    live::concurrent_round(&clients, per_client_warmup)?;
+    let per_round = sizes.clients * sizes.client_per_round;
+    let (sends, raws) =
+        crate::raw::alternate(ctx, sizes.socket_rounds, sizes.socket_per_round, || {
+            live::concurrent_round(&clients, sizes.client_per_round)
+        })?;
+    live.close()?;
+    let ratio = sends.rate() / raws.rate();
+    let mut fields = sends.fields("requests_per_s");
+    fields.extend([
+        ("ratio_to_raw", round3(ratio)),
+        ("target", Value::from("ratio_to_raw >= 4")),
+        ("met", Value::from(ratio >= CLIENTS_TARGET)),
+        ("clients", Value::from(sizes.clients)),
+        ("requests_per_round", Value::from(per_round)),
+        (
+            "note",
+            Value::from("the broker commits one request per transaction (no group commit yet), so the ceiling is about the 1-client rate"),
+        ),
+    ]);
+    fields.extend(raw_fields(&raws));
+    Ok(fields)
+}
+
+/// Times `n` `inbox` calls of `client`; also returns the last answer's size
+/// in bytes and its number of entries.
+fn inbox_calls(
+    client: &mosaic_adapters::socket::Client,
+    n: usize,
+) -> Result<(Vec<Duration>, usize, usize), Failure> {
+    let mut samples = Vec::with_capacity(n);
+    let (mut bytes, mut entries) = (0, 0);
+    for _ in 0..n {
+        let t = Instant::now();
+        let line = client
+            .call_verbatim("inbox", json!({}))
+            .map_err(|r| Failure::refused("inbox refused", r))?;
+        samples.push(t.elapsed());
+        let answer: Value = serde_json::from_slice(&line)
+            .map_err(|_| Failure::new("the inbox answer is not JSON"))?;
+        if answer["ok"] != true {
+            return Err(
+                match answer["error"].as_str().and_then(Refusal::from_code) {
+                    Some(refusal) => Failure::refused("inbox refused", refusal),
+                    None => Failure::new("inbox refused with an unknown code"),
+                },
+            );
+        }
+        let Some(list) = answer["result"].as_array() else {
+            return Err(Failure::new("the inbox answer is not a list"));
+        };
+        bytes = line.len();
+        entries = list.len();
+    }
+    Ok((samples, bytes, entries))
+}
+
+/// `inbox_10k`: `inbox` through the socket for a role with 10 k unread
+/// messages (sent through the same broker by another role), beside the
+/// same call on an empty inbox, which is the socket's own floor.
+///
+/// # Errors
+/// When the broker cannot start, the fill fails, or an `inbox` is refused.
+pub fn inbox_10k(ctx: &mut Ctx) -> Result<Fields, Failure> {
+    let sizes = ctx.sizes.clone();
+    let roles = vec![
+        ("reader".to_owned(), Grants::Send),
+        ("writer".to_owned(), Grants::Send),
+    ];
+    let live = Live::start(ctx, "inbox", &roles, false)?;
+    let (reader, writer) = (live.clients[0].clone(), live.clients[1].clone());
+    let (empty, _, empty_entries) = inbox_calls(&reader, sizes.inbox_calls)?;
+    if empty_entries != 0 {
+        return Err(Failure::new("a fresh role's inbox is not empty"));
+    }
+    let started = Instant::now();
+    for n in 0..sizes.inbox_messages {
+        writer
+            .call(
+                "message.send",
+                json!({"to": "reader", "class": "INFO", "body": live::body(n)}),
+            )
+            .map_err(|r| Failure::refused("message.send refused during the fill", r))?;
+    }
+    let fill = started.elapsed();
+    let (full, bytes, entries) = inbox_calls(&reader, sizes.inbox_calls)?;
+    live.close()?;
+    if entries != sizes.inbox_messages {
+        return Err(Failure::new(
+            "the inbox does not list every unread message the bench sent",
+        ));
+    }
+    let p50 = percentile_us(&full, 50.0);
+    Ok(vec![
+        ("messages", Value::from(entries)),
+        ("p50_us", round1(p50)),
+        ("p99_us", round1(percentile_us(&full, 99.0))),
+        ("mean_us", round1(crate::stats::mean_us(&full))),
+        ("n", Value::from(full.len())),
+        ("answer_bytes", Value::from(bytes)),
+        ("target", Value::from("p50_us < 300")),
+        ("met", Value::from(p50 < INBOX_TARGET_US)),
+        ("empty_inbox_p50_us", round1(percentile_us(&empty, 50.0))),
+        ("empty_inbox_p99_us", round1(percentile_us(&empty, 99.0))),
+        (
+            "note",
+            Value::from("inbox answers every unread message in one reply; empty_inbox is the same call with nothing to list"),
+        ),
+        ("fill_s", round3(fill.as_secs_f64())),
+    ])
+}
