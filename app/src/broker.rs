@@ -27,7 +27,7 @@ use mosaic_adapters::procfs::ProcFs;
 use mosaic_adapters::socket::{self, Disconnect, Peer};
 use mosaic_adapters::sqlite::SqliteStore;
 use mosaic_adapters::system::{OsEntropy, SystemClock};
-use mosaic_adapters::wire::browser::BrowserCall;
+use mosaic_adapters::wire::browser::{self as browser_wire, BrowserCall};
 use mosaic_adapters::wire::{self, Call, Dispatch, Envelope, Presenter, Query, UuidKind, UuidRef};
 use mosaic_domain::authority::Grant;
 use mosaic_domain::bus::{Caller, Command, Reply};
@@ -477,7 +477,7 @@ async fn answer(connection: Connection<'_>, peer: Peer, line: &[u8], leaked: boo
     let authorized = answered.await.unwrap_or(Err(Refusal::BrokerUnavailable));
     match (browser, authorized) {
         (Some((call, caller)), Ok(_)) => browse(jobs, hub, &gone, &call, caller).await,
-        (Some(_), Err(refusal)) => browser::error_response(refusal, None),
+        (Some(_), Err(refusal)) => browser_wire::error_response(refusal, None),
         (None, answer) => wire::response(answer),
     }
 }
@@ -494,25 +494,27 @@ async fn browse(
     let Some(hub) = hub else {
         let sentence =
             "Browser control is not enabled: the broker was booted without `browser.listen`.";
-        return browser::error_response(Refusal::NoBrowserClient, Some(sentence.to_owned()));
+        return browser_wire::error_response(Refusal::NoBrowserClient, Some(sentence.to_owned()));
     };
     let (request, outcome) = browser::request(hub, call, gone).await;
-    let answer = wire::response(outcome.clone());
+    let answer = match &outcome {
+        Ok(_) => wire::response(outcome.clone()),
+        Err(refusal) => {
+            let sentence = (*refusal == Refusal::NoBrowserClient)
+                .then(|| browser::no_client_sentence(hub, &call.action));
+            browser_wire::error_response(*refusal, sentence)
+        }
+    };
     let Caller::Agent { agent, .. } = &caller else {
         return answer;
     };
-    let mut body = serde_json::json!({
-        "action": call.action.name(),
-        "ok": outcome.is_ok(),
-        "bytes": answer.len(),
-        "sha256": browser::hex_digest(answer.as_bytes()),
-    });
-    if let Some(request) = request {
-        body["request"] = request.to_string().into();
-    }
-    if let Err(refusal) = &outcome {
-        body["code"] = refusal.code().into();
-    }
+    let body = browser_wire::completed_body(
+        &call.action,
+        request.as_ref(),
+        outcome.err(),
+        answer.len(),
+        &browser::hex_digest(answer.as_bytes()),
+    );
     let Ok(kind) = browser::completed_kind() else {
         return answer;
     };
@@ -533,14 +535,7 @@ async fn browse(
     if sent.is_err() || recorded.await.is_err() {
         return wire::err(Refusal::StorageUnavailable);
     }
-    match outcome {
-        Ok(_) => answer,
-        Err(refusal) => {
-            let sentence = (refusal == Refusal::NoBrowserClient)
-                .then(|| browser::no_client_sentence(hub, &call.action));
-            browser::error_response(refusal, sentence)
-        }
-    }
+    answer
 }
 
 /// Who a request is from, as far as the connection's handler can tell.

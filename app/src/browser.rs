@@ -45,8 +45,8 @@ use base64::Engine;
 use mosaic_adapters::socket::Disconnect;
 use mosaic_adapters::system::{OsEntropy, SystemClock};
 use mosaic_adapters::wire::browser::{
-    cancel_event, claim_body, heartbeat_event, request_event, result_body, BrowserCall,
-    MAX_CLAIM_BODY, MAX_RESULT_BODY,
+    cancel_event, claim_body, claim_reply, heartbeat_event, request_event, result_body,
+    result_reply, BrowserCall, MAX_CLAIM_BODY, MAX_RESULT_BODY,
 };
 use mosaic_domain::browser::{
     effective_timeout, BrowserAction, BrowserEffect, BrowserRequests, ClaimReply, ClientInfo,
@@ -350,46 +350,6 @@ pub fn completed_kind() -> Result<Action, Refusal> {
     Action::parse("browser.completed")
 }
 
-/// The HTTP status class a browser refusal stands for, so an agent can tell
-/// "nobody there" (503) from "too slow" (504) from "refused" (4xx).
-pub fn status_class(refusal: Refusal) -> u16 {
-    if refusal == Refusal::NoBrowserClient || refusal == Refusal::StorageUnavailable {
-        503
-    } else if refusal == Refusal::BrowserTimeout {
-        504
-    } else if refusal == Refusal::BrowserAborted {
-        499
-    } else if refusal == Refusal::BrowserResultTooLarge {
-        413
-    } else if refusal == Refusal::BrowserFailed {
-        502
-    } else if matches!(
-        refusal,
-        Refusal::NotAuthorized
-            | Refusal::NotHolder
-            | Refusal::BadCapability
-            | Refusal::DecisionConsumed
-            | Refusal::DecisionMismatch
-            | Refusal::DecisionOpen
-            | Refusal::RunRevoked
-    ) {
-        403
-    } else {
-        400
-    }
-}
-
-/// A refused `browser.request`: `{"ok":false,"error":CODE,"status":N}`,
-/// plus a `message` sentence where one helps (who is connected, for
-/// `no-browser-client`).
-pub fn error_response(refusal: Refusal, message: Option<String>) -> String {
-    let mut value = json!({"ok": false, "error": refusal.code(), "status": status_class(refusal)});
-    if let Some(message) = message {
-        value["message"] = message.into();
-    }
-    value.to_string()
-}
-
 /// A capture's image, and any result over [`INLINE_RESULT_LIMIT`], become a
 /// file under the data root (`browser/<request>.png` or `.json`, mode
 /// 0600); the agent gets `{path, bytes, sha256, …}` instead of the bytes.
@@ -633,8 +593,8 @@ impl Drop for EventStream {
 async fn claim(State(server): State<Server>, body: Bytes) -> Response {
     match claim_body(&body) {
         Ok((id, client)) => match server.hub.claim(id, &client) {
-            Some(token) => Json(json!({"granted": true, "claimToken": token})).into_response(),
-            None => Json(json!({"granted": false})).into_response(),
+            Some(token) => Json(claim_reply(Some(&token))).into_response(),
+            None => Json(claim_reply(None)).into_response(),
         },
         Err(refusal) => bad_request(refusal),
     }
@@ -643,7 +603,7 @@ async fn claim(State(server): State<Server>, body: Bytes) -> Response {
 /// `POST /api/browser-control/result {requestId, claimToken, ok, data?, error?}`.
 async fn result(State(server): State<Server>, body: Bytes) -> Response {
     match server.hub.result(&body) {
-        Ok(matched) => Json(json!({"matched": matched})).into_response(),
+        Ok(matched) => Json(result_reply(matched)).into_response(),
         Err(refusal) => bad_request(refusal),
     }
 }

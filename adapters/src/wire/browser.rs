@@ -312,6 +312,85 @@ impl Params {
     }
 }
 
+/// The HTTP status class a browser refusal stands for, so an agent can tell
+/// "nobody there" (503) from "too slow" (504) from "refused" (4xx).
+pub fn status_class(refusal: Refusal) -> u16 {
+    if refusal == Refusal::NoBrowserClient || refusal == Refusal::StorageUnavailable {
+        503
+    } else if refusal == Refusal::BrowserTimeout {
+        504
+    } else if refusal == Refusal::BrowserAborted {
+        499
+    } else if refusal == Refusal::BrowserResultTooLarge {
+        413
+    } else if refusal == Refusal::BrowserFailed {
+        502
+    } else if matches!(
+        refusal,
+        Refusal::NotAuthorized
+            | Refusal::NotHolder
+            | Refusal::BadCapability
+            | Refusal::DecisionConsumed
+            | Refusal::DecisionMismatch
+            | Refusal::DecisionOpen
+            | Refusal::RunRevoked
+    ) {
+        403
+    } else {
+        400
+    }
+}
+
+/// A refused `browser.request`: `{"ok":false,"error":CODE,"status":N}`,
+/// plus a `message` sentence where one helps (who is connected, for
+/// `no-browser-client`).
+pub fn error_response(refusal: Refusal, message: Option<String>) -> String {
+    let mut value = json!({"ok": false, "error": refusal.code(), "status": status_class(refusal)});
+    if let Some(message) = message {
+        value["message"] = message.into();
+    }
+    value.to_string()
+}
+
+/// The claim route's answer: `{granted:true, claimToken}` or
+/// `{granted:false}`.
+pub fn claim_reply(token: Option<&str>) -> Value {
+    match token {
+        Some(token) => json!({"granted": true, "claimToken": token}),
+        None => json!({"granted": false}),
+    }
+}
+
+/// The result route's answer: `{matched}`.
+pub fn result_reply(matched: bool) -> Value {
+    json!({"matched": matched})
+}
+
+/// The body of a `browser.completed` observation: what was asked and how
+/// it ended, with the size and SHA-256 (`digest`) of the agent's answer,
+/// never the payload.
+pub fn completed_body(
+    action: &BrowserAction,
+    request: Option<&BrowserRequestId>,
+    refusal: Option<Refusal>,
+    bytes: usize,
+    digest: &str,
+) -> Value {
+    let mut body = json!({
+        "action": action.name(),
+        "ok": refusal.is_none(),
+        "bytes": bytes,
+        "sha256": digest,
+    });
+    if let Some(request) = request {
+        body["request"] = request.to_string().into();
+    }
+    if let Some(refusal) = refusal {
+        body["code"] = refusal.code().into();
+    }
+    body
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
