@@ -28,21 +28,21 @@ use mosaic_adapters::socket::{self, Disconnect, Peer};
 use mosaic_adapters::sqlite::SqliteStore;
 use mosaic_adapters::system::{OsEntropy, SystemClock};
 use mosaic_adapters::wire::browser::{self as browser_wire, BrowserCall};
-use mosaic_adapters::wire::{self, Call, Dispatch, Envelope, Presenter, Query, UuidKind, UuidRef};
+use mosaic_adapters::wire::{self, Call, Dispatch, Envelope, Presenter};
 use mosaic_domain::authority::Grant;
 use mosaic_domain::bus::{Caller, Command, Reply};
-use mosaic_domain::claims::Occupancy;
-use mosaic_domain::evidence::{AgentRef, LaunchRecord, Recipient, Route, Subject};
+use mosaic_domain::evidence::{AgentRef, LaunchRecord, Subject};
 use mosaic_domain::{
     Action, BusinessId, Capability, DecisionId, EventId, Refusal, Target, TaskRef,
 };
-use mosaic_ports::{Clock, Entropy, EvidenceStore};
+use mosaic_ports::{Clock, Entropy};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
 use crate::browser::{self, BrowserHub};
 use crate::driver::{Driver, LeakGuard};
 use crate::human_proof::{self, HumanClaim};
+use crate::reads::{self, Reads, View};
 
 /// What a capability stands for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -157,6 +157,13 @@ enum Job {
         command: Command,
         reply: mpsc::Sender<Result<Reply, Refusal>>,
     },
+    /// A refusal of a read to record (reads run beside the writer).
+    Refuse {
+        caller: Caller,
+        verb: &'static str,
+        refusal: Refusal,
+        reply: oneshot::Sender<Result<Value, Refusal>>,
+    },
     /// A command the broker itself records for a caller (a browser
     /// request's outcome), answered to an async task.
     Record {
@@ -269,6 +276,7 @@ fn boot(
     }
     let credentials = Arc::new(credentials);
     let store = SqliteStore::open_or_create(&db).map_err(|e| e.refusal())?;
+    let business_ids: Vec<BusinessId> = config.businesses.iter().map(|b| b.id().clone()).collect();
     let mut driver = Driver::open(config.businesses, store)?;
     if let Some(guard) = leak_guard(&credentials) {
         driver = driver.with_leak_guard(guard);
@@ -318,11 +326,16 @@ fn boot(
         None => None,
     };
     let registry = Arc::new(RwLock::new(registry));
+    driver.take_changed_machines();
+    let reads = Arc::new(Reads::open(&db, View::first(driver.bus(), &business_ids))?);
     let (jobs, queue) = mpsc::channel();
-    let writer = std::thread::Builder::new()
-        .name("mosaic-writer".into())
-        .spawn(move || write_loop(driver, queue, identity))
-        .map_err(|_| Refusal::StorageUnavailable)?;
+    let writer = {
+        let reads = Arc::clone(&reads);
+        std::thread::Builder::new()
+            .name("mosaic-writer".into())
+            .spawn(move || write_loop(driver, queue, identity, reads))
+    }
+    .map_err(|_| Refusal::StorageUnavailable)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -341,6 +354,7 @@ fn boot(
             let (registry, jobs) = (Arc::clone(&registry), jobs.clone());
             let credentials = Arc::clone(&credentials);
             let hub = hub.clone();
+            let reads = Arc::clone(&reads);
             async move {
                 // A token is refused on the way in (before anything is
                 // written) and, should one ever be stored, on the way out.
@@ -348,6 +362,7 @@ fn boot(
                 let connection = Connection {
                     registry: &registry,
                     jobs: &jobs,
+                    reads: &reads,
                     hub: hub.as_deref(),
                     gone,
                 };
@@ -419,6 +434,7 @@ fn agent_binding(record: &LaunchRecord) -> Binding {
 struct Connection<'a> {
     registry: &'a RwLock<HashMap<Capability, Binding>>,
     jobs: &'a mpsc::Sender<Job>,
+    reads: &'a Arc<Reads>,
     hub: Option<&'a BrowserHub>,
     gone: Disconnect,
 }
@@ -430,6 +446,7 @@ async fn answer(connection: Connection<'_>, peer: Peer, line: &[u8], leaked: boo
     let Connection {
         registry,
         jobs,
+        reads,
         hub,
         gone,
     } = connection;
@@ -459,6 +476,11 @@ async fn answer(connection: Connection<'_>, peer: Peer, line: &[u8], leaked: boo
     } else {
         envelope.into_call()
     };
+    if let (Ok(call), Who::Known(caller)) = (&call, &who) {
+        if call.is_read() {
+            return read_beside_writer(reads, jobs, caller.clone(), verb, call.clone()).await;
+        }
+    }
     let browser = match (&call, &who) {
         (Ok(Call::BrowserRequest(call)), Who::Known(caller @ Caller::Agent { .. })) => {
             Some((call.clone(), caller.clone()))
@@ -480,6 +502,49 @@ async fn answer(connection: Connection<'_>, peer: Peer, line: &[u8], leaked: boo
         (Some(_), Err(refusal)) => browser_wire::error_response(refusal, None),
         (None, answer) => wire::response(answer),
     }
+}
+
+/// Answers an agent's or reader's read on a reader connection, on a
+/// blocking thread, never behind the writer; only a refusal goes to the
+/// writer, to be recorded.
+async fn read_beside_writer(
+    reads: &Arc<Reads>,
+    jobs: &mpsc::Sender<Job>,
+    caller: Caller,
+    verb: &'static str,
+    call: Call,
+) -> String {
+    let answer = {
+        let (reads, caller) = (Arc::clone(reads), caller.clone());
+        tokio::task::spawn_blocking(move || {
+            reads.with_store(|view, store| {
+                let business = caller.business().clone();
+                // A read draws no fresh id.
+                match call
+                    .into_dispatch(|| [0; 16], |uuid| reads::kind_of(store, &business, uuid))?
+                {
+                    Dispatch::Query(query) => reads::read(view, store, &caller, query),
+                    Dispatch::Command(_) => Err(Refusal::BadRequest),
+                }
+            })
+        })
+        .await
+        .unwrap_or(Err(Refusal::BrokerUnavailable))
+    };
+    let Err(refusal) = answer else {
+        return wire::response(answer);
+    };
+    let (reply, answered) = oneshot::channel();
+    let job = Job::Refuse {
+        caller,
+        verb,
+        refusal,
+        reply,
+    };
+    if jobs.send(job).is_err() {
+        return wire::err(Refusal::BrokerUnavailable);
+    }
+    wire::response(answered.await.unwrap_or(Err(Refusal::BrokerUnavailable)))
 }
 
 /// Carries an authorized `browser.request` to a pane and records its
@@ -593,175 +658,199 @@ struct BrokerIdentity {
     exe: PathBuf,
 }
 
-/// The writer thread: every request and binding, one at a time.
+/// The most requests one group commit takes.
+const MAX_BATCH: usize = 256;
+
+/// The writer thread. Group commit: it waits for a job, then stages every
+/// job already queued behind it (up to [`MAX_BATCH`]), each in its own
+/// savepoint, commits them with one sync, and only then sends their
+/// answers. With nothing else queued, a request commits at once; requests
+/// that arrive while a commit syncs form the next batch.
 fn write_loop(
     mut driver: Driver<SqliteStore>,
     queue: mpsc::Receiver<Job>,
     identity: BrokerIdentity,
+    reads: Arc<Reads>,
 ) {
     let mut entropy = OsEntropy;
-    for job in queue {
-        match job {
-            Job::Request {
-                who,
-                verb,
-                call,
-                reply,
-            } => {
-                let caller = match who {
-                    Who::Known(caller) => Ok(caller),
-                    Who::Human {
-                        peer,
-                        nonce,
-                        business,
-                    } => prove_human(&driver, &mut entropy, &identity, peer, nonce, business),
-                };
-                let result = match (caller, call) {
-                    (Ok(caller), Ok(call)) => {
-                        execute(&mut driver, &mut entropy, &caller, verb, call)
-                    }
-                    (Ok(caller), Err(refusal)) => {
-                        Err(driver.refuse(SystemClock.now(), Some(&caller), verb, refusal))
-                    }
-                    // A failed proof is evidence too, of nobody in particular.
-                    (Err(refusal), Ok(_) | Err(_)) => {
-                        Err(driver.refuse(SystemClock.now(), None, verb, refusal))
-                    }
-                };
-                let _ = reply.send(result);
-            }
-            Job::Bind { record, reply } => {
-                let _ = reply.send(driver.bind(SystemClock.now(), record).map(|_| ()));
-            }
-            Job::Trusted {
-                caller,
-                command,
-                reply,
-            } => {
-                let _ = reply.send(driver.call(SystemClock.now(), &caller, command));
-            }
-            Job::Record {
-                caller,
-                command,
-                reply,
-            } => {
-                let _ = reply.send(driver.call(SystemClock.now(), &caller, command));
-            }
+    let mut answers = Vec::with_capacity(MAX_BATCH);
+    while let Ok(first) = queue.recv() {
+        let mut next = Some(first);
+        while let Some(job) = next {
+            let writer = Writer {
+                driver: &mut driver,
+                entropy: &mut entropy,
+                identity: &identity,
+                reads: &reads,
+            };
+            answers.push(stage_job(writer, job));
+            next = if answers.len() < MAX_BATCH {
+                queue.try_recv().ok()
+            } else {
+                None
+            };
+        }
+        let durable = driver.finish();
+        if driver.take_changed_machines() {
+            // Before any answer: a caller reads at least its own writes.
+            let roles = reads.view().map(|v| v.roles()).unwrap_or_default();
+            reads.publish(View::of(driver.bus(), roles));
+        }
+        for answer in answers.drain(..) {
+            answer.send(durable);
+        }
+    }
+    // The writer's connection must close last: its close checkpoints.
+    reads.close();
+    drop(driver);
+}
+
+/// An answer held until its batch is durable.
+enum Answer {
+    Request(
+        oneshot::Sender<Result<Value, Refusal>>,
+        Result<Value, Refusal>,
+    ),
+    Bind(mpsc::Sender<Result<(), Refusal>>, Result<(), Refusal>),
+    Reply(mpsc::Sender<Result<Reply, Refusal>>, Result<Reply, Refusal>),
+    Recorded(
+        oneshot::Sender<Result<Reply, Refusal>>,
+        Result<Reply, Refusal>,
+    ),
+}
+
+impl Answer {
+    /// Sends the answer, or `storage-unavailable` when its batch failed.
+    fn send(self, durable: Result<(), Refusal>) {
+        // A caller that stopped waiting has nobody to tell.
+        match self {
+            Answer::Request(to, answer) => drop(to.send(durable.and(answer))),
+            Answer::Bind(to, answer) => drop(to.send(durable.and(answer))),
+            Answer::Reply(to, answer) => drop(to.send(durable.and(answer))),
+            Answer::Recorded(to, answer) => drop(to.send(durable.and(answer))),
         }
     }
 }
 
-/// Runs one parsed call. Every refusal is recorded: the driver records the
-/// bus's own, and this records those that come before the bus or from a read.
-fn execute(
-    driver: &mut Driver<SqliteStore>,
-    entropy: &mut OsEntropy,
-    caller: &Caller,
-    verb: &str,
-    call: Call,
-) -> Result<Value, Refusal> {
+/// What the writer thread works with.
+struct Writer<'a> {
+    driver: &'a mut Driver<SqliteStore>,
+    entropy: &'a mut OsEntropy,
+    identity: &'a BrokerIdentity,
+    reads: &'a Reads,
+}
+
+/// Stages one job in the open batch and returns its provisional answer.
+fn stage_job(writer: Writer<'_>, job: Job) -> Answer {
+    let Writer {
+        driver,
+        entropy,
+        identity,
+        reads,
+    } = writer;
+    match job {
+        Job::Request {
+            who,
+            verb,
+            call,
+            reply,
+        } => {
+            let caller = match who {
+                Who::Known(caller) => Ok(caller),
+                Who::Human {
+                    peer,
+                    nonce,
+                    business,
+                } => prove_human(driver, entropy, identity, peer, nonce, business),
+            };
+            let result = match (caller, call) {
+                (Ok(caller), Ok(call)) => execute(
+                    Writer {
+                        driver,
+                        entropy,
+                        identity,
+                        reads,
+                    },
+                    &caller,
+                    verb,
+                    call,
+                ),
+                (Ok(caller), Err(refusal)) => {
+                    Err(driver.stage_refusal(SystemClock.now(), Some(&caller), verb, refusal))
+                }
+                // A failed proof is evidence too, of nobody in particular.
+                (Err(refusal), Ok(_) | Err(_)) => {
+                    Err(driver.stage_refusal(SystemClock.now(), None, verb, refusal))
+                }
+            };
+            Answer::Request(reply, result)
+        }
+        Job::Refuse {
+            caller,
+            verb,
+            refusal,
+            reply,
+        } => {
+            let result = driver.stage_refusal(SystemClock.now(), Some(&caller), verb, refusal);
+            Answer::Request(reply, Err(result))
+        }
+        Job::Bind { record, reply } => {
+            let result = driver.stage_bind(SystemClock.now(), record).map(|_| ());
+            Answer::Bind(reply, result)
+        }
+        Job::Trusted {
+            caller,
+            command,
+            reply,
+        } => {
+            let verb = command.verb();
+            let result = driver.stage_call(SystemClock.now(), &caller, verb, command);
+            Answer::Reply(reply, result)
+        }
+        Job::Record {
+            caller,
+            command,
+            reply,
+        } => {
+            let verb = command.verb();
+            let result = driver.stage_call(SystemClock.now(), &caller, verb, command);
+            Answer::Recorded(reply, result)
+        }
+    }
+}
+
+/// Runs one parsed call in the open batch. Every refusal is recorded: the
+/// driver stages the bus's own, and this stages those that come before the
+/// bus or from a read.
+fn execute(writer: Writer<'_>, caller: &Caller, verb: &str, call: Call) -> Result<Value, Refusal> {
+    let Writer {
+        driver,
+        entropy,
+        reads,
+        ..
+    } = writer;
     let now = SystemClock.now();
     let Ok(fresh) = entropy.uuid_bytes() else {
-        return Err(driver.refuse(now, Some(caller), verb, Refusal::StorageUnavailable));
+        return Err(driver.stage_refusal(now, Some(caller), verb, Refusal::StorageUnavailable));
     };
     let business = caller.business().clone();
-    let dispatch = call.into_dispatch(|| fresh, |uuid| kind_of(driver, &business, uuid));
+    let dispatch = call.into_dispatch(
+        || fresh,
+        |uuid| reads::kind_of(driver.store(), &business, uuid),
+    );
     match dispatch {
         Ok(Dispatch::Command(command)) => driver
-            .call_as(now, caller, verb, command)
+            .stage_call(now, caller, verb, command)
             .map(|reply| wire::reply_json(&reply)),
-        Ok(Dispatch::Query(query)) => {
-            read(driver, caller, query).map_err(|r| driver.refuse(now, Some(caller), verb, r))
-        }
-        Err(refusal) => Err(driver.refuse(now, Some(caller), verb, refusal)),
+        // The human's reads come here, with the proof; agents' and readers'
+        // run beside the writer.
+        Ok(Dispatch::Query(query)) => reads
+            .view()
+            .ok_or(Refusal::StorageUnavailable)
+            .and_then(|view| reads::read(&view, driver.store(), caller, query))
+            .map_err(|r| driver.stage_refusal(now, Some(caller), verb, r)),
+        Err(refusal) => Err(driver.stage_refusal(now, Some(caller), verb, refusal)),
     }
-}
-
-/// Whether a UUID subject names a decision or a message of `business`.
-pub(crate) fn kind_of<S: EvidenceStore>(
-    driver: &Driver<S>,
-    business: &BusinessId,
-    uuid: &UuidRef,
-) -> Result<UuidKind, Refusal> {
-    if let Some(d) = driver.bus().decisions().get(&uuid.decision()) {
-        return if &d.record.business == business {
-            Ok(UuidKind::Decision)
-        } else {
-            Err(Refusal::CrossBusiness)
-        };
-    }
-    match driver.store().message(&uuid.message()) {
-        Ok(Some(m)) if &m.record.business == business => Ok(UuidKind::Message),
-        Ok(Some(_)) => Err(Refusal::CrossBusiness),
-        Ok(None) => Err(Refusal::UnknownReference),
-        Err(_) => Err(Refusal::StorageUnavailable),
-    }
-}
-
-/// The read projections, scoped to the caller's business. An agent's inbox
-/// is its role's; a reader's (and the human's) is the human's.
-pub(crate) fn read<S: EvidenceStore>(
-    driver: &Driver<S>,
-    caller: &Caller,
-    query: Query,
-) -> Result<Value, Refusal> {
-    let business = caller.business();
-    let store = driver.store();
-    let storage = |_| Refusal::StorageUnavailable;
-    Ok(match query {
-        Query::Inbox => {
-            let (route, recipient) = match caller {
-                Caller::Agent { agent, .. } => (
-                    Route::Role(agent.role.clone()),
-                    Recipient::Role(agent.role.clone()),
-                ),
-                Caller::Reader { .. } | Caller::Human { .. } => (Route::Human, Recipient::Human),
-            };
-            let mut decisions: Vec<_> = driver.bus().open_decisions(business, &route).collect();
-            decisions.sort_by_key(|d| d.record.id);
-            let messages = store.unread(business, &recipient).map_err(storage)?;
-            wire::inbox_json(&decisions, &messages)
-        }
-        Query::Tasks => Value::Array(
-            store
-                .tasks(business)
-                .map_err(storage)?
-                .iter()
-                .map(wire::task_json)
-                .collect(),
-        ),
-        Query::Agents => {
-            let claims = driver.bus().claims();
-            let mut records: Vec<_> = driver
-                .bus()
-                .launches()
-                .records()
-                .filter(|r| &r.business == business)
-                .collect();
-            records.sort_by(|a, b| (&a.role, &a.run).cmp(&(&b.role, &b.run)));
-            Value::Array(
-                records
-                    .into_iter()
-                    .map(|r| {
-                        let seat = claims.seat(business, &r.role);
-                        let holding =
-                            seat.is_some_and(|s| s.occupancy() == &Occupancy::Held(r.run.clone()));
-                        let revoked = seat.is_some_and(|s| s.is_revoked(&r.run));
-                        wire::agent_json(r, holding, revoked)
-                    })
-                    .collect(),
-            )
-        }
-        Query::Trail(subject) => {
-            // A role subject must name a role of this business, as everywhere.
-            if let Subject::Role(role) = &subject {
-                let known = driver.bus().business(business).and_then(|b| b.role(role));
-                known.ok_or(Refusal::UnknownRole)?;
-            }
-            let records = store.trail(business, &subject).map_err(storage)?;
-            Value::Array(records.iter().map(wire::record_json).collect())
-        }
-    })
 }
 
 impl Broker {

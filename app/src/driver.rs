@@ -1,16 +1,24 @@
 //! The synchronous runtime loop around the domain bus.
 //!
 //! [`Driver`] is the smallest correct loop: read the store facts a verb
-//! references, hand the verb to the bus, commit its evidence in one
-//! transaction, and only then settle the bus and answer. A refusal is
-//! recorded in a transaction of its own; if that fails the caller gets
-//! `storage-unavailable`. It is generic over the store, so tests drive the
-//! in-memory fake and the SQLite store through exactly the same path, and the
-//! broker's writer runs it over SQLite.
+//! references, hand the verb to the bus, stage its evidence, and answer only
+//! once that evidence is durable. It is generic over the store, so tests
+//! drive the in-memory fake and the SQLite store through exactly the same
+//! path, and the broker's writer runs it over SQLite.
+//!
+//! Group commit: the `stage_*` methods handle one request each inside the
+//! open batch (a bus mark plus a store savepoint, so a request that fails
+//! undoes only itself) and return its provisional answer; [`Driver::finish`]
+//! commits the whole batch with one sync and settles the bus. A provisional
+//! answer may be sent only after `finish` returned `Ok`; after an `Err`
+//! every answer of the batch is `storage-unavailable` and the bus is exactly
+//! as after the previous batch. The one-request methods (`call`, `refuse`,
+//! `bind`) are a stage plus a finish. A refusal is recorded as evidence in
+//! its own stage.
 
-use mosaic_domain::bus::{Bus, Caller, Command, Reply};
+use mosaic_domain::bus::{Bus, BusMark, Caller, Command, Reply};
 use mosaic_domain::claims::BindReply;
-use mosaic_domain::evidence::LaunchRecord;
+use mosaic_domain::evidence::{LaunchRecord, Stamped};
 use mosaic_domain::messages::{receive_batch, RECEIVE_LIMIT};
 use mosaic_domain::{Business, Refusal, Timestamp};
 use mosaic_ports::{EvidenceStore, StoreError};
@@ -23,6 +31,12 @@ pub struct Driver<S> {
     bus: Bus,
     store: S,
     guard: Option<LeakGuard>,
+    /// The open batch lost its store (`Unavailable`): every later stage is
+    /// refused and `finish` abandons it.
+    broken: bool,
+    /// The open batch staged machine state (a claim, a decision, a launch,
+    /// a consumed approval), so views of the bus are stale after it.
+    changed_machines: bool,
 }
 
 impl<S: EvidenceStore> Driver<S> {
@@ -39,6 +53,8 @@ impl<S: EvidenceStore> Driver<S> {
             bus,
             store,
             guard: None,
+            broken: false,
+            changed_machines: false,
         })
     }
 
@@ -71,7 +87,7 @@ impl<S: EvidenceStore> Driver<S> {
     }
 
     /// Handles one verb: facts in, evidence committed, then the reply. A
-    /// refusal is recorded too, in a transaction of its own.
+    /// refusal is recorded too.
     ///
     /// # Errors
     /// The verb's refusal; `storage-unavailable` when the commit failed (and
@@ -100,28 +116,14 @@ impl<S: EvidenceStore> Driver<S> {
         verb: &str,
         command: Command,
     ) -> Result<Reply, Refusal> {
-        let command = self.with_facts(caller, command)?;
-        match self.bus.handle(now, caller, command) {
-            Ok(reply) => match self.commit() {
-                Ok(()) => Ok(reply),
-                Err(Refusal::CredentialLeak) => {
-                    Err(self.refuse(now, Some(caller), verb, Refusal::CredentialLeak))
-                }
-                Err(refusal) => Err(refusal),
-            },
-            Err(refusal) => {
-                self.bus
-                    .handle_refused(now, Some(caller), Some(verb), refusal);
-                self.commit()?;
-                Err(refusal)
-            }
-        }
+        let answer = self.stage_call(now, caller, verb, command);
+        self.finish().and(answer)
     }
 
     /// Records a refusal that happened before the bus saw the verb (for
-    /// example malformed arguments from a known caller), in a transaction of
-    /// its own. Returns the refusal to answer with: `refusal` itself, or
-    /// `storage-unavailable` when it could not be recorded.
+    /// example malformed arguments from a known caller). Returns the refusal
+    /// to answer with: `refusal` itself, or `storage-unavailable` when it
+    /// could not be recorded.
     pub fn refuse(
         &mut self,
         now: Timestamp,
@@ -129,9 +131,9 @@ impl<S: EvidenceStore> Driver<S> {
         verb: &str,
         refusal: Refusal,
     ) -> Refusal {
-        self.bus.handle_refused(now, caller, Some(verb), refusal);
-        match self.commit() {
-            Ok(()) => refusal,
+        let answer = self.stage_refusal(now, caller, verb, refusal);
+        match self.finish() {
+            Ok(()) => answer,
             Err(storage) => storage,
         }
     }
@@ -141,34 +143,135 @@ impl<S: EvidenceStore> Driver<S> {
     /// # Errors
     /// The binding's refusal or `storage-unavailable`.
     pub fn bind(&mut self, now: Timestamp, record: LaunchRecord) -> Result<BindReply, Refusal> {
+        let answer = self.stage_bind(now, record);
+        self.finish().and(answer)
+    }
+
+    /// [`Driver::call_as`] inside the open batch: the provisional answer.
+    /// A refusal is staged as evidence; a request the store turns down is
+    /// undone (bus and store) and its refusal staged instead.
+    ///
+    /// # Errors
+    /// As [`Driver::call`], provisionally.
+    pub fn stage_call(
+        &mut self,
+        now: Timestamp,
+        caller: &Caller,
+        verb: &str,
+        command: Command,
+    ) -> Result<Reply, Refusal> {
+        if self.broken {
+            return Err(Refusal::StorageUnavailable);
+        }
+        let command = self.with_facts(caller, command)?;
+        let mark = self.bus.mark();
+        match self.bus.handle(now, caller, command) {
+            Ok(reply) => match self.stage(mark) {
+                Ok(()) => Ok(reply),
+                Err(Refusal::StorageUnavailable) => Err(Refusal::StorageUnavailable),
+                Err(refusal) => Err(self.stage_refusal(now, Some(caller), verb, refusal)),
+            },
+            Err(refusal) => Err(self.stage_refusal(now, Some(caller), verb, refusal)),
+        }
+    }
+
+    /// [`Driver::refuse`] inside the open batch.
+    pub fn stage_refusal(
+        &mut self,
+        now: Timestamp,
+        caller: Option<&Caller>,
+        verb: &str,
+        refusal: Refusal,
+    ) -> Refusal {
+        if self.broken {
+            return Refusal::StorageUnavailable;
+        }
+        let mark = self.bus.mark();
+        self.bus.handle_refused(now, caller, Some(verb), refusal);
+        match self.stage(mark) {
+            Ok(()) => refusal,
+            Err(_) => Refusal::StorageUnavailable,
+        }
+    }
+
+    /// [`Driver::bind`] inside the open batch. A refused binding is not
+    /// recorded (the host, not an agent, asked).
+    ///
+    /// # Errors
+    /// As [`Driver::bind`], provisionally.
+    pub fn stage_bind(
+        &mut self,
+        now: Timestamp,
+        record: LaunchRecord,
+    ) -> Result<BindReply, Refusal> {
+        if self.broken {
+            return Err(Refusal::StorageUnavailable);
+        }
+        let mark = self.bus.mark();
         let reply = self.bus.handle_bind(now, record)?;
-        self.commit()?;
+        self.stage(mark)?;
         Ok(reply)
     }
 
-    fn commit(&mut self) -> Result<(), Refusal> {
-        let mut batch = Vec::new();
-        while let Some(record) = self.bus.poll_effect() {
-            batch.push(record);
+    /// Commits the open batch with one sync and settles the bus. Only after
+    /// `Ok` may the batch's provisional answers be sent.
+    ///
+    /// # Errors
+    /// `storage-unavailable`: nothing of the batch was committed, every one
+    /// of its answers must become `storage-unavailable`, and the bus is as
+    /// after the previous batch.
+    pub fn finish(&mut self) -> Result<(), Refusal> {
+        let committed = if std::mem::take(&mut self.broken) {
+            self.store.abandon();
+            Err(Refusal::StorageUnavailable)
+        } else {
+            self.store.commit_staged().map_err(storage)
+        };
+        match committed {
+            Ok(()) => self.bus.handle_committed(),
+            Err(_) => {
+                self.bus.handle_rolled_back();
+                self.changed_machines = false;
+            }
         }
-        if batch.is_empty() {
+        committed
+    }
+
+    /// Whether machine state changed since the last call: a committed batch
+    /// staged a claim, decision, launch or consumed approval. Clears the flag.
+    pub fn take_changed_machines(&mut self) -> bool {
+        std::mem::take(&mut self.changed_machines)
+    }
+
+    /// Moves the bus's queued evidence into the open batch as one stage, or
+    /// undoes everything since `mark` (bus and store) when it cannot be
+    /// staged. A lost store breaks the whole batch.
+    fn stage(&mut self, mark: BusMark) -> Result<(), Refusal> {
+        let mut records: Vec<Stamped> = Vec::new();
+        while let Some(record) = self.bus.poll_effect() {
+            records.push(record);
+        }
+        if records.is_empty() {
             return Ok(());
         }
         if let Some(guard) = &self.guard {
             // Every text field shows in `Debug`; token characters are never
             // escaped there.
-            if batch.iter().any(|r| guard(format!("{r:?}").as_bytes())) {
-                self.bus.handle_rolled_back();
+            if records.iter().any(|r| guard(format!("{r:?}").as_bytes())) {
+                self.bus.rollback_to(mark);
                 return Err(Refusal::CredentialLeak);
             }
         }
-        match self.store.commit(&batch) {
+        match self.store.stage(&records) {
             Ok(()) => {
-                self.bus.handle_committed();
+                self.changed_machines |= records.iter().any(|r| r.evidence.is_machine_state());
                 Ok(())
             }
             Err(e) => {
-                self.bus.handle_rolled_back();
+                self.bus.rollback_to(mark);
+                if matches!(e, StoreError::Unavailable(_)) {
+                    self.broken = true;
+                }
                 Err(refused_by_store(e))
             }
         }

@@ -55,8 +55,8 @@ use mosaic_domain::{
 use mosaic_ports::fakes::MemoryStore;
 use serde_json::{json, Value};
 
-use crate::broker::{kind_of, read};
 use crate::driver::Driver;
+use crate::reads::{kind_of, read, View};
 
 /// One socket request line, from a fixed caller of a fixed business, through
 /// the same steps as the broker: envelope, caller, arguments,
@@ -409,7 +409,7 @@ impl World {
             *draws += 1;
             draw_bytes(*draws)
         };
-        match call.into_dispatch(fresh, |uuid| kind_of(driver, &business, uuid)) {
+        match call.into_dispatch(fresh, |uuid| kind_of(driver.store(), &business, uuid)) {
             Ok(Dispatch::Command(command)) => {
                 match self.driver.call_as(now, &caller, verb, command) {
                     Ok(reply) => Served {
@@ -425,13 +425,19 @@ impl World {
                     },
                 }
             }
-            Ok(Dispatch::Query(query)) => match read(&self.driver, &caller, query) {
-                Ok(value) => Served {
-                    result: Ok(value),
-                    recorded: Recorded::Nothing,
-                },
-                Err(refusal) => Served::refused(&mut self.driver, now, Some(caller), verb, refusal),
-            },
+            Ok(Dispatch::Query(query)) => {
+                let ids: Vec<_> = self.businesses.iter().map(|b| b.id().clone()).collect();
+                let view = View::first(self.driver.bus(), &ids);
+                match read(&view, self.driver.store(), &caller, query) {
+                    Ok(value) => Served {
+                        result: Ok(value),
+                        recorded: Recorded::Nothing,
+                    },
+                    Err(refusal) => {
+                        Served::refused(&mut self.driver, now, Some(caller), verb, refusal)
+                    }
+                }
+            }
             Err(refusal) => Served::refused(&mut self.driver, now, Some(caller), verb, refusal),
         }
     }

@@ -14,4 +14,5 @@ pub mod host;
 pub mod human;
 pub mod human_proof;
 pub mod mcp;
+pub mod reads;
 pub mod up;

@@ -3,7 +3,7 @@
 
 use mosaic_domain::evidence::{Recipient, Stamped, Subject};
 use mosaic_domain::messages::MessageFacts;
-use mosaic_domain::{BusinessId, MessageId, RoleInstance, TaskRef, Timestamp};
+use mosaic_domain::{BusinessId, DecisionId, MessageId, RoleInstance, TaskRef, Timestamp};
 
 /// Why the store refused or failed. Adapters map driver errors onto these;
 /// the runtime turns every one of them into a static refusal code.
@@ -64,7 +64,10 @@ pub struct TaskView {
 /// in-memory fake (`fakes::MemoryStore`); both pass
 /// `conformance::store::run`.
 pub trait EvidenceStore {
-    /// Appends `records` in order as one transaction.
+    /// Appends `records` in order as one transaction: a group commit of one
+    /// stage ([`EvidenceStore::stage`], then
+    /// [`EvidenceStore::commit_staged`]; with a batch already open, the
+    /// records join it and the whole batch commits).
     ///
     /// On `Ok` every record MUST be durable and visible to every read; on
     /// `Err` none of them MAY be visible, ever. The store MUST enforce every
@@ -138,7 +141,45 @@ pub trait EvidenceStore {
     ///
     /// [`StoreError::Unavailable`] when the commit could not be made
     /// durable; then, too, nothing of the batch is visible.
-    fn commit(&mut self, records: &[Stamped]) -> Result<(), StoreError>;
+    fn commit(&mut self, records: &[Stamped]) -> Result<(), StoreError> {
+        if let Err(e) = self.stage(records) {
+            self.abandon();
+            return Err(e);
+        }
+        self.commit_staged()
+    }
+
+    /// Group commit: adds `records`, in order, to the open batch (opening
+    /// one if none is open) as one savepoint. The batch becomes durable at
+    /// [`EvidenceStore::commit_staged`], with one sync for all its stages.
+    ///
+    /// Every rule of [`EvidenceStore::commit`] applies to each stage, with
+    /// the records of earlier stages of the open batch counting as
+    /// committed: a reference may name them, a unique fact may not repeat
+    /// them, and the first record must be later than the last staged one.
+    /// Reads through this handle (and [`EvidenceStore::last_write`]) see
+    /// the staged records; other handles see nothing of the batch until it
+    /// is committed.
+    ///
+    /// # Errors
+    /// A rule's error, as [`EvidenceStore::commit`] lists them: then
+    /// nothing of `records` stays staged, and the earlier stages do (the
+    /// batch goes on). [`StoreError::Unavailable`]: the whole batch is lost;
+    /// the caller MUST [`EvidenceStore::abandon`] it.
+    fn stage(&mut self, records: &[Stamped]) -> Result<(), StoreError>;
+
+    /// Makes every staged record durable and visible, in one transaction.
+    /// With no batch open it does nothing.
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`] when the batch could not be made
+    /// durable; then none of its records is visible, ever, and no batch is
+    /// open.
+    fn commit_staged(&mut self) -> Result<(), StoreError>;
+
+    /// Drops the open batch: none of its records is ever visible. With no
+    /// batch open it does nothing.
+    fn abandon(&mut self);
 
     /// The newest committed write time, so the broker clock resumes after it.
     ///
@@ -153,6 +194,13 @@ pub trait EvidenceStore {
     /// # Errors
     /// [`StoreError::Unavailable`].
     fn replay(&self, visit: &mut dyn FnMut(Stamped)) -> Result<(), StoreError>;
+
+    /// The business of the decision `id`, or `None` when no decision has
+    /// this id in any business.
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`].
+    fn decision_business(&self, id: &DecisionId) -> Result<Option<BusinessId>, StoreError>;
 
     /// The facts about the message `id`, whatever its business, or `None`
     /// when no message has this id in any business. A message of another

@@ -3,19 +3,21 @@
 use mosaic_adapters::sqlite::SqliteStore;
 use mosaic_domain::evidence::{Recipient, Stamped, Subject};
 use mosaic_domain::messages::MessageFacts;
-use mosaic_domain::{BusinessId, MessageId, RoleInstance, Timestamp};
+use mosaic_domain::{BusinessId, DecisionId, MessageId, RoleInstance, Timestamp};
 use mosaic_ports::fakes::InjectedFailure;
 use mosaic_ports::{EvidenceStore, StoreError, TaskView};
 
 use crate::FreshStore;
 
 /// A [`SqliteStore`] on a real file in its own temporary directory, removed
-/// on drop. While marked unavailable, commits fail as a full disk would,
-/// before reaching SQLite.
+/// on drop. While marked unavailable, commits fail as a full disk would:
+/// the staged batch is rolled back and nothing becomes durable.
 #[derive(Debug)]
 pub struct TempSqlite {
     store: SqliteStore,
     unavailable: bool,
+    /// A stage succeeded since the last commit or abandon.
+    staged: bool,
     // Declared last so the store closes before its directory goes.
     dir: tempfile::TempDir,
 }
@@ -34,6 +36,7 @@ impl FreshStore for TempSqlite {
         Self {
             store,
             unavailable: false,
+            staged: false,
             dir,
         }
     }
@@ -51,23 +54,39 @@ impl FreshStore for TempSqlite {
             store,
             unavailable,
             dir,
+            ..
         } = self;
         let path = store.path().to_owned();
         drop(store);
         Self {
             store: SqliteStore::open(&path).expect("a store the tests wrote reopens"),
             unavailable,
+            staged: false,
             dir,
         }
     }
 }
 
 impl EvidenceStore for TempSqlite {
-    fn commit(&mut self, records: &[Stamped]) -> Result<(), StoreError> {
-        if self.unavailable {
+    fn stage(&mut self, records: &[Stamped]) -> Result<(), StoreError> {
+        self.store.stage(records)?;
+        self.staged = true;
+        Ok(())
+    }
+
+    /// Fails while marked unavailable and a batch is open, dropping the
+    /// batch SQLite holds.
+    fn commit_staged(&mut self) -> Result<(), StoreError> {
+        if std::mem::take(&mut self.staged) && self.unavailable {
+            self.store.abandon();
             return Err(StoreError::Unavailable(Box::new(InjectedFailure)));
         }
-        self.store.commit(records)
+        self.store.commit_staged()
+    }
+
+    fn abandon(&mut self) {
+        self.staged = false;
+        self.store.abandon();
     }
 
     fn last_write(&self) -> Result<Option<Timestamp>, StoreError> {
@@ -76,6 +95,10 @@ impl EvidenceStore for TempSqlite {
 
     fn replay(&self, visit: &mut dyn FnMut(Stamped)) -> Result<(), StoreError> {
         self.store.replay(visit)
+    }
+
+    fn decision_business(&self, id: &DecisionId) -> Result<Option<BusinessId>, StoreError> {
+        self.store.decision_business(id)
     }
 
     fn message(&self, id: &MessageId) -> Result<Option<MessageFacts>, StoreError> {

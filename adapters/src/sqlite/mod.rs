@@ -16,7 +16,9 @@
 //! leaves the file exactly as it was.
 //!
 //! A commit is one `BEGIN IMMEDIATE` transaction: a ledger row plus a typed
-//! row per fact, all or nothing. The canonical-timestamp and monotonic checks
+//! row per fact, all or nothing. Group commit stages many requests in one
+//! transaction, each in a `SAVEPOINT` of its own, so a request that breaks a
+//! rule rolls back only itself, and the whole batch costs one WAL sync. The canonical-timestamp and monotonic checks
 //! are `CHECK` constraints and a ledger trigger, so they cover exactly the
 //! rows the transaction inserts, at a cost that does not grow with the table.
 
@@ -28,7 +30,9 @@ use std::path::{Path, PathBuf};
 
 use mosaic_domain::evidence::{Recipient, Stamped, Subject};
 use mosaic_domain::messages::MessageFacts;
-use mosaic_domain::{BusinessId, MessageId, Refusal, RoleInstance, RunId, TaskRef, Timestamp};
+use mosaic_domain::{
+    BusinessId, DecisionId, MessageId, Refusal, RoleInstance, RunId, TaskRef, Timestamp,
+};
 use mosaic_ports::{EvidenceStore, StoreError, TaskView};
 use rusqlite::config::DbConfig;
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior};
@@ -80,7 +84,10 @@ fn open_failure(e: rusqlite::Error) -> OpenError {
 pub struct SqliteStore {
     conn: Connection,
     path: PathBuf,
+    /// The ledger sequence number of the next committed record.
     next_seq: i64,
+    /// With a batch open, the sequence number of its next staged record.
+    staged_seq: Option<i64>,
 }
 
 impl SqliteStore {
@@ -151,6 +158,24 @@ impl SqliteStore {
         Self::verified(connect(path)?, path)
     }
 
+    /// A second connection to a store another handle opened (and verified):
+    /// for reads only (`query_only`), so it never writes, and in WAL mode
+    /// it never waits for the writer's commits or their syncs.
+    ///
+    /// # Errors
+    /// [`OpenError::Unavailable`] when the file cannot be opened.
+    pub fn reader(path: &Path) -> Result<Self, OpenError> {
+        let conn = connect(path)?;
+        conn.pragma_update(None, "query_only", true)
+            .map_err(open_failure)?;
+        Ok(Self {
+            conn,
+            path: path.to_owned(),
+            next_seq: 0,
+            staged_seq: None,
+        })
+    }
+
     /// Opens the store at `path`, creating it only when nothing is there.
     ///
     /// # Errors
@@ -176,6 +201,7 @@ impl SqliteStore {
             conn,
             path: path.to_owned(),
             next_seq,
+            staged_seq: None,
         })
     }
 
@@ -198,6 +224,15 @@ impl SqliteStore {
             .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |row| {
                 row.get::<_, i64>(0)
             });
+    }
+
+    /// Ends the open transaction without keeping anything. SQLite may have
+    /// ended it already (a failed `COMMIT` on a full disk does), so a
+    /// `ROLLBACK` that finds none is fine.
+    fn rollback(&self) {
+        if !self.conn.is_autocommit() {
+            let _ = self.conn.execute_batch("ROLLBACK");
+        }
     }
 
     /// The database file.
@@ -387,20 +422,55 @@ const FACTS: &str = "SELECT m.id, m.business, m.from_role, m.from_run, m.to_role
     FROM messages m LEFT JOIN deliveries d ON d.message = m.id";
 
 impl EvidenceStore for SqliteStore {
-    fn commit(&mut self, records: &[Stamped]) -> Result<(), StoreError> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
+    fn stage(&mut self, records: &[Stamped]) -> Result<(), StoreError> {
+        let staged = match self.staged_seq {
+            Some(seq) => seq,
+            None => {
+                self.conn
+                    .execute_batch("BEGIN IMMEDIATE")
+                    .map_err(write_failure)?;
+                self.next_seq
+            }
+        };
+        self.staged_seq = Some(staged);
+        self.conn
+            .execute_batch("SAVEPOINT stage")
             .map_err(write_failure)?;
-        let mut seq = self.next_seq;
+        let mut seq = staged;
         for record in records {
-            rows::insert(&tx, seq, record).map_err(write_failure)?;
+            if let Err(e) = rows::insert(&self.conn, seq, record) {
+                // Undo this stage only; a failure that already ended the
+                // transaction (disk full, I/O) fails this too, and the caller
+                // abandons the batch.
+                let _ = self.conn.execute_batch("ROLLBACK TO stage; RELEASE stage");
+                return Err(write_failure(e));
+            }
             seq += 1;
         }
-        tx.commit().map_err(write_failure)?;
+        self.conn
+            .execute_batch("RELEASE stage")
+            .map_err(write_failure)?;
+        self.staged_seq = Some(seq);
+        Ok(())
+    }
+
+    fn commit_staged(&mut self) -> Result<(), StoreError> {
+        let Some(seq) = self.staged_seq.take() else {
+            return Ok(());
+        };
+        if let Err(e) = self.conn.execute_batch("COMMIT") {
+            self.rollback();
+            return Err(write_failure(e));
+        }
         self.next_seq = seq;
         self.keep_frames_if_wal_deleted();
         Ok(())
+    }
+
+    fn abandon(&mut self) {
+        if self.staged_seq.take().is_some() {
+            self.rollback();
+        }
     }
 
     fn last_write(&self) -> Result<Option<Timestamp>, StoreError> {
@@ -431,6 +501,17 @@ impl EvidenceStore for SqliteStore {
             visit(rows::load(&self.conn, seq, &at, &kind).map_err(read_failure)?);
         }
         Ok(())
+    }
+
+    fn decision_business(&self, id: &DecisionId) -> Result<Option<BusinessId>, StoreError> {
+        let business: Option<String> = self
+            .conn
+            .prepare_cached("SELECT business FROM decisions WHERE id = ?1")
+            .and_then(|mut st| st.query_row([id.to_string()], |r| r.get(0)).optional())
+            .map_err(read_failure)?;
+        business
+            .map(|b| BusinessId::parse(&b).map_err(|_| read_failure(Undecodable("business"))))
+            .transpose()
     }
 
     fn message(&self, id: &MessageId) -> Result<Option<MessageFacts>, StoreError> {

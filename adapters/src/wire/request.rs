@@ -449,6 +449,28 @@ impl Call {
         }
     }
 
+    /// Whether this call only reads (`inbox`, `tasks`, `agents`, `trail`):
+    /// it dispatches to a [`Query`] and draws no fresh id.
+    pub fn is_read(&self) -> bool {
+        match self {
+            Call::Inbox | Call::Tasks | Call::Agents | Call::Trail { .. } => true,
+            Call::RoleClaim
+            | Call::RoleRelease
+            | Call::RoleRevoke { .. }
+            | Call::DecisionRaise(_)
+            | Call::DecisionResolve { .. }
+            | Call::DecisionSeen { .. }
+            | Call::DecisionWithdraw { .. }
+            | Call::MessageSend(_)
+            | Call::MessageReceive
+            | Call::MessageRead { .. }
+            | Call::EventEmit { .. }
+            | Call::LaunchRevoke
+            | Call::LaunchRestore
+            | Call::BrowserRequest(_) => false,
+        }
+    }
+
     /// What the runtime does with the call.
     ///
     /// Contract:

@@ -1,7 +1,8 @@
 //! [`MemoryStore`]: the evidence store in memory, with the SQLite store's rules.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use mosaic_domain::evidence::{
     ClaimEvidence, DecisionEvidence, Evidence, LaunchEvidence, LaunchRecord, MessageEvidence,
@@ -16,20 +17,32 @@ use super::{lock, InjectedFailure};
 use crate::store::{EvidenceStore, StoreError, TaskView};
 
 /// An in-memory [`EvidenceStore`] that enforces the same rules as the SQLite
-/// store: all-or-nothing batches, strictly increasing timestamps, the shape
-/// rules of observations, unique facts and references that exist in the
-/// same business (every rule listed by [`EvidenceStore::commit`]). It passes
-/// `conformance::store::run`. Like the contract allows, it does not check
-/// the caller's obligations there (it keeps an observation body that is not
-/// JSON).
+/// store: all-or-nothing batches and stages, strictly increasing timestamps,
+/// the shape rules of observations, unique facts and references that exist
+/// in the same business (every rule listed by [`EvidenceStore::commit`]). It
+/// passes `conformance::store::run`. Like the contract allows, it does not
+/// check the caller's obligations there (it keeps an observation body that
+/// is not JSON).
 ///
 /// Clones share one store, the way two connections share one database file:
 /// hand a clone to the runtime and inspect what it committed through
 /// [`MemoryStore::records`] or the trait's reads on the other. Use
 /// [`MemoryStore::new`] for an independent store.
 ///
+/// Each handle has its own group commit, as each connection has its own
+/// transaction: the batch that [`EvidenceStore::stage`] opens is a private
+/// copy of the store, which the reads through that handle see and which
+/// [`EvidenceStore::commit_staged`] puts in place of the shared state. Other
+/// handles see nothing of it until then; a clone starts without a batch,
+/// and dropping a handle abandons its batch. One handle at a time may
+/// write, like the SQLite store's single writer: while one handle has a
+/// batch open, a stage through any other (so also its
+/// [`EvidenceStore::commit`]) fails with [`StoreError::Unavailable`] (busy,
+/// and not an [`InjectedFailure`]) until that batch is committed or
+/// abandoned.
+///
 /// For failure paths, [`MemoryStore::fail_next_commit`] makes the next
-/// commit fail with [`StoreError::Unavailable`] and
+/// commit of a batch fail with [`StoreError::Unavailable`] and
 /// [`MemoryStore::set_unavailable`] makes every operation fail until cleared;
 /// the source of those errors is [`InjectedFailure`].
 ///
@@ -43,16 +56,33 @@ use crate::store::{EvidenceStore, StoreError, TaskView};
 /// assert!(runtime_handle.commit(&[]).is_err());
 /// assert!(store.records().is_empty());
 /// ```
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct MemoryStore {
-    inner: Arc<Mutex<Inner>>,
+    /// The state every handle shares.
+    shared: Arc<Mutex<Shared>>,
+    /// This handle's open batch: a copy of the committed state when the
+    /// batch opened, with every staged record applied.
+    batch: Option<Box<State>>,
 }
 
-/// The shared state: the committed records and the indexes the rules and
-/// reads need, all updated together under one lock.
+/// What the handles of one store share, under one lock.
 #[derive(Debug, Default)]
-struct Inner {
-    /// Every committed record, in commit order.
+struct Shared {
+    /// The committed state.
+    state: State,
+    /// Whether some handle has a batch open: the single writer's lock.
+    writing: bool,
+    /// How many of the next commits of a batch fail on purpose.
+    failing_commits: usize,
+    /// Whether every operation fails on purpose.
+    unavailable: bool,
+}
+
+/// The records and the indexes the rules and reads need, all updated
+/// together: the committed state, or a batch's copy of it.
+#[derive(Debug, Clone, Default)]
+struct State {
+    /// Every record, in commit order.
     records: Vec<Stamped>,
     /// The business of every raised decision.
     decisions: HashMap<DecisionId, BusinessId>,
@@ -70,10 +100,25 @@ struct Inner {
     messages: Vec<MessageFacts>,
     /// The newest `task.*` observation per business and task.
     tasks: HashMap<BusinessId, BTreeMap<TaskRef, TaskView>>,
-    /// How many of the next commits fail on purpose.
-    failing_commits: usize,
-    /// Whether every operation fails on purpose.
-    unavailable: bool,
+}
+
+impl Clone for MemoryStore {
+    /// Another handle on the same store, without this handle's open batch
+    /// (a second connection, not a copy of this one's transaction).
+    fn clone(&self) -> Self {
+        Self {
+            shared: Arc::clone(&self.shared),
+            batch: None,
+        }
+    }
+}
+
+impl Drop for MemoryStore {
+    /// Abandons the open batch, as closing a connection rolls back its
+    /// transaction, so the other handles may write again.
+    fn drop(&mut self) {
+        self.abandon();
+    }
 }
 
 impl MemoryStore {
@@ -82,33 +127,47 @@ impl MemoryStore {
         Self::default()
     }
 
-    /// Makes the next call to [`EvidenceStore::commit`] return
-    /// [`StoreError::Unavailable`] and commit nothing, whatever its batch.
-    /// Each call arms one more failing commit.
+    /// Makes the next [`EvidenceStore::commit_staged`] of an open batch, on
+    /// any handle of this store, return [`StoreError::Unavailable`] and drop
+    /// the batch, so that none of it is committed. [`EvidenceStore::commit`]
+    /// goes through it (and opens a batch even for no records), so the next
+    /// commit fails too, whatever its records, unless a rule refuses them
+    /// first. Each call arms one more failing commit; a `commit_staged` with
+    /// no batch open does nothing and uses none.
     pub fn fail_next_commit(&self) {
-        lock(&self.inner).failing_commits += 1;
+        lock(&self.shared).failing_commits += 1;
     }
 
-    /// While `unavailable` is true, every commit and every read returns
-    /// [`StoreError::Unavailable`], as a store on a failed disk would.
+    /// While `unavailable` is true, every stage, every commit of an open
+    /// batch and every read returns [`StoreError::Unavailable`], as a store
+    /// on a failed disk would; a failing stage or commit drops the open
+    /// batch, so none of it is ever committed.
     pub fn set_unavailable(&self, unavailable: bool) {
-        lock(&self.inner).unavailable = unavailable;
+        lock(&self.shared).unavailable = unavailable;
     }
 
     /// Every committed record, in commit order, regardless of injected
-    /// failures: what a test inspects after the code under test ran.
+    /// failures and of open batches: what a test inspects after the code
+    /// under test ran.
     pub fn records(&self) -> Vec<Stamped> {
-        lock(&self.inner).records.clone()
+        lock(&self.shared).state.records.clone()
     }
 
-    /// Locks the state for a read, failing when a test made the store
+    /// Locks the shared state, failing when a test made the store
     /// unavailable.
-    fn read(&self) -> Result<std::sync::MutexGuard<'_, Inner>, StoreError> {
-        let inner = lock(&self.inner);
-        if inner.unavailable {
+    fn available(&self) -> Result<MutexGuard<'_, Shared>, StoreError> {
+        let shared = lock(&self.shared);
+        if shared.unavailable {
             return Err(injected());
         }
-        Ok(inner)
+        Ok(shared)
+    }
+
+    /// Reads what this handle sees: its open batch, or else the committed
+    /// state.
+    fn view<T>(&self, read: impl FnOnce(&State) -> T) -> Result<T, StoreError> {
+        let shared = self.available()?;
+        Ok(read(self.batch.as_deref().unwrap_or(&shared.state)))
     }
 }
 
@@ -117,53 +176,104 @@ fn injected() -> StoreError {
     StoreError::Unavailable(Box::new(InjectedFailure))
 }
 
+/// The source of the error of a stage while another handle of the same
+/// store has a batch open.
+#[derive(Debug)]
+struct Busy;
+
+impl fmt::Display for Busy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("another handle of this store has a batch open")
+    }
+}
+
+impl std::error::Error for Busy {}
+
 impl EvidenceStore for MemoryStore {
-    fn commit(&mut self, records: &[Stamped]) -> Result<(), StoreError> {
-        let mut inner = lock(&self.inner);
-        if inner.unavailable {
+    fn stage(&mut self, records: &[Stamped]) -> Result<(), StoreError> {
+        let mut shared = lock(&self.shared);
+        if shared.unavailable {
+            // The open batch is lost with the store.
+            if self.batch.take().is_some() {
+                shared.writing = false;
+            }
             return Err(injected());
         }
-        if inner.failing_commits > 0 {
-            inner.failing_commits -= 1;
-            return Err(injected());
+        if self.batch.is_none() {
+            if shared.writing {
+                return Err(StoreError::Unavailable(Box::new(Busy)));
+            }
+            shared.writing = true;
         }
-        // Check the whole batch against the committed state plus the records
-        // before it in the batch, and only then apply it, so a refused batch
-        // leaves no trace.
-        let mut staged = Staged::new(&inner);
+        let batch = self
+            .batch
+            .get_or_insert_with(|| Box::new(shared.state.clone()));
+        // Check the whole stage against the batch so far, and only then
+        // apply it, so a refused stage leaves no trace and the earlier
+        // stages stay.
+        let mut staged = Staged::new(batch);
         for record in records {
             staged.check(record)?;
         }
         for record in records {
-            inner.apply(record);
+            batch.apply(record);
         }
         Ok(())
     }
 
+    fn commit_staged(&mut self) -> Result<(), StoreError> {
+        let Some(batch) = self.batch.take() else {
+            return Ok(());
+        };
+        let mut shared = lock(&self.shared);
+        shared.writing = false;
+        if shared.unavailable {
+            return Err(injected());
+        }
+        if shared.failing_commits > 0 {
+            shared.failing_commits -= 1;
+            return Err(injected());
+        }
+        shared.state = *batch;
+        Ok(())
+    }
+
+    fn abandon(&mut self) {
+        if self.batch.take().is_some() {
+            lock(&self.shared).writing = false;
+        }
+    }
+
     fn last_write(&self) -> Result<Option<Timestamp>, StoreError> {
-        Ok(self.read()?.records.last().map(|r| r.at))
+        self.view(|state| state.records.last().map(|r| r.at))
     }
 
     fn replay(&self, visit: &mut dyn FnMut(Stamped)) -> Result<(), StoreError> {
         // Copy first so `visit` runs without the lock and may use a clone of
         // this store.
-        let records: Vec<Stamped> = self
-            .read()?
-            .records
-            .iter()
-            .filter(|r| r.evidence.is_machine_state())
-            .cloned()
-            .collect();
+        let records: Vec<Stamped> = self.view(|state| {
+            state
+                .records
+                .iter()
+                .filter(|r| r.evidence.is_machine_state())
+                .cloned()
+                .collect()
+        })?;
         records.into_iter().for_each(visit);
         Ok(())
     }
 
+    fn decision_business(&self, id: &DecisionId) -> Result<Option<BusinessId>, StoreError> {
+        self.view(|state| state.decisions.get(id).cloned())
+    }
+
     fn message(&self, id: &MessageId) -> Result<Option<MessageFacts>, StoreError> {
-        let inner = self.read()?;
-        Ok(inner
-            .message_index
-            .get(id)
-            .map(|&i| inner.messages[i].clone()))
+        self.view(|state| {
+            state
+                .message_index
+                .get(id)
+                .map(|&i| state.messages[i].clone())
+        })
     }
 
     fn undelivered(
@@ -173,16 +283,17 @@ impl EvidenceStore for MemoryStore {
         limit: usize,
     ) -> Result<Vec<MessageFacts>, StoreError> {
         let to = Recipient::Role(role.clone());
-        Ok(self
-            .read()?
-            .messages
-            .iter()
-            .filter(|m| {
-                &m.record.business == business && m.record.to == to && m.delivered_to.is_none()
-            })
-            .take(limit)
-            .cloned()
-            .collect())
+        self.view(|state| {
+            state
+                .messages
+                .iter()
+                .filter(|m| {
+                    &m.record.business == business && m.record.to == to && m.delivered_to.is_none()
+                })
+                .take(limit)
+                .cloned()
+                .collect()
+        })
     }
 
     fn unread(
@@ -190,36 +301,39 @@ impl EvidenceStore for MemoryStore {
         business: &BusinessId,
         recipient: &Recipient,
     ) -> Result<Vec<MessageFacts>, StoreError> {
-        Ok(self
-            .read()?
-            .messages
-            .iter()
-            .filter(|m| &m.record.business == business && &m.record.to == recipient && !m.read)
-            .cloned()
-            .collect())
+        self.view(|state| {
+            state
+                .messages
+                .iter()
+                .filter(|m| &m.record.business == business && &m.record.to == recipient && !m.read)
+                .cloned()
+                .collect()
+        })
     }
 
     fn tasks(&self, business: &BusinessId) -> Result<Vec<TaskView>, StoreError> {
-        Ok(self
-            .read()?
-            .tasks
-            .get(business)
-            .map(|tasks| tasks.values().cloned().collect())
-            .unwrap_or_default())
+        self.view(|state| {
+            state
+                .tasks
+                .get(business)
+                .map(|tasks| tasks.values().cloned().collect())
+                .unwrap_or_default()
+        })
     }
 
     fn trail(&self, business: &BusinessId, subject: &Subject) -> Result<Vec<Stamped>, StoreError> {
-        Ok(self
-            .read()?
-            .records
-            .iter()
-            .filter(|r| r.evidence.business() == Some(business) && r.evidence.concerns(subject))
-            .cloned()
-            .collect())
+        self.view(|state| {
+            state
+                .records
+                .iter()
+                .filter(|r| r.evidence.business() == Some(business) && r.evidence.concerns(subject))
+                .cloned()
+                .collect()
+        })
     }
 }
 
-impl Inner {
+impl State {
     /// Adds one checked record to the log and every index.
     fn apply(&mut self, record: &Stamped) {
         match &record.evidence {
@@ -286,10 +400,11 @@ impl Inner {
     }
 }
 
-/// A batch being checked: the committed state plus what the records checked
-/// so far in this batch add, so later records may refer to earlier ones.
+/// A stage being checked: the state it joins (the committed state with the
+/// earlier stages of its batch) plus what the records checked so far in this
+/// stage add, so later records may refer to earlier ones.
 struct Staged<'a> {
-    base: &'a Inner,
+    base: &'a State,
     last: Option<Timestamp>,
     decisions: HashMap<DecisionId, BusinessId>,
     terminal: HashSet<DecisionId>,
@@ -302,7 +417,7 @@ struct Staged<'a> {
 }
 
 impl<'a> Staged<'a> {
-    fn new(base: &'a Inner) -> Self {
+    fn new(base: &'a State) -> Self {
         Self {
             base,
             last: base.records.last().map(|r| r.at),
@@ -538,5 +653,254 @@ fn same_business(own: &BusinessId, found: Option<&BusinessId>) -> Result<(), Sto
         None => Err(StoreError::Dangling),
         Some(theirs) if theirs != own => Err(StoreError::CrossBusiness),
         Some(_) => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use mosaic_domain::evidence::{HumanInput, MessageRecord, RefusalRecord, Sender};
+    use mosaic_domain::Refusal;
+
+    use super::*;
+
+    fn at(ms: i64) -> Timestamp {
+        Timestamp::from_unix_ms(ms).expect("representable test time")
+    }
+
+    fn acme() -> BusinessId {
+        BusinessId::parse("acme").expect("valid business id")
+    }
+
+    fn dev() -> RoleInstance {
+        RoleInstance::parse("dev").expect("valid role")
+    }
+
+    /// A human input `n`: a unique fact, so a batch that repeats it is
+    /// refused.
+    fn human(ms: i64, n: u8) -> Stamped {
+        Stamped {
+            at: at(ms),
+            evidence: Evidence::Human(HumanInput {
+                id: EventId::from_random([n; 16]),
+                business: acme(),
+                verb: "decision.resolve".to_owned(),
+                subject: None,
+            }),
+        }
+    }
+
+    /// A message `n` from the human to `dev`.
+    fn sent(ms: i64, n: u8) -> Stamped {
+        Stamped {
+            at: at(ms),
+            evidence: Evidence::Message(MessageEvidence::Sent(Box::new(MessageRecord {
+                id: MessageId::from_random([n; 16]),
+                business: acme(),
+                from: Sender::Human,
+                to: Recipient::Role(dev()),
+                class: None,
+                body: format!("message {n}"),
+                in_reply_to: None,
+                corrects: None,
+                decision: None,
+                request: None,
+            }))),
+        }
+    }
+
+    /// A refusal: machine state for nobody, but a record.
+    fn refusal(ms: i64) -> Stamped {
+        Stamped {
+            at: at(ms),
+            evidence: Evidence::Refused(RefusalRecord {
+                business: None,
+                agent: None,
+                verb: None,
+                refusal: Refusal::NotAuthorized,
+            }),
+        }
+    }
+
+    fn is_injected(error: &StoreError) -> bool {
+        match error {
+            StoreError::Unavailable(source) => source.downcast_ref::<InjectedFailure>().is_some(),
+            StoreError::Duplicate
+            | StoreError::Dangling
+            | StoreError::CrossBusiness
+            | StoreError::NonMonotonic
+            | StoreError::Malformed => false,
+        }
+    }
+
+    fn is_busy(error: &StoreError) -> bool {
+        match error {
+            StoreError::Unavailable(source) => source.downcast_ref::<Busy>().is_some(),
+            StoreError::Duplicate
+            | StoreError::Dangling
+            | StoreError::CrossBusiness
+            | StoreError::NonMonotonic
+            | StoreError::Malformed => false,
+        }
+    }
+
+    /// What a handle reads of message 1 and of the newest write.
+    fn reads(store: &MemoryStore) -> (Option<Timestamp>, Option<MessageFacts>, usize) {
+        (
+            store.last_write().expect("last_write"),
+            store
+                .message(&MessageId::from_random([1; 16]))
+                .expect("message"),
+            store
+                .undelivered(&acme(), &dev(), 100)
+                .expect("undelivered")
+                .len(),
+        )
+    }
+
+    #[cfg(feature = "conformance")]
+    #[test]
+    fn memory_store_conforms() {
+        crate::conformance::store::run(MemoryStore::new);
+    }
+
+    #[test]
+    fn a_clone_sees_nothing_staged_until_commit_staged() {
+        let mut writer = MemoryStore::new();
+        let reader = writer.clone();
+        writer.commit(&[human(1, 9)]).expect("commit");
+        writer.stage(&[sent(2, 1)]).expect("first stage");
+        writer.stage(&[human(3, 2)]).expect("second stage");
+        assert_eq!(reads(&writer).0, Some(at(3)));
+        assert!(reads(&writer).1.is_some());
+        // The other handle sees only what was committed.
+        assert_eq!(reads(&reader), (Some(at(1)), None, 0));
+        assert_eq!(reader.records(), vec![human(1, 9)]);
+        assert_eq!(writer.records(), vec![human(1, 9)]);
+        let mut replayed = Vec::new();
+        reader.replay(&mut |r| replayed.push(r)).expect("replay");
+        assert_eq!(replayed, vec![]);
+        // A clone of the writer is another handle, without its batch.
+        assert_eq!(reads(&writer.clone()), (Some(at(1)), None, 0));
+        writer.commit_staged().expect("commit_staged");
+        assert_eq!(reads(&reader), reads(&writer));
+        assert_eq!(reads(&reader).0, Some(at(3)));
+        assert_eq!(reader.records(), vec![human(1, 9), sent(2, 1), human(3, 2)]);
+    }
+
+    #[test]
+    fn a_refused_stage_keeps_the_earlier_stages() {
+        let mut store = MemoryStore::new();
+        store.stage(&[sent(1, 1)]).expect("first stage");
+        let error = store.stage(&[human(2, 2), sent(3, 1)]).unwrap_err();
+        assert!(matches!(error, StoreError::Duplicate), "{error:?}");
+        let error = store.stage(&[human(1, 3)]).unwrap_err();
+        assert!(matches!(error, StoreError::NonMonotonic), "{error:?}");
+        // Human input 2 was not kept; it stages now.
+        store.stage(&[human(2, 2)]).expect("third stage");
+        store.commit_staged().expect("commit_staged");
+        assert_eq!(store.records(), vec![sent(1, 1), human(2, 2)]);
+    }
+
+    #[test]
+    fn an_injected_failure_of_commit_staged_commits_nothing() {
+        let mut store = MemoryStore::new();
+        let inspector = store.clone();
+        store.commit(&[human(1, 9)]).expect("commit");
+        store.stage(&[sent(2, 1)]).expect("first stage");
+        store
+            .stage(&[human(3, 2), refusal(4)])
+            .expect("second stage");
+        inspector.fail_next_commit();
+        let error = store.commit_staged().unwrap_err();
+        assert!(is_injected(&error), "{error:?}");
+        // Nothing of the batch, through either handle, and no batch open.
+        assert_eq!(store.records(), vec![human(1, 9)]);
+        assert_eq!(reads(&store), (Some(at(1)), None, 0));
+        assert_eq!(reads(&inspector), (Some(at(1)), None, 0));
+        store.abandon();
+        store.commit_staged().expect("nothing to commit");
+        assert_eq!(store.records(), vec![human(1, 9)]);
+        // The other handle may write: the writer's lock was released.
+        let mut other = inspector.clone();
+        other
+            .commit(&[refusal(5)])
+            .expect("the other handle commits");
+        // The failure was used up, and the batch's records (at later times)
+        // commit again, which they could not if any had been kept.
+        store
+            .commit(&[sent(6, 1), human(7, 2)])
+            .expect("the same ids commit");
+        assert_eq!(
+            inspector.records(),
+            vec![human(1, 9), refusal(5), sent(6, 1), human(7, 2)]
+        );
+    }
+
+    #[test]
+    fn an_armed_failure_waits_for_a_batch() {
+        let mut store = MemoryStore::new();
+        store.fail_next_commit();
+        // No batch open: nothing to commit, and the failure stays armed.
+        store.commit_staged().expect("nothing to commit");
+        // A stage refused by a rule reaches no commit either.
+        let error = store.commit(&[human(1, 1), human(2, 1)]).unwrap_err();
+        assert!(matches!(error, StoreError::Duplicate), "{error:?}");
+        let error = store.commit(&[human(3, 1)]).unwrap_err();
+        assert!(is_injected(&error), "{error:?}");
+        store
+            .commit(&[human(4, 1)])
+            .expect("the failure was used up");
+        assert_eq!(store.records(), vec![human(4, 1)]);
+    }
+
+    #[test]
+    fn an_unavailable_store_loses_the_open_batch() {
+        let mut store = MemoryStore::new();
+        store.stage(&[sent(1, 1)]).expect("first stage");
+        store.set_unavailable(true);
+        assert!(is_injected(&store.last_write().unwrap_err()));
+        let error = store.stage(&[human(2, 2)]).unwrap_err();
+        assert!(is_injected(&error), "{error:?}");
+        store.abandon();
+        store.set_unavailable(false);
+        assert_eq!(reads(&store), (None, None, 0));
+        store.commit_staged().expect("no batch is open");
+        assert_eq!(store.records(), vec![]);
+        // The same at commit_staged.
+        store.stage(&[sent(3, 1)]).expect("stage");
+        store.set_unavailable(true);
+        let error = store.commit_staged().unwrap_err();
+        assert!(is_injected(&error), "{error:?}");
+        store.set_unavailable(false);
+        assert_eq!(reads(&store), (None, None, 0));
+        store.commit(&[sent(4, 1)]).expect("message 1 is free");
+        assert_eq!(store.records(), vec![sent(4, 1)]);
+    }
+
+    #[test]
+    fn one_handle_at_a_time_writes() {
+        let mut first = MemoryStore::new();
+        let mut second = first.clone();
+        first.stage(&[human(1, 1)]).expect("first stage");
+        let error = second.commit(&[human(2, 2)]).unwrap_err();
+        assert!(is_busy(&error), "{error:?}");
+        let error = second.stage(&[]).unwrap_err();
+        assert!(is_busy(&error), "{error:?}");
+        // The busy handle has no batch, so it has nothing to drop.
+        second.abandon();
+        first.stage(&[human(3, 3)]).expect("the writer goes on");
+        first.commit_staged().expect("commit_staged");
+        second
+            .commit(&[human(4, 2)])
+            .expect("free after commit_staged");
+        second.stage(&[human(5, 5)]).expect("second stage");
+        second.abandon();
+        first.stage(&[human(6, 6)]).expect("free after abandon");
+        drop(first);
+        second.commit(&[human(7, 7)]).expect("free after drop");
+        assert_eq!(
+            second.records(),
+            vec![human(1, 1), human(3, 3), human(4, 2), human(7, 7)]
+        );
     }
 }

@@ -6,6 +6,7 @@
 //! refused batch left any trace.
 
 mod evidence;
+mod group_commit;
 mod rules;
 mod scenario;
 
@@ -18,6 +19,7 @@ use mosaic_domain::messages::MessageFacts;
 use mosaic_domain::{BusinessId, Timestamp};
 
 use self::evidence::*;
+use self::group_commit::*;
 use self::rules::*;
 use self::scenario::Scenario;
 use super::{check, check_eq, run_checks, Check};
@@ -34,6 +36,19 @@ use crate::store::{EvidenceStore, TaskView};
 /// launch binding, observations of other kinds); `replay`, `last_write`,
 /// `message`, `undelivered`, `unread`, `tasks` and `trail` against their
 /// contracts.
+///
+/// Group commit (`group_commit.*`, one handle per check): stages committed
+/// together by [`EvidenceStore::commit_staged`], in stage order; reads and
+/// `last_write` through the staging handle seeing the staged records, and a
+/// stage referring to records of earlier stages; a stage that breaks a rule
+/// (against an earlier stage: a repeated unique fact, a reference into
+/// another business, a timestamp not after the last staged one) refused as a
+/// whole while the earlier stages stay; [`EvidenceStore::abandon`] dropping
+/// every stage, whose ids and times are then free again; `commit_staged` and
+/// `abandon` with no batch open (none yet, or after a commit, an abandon or
+/// a refused commit) changing nothing; empty stages; a `commit` joining the
+/// open batch. What other handles see of an open batch (nothing) needs a
+/// second handle, so each store tests it on its own.
 ///
 /// # Panics
 /// When any check fails, naming every failing check.
@@ -95,6 +110,34 @@ pub fn run<S: EvidenceStore>(make: impl FnMut() -> S) {
         Check::new(
             "non_monotonic.before_last_write",
             non_monotonic_before_last::<S>,
+        ),
+        Check::new(
+            "group_commit.stages_commit_together",
+            stages_commit_together::<S>,
+        ),
+        Check::new(
+            "group_commit.later_stage_sees_earlier",
+            later_stage_sees_earlier::<S>,
+        ),
+        Check::new(
+            "group_commit.failing_stage_rolls_back_only_itself",
+            failing_stage_rolls_back_only_itself::<S>,
+        ),
+        Check::new(
+            "group_commit.abandon_drops_everything",
+            abandon_drops_everything::<S>,
+        ),
+        Check::new(
+            "group_commit.nothing_open_is_a_no_op",
+            nothing_open_is_a_no_op::<S>,
+        ),
+        Check::new(
+            "group_commit.empty_stages_commit_nothing",
+            empty_stages_commit_nothing::<S>,
+        ),
+        Check::new(
+            "group_commit.commit_joins_the_open_batch",
+            commit_joins_the_open_batch::<S>,
         ),
     ];
     for case in rule_cases() {

@@ -35,11 +35,14 @@ pub(super) fn rule_of(error: &StoreError) -> Result<Rule, String> {
     }
 }
 
-/// A store under test with the list of everything committed to it, which is
-/// the reference every read is compared against.
+/// A store under test with the list of everything committed to it and
+/// everything staged in its open batch, which are the reference every read
+/// is compared against.
 pub(super) struct Scenario<'s, S> {
     pub(super) store: &'s mut S,
     pub(super) committed: Vec<Stamped>,
+    /// The records of the open batch, in stage order.
+    pub(super) staged: Vec<Stamped>,
     pub(super) next_ms: i64,
 }
 
@@ -48,6 +51,7 @@ impl<'s, S: EvidenceStore> Scenario<'s, S> {
         Self {
             store,
             committed: Vec::new(),
+            staged: Vec::new(),
             next_ms: START_MS,
         }
     }
@@ -79,6 +83,8 @@ impl<'s, S: EvidenceStore> Scenario<'s, S> {
         batch
     }
 
+    /// Commits `batch`, which must succeed; with a batch open, `batch` joins
+    /// it and the whole batch commits.
     #[track_caller]
     pub(super) fn commit_stamped(&mut self, batch: Vec<Stamped>) {
         if let Err(error) = self.store.commit(&batch) {
@@ -87,6 +93,7 @@ impl<'s, S: EvidenceStore> Scenario<'s, S> {
                 batch.len()
             ));
         }
+        self.committed.append(&mut self.staged);
         self.committed.extend(batch);
     }
 
@@ -99,17 +106,82 @@ impl<'s, S: EvidenceStore> Scenario<'s, S> {
             Ok(()) => fail(format_args!("a batch breaking {rule:?} was committed")),
             Err(error) => check_eq("the refusal", rule_of(&error), Ok::<Rule, String>(rule)),
         }
+        self.reads_unchanged(&before, &format!("a batch refused with {rule:?}"));
+    }
+
+    /// Stamps `evidence` and stages it, which must succeed.
+    #[track_caller]
+    pub(super) fn stage(&mut self, evidence: Vec<Evidence>) -> Vec<Stamped> {
+        let stage = self.stamp(evidence);
+        self.stage_stamped(stage.clone());
+        stage
+    }
+
+    /// Stages `stage`, which must succeed.
+    #[track_caller]
+    pub(super) fn stage_stamped(&mut self, stage: Vec<Stamped>) {
+        if let Err(error) = self.store.stage(&stage) {
+            fail(format_args!(
+                "a valid stage of {} records was refused: {error:?}",
+                stage.len()
+            ));
+        }
+        self.staged.extend(stage);
+    }
+
+    /// Stages `stage`, which must fail with `rule` and leave every read
+    /// through the store exactly as it was (the earlier stages included).
+    #[track_caller]
+    pub(super) fn refuse_stage(&mut self, stage: &[Stamped], rule: Rule) {
+        let before = self.snapshot();
+        match self.store.stage(stage) {
+            Ok(()) => fail(format_args!("a stage breaking {rule:?} was staged")),
+            Err(error) => check_eq(
+                "the stage's refusal",
+                rule_of(&error),
+                Ok::<Rule, String>(rule),
+            ),
+        }
+        self.reads_unchanged(&before, &format!("a stage refused with {rule:?}"));
+    }
+
+    /// Commits the open batch, which must succeed and leave every read
+    /// through the store as it was before (they saw the staged records
+    /// already).
+    #[track_caller]
+    pub(super) fn commit_staged(&mut self) {
+        let before = self.snapshot();
+        if let Err(error) = self.store.commit_staged() {
+            fail(format_args!(
+                "a batch of {} valid staged records was not committed: {error:?}",
+                self.staged.len()
+            ));
+        }
+        self.reads_unchanged(&before, "commit_staged");
+        self.committed.append(&mut self.staged);
+    }
+
+    /// Abandons the open batch: the staged records are forgotten.
+    pub(super) fn abandon(&mut self) {
+        self.store.abandon();
+        self.staged.clear();
+    }
+
+    /// Fails naming every read whose text differs from `before`, which
+    /// `what` should not have changed.
+    #[track_caller]
+    pub(super) fn reads_unchanged(&self, before: &BTreeMap<String, String>, what: &str) {
         let after = self.snapshot();
         let changed: Vec<String> = before
             .iter()
             .filter(|(read, value)| after.get(*read) != Some(value))
-            .map(|(read, value)| format!("{read} was {value}, is {}", after[read]))
+            .map(|(read, value)| {
+                let now = after.get(read).map_or("(missing)", String::as_str);
+                format!("{read} was {value}, is {now}")
+            })
             .collect();
         if !changed.is_empty() {
-            fail(format_args!(
-                "a batch refused with {rule:?} left a trace: {}",
-                changed.join("; ")
-            ));
+            fail(format_args!("{what} left a trace: {}", changed.join("; ")));
         }
     }
 
@@ -215,5 +287,16 @@ impl<'s, S: EvidenceStore> Scenario<'s, S> {
     /// The committed records that `keep` selects, in commit order.
     pub(super) fn committed_where(&self, keep: impl Fn(&Stamped) -> bool) -> Vec<Stamped> {
         self.committed.iter().filter(|r| keep(r)).cloned().collect()
+    }
+
+    /// The records this handle sees (the committed ones, then the staged
+    /// ones) that `keep` selects, in order.
+    pub(super) fn visible_where(&self, keep: impl Fn(&Stamped) -> bool) -> Vec<Stamped> {
+        self.committed
+            .iter()
+            .chain(&self.staged)
+            .filter(|r| keep(r))
+            .cloned()
+            .collect()
     }
 }

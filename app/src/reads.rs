@@ -1,0 +1,264 @@
+//! The read path: `inbox`, `tasks`, `agents` and `trail` answered beside the
+//! writer, never behind it.
+//!
+//! A read needs two things: store facts (messages, tasks, trails), which it
+//! takes from a reader connection of its own (in WAL mode a reader sees the
+//! last commit and never waits for a commit or its sync), and bus state
+//! (open decisions, who holds which role), which only the writer thread
+//! has. The writer therefore publishes a [`View`] of the bus after every
+//! batch that changed machine state, before it answers that batch, so a
+//! caller always reads at least its own acknowledged writes. A read may see
+//! store facts a little newer than the view (a commit between the two
+//! lookups); it never sees anything uncommitted.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::{Arc, Condvar, Mutex, RwLock};
+
+use mosaic_adapters::sqlite::SqliteStore;
+use mosaic_adapters::wire::{self, Query, UuidKind, UuidRef};
+use mosaic_domain::bus::{Bus, Caller};
+use mosaic_domain::claims::Occupancy;
+use mosaic_domain::decisions::{Decision, Status};
+use mosaic_domain::evidence::{LaunchRecord, Recipient, Route, Subject};
+use mosaic_domain::{BusinessId, Refusal, RoleInstance};
+use mosaic_ports::EvidenceStore;
+use serde_json::Value;
+
+/// The bus state reads need, as of one committed batch.
+#[derive(Debug, Clone)]
+pub struct View {
+    /// Every open decision, ordered by id.
+    open: Vec<Decision>,
+    /// Every bound run's record, whether it holds its role and whether it
+    /// was revoked from it, ordered by business, role and run.
+    agents: Vec<(LaunchRecord, bool, bool)>,
+    /// Every role of every business (fixed for a broker's life).
+    roles: Arc<BTreeSet<(BusinessId, RoleInstance)>>,
+}
+
+impl View {
+    /// The view of `bus`, sharing the role list of an earlier view.
+    pub fn of(bus: &Bus, roles: Arc<BTreeSet<(BusinessId, RoleInstance)>>) -> Self {
+        let mut open: Vec<Decision> = bus
+            .decisions()
+            .iter()
+            .filter(|d| d.status == Status::Open)
+            .cloned()
+            .collect();
+        open.sort_by_key(|d| d.record.id);
+        let claims = bus.claims();
+        let mut agents: Vec<_> = bus
+            .launches()
+            .records()
+            .map(|r| {
+                let seat = claims.seat(&r.business, &r.role);
+                let holding =
+                    seat.is_some_and(|s| s.occupancy() == &Occupancy::Held(r.run.clone()));
+                let revoked = seat.is_some_and(|s| s.is_revoked(&r.run));
+                (r.clone(), holding, revoked)
+            })
+            .collect();
+        agents.sort_by(|(a, ..), (b, ..)| {
+            (&a.business, &a.role, &a.run).cmp(&(&b.business, &b.role, &b.run))
+        });
+        Self {
+            open,
+            agents,
+            roles,
+        }
+    }
+
+    /// The view of `bus`, with its own role list.
+    pub fn first(bus: &Bus, businesses: &[BusinessId]) -> Self {
+        let roles = businesses
+            .iter()
+            .filter_map(|id| bus.business(id))
+            .flat_map(|b| b.roles().map(|(role, _)| (b.id().clone(), role.clone())))
+            .collect();
+        Self::of(bus, Arc::new(roles))
+    }
+
+    /// The role list, for the next view.
+    pub fn roles(&self) -> Arc<BTreeSet<(BusinessId, RoleInstance)>> {
+        Arc::clone(&self.roles)
+    }
+}
+
+/// Whether a UUID subject names a decision or a message of `business`.
+///
+/// # Errors
+/// `cross-business`, `unknown-reference`, `storage-unavailable`.
+pub fn kind_of<S: EvidenceStore>(
+    store: &S,
+    business: &BusinessId,
+    uuid: &UuidRef,
+) -> Result<UuidKind, Refusal> {
+    let storage = |_| Refusal::StorageUnavailable;
+    if let Some(owner) = store.decision_business(&uuid.decision()).map_err(storage)? {
+        return if &owner == business {
+            Ok(UuidKind::Decision)
+        } else {
+            Err(Refusal::CrossBusiness)
+        };
+    }
+    match store.message(&uuid.message()).map_err(storage)? {
+        Some(m) if &m.record.business == business => Ok(UuidKind::Message),
+        Some(_) => Err(Refusal::CrossBusiness),
+        None => Err(Refusal::UnknownReference),
+    }
+}
+
+/// The read projections, scoped to the caller's business. An agent's inbox
+/// is its role's; a reader's (and the human's) is the human's.
+///
+/// # Errors
+/// `unknown-role` for a trail of a role the business lacks;
+/// `storage-unavailable`.
+pub fn read<S: EvidenceStore>(
+    view: &View,
+    store: &S,
+    caller: &Caller,
+    query: Query,
+) -> Result<Value, Refusal> {
+    let business = caller.business();
+    let storage = |_| Refusal::StorageUnavailable;
+    Ok(match query {
+        Query::Inbox => {
+            let (route, recipient) = match caller {
+                Caller::Agent { agent, .. } => (
+                    Route::Role(agent.role.clone()),
+                    Recipient::Role(agent.role.clone()),
+                ),
+                Caller::Reader { .. } | Caller::Human { .. } => (Route::Human, Recipient::Human),
+            };
+            let decisions: Vec<&Decision> = view
+                .open
+                .iter()
+                .filter(|d| &d.record.business == business && d.record.route == route)
+                .collect();
+            let messages = store.unread(business, &recipient).map_err(storage)?;
+            wire::inbox_json(&decisions, &messages)
+        }
+        Query::Tasks => Value::Array(
+            store
+                .tasks(business)
+                .map_err(storage)?
+                .iter()
+                .map(wire::task_json)
+                .collect(),
+        ),
+        Query::Agents => Value::Array(
+            view.agents
+                .iter()
+                .filter(|(r, ..)| &r.business == business)
+                .map(|(r, holding, revoked)| wire::agent_json(r, *holding, *revoked))
+                .collect(),
+        ),
+        Query::Trail(subject) => {
+            // A role subject must name a role of this business, as everywhere.
+            if let Subject::Role(role) = &subject {
+                if !view.roles.contains(&(business.clone(), role.clone())) {
+                    return Err(Refusal::UnknownRole);
+                }
+            }
+            let records = store.trail(business, &subject).map_err(storage)?;
+            Value::Array(records.iter().map(wire::record_json).collect())
+        }
+    })
+}
+
+/// Reader connections per broker: enough for both cores and a read or two
+/// waiting on a page fault.
+pub const READERS: usize = 4;
+
+/// The broker's read side: the latest view and a fixed pool of reader
+/// connections.
+///
+/// The pool is opened at boot and never grows: a connection opened later
+/// would create a new WAL file if an operator deleted the one the broker
+/// writes (see `SqliteStore`'s deleted-WAL guard), and then read another
+/// file than the writer writes. A read waits for a free connection.
+/// [`Reads::close`] drops them all before the writer's own connection
+/// closes, so the writer's close is the last and checkpoints the WAL.
+#[derive(Debug)]
+pub struct Reads {
+    view: RwLock<Arc<View>>,
+    pool: Mutex<Option<Vec<SqliteStore>>>,
+    free: Condvar,
+}
+
+impl Reads {
+    /// The read side of the store at `path`, starting from `view`.
+    ///
+    /// # Errors
+    /// `storage-unavailable` when a reader connection cannot be opened.
+    pub fn open(path: &Path, view: View) -> Result<Self, Refusal> {
+        let pool = (0..READERS)
+            .map(|_| SqliteStore::reader(path).map_err(|e| e.refusal()))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self {
+            view: RwLock::new(Arc::new(view)),
+            pool: Mutex::new(Some(pool)),
+            free: Condvar::new(),
+        })
+    }
+
+    /// Replaces the view (the writer, after a batch changed machine state).
+    pub fn publish(&self, view: View) {
+        if let Ok(mut current) = self.view.write() {
+            *current = Arc::new(view);
+        }
+    }
+
+    /// The latest view.
+    pub fn view(&self) -> Option<Arc<View>> {
+        self.view.read().ok().map(|v| Arc::clone(&v))
+    }
+
+    /// Runs `read` on a reader connection, waiting for a free one.
+    /// Blocking: call it where blocking is allowed.
+    ///
+    /// # Errors
+    /// `broker-unavailable` once the pool is closed; what `read` returns.
+    pub fn with_store<T>(
+        &self,
+        read: impl FnOnce(&View, &SqliteStore) -> Result<T, Refusal>,
+    ) -> Result<T, Refusal> {
+        let view = self.view().ok_or(Refusal::BrokerUnavailable)?;
+        let store = {
+            let mut pool = self.pool.lock().map_err(|_| Refusal::BrokerUnavailable)?;
+            loop {
+                match pool.as_mut() {
+                    None => return Err(Refusal::BrokerUnavailable),
+                    Some(free) => {
+                        if let Some(store) = free.pop() {
+                            break store;
+                        }
+                    }
+                }
+                pool = self
+                    .free
+                    .wait(pool)
+                    .map_err(|_| Refusal::BrokerUnavailable)?;
+            }
+        };
+        let answer = read(&view, &store);
+        if let Ok(mut pool) = self.pool.lock() {
+            // After `close` the connection is dropped here.
+            if let Some(free) = pool.as_mut() {
+                free.push(store);
+                self.free.notify_one();
+            }
+        }
+        answer
+    }
+
+    /// Closes every idle reader connection; later reads are refused.
+    pub fn close(&self) {
+        if let Ok(mut pool) = self.pool.lock() {
+            *pool = None;
+        }
+        self.free.notify_all();
+    }
+}
