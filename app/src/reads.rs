@@ -21,6 +21,7 @@ use mosaic_domain::bus::{Bus, Caller};
 use mosaic_domain::claims::Occupancy;
 use mosaic_domain::decisions::{Decision, Status};
 use mosaic_domain::evidence::{LaunchRecord, Recipient, Route, Subject};
+use mosaic_domain::messages::INBOX_LIMIT;
 use mosaic_domain::{BusinessId, Refusal, RoleInstance};
 use mosaic_ports::EvidenceStore;
 use serde_json::Value;
@@ -137,7 +138,9 @@ pub fn read<S: EvidenceStore>(
                 .iter()
                 .filter(|d| &d.record.business == business && d.record.route == route)
                 .collect();
-            let messages = store.unread(business, &recipient).map_err(storage)?;
+            let messages = store
+                .unread(business, &recipient, INBOX_LIMIT)
+                .map_err(storage)?;
             wire::inbox_json(&decisions, &messages)
         }
         Query::Tasks => Value::Array(

@@ -1,7 +1,7 @@
 //! `mosaic-bench`: the benchmark of DESIGN.md §6.
 //!
 //! ```text
-//! cargo run --release -p mosaic-bench [-- --quick] [--awake] [--data-root DIR]
+//! cargo run --release -p mosaic-bench [-- --quick] [--awake] [--data-root DIR] [--only FIGURE]...
 //! ```
 //!
 //! Prints one JSON line per figure to stdout (progress goes to stderr). The
@@ -255,12 +255,15 @@ pub const FIGURES: &[Figure] = &[
     },
 ];
 
-const USAGE: &str = "usage: mosaic-bench [--quick] [--awake] [--data-root DIR]";
+const USAGE: &str =
+    "usage: mosaic-bench [--quick] [--awake] [--data-root DIR] [--only FIGURE]...";
 
 struct Options {
     quick: bool,
     awake: bool,
     data_root: Option<PathBuf>,
+    /// Figures to run (with `raw_sqlite_commit`, their reference); empty: all.
+    only: Vec<String>,
 }
 
 fn parse_args() -> Result<Options, &'static str> {
@@ -268,6 +271,7 @@ fn parse_args() -> Result<Options, &'static str> {
         quick: false,
         awake: false,
         data_root: None,
+        only: Vec::new(),
     };
     let mut args = std::env::args_os().skip(1);
     while let Some(arg) = args.next() {
@@ -278,6 +282,14 @@ fn parse_args() -> Result<Options, &'static str> {
                 opts.data_root = Some(PathBuf::from(
                     args.next().ok_or("--data-root needs a directory")?,
                 ));
+            }
+            Some("--only") => {
+                let name = args.next().ok_or("--only needs a figure name")?;
+                let name = name.to_str().ok_or("unknown figure")?;
+                if !FIGURES.iter().any(|f| f.name == name) {
+                    return Err("unknown figure");
+                }
+                opts.only.push(name.to_owned());
             }
             Some("--help" | "-h") => return Err(USAGE),
             Some(_) | None => return Err("unknown argument"),
@@ -338,7 +350,10 @@ fn run(opts: &Options) -> ExitCode {
         raw: None,
     };
     let mut ok = true;
-    for figure in FIGURES {
+    let wanted = |name: &str| {
+        opts.only.is_empty() || name == "raw_sqlite_commit" || opts.only.iter().any(|o| o == name)
+    };
+    for figure in FIGURES.iter().filter(|f| wanted(f.name)) {
         eprintln!("[bench] {} ...", figure.name);
         let started = Instant::now();
         match (figure.run)(&mut ctx) {

@@ -5,6 +5,7 @@
 
 use std::time::{Duration, Instant};
 
+use mosaic_domain::messages::INBOX_LIMIT;
 use mosaic_domain::Refusal;
 use serde_json::{json, Value};
 
@@ -100,7 +101,7 @@ pub fn message_send_16_clients(ctx: &mut Ctx) -> Result<Fields, Failure> {
         ("requests_per_round", Value::from(per_round)),
         (
             "note",
-            Value::from("the broker commits one request per transaction (no group commit yet), so the ceiling is about the 1-client rate"),
+            Value::from("group commit: requests queued while a commit syncs share the next transaction"),
         ),
     ]);
     fields.extend(raw_fields(&raws));
@@ -141,8 +142,9 @@ fn inbox_calls(
 }
 
 /// `inbox_10k`: `inbox` through the socket for a role with 10 k unread
-/// messages (sent through the same broker by another role), beside the
-/// same call on an empty inbox, which is the socket's own floor.
+/// messages (sent through the same broker by another role), of which it
+/// lists the oldest [`INBOX_LIMIT`], beside the same call on an empty
+/// inbox, which is the socket's own floor.
 ///
 /// # Errors
 /// When the broker cannot start, the fill fails, or an `inbox` is refused.
@@ -170,14 +172,15 @@ pub fn inbox_10k(ctx: &mut Ctx) -> Result<Fields, Failure> {
     let fill = started.elapsed();
     let (full, bytes, entries) = inbox_calls(&reader, sizes.inbox_calls)?;
     live.close()?;
-    if entries != sizes.inbox_messages {
+    if entries != sizes.inbox_messages.min(INBOX_LIMIT) {
         return Err(Failure::new(
-            "the inbox does not list every unread message the bench sent",
+            "the inbox does not list its page of the unread messages the bench sent",
         ));
     }
     let p50 = percentile_us(&full, 50.0);
     Ok(vec![
-        ("messages", Value::from(entries)),
+        ("messages", Value::from(sizes.inbox_messages)),
+        ("listed", Value::from(entries)),
         ("p50_us", round1(p50)),
         ("p99_us", round1(percentile_us(&full, 99.0))),
         ("mean_us", round1(crate::stats::mean_us(&full))),
@@ -189,7 +192,7 @@ pub fn inbox_10k(ctx: &mut Ctx) -> Result<Fields, Failure> {
         ("empty_inbox_p99_us", round1(percentile_us(&empty, 99.0))),
         (
             "note",
-            Value::from("inbox answers every unread message in one reply; empty_inbox is the same call with nothing to list"),
+            Value::from("the role has `messages` unread; inbox lists the oldest INBOX_LIMIT (100) of them, from a reader connection beside the writer; empty_inbox is the same call with nothing to list"),
         ),
         ("fill_s", round3(fill.as_secs_f64())),
     ])

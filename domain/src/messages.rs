@@ -15,6 +15,12 @@ use crate::{BusinessId, Refusal, RunId};
 /// The most messages one `message.receive` hands out.
 pub const RECEIVE_LIMIT: usize = 100;
 
+/// The most unread messages one `inbox` lists (the oldest ones), so a read
+/// costs the same however many are waiting, and its reply stays far below
+/// the client's 4 MiB cap. Reading (acknowledging) them brings the next
+/// ones into view, as receiving does.
+pub const INBOX_LIMIT: usize = 100;
+
 /// The most body bytes one `message.receive` hands out (one message more
 /// than this only when it is alone). A delivery is recorded before the
 /// reply is written, so a reply the client must refuse (over its 4 MiB

@@ -223,8 +223,8 @@ pub trait EvidenceStore {
         limit: usize,
     ) -> Result<Vec<MessageFacts>, StoreError>;
 
-    /// Every message of `business` addressed to `recipient` that has not been
-    /// read, oldest first: the message half of an inbox.
+    /// Up to `limit` messages of `business` addressed to `recipient` that
+    /// have not been read, oldest first: the message half of an inbox.
     ///
     /// # Errors
     /// [`StoreError::Unavailable`].
@@ -232,6 +232,7 @@ pub trait EvidenceStore {
         &self,
         business: &BusinessId,
         recipient: &Recipient,
+        limit: usize,
     ) -> Result<Vec<MessageFacts>, StoreError>;
 
     /// The current state of every task of `business` with a `task.*`

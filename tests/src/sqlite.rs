@@ -118,8 +118,9 @@ impl EvidenceStore for TempSqlite {
         &self,
         business: &BusinessId,
         recipient: &Recipient,
+        limit: usize,
     ) -> Result<Vec<MessageFacts>, StoreError> {
-        self.store.unread(business, recipient)
+        self.store.unread(business, recipient, limit)
     }
 
     fn tasks(&self, business: &BusinessId) -> Result<Vec<TaskView>, StoreError> {

@@ -537,7 +537,9 @@ impl EvidenceStore for SqliteStore {
         &self,
         business: &BusinessId,
         recipient: &Recipient,
+        limit: usize,
     ) -> Result<Vec<MessageFacts>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let role = match recipient {
             Recipient::Role(r) => Some(r.as_str()),
             Recipient::Human => None,
@@ -545,9 +547,9 @@ impl EvidenceStore for SqliteStore {
         self.facts(
             &format!(
                 "{FACTS} WHERE m.business = ?1 AND m.to_role IS ?2 \
-                 AND NOT EXISTS (SELECT 1 FROM reads r WHERE r.message = m.id) ORDER BY m.seq"
+                 AND NOT EXISTS (SELECT 1 FROM reads r WHERE r.message = m.id) ORDER BY m.seq LIMIT ?3"
             ),
-            params![business.as_str(), role],
+            params![business.as_str(), role, limit],
         )
     }
 

@@ -300,12 +300,14 @@ impl EvidenceStore for MemoryStore {
         &self,
         business: &BusinessId,
         recipient: &Recipient,
+        limit: usize,
     ) -> Result<Vec<MessageFacts>, StoreError> {
         self.view(|state| {
             state
                 .messages
                 .iter()
                 .filter(|m| &m.record.business == business && &m.record.to == recipient && !m.read)
+                .take(limit)
                 .cloned()
                 .collect()
         })

@@ -538,7 +538,17 @@ fn unread<S: EvidenceStore>(store: &mut S) {
     check_eq(
         "unread after one read of two deliveries",
         sc.unread(&a, &to("dev")),
-        expected,
+        expected.clone(),
+    );
+    check_eq(
+        "unread limited to 2: the oldest two",
+        sc.unread_limited(&a, &to("dev"), 2),
+        expected[..2].to_vec(),
+    );
+    check_eq(
+        "unread limited to 0",
+        sc.unread_limited(&a, &to("dev"), 0),
+        vec![],
     );
     check_eq(
         "unread for the human",

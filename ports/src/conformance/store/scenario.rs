@@ -214,10 +214,10 @@ impl<'s, S: EvidenceStore> Scenario<'s, S> {
                 put(format!("undelivered({b}, {r})"), format!("{undelivered:?}"));
                 put(
                     format!("unread({b}, {r})"),
-                    format!("{:?}", self.store.unread(&b, &to(r))),
+                    format!("{:?}", self.store.unread(&b, &to(r), usize::MAX)),
                 );
             }
-            let human = self.store.unread(&b, &Recipient::Human);
+            let human = self.store.unread(&b, &Recipient::Human, usize::MAX);
             put(format!("unread({b}, human)"), format!("{human:?}"));
             for s in &subjects {
                 put(
@@ -258,8 +258,18 @@ impl<'s, S: EvidenceStore> Scenario<'s, S> {
 
     #[track_caller]
     pub(super) fn unread(&self, b: &BusinessId, recipient: &Recipient) -> Vec<MessageFacts> {
+        self.unread_limited(b, recipient, usize::MAX)
+    }
+
+    #[track_caller]
+    pub(super) fn unread_limited(
+        &self,
+        b: &BusinessId,
+        recipient: &Recipient,
+        limit: usize,
+    ) -> Vec<MessageFacts> {
         self.store
-            .unread(b, recipient)
+            .unread(b, recipient, limit)
             .unwrap_or_else(|e| fail(format_args!("unread failed: {e:?}")))
     }
 
