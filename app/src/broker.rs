@@ -338,6 +338,9 @@ fn boot(
     .map_err(|_| Refusal::StorageUnavailable)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        // Reads wait for one of `READERS` connections; more threads would
+        // only wait too (and each costs a malloc arena).
+        .max_blocking_threads(2 * reads::READERS)
         .enable_all()
         .build()
         .map_err(|_| Refusal::BrokerUnavailable)?;
