@@ -255,8 +255,7 @@ pub const FIGURES: &[Figure] = &[
     },
 ];
 
-const USAGE: &str =
-    "usage: mosaic-bench [--quick] [--awake] [--data-root DIR] [--only FIGURE]...";
+const USAGE: &str = "usage: mosaic-bench [--quick] [--awake] [--data-root DIR] [--only FIGURE]...";
 
 struct Options {
     quick: bool,

@@ -101,7 +101,9 @@ pub fn message_send_16_clients(ctx: &mut Ctx) -> Result<Fields, Failure> {
         ("requests_per_round", Value::from(per_round)),
         (
             "note",
-            Value::from("group commit: requests queued while a commit syncs share the next transaction"),
+            Value::from(
+                "group commit: requests queued while a commit syncs share the next transaction",
+            ),
         ),
     ]);
     fields.extend(raw_fields(&raws));

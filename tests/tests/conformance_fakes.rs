@@ -324,7 +324,9 @@ fn unavailable_store_fails_every_operation_until_cleared() {
     assert!(is_injected(
         &store.undelivered(&acme(), &dev, 10).unwrap_err()
     ));
-    assert!(is_injected(&store.unread(&acme(), &recipient, 10).unwrap_err()));
+    assert!(is_injected(
+        &store.unread(&acme(), &recipient, 10).unwrap_err()
+    ));
     assert!(is_injected(&store.tasks(&acme()).unwrap_err()));
     assert!(is_injected(&store.trail(&acme(), &subject).unwrap_err()));
     store.set_unavailable(false);

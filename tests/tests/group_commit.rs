@@ -194,7 +194,9 @@ fn evidence<S: EvidenceStore>(store: &S, requests: usize) -> Vec<String> {
     {
         seen.push(format!(
             "{:?}",
-            store.unread(&business, &recipient, usize::MAX).expect("unread")
+            store
+                .unread(&business, &recipient, usize::MAX)
+                .expect("unread")
         ));
     }
     seen
