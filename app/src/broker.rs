@@ -7,11 +7,14 @@
 //! later launch; [`Broker::close`] stops serving, closes the store, and
 //! removes the socket and the lock.
 //!
-//! Threads: one writer thread owns the [`Driver`] (the only user of the
-//! store connection) and handles requests one at a time, in arrival order;
-//! a tokio runtime serves the socket, with one task per connection that
-//! parses the line, finds the caller by capability, and waits for the
-//! writer's answer. Capabilities live only in this process's memory.
+//! Threads: one writer thread owns the [`Driver`] (the only writing store
+//! connection) and group-commits: it stages every queued request in arrival
+//! order, each in its own savepoint, commits the batch once, and only then
+//! answers them. A tokio runtime serves the socket, with one task per
+//! connection that parses the line, finds the caller by capability, and
+//! waits for the writer's answer; reads (`inbox`, `tasks`, `agents`,
+//! `trail`) run beside the writer instead, on [`Reads`]' own connections.
+//! Capabilities live only in this process's memory.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -338,9 +341,6 @@ fn boot(
     .map_err(|_| Refusal::StorageUnavailable)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
-        // Reads wait for one of `READERS` connections; more threads would
-        // only wait too (and each costs a malloc arena).
-        .max_blocking_threads(2 * reads::READERS)
         .enable_all()
         .build()
         .map_err(|_| Refusal::BrokerUnavailable)?;
