@@ -246,15 +246,24 @@ impl Reads {
                     .map_err(|_| Refusal::BrokerUnavailable)?;
             }
         };
-        let answer = read(&view, &store);
+        let lease = Lease {
+            reads: self,
+            store: Some(store),
+        };
+        match &lease.store {
+            Some(store) => read(&view, store),
+            None => Err(Refusal::BrokerUnavailable),
+        }
+    }
+
+    /// Takes `store` back into the pool, or drops it after `close`.
+    fn give_back(&self, store: SqliteStore) {
         if let Ok(mut pool) = self.pool.lock() {
-            // After `close` the connection is dropped here.
             if let Some(free) = pool.as_mut() {
                 free.push(store);
                 self.free.notify_one();
             }
         }
-        answer
     }
 
     /// Closes every idle reader connection; later reads are refused.
@@ -263,5 +272,20 @@ impl Reads {
             *pool = None;
         }
         self.free.notify_all();
+    }
+}
+
+/// A reader connection out of the pool; it goes back on drop, so a read that
+/// panics cannot shrink the pool.
+struct Lease<'a> {
+    reads: &'a Reads,
+    store: Option<SqliteStore>,
+}
+
+impl Drop for Lease<'_> {
+    fn drop(&mut self) {
+        if let Some(store) = self.store.take() {
+            self.reads.give_back(store);
+        }
     }
 }
