@@ -203,6 +203,7 @@ fn round(
     http: &mut Vec<Duration>,
 ) -> Result<Round, Failure> {
     let started = Instant::now();
+    let cpu_before = crate::stats::cpu_time();
     let mut samples = Vec::with_capacity(n);
     for _ in 0..n {
         let (rtt, pane) = trip(agent, panes)?;
@@ -213,6 +214,7 @@ fn round(
         samples,
         elapsed: started.elapsed(),
         written: None,
+        cpu: crate::stats::cpu_time().saturating_sub(cpu_before),
     })
 }
 

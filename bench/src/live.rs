@@ -245,6 +245,7 @@ pub fn warm_up(client: &Client, n: usize) -> Result<(), Failure> {
 /// The first refusal of any client.
 pub fn concurrent_round(clients: &[Client], per_client: usize) -> Result<Round, Failure> {
     let before = crate::stats::written_bytes();
+    let cpu_before = crate::stats::cpu_time();
     let start = Instant::now();
     let results: Vec<Result<Vec<Duration>, Failure>> = std::thread::scope(|scope| {
         let handles: Vec<_> = clients
@@ -281,5 +282,6 @@ pub fn concurrent_round(clients: &[Client], per_client: usize) -> Result<Round, 
         samples,
         elapsed,
         written,
+        cpu: crate::stats::cpu_time().saturating_sub(cpu_before),
     })
 }

@@ -20,6 +20,9 @@ pub struct Round {
     /// Bytes this process handed to `write`-family calls during the round
     /// (`wchar` of `/proc/self/io`: WAL frames, checkpoints), if readable.
     pub written: Option<u64>,
+    /// CPU time of this whole process (every thread: the broker's when it
+    /// runs in-process, and the clients') during the round.
+    pub cpu: Duration,
 }
 
 impl Round {
@@ -30,6 +33,7 @@ impl Round {
     pub fn run(n: usize, mut op: impl FnMut() -> Result<(), Failure>) -> Result<Self, Failure> {
         let mut samples = Vec::with_capacity(n);
         let before = written_bytes();
+        let cpu_before = cpu_time();
         let start = Instant::now();
         for _ in 0..n {
             let t = Instant::now();
@@ -44,6 +48,7 @@ impl Round {
             samples,
             elapsed,
             written,
+            cpu: cpu_time().saturating_sub(cpu_before),
         })
     }
 
@@ -115,6 +120,12 @@ impl Series {
         total.map_or(f64::NAN, |t| t as f64 / self.count() as f64)
     }
 
+    /// CPU µs of the whole process per operation over every round.
+    pub fn cpu_us_per_op(&self) -> f64 {
+        let cpu: Duration = self.rounds.iter().map(|r| r.cpu).sum();
+        cpu.as_secs_f64() * 1e6 / self.count() as f64
+    }
+
     /// The fields every rate figure reports, with the rate under `rate_key`.
     pub fn fields(&self, rate_key: &'static str) -> Fields {
         vec![
@@ -124,6 +135,7 @@ impl Series {
             ("mean_us", round1(self.mean_us())),
             ("n", Value::from(self.count())),
             ("written_bytes_per_op", round1(self.written_per_op())),
+            ("cpu_us_per_op", round1(self.cpu_us_per_op())),
             ("rounds", Value::from(self.rounds.len())),
             (
                 "round_rates",
@@ -136,6 +148,14 @@ impl Series {
             ),
         ]
     }
+}
+
+/// The CPU time this process has used so far, over all its threads.
+pub fn cpu_time() -> Duration {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    let secs = u64::try_from(t.tv_sec).unwrap_or(0);
+    let nanos = u32::try_from(t.tv_nsec).unwrap_or(0);
+    Duration::new(secs, nanos)
 }
 
 /// `wchar` of `/proc/self/io`: bytes this process passed to `write`,
@@ -213,6 +233,7 @@ mod tests {
             samples: vec![Duration::from_micros(1); n],
             elapsed: Duration::from_millis(ms),
             written: Some(10 * n as u64),
+            cpu: Duration::from_micros(5 * n as u64),
         };
         let series = Series {
             rounds: vec![round(100, 100), round(100, 50), round(100, 1000)],
@@ -220,6 +241,7 @@ mod tests {
         assert_eq!(series.rate(), 1000.0);
         assert_eq!(series.count(), 300);
         assert_eq!(series.written_per_op(), 10.0);
+        assert_eq!(series.cpu_us_per_op(), 5.0);
         let mut unknown = series.clone();
         unknown.rounds[1].written = None;
         assert!(unknown.written_per_op().is_nan());
