@@ -331,3 +331,101 @@ proptest! {
         prop_assert_eq!(sql_canonical(&conn, &text), Timestamp::parse(&text).is_ok(), "{}", text);
     }
 }
+
+/// `undelivered` and `unread` start their walk at a per-recipient
+/// watermark. One learned inside a batch rests on staged records: a batch
+/// that fails must not leave it behind, and reads out of order must not
+/// move it past a message still unread.
+#[test]
+fn watermarks_skip_history_but_never_a_pending_message() {
+    use mosaic_domain::bus::{Reply, SendInput};
+    use mosaic_domain::evidence::Recipient;
+    use mosaic_domain::MessageId;
+    use mosaic_tests::fixture::{acme, human, role};
+
+    let mut driver = Driver::open(policy_a(), TempSqlite::fresh()).expect("opens");
+    let dev = caller("dev", "d0");
+    let mut now = 1_000;
+    let mut at = || {
+        now += 1;
+        t(now)
+    };
+    driver.call(at(), &dev, Command::Claim).expect("claims");
+    let send = |driver: &mut Driver<TempSqlite>, n: u64, at: Timestamp| -> MessageId {
+        let command = Command::Send {
+            id: MessageId::from_random([n as u8; 16]),
+            input: Box::new(SendInput {
+                to: Recipient::Role(role("dev")),
+                class: None,
+                body: format!("message {n}"),
+                in_reply_to: None,
+                corrects: None,
+                decision: None,
+            }),
+            known: Vec::new(),
+        };
+        match driver.call(at, &human(n), command) {
+            Ok(Reply::Sent { id, .. }) => id,
+            other => panic!("send {n}: {other:?}"),
+        }
+    };
+    let ids = |facts: Vec<mosaic_domain::messages::MessageFacts>| -> Vec<MessageId> {
+        facts.into_iter().map(|f| f.record.id).collect()
+    };
+    let (a, to_dev) = (acme(), Recipient::Role(role("dev")));
+    let m1 = send(&mut driver, 1, at());
+    let m2 = send(&mut driver, 2, at());
+    driver
+        .call(at(), &dev, Command::Receive { batch: Vec::new() })
+        .expect("receives 1 and 2");
+    let m3 = send(&mut driver, 3, at());
+    let m4 = send(&mut driver, 4, at());
+    let undelivered = |driver: &Driver<TempSqlite>| {
+        ids(driver
+            .store()
+            .undelivered(&a, &role("dev"), 100)
+            .expect("reads"))
+    };
+    assert_eq!(undelivered(&driver), [m3, m4]);
+
+    // Delivered inside a batch that then fails: nothing pending while it is
+    // open, everything pending again after.
+    driver
+        .stage_call(
+            at(),
+            &dev,
+            "message.receive",
+            Command::Receive { batch: Vec::new() },
+        )
+        .expect("stages the delivery of 3 and 4");
+    assert_eq!(undelivered(&driver), []);
+    driver.store_mut().set_unavailable(true);
+    assert_eq!(driver.finish(), Err(Refusal::StorageUnavailable));
+    driver.store_mut().set_unavailable(false);
+    assert_eq!(
+        undelivered(&driver),
+        [m3, m4],
+        "the failed batch's watermark is gone"
+    );
+
+    // Delivered for real; a later message is pending again.
+    driver
+        .call(at(), &dev, Command::Receive { batch: Vec::new() })
+        .expect("receives 3 and 4");
+    assert_eq!(undelivered(&driver), []);
+    let m5 = send(&mut driver, 5, at());
+    assert_eq!(undelivered(&driver), [m5]);
+
+    // Read out of order: 2 before 1. The oldest unread stays in view.
+    let unread =
+        |driver: &Driver<TempSqlite>| ids(driver.store().unread(&a, &to_dev, 100).expect("reads"));
+    assert_eq!(unread(&driver), [m1, m2, m3, m4, m5]);
+    let read = |id| Command::Read { id, known: None };
+    driver.call(at(), &dev, read(m2)).expect("reads 2");
+    assert_eq!(unread(&driver), [m1, m3, m4, m5]);
+    driver.call(at(), &dev, read(m1)).expect("reads 1");
+    assert_eq!(unread(&driver), [m3, m4, m5]);
+    driver.call(at(), &dev, read(m3)).expect("reads 3");
+    driver.call(at(), &dev, read(m4)).expect("reads 4");
+    assert_eq!(unread(&driver), [m5]);
+}

@@ -24,6 +24,8 @@
 
 mod rows;
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::fs::OpenOptions;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -88,6 +90,61 @@ pub struct SqliteStore {
     next_seq: i64,
     /// With a batch open, the sequence number of its next staged record.
     staged_seq: Option<i64>,
+    /// Watermarks that keep `undelivered` and `unread` from walking a
+    /// recipient's whole history; see [`Watermarks`].
+    marks: RefCell<Watermarks>,
+}
+
+/// Which history a watermark skips.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Walk {
+    /// Messages delivered to someone (`undelivered`).
+    Delivered,
+    /// Messages read (`unread`).
+    Read,
+}
+
+/// Per recipient and [`Walk`], a ledger sequence number below which every
+/// message of that recipient is known to be delivered (or read).
+///
+/// Deliveries and reads are never removed and new messages get higher
+/// numbers, so a watermark learned from committed state stays true forever,
+/// and a query may start its walk there instead of at the recipient's first
+/// message: `message.receive` and `inbox` cost what their page costs, not
+/// what the recipient's history costs. A watermark learned while a batch is
+/// open may rest on staged records, so it is kept aside until the batch
+/// commits, and dropped if it does not.
+#[derive(Debug, Default)]
+struct Watermarks {
+    committed: HashMap<(String, Option<String>, Walk), i64>,
+    staged: HashMap<(String, Option<String>, Walk), i64>,
+}
+
+impl Watermarks {
+    fn get(&self, key: &(String, Option<String>, Walk)) -> i64 {
+        let committed = self.committed.get(key).copied().unwrap_or(0);
+        self.staged.get(key).copied().unwrap_or(0).max(committed)
+    }
+
+    fn learn(&mut self, key: (String, Option<String>, Walk), seq: i64, batch_open: bool) {
+        let marks = if batch_open {
+            &mut self.staged
+        } else {
+            &mut self.committed
+        };
+        let mark = marks.entry(key).or_insert(0);
+        *mark = (*mark).max(seq);
+    }
+
+    fn settle(&mut self, committed: bool) {
+        let staged = std::mem::take(&mut self.staged);
+        if committed {
+            for (key, seq) in staged {
+                let mark = self.committed.entry(key).or_insert(0);
+                *mark = (*mark).max(seq);
+            }
+        }
+    }
 }
 
 impl SqliteStore {
@@ -173,6 +230,7 @@ impl SqliteStore {
             path: path.to_owned(),
             next_seq: 0,
             staged_seq: None,
+            marks: RefCell::default(),
         })
     }
 
@@ -202,6 +260,7 @@ impl SqliteStore {
             path: path.to_owned(),
             next_seq,
             staged_seq: None,
+            marks: RefCell::default(),
         })
     }
 
@@ -372,12 +431,13 @@ fn read_failure(e: impl Into<ReadError>) -> StoreError {
 }
 
 impl SqliteStore {
-    /// The facts about the message in each row of a `SELECT {MESSAGE_COLUMNS}, delivered run, read flag`.
+    /// The facts about the message in each row of a [`FACTS`] query, each
+    /// with its ledger sequence number.
     fn facts(
         &self,
         sql: &str,
         args: impl rusqlite::Params,
-    ) -> Result<Vec<MessageFacts>, StoreError> {
+    ) -> Result<Vec<(i64, MessageFacts)>, StoreError> {
         let mut st = self.conn.prepare_cached(sql).map_err(read_failure)?;
         let mut rows = st.query(args).map_err(read_failure)?;
         let mut out = Vec::new();
@@ -390,11 +450,12 @@ impl SqliteStore {
                 ),
                 None => None,
             };
-            out.push(MessageFacts {
+            let facts = MessageFacts {
                 record,
                 delivered_to,
                 read: r.get(12).map_err(read_failure)?,
-            });
+            };
+            out.push((r.get(13).map_err(read_failure)?, facts));
         }
         Ok(out)
     }
@@ -417,8 +478,58 @@ impl SqliteStore {
     }
 }
 
+impl SqliteStore {
+    /// Up to `limit` messages of `business` to `role` (`None`: the human)
+    /// for which `pending` holds, oldest first, walking from the
+    /// recipient's [`Watermarks`] on; then moves the watermark to the first
+    /// message found, or past the recipient's newest message when none is.
+    fn pending(
+        &self,
+        business: &BusinessId,
+        role: Option<&str>,
+        walk: Walk,
+        pending: &str,
+        limit: usize,
+    ) -> Result<Vec<MessageFacts>, StoreError> {
+        let key = (business.as_str().to_owned(), role.map(str::to_owned), walk);
+        let from = self.marks.borrow().get(&key);
+        let found = self.facts(
+            &format!(
+                "{FACTS} WHERE m.business = ?1 AND m.to_role IS ?2 AND m.seq >= ?3 AND {pending} \
+                 ORDER BY m.seq LIMIT ?4"
+            ),
+            params![
+                business.as_str(),
+                role,
+                from,
+                i64::try_from(limit).unwrap_or(i64::MAX)
+            ],
+        )?;
+        let mark = match found.first() {
+            Some((seq, _)) => Some(*seq),
+            // Nothing pending at all (not merely a page of nothing).
+            None if limit > 0 => {
+                let newest: Option<i64> = self
+                    .conn
+                    .prepare_cached(
+                        "SELECT max(seq) FROM messages WHERE business = ?1 AND to_role IS ?2",
+                    )
+                    .and_then(|mut st| st.query_row(params![business.as_str(), role], |r| r.get(0)))
+                    .map_err(read_failure)?;
+                newest.map(|seq| seq + 1)
+            }
+            None => None,
+        };
+        if let Some(seq) = mark {
+            let batch_open = self.staged_seq.is_some();
+            self.marks.borrow_mut().learn(key, seq, batch_open);
+        }
+        Ok(found.into_iter().map(|(_, facts)| facts).collect())
+    }
+}
+
 const FACTS: &str = "SELECT m.id, m.business, m.from_role, m.from_run, m.to_role, m.class, m.body, m.in_reply_to, \
-    m.corrects, m.decision, m.request, d.run, EXISTS (SELECT 1 FROM reads r WHERE r.message = m.id) \
+    m.corrects, m.decision, m.request, d.run, EXISTS (SELECT 1 FROM reads r WHERE r.message = m.id), m.seq \
     FROM messages m LEFT JOIN deliveries d ON d.message = m.id";
 
 impl EvidenceStore for SqliteStore {
@@ -460,8 +571,10 @@ impl EvidenceStore for SqliteStore {
         };
         if let Err(e) = self.conn.execute_batch("COMMIT") {
             self.rollback();
+            self.marks.borrow_mut().settle(false);
             return Err(write_failure(e));
         }
+        self.marks.borrow_mut().settle(true);
         self.next_seq = seq;
         self.keep_frames_if_wal_deleted();
         Ok(())
@@ -471,6 +584,7 @@ impl EvidenceStore for SqliteStore {
         if self.staged_seq.take().is_some() {
             self.rollback();
         }
+        self.marks.borrow_mut().settle(false);
     }
 
     fn last_write(&self) -> Result<Option<Timestamp>, StoreError> {
@@ -517,7 +631,8 @@ impl EvidenceStore for SqliteStore {
     fn message(&self, id: &MessageId) -> Result<Option<MessageFacts>, StoreError> {
         Ok(self
             .facts(&format!("{FACTS} WHERE m.id = ?1"), [id.to_string()])?
-            .pop())
+            .pop()
+            .map(|(_, facts)| facts))
     }
 
     fn undelivered(
@@ -526,10 +641,12 @@ impl EvidenceStore for SqliteStore {
         role: &RoleInstance,
         limit: usize,
     ) -> Result<Vec<MessageFacts>, StoreError> {
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        self.facts(
-            &format!("{FACTS} WHERE m.business = ?1 AND m.to_role = ?2 AND d.message IS NULL ORDER BY m.seq LIMIT ?3"),
-            params![business.as_str(), role.as_str(), limit],
+        self.pending(
+            business,
+            Some(role.as_str()),
+            Walk::Delivered,
+            "d.message IS NULL",
+            limit,
         )
     }
 
@@ -539,17 +656,16 @@ impl EvidenceStore for SqliteStore {
         recipient: &Recipient,
         limit: usize,
     ) -> Result<Vec<MessageFacts>, StoreError> {
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let role = match recipient {
             Recipient::Role(r) => Some(r.as_str()),
             Recipient::Human => None,
         };
-        self.facts(
-            &format!(
-                "{FACTS} WHERE m.business = ?1 AND m.to_role IS ?2 \
-                 AND NOT EXISTS (SELECT 1 FROM reads r WHERE r.message = m.id) ORDER BY m.seq LIMIT ?3"
-            ),
-            params![business.as_str(), role, limit],
+        self.pending(
+            business,
+            role,
+            Walk::Read,
+            "NOT EXISTS (SELECT 1 FROM reads r WHERE r.message = m.id)",
+            limit,
         )
     }
 
