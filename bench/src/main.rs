@@ -88,8 +88,10 @@ pub struct Sizes {
     pub clients: usize,
     /// `message.send` calls per client and round with many clients.
     pub client_per_round: usize,
-    /// Unread messages of the role whose `inbox` is measured.
+    /// Messages sent to the role whose `inbox` is measured.
     pub inbox_messages: usize,
+    /// Of those, how many it leaves unread for the steady-state calls.
+    pub inbox_unread: usize,
     /// Timed `inbox` calls, on the empty and on the full inbox each.
     pub inbox_calls: usize,
     /// Unmeasured browser round trips before the first round.
@@ -129,6 +131,7 @@ impl Sizes {
             clients: 16,
             client_per_round: 50,
             inbox_messages: 10_000,
+            inbox_unread: 10,
             inbox_calls: 100,
             browser_warmup: 50,
             browser_rounds: 5,
@@ -160,6 +163,7 @@ impl Sizes {
             clients: 2,
             client_per_round: 10,
             inbox_messages: 100,
+            inbox_unread: 10,
             inbox_calls: 5,
             browser_warmup: 1,
             browser_rounds: 1,
