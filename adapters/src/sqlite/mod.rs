@@ -311,6 +311,12 @@ fn connect(path: &Path) -> Result<Connection, OpenError> {
         .map_err(open_failure)?;
     conn.set_db_config(DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true)
         .map_err(open_failure)?;
+    // One plan per statement, whatever is bound. Without this, a bundled
+    // SQLite built with STAT4 prepares a statement again on every run that
+    // binds a new value to an indexed non-unique column (`m.business = ?1`):
+    // 10 to 40 µs a query, where the query itself takes 2.
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
+        .map_err(open_failure)?;
     conn.pragma_update(None, "trusted_schema", false)
         .map_err(open_failure)?;
     conn.pragma_update(None, "foreign_keys", true)
@@ -528,9 +534,14 @@ impl SqliteStore {
     }
 }
 
-const FACTS: &str = "SELECT m.id, m.business, m.from_role, m.from_run, m.to_role, m.class, m.body, m.in_reply_to, \
-    m.corrects, m.decision, m.request, d.run, EXISTS (SELECT 1 FROM reads r WHERE r.message = m.id), m.seq \
-    FROM messages m LEFT JOIN deliveries d ON d.message = m.id";
+/// A message's row with its delivered run, read flag and sequence number.
+/// The delivery is a scalar subquery, not a `LEFT JOIN`: SQLite sets a join
+/// up on every run (about 20 µs here, even for no row at all), a
+/// subquery on the unique `deliveries.message` costs one index probe.
+const FACTS: &str =
+    "SELECT m.id, m.business, m.from_role, m.from_run, m.to_role, m.class, m.body, m.in_reply_to, \
+    m.corrects, m.decision, m.request, (SELECT d.run FROM deliveries d WHERE d.message = m.id), \
+    EXISTS (SELECT 1 FROM reads r WHERE r.message = m.id), m.seq FROM messages m";
 
 impl EvidenceStore for SqliteStore {
     fn stage(&mut self, records: &[Stamped]) -> Result<(), StoreError> {
@@ -645,7 +656,7 @@ impl EvidenceStore for SqliteStore {
             business,
             Some(role.as_str()),
             Walk::Delivered,
-            "d.message IS NULL",
+            "NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.message = m.id)",
             limit,
         )
     }
