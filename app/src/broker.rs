@@ -508,8 +508,8 @@ async fn answer(connection: Connection<'_>, peer: Peer, line: &[u8], leaked: boo
 }
 
 /// Answers an agent's or reader's read on a reader connection, on a
-/// blocking thread, never behind the writer; only a refusal goes to the
-/// writer, to be recorded.
+/// blocking thread once a connection is free, never behind the writer;
+/// only a refusal goes to the writer, to be recorded.
 async fn read_beside_writer(
     reads: &Arc<Reads>,
     jobs: &mpsc::Sender<Job>,
@@ -517,9 +517,15 @@ async fn read_beside_writer(
     verb: &'static str,
     call: Call,
 ) -> String {
+    // Waiting here holds no thread: only `READERS` reads take one at a time.
+    let permit = match reads.permit().await {
+        Ok(permit) => permit,
+        Err(refusal) => return wire::err(refusal),
+    };
     let answer = {
         let (reads, caller) = (Arc::clone(reads), caller.clone());
         tokio::task::spawn_blocking(move || {
+            let _permit = permit;
             reads.with_store(|view, store| {
                 let business = caller.business().clone();
                 // A read draws no fresh id.

@@ -189,6 +189,9 @@ pub struct Reads {
     view: RwLock<Arc<View>>,
     pool: Mutex<Option<Vec<SqliteStore>>>,
     free: Condvar,
+    /// One permit per connection: a read waits for one as a task, before
+    /// it takes a blocking thread (see [`Reads::permit`]).
+    permits: Arc<tokio::sync::Semaphore>,
 }
 
 impl Reads {
@@ -204,6 +207,7 @@ impl Reads {
             view: RwLock::new(Arc::new(view)),
             pool: Mutex::new(Some(pool)),
             free: Condvar::new(),
+            permits: Arc::new(tokio::sync::Semaphore::new(READERS)),
         })
     }
 
@@ -217,6 +221,19 @@ impl Reads {
     /// The latest view.
     pub fn view(&self) -> Option<Arc<View>> {
         self.view.read().ok().map(|v| Arc::clone(&v))
+    }
+
+    /// Waits (as a task, holding no thread) until a reader connection is
+    /// free for the caller; hold the permit across [`Reads::with_store`], so
+    /// at most [`READERS`] blocking threads ever run reads.
+    ///
+    /// # Errors
+    /// `broker-unavailable` once the pool is closed.
+    pub async fn permit(&self) -> Result<tokio::sync::OwnedSemaphorePermit, Refusal> {
+        Arc::clone(&self.permits)
+            .acquire_owned()
+            .await
+            .map_err(|_| Refusal::BrokerUnavailable)
     }
 
     /// Runs `read` on a reader connection, waiting for a free one.
@@ -268,6 +285,7 @@ impl Reads {
 
     /// Closes every idle reader connection; later reads are refused.
     pub fn close(&self) {
+        self.permits.close();
         if let Ok(mut pool) = self.pool.lock() {
             *pool = None;
         }
