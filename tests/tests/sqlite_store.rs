@@ -429,3 +429,73 @@ fn watermarks_skip_history_but_never_a_pending_message() {
     driver.call(at(), &dev, read(m4)).expect("reads 4");
     assert_eq!(unread(&driver), [m5]);
 }
+
+/// A reader connection polls `unread` while the writer commits a message
+/// at a time: every poll lists every message committed before it began.
+/// (A watermark moved past a message committed between the poll's two
+/// statements would hide that message from this connection for good.)
+#[test]
+fn a_reader_polling_during_commits_never_loses_a_message() {
+    use std::sync::{Arc, Mutex};
+
+    use mosaic_domain::bus::{Caller, Reply, SendInput};
+    use mosaic_domain::evidence::Recipient;
+    use mosaic_domain::{EventId, MessageId};
+    use mosaic_tests::fixture::{acme, role};
+
+    const MESSAGES: u32 = 1_500;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("bus.sqlite");
+    let mut driver =
+        Driver::open(policy_a(), SqliteStore::create(&path).expect("creates")).expect("opens");
+    let reader = SqliteStore::reader(&path).expect("a reader");
+    let committed: Arc<Mutex<Vec<MessageId>>> = Arc::default();
+    let writer = {
+        let committed = Arc::clone(&committed);
+        std::thread::spawn(move || {
+            for n in 0..MESSAGES {
+                let mut bytes = [5u8; 16];
+                bytes[..4].copy_from_slice(&n.to_be_bytes());
+                let human = Caller::Human {
+                    business: acme(),
+                    input: EventId::from_random(bytes),
+                };
+                let command = Command::Send {
+                    id: MessageId::from_random(bytes),
+                    input: Box::new(SendInput {
+                        to: Recipient::Role(role("dev")),
+                        class: None,
+                        body: format!("message {n}"),
+                        in_reply_to: None,
+                        corrects: None,
+                        decision: None,
+                    }),
+                    known: Vec::new(),
+                };
+                match driver.call(t(10_000 + i64::from(n)), &human, command) {
+                    Ok(Reply::Sent { id, .. }) => committed.lock().expect("a lock").push(id),
+                    other => panic!("send {n}: {other:?}"),
+                }
+            }
+        })
+    };
+    let to_dev = Recipient::Role(role("dev"));
+    let mut polls = 0;
+    loop {
+        let before: Vec<MessageId> = committed.lock().expect("a lock").clone();
+        let listed: std::collections::HashSet<MessageId> = reader
+            .unread(&acme(), &to_dev, usize::MAX)
+            .expect("reads")
+            .into_iter()
+            .map(|f| f.record.id)
+            .collect();
+        let missing = before.iter().filter(|id| !listed.contains(id)).count();
+        assert_eq!(missing, 0, "poll {polls}: {missing} committed messages not listed");
+        polls += 1;
+        if before.len() == MESSAGES as usize {
+            break;
+        }
+    }
+    writer.join().expect("the writer");
+    assert!(polls > 10, "the reader polled while the writer wrote ({polls} polls)");
+}

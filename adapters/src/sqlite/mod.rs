@@ -488,7 +488,13 @@ impl SqliteStore {
     /// Up to `limit` messages of `business` to `role` (`None`: the human)
     /// for which `pending` holds, oldest first, walking from the
     /// recipient's [`Watermarks`] on; then moves the watermark to the first
-    /// message found, or past the recipient's newest message when none is.
+    /// message found, or past the newest one looked at when none is.
+    ///
+    /// The newest message is read first and the walk stops there. Two
+    /// statements are two snapshots on a reader connection: a message
+    /// committed between them has a higher sequence number than every one
+    /// the first saw, so it is outside this walk and is found by the next,
+    /// never skipped by the watermark.
     fn pending(
         &self,
         business: &BusinessId,
@@ -497,33 +503,33 @@ impl SqliteStore {
         pending: &str,
         limit: usize,
     ) -> Result<Vec<MessageFacts>, StoreError> {
+        let newest: Option<i64> = self
+            .conn
+            .prepare_cached("SELECT max(seq) FROM messages WHERE business = ?1 AND to_role IS ?2")
+            .and_then(|mut st| st.query_row(params![business.as_str(), role], |r| r.get(0)))
+            .map_err(read_failure)?;
+        let Some(newest) = newest else {
+            return Ok(Vec::new());
+        };
         let key = (business.as_str().to_owned(), role.map(str::to_owned), walk);
         let from = self.marks.borrow().get(&key);
         let found = self.facts(
             &format!(
-                "{FACTS} WHERE m.business = ?1 AND m.to_role IS ?2 AND m.seq >= ?3 AND {pending} \
-                 ORDER BY m.seq LIMIT ?4"
+                "{FACTS} WHERE m.business = ?1 AND m.to_role IS ?2 AND m.seq BETWEEN ?3 AND ?4 \
+                 AND {pending} ORDER BY m.seq LIMIT ?5"
             ),
             params![
                 business.as_str(),
                 role,
                 from,
+                newest,
                 i64::try_from(limit).unwrap_or(i64::MAX)
             ],
         )?;
         let mark = match found.first() {
             Some((seq, _)) => Some(*seq),
-            // Nothing pending at all (not merely a page of nothing).
-            None if limit > 0 => {
-                let newest: Option<i64> = self
-                    .conn
-                    .prepare_cached(
-                        "SELECT max(seq) FROM messages WHERE business = ?1 AND to_role IS ?2",
-                    )
-                    .and_then(|mut st| st.query_row(params![business.as_str(), role], |r| r.get(0)))
-                    .map_err(read_failure)?;
-                newest.map(|seq| seq + 1)
-            }
+            // Nothing pending up to the newest (not merely a page of nothing).
+            None if limit > 0 => Some(newest + 1),
             None => None,
         };
         if let Some(seq) = mark {
