@@ -490,12 +490,18 @@ fn a_reader_polling_during_commits_never_loses_a_message() {
             .map(|f| f.record.id)
             .collect();
         let missing = before.iter().filter(|id| !listed.contains(id)).count();
-        assert_eq!(missing, 0, "poll {polls}: {missing} committed messages not listed");
+        assert_eq!(
+            missing, 0,
+            "poll {polls}: {missing} committed messages not listed"
+        );
         polls += 1;
         if before.len() == MESSAGES as usize {
             break;
         }
     }
     writer.join().expect("the writer");
-    assert!(polls > 10, "the reader polled while the writer wrote ({polls} polls)");
+    assert!(
+        polls > 10,
+        "the reader polled while the writer wrote ({polls} polls)"
+    );
 }
