@@ -473,7 +473,6 @@ async fn answer(connection: Connection<'_>, peer: Peer, line: &[u8], leaked: boo
         },
     };
     let verb = envelope.verb().as_str();
-    let (reply, answered) = oneshot::channel();
     let call = if leaked {
         Err(Refusal::CredentialLeak)
     } else {
@@ -490,16 +489,13 @@ async fn answer(connection: Connection<'_>, peer: Peer, line: &[u8], leaked: boo
         }
         _ => None,
     };
-    let job = Job::Request {
+    let authorized = ask(jobs, |reply| Job::Request {
         who,
         verb,
         call,
         reply,
-    };
-    if jobs.send(job).is_err() {
-        return wire::err(Refusal::BrokerUnavailable);
-    }
-    let authorized = answered.await.unwrap_or(Err(Refusal::BrokerUnavailable));
+    })
+    .await;
     match (browser, authorized) {
         (Some((call, caller)), Ok(_)) => browse(jobs, hub, &gone, &call, caller).await,
         (Some(_), Err(refusal)) => browser_wire::error_response(refusal, None),
@@ -543,17 +539,26 @@ async fn read_beside_writer(
     let Err(refusal) = answer else {
         return wire::response(answer);
     };
-    let (reply, answered) = oneshot::channel();
-    let job = Job::Refuse {
+    let recorded = ask(jobs, |reply| Job::Refuse {
         caller,
         verb,
         refusal,
         reply,
-    };
-    if jobs.send(job).is_err() {
-        return wire::err(Refusal::BrokerUnavailable);
-    }
-    wire::response(answered.await.unwrap_or(Err(Refusal::BrokerUnavailable)))
+    })
+    .await;
+    wire::response(recorded)
+}
+
+/// Hands the writer the job `make` builds around a reply channel and waits
+/// for its answer; a writer that is gone is `broker-unavailable`.
+async fn ask<T>(
+    jobs: &mpsc::Sender<Job>,
+    make: impl FnOnce(oneshot::Sender<Result<T, Refusal>>) -> Job,
+) -> Result<T, Refusal> {
+    let (reply, answered) = oneshot::channel();
+    jobs.send(make(reply))
+        .map_err(|_| Refusal::BrokerUnavailable)?;
+    answered.await.unwrap_or(Err(Refusal::BrokerUnavailable))
 }
 
 /// Carries an authorized `browser.request` to a pane and records its

@@ -6,12 +6,13 @@
 //! authority at all). [`policy_b`] is the same business after a policy
 //! change that makes `repo.merge` gated for `dev`.
 
-use mosaic_domain::bus::Caller;
+use mosaic_domain::bus::{Caller, Command};
 use mosaic_domain::business::{AuthoritySpec, RoleSpec};
+use mosaic_domain::decisions::RaiseInput;
 use mosaic_domain::evidence::{AgentRef, DecisionOption, OptionKey};
 use mosaic_domain::{
     Action, Business, BusinessId, BusinessSpec, DecisionId, EventId, HumanName, RoleInstance,
-    RunId, Timestamp,
+    RunId, Target, Timestamp,
 };
 
 /// The three roles of `acme`, in a fixed order.
@@ -122,4 +123,30 @@ pub fn policy_a() -> Vec<Business> {
 /// `acme` after `repo.merge` became gated for `dev`.
 pub fn policy_b() -> Vec<Business> {
     vec![business(&[])]
+}
+
+/// `decision.raise` of decision `id` asking `May I {act}?` of `target`,
+/// with the options [`yes_no`] and nothing else set.
+///
+/// # Panics
+/// When `act` or `target` is not well-formed: a test's own mistake.
+pub fn raise(id: u64, act: &str, target: Option<&str>) -> Command {
+    Command::Raise {
+        id: decision_id(id),
+        input: Box::new(RaiseInput {
+            action: action(act),
+            target: target.map(|t| Target::parse(t).expect("valid target")),
+            question: format!("May I {act}?"),
+            options: yes_no(),
+            recommendation: "yes".into(),
+            blocking: false,
+            technical: false,
+            project: None,
+            task_ref: None,
+            requirement_ref: None,
+            supersedes: None,
+            choice: None,
+            approval_choice: None,
+        }),
+    }
 }

@@ -5,34 +5,12 @@
 //! table non-empty, tamper tests, restarts) play it through a [`Driver`].
 
 use mosaic_domain::bus::{Command, SendInput};
-use mosaic_domain::decisions::RaiseInput;
 use mosaic_domain::evidence::{Harness, LaunchRecord, Recipient, Subject};
 use mosaic_domain::{Action, EventId, MessageId, Refusal, RunId, Target, TaskRef};
 use mosaic_ports::EvidenceStore;
 
-use crate::fixture::{acme, action, caller, decision_id, human, key, role, t, yes_no};
+use crate::fixture::{acme, action, caller, decision_id, human, key, raise, role, t};
 use crate::Driver;
-
-fn raise(id: u64, act: &str, target: Option<&str>) -> Command {
-    Command::Raise {
-        id: decision_id(id),
-        input: Box::new(RaiseInput {
-            action: action(act),
-            target: target.map(|t| Target::parse(t).expect("valid target")),
-            question: format!("May I {act}?"),
-            options: yes_no(),
-            recommendation: "yes".into(),
-            blocking: false,
-            technical: false,
-            project: None,
-            task_ref: None,
-            requirement_ref: None,
-            supersedes: None,
-            choice: None,
-            approval_choice: None,
-        }),
-    }
-}
 
 fn message_id(n: u8) -> MessageId {
     MessageId::from_random([n; 16])

@@ -11,14 +11,13 @@
 //! in-memory fake and SQLite on a real file, run the same cases.
 
 use mosaic_domain::bus::{Caller, Command, Reply, SendInput};
-use mosaic_domain::decisions::RaiseInput;
 use mosaic_domain::evidence::{Recipient, Stamped, Subject};
 use mosaic_domain::messages::MessageFacts;
-use mosaic_domain::{Action, EventId, MessageId, Refusal, Target, TaskRef};
+use mosaic_domain::{Action, EventId, MessageId, Refusal, TaskRef};
 use mosaic_ports::fakes::MemoryStore;
 use mosaic_ports::EvidenceStore;
 use mosaic_tests::fixture::{
-    acme, action, caller, decision_id, human, key, policy_a, role, t, yes_no, ROLES,
+    acme, caller, decision_id, human, key, policy_a, raise, role, t, ROLES,
 };
 use mosaic_tests::sqlite::TempSqlite;
 use mosaic_tests::{Driver, FreshStore, Restart};
@@ -106,27 +105,7 @@ fn request(i: usize, op: &Op) -> (Caller, Command) {
                 known: None,
             },
         ),
-        Op::Raise { by } => (
-            agent(by),
-            Command::Raise {
-                id: decision_id(i as u64),
-                input: Box::new(RaiseInput {
-                    action: action("repo.merge"),
-                    target: Some(Target::parse("main").expect("valid target")),
-                    question: format!("May I merge ({i})?"),
-                    options: yes_no(),
-                    recommendation: "yes".into(),
-                    blocking: false,
-                    technical: false,
-                    project: None,
-                    task_ref: None,
-                    requirement_ref: None,
-                    supersedes: None,
-                    choice: None,
-                    approval_choice: None,
-                }),
-            },
-        ),
+        Op::Raise { by } => (agent(by), raise(i as u64, "repo.merge", Some("main"))),
         Op::Resolve { by, n } => (
             if by < ROLES.len() {
                 agent(by)
