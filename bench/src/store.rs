@@ -17,10 +17,11 @@ use mosaic_app::driver::Driver;
 use mosaic_domain::bus::{Caller, Command, SendInput};
 use mosaic_domain::business::{AuthoritySpec, RoleSpec};
 use mosaic_domain::evidence::{
-    AgentRef, Evidence, MessageClass, MessageEvidence, MessageRecord, Recipient, Stamped,
+    ActionAllowed, AgentRef, Evidence, MessageClass, MessageEvidence, MessageRecord, Recipient,
+    Stamped, Subject,
 };
 use mosaic_domain::{
-    Action, Business, BusinessId, BusinessSpec, HumanName, MessageId, RoleInstance, RunId,
+    Action, Business, BusinessId, BusinessSpec, HumanName, MessageId, RoleInstance, RunId, Target,
     Timestamp,
 };
 use mosaic_ports::{EvidenceStore, StoreError};
@@ -194,6 +195,84 @@ impl Sender {
     }
 }
 
+/// The records of one `message.send` from `lead` to `dev`, built by hand
+/// and committed through [`EvidenceStore::commit`] with no bus in front:
+/// what the schema alone costs (SQL, triggers, pages, sync), the floor the
+/// driver stands on.
+struct StoreOnly {
+    store: SqliteStore,
+    parties: Parties,
+    send: Action,
+    target: Target,
+    ids: Ids,
+    at: i64,
+    sent: usize,
+}
+
+impl StoreOnly {
+    fn create(path: &Path, ids: Ids) -> Result<Self, Failure> {
+        let bad = |_| Failure::new("the bench names do not parse");
+        Ok(Self {
+            store: SqliteStore::create(path)
+                .map_err(|e| Failure::refused("cannot create a store", e.refusal()))?,
+            parties: Parties::new()?,
+            send: Action::parse("message.send").map_err(bad)?,
+            target: Target::parse("dev").map_err(bad)?,
+            ids,
+            at: now()?.unix_ms(),
+            sent: 0,
+        })
+    }
+
+    /// `action.allowed` and `message.sent`, as the bus stages them, in one
+    /// commit.
+    fn send(&mut self) -> Result<(), Failure> {
+        let id = self.ids.message();
+        let parties = &self.parties;
+        let allowed = Evidence::Allowed(ActionAllowed {
+            business: parties.business.clone(),
+            agent: parties.lead.clone(),
+            action: self.send.clone(),
+            target: Some(self.target.clone()),
+            decision: None,
+            subject: Some(Subject::Message(id)),
+        });
+        let sent = Evidence::Message(MessageEvidence::Sent(Box::new(MessageRecord {
+            id,
+            business: parties.business.clone(),
+            from: mosaic_domain::evidence::Sender::Agent(parties.lead.clone()),
+            to: Recipient::Role(parties.dev.clone()),
+            class: Some(MessageClass::Info),
+            body: body(self.sent),
+            in_reply_to: None,
+            corrects: None,
+            decision: None,
+            request: None,
+        })));
+        let mut stamp = || {
+            self.at += 1;
+            Timestamp::from_unix_ms(self.at).map_err(|r| Failure::refused("time out of range", r))
+        };
+        let records = [
+            Stamped {
+                at: stamp()?,
+                evidence: allowed,
+            },
+            Stamped {
+                at: stamp()?,
+                evidence: sent,
+            },
+        ];
+        self.store.commit(&records).map_err(store_failure)?;
+        self.sent += 1;
+        Ok(())
+    }
+
+    fn round(&mut self, n: usize) -> Result<Round, Failure> {
+        Round::run(n, || self.send())
+    }
+}
+
 /// Appends `count` `message.sent` records from `lead` to `dev` directly
 /// through [`EvidenceStore::commit`], `batch` per transaction, at strictly
 /// increasing times after the store's last write.
@@ -291,17 +370,28 @@ pub fn message_send_1_client(ctx: &mut Ctx) -> Result<Fields, Failure> {
     } = prepare(ctx, "send.sqlite", 0, 1)?;
     let ledger_before = count_rows(&path, "ledger")?;
     sender.warm_up(sizes.send_warmup)?;
+    let floor_path = ctx.dir.join("store-only.sqlite");
+    let mut floor = StoreOnly::create(&floor_path, Ids(4))?;
+    (0..sizes.send_warmup).try_for_each(|_| floor.send())?;
     let raw = ctx.raw()?;
-    let (mut sends, mut raws) = (Series::default(), Series::default());
+    let (mut sends, mut raws, mut floors) =
+        (Series::default(), Series::default(), Series::default());
     for round in 0..sizes.send_rounds {
-        // Alternate which goes first, so neither always follows the other.
-        if round % 2 == 0 {
-            raws.rounds.push(raw.round(sizes.send_per_round)?);
-            sends.rounds.push(sender.round(sizes.send_per_round)?);
-        } else {
-            sends.rounds.push(sender.round(sizes.send_per_round)?);
-            raws.rounds.push(raw.round(sizes.send_per_round)?);
+        // Rotate which goes first, so none always follows another.
+        let n = sizes.send_per_round;
+        for turn in 0..3 {
+            match (round + turn) % 3 {
+                0 => raws.rounds.push(raw.round(n)?),
+                1 => sends.rounds.push(sender.round(n)?),
+                _ => floors.rounds.push(floor.round(n)?),
+            }
         }
+    }
+    drop(floor.store);
+    if count_rows(&floor_path, "ledger")? != 2 * floor.sent as i64 {
+        return Err(Failure::new(
+            "the store-only floor does not hold two records per commit",
+        ));
     }
     let requests = sender.sent;
     drop(sender.into_store());
@@ -316,6 +406,15 @@ pub fn message_send_1_client(ctx: &mut Ctx) -> Result<Fields, Failure> {
         ("raw_p50_us", round1(raws.percentile_us(50.0))),
         ("raw_p99_us", round1(raws.percentile_us(99.0))),
         ("raw_written_bytes_per_op", round1(raws.written_per_op())),
+        ("store_only_commits_per_s", round1(floors.rate())),
+        ("store_only_p50_us", round1(floors.percentile_us(50.0))),
+        ("store_only_ratio_to_raw", round3(floors.rate() / raws.rate())),
+        ("store_only_written_bytes_per_op", round1(floors.written_per_op())),
+        ("store_only_cpu_us_per_op", round1(floors.cpu_us_per_op())),
+        (
+            "store_only",
+            Value::from("the same two records committed by EvidenceStore::commit with no bus or driver: the schema's own floor"),
+        ),
         (
             "records_per_request",
             round3(ledger_rows as f64 / requests as f64),

@@ -79,6 +79,9 @@ fn quick_run_prints_every_figure_as_json_and_cleans_up() {
         "p99_us",
         "ratio_to_raw",
         "raw_commits_per_s",
+        "store_only_commits_per_s",
+        "store_only_p50_us",
+        "store_only_written_bytes_per_op",
     ] {
         positive(&lines[2], key);
     }

@@ -294,11 +294,21 @@ impl SqliteStore {
         }
     }
 
+    /// Runs one transaction-control statement (`BEGIN IMMEDIATE`,
+    /// `SAVEPOINT stage`, `COMMIT`, …) from the statement cache: every
+    /// write runs several, and parsing each anew costs more than running it.
+    fn control(&self, sql: &str) -> rusqlite::Result<()> {
+        self.conn.prepare_cached(sql)?.execute([]).map(drop)
+    }
+
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.path
     }
 }
+
+/// Prepared statements each connection keeps.
+const STATEMENT_CACHE: usize = 64;
 
 /// A connection to an existing file with the store's settings. It does not
 /// checkpoint on close until [`SqliteStore::verified`] allows it.
@@ -317,6 +327,10 @@ fn connect(path: &Path) -> Result<Connection, OpenError> {
     // 10 to 40 µs a query, where the query itself takes 2.
     conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
         .map_err(open_failure)?;
+    // Room for every statement the store runs (one insert per table, the
+    // reads, the transaction control), so none is evicted and parsed again;
+    // rusqlite's default holds 16.
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     conn.pragma_update(None, "trusted_schema", false)
         .map_err(open_failure)?;
     conn.pragma_update(None, "foreign_keys", true)
@@ -554,30 +568,26 @@ impl EvidenceStore for SqliteStore {
         let staged = match self.staged_seq {
             Some(seq) => seq,
             None => {
-                self.conn
-                    .execute_batch("BEGIN IMMEDIATE")
-                    .map_err(write_failure)?;
+                self.control("BEGIN IMMEDIATE").map_err(write_failure)?;
                 self.next_seq
             }
         };
         self.staged_seq = Some(staged);
-        self.conn
-            .execute_batch("SAVEPOINT stage")
-            .map_err(write_failure)?;
+        self.control("SAVEPOINT stage").map_err(write_failure)?;
         let mut seq = staged;
         for record in records {
             if let Err(e) = rows::insert(&self.conn, seq, record) {
                 // Undo this stage only; a failure that already ended the
                 // transaction (disk full, I/O) fails this too, and the caller
                 // abandons the batch.
-                let _ = self.conn.execute_batch("ROLLBACK TO stage; RELEASE stage");
+                let _ = self
+                    .control("ROLLBACK TO stage")
+                    .and_then(|()| self.control("RELEASE stage"));
                 return Err(write_failure(e));
             }
             seq += 1;
         }
-        self.conn
-            .execute_batch("RELEASE stage")
-            .map_err(write_failure)?;
+        self.control("RELEASE stage").map_err(write_failure)?;
         self.staged_seq = Some(seq);
         Ok(())
     }
@@ -586,7 +596,7 @@ impl EvidenceStore for SqliteStore {
         let Some(seq) = self.staged_seq.take() else {
             return Ok(());
         };
-        if let Err(e) = self.conn.execute_batch("COMMIT") {
+        if let Err(e) = self.control("COMMIT") {
             self.rollback();
             self.marks.borrow_mut().settle(false);
             return Err(write_failure(e));
