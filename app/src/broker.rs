@@ -584,9 +584,9 @@ async fn browse(
             browser_wire::error_response(*refusal, sentence)
         }
     };
-    let Caller::Agent { agent, .. } = &caller else {
+    if !matches!(caller, Caller::Agent { .. }) {
         return answer;
-    };
+    }
     let body = browser_wire::completed_body(
         &call.action,
         request.as_ref(),
@@ -594,14 +594,8 @@ async fn browse(
         answer.len(),
         &browser::hex_digest(answer.as_bytes()),
     );
-    let Ok(kind) = browser::completed_kind() else {
-        return answer;
-    };
-    let command = Command::RecordEvent {
-        kind,
+    let command = Command::RecordBrowserOutcome {
         body: body.to_string(),
-        subject: Some(Subject::Role(agent.role.clone())),
-        request: None,
     };
     let (reply, recorded) = oneshot::channel();
     let sent = jobs.send(Job::Record {
@@ -949,8 +943,9 @@ impl Broker {
     /// stamps the capability's identity, in its own transaction. `body` must
     /// be a JSON object; a `task_ref` in it must equal a task `subject`;
     /// `task.created` needs `body.request` (a human input of this business)
-    /// and `body.requirement`. Human input, launch control and the bus's own
-    /// kinds refuse.
+    /// and `body.requirement`. Human input, launch control, the bus's own
+    /// kinds and `browser.*` (the broker's own record of a browser
+    /// request's outcome) refuse.
     ///
     /// # Errors
     /// `bad-capability`, `not-holder`, `bad-request` for a body or subject

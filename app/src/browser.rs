@@ -51,7 +51,7 @@ use mosaic_adapters::wire::browser::{
 use mosaic_domain::browser::{
     effective_timeout, BrowserAction, BrowserEffect, BrowserRequests, ClaimReply, ClientInfo,
 };
-use mosaic_domain::{Action, BrowserRequestId, Capability, ClientId, Refusal};
+use mosaic_domain::{BrowserRequestId, Capability, ClientId, Refusal};
 use mosaic_ports::{Clock, Entropy};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -340,14 +340,6 @@ pub async fn request(
         Some(id),
         outcome.and_then(|result| finish(&hub.files, id, &call.action, result)),
     )
-}
-
-/// The evidence kind of a browser request's outcome.
-///
-/// # Errors
-/// Never in practice: the name is a valid action.
-pub fn completed_kind() -> Result<Action, Refusal> {
-    Action::parse("browser.completed")
 }
 
 /// A capture's image, and any result over [`INLINE_RESULT_LIMIT`], become a

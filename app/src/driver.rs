@@ -312,7 +312,8 @@ impl<S: EvidenceStore> Driver<S> {
             | Command::LaunchRevoke
             | Command::LaunchRestore
             | Command::Authorize { .. }
-            | Command::RecordEvent { .. }) => command,
+            | Command::RecordEvent { .. }
+            | Command::RecordBrowserOutcome { .. }) => command,
         })
     }
 }

@@ -82,6 +82,18 @@ fn an_in_process_host_binds_authorizes_records_and_closes() {
         broker.record_event(&dev, "launch.revoke", &json!({}), None),
         Err(Refusal::NotAuthorized)
     );
+    assert_eq!(
+        broker.record_event(
+            &dev,
+            "browser.completed",
+            &json!({"action": "snapshot", "ok": true}),
+            Some(Subject::Role(
+                mosaic_domain::RoleInstance::parse("dev").unwrap()
+            ))
+        ),
+        Err(Refusal::NotAuthorized),
+        "only the broker records what a browser request came to"
+    );
     let tasks = Client::new(&booted.socket, reader.expose())
         .call("tasks", json!({}))
         .expect("tasks");

@@ -184,6 +184,14 @@ pub enum Command {
         /// For `task.created`: the human input that requested the task.
         request: Option<EventId>,
     },
+    /// The broker's own record of a `browser.request` outcome
+    /// (`browser.completed`, filed under the agent's role). No adapter can
+    /// send it: `record_event` refuses every `browser.` kind.
+    RecordBrowserOutcome {
+        /// The JSON body as text (built by the broker: action, request id,
+        /// outcome, answer size and digest, never the payload).
+        body: String,
+    },
 }
 
 impl Command {
@@ -211,7 +219,8 @@ impl Command {
             | Command::LaunchRevoke
             | Command::LaunchRestore
             | Command::Authorize { .. }
-            | Command::RecordEvent { .. } => Vec::new(),
+            | Command::RecordEvent { .. }
+            | Command::RecordBrowserOutcome { .. } => Vec::new(),
         }
     }
 
@@ -233,6 +242,7 @@ impl Command {
             Command::LaunchRestore => "launch.restore",
             Command::Authorize { .. } => "authorize",
             Command::RecordEvent { .. } => "record_event",
+            Command::RecordBrowserOutcome { .. } => "browser.request",
         }
     }
 }
@@ -269,15 +279,20 @@ enum Sender {
 
 /// The event kinds a trusted adapter may not record: only the human CLI
 /// produces human input and launch control, only the host binds launches,
-/// and only the bus's own verbs speak for its machines.
-const RESERVED_KIND_PREFIXES: [&str; 6] = [
+/// only the bus's own verbs speak for its machines, and only the broker
+/// records what a browser request came to.
+const RESERVED_KIND_PREFIXES: [&str; 7] = [
     "human.",
     "launch.",
     "session.",
     "role.",
     "decision.",
     "message.",
+    "browser.",
 ];
+
+/// The kind of [`Command::RecordBrowserOutcome`]'s observation.
+pub const BROWSER_COMPLETED: &str = "browser.completed";
 
 /// A savepoint across all machines, the outbox and the clock.
 #[derive(Debug, Clone)]
@@ -520,7 +535,8 @@ impl Bus {
                 | Command::Read { .. }
                 | Command::EmitRoutine { .. }
                 | Command::Authorize { .. }
-                | Command::RecordEvent { .. } => Err(Refusal::NotAuthorized),
+                | Command::RecordEvent { .. }
+                | Command::RecordBrowserOutcome { .. } => Err(Refusal::NotAuthorized),
             },
         }
     }
@@ -652,6 +668,17 @@ impl Bus {
                 }));
                 Reply::Done
             }
+            Command::RecordBrowserOutcome { body } => {
+                self.pending.push(Evidence::Observed(Observation {
+                    business: b.clone(),
+                    agent: agent.clone(),
+                    kind: BROWSER_COMPLETED.to_owned(),
+                    body,
+                    subject: Some(Subject::Role(agent.role.clone())),
+                    request: None,
+                }));
+                Reply::Done
+            }
             Command::LaunchRevoke | Command::LaunchRestore => return Err(Refusal::HumanOnly),
         };
         self.drain();
@@ -708,7 +735,8 @@ impl Bus {
             | Command::Read { .. }
             | Command::EmitRoutine { .. }
             | Command::Authorize { .. }
-            | Command::RecordEvent { .. } => return Err(Refusal::NotAuthorized),
+            | Command::RecordEvent { .. }
+            | Command::RecordBrowserOutcome { .. } => return Err(Refusal::NotAuthorized),
         };
         let human = Evidence::Human(HumanInput {
             id: input,

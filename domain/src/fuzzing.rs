@@ -191,12 +191,13 @@ mod machines {
         Some("https://example.com"),
     ];
     const KEYS: [&str; 3] = ["yes", "no", "maybe"];
-    const KINDS: [&str; 5] = [
+    const KINDS: [&str; 6] = [
         "task.created",
         "task.updated",
         "human.input",
         "action.allowed",
         "review.noted",
+        "browser.completed",
     ];
 
     fn name<T>(text: &str, parse: fn(&str) -> std::result::Result<T, Refusal>) -> T {
@@ -422,7 +423,7 @@ mod machines {
         }
 
         fn command(&mut self, u: &mut Unstructured<'_>, caller: &Caller) -> Result<Command> {
-            Ok(match u.int_in_range(0..=14u8)? {
+            Ok(match u.int_in_range(0..=15u8)? {
                 0 => Command::Claim,
                 1 => Command::Release,
                 2 => Command::Revoke {
@@ -534,6 +535,9 @@ mod machines {
                     action: name(pick(u, &ACTIONS)?, Action::parse),
                     target: Self::target(u)?,
                     decision: Self::option(u, |u| self.decision(u))?,
+                },
+                14 => Command::RecordBrowserOutcome {
+                    body: "{}".to_owned(),
                 },
                 _ => {
                     let kind = name(pick(u, &KINDS)?, Action::parse);
