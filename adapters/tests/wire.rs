@@ -5,9 +5,9 @@
 use std::cell::Cell;
 
 use mosaic_adapters::wire::{
-    self, decision_json, message_facts_json, message_json, parse_json, parse_request, record_json,
-    reply_json, task_json, Call, Dispatch, Envelope, Presenter, Query, SubjectRef, UuidKind,
-    UuidRef, Verb, MAX_REQUEST_BYTES,
+    self, decision_json, inbox_json, inbox_text, message_facts_json, message_json, parse_json,
+    parse_request, record_json, reply_json, task_json, Call, Dispatch, Envelope, Presenter, Query,
+    SubjectRef, UuidKind, UuidRef, Verb, MAX_REQUEST_BYTES,
 };
 use mosaic_domain::authority::Grant;
 use mosaic_domain::bus::{Command, Reply, SendInput};
@@ -1327,6 +1327,65 @@ fn decisions_encode_with_status_choice_and_authorization_context() {
     assert_eq!(
         v["authorization"],
         json!({"action": "role.revoke", "target": "dev", "approvalChoice": "revoke"})
+    );
+}
+
+#[test]
+fn the_inbox_written_straight_to_text_is_its_value_byte_for_byte() {
+    let open = Decision {
+        record: record(),
+        status: Status::Open,
+    };
+    let delivered = MessageFacts {
+        record: message(),
+        delivered_to: Some(RunId::parse("run-2").unwrap()),
+        read: false,
+    };
+    let human = MessageFacts {
+        record: MessageRecord {
+            id: mid(M2),
+            from: Sender::Human,
+            to: Recipient::Human,
+            class: None,
+            body: "quote \" slash \\ tab \t nul \u{0} bell \u{7} é 🦀 \u{2028}".into(),
+            in_reply_to: None,
+            corrects: Some(mid(M1)),
+            decision: None,
+            request: Some(EventId::parse(E1).unwrap()),
+            ..message()
+        },
+        delivered_to: None,
+        read: false,
+    };
+    let messages = [delivered, human];
+    for (decisions, messages) in [
+        (vec![], &messages[..0]),
+        (vec![&open], &messages[..0]),
+        (vec![], &messages[..]),
+        (vec![&open, &open], &messages[..]),
+    ] {
+        let value = inbox_json(&decisions, messages);
+        assert_eq!(inbox_text(&decisions, messages), value.to_string());
+        assert_eq!(
+            value.as_array().map(Vec::len),
+            Some(decisions.len() + messages.len())
+        );
+    }
+    let value = inbox_json(&[&open], &messages);
+    assert_eq!(value[0]["type"], "decision");
+    assert_eq!(value[0]["id"], record_fields()["id"]);
+    assert_eq!(
+        value[1],
+        with(
+            message_fields(),
+            json!({"delivered_to": "run-2", "read": false, "type": "message"})
+        )
+    );
+    assert_eq!(value[2]["from"], "human");
+    assert_eq!(value[2]["corrects"], M1);
+    assert_eq!(
+        wire::ok_text(&inbox_text(&[], &messages)),
+        wire::ok(inbox_json(&[], &messages))
     );
 }
 

@@ -528,7 +528,7 @@ async fn read_beside_writer(
                 match call
                     .into_dispatch(|| [0; 16], |uuid| reads::kind_of(store, &business, uuid))?
                 {
-                    Dispatch::Query(query) => reads::read(view, store, &caller, query),
+                    Dispatch::Query(query) => reads::read_text(view, store, &caller, query),
                     Dispatch::Command(_) => Err(Refusal::BadRequest),
                 }
             })
@@ -536,8 +536,9 @@ async fn read_beside_writer(
         .await
         .unwrap_or(Err(Refusal::BrokerUnavailable))
     };
-    let Err(refusal) = answer else {
-        return wire::response(answer);
+    let refusal = match answer {
+        Ok(text) => return wire::ok_text(&text),
+        Err(refusal) => refusal,
     };
     let recorded = ask(jobs, |reply| Job::Refuse {
         caller,

@@ -21,7 +21,7 @@ use mosaic_domain::bus::{Bus, Caller};
 use mosaic_domain::claims::Occupancy;
 use mosaic_domain::decisions::{Decision, Status};
 use mosaic_domain::evidence::{LaunchRecord, Recipient, Route, Subject};
-use mosaic_domain::messages::INBOX_LIMIT;
+use mosaic_domain::messages::{MessageFacts, INBOX_LIMIT};
 use mosaic_domain::{BusinessId, Refusal, RoleInstance};
 use mosaic_ports::EvidenceStore;
 use serde_json::Value;
@@ -126,21 +126,7 @@ pub fn read<S: EvidenceStore>(
     let storage = |_| Refusal::StorageUnavailable;
     Ok(match query {
         Query::Inbox => {
-            let (route, recipient) = match caller {
-                Caller::Agent { agent, .. } => (
-                    Route::Role(agent.role.clone()),
-                    Recipient::Role(agent.role.clone()),
-                ),
-                Caller::Reader { .. } | Caller::Human { .. } => (Route::Human, Recipient::Human),
-            };
-            let decisions: Vec<&Decision> = view
-                .open
-                .iter()
-                .filter(|d| &d.record.business == business && d.record.route == route)
-                .collect();
-            let messages = store
-                .unread(business, &recipient, INBOX_LIMIT)
-                .map_err(storage)?;
+            let (decisions, messages) = inbox(view, store, caller)?;
             wire::inbox_json(&decisions, &messages)
         }
         Query::Tasks => Value::Array(
@@ -169,6 +155,55 @@ pub fn read<S: EvidenceStore>(
             Value::Array(records.iter().map(wire::record_json).collect())
         }
     })
+}
+
+/// [`read`]'s result as JSON text: the inbox, the read agents make most,
+/// is written straight to text without building a `Value`.
+///
+/// # Errors
+/// As [`read`].
+pub fn read_text<S: EvidenceStore>(
+    view: &View,
+    store: &S,
+    caller: &Caller,
+    query: Query,
+) -> Result<String, Refusal> {
+    match query {
+        Query::Inbox => {
+            let (decisions, messages) = inbox(view, store, caller)?;
+            Ok(wire::inbox_text(&decisions, &messages))
+        }
+        Query::Tasks | Query::Agents | Query::Trail(_) => {
+            read(view, store, caller, query).map(|value| value.to_string())
+        }
+    }
+}
+
+/// The caller's inbox: the open decisions routed to it and its oldest
+/// [`INBOX_LIMIT`] unread messages. An agent's inbox is its role's; a
+/// reader's (and the human's) is the human's.
+fn inbox<'v, S: EvidenceStore>(
+    view: &'v View,
+    store: &S,
+    caller: &Caller,
+) -> Result<(Vec<&'v Decision>, Vec<MessageFacts>), Refusal> {
+    let business = caller.business();
+    let (route, recipient) = match caller {
+        Caller::Agent { agent, .. } => (
+            Route::Role(agent.role.clone()),
+            Recipient::Role(agent.role.clone()),
+        ),
+        Caller::Reader { .. } | Caller::Human { .. } => (Route::Human, Recipient::Human),
+    };
+    let decisions = view
+        .open
+        .iter()
+        .filter(|d| &d.record.business == business && d.record.route == route)
+        .collect();
+    let messages = store
+        .unread(business, &recipient, INBOX_LIMIT)
+        .map_err(|_| Refusal::StorageUnavailable)?;
+    Ok((decisions, messages))
 }
 
 /// Reader connections per broker: enough for both cores and a read or two

@@ -21,6 +21,8 @@ use mosaic_domain::evidence::{
 use mosaic_domain::messages::MessageFacts;
 use mosaic_domain::Refusal;
 use mosaic_ports::store::TaskView;
+use serde::ser::{SerializeSeq, Serializer};
+use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 /// The success line, `{"ok":true,"result":RESULT}`: one line, no newline.
@@ -41,6 +43,12 @@ pub fn ok(result: Value) -> String {
 pub fn err(refusal: Refusal) -> String {
     // Codes are kebab-case ASCII, so they need no escaping.
     format!("{{\"ok\":false,\"error\":\"{}\"}}", refusal.code())
+}
+
+/// [`ok`] for a result already written as JSON text (one compact value,
+/// as `serde_json` writes it, so it holds no newline).
+pub fn ok_text(result: &str) -> String {
+    format!("{{\"ok\":true,\"result\":{result}}}")
 }
 
 /// [`ok`] or [`err`], whichever `result` is.
@@ -126,33 +134,89 @@ fn decision_fields(r: &DecisionRecord) -> Map<String, Value> {
 /// `from_run` is the sending run (`null` from the human); `request` is the
 /// human input a human instruction carries.
 pub fn message_json(m: &MessageRecord) -> Value {
-    let (from, from_run) = match &m.from {
-        Sender::Agent(a) => (a.role.to_string(), json!(a.run.as_str())),
-        Sender::Human => ("human".to_owned(), Value::Null),
-    };
-    json!({
-        "id": m.id.to_string(),
-        "from": from,
-        "from_run": from_run,
-        "to": recipient(&m.to),
-        "class": m.class.map(|c| c.as_str()),
-        "body": m.body,
-        "in_reply_to": text(m.in_reply_to.as_ref()),
-        "corrects": text(m.corrects.as_ref()),
-        "decision": text(m.decision.as_ref()),
-        "request": text(m.request.as_ref()),
-    })
+    value_of(&MessageOut::of(m))
 }
 
 /// [`message_json`] plus what the store knows of its delivery:
 /// `delivered_to` (the run, or `null`) and `read`.
 pub fn message_facts_json(facts: &MessageFacts) -> Value {
-    let mut value = message_json(&facts.record);
-    if let Value::Object(map) = &mut value {
-        map.insert("delivered_to".into(), text(facts.delivered_to.as_ref()));
-        map.insert("read".into(), json!(facts.read));
+    value_of(&MessageOut::of_facts(facts))
+}
+
+/// One message as the wire shows it, written straight to text or to a
+/// `Value` from the same fields. The fields are in key order, so the text
+/// is byte for byte that of the `Value` (whose maps sort their keys).
+#[derive(Serialize)]
+struct MessageOut<'a> {
+    body: &'a str,
+    class: Option<&'static str>,
+    corrects: Option<Shown<'a>>,
+    decision: Option<Shown<'a>>,
+    /// Only with the store's facts: `Some(None)` is `null`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    delivered_to: Option<Option<&'a str>>,
+    from: &'a str,
+    from_run: Option<&'a str>,
+    id: Shown<'a>,
+    in_reply_to: Option<Shown<'a>>,
+    /// Only with the store's facts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    read: Option<bool>,
+    request: Option<Shown<'a>>,
+    to: &'a str,
+    /// Only as an inbox item: `"message"`.
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    item: Option<&'static str>,
+}
+
+impl<'a> MessageOut<'a> {
+    fn of(m: &'a MessageRecord) -> Self {
+        let (from, from_run) = match &m.from {
+            Sender::Agent(a) => (a.role.as_str(), Some(a.run.as_str())),
+            Sender::Human => ("human", None),
+        };
+        Self {
+            body: &m.body,
+            class: m.class.map(|c| c.as_str()),
+            corrects: m.corrects.as_ref().map(|id| Shown(id)),
+            decision: m.decision.as_ref().map(|id| Shown(id)),
+            delivered_to: None,
+            from,
+            from_run,
+            id: Shown(&m.id),
+            in_reply_to: m.in_reply_to.as_ref().map(|id| Shown(id)),
+            read: None,
+            request: m.request.as_ref().map(|id| Shown(id)),
+            to: match &m.to {
+                Recipient::Role(role) => role.as_str(),
+                Recipient::Human => "human",
+            },
+            item: None,
+        }
     }
-    value
+
+    fn of_facts(facts: &'a MessageFacts) -> Self {
+        Self {
+            delivered_to: Some(facts.delivered_to.as_ref().map(|run| run.as_str())),
+            read: Some(facts.read),
+            ..Self::of(&facts.record)
+        }
+    }
+}
+
+/// An id (or anything else) written in its `Display` form, with no
+/// `String` in between.
+struct Shown<'a>(&'a dyn std::fmt::Display);
+
+impl Serialize for Shown<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self.0)
+    }
+}
+
+/// The `Value` of something that always serializes (string keys only).
+fn value_of(item: &impl Serialize) -> Value {
+    serde_json::to_value(item).unwrap_or(Value::Null)
 }
 
 /// The result of an accepted bus verb:
@@ -347,14 +411,6 @@ fn actor(id: &impl ToString, by: &DecisionActor, note: Option<&str>) -> Value {
     json!({"id": id.to_string(), "by": by, "by_run": by_run, "note": note})
 }
 
-/// A recipient's name: the role instance or `human`.
-fn recipient(to: &Recipient) -> String {
-    match to {
-        Recipient::Role(role) => role.to_string(),
-        Recipient::Human => "human".to_owned(),
-    }
-}
-
 /// `(subject, subject_kind)`, both `null` when there is none.
 fn subject(s: Option<&Subject>) -> (Value, Value) {
     let (text, kind) = match s {
@@ -400,17 +456,46 @@ pub fn agent_json(
 /// `authorization` context) and then each unread message
 /// ([`message_facts_json`]), every item tagged `type: "decision"|"message"`.
 pub fn inbox_json(decisions: &[&Decision], messages: &[MessageFacts]) -> Value {
-    let tagged = |kind: &str, mut value: Value| {
-        if let Value::Object(map) = &mut value {
-            map.insert("type".to_owned(), json!(kind));
-        }
-        value
+    value_of(&Inbox {
+        decisions,
+        messages,
+    })
+}
+
+/// [`inbox_json`]'s text, byte for byte, written without building the
+/// `Value`: the inbox is the read agents make most, and its messages are
+/// most of its cost.
+pub fn inbox_text(decisions: &[&Decision], messages: &[MessageFacts]) -> String {
+    let inbox = Inbox {
+        decisions,
+        messages,
     };
-    let decisions = decisions
-        .iter()
-        .map(|d| tagged("decision", decision_json(d)));
-    let messages = messages
-        .iter()
-        .map(|m| tagged("message", message_facts_json(m)));
-    Value::Array(decisions.chain(messages).collect())
+    // Unreachable fallback: every key is a string, and a `String` never fails.
+    serde_json::to_string(&inbox).unwrap_or_else(|_| inbox_json(decisions, messages).to_string())
+}
+
+struct Inbox<'a> {
+    decisions: &'a [&'a Decision],
+    messages: &'a [MessageFacts],
+}
+
+impl Serialize for Inbox<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut items =
+            serializer.serialize_seq(Some(self.decisions.len() + self.messages.len()))?;
+        for decision in self.decisions {
+            let mut value = decision_json(decision);
+            if let Value::Object(map) = &mut value {
+                map.insert("type".to_owned(), json!("decision"));
+            }
+            items.serialize_element(&value)?;
+        }
+        for facts in self.messages {
+            items.serialize_element(&MessageOut {
+                item: Some("message"),
+                ..MessageOut::of_facts(facts)
+            })?;
+        }
+        items.end()
+    }
 }
