@@ -92,7 +92,9 @@ pub struct Sizes {
     pub inbox_messages: usize,
     /// Of those, how many it leaves unread for the steady-state calls.
     pub inbox_unread: usize,
-    /// Timed `inbox` calls, on the empty and on the full inbox each.
+    /// Timed `inbox` calls, on the empty and on the full inbox each:
+    /// enough that a p50 spans a few hundred milliseconds, not one short
+    /// stretch of whatever the machine was doing.
     pub inbox_calls: usize,
     /// Unmeasured browser round trips before the first round.
     pub browser_warmup: usize,
@@ -132,7 +134,7 @@ impl Sizes {
             client_per_round: 50,
             inbox_messages: 10_000,
             inbox_unread: 10,
-            inbox_calls: 100,
+            inbox_calls: 1_000,
             browser_warmup: 50,
             browser_rounds: 5,
             browser_per_round: 200,
