@@ -110,6 +110,11 @@ pub struct Sizes {
     pub rss_sends: usize,
     /// Browser round trips that broker serves.
     pub rss_trips: usize,
+    /// Agents that then work that broker at once (each its own role and
+    /// thread, one connection per request).
+    pub rss_agents: usize,
+    /// Requests each of them makes: `message.send` and `inbox` in turn.
+    pub rss_agent_requests: usize,
 }
 
 impl Sizes {
@@ -142,6 +147,8 @@ impl Sizes {
             rss_clients: 100,
             rss_sends: 1_000,
             rss_trips: 200,
+            rss_agents: 16,
+            rss_agent_requests: 400,
         }
     }
 
@@ -174,6 +181,8 @@ impl Sizes {
             rss_clients: 3,
             rss_sends: 10,
             rss_trips: 5,
+            rss_agents: 2,
+            rss_agent_requests: 4,
         }
     }
 }

@@ -14,7 +14,9 @@
 //!
 //! With the broker booted, the bench connects the browser clients (all
 //! capable panes, so every request reaches each stream and is raced for),
-//! runs `message.send` requests and browser round trips through it, and
+//! runs `message.send` requests and browser round trips through it, then
+//! has agents work it at once (`message.send` and `inbox` in turn, each
+//! agent its own role and thread, while the panes stay connected), and
 //! then reads `VmHWM` (the peak RSS over the process's whole life) and
 //! `VmRSS` from `/proc/<pid>/status`.
 
@@ -207,7 +209,9 @@ pub fn broker_rss(ctx: &mut Ctx) -> Result<Fields, Failure> {
     let sizes = ctx.sizes.clone();
     let (program, arg, binary) = program(ctx.quick)?;
     let root = live::data_root(ctx, "rss")?;
-    let roles = [("web".to_owned(), Grants::SendAndSnapshot)];
+    let roles: Vec<(String, Grants)> = std::iter::once(("web".to_owned(), Grants::SendAndSnapshot))
+        .chain((0..sizes.rss_agents).map(|i| (format!("a{i:02}"), Grants::Send)))
+        .collect();
     let config = live::boot_config(&root, &roles, true);
     let mut host = Host::spawn(&program, arg)?;
     let pid = host.pid()?;
@@ -234,11 +238,25 @@ pub fn broker_rss(ctx: &mut Ctx) -> Result<Fields, Failure> {
     agent
         .call("role.claim", json!({}))
         .map_err(|r| Failure::refused("role.claim refused", r))?;
+    let agents = (1..roles.len())
+        .map(|i| {
+            let cap = reply["launches"][i]["cap"]
+                .as_str()
+                .ok_or(Failure::new("the boot reply has no capability"))?;
+            let client = Client::new(socket, cap);
+            client
+                .call("role.claim", json!({}))
+                .map_err(|r| Failure::refused("role.claim refused", r))?;
+            Ok(client)
+        })
+        .collect::<Result<Vec<_>, Failure>>()?;
     let booted = memory(pid)?;
     let remote = Remote::connect(&endpoint, sizes.rss_clients)?;
     let connected = memory(pid)?;
     live::warm_up(&agent, sizes.rss_sends)?;
     let trips = remote.trips(&agent, sizes.rss_trips)?;
+    let served = memory(pid)?;
+    let (busy, busy_time) = work(&agents, sizes.rss_agent_requests)?;
     let end = memory(pid)?;
     drop(remote);
     host.close()?;
@@ -250,15 +268,60 @@ pub fn broker_rss(ctx: &mut Ctx) -> Result<Fields, Failure> {
         ("clients", Value::from(sizes.rss_clients)),
         ("vm_rss_booted_mib", mib(booted.rss_kib)),
         ("vm_rss_connected_mib", mib(connected.rss_kib)),
+        ("vm_rss_served_mib", mib(served.rss_kib)),
+        ("vm_hwm_served_mib", mib(served.hwm_kib)),
         ("vm_rss_end_mib", mib(end.rss_kib)),
         ("threads", Value::from(end.threads)),
         ("message_sends", Value::from(sizes.rss_sends)),
         ("browser_trips", Value::from(trips.count())),
         ("browser_rtt_p50_us", round1(trips.percentile_us(50.0))),
+        ("busy_agents", Value::from(agents.len())),
+        ("busy_requests", Value::from(busy)),
+        (
+            "busy_requests_per_s",
+            round1(busy as f64 / busy_time.as_secs_f64()),
+        ),
         ("binary", Value::from(binary)),
         (
             "note",
-            Value::from("VmHWM of the broker process (its peak over boot, connections and traffic), from /proc/<pid>/status; every client is a capable pane"),
+            Value::from("VmHWM of the broker process (its peak over boot, connections and traffic), from /proc/<pid>/status; every client is a capable pane; _served: after the sends and trips, before the busy agents"),
         ),
     ])
+}
+
+/// Every agent at once, each on its own thread: `requests` requests,
+/// `message.send` and `inbox` in turn.
+///
+/// # Errors
+/// The first refusal of any agent.
+fn work(agents: &[Client], requests: usize) -> Result<(usize, Duration), Failure> {
+    let start = Instant::now();
+    let results: Vec<Result<(), Failure>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = agents
+            .iter()
+            .map(|agent| {
+                scope.spawn(move || {
+                    (0..requests).try_for_each(|n| {
+                        if n % 2 == 0 {
+                            live::send(agent, n)
+                        } else {
+                            agent
+                                .call("inbox", json!({}))
+                                .map(drop)
+                                .map_err(|r| Failure::refused("inbox refused", r))
+                        }
+                    })
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or(Err(Failure::new("an agent thread panicked")))
+            })
+            .collect()
+    });
+    results.into_iter().collect::<Result<(), Failure>>()?;
+    Ok((agents.len() * requests, start.elapsed()))
 }

@@ -133,10 +133,15 @@ fn quick_run_prints_every_figure_as_json_and_cleans_up() {
         "vm_rss_connected_mib",
         "threads",
         "browser_trips",
+        "busy_requests_per_s",
     ] {
         positive(&lines[10], key);
     }
     assert_eq!(lines[10]["clients"], 3);
+    assert_eq!(
+        lines[10]["busy_requests"], 8,
+        "quick sizes: two agents, four requests each"
+    );
     for line in &lines[1..] {
         if line.get("target").is_some() {
             assert!(line["met"].is_boolean(), "a target comes with met: {line}");
