@@ -578,7 +578,7 @@ async fn browse(
     };
     let (request, outcome) = browser::request(hub, call, gone).await;
     let answer = match &outcome {
-        Ok(_) => wire::response(outcome.clone()),
+        Ok(text) => wire::ok_text(text),
         Err(refusal) => {
             let sentence = (*refusal == Refusal::NoBrowserClient)
                 .then(|| browser::no_client_sentence(hub, &call.action));

@@ -318,12 +318,13 @@ fn send_to(clients: &BTreeMap<ClientId, Pane>, to: &[ClientId], event: &Arc<str>
 /// The agent's side of an authorized `browser.request`: deliver, wait for
 /// the outcome (aborting if the agent leaves first), then store what is too
 /// big to answer inline. Returns the request's id (none when it was refused
-/// before delivery) and its outcome.
+/// before delivery) and its outcome, the result as JSON text (written once:
+/// a snapshot may be a megabyte).
 pub async fn request(
     hub: &BrowserHub,
     call: &BrowserCall,
     gone: &Disconnect,
-) -> (Option<BrowserRequestId>, Result<Value, Refusal>) {
+) -> (Option<BrowserRequestId>, Result<String, Refusal>) {
     let timeout = effective_timeout(&call.action, call.timeout_ms);
     let Pending { id, answer } = match hub.start(call.action.clone(), timeout) {
         Ok(pending) => pending,
@@ -345,12 +346,13 @@ pub async fn request(
 /// A capture's image, and any result over [`INLINE_RESULT_LIMIT`], become a
 /// file under the data root (`browser/<request>.png` or `.json`, mode
 /// 0600); the agent gets `{path, bytes, sha256, …}` instead of the bytes.
+/// Returns the answer's JSON text.
 fn finish(
     files: &Path,
     id: BrowserRequestId,
     action: &BrowserAction,
     result: Value,
-) -> Result<Value, Refusal> {
+) -> Result<String, Refusal> {
     if let BrowserAction::Capture { .. } = action {
         let Some(data) = result.get("data").and_then(Value::as_str) else {
             return Err(Refusal::BrowserFailed);
@@ -375,14 +377,17 @@ fn finish(
                 answer[key] = value.clone();
             }
         }
-        return Ok(answer);
+        return Ok(answer.to_string());
     }
     let text = result.to_string();
     if text.len() <= INLINE_RESULT_LIMIT {
-        return Ok(result);
+        return Ok(text);
     }
     let path = store(files, &format!("{id}.json"), text.as_bytes())?;
-    Ok(json!({"stored": path, "bytes": text.len(), "sha256": hex_digest(text.as_bytes())}))
+    Ok(
+        json!({"stored": path, "bytes": text.len(), "sha256": hex_digest(text.as_bytes())})
+            .to_string(),
+    )
 }
 
 /// The SHA-256 of `bytes`, as lowercase hex.
