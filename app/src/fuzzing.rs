@@ -56,7 +56,7 @@ use mosaic_ports::fakes::MemoryStore;
 use serde_json::{json, Value};
 
 use crate::driver::Driver;
-use crate::reads::{kind_of, read, View};
+use crate::reads::{kind_of, read, read_text, View};
 
 /// One socket request line, from a fixed caller of a fixed business, through
 /// the same steps as the broker: envelope, caller, arguments,
@@ -428,7 +428,15 @@ impl World {
             Ok(Dispatch::Query(query)) => {
                 let ids: Vec<_> = self.businesses.iter().map(|b| b.id().clone()).collect();
                 let view = View::first(self.driver.bus(), &ids);
-                match read(&view, self.driver.store(), &caller, query) {
+                let store = self.driver.store();
+                let text = read_text(&view, store, &caller, query.clone());
+                let read = read(&view, store, &caller, query);
+                assert_eq!(
+                    text,
+                    read.as_ref().map(Value::to_string).map_err(|r| *r),
+                    "the socket's text of a read is its value's"
+                );
+                match read {
                     Ok(value) => Served {
                         result: Ok(value),
                         recorded: Recorded::Nothing,
