@@ -53,7 +53,7 @@ use mosaic_domain::Refusal;
 
 use crate::fs;
 
-pub use client::Client;
+pub use client::{parse_response, Client};
 pub use server::{serve, serve_with, Disconnect, Handler, Limits, Peer};
 
 /// The longest request line, in bytes before its `\n`: 64 KiB. A line of

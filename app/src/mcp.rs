@@ -31,7 +31,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use mosaic_adapters::socket::{Client, CLIENT_TIMEOUT};
+use mosaic_adapters::socket::{parse_response, Client, CLIENT_TIMEOUT};
 use mosaic_adapters::wire::UuidRef;
 use mosaic_domain::browser::{
     BrowserAction, DEFAULT_TIMEOUT, MAX_TIMEOUT, MIN_TIMEOUT, OPEN_TIMEOUT,
@@ -610,23 +610,38 @@ impl ServerHandler for Adapter {
             .clone()
             .with_timeout(client_timeout(tool, &args));
         let verb = tool.verb();
-        let answer = tokio::task::spawn_blocking({
+        let line = tokio::task::spawn_blocking({
             let args = Value::Object(args.clone());
-            move || client.call(verb, args)
+            move || client.call_verbatim(verb, args)
         })
         .await
         // The blocking call cannot be seen to have finished: the same
         // uncertainty as a lost connection.
         .unwrap_or(Err(Refusal::OutcomeUnknown));
+        let answer = match line {
+            Ok(line) => parse_response(&line).map_err(|refusal| (refusal, broker_sentence(&line))),
+            Err(refusal) => Err((refusal, None)),
+        };
         Ok(match answer {
             Ok(result) => CallToolResult::success(vec![ContentBlock::text(result.to_string())]),
-            Err(Refusal::OutcomeUnknown) => {
+            Err((Refusal::OutcomeUnknown, _)) => {
                 refused(Refusal::OutcomeUnknown, after_outcome_unknown(tool, &args))
             }
-            Err(refusal) => refused(refusal, refusal_text(refusal).to_owned()),
+            Err((refusal, None)) => refused(refusal, refusal_text(refusal).to_owned()),
+            Err((refusal, Some(sentence))) => {
+                refused(refusal, format!("{} {sentence}", refusal_text(refusal)))
+            }
         }
         .into())
     }
+}
+
+/// The sentence a refusal line of the broker carries beside its code, if
+/// any: `browser.request` says which clients are connected when none can
+/// serve the action.
+fn broker_sentence(line: &[u8]) -> Option<String> {
+    let response: Value = serde_json::from_slice(line).ok()?;
+    response.get("message")?.as_str().map(str::to_owned)
 }
 
 /// A tool error: the static code, then what it means and what to do.

@@ -6,22 +6,26 @@
 #[path = "support/mod.rs"]
 mod support;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::time::Duration;
-
 use mosaic_domain::Refusal;
 use serde_json::{json, Value};
 
+use support::pane::{Events, Ui};
 use support::{config, data_root, launch, Agent, Broker};
 
 /// A broker serving browser control, with `web-1` claimed.
 struct Bench {
     broker: Broker,
-    address: String,
-    token: String,
+    ui: Ui,
     web: Agent,
     _root: tempfile::TempDir,
+}
+
+impl std::ops::Deref for Bench {
+    type Target = Ui;
+
+    fn deref(&self) -> &Ui {
+        &self.ui
+    }
 }
 
 impl Bench {
@@ -40,78 +44,15 @@ impl Bench {
         );
         config["browser"] = json!({"listen": "127.0.0.1:0"});
         let broker = Broker::boot(root.path(), &config);
-        let url = broker.boot["browser"]["url"].as_str().expect("url");
-        let address = url.strip_prefix("http://").expect("http").to_owned();
-        let token = broker.boot["browser"]["token"]
-            .as_str()
-            .expect("token")
-            .to_owned();
+        let ui = Ui::of(&broker);
         let web = broker.agent("web-1");
         web.claim();
         Bench {
             broker,
-            address,
-            token,
+            ui,
             web,
             _root: root,
         }
-    }
-
-    /// One HTTP/1.1 request; the status and the body.
-    fn http(&self, method: &str, path: &str, token: Option<&str>, body: &[u8]) -> (u16, Vec<u8>) {
-        let mut stream = TcpStream::connect(&self.address).expect("connect");
-        let auth = token
-            .map(|t| format!("Authorization: Bearer {t}\r\n"))
-            .unwrap_or_default();
-        let head = format!(
-            "{method} {path} HTTP/1.1\r\nHost: {}\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-            self.address,
-            body.len()
-        );
-        stream.write_all(head.as_bytes()).expect("head");
-        // A server refusing a large body may close before reading it all.
-        let _ = stream.write_all(body);
-        let mut answer = Vec::new();
-        let _ = stream.read_to_end(&mut answer);
-        let text = String::from_utf8_lossy(&answer);
-        let status = text
-            .split(' ')
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| panic!("an HTTP status: {text:.200}"));
-        let split = answer
-            .windows(4)
-            .position(|w| w == b"\r\n\r\n")
-            .map_or(answer.len(), |i| i + 4);
-        (status, answer[split..].to_vec())
-    }
-
-    fn post(&self, path: &str, body: &Value) -> Value {
-        let (status, body) =
-            self.http("POST", path, Some(&self.token), body.to_string().as_bytes());
-        assert_eq!(status, 200, "{path}: {}", String::from_utf8_lossy(&body));
-        serde_json::from_slice(&body).expect("JSON")
-    }
-
-    /// Opens an event stream as client `id`; returns it after the first
-    /// heartbeat (the client is registered).
-    fn listen(&self, id: &str, capable: bool) -> Events {
-        let mut stream = TcpStream::connect(&self.address).expect("connect");
-        let browser = if capable { "1" } else { "0" };
-        write!(
-            stream,
-            "GET /api/events?browser={browser}&clientId={id}&token={} HTTP/1.1\r\nHost: {}\r\nAccept: text/event-stream\r\n\r\n",
-            self.token, self.address
-        )
-        .expect("request");
-        stream
-            .set_read_timeout(Some(Duration::from_secs(20)))
-            .expect("timeout");
-        let mut events = Events {
-            reader: BufReader::new(stream),
-        };
-        assert_eq!(events.next()["type"], json!("heartbeat"), "the first event");
-        events
     }
 
     /// Starts an agent's `browser.request` on its own thread.
@@ -128,35 +69,6 @@ impl Bench {
                 json!({"action": action, "parameters": parameters, "timeoutMs": 10_000}),
             )
         })
-    }
-}
-
-/// An SSE stream read line by line (chunked framing lines are skipped).
-struct Events {
-    reader: BufReader<TcpStream>,
-}
-
-impl Events {
-    /// The next event's data, as JSON.
-    fn next(&mut self) -> Value {
-        loop {
-            let mut line = String::new();
-            let read = self.reader.read_line(&mut line).expect("an event line");
-            assert!(read > 0, "the event stream ended");
-            if let Some(data) = line.trim_end().strip_prefix("data: ") {
-                return serde_json::from_str(data).expect("event JSON");
-            }
-        }
-    }
-
-    /// The next event that is not a heartbeat.
-    fn next_request(&mut self) -> Value {
-        loop {
-            let event = self.next();
-            if event["type"] != "heartbeat" {
-                return event;
-            }
-        }
     }
 }
 

@@ -21,7 +21,10 @@ use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{json, Value};
-use support::{acme, acme_launches, config, data_root, decision, message, raise_args, Broker};
+use support::pane::{Events, Ui};
+use support::{
+    acme, acme_launches, config, data_root, decision, launch, message, raise_args, Broker,
+};
 use support::{BIN, WAIT};
 
 /// An MCP client session with one `mosaic-bus mcp` child.
@@ -431,4 +434,104 @@ async fn an_unknown_argument_is_refused_before_reaching_the_broker() {
         "message.receive"
     );
     bounded("close", adapter.cancel()).await.expect("close");
+}
+
+/// Serves the next request on `events` as pane `pane-1` does: claims it and
+/// posts `answer` (`{ok, data}` or `{ok, error}`); returns the request event.
+fn serve_one(ui: &Ui, events: &mut Events, mut answer: Value) -> Value {
+    let request = events.next_request();
+    let id = request["properties"]["requestId"].clone();
+    let granted = ui.post(
+        "/api/browser-control/claim",
+        &json!({"requestId": id, "clientId": "pane-1"}),
+    );
+    assert_eq!(granted["granted"], json!(true), "{granted}");
+    answer["requestId"] = id;
+    answer["claimToken"] = granted["claimToken"].clone();
+    assert_eq!(
+        ui.post("/api/browser-control/result", &answer),
+        json!({"matched": true})
+    );
+    request
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_browser_request_reaches_a_live_pane_and_its_result_or_refusal_comes_back() {
+    let root = data_root();
+    let business = json!({
+        "id": "shop", "human": "alice",
+        "arbiters": {"technical": "web", "delivery": "web"},
+        "roles": {"web": {"authority": {"withinRole": ["browser.snapshot"], "crossRole": []}}}
+    });
+    let mut config = config(
+        root.path(),
+        &[business],
+        &[launch("shop", "web", "web-1")],
+        &[],
+    );
+    config["browser"] = json!({"listen": "127.0.0.1:0"});
+    let broker = Broker::boot(root.path(), &config);
+    broker.agent("web-1").claim();
+    let caps = tempfile::tempdir().expect("a private folder");
+    let cap = cap_file(caps.path(), "web.cap", &broker.cap("web-1"));
+    let web = start(mcp_with_cap_file(&broker.socket, &cap)).await;
+    let snapshot = json!({"action": "snapshot", "parameters": {}, "timeoutMs": 10_000});
+
+    // Nobody connected: refused at once, with the broker's own sentence.
+    let text = refused(
+        &web,
+        "browser_request",
+        snapshot.clone(),
+        "no-browser-client",
+    )
+    .await;
+    assert!(
+        text.contains("0 client(s) are connected, 0 of them browser-capable"),
+        "the environment reaches the agent: {text}"
+    );
+
+    // A pane connects (the stream is registered before the request), and
+    // answers twice: a result, then a failure.
+    let ui = Ui::of(&broker);
+    let (listening, registered) = tokio::sync::oneshot::channel();
+    let pane = tokio::task::spawn_blocking(move || {
+        let mut events = ui.listen("pane-1", true);
+        let _ = listening.send(());
+        let done = json!({"ok": true, "data": {"title": "Shop", "text": "one \"quoted\" line"}});
+        let first = serve_one(&ui, &mut events, done);
+        let second = serve_one(
+            &ui,
+            &mut events,
+            json!({"ok": false, "error": "no such element"}),
+        );
+        [first, second]
+    });
+    bounded("the pane registers", registered)
+        .await
+        .expect("the pane thread");
+    assert_eq!(
+        ok(&web, "browser_request", snapshot.clone()).await,
+        json!({"title": "Shop", "text": "one \"quoted\" line"})
+    );
+    refused(&web, "browser_request", snapshot, "browser-failed").await;
+    let [first, second] = bounded("the pane", pane).await.expect("the pane thread");
+    for request in [&first, &second] {
+        assert_eq!(request["type"], json!("browser-control-request"));
+        assert_eq!(request["properties"]["action"], json!("snapshot"));
+    }
+    assert_ne!(
+        first["properties"]["requestId"],
+        second["properties"]["requestId"]
+    );
+    // Each outcome is evidence, filed under the role: never the payload.
+    let trail = broker.agent("web-1").trail("web");
+    let outcomes: Vec<&Value> = trail
+        .iter()
+        .filter(|r| r["event"] == "browser.completed")
+        .collect();
+    assert_eq!(outcomes.len(), 3, "{trail:?}");
+    assert!(
+        !serde_json::to_string(&trail).unwrap().contains("quoted"),
+        "no payload in the trail"
+    );
 }

@@ -251,7 +251,7 @@ fn read_line(socket: &Socket, deadline: Instant) -> Result<Vec<u8>, Refusal> {
 /// `{"ok":false,"error":C}` the refusal C (`bad-request` when C is unknown
 /// or not a string). Anything else is `outcome-unknown`: the broker's answer
 /// cannot be understood, so whether it acted cannot be told.
-fn parse_response(line: &[u8]) -> Result<Value, Refusal> {
+pub fn parse_response(line: &[u8]) -> Result<Value, Refusal> {
     let Ok(Value::Object(mut response)) = serde_json::from_slice::<Value>(line) else {
         return Err(Refusal::OutcomeUnknown);
     };

@@ -15,6 +15,8 @@
 //! own suite (`app/tests/human.rs`).
 #![allow(dead_code)]
 
+pub mod pane;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
