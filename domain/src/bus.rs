@@ -175,7 +175,8 @@ pub enum Command {
     },
     /// The trusted adapter API `record_event(cap, {kind, body, subject})`.
     RecordEvent {
-        /// The event kind; human input and launch control kinds refuse.
+        /// The event kind; human input, launch control, the bus's own and
+        /// `browser.` kinds refuse.
         kind: Action,
         /// The JSON body as text (checked by the adapter).
         body: String,
