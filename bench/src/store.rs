@@ -235,7 +235,7 @@ impl StoreOnly {
             action: self.send.clone(),
             target: Some(self.target.clone()),
             decision: None,
-            subject: Some(Subject::Message(id)),
+            subject: Some(Subject::Role(parties.dev.clone())),
         });
         let sent = Evidence::Message(MessageEvidence::Sent(Box::new(MessageRecord {
             id,
