@@ -9,8 +9,8 @@ mod support;
 use mosaic_domain::Refusal;
 use serde_json::{json, Value};
 
-use support::pane::{Events, Ui};
-use support::{config, data_root, launch, Agent, Broker};
+use support::pane::{boot_shop, Events, Ui};
+use support::{data_root, Agent, Broker};
 
 /// A broker serving browser control, with `web-1` claimed.
 struct Bench {
@@ -31,22 +31,9 @@ impl std::ops::Deref for Bench {
 impl Bench {
     fn start() -> Bench {
         let root = data_root();
-        let business = json!({
-            "id": "shop", "human": "alice",
-            "arbiters": {"technical": "web", "delivery": "web"},
-            "roles": {"web": {"authority": {"withinRole": ["browser.snapshot", "browser.click"], "crossRole": []}}}
-        });
-        let mut config = config(
-            root.path(),
-            &[business],
-            &[launch("shop", "web", "web-1")],
-            &[],
-        );
-        config["browser"] = json!({"listen": "127.0.0.1:0"});
-        let broker = Broker::boot(root.path(), &config);
+        let broker = boot_shop(root.path(), &["browser.snapshot", "browser.click"]);
         let ui = Ui::of(&broker);
         let web = broker.agent("web-1");
-        web.claim();
         Bench {
             broker,
             ui,

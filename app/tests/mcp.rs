@@ -21,10 +21,8 @@ use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{json, Value};
-use support::pane::{Events, Ui};
-use support::{
-    acme, acme_launches, config, data_root, decision, launch, message, raise_args, Broker,
-};
+use support::pane::{boot_shop, Events, Ui};
+use support::{acme, acme_launches, config, data_root, decision, message, raise_args, Broker};
 use support::{BIN, WAIT};
 
 /// An MCP client session with one `mosaic-bus mcp` child.
@@ -458,20 +456,7 @@ fn serve_one(ui: &Ui, events: &mut Events, mut answer: Value) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_browser_request_reaches_a_live_pane_and_its_result_or_refusal_comes_back() {
     let root = data_root();
-    let business = json!({
-        "id": "shop", "human": "alice",
-        "arbiters": {"technical": "web", "delivery": "web"},
-        "roles": {"web": {"authority": {"withinRole": ["browser.snapshot"], "crossRole": []}}}
-    });
-    let mut config = config(
-        root.path(),
-        &[business],
-        &[launch("shop", "web", "web-1")],
-        &[],
-    );
-    config["browser"] = json!({"listen": "127.0.0.1:0"});
-    let broker = Broker::boot(root.path(), &config);
-    broker.agent("web-1").claim();
+    let broker = boot_shop(root.path(), &["browser.snapshot"]);
     let caps = tempfile::tempdir().expect("a private folder");
     let cap = cap_file(caps.path(), "web.cap", &broker.cap("web-1"));
     let web = start(mcp_with_cap_file(&broker.socket, &cap)).await;

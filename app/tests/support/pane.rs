@@ -7,7 +7,23 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::Broker;
+use super::{config, launch, Broker};
+
+/// Boots a broker on `root` serving browser control (on a free loopback
+/// port) for the business `shop`, whose role `web` may use `actions`
+/// within its role; run `web-1` is bound and holds its role.
+pub fn boot_shop(root: &std::path::Path, actions: &[&str]) -> Broker {
+    let business = json!({
+        "id": "shop", "human": "alice",
+        "arbiters": {"technical": "web", "delivery": "web"},
+        "roles": {"web": {"authority": {"withinRole": actions, "crossRole": []}}}
+    });
+    let mut config = config(root, &[business], &[launch("shop", "web", "web-1")], &[]);
+    config["browser"] = json!({"listen": "127.0.0.1:0"});
+    let broker = Broker::boot(root, &config);
+    broker.agent("web-1").claim();
+    broker
+}
 
 /// A broker's browser control: its address and UI token.
 pub struct Ui {
