@@ -208,7 +208,7 @@ impl Ctx {
     /// warm-up commit fails.
     pub fn raw(&mut self) -> Result<&mut raw::Raw, Failure> {
         if self.raw.is_none() {
-            let mut raw = raw::Raw::create(&self.dir.join("raw.sqlite"))?;
+            let mut raw = raw::Raw::create(&self.dir.join("raw.sqlite"), 1)?;
             raw.warm_up(self.sizes.raw_warmup)?;
             self.raw = Some(raw);
         }

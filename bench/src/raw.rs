@@ -17,19 +17,22 @@ use crate::Ctx;
 /// About the size of a `message.send` body, so the row is not trivially small.
 const BODY: &str = "raw reference row: one INSERT, one transaction, one fsync, nothing else";
 
-/// The raw reference database.
+/// The raw reference database: `tables` tables of one rowid B-tree each,
+/// one row into every table per transaction.
 pub struct Raw {
     conn: Connection,
     next: i64,
+    inserts: Vec<String>,
 }
 
 impl Raw {
-    /// Creates the scratch database at `path`, which must not exist.
+    /// Creates the scratch database at `path`, which must not exist, with
+    /// `tables` tables (the physical limit itself has one).
     ///
     /// # Errors
     /// When it cannot be created, or does not end up in WAL mode with
     /// `synchronous=FULL`.
-    pub fn create(path: &Path) -> Result<Self, Failure> {
+    pub fn create(path: &Path, tables: usize) -> Result<Self, Failure> {
         if path.exists() {
             return Err(Failure::new("raw reference database already exists"));
         }
@@ -51,12 +54,25 @@ impl Raw {
                 "raw reference database is not WAL with synchronous=FULL",
             ));
         }
-        conn.execute_batch("CREATE TABLE raw (id INTEGER PRIMARY KEY, body TEXT NOT NULL) STRICT")
+        let names: Vec<String> = (0..tables).map(|t| format!("raw_{t}")).collect();
+        for name in &names {
+            conn.execute_batch(&format!(
+                "CREATE TABLE {name} (id INTEGER PRIMARY KEY, body TEXT NOT NULL) STRICT"
+            ))
             .map_err(fail)?;
-        Ok(Self { conn, next: 1 })
+        }
+        let inserts = names
+            .iter()
+            .map(|name| format!("INSERT INTO {name} (id, body) VALUES (?1, ?2)"))
+            .collect();
+        Ok(Self {
+            conn,
+            next: 1,
+            inserts,
+        })
     }
 
-    /// One durable single-row commit.
+    /// One durable commit of one row per table.
     ///
     /// # Errors
     /// When the commit fails.
@@ -66,9 +82,11 @@ impl Raw {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(fail)?;
-        tx.prepare_cached("INSERT INTO raw (id, body) VALUES (?1, ?2)")
-            .and_then(|mut st| st.execute(params![self.next, BODY]))
-            .map_err(fail)?;
+        for insert in &self.inserts {
+            tx.prepare_cached(insert)
+                .and_then(|mut st| st.execute(params![self.next, BODY]))
+                .map_err(fail)?;
+        }
         tx.commit().map_err(fail)?;
         self.next += 1;
         Ok(())

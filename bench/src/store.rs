@@ -32,6 +32,11 @@ use crate::output::{round1, round3, Failure, Fields};
 use crate::stats::{Round, Series};
 use crate::Ctx;
 
+/// The B-trees one `message.send` writes a row into: `ledger` and its
+/// unique `at` index, `actions_allowed` and `actions_allowed_subject`,
+/// `messages` with its unique `id` index and `messages_recipient`.
+const SEND_BTREES: usize = 7;
+
 /// The bench's business: `lead` and `dev` send messages within role.
 fn businesses() -> Result<Vec<Business>, Failure> {
     let bad = |_| Failure::new("the bench business does not validate");
@@ -373,17 +378,24 @@ pub fn message_send_1_client(ctx: &mut Ctx) -> Result<Fields, Failure> {
     let floor_path = ctx.dir.join("store-only.sqlite");
     let mut floor = StoreOnly::create(&floor_path, Ids(4))?;
     (0..sizes.send_warmup).try_for_each(|_| floor.send())?;
+    let mut wide = crate::raw::Raw::create(&ctx.dir.join("raw-wide.sqlite"), SEND_BTREES)?;
+    wide.warm_up(sizes.send_warmup)?;
     let raw = ctx.raw()?;
-    let (mut sends, mut raws, mut floors) =
-        (Series::default(), Series::default(), Series::default());
+    let (mut sends, mut raws, mut floors, mut wides) = (
+        Series::default(),
+        Series::default(),
+        Series::default(),
+        Series::default(),
+    );
     for round in 0..sizes.send_rounds {
         // Rotate which goes first, so none always follows another.
         let n = sizes.send_per_round;
-        for turn in 0..3 {
-            match (round + turn) % 3 {
+        for turn in 0..4 {
+            match (round + turn) % 4 {
                 0 => raws.rounds.push(raw.round(n)?),
                 1 => sends.rounds.push(sender.round(n)?),
-                _ => floors.rounds.push(floor.round(n)?),
+                2 => floors.rounds.push(floor.round(n)?),
+                _ => wides.rounds.push(wide.round(n)?),
             }
         }
     }
@@ -414,6 +426,15 @@ pub fn message_send_1_client(ctx: &mut Ctx) -> Result<Fields, Failure> {
         (
             "store_only",
             Value::from("the same two records committed by EvidenceStore::commit with no bus or driver: the schema's own floor"),
+        ),
+        ("raw_7_btrees_commits_per_s", round1(wides.rate())),
+        ("raw_7_btrees_p50_us", round1(wides.percentile_us(50.0))),
+        ("raw_7_btrees_ratio_to_raw", round3(wides.rate() / raws.rate())),
+        ("raw_7_btrees_written_bytes_per_op", round1(wides.written_per_op())),
+        ("raw_7_btrees_cpu_us_per_op", round1(wides.cpu_us_per_op())),
+        (
+            "raw_7_btrees",
+            Value::from("raw rusqlite, one row into each of 7 plain tables per commit: as many B-trees as a message.send writes, with no schema around them"),
         ),
         (
             "records_per_request",
