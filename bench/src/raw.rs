@@ -1,6 +1,8 @@
 //! The physical limit: raw rusqlite, WAL, `synchronous=FULL`, one single-row
 //! INSERT per `BEGIN IMMEDIATE` transaction, on a scratch database in the
-//! run's directory (so on the same disk as every store figure).
+//! run's directory (so on the same disk as every store figure). With more
+//! tables, one row into each per transaction, the same code gives the limit
+//! for a commit that writes that many B-trees.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
