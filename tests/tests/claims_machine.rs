@@ -10,11 +10,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use mosaic_domain::bus::{Command, Reply};
 use mosaic_domain::claims::ClaimReply;
-use mosaic_domain::decisions::RaiseInput;
-use mosaic_domain::{Refusal, RunId, Target};
+use mosaic_domain::{Refusal, RunId};
 use mosaic_ports::fakes::MemoryStore;
 use mosaic_tests::fixture::{
-    acme, action, caller, decision_id, human, key, policy_a, role, t, yes_no, ROLES,
+    acme, caller, decision_id, human, key, policy_a, raise, role, t, ROLES,
 };
 use mosaic_tests::sqlite::TempSqlite;
 use mosaic_tests::{Driver, FreshStore, Restart};
@@ -148,27 +147,9 @@ impl<S: FreshStore> Sut<S> {
     fn revoke(&mut self, by: usize, target: usize, approve: bool) -> Result<(), Refusal> {
         self.decisions += 1;
         let id = decision_id(self.decisions);
-        let raise = RaiseInput {
-            action: action("role.revoke"),
-            target: Some(Target::parse(ROLES[target]).expect("role names are targets")),
-            question: "Revoke?".into(),
-            options: yes_no(),
-            recommendation: "yes".into(),
-            blocking: false,
-            technical: false,
-            project: None,
-            task_ref: None,
-            requirement_ref: None,
-            supersedes: None,
-            choice: None,
-            approval_choice: None,
-        };
         self.call(
             by,
-            Command::Raise {
-                id,
-                input: Box::new(raise),
-            },
+            raise(self.decisions, "role.revoke", Some(ROLES[target])),
         )?;
         self.now += 1;
         let (now, answer) = (t(self.now), key(if approve { "yes" } else { "no" }));
