@@ -40,7 +40,7 @@ use mosaic_domain::{
 };
 use mosaic_ports::{Clock, Entropy};
 use serde_json::Value;
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 
 use crate::browser::{self, BrowserHub};
 use crate::driver::{Driver, LeakGuard};
@@ -148,6 +148,8 @@ enum Job {
         verb: &'static str,
         call: Result<Call, Refusal>,
         reply: oneshot::Sender<Result<Value, Refusal>>,
+        /// For a `browser.request`: told early (see [`Early`]).
+        early: Option<Early>,
     },
     /// A launch to bind.
     Bind {
@@ -174,6 +176,16 @@ enum Job {
         command: Command,
         reply: oneshot::Sender<Result<Reply, Refusal>>,
     },
+}
+
+/// How a `browser.request` hears of its authorization before its answer:
+/// `staged` once it is staged without a refusal, before its batch commits
+/// (the request is delivered to the panes meanwhile), then `durable` as
+/// soon as the batch has synced, before any answer goes out (the panes'
+/// claims wait for it).
+struct Early {
+    staged: oneshot::Sender<()>,
+    durable: watch::Sender<Option<bool>>,
 }
 
 /// A running broker.
@@ -489,17 +501,48 @@ async fn answer(connection: Connection<'_>, peer: Peer, line: &[u8], leaked: boo
         }
         _ => None,
     };
-    let authorized = ask(jobs, |reply| Job::Request {
+    let Some((browser, caller)) = browser else {
+        let answer = ask(jobs, |reply| Job::Request {
+            who,
+            verb,
+            call,
+            reply,
+            early: None,
+        })
+        .await;
+        return wire::response(answer);
+    };
+    let (staged, on_staged) = oneshot::channel();
+    let (durable, authority) = watch::channel(None);
+    let (reply, answered) = oneshot::channel();
+    let job = Job::Request {
         who,
         verb,
         call,
         reply,
-    })
-    .await;
-    match (browser, authorized) {
-        (Some((call, caller)), Ok(_)) => browse(jobs, hub, &gone, &call, caller).await,
-        (Some(_), Err(refusal)) => browser_wire::error_response(refusal, None),
-        (None, answer) => wire::response(answer),
+        early: Some(Early { staged, durable }),
+    };
+    if jobs.send(job).is_err() {
+        return browser_wire::error_response(Refusal::BrokerUnavailable, None);
+    }
+    let answered = async {
+        answered
+            .await
+            .unwrap_or(Err(Refusal::BrokerUnavailable))
+            .map(drop)
+    };
+    if on_staged.await.is_ok() {
+        return browse(jobs, hub, &gone, &browser, caller, authority, answered).await;
+    }
+    // Refused while staging, or the writer is gone: nothing was delivered.
+    match answered.await {
+        Err(refusal) => browser_wire::error_response(refusal, None),
+        Ok(()) => {
+            browse(jobs, hub, &gone, &browser, caller, authority, async {
+                Ok(())
+            })
+            .await
+        }
     }
 }
 
@@ -562,21 +605,32 @@ async fn ask<T>(
     answered.await.unwrap_or(Err(Refusal::BrokerUnavailable))
 }
 
-/// Carries an authorized `browser.request` to a pane and records its
-/// outcome (with a digest, never the payload) before answering.
+/// Carries a staged `browser.request` to a pane while its authorization
+/// syncs (`authority` says when it is durable; `answered` is the writer's
+/// answer), and records its outcome (with a digest, never the payload)
+/// before answering. An authorization that failed is answered with its
+/// refusal, and nothing more is recorded.
 async fn browse(
     jobs: &mpsc::Sender<Job>,
     hub: Option<&BrowserHub>,
     gone: &Disconnect,
     call: &BrowserCall,
     caller: Caller,
+    authority: watch::Receiver<Option<bool>>,
+    answered: impl std::future::Future<Output = Result<(), Refusal>>,
 ) -> String {
     let Some(hub) = hub else {
+        if let Err(refusal) = answered.await {
+            return browser_wire::error_response(refusal, None);
+        }
         let sentence =
             "Browser control is not enabled: the broker was booted without `browser.listen`.";
         return browser_wire::error_response(Refusal::NoBrowserClient, Some(sentence.to_owned()));
     };
-    let (request, outcome) = browser::request(hub, call, gone).await;
+    let (request, outcome) = browser::request(hub, call, gone, authority).await;
+    if let Err(refusal) = answered.await {
+        return browser_wire::error_response(refusal, None);
+    }
     let answer = match &outcome {
         Ok(text) => wire::ok_text(text),
         Err(refusal) => {
@@ -716,9 +770,11 @@ fn write_loop(
 
 /// An answer held until its batch is durable.
 enum Answer {
+    /// A request's answer, and its [`Early`] `durable` signal.
     Request(
         oneshot::Sender<Result<Value, Refusal>>,
         Result<Value, Refusal>,
+        Option<watch::Sender<Option<bool>>>,
     ),
     Bind(mpsc::Sender<Result<(), Refusal>>, Result<(), Refusal>),
     Reply(mpsc::Sender<Result<Reply, Refusal>>, Result<Reply, Refusal>),
@@ -733,7 +789,13 @@ impl Answer {
     fn send(self, durable: Result<(), Refusal>) {
         // A caller that stopped waiting has nobody to tell.
         match self {
-            Answer::Request(to, answer) => drop(to.send(durable.and(answer))),
+            Answer::Request(to, answer, early) => {
+                let answer = durable.and(answer);
+                if let Some(early) = early {
+                    early.send_replace(Some(answer.is_ok()));
+                }
+                drop(to.send(answer));
+            }
             Answer::Bind(to, answer) => drop(to.send(durable.and(answer))),
             Answer::Reply(to, answer) => drop(to.send(durable.and(answer))),
             Answer::Recorded(to, answer) => drop(to.send(durable.and(answer))),
@@ -763,6 +825,7 @@ fn stage_job(writer: Writer<'_>, job: Job) -> Answer {
             verb,
             call,
             reply,
+            early,
         } => {
             let caller = match who {
                 Who::Known(caller) => Ok(caller),
@@ -792,7 +855,13 @@ fn stage_job(writer: Writer<'_>, job: Job) -> Answer {
                     Err(driver.stage_refusal(SystemClock.now(), None, verb, refusal))
                 }
             };
-            Answer::Request(reply, result)
+            let durable = early.map(|Early { staged, durable }| {
+                if result.is_ok() {
+                    let _ = staged.send(());
+                }
+                durable
+            });
+            Answer::Request(reply, result, durable)
         }
         Job::Refuse {
             caller,
@@ -801,7 +870,7 @@ fn stage_job(writer: Writer<'_>, job: Job) -> Answer {
             reply,
         } => {
             let result = driver.stage_refusal(SystemClock.now(), Some(&caller), verb, refusal);
-            Answer::Request(reply, Err(result))
+            Answer::Request(reply, Err(result), None)
         }
         Job::Bind { record, reply } => {
             let result = driver.stage_bind(SystemClock.now(), record).map(|_| ());

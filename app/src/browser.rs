@@ -4,13 +4,18 @@
 //!
 //! One request's life:
 //! 1. the agent's `browser.request` is authorized on the writer like any
-//!    action (`action.allowed` is written) — see `broker.rs`;
-//! 2. [`BrowserHub::start`] hands it to the machine with the clients
-//!    connected right now: nobody able to serve is an immediate
-//!    `no-browser-client`; otherwise a `browser-control-request` event goes
-//!    to each of them over its SSE stream;
-//! 3. a pane claims (`POST /api/browser-control/claim`); the first claim of
-//!    a client the request was delivered to wins a fresh claim token;
+//!    action (`action.allowed` is staged) — see `broker.rs`;
+//! 2. once it is staged, and while its commit syncs, [`BrowserHub::start`]
+//!    hands it to the machine with the clients connected right now: nobody
+//!    able to serve is an immediate `no-browser-client` (answered once the
+//!    authorization is durable); otherwise a `browser-control-request`
+//!    event goes to each of them over its SSE stream;
+//! 3. a pane claims (`POST /api/browser-control/claim`); the claim waits
+//!    for the authorization to be durable (the writer says so), so
+//!    no pane acts on an authority a crash could still take back; then the
+//!    first claim of a client the request was delivered to wins a fresh
+//!    claim token. An authorization whose commit failed aborts the request
+//!    (a cancel to whoever might act on it) and refuses every claim;
 //! 4. the claimant posts its result with that token
 //!    (`POST /api/browser-control/result`); any other post is
 //!    `matched:false` and settles nothing;
@@ -55,7 +60,7 @@ use mosaic_domain::{BrowserRequestId, Capability, ClientId, Refusal};
 use mosaic_ports::{Clock, Entropy};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-use tokio::sync::{mpsc, oneshot, Notify};
+use tokio::sync::{mpsc, oneshot, watch, Notify};
 use tokio_stream::wrappers::UnboundedReceiverStream;
 use tokio_stream::Stream;
 
@@ -92,6 +97,9 @@ struct HubState {
     machine: BrowserRequests<Value>,
     clients: BTreeMap<ClientId, Pane>,
     waiters: HashMap<BrowserRequestId, oneshot::Sender<Result<Value, Refusal>>>,
+    /// Each live request's authorization: `None` while its commit syncs,
+    /// then whether it is durable.
+    authorities: HashMap<BrowserRequestId, watch::Receiver<Option<bool>>>,
     connections: u64,
     entropy: OsEntropy,
 }
@@ -128,6 +136,7 @@ impl BrowserHub {
                 machine: BrowserRequests::new(),
                 clients: BTreeMap::new(),
                 waiters: HashMap::new(),
+                authorities: HashMap::new(),
                 connections: 0,
                 entropy: OsEntropy,
             }),
@@ -171,12 +180,18 @@ impl BrowserHub {
         }
     }
 
-    /// Delivers a request to every client able to serve it.
+    /// Delivers a request to every client able to serve it. Its claims
+    /// wait until `authority` says whether its authorization is durable.
     ///
     /// # Errors
     /// `no-browser-client` at once when nobody can; `storage-unavailable`
     /// when no request id can be drawn.
-    pub fn start(&self, action: BrowserAction, timeout: Duration) -> Result<Pending, Refusal> {
+    pub fn start(
+        &self,
+        action: BrowserAction,
+        timeout: Duration,
+        authority: watch::Receiver<Option<bool>>,
+    ) -> Result<Pending, Refusal> {
         let mut state = self.lock();
         let id = state
             .entropy
@@ -195,6 +210,7 @@ impl BrowserHub {
             .handle_request(SystemClock.now(), id, action, timeout, &clients)?;
         let (reply, answer) = oneshot::channel();
         state.waiters.insert(id, reply);
+        state.authorities.insert(id, authority);
         drain(&mut state);
         drop(state);
         self.wake.notify_one();
@@ -208,8 +224,15 @@ impl BrowserHub {
         drain(&mut state);
     }
 
-    /// A claim: the winner's token, or `None`.
-    fn claim(&self, id: BrowserRequestId, client: &ClientId) -> Option<String> {
+    /// A claim: the winner's token, or `None`. It waits for its request's
+    /// authorization to be durable; a failed one is refused.
+    async fn claim(&self, id: BrowserRequestId, client: &ClientId) -> Option<String> {
+        let authority = self.lock().authorities.get(&id).cloned();
+        if let Some(authority) = authority {
+            if !durable(authority).await {
+                return None;
+            }
+        }
         let mut state = self.lock();
         // A claim belongs to a live connection: a client whose stream is
         // gone cannot claim, whatever it was delivered.
@@ -295,6 +318,7 @@ fn drain(state: &mut HubState) {
                 send_to(&state.clients, &to, &event);
             }
             BrowserEffect::Settle { request, outcome } => {
+                state.authorities.remove(&request);
                 if let Some(waiter) = state.waiters.remove(&request) {
                     let _ = waiter.send(outcome);
                 }
@@ -315,24 +339,40 @@ fn send_to(clients: &BTreeMap<ClientId, Pane>, to: &[ClientId], event: &Arc<str>
     }
 }
 
-/// The agent's side of an authorized `browser.request`: deliver, wait for
-/// the outcome (aborting if the agent leaves first), then store what is too
-/// big to answer inline. Returns the request's id (none when it was refused
-/// before delivery) and its outcome, the result as JSON text (written once:
-/// a snapshot may be a megabyte).
+/// Whether an authorization turned out durable (`false` when its writer
+/// went away without saying).
+async fn durable(mut authority: watch::Receiver<Option<bool>>) -> bool {
+    authority
+        .wait_for(Option::is_some)
+        .await
+        .is_ok_and(|durable| *durable == Some(true))
+}
+
+/// The agent's side of a staged `browser.request`: deliver it while its
+/// authorization syncs (claims wait for `authority` to say it is durable),
+/// wait for the outcome (aborting if the agent leaves first, or if the
+/// authorization failed), then store what is too big to answer inline.
+/// Returns the request's id (none when it was refused before delivery) and
+/// its outcome, the result as JSON text (written once: a snapshot may be a
+/// megabyte).
 pub async fn request(
     hub: &BrowserHub,
     call: &BrowserCall,
     gone: &Disconnect,
+    authority: watch::Receiver<Option<bool>>,
 ) -> (Option<BrowserRequestId>, Result<String, Refusal>) {
     let timeout = effective_timeout(&call.action, call.timeout_ms);
-    let Pending { id, answer } = match hub.start(call.action.clone(), timeout) {
+    let Pending { id, answer } = match hub.start(call.action.clone(), timeout, authority.clone()) {
         Ok(pending) => pending,
         Err(refusal) => return (None, Err(refusal)),
     };
     let outcome = tokio::select! {
         answer = answer => answer.unwrap_or(Err(Refusal::BrowserAborted)),
         () = gone.disconnected() => {
+            hub.abort(id);
+            Err(Refusal::BrowserAborted)
+        }
+        false = durable(authority) => {
             hub.abort(id);
             Err(Refusal::BrowserAborted)
         }
@@ -589,7 +629,7 @@ impl Drop for EventStream {
 /// `POST /api/browser-control/claim {requestId, clientId}`.
 async fn claim(State(server): State<Server>, body: Bytes) -> Response {
     match claim_body(&body) {
-        Ok((id, client)) => match server.hub.claim(id, &client) {
+        Ok((id, client)) => match server.hub.claim(id, &client).await {
             Some(token) => Json(claim_reply(Some(&token))).into_response(),
             None => Json(claim_reply(None)).into_response(),
         },

@@ -1,7 +1,8 @@
 //! Storage and file-system faults under a real `mosaic-bus broker` child:
 //! what the broker does, and what it keeps, when
 //! - its store is read-only at boot (a file mode, a read-only mount);
-//! - the disk fills up under it (a small tmpfs, mounted by the test);
+//! - the disk fills up under it (a small tmpfs, mounted by the test),
+//!   including while a browser request's authorization syncs;
 //! - its socket file is deleted while it runs;
 //! - its WAL file is deleted while it runs, then it closes or crashes.
 //!
@@ -20,8 +21,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
+use mosaic_domain::Refusal;
 use serde_json::{json, Value};
 
+use support::pane::{boot_shop, Ui};
 use support::{
     acme, acme_launches, assert_gone, assert_whole_transactions, boot_line, config, count,
     data_root, launch, open_db, raise_args, unlock, Broker,
@@ -300,6 +303,74 @@ fn a_broker_closed_on_a_full_disk_keeps_what_it_acknowledged() {
     let broker = Broker::boot(root, &cfg);
     broker.close();
     assert_eq!(stored_bodies(root), bodies("kept", 5));
+    assert_whole_transactions(root);
+}
+
+#[test]
+fn a_browser_request_whose_authorization_cannot_be_made_durable_is_never_granted() {
+    let _serial = serial();
+    let Some(fs) = Tmpfs::mount("4m") else {
+        return;
+    };
+    let root = fs.path();
+    let broker = boot_shop(root, &["browser.snapshot"]);
+    let ui = Ui::of(&broker);
+    let web = broker.agent("web-1");
+    let mut pane = ui.listen("pane-1", true);
+    let asked = {
+        let web = web.clone();
+        move || {
+            web.call(
+                "browser.request",
+                json!({"action": "snapshot", "parameters": {}, "timeoutMs": 10_000}),
+            )
+        }
+    };
+    let filler = fs.fill();
+    let asking = std::thread::spawn(asked.clone());
+    // The request reaches the pane while its authorization syncs; the sync
+    // fails, so the pane is told to drop it and may not claim it.
+    let request = pane.next_request();
+    assert_eq!(
+        request["type"],
+        json!("browser-control-request"),
+        "{request}"
+    );
+    let id = request["properties"]["requestId"].clone();
+    let claim = json!({"requestId": id, "clientId": "pane-1"});
+    assert_eq!(
+        ui.post("/api/browser-control/claim", &claim),
+        json!({"granted": false})
+    );
+    let cancel = pane.next_request();
+    assert_eq!(
+        cancel,
+        json!({"type": "browser-control-cancel", "properties": {"requestId": id}})
+    );
+    assert_eq!(
+        asking.join().expect("agent"),
+        Err(Refusal::StorageUnavailable)
+    );
+
+    // Space freed: the next request is granted, and only it is recorded.
+    std::fs::remove_file(filler).expect("free the space");
+    let asking = std::thread::spawn(asked);
+    let id = pane.next_request()["properties"]["requestId"].clone();
+    let claim = json!({"requestId": id, "clientId": "pane-1"});
+    let token = ui.post("/api/browser-control/claim", &claim)["claimToken"].clone();
+    let result = json!({"requestId": id, "claimToken": token, "ok": true, "data": {"title": "t"}});
+    assert_eq!(
+        ui.post("/api/browser-control/result", &result),
+        json!({"matched": true})
+    );
+    assert_eq!(asking.join().expect("agent"), Ok(json!({"title": "t"})));
+    broker.close();
+    let db = open_db(root);
+    let allowed = "SELECT count(*) FROM actions_allowed WHERE action = 'browser.snapshot'";
+    assert_eq!(count(&db, allowed, []), 1);
+    let completed = "SELECT count(*) FROM observations WHERE kind = 'browser.completed'";
+    assert_eq!(count(&db, completed, []), 1);
+    drop(db);
     assert_whole_transactions(root);
 }
 
