@@ -280,7 +280,7 @@ fn rtt(
         ("pane_http_p99_us", round1(percentile_us(&http, 99.0))),
         (
             "note",
-            Value::from("one round trip commits action.allowed before the event and browser.completed before the answer: two FULL-sync commits (commit_floor_us = 2 x raw_p50_us); pane_http is the winner's claim + result posts on a keep-alive connection"),
+            Value::from("one round trip commits action.allowed before any claim is granted (the event goes out while it syncs) and browser.completed before the answer: two FULL-sync commits (commit_floor_us = 2 x raw_p50_us); pane_http is the winner's claim (which waits for the first commit) + result posts on a keep-alive connection"),
         ),
     ])
 }
