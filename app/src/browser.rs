@@ -11,11 +11,12 @@
 //!    authorization is durable); otherwise a `browser-control-request`
 //!    event goes to each of them over its SSE stream;
 //! 3. a pane claims (`POST /api/browser-control/claim`); the claim waits
-//!    for the authorization to be durable (the writer says so), so
-//!    no pane acts on an authority a crash could still take back; then the
-//!    first claim of a client the request was delivered to wins a fresh
-//!    claim token. An authorization whose commit failed aborts the request
-//!    (a cancel to whoever might act on it) and refuses every claim;
+//!    for the authorization to be durable (the writer says so; at most
+//!    until the request's deadline), so no pane acts on an authority a
+//!    crash could still take back; then the first claim of a client the
+//!    request was delivered to wins a fresh claim token. An authorization
+//!    whose commit failed aborts the request (a cancel to whoever might
+//!    act on it) and refuses every claim;
 //! 4. the claimant posts its result with that token
 //!    (`POST /api/browser-control/result`); any other post is
 //!    `matched:false` and settles nothing;
@@ -97,9 +98,9 @@ struct HubState {
     machine: BrowserRequests<Value>,
     clients: BTreeMap<ClientId, Pane>,
     waiters: HashMap<BrowserRequestId, oneshot::Sender<Result<Value, Refusal>>>,
-    /// Each live request's authorization: `None` while its commit syncs,
-    /// then whether it is durable.
-    authorities: HashMap<BrowserRequestId, watch::Receiver<Option<bool>>>,
+    /// Each live request's authorization (`None` while its commit syncs,
+    /// then whether it is durable) and its deadline.
+    authorities: HashMap<BrowserRequestId, (watch::Receiver<Option<bool>>, tokio::time::Instant)>,
     connections: u64,
     entropy: OsEntropy,
 }
@@ -210,7 +211,8 @@ impl BrowserHub {
             .handle_request(SystemClock.now(), id, action, timeout, &clients)?;
         let (reply, answer) = oneshot::channel();
         state.waiters.insert(id, reply);
-        state.authorities.insert(id, authority);
+        let deadline = tokio::time::Instant::now() + timeout;
+        state.authorities.insert(id, (authority, deadline));
         drain(&mut state);
         drop(state);
         self.wake.notify_one();
@@ -225,11 +227,13 @@ impl BrowserHub {
     }
 
     /// A claim: the winner's token, or `None`. It waits for its request's
-    /// authorization to be durable; a failed one is refused.
+    /// authorization to be durable, at most until the request's deadline;
+    /// a failed one is refused.
     async fn claim(&self, id: BrowserRequestId, client: &ClientId) -> Option<String> {
         let authority = self.lock().authorities.get(&id).cloned();
-        if let Some(authority) = authority {
-            if !durable(authority).await {
+        if let Some((authority, deadline)) = authority {
+            let waited = tokio::time::timeout_at(deadline, durable(authority)).await;
+            if !waited.unwrap_or(false) {
                 return None;
             }
         }
@@ -642,5 +646,65 @@ async fn result(State(server): State<Server>, body: Bytes) -> Response {
     match server.hub.result(&body) {
         Ok(matched) => Json(result_reply(matched)).into_response(),
         Err(refusal) => bad_request(refusal),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TIMEOUT: Duration = Duration::from_secs(20);
+
+    /// A hub with one capable pane, a snapshot request delivered to it,
+    /// and the writer's side of that request's authorization.
+    fn delivered() -> (
+        BrowserHub,
+        ClientId,
+        BrowserRequestId,
+        watch::Sender<Option<bool>>,
+    ) {
+        let hub = BrowserHub::new(std::env::temp_dir());
+        let pane = ClientId::parse("pane-1").expect("a client id");
+        // Its events are not read here; the hub keeps the client all the
+        // same, as it does until a stream disconnects.
+        let _ = hub.connect(pane.clone(), true);
+        let (durable, authority) = watch::channel(None);
+        let snapshot = BrowserAction::Snapshot { selector: None };
+        let Pending { id, .. } = hub.start(snapshot, TIMEOUT, authority).expect("delivered");
+        (hub, pane, id, durable)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_claim_is_granted_only_once_its_authorization_is_durable() {
+        let (hub, pane, id, durable) = delivered();
+        let claim = hub.claim(id, &pane);
+        tokio::pin!(claim);
+        tokio::select! {
+            biased;
+            token = &mut claim => panic!("answered before the commit ended: {token:?}"),
+            () = tokio::task::yield_now() => {}
+        }
+        durable.send_replace(Some(true));
+        assert!(claim.await.is_some(), "the first claim wins once durable");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_claim_on_a_failed_authorization_is_refused() {
+        let (hub, pane, id, durable) = delivered();
+        durable.send_replace(Some(false));
+        assert_eq!(hub.claim(id, &pane).await, None);
+        drop(durable);
+        let (hub, pane, id, durable) = delivered();
+        drop(durable);
+        assert_eq!(hub.claim(id, &pane).await, None, "a writer that is gone");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_claim_waits_for_its_authorization_at_most_until_the_deadline() {
+        let (hub, pane, id, _durable) = delivered();
+        let started = tokio::time::Instant::now();
+        let claim = tokio::time::timeout(3 * TIMEOUT, hub.claim(id, &pane)).await;
+        assert_eq!(claim, Ok(None), "a commit that never ends");
+        assert_eq!(started.elapsed(), TIMEOUT);
     }
 }
