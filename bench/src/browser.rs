@@ -10,6 +10,9 @@
 //! only hold a stream. After each request the bench waits, untimed, until
 //! every capable pane has handled it, so each measured request sees the
 //! whole race for itself and nothing left over from the one before.
+//!
+//! Agent and panes are threads of one process, so the bench also splits
+//! each trip into its legs ([`Legs`]) on one clock.
 
 use std::sync::mpsc;
 use std::thread::JoinHandle;
@@ -36,8 +39,34 @@ const REPORT_WAIT: Duration = Duration::from_secs(20);
 struct Report {
     /// Whether its claim was granted (and it then posted the result).
     granted: bool,
-    /// From the event's arrival to the answer of its last post.
-    http: Duration,
+    /// When the event arrived.
+    arrived: Instant,
+    /// When the claim was answered.
+    claimed: Instant,
+    /// When its last post was answered (`claimed` if it lost).
+    posted: Instant,
+}
+
+/// One trip, leg by leg.
+#[derive(Debug, Clone, Copy)]
+struct Legs {
+    /// From the agent's call to the event's arrival at the winning pane:
+    /// the socket, the authorization staged, the SSE event.
+    to_pane: Duration,
+    /// The winner's claim post (it waits for `action.allowed` to be durable).
+    claim: Duration,
+    /// The winner's result post.
+    result: Duration,
+    /// From the result post's answer to the agent's answer: mostly the
+    /// `browser.completed` commit, which began when the result arrived.
+    to_agent: Duration,
+}
+
+impl Legs {
+    /// The winner's two posts.
+    fn pane_http(&self) -> Duration {
+        self.claim + self.result
+    }
 }
 
 /// Handles `browser-control-request` events until the stream ends.
@@ -59,19 +88,23 @@ fn pane(
         if event["type"] != "browser-control-request" {
             continue;
         }
-        let started = Instant::now();
-        let report = handle(&mut conn, &id, &event["properties"]).map(|granted| Report {
-            granted,
-            http: started.elapsed(),
-        });
+        let arrived = Instant::now();
+        let report =
+            handle(&mut conn, &id, &event["properties"]).map(|(granted, claimed)| Report {
+                granted,
+                arrived,
+                claimed,
+                posted: Instant::now(),
+            });
         if reports.send(report).is_err() {
             return;
         }
     }
 }
 
-/// Claims the request and, if granted, posts the snapshot; whether it was.
-fn handle(conn: &mut Conn, id: &str, request: &Value) -> Result<bool, Failure> {
+/// Claims the request and, if granted, posts the snapshot; whether it
+/// was, and when the claim was answered.
+fn handle(conn: &mut Conn, id: &str, request: &Value) -> Result<(bool, Instant), Failure> {
     let request_id = request["requestId"]
         .as_str()
         .ok_or(Failure::new("a browser request event has no requestId"))?;
@@ -79,8 +112,9 @@ fn handle(conn: &mut Conn, id: &str, request: &Value) -> Result<bool, Failure> {
         "/api/browser-control/claim",
         &json!({"requestId": request_id, "clientId": id}),
     )?;
+    let claimed = Instant::now();
     if claim["granted"] != true {
-        return Ok(false);
+        return Ok((false, claimed));
     }
     let token = claim["claimToken"]
         .as_str()
@@ -94,7 +128,7 @@ fn handle(conn: &mut Conn, id: &str, request: &Value) -> Result<bool, Failure> {
             "the claimant's result did not match its request",
         ));
     }
-    Ok(true)
+    Ok((true, claimed))
 }
 
 /// Connected UI clients: `capable` pane threads and `idle` streams of
@@ -142,8 +176,8 @@ impl Panes {
     }
 
     /// Waits until every capable pane handled one request; checks that
-    /// exactly one was granted and returns the winner's HTTP time.
-    fn settled(&self) -> Result<Duration, Failure> {
+    /// exactly one was granted and returns the winner's report.
+    fn settled(&self) -> Result<Report, Failure> {
         let reports = self
             .reports
             .as_ref()
@@ -153,8 +187,8 @@ impl Panes {
             let report = reports
                 .recv_timeout(REPORT_WAIT)
                 .map_err(|_| Failure::new("a pane did not handle a browser request in time"))??;
-            match (report.granted, winner) {
-                (true, None) => winner = Some(report.http),
+            match (report.granted, &winner) {
+                (true, None) => winner = Some(report),
                 (true, Some(_)) => return Err(Failure::new("two panes won the same claim")),
                 (false, _) => {}
             }
@@ -179,7 +213,7 @@ impl Drop for Panes {
 }
 
 /// One timed `browser.request` and the untimed wait for every pane.
-fn trip(agent: &Client, panes: &Panes) -> Result<(Duration, Duration), Failure> {
+fn trip(agent: &Client, panes: &Panes) -> Result<(Duration, Legs), Failure> {
     let started = Instant::now();
     let answer = agent
         .call(
@@ -187,28 +221,29 @@ fn trip(agent: &Client, panes: &Panes) -> Result<(Duration, Duration), Failure> 
             json!({"action": "snapshot", "parameters": {}, "timeoutMs": 10_000}),
         )
         .map_err(|r| Failure::refused("browser.request refused", r))?;
-    let rtt = started.elapsed();
+    let answered = Instant::now();
     if answer != snapshot() {
         return Err(Failure::new("the agent did not get the pane's snapshot"));
     }
-    let http = panes.settled()?;
-    Ok((rtt, http))
+    let winner = panes.settled()?;
+    let legs = Legs {
+        to_pane: winner.arrived.saturating_duration_since(started),
+        claim: winner.claimed.saturating_duration_since(winner.arrived),
+        result: winner.posted.saturating_duration_since(winner.claimed),
+        to_agent: answered.saturating_duration_since(winner.posted),
+    };
+    Ok((answered - started, legs))
 }
 
-/// A round of `n` trips: the agent's latencies, and the winners' HTTP times.
-fn round(
-    agent: &Client,
-    panes: &Panes,
-    n: usize,
-    http: &mut Vec<Duration>,
-) -> Result<Round, Failure> {
+/// A round of `n` trips: the agent's latencies; each trip's legs go to `legs`.
+fn round(agent: &Client, panes: &Panes, n: usize, legs: &mut Vec<Legs>) -> Result<Round, Failure> {
     let started = Instant::now();
     let cpu_before = crate::stats::cpu_time();
     let mut samples = Vec::with_capacity(n);
     for _ in 0..n {
-        let (rtt, pane) = trip(agent, panes)?;
+        let (rtt, trip_legs) = trip(agent, panes)?;
         samples.push(rtt);
-        http.push(pane);
+        legs.push(trip_legs);
     }
     Ok(Round {
         samples,
@@ -247,21 +282,28 @@ fn rtt(
         .ok_or(Failure::new("the broker did not enable browser control"))?;
     live::warm_up(&agent, sizes.socket_warmup)?;
     let panes = Panes::connect(&endpoint, capable, idle)?;
-    let mut http = Vec::new();
-    round(&agent, &panes, sizes.browser_warmup, &mut http)?;
-    http.clear();
+    let mut legs = Vec::new();
+    round(&agent, &panes, sizes.browser_warmup, &mut legs)?;
+    legs.clear();
     let rows_before = ledger_rows(&live)?;
     let mut trips = 0;
     let (rtts, raws) =
         crate::raw::alternate(ctx, sizes.browser_rounds, sizes.browser_per_round, || {
             trips += sizes.browser_per_round;
-            round(&agent, &panes, sizes.browser_per_round, &mut http)
+            round(&agent, &panes, sizes.browser_per_round, &mut legs)
         })?;
     let rows = ledger_rows(&live)? - rows_before;
     drop(panes);
     live.close()?;
     let p50 = rtts.percentile_us(50.0);
     let raw_p50 = raws.percentile_us(50.0);
+    let leg_p50 = |leg: fn(&Legs) -> Duration| {
+        round1(percentile_us(
+            &legs.iter().map(leg).collect::<Vec<_>>(),
+            50.0,
+        ))
+    };
+    let http: Vec<Duration> = legs.iter().map(Legs::pane_http).collect();
     Ok(vec![
         ("p50_us", round1(p50)),
         ("p99_us", round1(rtts.percentile_us(99.0))),
@@ -278,9 +320,13 @@ fn rtt(
         ("commit_floor_us", round1(2.0 * raw_p50)),
         ("pane_http_p50_us", round1(percentile_us(&http, 50.0))),
         ("pane_http_p99_us", round1(percentile_us(&http, 99.0))),
+        ("to_pane_p50_us", leg_p50(|l| l.to_pane)),
+        ("claim_p50_us", leg_p50(|l| l.claim)),
+        ("result_p50_us", leg_p50(|l| l.result)),
+        ("to_agent_p50_us", leg_p50(|l| l.to_agent)),
         (
             "note",
-            Value::from("one round trip commits action.allowed before any claim is granted (the event goes out while it syncs) and browser.completed before the answer: two FULL-sync commits (commit_floor_us = 2 x raw_p50_us); pane_http is the winner's claim (which waits for the first commit) + result posts on a keep-alive connection"),
+            Value::from("one round trip commits action.allowed before any claim is granted (the event goes out while it syncs) and browser.completed before the answer: two FULL-sync commits (commit_floor_us = 2 x raw_p50_us); pane_http is the winner's claim (which waits for the first commit) + result posts on a keep-alive connection; the legs of a trip: to_pane (agent call -> event at the winner), claim, result (its posts), to_agent (result answered -> agent answered, mostly the second commit)"),
         ),
     ])
 }
@@ -332,9 +378,9 @@ impl Remote {
     /// # Errors
     /// When a request or a pane fails.
     pub fn trips(&self, agent: &Client, n: usize) -> Result<Series, Failure> {
-        let mut http = Vec::new();
+        let mut legs = Vec::new();
         Ok(Series {
-            rounds: vec![round(agent, &self.panes, n, &mut http)?],
+            rounds: vec![round(agent, &self.panes, n, &mut legs)?],
         })
     }
 }

@@ -239,15 +239,18 @@ pub fn warm_up(client: &Client, n: usize) -> Result<(), Failure> {
 
 /// A round of `per_client` sends from each of `clients` at once, each from
 /// its own thread: every latency, and the wall time from the first start
-/// to the last answer.
+/// to the last answer; also the CPU time the client threads used.
 ///
 /// # Errors
 /// The first refusal of any client.
-pub fn concurrent_round(clients: &[Client], per_client: usize) -> Result<Round, Failure> {
+pub fn concurrent_round(
+    clients: &[Client],
+    per_client: usize,
+) -> Result<(Round, Duration), Failure> {
     let before = crate::stats::written_bytes();
     let cpu_before = crate::stats::cpu_time();
     let start = Instant::now();
-    let results: Vec<Result<Vec<Duration>, Failure>> = std::thread::scope(|scope| {
+    let results: Vec<Result<(Vec<Duration>, Duration), Failure>> = std::thread::scope(|scope| {
         let handles: Vec<_> = clients
             .iter()
             .map(|client| {
@@ -258,7 +261,7 @@ pub fn concurrent_round(clients: &[Client], per_client: usize) -> Result<Round, 
                         send(client, i)?;
                         samples.push(t.elapsed());
                     }
-                    Ok(samples)
+                    Ok((samples, crate::stats::thread_cpu_time()))
                 })
             })
             .collect();
@@ -275,13 +278,17 @@ pub fn concurrent_round(clients: &[Client], per_client: usize) -> Result<Round, 
         .zip(crate::stats::written_bytes())
         .map(|(b, a)| a.saturating_sub(b));
     let mut samples = Vec::with_capacity(clients.len() * per_client);
+    let mut client_cpu = Duration::ZERO;
     for result in results {
-        samples.extend(result?);
+        let (client_samples, cpu) = result?;
+        samples.extend(client_samples);
+        client_cpu += cpu;
     }
-    Ok(Round {
+    let round = Round {
         samples,
         elapsed,
         written,
         cpu: crate::stats::cpu_time().saturating_sub(cpu_before),
-    })
+    };
+    Ok((round, client_cpu))
 }

@@ -86,13 +86,18 @@ pub fn message_send_16_clients(ctx: &mut Ctx) -> Result<Fields, Failure> {
     let per_client_warmup = sizes.socket_warmup.div_ceil(clients.len().max(1));
     live::concurrent_round(&clients, per_client_warmup)?;
     let per_round = sizes.clients * sizes.client_per_round;
+    let mut split = CpuSplit::default();
     let (sends, raws) =
         crate::raw::alternate(ctx, sizes.socket_rounds, sizes.socket_per_round, || {
-            live::concurrent_round(&clients, sizes.client_per_round)
+            let before = BrokerCpu::now();
+            let (round, client_cpu) = live::concurrent_round(&clients, sizes.client_per_round)?;
+            split.add(client_cpu, before, BrokerCpu::now());
+            Ok(round)
         })?;
     live.close()?;
     let ratio = sends.rate() / raws.rate();
     let mut fields = sends.fields("requests_per_s");
+    fields.extend(split.fields(&sends, raws.rate()));
     fields.extend([
         ("ratio_to_raw", round3(ratio)),
         ("target", Value::from("ratio_to_raw >= 4")),
@@ -108,6 +113,75 @@ pub fn message_send_16_clients(ctx: &mut Ctx) -> Result<Fields, Failure> {
     ]);
     fields.extend(raw_fields(&raws));
     Ok(fields)
+}
+
+/// The CPU time of the in-process broker's threads, by kind.
+#[derive(Debug, Clone, Copy)]
+struct BrokerCpu {
+    writer: Option<Duration>,
+    workers: Option<Duration>,
+}
+
+impl BrokerCpu {
+    fn now() -> Self {
+        Self {
+            writer: crate::stats::named_threads_cpu_time("mosaic-writer"),
+            workers: crate::stats::named_threads_cpu_time("tokio-rt-worker"),
+        }
+    }
+}
+
+/// Where the 16-client figure's CPU time goes: the client threads, the
+/// broker's writer thread (SQLite and the domain) and its tokio workers
+/// (accept, parse, answer).
+#[derive(Debug, Default)]
+struct CpuSplit {
+    clients: Duration,
+    writer: Option<Duration>,
+    workers: Option<Duration>,
+}
+
+impl CpuSplit {
+    fn add(&mut self, clients: Duration, before: BrokerCpu, after: BrokerCpu) {
+        let grew = |total: Option<Duration>, b: Option<Duration>, a: Option<Duration>| {
+            Some(total.unwrap_or(Duration::ZERO) + a?.checked_sub(b?)?)
+        };
+        self.clients += clients;
+        self.writer = grew(self.writer, before.writer, after.writer);
+        self.workers = grew(self.workers, before.workers, after.workers);
+    }
+
+    /// The split per request, how busy the CPUs were, and the ratios to
+    /// raw this run's CPU cost per request allows with every CPU busy.
+    fn fields(&self, sends: &Series, raw_rate: f64) -> Fields {
+        let n = sends.count() as f64;
+        let per_op =
+            |cpu: Option<Duration>| round1(cpu.map_or(f64::NAN, |c| c.as_secs_f64() * 1e6 / n));
+        let cpu: Duration = sends.rounds.iter().map(|r| r.cpu).sum();
+        let wall: Duration = sends.rounds.iter().map(|r| r.elapsed).sum();
+        let cpus = std::thread::available_parallelism().map_or(1, usize::from) as f64;
+        // Requests/s with every CPU busy at this cost, as a ratio to raw.
+        let bound = |cpu: Duration| cpus * n / cpu.as_secs_f64() / raw_rate;
+        vec![
+            ("client_cpu_us_per_op", per_op(Some(self.clients))),
+            ("writer_cpu_us_per_op", per_op(self.writer)),
+            ("workers_cpu_us_per_op", per_op(self.workers)),
+            ("busy_cpus", round3(cpu.as_secs_f64() / wall.as_secs_f64())),
+            ("cpu_bound_ratio_to_raw", round3(bound(cpu))),
+            (
+                "broker_cpu_bound_ratio_to_raw",
+                round3(bound(cpu.saturating_sub(self.clients))),
+            ),
+            (
+                "writer_bound_ratio_to_raw",
+                round3(self.writer.map_or(f64::NAN, |w| n / w.as_secs_f64() / raw_rate)),
+            ),
+            (
+                "cpu_note",
+                Value::from("cpu_bound_ratio_to_raw: the ratio to raw this run would reach with every CPU busy at its cpu_us_per_op; broker_cpu_bound_ratio_to_raw: the same if the clients cost no CPU; writer_bound_ratio_to_raw: the same for SQLite's one writer, if its thread never waited; writer = the broker's writer thread (SQLite, domain), workers = its tokio workers (accept, parse, answer)"),
+            ),
+        ]
+    }
 }
 
 /// Times `n` `inbox` calls of `client`; also returns the last answer's size

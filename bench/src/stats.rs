@@ -152,10 +152,40 @@ impl Series {
 
 /// The CPU time this process has used so far, over all its threads.
 pub fn cpu_time() -> Duration {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    clock(rustix::time::ClockId::ProcessCPUTime)
+}
+
+/// The CPU time the calling thread has used so far.
+pub fn thread_cpu_time() -> Duration {
+    clock(rustix::time::ClockId::ThreadCPUTime)
+}
+
+fn clock(id: rustix::time::ClockId) -> Duration {
+    let t = rustix::time::clock_gettime(id);
     let secs = u64::try_from(t.tv_sec).unwrap_or(0);
     let nanos = u32::try_from(t.tv_nsec).unwrap_or(0);
     Duration::new(secs, nanos)
+}
+
+/// The CPU time used so far by this process's threads named `name`
+/// (their `comm`), from the first field of each one's
+/// `/proc/self/task/<tid>/schedstat` (nanoseconds on a CPU); `None` when
+/// none is found or one is unreadable.
+pub fn named_threads_cpu_time(name: &str) -> Option<Duration> {
+    let mut total = None;
+    for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let dir = task.path();
+        let Ok(comm) = std::fs::read_to_string(dir.join("comm")) else {
+            continue; // the thread ended meanwhile
+        };
+        if comm.trim_end() != name {
+            continue;
+        }
+        let stat = std::fs::read_to_string(dir.join("schedstat")).ok()?;
+        let nanos: u64 = stat.split_whitespace().next()?.parse().ok()?;
+        total = Some(total.unwrap_or(Duration::ZERO) + Duration::from_nanos(nanos));
+    }
+    total
 }
 
 /// `wchar` of `/proc/self/io`: bytes this process passed to `write`,
