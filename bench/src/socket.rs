@@ -86,7 +86,7 @@ pub fn message_send_16_clients(ctx: &mut Ctx) -> Result<Fields, Failure> {
     let per_client_warmup = sizes.socket_warmup.div_ceil(clients.len().max(1));
     live::concurrent_round(&clients, per_client_warmup)?;
     let per_round = sizes.clients * sizes.client_per_round;
-    let mut split = CpuSplit::default();
+    let mut split = CpuSplit::new();
     let (sends, raws) =
         crate::raw::alternate(ctx, sizes.socket_rounds, sizes.socket_per_round, || {
             let before = BrokerCpu::now();
@@ -133,8 +133,9 @@ impl BrokerCpu {
 
 /// Where the 16-client figure's CPU time goes: the client threads, the
 /// broker's writer thread (SQLite and the domain) and its tokio workers
-/// (accept, parse, answer).
-#[derive(Debug, Default)]
+/// (accept, parse, answer). A broker share is `None` once any round could
+/// not read it.
+#[derive(Debug)]
 struct CpuSplit {
     clients: Duration,
     writer: Option<Duration>,
@@ -142,9 +143,17 @@ struct CpuSplit {
 }
 
 impl CpuSplit {
+    fn new() -> Self {
+        Self {
+            clients: Duration::ZERO,
+            writer: Some(Duration::ZERO),
+            workers: Some(Duration::ZERO),
+        }
+    }
+
     fn add(&mut self, clients: Duration, before: BrokerCpu, after: BrokerCpu) {
         let grew = |total: Option<Duration>, b: Option<Duration>, a: Option<Duration>| {
-            Some(total.unwrap_or(Duration::ZERO) + a?.checked_sub(b?)?)
+            Some(total? + a?.checked_sub(b?)?)
         };
         self.clients += clients;
         self.writer = grew(self.writer, before.writer, after.writer);
