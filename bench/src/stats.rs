@@ -240,6 +240,32 @@ mod tests {
     }
 
     #[test]
+    fn a_named_thread_is_charged_its_own_cpu_time() {
+        let (sent, spent) = std::sync::mpsc::channel();
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("bench-probe".into())
+            .spawn(move || {
+                while thread_cpu_time() < Duration::from_millis(20) {
+                    std::hint::black_box(0u64);
+                }
+                sent.send(thread_cpu_time()).unwrap();
+                released.recv().ok();
+            })
+            .unwrap();
+        let own = spent.recv().unwrap();
+        let seen = named_threads_cpu_time("bench-probe").unwrap();
+        release.send(()).unwrap();
+        thread.join().unwrap();
+        assert!(seen >= own, "{seen:?} < {own:?}");
+        assert!(
+            seen < own + Duration::from_millis(20),
+            "{seen:?} vs {own:?}"
+        );
+        assert_eq!(named_threads_cpu_time("no-such-thread"), None);
+    }
+
+    #[test]
     fn nearest_rank_percentiles() {
         let s = us(&(1..=100).collect::<Vec<_>>());
         assert_eq!(percentile_us(&s, 50.0), 50.0);
