@@ -347,7 +347,7 @@ fn boot(
     let writer = {
         let reads = Arc::clone(&reads);
         std::thread::Builder::new()
-            .name("mosaic-writer".into())
+            .name(WRITER_THREAD.into())
             .spawn(move || write_loop(driver, queue, identity, reads))
     }
     .map_err(|_| Refusal::StorageUnavailable)?;
@@ -720,6 +720,9 @@ struct BrokerIdentity {
     uid: u32,
     exe: PathBuf,
 }
+
+/// The writer thread's name (its `comm`, as `/proc` shows it).
+pub const WRITER_THREAD: &str = "mosaic-writer";
 
 /// The most requests one group commit takes.
 const MAX_BATCH: usize = 256;
