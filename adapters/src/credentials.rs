@@ -62,7 +62,10 @@ const DAY_MS: i64 = 86_400_000;
 /// and the data root. Containment is decided on canonical paths (symlinks
 /// resolved) by whole components, so `/src/repo-secrets/t` is outside
 /// `/src/repo`, and `/home/a/link/t` is inside `/src/repo` when `link`
-/// points there. A root that does not exist is compared as given.
+/// points there. A root that cannot be canonicalised (it, or part of it,
+/// does not exist) is first normalised lexically (`.` and `..` resolved),
+/// then its longest existing ancestor is canonicalised: `<repo>/missing/..`
+/// protects `<repo>`.
 #[derive(Debug, Clone, Default)]
 pub struct FileEnvCredentials {
     protected: Vec<PathBuf>,
@@ -120,11 +123,53 @@ impl FileEnvCredentials {
     }
 
     fn is_protected(&self, canonical: &Path) -> bool {
-        self.protected.iter().any(|root| {
-            let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.clone());
-            canonical.starts_with(&root)
-        })
+        self.protected
+            .iter()
+            .any(|root| canonical.starts_with(canonical_root(root)))
     }
+}
+
+/// `root` as the kernel would resolve it, or as close as it can be when
+/// part of it does not exist: lexically normalised, with its longest
+/// existing ancestor canonicalised and the rest appended.
+fn canonical_root(root: &Path) -> PathBuf {
+    if let Ok(canonical) = std::fs::canonicalize(root) {
+        return canonical;
+    }
+    let lexical = lexically_normal(root);
+    let mut rest = Vec::new();
+    let mut base = lexical.as_path();
+    loop {
+        if let Ok(canonical) = std::fs::canonicalize(base) {
+            return rest.iter().rev().fold(canonical, |path, c| path.join(c));
+        }
+        match (base.parent(), base.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                base = parent;
+            }
+            (Some(_) | None, None) | (None, Some(_)) => return lexical,
+        }
+    }
+}
+
+/// `.` dropped and each `..` taking away the component before it (never
+/// above the root), without looking at the file system.
+fn lexically_normal(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut normal = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                normal.pop();
+            }
+            Component::Prefix(_) | Component::RootDir | Component::Normal(_) => {
+                normal.push(component);
+            }
+        }
+    }
+    normal
 }
 
 impl CheckedFile<'_> {

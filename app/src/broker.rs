@@ -357,9 +357,12 @@ fn boot(
         .build()
         .map_err(|_| Refusal::BrokerUnavailable)?;
     let (stop, stopped) = oneshot::channel::<()>();
-    let hub = browser_listener
-        .as_ref()
-        .map(|_| Arc::new(BrowserHub::new(root.root().join("browser"))));
+    let hub = browser_listener.as_ref().map(|_| {
+        let credentials = Arc::clone(&credentials);
+        let secrets: browser::Secrets =
+            Arc::new(move |bytes: &[u8]| credentials.contains_known_token(bytes));
+        Arc::new(BrowserHub::new(root.root().join("browser"), secrets))
+    });
     let handler = {
         let registry = Arc::clone(&registry);
         let jobs = jobs.clone();
@@ -372,16 +375,17 @@ fn boot(
             let reads = Arc::clone(&reads);
             async move {
                 // A token is refused on the way in (before anything is
-                // written) and, should one ever be stored, on the way out.
-                let leaked = credentials.contains_known_token(&line);
+                // written or emitted) and, should one ever be stored, on
+                // the way out.
                 let connection = Connection {
                     registry: &registry,
                     jobs: &jobs,
                     reads: &reads,
                     hub: hub.as_deref(),
+                    credentials: &credentials,
                     gone,
                 };
-                let response = answer(connection, peer, &line, leaked).await;
+                let response = answer(connection, peer, &line).await;
                 if credentials.contains_known_token(response.as_bytes()) {
                     return wire::err(Refusal::CredentialLeak).into_bytes();
                 }
@@ -451,25 +455,36 @@ struct Connection<'a> {
     jobs: &'a mpsc::Sender<Job>,
     reads: &'a Arc<Reads>,
     hub: Option<&'a BrowserHub>,
+    credentials: &'a CredentialStore,
     gone: Disconnect,
 }
 
 /// Answers one request line: envelope, caller, arguments, then the writer.
-/// A line that `leaked` a service token is refused (`credential-leak`) as
-/// its caller's request, so the writer records the refusal, not the line.
-async fn answer(connection: Connection<'_>, peer: Peer, line: &[u8], leaked: bool) -> String {
+/// A line that holds a service token, as sent or once its JSON escapes are
+/// decoded, is refused (`credential-leak`) as its caller's request, so the
+/// writer records the refusal, not the line.
+async fn answer(connection: Connection<'_>, peer: Peer, line: &[u8]) -> String {
     let Connection {
         registry,
         jobs,
         reads,
         hub,
+        credentials,
         gone,
     } = connection;
+    let raw_leak = credentials.contains_known_token(line);
     let envelope = match Envelope::parse(line) {
         Ok(envelope) => envelope,
-        Err(_) if leaked => return wire::err(Refusal::CredentialLeak),
+        Err(_) if raw_leak => return wire::err(Refusal::CredentialLeak),
         Err(refusal) => return wire::err(refusal),
     };
+    // Decoded, `\u0067…` is the token itself; written out again, it is in
+    // clear (a token's characters are never escaped).
+    let leaked = raw_leak
+        || (!credentials.is_empty()
+            && envelope
+                .args()
+                .is_some_and(|args| credentials.contains_known_token(args.to_string().as_bytes())));
     let who = match envelope.presenter() {
         Presenter::Capability(cap) => {
             let binding = registry.read().ok().and_then(|r| r.get(cap).cloned());

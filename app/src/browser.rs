@@ -27,6 +27,11 @@
 //! 6. [`finish`] stores a capture's image (and any large result) under the
 //!    data root and returns its path instead of the bytes.
 //!
+//! No service token leaves through here: a request whose parameters hold
+//! one is refused (`credential-leak`) before any pane hears of it, and a
+//! result that holds one is refused before it is stored or answered (the
+//! hub's [`Secrets`], the broker's credential store).
+//!
 //! Every route needs the UI token (`Authorization: Bearer`, or `?token=`
 //! for page loads and `EventSource`). The hub's state sits behind one
 //! mutex that is never held across an await.
@@ -51,8 +56,8 @@ use base64::Engine;
 use mosaic_adapters::socket::Disconnect;
 use mosaic_adapters::system::{OsEntropy, SystemClock};
 use mosaic_adapters::wire::browser::{
-    cancel_event, claim_body, claim_reply, heartbeat_event, request_event, result_body,
-    result_reply, BrowserCall, MAX_CLAIM_BODY, MAX_RESULT_BODY,
+    action_parameters, cancel_event, claim_body, claim_reply, heartbeat_event, request_event,
+    result_body, result_reply, BrowserCall, MAX_CLAIM_BODY, MAX_RESULT_BODY,
 };
 use mosaic_domain::browser::{
     effective_timeout, BrowserAction, BrowserEffect, BrowserRequests, ClaimReply, ClientInfo,
@@ -105,9 +110,14 @@ struct HubState {
     entropy: OsEntropy,
 }
 
+/// Whether bytes hold a secret (a loaded service token) that must never be
+/// emitted or stored.
+pub type Secrets = Arc<dyn Fn(&[u8]) -> bool + Send + Sync>;
+
 /// The browser request machine with its clients and waiting agents.
 pub struct BrowserHub {
     state: Mutex<HubState>,
+    secrets: Secrets,
     /// Wakes the deadline task when a request with an earlier deadline
     /// arrives.
     wake: Notify,
@@ -130,9 +140,11 @@ pub struct Pending {
 }
 
 impl BrowserHub {
-    /// A hub storing captures under `files`.
-    pub fn new(files: PathBuf) -> Self {
+    /// A hub storing captures under `files`, emitting and storing nothing
+    /// that `secrets` finds.
+    pub fn new(files: PathBuf, secrets: Secrets) -> Self {
         Self {
+            secrets,
             state: Mutex::new(HubState {
                 machine: BrowserRequests::new(),
                 clients: BTreeMap::new(),
@@ -185,14 +197,20 @@ impl BrowserHub {
     /// wait until `authority` says whether its authorization is durable.
     ///
     /// # Errors
-    /// `no-browser-client` at once when nobody can; `storage-unavailable`
-    /// when no request id can be drawn.
+    /// `credential-leak` when its parameters hold a secret (no event is
+    /// sent); `no-browser-client` at once when nobody can serve it;
+    /// `storage-unavailable` when no request id can be drawn.
     pub fn start(
         &self,
         action: BrowserAction,
         timeout: Duration,
         authority: watch::Receiver<Option<bool>>,
     ) -> Result<Pending, Refusal> {
+        // What the event carries beyond the action's parameters is ours:
+        // an id, the action's name, a time.
+        if (self.secrets)(action_parameters(&action).to_string().as_bytes()) {
+            return Err(Refusal::CredentialLeak);
+        }
         let mut state = self.lock();
         let id = state
             .entropy
@@ -383,7 +401,7 @@ pub async fn request(
     };
     (
         Some(id),
-        outcome.and_then(|result| finish(&hub.files, id, &call.action, result)),
+        outcome.and_then(|result| finish(hub, id, &call.action, result)),
     )
 }
 
@@ -391,12 +409,22 @@ pub async fn request(
 /// file under the data root (`browser/<request>.png` or `.json`, mode
 /// 0600); the agent gets `{path, bytes, sha256, …}` instead of the bytes.
 /// Returns the answer's JSON text.
+///
+/// # Errors
+/// `credential-leak` for a result (or a capture's image) that holds a
+/// secret: nothing is stored; `browser-failed` for a malformed capture;
+/// `storage-unavailable` when the file cannot be written.
 fn finish(
-    files: &Path,
+    hub: &BrowserHub,
     id: BrowserRequestId,
     action: &BrowserAction,
     result: Value,
 ) -> Result<String, Refusal> {
+    let files = &hub.files;
+    let text = result.to_string();
+    if (hub.secrets)(text.as_bytes()) {
+        return Err(Refusal::CredentialLeak);
+    }
     if let BrowserAction::Capture { .. } = action {
         let Some(data) = result.get("data").and_then(Value::as_str) else {
             return Err(Refusal::BrowserFailed);
@@ -404,6 +432,9 @@ fn finish(
         let image = base64::engine::general_purpose::STANDARD
             .decode(data)
             .map_err(|_| Refusal::BrowserFailed)?;
+        if (hub.secrets)(&image) {
+            return Err(Refusal::CredentialLeak);
+        }
         let extension = match result.get("mime").and_then(Value::as_str) {
             Some("image/png") => "png",
             Some("image/svg+xml") => "svg",
@@ -423,7 +454,6 @@ fn finish(
         }
         return Ok(answer.to_string());
     }
-    let text = result.to_string();
     if text.len() <= INLINE_RESULT_LIMIT {
         return Ok(text);
     }
@@ -663,7 +693,7 @@ mod tests {
         BrowserRequestId,
         watch::Sender<Option<bool>>,
     ) {
-        let hub = BrowserHub::new(std::env::temp_dir());
+        let hub = BrowserHub::new(std::env::temp_dir(), Arc::new(|_: &[u8]| false));
         let pane = ClientId::parse("pane-1").expect("a client id");
         // Its events are not read here; the hub keeps the client all the
         // same, as it does until a stream disconnects.

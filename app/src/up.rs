@@ -14,8 +14,11 @@
 //!
 //! `business` is the normalized business of `spec/bus-broker.md`
 //! ([`business_from_value`]); `agents` lists at least one agent, each with a
-//! role of that business, a harness (`pi` or `claude-code`) and a non-empty
-//! command (program and arguments, no shell). Parsing is strict: unknown
+//! role of that business, a harness (`pi` or `claude-code`), a non-empty
+//! command (program and arguments, no shell) and optionally `env`, the
+//! names of `up`'s environment variables it also needs (an API key of its
+//! harness, say; a name holding a service token is refused). Parsing is
+//! strict: unknown
 //! keys, wrong types and bad names refuse with `bad-config` (or the
 //! business's own codes, `unknown-role` for an agent of no such role). Every
 //! agent runs in the configuration file's directory, and a relative program
@@ -29,7 +32,12 @@
 //! 1. draw a run id (`<role>-<8 hex>`) and create a memfd, close-on-exec and
 //!    sealable, still empty;
 //! 2. clear the memfd's close-on-exec flag, spawn the command, set the flag
-//!    again. The child gets `MOSAIC_RUN_ID`, `MOSAIC_BUS_SOCKET`,
+//!    again. The child's environment is built from an allow-list, never
+//!    inherited whole: of `up`'s own variables it gets only [`BASE_ENV`],
+//!    `LC_*` and those its configuration names in `env`, and never one that
+//!    a credential reference of the business names (`{"env": NAME}`: the
+//!    broker in this process reads service tokens from there, and agents
+//!    never hold one). It also gets `MOSAIC_RUN_ID`, `MOSAIC_BUS_SOCKET`,
 //!    `MOSAIC_BUS_CAP_FD` (the descriptor's number) and a `PATH` that starts
 //!    with the directory of this `mosaic-bus` executable, so scripts can run
 //!    `mosaic-bus call`; its standard input is a pipe from this process, its
@@ -160,6 +168,9 @@ pub struct AgentSpec {
     pub args: Vec<String>,
     /// The working directory: the configuration file's directory.
     pub dir: PathBuf,
+    /// The names of `up`'s environment variables the agent also gets,
+    /// beyond [`BASE_ENV`] (`env` in the configuration).
+    pub env: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -175,6 +186,8 @@ struct AgentJson {
     role: String,
     harness: String,
     command: Vec<String>,
+    #[serde(default)]
+    env: Vec<String>,
 }
 
 impl UpConfig {
@@ -183,12 +196,15 @@ impl UpConfig {
     ///
     /// # Errors
     /// `bad-config` for any other shape, an empty `agents` or command, an
-    /// empty or NUL-holding command word, or a bad harness or role name;
+    /// empty or NUL-holding command word, a bad harness or role name, or an
+    /// `env` entry that is not a variable name or that names a credential
+    /// reference of the business (a service token never reaches an agent);
     /// `unknown-role` for an agent whose role the business lacks; and the
     /// codes of [`business_from_value`].
     pub fn parse(text: &str, dir: &Path) -> Result<Self, Refusal> {
         let json: ConfigJson = serde_json::from_str(text).map_err(|_| Refusal::BadConfig)?;
         let business = business_from_value(json.business)?;
+        let secret = credential_env_names(&business);
         if json.agents.is_empty() {
             return Err(Refusal::BadConfig);
         }
@@ -199,6 +215,13 @@ impl UpConfig {
                 let role = RoleInstance::parse(&agent.role).map_err(|_| Refusal::BadConfig)?;
                 business.role(&role).ok_or(Refusal::UnknownRole)?;
                 let harness = Harness::parse(&agent.harness)?;
+                if agent
+                    .env
+                    .iter()
+                    .any(|name| !is_env_name(name) || secret.contains(name))
+                {
+                    return Err(Refusal::BadConfig);
+                }
                 if agent
                     .command
                     .iter()
@@ -219,10 +242,17 @@ impl UpConfig {
                     program,
                     args: words.collect(),
                     dir: dir.to_path_buf(),
+                    env: agent.env,
                 })
             })
             .collect::<Result<_, Refusal>>()?;
         Ok(Self { business, agents })
+    }
+
+    /// The names of the environment variables that hold this business's
+    /// service tokens (`{"env": NAME}` references): never passed to an agent.
+    pub fn credential_env(&self) -> Vec<String> {
+        credential_env_names(&self.business)
     }
 
     /// Reads and parses the configuration file at `path`.
@@ -392,6 +422,7 @@ fn start(argv: &[OsString]) -> Result<Session, Failure> {
             .keep(),
     };
     let business = config.business.id().clone();
+    let secret_env = config.credential_env();
     let (broker, booted) = start_broker(BootConfig {
         data_root: data_root.clone(),
         businesses: vec![config.business],
@@ -414,6 +445,7 @@ fn start(argv: &[OsString]) -> Result<Session, Failure> {
         data_root,
         agents: Vec::new(),
         stay: options.stay,
+        secret_env,
     };
     let reader = booted
         .readers
@@ -443,6 +475,61 @@ fn child_path() -> Result<OsString, Failure> {
     }
     // Fails only when the directory holds a `:`, which PATH cannot express.
     std::env::join_paths(dirs).map_err(|_| Refusal::UnsafePath.into())
+}
+
+/// The variables of `up`'s environment every agent gets, when set: who and
+/// where it is, and how text is shown. Nothing else of `up`'s environment
+/// reaches an agent unless its configuration names it in `env`; `PATH` is
+/// [`child_path`], and `LC_*` pass too.
+pub const BASE_ENV: [&str; 9] = [
+    "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TERM", "TZ", "TMPDIR",
+];
+
+/// The environment `spec`'s agent starts with (before `up`'s own
+/// `MOSAIC_*` and `PATH`): the variables of `from` that [`BASE_ENV`], `LC_*`
+/// or its `env` name, except any that holds a service token (`secret`).
+fn agent_env(
+    spec: &AgentSpec,
+    from: impl Iterator<Item = (OsString, OsString)>,
+    secret: &[String],
+) -> Vec<(OsString, OsString)> {
+    from.filter(|(name, _)| {
+        let Some(name) = name.to_str() else {
+            return false;
+        };
+        let wanted = BASE_ENV.contains(&name)
+            || name.starts_with("LC_")
+            || spec.env.iter().any(|n| n == name);
+        wanted && !secret.iter().any(|s| s == name)
+    })
+    .collect()
+}
+
+fn credential_env_names(business: &Business) -> Vec<String> {
+    use mosaic_domain::business::CredentialSource;
+    business
+        .roles()
+        .flat_map(|(_, role)| {
+            let credentials = role.credentials();
+            [
+                credentials.gitea.as_ref().map(|c| &c.source),
+                credentials.vikunja.as_ref().map(|c| &c.source),
+            ]
+        })
+        .filter_map(|source| match source {
+            Some(CredentialSource::Env(name)) => Some(name.clone()),
+            Some(CredentialSource::File(_)) | None => None,
+        })
+        .collect()
+}
+
+/// A portable environment variable name: `[A-Za-z_][A-Za-z0-9_]*`.
+fn is_env_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// One launched agent.
@@ -475,6 +562,8 @@ struct Session {
     browser_url: Option<String>,
     agents: Vec<Agent>,
     stay: bool,
+    /// The environment variables holding service tokens: never passed on.
+    secret_env: Vec<String>,
 }
 
 impl Session {
@@ -507,6 +596,8 @@ impl Session {
         command
             .args(&spec.args)
             .current_dir(&spec.dir)
+            .env_clear()
+            .envs(agent_env(spec, std::env::vars_os(), &self.secret_env))
             .env(RUN_ID_ENV, run.as_str())
             .env(SOCKET_ENV, &self.socket)
             .env(CAP_FD_ENV, memfd.as_raw_fd().to_string())

@@ -242,6 +242,10 @@ fn boot_names_a_bad_reference_never_its_content() {
     let secrets = Secrets::new();
     let repo = data_root();
     let project = data_root();
+    // Named through a folder that does not exist, so it cannot be
+    // canonicalised: it still protects what it names.
+    let dotted = data_root();
+    let dotted_root = format!("{}/missing/..", dotted.path().display());
     let good = secrets.file("good", GITEA, 0o600);
     let cases: Vec<(String, &str, &str)> = vec![
         (
@@ -263,6 +267,11 @@ fn boot_names_a_bad_reference_never_its_content() {
             write_token(&project.path().join("token"), GITEA, 0o600),
             "unsafe-path",
             "inside a project root",
+        ),
+        (
+            write_token(&dotted.path().join("token"), GITEA, 0o600),
+            "unsafe-path",
+            "inside a repo root named with `..`",
         ),
         (
             secrets.file("two-lf", &format!("{GITEA}\n\n"), 0o600),
@@ -287,7 +296,7 @@ fn boot_names_a_bad_reference_never_its_content() {
     ];
     for (gitea, code, why) in cases {
         let mut config = credential_config(root.path(), &gitea, &good);
-        config["repoRoots"] = json!([repo.path()]);
+        config["repoRoots"] = json!([repo.path(), dotted_root]);
         config["projectRoots"] = json!([project.path()]);
         let mut broker = Broker::spawn_with_env(root.path(), &[("ACME_LEAD_VIKUNJA", VIKUNJA)]);
         broker.send(&boot_line(&config).to_string());
@@ -446,4 +455,100 @@ fn a_restart_picks_up_a_rotated_token() {
     std::fs::remove_file(&gitea).expect("remove the old token");
     write_token(Path::new(&gitea), rotated, 0o600);
     assert_eq!(token_of(&config), Ok(json!(rotated.len())));
+}
+
+/// A shop whose `web` role may use every browser action, with the Gitea
+/// token of `gitea_file`, serving browser control; `web-1` holds its role.
+fn browser_shop(root: &Path, gitea_file: &str) -> Broker {
+    let actions: Vec<String> = [
+        "open", "snapshot", "click", "type", "scroll", "back", "forward", "inspect", "capture",
+        "resize",
+    ]
+    .iter()
+    .map(|a| format!("browser.{a}"))
+    .collect();
+    let business = json!({
+        "id": "shop", "human": "alice",
+        "arbiters": {"technical": "web", "delivery": "web"},
+        "roles": {"web": {"authority": {"withinRole": actions, "crossRole": []},
+                          "credentials": {"gitea": {"file": gitea_file}}}}
+    });
+    let mut config = config(root, &[business], &[launch("shop", "web", "web-1")], &[]);
+    config["browser"] = json!({"listen": "127.0.0.1:0"});
+    let broker = Broker::boot(root, &config);
+    broker.agent("web-1").claim();
+    broker
+}
+
+#[test]
+fn a_token_never_reaches_a_pane_nor_a_stored_browser_result() {
+    let root = data_root();
+    let secrets = Secrets::new();
+    let gitea = secrets.file("gitea", GITEA, 0o600);
+    let broker = browser_shop(root.path(), &gitea);
+    let ui = support::pane::Ui::of(&broker);
+    let web = broker.agent("web-1");
+    let mut pane = ui.listen("pane-1", true);
+
+    // The token hidden in JSON escapes, in the parameters of every action
+    // (where a parameter cannot hold text, under a key of its own): the
+    // decoded arguments are checked, so nothing is delivered.
+    let token = escaped(GITEA);
+    let url = escaped(&format!("https://example.com/?t={GITEA}"));
+    for (action, parameters) in [
+        ("open", format!(r#"{{"url":{url}}}"#)),
+        ("snapshot", format!(r#"{{"selector":{token}}}"#)),
+        ("click", format!(r#"{{"text":{token}}}"#)),
+        ("type", format!(r##"{{"selector":"#q","value":{token}}}"##)),
+        ("scroll", format!(r#"{{"selector":{token}}}"#)),
+        ("back", format!(r#"{{"note":{token}}}"#)),
+        ("forward", format!(r#"{{{token}:1}}"#)),
+        ("inspect", format!(r#"{{"selector":{token}}}"#)),
+        ("capture", format!(r#"{{"label":{token}}}"#)),
+        (
+            "resize",
+            format!(r#"{{"viewport":{{"width":800,"height":600,"why":{token}}}}}"#),
+        ),
+    ] {
+        let line = format!(
+            r#"{{"cap":"{}","verb":"browser.request","args":{{"action":"{action}","parameters":{parameters}}}}}"#,
+            web.cap
+        );
+        assert!(!contains(line.as_bytes(), GITEA), "the line hides it");
+        support::raw_refused(&broker.socket, line.as_bytes(), "credential-leak");
+    }
+
+    // The first request the pane hears of is the next clean one.
+    let asked = {
+        let web = web.clone();
+        std::thread::spawn(move || {
+            web.call(
+                "browser.request",
+                json!({"action": "snapshot", "parameters": {}, "timeoutMs": 10_000}),
+            )
+        })
+    };
+    let event = pane.next_request();
+    assert_eq!(event["properties"]["action"], json!("snapshot"), "{event}");
+    assert_no_token([("the event".to_owned(), event.to_string().as_bytes())]);
+    let id = event["properties"]["requestId"].clone();
+    let granted = ui.post(
+        "/api/browser-control/claim",
+        &json!({"requestId": id, "clientId": "pane-1"}),
+    );
+    // A result too large to answer inline, holding the token: refused, and
+    // nothing stored.
+    let padding = "x".repeat(1024 * 1024 + 100 * 1024);
+    let result = json!({"requestId": id, "claimToken": granted["claimToken"], "ok": true,
+                        "data": {"text": format!("{padding} {GITEA}")}});
+    assert_eq!(
+        ui.post("/api/browser-control/result", &result),
+        json!({"matched": true})
+    );
+    assert_eq!(asked.join().expect("agent"), Err(Refusal::CredentialLeak));
+    let stored = root.path().join("browser");
+    let files = std::fs::read_dir(&stored).map_or(0, Iterator::count);
+    assert_eq!(files, 0, "nothing stored under {}", stored.display());
+    let log = broker.close();
+    assert_no_token([("the broker's stderr".to_owned(), log.as_bytes())]);
 }

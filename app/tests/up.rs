@@ -36,16 +36,20 @@ struct Up {
 
 impl Up {
     fn start(args: &[&std::ffi::OsStr], dump: Option<&Path>) -> Up {
+        let dump = dump.map(|d| ("MOSAIC_EXAMPLE_DUMP", d.as_os_str()));
+        Up::start_with(args, dump.as_slice())
+    }
+
+    /// As [`Up::start`], with these variables added to `up`'s environment.
+    fn start_with(args: &[&std::ffi::OsStr], env: &[(&str, &std::ffi::OsStr)]) -> Up {
         let mut command = Command::new(BIN);
         command
             .arg("up")
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        if let Some(dump) = dump {
-            command.env("MOSAIC_EXAMPLE_DUMP", dump);
-        }
+            .stderr(Stdio::piped())
+            .envs(env.iter().copied());
         let mut child = command.spawn().expect("spawn up");
         let stdout = lines(child.stdout.take().expect("stdout"));
         let stderr = lines(child.stderr.take().expect("stderr"));
@@ -377,14 +381,22 @@ fn config_file(dir: &Path, agents: Value) -> PathBuf {
 }
 
 fn run_to_end(config: &Path, root: &Path) -> (ExitStatus, String, String) {
-    let up = Up::start(
+    run_to_end_with(config, root, &[])
+}
+
+fn run_to_end_with(
+    config: &Path,
+    root: &Path,
+    env: &[(&str, &std::ffi::OsStr)],
+) -> (ExitStatus, String, String) {
+    let up = Up::start_with(
         &[
             "--config".as_ref(),
             config.as_os_str(),
             "--data-root".as_ref(),
             root.as_os_str(),
         ],
-        None,
+        env,
     );
     let (status, mut stdout, stderr) = {
         let first = up.stdout.recv_timeout(WAIT).unwrap_or_default();
@@ -393,6 +405,52 @@ fn run_to_end(config: &Path, root: &Path) -> (ExitStatus, String, String) {
     };
     stdout = stdout.trim().to_owned();
     (status, stdout, stderr)
+}
+
+#[test]
+fn an_agent_gets_only_allowed_variables_and_never_a_service_token() {
+    const TOKEN: &str = "vikunja_tok_0123456789abcdef";
+    let dir = tempfile::tempdir().expect("dir");
+    let root = tempfile::tempdir().expect("data root");
+    let business = json!({
+        "id": "x", "human": "alice", "arbiters": {"technical": "a", "delivery": "a"},
+        "roles": {"a": {"authority": {"withinRole": [], "crossRole": []},
+                        "credentials": {"vikunja": {"env": "X_A_VIKUNJA"}}}}});
+    let write = |agent: Value| {
+        let path = dir.path().join("up.json");
+        let config = json!({"business": business, "agents": [agent]});
+        std::fs::write(&path, config.to_string()).expect("write config");
+        path
+    };
+    let dump = dir.path().join("agent.env");
+    let env: [(&str, &std::ffi::OsStr); 4] = [
+        ("X_A_VIKUNJA", TOKEN.as_ref()),
+        ("UNLISTED_SECRET", "unlisted-value".as_ref()),
+        ("LISTED", "listed-value".as_ref()),
+        ("DUMP", dump.as_os_str()),
+    ];
+    let config = write(
+        json!({"role": "a", "harness": "pi", "env": ["LISTED", "DUMP"],
+        "command": ["sh", "-c", "read _ && env > \"$DUMP\""]}),
+    );
+    let (status, _, stderr) = run_to_end_with(&config, root.path(), &env);
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    let seen = std::fs::read_to_string(&dump).expect("the agent's environment");
+    assert!(
+        !seen.contains(TOKEN),
+        "a service token reached the agent: {seen}"
+    );
+    assert!(!seen.contains("X_A_VIKUNJA"), "{seen}");
+    assert!(!seen.contains("unlisted-value"), "{seen}");
+    assert!(seen.contains("LISTED=listed-value\n"), "{seen}");
+    assert!(seen.contains("MOSAIC_RUN_ID=a-"), "{seen}");
+
+    // Naming the token's variable for an agent refuses the configuration.
+    let config = write(json!({"role": "a", "harness": "pi", "env": ["X_A_VIKUNJA"],
+        "command": ["sh", "-c", "read _ && env > \"$DUMP\""]}));
+    let (status, stdout, _) = run_to_end_with(&config, root.path(), &env);
+    assert_eq!(status.code(), Some(2));
+    assert_eq!(stdout, r#"{"error":"bad-config","ok":false}"#);
 }
 
 #[test]

@@ -183,6 +183,22 @@ fn inside_a_repo_root_is_unsafe_also_through_a_symlinked_folder_or_dot_dot() {
 }
 
 #[test]
+fn a_root_that_cannot_be_canonicalised_protects_what_it_names() {
+    let l = Layout::new();
+    let p = l.write("repo/gitea", TOKEN, 0o600);
+    // `missing/..` cannot be canonicalised; lexically it is the repo.
+    let dotted = FileEnvCredentials::new(vec![l.path("repo/missing/..")]);
+    assert_eq!(read(&dotted, &p), Err(CredentialError::UnsafePath));
+    // A root that does not exist yet still protects through a symlinked parent.
+    symlink(l.path("repo"), l.path("secrets/into-repo")).expect("symlink");
+    let future = FileEnvCredentials::new(vec![l.path("secrets/into-repo/./later/../")]);
+    assert_eq!(read(&future, &p), Err(CredentialError::UnsafePath));
+    // And a missing root protects nothing else.
+    let elsewhere = FileEnvCredentials::new(vec![l.path("data/missing/../../gone")]);
+    assert_eq!(read(&elsewhere, &p), Ok(TOKEN.to_vec()));
+}
+
+#[test]
 fn roots_compare_by_components_not_string_prefixes() {
     let l = Layout::new();
     std::fs::create_dir(l.path("repo-secrets")).expect("mkdir");

@@ -637,6 +637,12 @@ impl Envelope {
         self.verb
     }
 
+    /// The arguments as decoded (JSON escapes resolved), before their
+    /// per-verb checks; `None` when absent.
+    pub fn args(&self) -> Option<&Value> {
+        self.args.as_ref()
+    }
+
     /// Parses the arguments.
     ///
     /// # Errors
