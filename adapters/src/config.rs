@@ -242,7 +242,9 @@ mod tests {
 }
 
 /// The boot configuration the trusted host sends (`{"op":"boot","config":…}`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Its `Default` is empty but for the data root, which a start refuses
+/// (`unsafe-path`) until it is set to an absolute path.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BootConfig {
     /// The existing data root the broker owns `bus/` in.
     pub data_root: std::path::PathBuf,

@@ -38,7 +38,7 @@ use mosaic_domain::evidence::{AgentRef, LaunchRecord, Subject};
 use mosaic_domain::{
     Action, BusinessId, Capability, DecisionId, EventId, Refusal, Target, TaskRef,
 };
-use mosaic_ports::{Clock, Entropy};
+use mosaic_ports::{Entropy, EvidenceStore, ProcessTable, StoreReaders};
 use serde_json::Value;
 use tokio::sync::{oneshot, watch};
 
@@ -46,6 +46,7 @@ use crate::browser::{self, BrowserHub};
 use crate::driver::{Driver, LeakGuard};
 use crate::human_proof::{self, HumanClaim};
 use crate::reads::{self, Reads, View};
+use crate::world::{BrokerIdentity, Ports, SharedEntropy, Time};
 
 /// What a capability stands for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -200,8 +201,9 @@ pub struct Broker {
     browser_server: Option<tokio::task::JoinHandle<Result<(), Refusal>>>,
     lock: Option<WriterLock>,
     socket: PathBuf,
-    entropy: std::sync::Mutex<OsEntropy>,
+    entropy: std::sync::Mutex<SharedEntropy>,
     credentials: Arc<CredentialStore>,
+    time: Time,
 }
 
 impl std::fmt::Debug for Broker {
@@ -213,50 +215,127 @@ impl std::fmt::Debug for Broker {
 }
 
 /// Starts a broker in this process (the library form of `mosaic-bus
-/// broker`).
+/// broker`): the runtime of [`start_runtime`] over the real adapters, the
+/// SQLite store of the data root under its writer lock, the system clock,
+/// the kernel's entropy, `/proc`, and credential files and variables.
 ///
 /// # Errors
-/// One static code: the data root (`unsafe-path`), a credential reference
-/// (`unsafe-path`, `bad-config`, with the reference's name), the lock
-/// (`lock-held`, `stale-lock`), the store (`schema-mismatch`,
-/// `integrity-failed`, `storage-unavailable`), a boot launch (its binding
-/// refusal), the socket (`unsafe-path`, `broker-unavailable`). Everything
+/// One static code: the data root (`unsafe-path`), the lock (`lock-held`,
+/// `stale-lock`), the store (`schema-mismatch`, `integrity-failed`,
+/// `storage-unavailable`), and those of [`start_runtime`]. Everything
 /// acquired so far is released again.
 pub fn start_broker(config: BootConfig) -> Result<(Broker, Booted), BootFailure> {
     let root = DataRoot::open(&config.data_root)?;
-    let credentials = load_credentials(&root, &config)?;
     let me = ProcFs::new()
         .current()
         .map_err(|_| Refusal::StorageUnavailable)?;
     let lock = WriterLock::acquire(&root, me.pid, me.start_time)?;
-    match boot(&root, config, credentials) {
+    let started = real_ports(&root, &config).and_then(|ports| serve(&root, ports, config));
+    match started {
         Ok((mut broker, booted)) => {
             broker.lock = Some(lock);
             Ok((broker, booted))
         }
-        Err(refusal) => {
+        Err(failure) => {
             // Nothing was served; the lock must not outlive this failed start.
             let _ = lock.release();
-            Err(refusal.into())
+            Err(failure)
         }
     }
 }
 
-/// Reads every credential reference once, refusing files inside the data
-/// root, a repository root (this binary's own checkout, `repoRoots`) or a
-/// project root.
-fn load_credentials(root: &DataRoot, config: &BootConfig) -> Result<CredentialStore, BootFailure> {
+/// The real adapters, the store opened (or created) at the data root.
+fn real_ports(root: &DataRoot, config: &BootConfig) -> Result<Ports<SqliteStore>, BootFailure> {
+    let db = root.db_path();
+    if db.exists() {
+        fs::check_private_file(&db)?;
+    }
+    let store = SqliteStore::open_or_create(&db).map_err(|e| e.refusal())?;
+    // A token file may lie in none of these: the data root, this binary's
+    // own checkout, a repository or a project.
     let mut protected = vec![root.root().to_path_buf()];
     protected.extend(own_repository_root());
     protected.extend(config.repo_roots.iter().cloned());
     protected.extend(config.project_roots.iter().cloned());
-    let source = FileEnvCredentials::new(protected);
-    CredentialStore::load(&config.businesses, &config.sync, &source).map_err(
-        |(refusal, reference)| BootFailure {
-            refusal,
-            reference: Some(reference),
-        },
-    )
+    Ok(Ports {
+        store,
+        clock: Arc::new(SystemClock),
+        entropy: Box::new(OsEntropy),
+        processes: Arc::new(ProcFs::new()),
+        credentials: Box::new(FileEnvCredentials::new(protected)),
+        identity: BrokerIdentity::of_this_process().map_err(|_| Refusal::StorageUnavailable)?,
+    })
+}
+
+/// Starts the broker runtime over any ports: the in-memory fakes of
+/// `mosaic-ports` (feature `fakes`) as well as the real adapters. It serves
+/// the real socket at `<dataRoot>/bus/bus.sock`, the real protocol, and
+/// with `browser_listen` the real browser HTTP/SSE; only what it reads from
+/// the world comes from `ports`. It takes no writer lock: that guards the
+/// data root's SQLite file, which [`start_broker`] opens.
+///
+/// ```
+/// use std::sync::Arc;
+/// use mosaic_adapters::config::business_from_json;
+/// use mosaic_adapters::config::BootConfig;
+/// use mosaic_adapters::socket::Client;
+/// use mosaic_app::broker::start_runtime;
+/// use mosaic_app::world::{BrokerIdentity, Ports};
+/// use mosaic_domain::evidence::{Harness, LaunchRecord};
+/// use mosaic_domain::{BusinessId, RoleInstance, RunId, Timestamp};
+/// use mosaic_ports::fakes::{
+///     FakeCredentials, FakeProcessTable, ManualClock, MemoryStore, SeededEntropy,
+/// };
+///
+/// let business = business_from_json(r#"{"id": "acme", "human": "alice",
+///     "arbiters": {"technical": "lead", "delivery": "lead"},
+///     "roles": {"lead": {"authority": {"withinRole": ["message.send"], "crossRole": []}}}}"#)
+/// .unwrap();
+/// let dir = tempfile::tempdir().unwrap();
+/// let ports = Ports {
+///     store: MemoryStore::new(),
+///     clock: Arc::new(ManualClock::new(Timestamp::from_unix_ms(1_767_225_600_000).unwrap())),
+///     entropy: Box::new(SeededEntropy::new(1)),
+///     processes: Arc::new(FakeProcessTable::new()),
+///     credentials: Box::new(FakeCredentials::new()),
+///     identity: BrokerIdentity { uid: 1000, exe: "/opt/mosaic-bus".into() },
+/// };
+/// let launch = LaunchRecord {
+///     business: BusinessId::parse("acme").unwrap(),
+///     role: RoleInstance::parse("lead").unwrap(),
+///     run: RunId::parse("lead-1").unwrap(),
+///     harness: Harness::Pi,
+///     address: None,
+///     pid: 4242,
+///     start_time: 17,
+/// };
+/// let (broker, booted) = start_runtime(ports, BootConfig {
+///     data_root: dir.path().to_owned(),
+///     businesses: vec![business],
+///     launches: vec![launch],
+///     ..BootConfig::default()
+/// })
+/// .unwrap();
+/// let lead = Client::new(&booted.socket, booted.launches[0].cap.expose());
+/// let claimed = lead.call("role.claim", serde_json::json!({})).unwrap();
+/// assert_eq!(claimed, serde_json::json!({"status": "claimed"}));
+/// broker.close().unwrap();
+/// ```
+///
+/// # Errors
+/// One static code: the data root (`unsafe-path`), a credential reference
+/// (`unsafe-path`, `bad-config`, with the reference's name), the store
+/// (`storage-unavailable`), a boot launch (its binding refusal), the
+/// socket (`unsafe-path`, `broker-unavailable`).
+pub fn start_runtime<S>(
+    ports: Ports<S>,
+    config: BootConfig,
+) -> Result<(Broker, Booted), BootFailure>
+where
+    S: StoreReaders + Send + 'static,
+{
+    let root = DataRoot::open(&config.data_root)?;
+    serve(&root, ports, config)
 }
 
 /// The source checkout this binary was built in, if it runs from one: the
@@ -280,27 +359,42 @@ fn leak_guard(credentials: &Arc<CredentialStore>) -> Option<LeakGuard> {
     }))
 }
 
-fn boot(
+/// Loads the credentials, rebuilds the bus from the store, binds the boot
+/// launches, issues the capabilities, binds the socket (and browser
+/// control), then starts the writer thread and the socket runtime.
+fn serve<S>(
     root: &DataRoot,
+    ports: Ports<S>,
     config: BootConfig,
-    credentials: CredentialStore,
-) -> Result<(Broker, Booted), Refusal> {
-    let db = root.db_path();
-    if db.exists() {
-        fs::check_private_file(&db)?;
-    }
+) -> Result<(Broker, Booted), BootFailure>
+where
+    S: StoreReaders + Send + 'static,
+{
+    let Ports {
+        store,
+        clock,
+        entropy,
+        processes,
+        credentials,
+        identity,
+    } = ports;
+    let credentials = CredentialStore::load(&config.businesses, &config.sync, &*credentials)
+        .map_err(|(refusal, reference)| BootFailure {
+            refusal,
+            reference: Some(reference),
+        })?;
     let credentials = Arc::new(credentials);
-    let store = SqliteStore::open_or_create(&db).map_err(|e| e.refusal())?;
+    let time = Time::new(clock);
     let business_ids: Vec<BusinessId> = config.businesses.iter().map(|b| b.id().clone()).collect();
     let mut driver = Driver::open(config.businesses, store)?;
     if let Some(guard) = leak_guard(&credentials) {
         driver = driver.with_leak_guard(guard);
     }
-    let mut entropy = OsEntropy;
+    let mut entropy = SharedEntropy::new(entropy);
     let mut registry = HashMap::new();
     let mut launches = Vec::new();
     for record in config.launches {
-        driver.bind(SystemClock.now(), record.clone())?;
+        driver.bind(time.now(), record.clone())?;
         let cap = entropy
             .capability()
             .map_err(|_| Refusal::StorageUnavailable)?;
@@ -324,10 +418,6 @@ fn boot(
         );
         readers.push(IssuedReader { business, cap });
     }
-    let identity = BrokerIdentity {
-        uid: rustix::process::geteuid().as_raw(),
-        exe: std::env::current_exe().map_err(|_| Refusal::StorageUnavailable)?,
-    };
     // Bound before any thread starts: binding sets the process umask.
     let socket_path = root.socket_path();
     let listener = socket::bind_private(&socket_path)?;
@@ -342,13 +432,22 @@ fn boot(
     };
     let registry = Arc::new(RwLock::new(registry));
     driver.take_changed_machines();
-    let reads = Arc::new(Reads::open(&db, View::first(driver.bus(), &business_ids))?);
+    let reads = Arc::new(Reads::open(
+        driver.store(),
+        View::first(driver.bus(), &business_ids),
+    )?);
     let (jobs, queue) = mpsc::channel();
     let writer = {
         let reads = Arc::clone(&reads);
+        let world = WriterWorld {
+            identity,
+            processes,
+            time: time.clone(),
+            entropy: entropy.clone(),
+        };
         std::thread::Builder::new()
             .name(WRITER_THREAD.into())
-            .spawn(move || write_loop(driver, queue, identity, reads))
+            .spawn(move || write_loop(driver, queue, world, reads))
     }
     .map_err(|_| Refusal::StorageUnavailable)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -361,7 +460,12 @@ fn boot(
         let credentials = Arc::clone(&credentials);
         let secrets: browser::Secrets =
             Arc::new(move |bytes: &[u8]| credentials.contains_known_token(bytes));
-        Arc::new(BrowserHub::new(root.root().join("browser"), secrets))
+        Arc::new(BrowserHub::new(
+            root.root().join("browser"),
+            secrets,
+            time.clone(),
+            entropy.clone(),
+        ))
     });
     let handler = {
         let registry = Arc::clone(&registry);
@@ -427,6 +531,7 @@ fn boot(
         socket: socket_path.clone(),
         entropy: std::sync::Mutex::new(entropy),
         credentials,
+        time,
     };
     Ok((
         broker,
@@ -450,10 +555,10 @@ fn agent_binding(record: &LaunchRecord) -> Binding {
 }
 
 /// What one socket connection's handler works with.
-struct Connection<'a> {
+struct Connection<'a, S> {
     registry: &'a RwLock<HashMap<Capability, Binding>>,
     jobs: &'a mpsc::Sender<Job>,
-    reads: &'a Arc<Reads>,
+    reads: &'a Arc<Reads<S>>,
     hub: Option<&'a BrowserHub>,
     credentials: &'a CredentialStore,
     gone: Disconnect,
@@ -463,7 +568,11 @@ struct Connection<'a> {
 /// A line that holds a service token, as sent or once its JSON escapes are
 /// decoded, is refused (`credential-leak`) as its caller's request, so the
 /// writer records the refusal, not the line.
-async fn answer(connection: Connection<'_>, peer: Peer, line: &[u8]) -> String {
+async fn answer<S: StoreReaders + Send + 'static>(
+    connection: Connection<'_, S>,
+    peer: Peer,
+    line: &[u8],
+) -> String {
     let Connection {
         registry,
         jobs,
@@ -564,8 +673,8 @@ async fn answer(connection: Connection<'_>, peer: Peer, line: &[u8]) -> String {
 /// Answers an agent's or reader's read on a reader connection, on a
 /// blocking thread once a connection is free, never behind the writer;
 /// only a refusal goes to the writer, to be recorded.
-async fn read_beside_writer(
-    reads: &Arc<Reads>,
+async fn read_beside_writer<S: StoreReaders + Send + 'static>(
+    reads: &Arc<Reads<S>>,
     jobs: &mpsc::Sender<Job>,
     caller: Caller,
     verb: &'static str,
@@ -696,10 +805,9 @@ enum Who {
 
 /// Proves a human request and names its caller, with a fresh `human.input`
 /// id; an unknown business is refused only after the proof.
-fn prove_human(
-    driver: &Driver<SqliteStore>,
-    entropy: &mut OsEntropy,
-    identity: &BrokerIdentity,
+fn prove_human<S: EvidenceStore>(
+    driver: &Driver<S>,
+    world: &mut WriterWorld,
     peer: Peer,
     nonce: String,
     business: BusinessId,
@@ -708,8 +816,8 @@ fn prove_human(
     let claim = HumanClaim {
         peer_pid,
         peer_uid: peer.uid,
-        broker_uid: identity.uid,
-        exe: identity.exe.clone(),
+        broker_uid: world.identity.uid,
+        exe: world.identity.exe.clone(),
         nonce,
     };
     let launches = driver.bus().launches();
@@ -718,22 +826,24 @@ fn prove_human(
             .records()
             .any(|r| r.pid == pid && r.start_time == start)
     };
-    human_proof::prove(&ProcFs::new(), &claim, &launched)?;
+    human_proof::prove(&*world.processes, &claim, &launched)?;
     driver
         .bus()
         .business(&business)
         .ok_or(Refusal::BadRequest)?;
-    let input = entropy
+    let input = world
+        .entropy
         .event_id()
         .map_err(|_| Refusal::StorageUnavailable)?;
     Ok(Caller::Human { business, input })
 }
 
-/// What the human proof compares a peer with: this broker's user and binary.
-#[derive(Debug, Clone)]
-struct BrokerIdentity {
-    uid: u32,
-    exe: PathBuf,
+/// What the writer thread reads from the world besides its store.
+struct WriterWorld {
+    identity: BrokerIdentity,
+    processes: Arc<dyn ProcessTable>,
+    time: Time,
+    entropy: SharedEntropy,
 }
 
 /// The writer thread's name (its `comm`, as `/proc` shows it).
@@ -747,21 +857,19 @@ const MAX_BATCH: usize = 256;
 /// savepoint, commits them with one sync, and only then sends their
 /// answers. With nothing else queued, a request commits at once; requests
 /// that arrive while a commit syncs form the next batch.
-fn write_loop(
-    mut driver: Driver<SqliteStore>,
+fn write_loop<S: StoreReaders>(
+    mut driver: Driver<S>,
     queue: mpsc::Receiver<Job>,
-    identity: BrokerIdentity,
-    reads: Arc<Reads>,
+    mut world: WriterWorld,
+    reads: Arc<Reads<S>>,
 ) {
-    let mut entropy = OsEntropy;
     let mut answers = Vec::with_capacity(MAX_BATCH);
     while let Ok(first) = queue.recv() {
         let mut next = Some(first);
         while let Some(job) = next {
             let writer = Writer {
                 driver: &mut driver,
-                entropy: &mut entropy,
-                identity: &identity,
+                world: &mut world,
                 reads: &reads,
             };
             answers.push(stage_job(writer, job));
@@ -822,21 +930,20 @@ impl Answer {
 }
 
 /// What the writer thread works with.
-struct Writer<'a> {
-    driver: &'a mut Driver<SqliteStore>,
-    entropy: &'a mut OsEntropy,
-    identity: &'a BrokerIdentity,
-    reads: &'a Reads,
+struct Writer<'a, S> {
+    driver: &'a mut Driver<S>,
+    world: &'a mut WriterWorld,
+    reads: &'a Reads<S>,
 }
 
 /// Stages one job in the open batch and returns its provisional answer.
-fn stage_job(writer: Writer<'_>, job: Job) -> Answer {
+fn stage_job<S: StoreReaders>(writer: Writer<'_, S>, job: Job) -> Answer {
     let Writer {
         driver,
-        entropy,
-        identity,
+        world,
         reads,
     } = writer;
+    let now = world.time.now();
     match job {
         Job::Request {
             who,
@@ -851,14 +958,13 @@ fn stage_job(writer: Writer<'_>, job: Job) -> Answer {
                     peer,
                     nonce,
                     business,
-                } => prove_human(driver, entropy, identity, peer, nonce, business),
+                } => prove_human(driver, world, peer, nonce, business),
             };
             let result = match (caller, call) {
                 (Ok(caller), Ok(call)) => execute(
                     Writer {
                         driver,
-                        entropy,
-                        identity,
+                        world,
                         reads,
                     },
                     &caller,
@@ -866,11 +972,11 @@ fn stage_job(writer: Writer<'_>, job: Job) -> Answer {
                     call,
                 ),
                 (Ok(caller), Err(refusal)) => {
-                    Err(driver.stage_refusal(SystemClock.now(), Some(&caller), verb, refusal))
+                    Err(driver.stage_refusal(now, Some(&caller), verb, refusal))
                 }
                 // A failed proof is evidence too, of nobody in particular.
                 (Err(refusal), Ok(_) | Err(_)) => {
-                    Err(driver.stage_refusal(SystemClock.now(), None, verb, refusal))
+                    Err(driver.stage_refusal(now, None, verb, refusal))
                 }
             };
             let durable = early.map(|Early { staged, durable }| {
@@ -887,11 +993,11 @@ fn stage_job(writer: Writer<'_>, job: Job) -> Answer {
             refusal,
             reply,
         } => {
-            let result = driver.stage_refusal(SystemClock.now(), Some(&caller), verb, refusal);
+            let result = driver.stage_refusal(now, Some(&caller), verb, refusal);
             Answer::Request(reply, Err(result), None)
         }
         Job::Bind { record, reply } => {
-            let result = driver.stage_bind(SystemClock.now(), record).map(|_| ());
+            let result = driver.stage_bind(now, record).map(|_| ());
             Answer::Bind(reply, result)
         }
         Job::Trusted {
@@ -900,7 +1006,7 @@ fn stage_job(writer: Writer<'_>, job: Job) -> Answer {
             reply,
         } => {
             let verb = command.verb();
-            let result = driver.stage_call(SystemClock.now(), &caller, verb, command);
+            let result = driver.stage_call(now, &caller, verb, command);
             Answer::Reply(reply, result)
         }
         Job::Record {
@@ -909,7 +1015,7 @@ fn stage_job(writer: Writer<'_>, job: Job) -> Answer {
             reply,
         } => {
             let verb = command.verb();
-            let result = driver.stage_call(SystemClock.now(), &caller, verb, command);
+            let result = driver.stage_call(now, &caller, verb, command);
             Answer::Recorded(reply, result)
         }
     }
@@ -918,15 +1024,19 @@ fn stage_job(writer: Writer<'_>, job: Job) -> Answer {
 /// Runs one parsed call in the open batch. Every refusal is recorded: the
 /// driver stages the bus's own, and this stages those that come before the
 /// bus or from a read.
-fn execute(writer: Writer<'_>, caller: &Caller, verb: &str, call: Call) -> Result<Value, Refusal> {
+fn execute<S: StoreReaders>(
+    writer: Writer<'_, S>,
+    caller: &Caller,
+    verb: &str,
+    call: Call,
+) -> Result<Value, Refusal> {
     let Writer {
         driver,
-        entropy,
+        world,
         reads,
-        ..
     } = writer;
-    let now = SystemClock.now();
-    let Ok(fresh) = entropy.uuid_bytes() else {
+    let now = world.time.now();
+    let Ok(fresh) = world.entropy.uuid_bytes() else {
         return Err(driver.stage_refusal(now, Some(caller), verb, Refusal::StorageUnavailable));
     };
     let business = caller.business().clone();
@@ -1102,7 +1212,7 @@ impl Broker {
     ) -> Result<Value, Refusal> {
         let value = self
             .credentials
-            .use_token(key, service, SystemClock.now(), callback)?;
+            .use_token(key, service, self.time.now(), callback)?;
         if self
             .credentials
             .contains_known_token(value.to_string().as_bytes())
@@ -1115,7 +1225,7 @@ impl Broker {
     /// The trusted adapter API `credentials.status()`: metadata only
     /// (valid, expiring, expired, rotation-due) for a notifier.
     pub fn credential_status(&self) -> Vec<CredentialStatus> {
-        self.credentials.status(SystemClock.now())
+        self.credentials.status(self.time.now())
     }
 
     fn trusted(&self, cap: &Capability, command: Command) -> Result<Reply, Refusal> {

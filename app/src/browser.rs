@@ -54,7 +54,6 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use base64::Engine;
 use mosaic_adapters::socket::Disconnect;
-use mosaic_adapters::system::{OsEntropy, SystemClock};
 use mosaic_adapters::wire::browser::{
     action_parameters, cancel_event, claim_body, claim_reply, heartbeat_event, request_event,
     result_body, result_reply, BrowserCall, MAX_CLAIM_BODY, MAX_RESULT_BODY,
@@ -62,13 +61,15 @@ use mosaic_adapters::wire::browser::{
 use mosaic_domain::browser::{
     effective_timeout, BrowserAction, BrowserEffect, BrowserRequests, ClaimReply, ClientInfo,
 };
-use mosaic_domain::{BrowserRequestId, Capability, ClientId, Refusal};
-use mosaic_ports::{Clock, Entropy};
+use mosaic_domain::{BrowserRequestId, Capability, ClientId, Refusal, Timestamp};
+use mosaic_ports::Entropy;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use tokio::sync::{mpsc, oneshot, watch, Notify};
 use tokio_stream::wrappers::UnboundedReceiverStream;
 use tokio_stream::Stream;
+
+use crate::world::{until, SharedEntropy, Time};
 
 /// How often every connected client gets a `heartbeat` event.
 const HEARTBEAT: Duration = Duration::from_secs(5);
@@ -105,9 +106,9 @@ struct HubState {
     waiters: HashMap<BrowserRequestId, oneshot::Sender<Result<Value, Refusal>>>,
     /// Each live request's authorization (`None` while its commit syncs,
     /// then whether it is durable) and its deadline.
-    authorities: HashMap<BrowserRequestId, (watch::Receiver<Option<bool>>, tokio::time::Instant)>,
+    authorities: HashMap<BrowserRequestId, (watch::Receiver<Option<bool>>, Timestamp)>,
     connections: u64,
-    entropy: OsEntropy,
+    entropy: SharedEntropy,
 }
 
 /// Whether bytes hold a secret (a loaded service token) that must never be
@@ -118,6 +119,8 @@ pub type Secrets = Arc<dyn Fn(&[u8]) -> bool + Send + Sync>;
 pub struct BrowserHub {
     state: Mutex<HubState>,
     secrets: Secrets,
+    /// Every deadline and heartbeat is this clock's.
+    time: Time,
     /// Wakes the deadline task when a request with an earlier deadline
     /// arrives.
     wake: Notify,
@@ -141,17 +144,23 @@ pub struct Pending {
 
 impl BrowserHub {
     /// A hub storing captures under `files`, emitting and storing nothing
-    /// that `secrets` finds.
-    pub fn new(files: PathBuf, secrets: Secrets) -> Self {
+    /// that `secrets` finds, on the runtime's clock and entropy.
+    pub(crate) fn new(
+        files: PathBuf,
+        secrets: Secrets,
+        time: Time,
+        entropy: SharedEntropy,
+    ) -> Self {
         Self {
             secrets,
+            time,
             state: Mutex::new(HubState {
                 machine: BrowserRequests::new(),
                 clients: BTreeMap::new(),
                 waiters: HashMap::new(),
                 authorities: HashMap::new(),
                 connections: 0,
-                entropy: OsEntropy,
+                entropy,
             }),
             wake: Notify::new(),
             files,
@@ -224,12 +233,13 @@ impl BrowserHub {
                 capable: pane.capable,
             })
             .collect();
+        let now = self.time.now();
         state
             .machine
-            .handle_request(SystemClock.now(), id, action, timeout, &clients)?;
+            .handle_request(now, id, action, timeout, &clients)?;
         let (reply, answer) = oneshot::channel();
         state.waiters.insert(id, reply);
-        let deadline = tokio::time::Instant::now() + timeout;
+        let deadline = now.saturating_add(timeout);
         state.authorities.insert(id, (authority, deadline));
         drain(&mut state);
         drop(state);
@@ -250,8 +260,11 @@ impl BrowserHub {
     async fn claim(&self, id: BrowserRequestId, client: &ClientId) -> Option<String> {
         let authority = self.lock().authorities.get(&id).cloned();
         if let Some((authority, deadline)) = authority {
-            let waited = tokio::time::timeout_at(deadline, durable(authority)).await;
-            if !waited.unwrap_or(false) {
+            let durable = tokio::select! {
+                durable = durable(authority) => durable,
+                () = until(&self.time, deadline) => false,
+            };
+            if !durable {
                 return None;
             }
         }
@@ -279,16 +292,13 @@ impl BrowserHub {
         Ok(matched)
     }
 
-    /// Times out every request past its deadline; returns how long until
-    /// the next deadline.
-    fn expire(&self) -> Option<Duration> {
+    /// Times out every request past its deadline at `now`; returns the
+    /// next deadline.
+    fn expire(&self, now: Timestamp) -> Option<Timestamp> {
         let mut state = self.lock();
-        let now = SystemClock.now();
         state.machine.handle_timeout(now);
         drain(&mut state);
-        let next = state.machine.next_deadline()?;
-        let ms = next.unix_ms().saturating_sub(now.unix_ms()).max(1);
-        Some(Duration::from_millis(u64::try_from(ms).unwrap_or(1)))
+        state.machine.next_deadline()
     }
 
     /// Sends a heartbeat to every client and forgets those whose stream is
@@ -308,16 +318,20 @@ impl BrowserHub {
         (state.clients.len(), capable)
     }
 
-    /// Runs deadlines and heartbeats until the hub is dropped by everyone
-    /// else.
+    /// Runs deadlines and heartbeats, both on the hub's clock, until the
+    /// hub is dropped by everyone else.
     pub async fn run_timers(self: Arc<Self>) {
-        let mut beat = tokio::time::interval(HEARTBEAT);
+        let mut beat = self.time.now();
         loop {
-            let next = self.expire().unwrap_or(HEARTBEAT);
+            let now = self.time.now();
+            if now >= beat {
+                self.heartbeat();
+                beat = now.saturating_add(HEARTBEAT);
+            }
+            let next = self.expire(now).map_or(beat, |deadline| deadline.min(beat));
             tokio::select! {
-                () = tokio::time::sleep(next) => {}
+                () = until(&self.time, next) => {}
                 () = self.wake.notified() => {}
-                _ = beat.tick() => self.heartbeat(),
             }
             if Arc::strong_count(&self) == 1 {
                 return;
@@ -682,18 +696,27 @@ async fn result(State(server): State<Server>, body: Bytes) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mosaic_ports::fakes::{ManualClock, SeededEntropy};
 
     const TIMEOUT: Duration = Duration::from_secs(20);
 
-    /// A hub with one capable pane, a snapshot request delivered to it,
-    /// and the writer's side of that request's authorization.
+    /// A hub on a manual clock with one capable pane, a snapshot request
+    /// delivered to it, and the writer's side of that request's
+    /// authorization.
     fn delivered() -> (
         BrowserHub,
         ClientId,
         BrowserRequestId,
         watch::Sender<Option<bool>>,
+        ManualClock,
     ) {
-        let hub = BrowserHub::new(std::env::temp_dir(), Arc::new(|_: &[u8]| false));
+        let clock = ManualClock::new(Timestamp::from_unix_ms(1_767_225_600_000).unwrap());
+        let hub = BrowserHub::new(
+            std::env::temp_dir(),
+            Arc::new(|_: &[u8]| false),
+            Time::new(Arc::new(clock.clone())),
+            SharedEntropy::new(Box::new(SeededEntropy::new(7))),
+        );
         let pane = ClientId::parse("pane-1").expect("a client id");
         // Its events are not read here; the hub keeps the client all the
         // same, as it does until a stream disconnects.
@@ -701,40 +724,55 @@ mod tests {
         let (durable, authority) = watch::channel(None);
         let snapshot = BrowserAction::Snapshot { selector: None };
         let Pending { id, .. } = hub.start(snapshot, TIMEOUT, authority).expect("delivered");
-        (hub, pane, id, durable)
+        (hub, pane, id, durable, clock)
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn a_claim_is_granted_only_once_its_authorization_is_durable() {
-        let (hub, pane, id, durable) = delivered();
-        let claim = hub.claim(id, &pane);
-        tokio::pin!(claim);
+    /// Polls `claim` once more and says whether it is still waiting.
+    async fn still_waiting(claim: &mut Pin<&mut impl std::future::Future>) -> bool {
         tokio::select! {
             biased;
-            token = &mut claim => panic!("answered before the commit ended: {token:?}"),
-            () = tokio::task::yield_now() => {}
+            _ = claim.as_mut() => false,
+            () = tokio::task::yield_now() => true,
         }
+    }
+
+    #[tokio::test]
+    async fn a_claim_is_granted_only_once_its_authorization_is_durable() {
+        let (hub, pane, id, durable, _clock) = delivered();
+        let claim = hub.claim(id, &pane);
+        tokio::pin!(claim);
+        assert!(
+            still_waiting(&mut claim).await,
+            "answered before the commit ended"
+        );
         durable.send_replace(Some(true));
         assert!(claim.await.is_some(), "the first claim wins once durable");
     }
 
-    #[tokio::test(start_paused = true)]
+    #[tokio::test]
     async fn a_claim_on_a_failed_authorization_is_refused() {
-        let (hub, pane, id, durable) = delivered();
+        let (hub, pane, id, durable, _clock) = delivered();
         durable.send_replace(Some(false));
         assert_eq!(hub.claim(id, &pane).await, None);
         drop(durable);
-        let (hub, pane, id, durable) = delivered();
+        let (hub, pane, id, durable, _clock) = delivered();
         drop(durable);
         assert_eq!(hub.claim(id, &pane).await, None, "a writer that is gone");
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn a_claim_waits_for_its_authorization_at_most_until_the_deadline() {
-        let (hub, pane, id, _durable) = delivered();
-        let started = tokio::time::Instant::now();
-        let claim = tokio::time::timeout(3 * TIMEOUT, hub.claim(id, &pane)).await;
-        assert_eq!(claim, Ok(None), "a commit that never ends");
-        assert_eq!(started.elapsed(), TIMEOUT);
+    #[tokio::test]
+    async fn a_claim_waits_for_its_authorization_at_most_until_the_clock_reaches_the_deadline() {
+        let (hub, pane, id, _durable, clock) = delivered();
+        let claim = hub.claim(id, &pane);
+        tokio::pin!(claim);
+        assert!(still_waiting(&mut claim).await, "a commit that never ends");
+        clock.advance(TIMEOUT - Duration::from_millis(1));
+        assert!(
+            still_waiting(&mut claim).await,
+            "a millisecond before the deadline"
+        );
+        clock.advance(Duration::from_millis(1));
+        let claimed = tokio::time::timeout(TIMEOUT, claim).await;
+        assert_eq!(claimed, Ok(None), "given up at the deadline, on the clock");
     }
 }

@@ -16,3 +16,4 @@ pub mod human_proof;
 pub mod mcp;
 pub mod reads;
 pub mod up;
+pub mod world;

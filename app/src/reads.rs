@@ -12,10 +12,8 @@
 //! lookups); it never sees anything uncommitted.
 
 use std::collections::BTreeSet;
-use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 
-use mosaic_adapters::sqlite::SqliteStore;
 use mosaic_adapters::wire::{self, Query, UuidKind, UuidRef};
 use mosaic_domain::bus::{Bus, Caller};
 use mosaic_domain::claims::Occupancy;
@@ -23,7 +21,7 @@ use mosaic_domain::decisions::{Decision, Status};
 use mosaic_domain::evidence::{LaunchRecord, Recipient, Route, Subject};
 use mosaic_domain::messages::{MessageFacts, INBOX_LIMIT};
 use mosaic_domain::{BusinessId, Refusal, RoleInstance};
-use mosaic_ports::EvidenceStore;
+use mosaic_ports::{EvidenceStore, StoreReaders};
 use serde_json::Value;
 
 /// The bus state reads need, as of one committed batch.
@@ -220,23 +218,24 @@ pub const READERS: usize = 4;
 /// [`Reads::close`] drops them all before the writer's own connection
 /// closes, so the writer's close is the last and checkpoints the WAL.
 #[derive(Debug)]
-pub struct Reads {
+pub struct Reads<S> {
     view: RwLock<Arc<View>>,
-    pool: Mutex<Option<Vec<SqliteStore>>>,
+    pool: Mutex<Option<Vec<S>>>,
     free: Condvar,
     /// One permit per connection: a read waits for one as a task, before
     /// it takes a blocking thread (see [`Reads::permit`]).
     permits: Arc<tokio::sync::Semaphore>,
 }
 
-impl Reads {
-    /// The read side of the store at `path`, starting from `view`.
+impl<S: StoreReaders> Reads<S> {
+    /// The read side of `store` ([`READERS`] handles of its own), starting
+    /// from `view`.
     ///
     /// # Errors
-    /// `storage-unavailable` when a reader connection cannot be opened.
-    pub fn open(path: &Path, view: View) -> Result<Self, Refusal> {
+    /// `storage-unavailable` when a reader handle cannot be opened.
+    pub fn open(store: &S, view: View) -> Result<Self, Refusal> {
         let pool = (0..READERS)
-            .map(|_| SqliteStore::reader(path).map_err(|e| e.refusal()))
+            .map(|_| store.reader().map_err(|_| Refusal::StorageUnavailable))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Self {
             view: RwLock::new(Arc::new(view)),
@@ -278,7 +277,7 @@ impl Reads {
     /// `broker-unavailable` once the pool is closed; what `read` returns.
     pub fn with_store<T>(
         &self,
-        read: impl FnOnce(&View, &SqliteStore) -> Result<T, Refusal>,
+        read: impl FnOnce(&View, &S) -> Result<T, Refusal>,
     ) -> Result<T, Refusal> {
         let view = self.view().ok_or(Refusal::BrokerUnavailable)?;
         let store = {
@@ -309,7 +308,7 @@ impl Reads {
     }
 
     /// Takes `store` back into the pool, or drops it after `close`.
-    fn give_back(&self, store: SqliteStore) {
+    fn give_back(&self, store: S) {
         if let Ok(mut pool) = self.pool.lock() {
             if let Some(free) = pool.as_mut() {
                 free.push(store);
@@ -330,12 +329,12 @@ impl Reads {
 
 /// A reader connection out of the pool; it goes back on drop, so a read that
 /// panics cannot shrink the pool.
-struct Lease<'a> {
-    reads: &'a Reads,
-    store: Option<SqliteStore>,
+struct Lease<'a, S: StoreReaders> {
+    reads: &'a Reads<S>,
+    store: Option<S>,
 }
 
-impl Drop for Lease<'_> {
+impl<S: StoreReaders> Drop for Lease<'_, S> {
     fn drop(&mut self) {
         if let Some(store) = self.store.take() {
             self.reads.give_back(store);

@@ -253,3 +253,20 @@ pub trait EvidenceStore {
     /// [`StoreError::Unavailable`].
     fn trail(&self, business: &BusinessId, subject: &Subject) -> Result<Vec<Stamped>, StoreError>;
 }
+
+/// A store whose reads can be served beside its one writer: the runtime
+/// answers reads on handles of their own, never behind a commit.
+///
+/// Implementations: the SQLite adapter (a connection in WAL mode, which
+/// sees the last commit and never waits for one) and `fakes::MemoryStore`
+/// (another handle on the same state); both pass
+/// `conformance::store::readers`.
+pub trait StoreReaders: EvidenceStore + Sized {
+    /// Another handle on this store, for reads only. It MUST see every
+    /// batch committed on any handle, before and after it was opened, and
+    /// MUST NOT see a batch that is staged and not yet committed.
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`] when no handle can be opened.
+    fn reader(&self) -> Result<Self, StoreError>;
+}

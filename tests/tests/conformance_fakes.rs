@@ -31,6 +31,7 @@ use mosaic_ports::{
 #[test]
 fn memory_store_conforms() {
     store::run(MemoryStore::new);
+    store::readers(MemoryStore::new);
 }
 
 #[test]
@@ -42,6 +43,16 @@ fn manual_clock_conforms() {
     ] {
         clock::run(|| ManualClock::new(start));
     }
+    let clock = ManualClock::new(ms(1_767_225_600_000));
+    clock::jumps(&clock, |c| c.advance(std::time::Duration::from_secs(1)));
+    let mut back = 10_000;
+    clock::jumps(&clock, |c| {
+        back -= 1_000;
+        c.set(ms(back));
+    });
+    clock::jumps(&clock.clone(), |c| {
+        c.advance(std::time::Duration::from_millis(1))
+    });
 }
 
 #[test]

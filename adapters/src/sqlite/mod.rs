@@ -35,7 +35,7 @@ use mosaic_domain::messages::MessageFacts;
 use mosaic_domain::{
     BusinessId, DecisionId, MessageId, Refusal, RoleInstance, RunId, TaskRef, Timestamp,
 };
-use mosaic_ports::{EvidenceStore, StoreError, TaskView};
+use mosaic_ports::{EvidenceStore, StoreError, StoreReaders, TaskView};
 use rusqlite::config::DbConfig;
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior};
 
@@ -580,6 +580,18 @@ const FACTS: &str =
     "SELECT m.id, m.business, m.from_role, m.from_run, m.to_role, m.class, m.body, m.in_reply_to, \
     m.corrects, m.decision, m.request, (SELECT d.run FROM deliveries d WHERE d.message = m.id), \
     EXISTS (SELECT 1 FROM reads r WHERE r.message = m.id), m.seq FROM messages m";
+
+impl StoreReaders for SqliteStore {
+    /// A read-only connection to the same file ([`SqliteStore::reader`]).
+    fn reader(&self) -> Result<Self, StoreError> {
+        SqliteStore::reader(&self.path).map_err(|e| match e {
+            OpenError::Unavailable(source) => StoreError::Unavailable(source),
+            other @ (OpenError::SchemaMismatch
+            | OpenError::IntegrityFailed
+            | OpenError::WrongState) => StoreError::Unavailable(Box::new(other)),
+        })
+    }
+}
 
 impl EvidenceStore for SqliteStore {
     fn stage(&mut self, records: &[Stamped]) -> Result<(), StoreError> {

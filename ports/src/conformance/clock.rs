@@ -12,6 +12,9 @@ use crate::clock::Clock;
 /// that survives the canonical text form), and can be read from many threads
 /// at once.
 ///
+/// [`jumps`] checks, for a clock a test moves, that every jump calls the
+/// hooks of [`Clock::on_jump`].
+///
 /// # Panics
 /// When any check fails, naming every failing check.
 pub fn run<C: Clock>(make: impl FnMut() -> C) {
@@ -65,5 +68,33 @@ fn now_from_many_threads<C: Clock>(clock: &mut C) {
             reading.len() == 1000,
         );
         reading.into_iter().for_each(check_representable);
+    }
+}
+
+/// Checks a clock that a test moves: `jump` moves `clock` (forwards or
+/// backwards, however the clock is moved), and every hook registered with
+/// [`Clock::on_jump`] is called once after each jump.
+///
+/// # Panics
+/// When a hook is not called, or called more than once for one jump.
+pub fn jumps<C: Clock>(clock: &C, mut jump: impl FnMut(&C)) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let calls = Arc::new(AtomicUsize::new(0));
+    for _ in 0..2 {
+        let calls = Arc::clone(&calls);
+        clock.on_jump(Box::new(move || {
+            calls.fetch_add(1, Ordering::SeqCst);
+        }));
+    }
+    for round in 1..=3 {
+        let before = clock.now();
+        jump(clock);
+        check("the jump moved the clock", clock.now() != before);
+        check_eq(
+            "hook calls after each jump, two hooks",
+            calls.load(Ordering::SeqCst),
+            2 * round,
+        );
     }
 }

@@ -14,7 +14,7 @@ use mosaic_domain::{
 };
 
 use super::{lock, InjectedFailure};
-use crate::store::{EvidenceStore, StoreError, TaskView};
+use crate::store::{EvidenceStore, StoreError, StoreReaders, TaskView};
 
 /// An in-memory [`EvidenceStore`] that enforces the same rules as the SQLite
 /// store: all-or-nothing batches and stages, strictly increasing timestamps,
@@ -188,6 +188,17 @@ impl fmt::Display for Busy {
 }
 
 impl std::error::Error for Busy {}
+
+impl StoreReaders for MemoryStore {
+    /// Another handle (a clone): it sees what is committed, never another
+    /// handle's open batch.
+    fn reader(&self) -> Result<Self, StoreError> {
+        if lock(&self.shared).unavailable {
+            return Err(injected());
+        }
+        Ok(self.clone())
+    }
+}
 
 impl EvidenceStore for MemoryStore {
     fn stage(&mut self, records: &[Stamped]) -> Result<(), StoreError> {

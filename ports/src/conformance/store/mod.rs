@@ -23,7 +23,7 @@ use self::group_commit::*;
 use self::rules::*;
 use self::scenario::Scenario;
 use super::{check, check_eq, run_checks, Check};
-use crate::store::{EvidenceStore, TaskView};
+use crate::store::{EvidenceStore, StoreReaders, TaskView};
 
 /// Runs every store check, each on a fresh, empty store from `make`.
 ///
@@ -147,6 +147,45 @@ pub fn run<S: EvidenceStore>(make: impl FnMut() -> S) {
         }));
     }
     run_checks("store", checks, make);
+}
+
+/// Runs the [`StoreReaders`] checks, each on a fresh, empty store from
+/// `make`: a reader sees every batch committed before and after it was
+/// opened, and nothing of a batch that is staged and not committed.
+///
+/// # Panics
+/// When any check fails, naming every failing check.
+pub fn readers<S: StoreReaders>(make: impl FnMut() -> S) {
+    let checks: Vec<Check<'_, S>> = vec![Check::new(
+        "readers.see_commits_not_open_batches",
+        readers_see_commits_not_open_batches::<S>,
+    )];
+    run_checks("store readers", checks, make);
+}
+
+fn readers_see_commits_not_open_batches<S: StoreReaders>(store: &mut S) {
+    let a = acme();
+    let mut sc = Scenario::new(store);
+    let before = sc.commit(vec![raised(&a, 1)]);
+    let reader = sc
+        .store
+        .reader()
+        .unwrap_or_else(|e| fail(format_args!("reader: {e}")));
+    let trail = |reader: &S, id| reader.trail(&a, &Subject::Decision(did(id))).ok();
+    check_eq(
+        "a commit before the reader",
+        trail(&reader, 1),
+        Some(before),
+    );
+    let staged = sc.stamp(vec![raised(&a, 2)]);
+    if let Err(e) = sc.store.stage(&staged) {
+        fail(format_args!("stage: {e}"));
+    }
+    check_eq("an open batch", trail(&reader, 2), Some(Vec::new()));
+    if let Err(e) = sc.store.commit_staged() {
+        fail(format_args!("commit_staged: {e}"));
+    }
+    check_eq("a commit after the reader", trail(&reader, 2), Some(staged));
 }
 
 // --- Checks -------------------------------------------------------------------
