@@ -31,21 +31,21 @@ use mosaic_adapters::socket::{self, Disconnect, Peer};
 use mosaic_adapters::sqlite::SqliteStore;
 use mosaic_adapters::system::{OsEntropy, SystemClock};
 use mosaic_adapters::wire::browser::{self as browser_wire, BrowserCall};
-use mosaic_adapters::wire::{self, Call, Dispatch, Envelope, Presenter};
+use mosaic_adapters::wire::{self, Call};
 use mosaic_domain::authority::Grant;
 use mosaic_domain::bus::{Caller, Command, Reply};
 use mosaic_domain::evidence::{AgentRef, LaunchRecord, Subject};
 use mosaic_domain::{
     Action, BusinessId, Capability, DecisionId, EventId, Refusal, Target, TaskRef,
 };
-use mosaic_ports::{Entropy, EvidenceStore, ProcessTable, StoreReaders};
+use mosaic_ports::{Entropy, StoreReaders};
 use serde_json::Value;
 use tokio::sync::{oneshot, watch};
 
 use crate::browser::{self, BrowserHub};
 use crate::driver::{Driver, LeakGuard};
-use crate::human_proof::{self, HumanClaim};
-use crate::reads::{self, Reads, View};
+use crate::pipeline::{admit, read_now, stage_request, Admitted, Who, Writer, WriterWorld};
+use crate::reads::{Reads, View};
 use crate::world::{BrokerIdentity, Ports, SharedEntropy, Time};
 
 /// What a capability stands for.
@@ -564,10 +564,8 @@ struct Connection<'a, S> {
     gone: Disconnect,
 }
 
-/// Answers one request line: envelope, caller, arguments, then the writer.
-/// A line that holds a service token, as sent or once its JSON escapes are
-/// decoded, is refused (`credential-leak`) as its caller's request, so the
-/// writer records the refusal, not the line.
+/// Answers one request line: [`admit`] it, then run a read beside the
+/// writer, or hand it to the writer (a `browser.request` also to a pane).
 async fn answer<S: StoreReaders + Send + 'static>(
     connection: Connection<'_, S>,
     peer: Peer,
@@ -581,50 +579,26 @@ async fn answer<S: StoreReaders + Send + 'static>(
         credentials,
         gone,
     } = connection;
-    let raw_leak = credentials.contains_known_token(line);
-    let envelope = match Envelope::parse(line) {
-        Ok(envelope) => envelope,
-        Err(_) if raw_leak => return wire::err(Refusal::CredentialLeak),
+    let secrets = |bytes: &[u8]| !credentials.is_empty() && credentials.contains_known_token(bytes);
+    let lookup = |cap: &Capability| {
+        let registry = registry.read().ok()?;
+        registry.get(cap).map(Binding::caller)
+    };
+    let admitted = match admit(line, peer, &secrets, lookup) {
+        Ok(admitted) => admitted,
         Err(refusal) => return wire::err(refusal),
     };
-    // Decoded, `\u0067…` is the token itself; written out again, it is in
-    // clear (a token's characters are never escaped).
-    let leaked = raw_leak
-        || (!credentials.is_empty()
-            && envelope
-                .args()
-                .is_some_and(|args| credentials.contains_known_token(args.to_string().as_bytes())));
-    let who = match envelope.presenter() {
-        Presenter::Capability(cap) => {
-            let binding = registry.read().ok().and_then(|r| r.get(cap).cloned());
-            let Some(binding) = binding else {
-                return wire::err(Refusal::BadCapability);
-            };
-            Who::Known(binding.caller())
-        }
-        Presenter::Human { nonce, business } => Who::Human {
-            peer,
-            nonce: nonce.clone(),
-            business: business.clone(),
-        },
-    };
-    let verb = envelope.verb().as_str();
-    let call = if leaked {
-        Err(Refusal::CredentialLeak)
-    } else {
-        envelope.into_call()
-    };
-    if let (Ok(call), Who::Known(caller)) = (&call, &who) {
-        if call.is_read() {
-            return read_beside_writer(reads, jobs, caller.clone(), verb, call.clone()).await;
-        }
+    if let Some((caller, call)) = admitted.read_beside_writer() {
+        let (caller, call) = (caller.clone(), call.clone());
+        return read_beside_writer(reads, jobs, caller, admitted.verb, call).await;
     }
-    let browser = match (&call, &who) {
+    let browser = match (&admitted.call, &admitted.who) {
         (Ok(Call::BrowserRequest(call)), Who::Known(caller @ Caller::Agent { .. })) => {
             Some((call.clone(), caller.clone()))
         }
-        _ => None,
+        (Ok(_) | Err(_), Who::Known(_) | Who::Human { .. }) => None,
     };
+    let Admitted { who, verb, call } = admitted;
     let Some((browser, caller)) = browser else {
         let answer = ask(jobs, |reply| Job::Request {
             who,
@@ -689,16 +663,7 @@ async fn read_beside_writer<S: StoreReaders + Send + 'static>(
         let (reads, caller) = (Arc::clone(reads), caller.clone());
         tokio::task::spawn_blocking(move || {
             let _permit = permit;
-            reads.with_store(|view, store| {
-                let business = caller.business().clone();
-                // A read draws no fresh id.
-                match call
-                    .into_dispatch(|| [0; 16], |uuid| reads::kind_of(store, &business, uuid))?
-                {
-                    Dispatch::Query(query) => reads::read_text(view, store, &caller, query),
-                    Dispatch::Command(_) => Err(Refusal::BadRequest),
-                }
-            })
+            reads.with_store(|view, store| read_now(view, store, &caller, call))
         })
         .await
         .unwrap_or(Err(Refusal::BrokerUnavailable))
@@ -790,62 +755,6 @@ async fn browse(
     answer
 }
 
-/// Who a request is from, as far as the connection's handler can tell.
-enum Who {
-    /// A capability the broker issued.
-    Known(Caller),
-    /// The human CLI, still to be proven on the writer (which knows the
-    /// launch registry) from the connection's kernel credentials.
-    Human {
-        peer: Peer,
-        nonce: String,
-        business: BusinessId,
-    },
-}
-
-/// Proves a human request and names its caller, with a fresh `human.input`
-/// id; an unknown business is refused only after the proof.
-fn prove_human<S: EvidenceStore>(
-    driver: &Driver<S>,
-    world: &mut WriterWorld,
-    peer: Peer,
-    nonce: String,
-    business: BusinessId,
-) -> Result<Caller, Refusal> {
-    let peer_pid = peer.pid.ok_or(Refusal::HumanProofFailed)?;
-    let claim = HumanClaim {
-        peer_pid,
-        peer_uid: peer.uid,
-        broker_uid: world.identity.uid,
-        exe: world.identity.exe.clone(),
-        nonce,
-    };
-    let launches = driver.bus().launches();
-    let launched = |pid: u32, start: u64| {
-        launches
-            .records()
-            .any(|r| r.pid == pid && r.start_time == start)
-    };
-    human_proof::prove(&*world.processes, &claim, &launched)?;
-    driver
-        .bus()
-        .business(&business)
-        .ok_or(Refusal::BadRequest)?;
-    let input = world
-        .entropy
-        .event_id()
-        .map_err(|_| Refusal::StorageUnavailable)?;
-    Ok(Caller::Human { business, input })
-}
-
-/// What the writer thread reads from the world besides its store.
-struct WriterWorld {
-    identity: BrokerIdentity,
-    processes: Arc<dyn ProcessTable>,
-    time: Time,
-    entropy: SharedEntropy,
-}
-
 /// The writer thread's name (its `comm`, as `/proc` shows it).
 pub const WRITER_THREAD: &str = "mosaic-writer";
 
@@ -929,13 +838,6 @@ impl Answer {
     }
 }
 
-/// What the writer thread works with.
-struct Writer<'a, S> {
-    driver: &'a mut Driver<S>,
-    world: &'a mut WriterWorld,
-    reads: &'a Reads<S>,
-}
-
 /// Stages one job in the open batch and returns its provisional answer.
 fn stage_job<S: StoreReaders>(writer: Writer<'_, S>, job: Job) -> Answer {
     let Writer {
@@ -952,33 +854,12 @@ fn stage_job<S: StoreReaders>(writer: Writer<'_, S>, job: Job) -> Answer {
             reply,
             early,
         } => {
-            let caller = match who {
-                Who::Known(caller) => Ok(caller),
-                Who::Human {
-                    peer,
-                    nonce,
-                    business,
-                } => prove_human(driver, world, peer, nonce, business),
+            let writer = Writer {
+                driver,
+                world,
+                reads,
             };
-            let result = match (caller, call) {
-                (Ok(caller), Ok(call)) => execute(
-                    Writer {
-                        driver,
-                        world,
-                        reads,
-                    },
-                    &caller,
-                    verb,
-                    call,
-                ),
-                (Ok(caller), Err(refusal)) => {
-                    Err(driver.stage_refusal(now, Some(&caller), verb, refusal))
-                }
-                // A failed proof is evidence too, of nobody in particular.
-                (Err(refusal), Ok(_) | Err(_)) => {
-                    Err(driver.stage_refusal(now, None, verb, refusal))
-                }
-            };
+            let result = stage_request(writer, who, verb, call);
             let durable = early.map(|Early { staged, durable }| {
                 if result.is_ok() {
                     let _ = staged.send(());
@@ -1018,44 +899,6 @@ fn stage_job<S: StoreReaders>(writer: Writer<'_, S>, job: Job) -> Answer {
             let result = driver.stage_call(now, &caller, verb, command);
             Answer::Recorded(reply, result)
         }
-    }
-}
-
-/// Runs one parsed call in the open batch. Every refusal is recorded: the
-/// driver stages the bus's own, and this stages those that come before the
-/// bus or from a read.
-fn execute<S: StoreReaders>(
-    writer: Writer<'_, S>,
-    caller: &Caller,
-    verb: &str,
-    call: Call,
-) -> Result<Value, Refusal> {
-    let Writer {
-        driver,
-        world,
-        reads,
-    } = writer;
-    let now = world.time.now();
-    let Ok(fresh) = world.entropy.uuid_bytes() else {
-        return Err(driver.stage_refusal(now, Some(caller), verb, Refusal::StorageUnavailable));
-    };
-    let business = caller.business().clone();
-    let dispatch = call.into_dispatch(
-        || fresh,
-        |uuid| reads::kind_of(driver.store(), &business, uuid),
-    );
-    match dispatch {
-        Ok(Dispatch::Command(command)) => driver
-            .stage_call(now, caller, verb, command)
-            .map(|reply| wire::reply_json(&reply)),
-        // The human's reads come here, with the proof; agents' and readers'
-        // run beside the writer.
-        Ok(Dispatch::Query(query)) => reads
-            .view()
-            .ok_or(Refusal::StorageUnavailable)
-            .and_then(|view| reads::read(&view, driver.store(), caller, query))
-            .map_err(|r| driver.stage_refusal(now, Some(caller), verb, r)),
-        Err(refusal) => Err(driver.stage_refusal(now, Some(caller), verb, refusal)),
     }
 }
 

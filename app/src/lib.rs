@@ -14,6 +14,7 @@ pub mod host;
 pub mod human;
 pub mod human_proof;
 pub mod mcp;
+mod pipeline;
 pub mod reads;
 pub mod up;
 pub mod world;

@@ -1,0 +1,250 @@
+//! One request's path, the same for every caller of the runtime: the
+//! socket server, the trusted in-process API and the fuzz harness.
+//!
+//! 1. [`admit`]: the envelope (cap, verb, the shape of args), the service
+//!    token guard on the line as sent and as decoded, the caller (a
+//!    capability's binding, or a human still to be proven), then the call's
+//!    arguments. A refusal before a caller is known is answered and never
+//!    recorded; one after it is recorded as that caller's.
+//! 2. An agent's or reader's read runs beside the writer ([`read_now`]) on
+//!    a reader handle; only its refusal is recorded.
+//! 3. Everything else is staged on the writer ([`stage_request`]): the
+//!    human proof, then the call dispatched to the driver (a command) or to
+//!    the read side (the human's reads), or the refusal recorded.
+//!
+//! The writer commits the batch afterwards (see [`crate::driver`]); no
+//! answer goes out before its batch is durable.
+
+use std::sync::Arc;
+
+use mosaic_adapters::socket::Peer;
+use mosaic_adapters::wire::{self, Call, Dispatch, Envelope, Presenter};
+use mosaic_domain::bus::Caller;
+use mosaic_domain::{BusinessId, Capability, Refusal};
+use mosaic_ports::{Entropy, EvidenceStore, ProcessTable, StoreReaders};
+use serde_json::Value;
+
+use crate::driver::Driver;
+use crate::human_proof::{self, HumanClaim};
+use crate::reads::{self, Reads, View};
+use crate::world::{BrokerIdentity, SharedEntropy, Time};
+
+/// Who a request is from, as far as the connection's handler can tell.
+pub(crate) enum Who {
+    /// A capability the broker issued.
+    Known(Caller),
+    /// The human CLI, still to be proven on the writer (which knows the
+    /// launch registry) from the connection's kernel credentials.
+    Human {
+        peer: Peer,
+        nonce: String,
+        business: BusinessId,
+    },
+}
+
+/// A request past its envelope: who it is from and what it asks (or why
+/// its arguments were refused, which is recorded as that caller's).
+pub(crate) struct Admitted {
+    pub(crate) who: Who,
+    pub(crate) verb: &'static str,
+    pub(crate) call: Result<Call, Refusal>,
+}
+
+/// Step 1 of every request. `secrets` says whether bytes hold a loaded
+/// service token; `lookup` is the capability registry.
+///
+/// # Errors
+/// The envelope's refusal, `credential-leak` for a line that is not even an
+/// envelope but holds a token, and `bad-capability`: none is recorded.
+pub(crate) fn admit(
+    line: &[u8],
+    peer: Peer,
+    secrets: &dyn Fn(&[u8]) -> bool,
+    lookup: impl FnOnce(&Capability) -> Option<Caller>,
+) -> Result<Admitted, Refusal> {
+    let raw_leak = secrets(line);
+    let envelope = match Envelope::parse(line) {
+        Ok(envelope) => envelope,
+        Err(_) if raw_leak => return Err(Refusal::CredentialLeak),
+        Err(refusal) => return Err(refusal),
+    };
+    // Decoded, `\u0067…` is the token itself; written out again, it is in
+    // clear (a token's characters are never escaped).
+    let leaked = raw_leak
+        || envelope
+            .args()
+            .is_some_and(|args| secrets(args.to_string().as_bytes()));
+    let who = match envelope.presenter() {
+        Presenter::Capability(cap) => Who::Known(lookup(cap).ok_or(Refusal::BadCapability)?),
+        Presenter::Human { nonce, business } => Who::Human {
+            peer,
+            nonce: nonce.clone(),
+            business: business.clone(),
+        },
+    };
+    let verb = envelope.verb().as_str();
+    // A line that holds a token is refused as its caller's request, so the
+    // writer records the refusal, not the line.
+    let call = if leaked {
+        Err(Refusal::CredentialLeak)
+    } else {
+        envelope.into_call()
+    };
+    Ok(Admitted { who, verb, call })
+}
+
+impl Admitted {
+    /// An agent's or reader's read, which runs beside the writer.
+    pub(crate) fn read_beside_writer(&self) -> Option<(&Caller, &Call)> {
+        match (&self.who, &self.call) {
+            (Who::Known(caller), Ok(call)) if call.is_read() => Some((caller, call)),
+            (Who::Known(_) | Who::Human { .. }, Ok(_) | Err(_)) => None,
+        }
+    }
+}
+
+/// Step 2: an agent's or reader's read on a reader handle of `store`,
+/// answered as the socket's text.
+///
+/// # Errors
+/// The read's refusal, for the writer to record.
+pub(crate) fn read_now<S: EvidenceStore>(
+    view: &View,
+    store: &S,
+    caller: &Caller,
+    call: Call,
+) -> Result<String, Refusal> {
+    let business = caller.business().clone();
+    // A read draws no fresh id.
+    match call.into_dispatch(|| [0; 16], |uuid| reads::kind_of(store, &business, uuid))? {
+        Dispatch::Query(query) => reads::read_text(view, store, caller, query),
+        Dispatch::Command(_) => Err(Refusal::BadRequest),
+    }
+}
+
+/// Step 3, on the writer: proves a human, then stages the call in the open
+/// batch (or its refusal). Returns the provisional answer.
+pub(crate) fn stage_request<S: StoreReaders>(
+    writer: Writer<'_, S>,
+    who: Who,
+    verb: &'static str,
+    call: Result<Call, Refusal>,
+) -> Result<Value, Refusal> {
+    let Writer {
+        driver,
+        world,
+        reads,
+    } = writer;
+    let now = world.time.now();
+    let caller = match who {
+        Who::Known(caller) => Ok(caller),
+        Who::Human {
+            peer,
+            nonce,
+            business,
+        } => prove_human(driver, world, peer, nonce, business),
+    };
+    match (caller, call) {
+        (Ok(caller), Ok(call)) => execute(
+            Writer {
+                driver,
+                world,
+                reads,
+            },
+            &caller,
+            verb,
+            call,
+        ),
+        (Ok(caller), Err(refusal)) => Err(driver.stage_refusal(now, Some(&caller), verb, refusal)),
+        // A failed proof is evidence too, of nobody in particular.
+        (Err(refusal), Ok(_) | Err(_)) => Err(driver.stage_refusal(now, None, verb, refusal)),
+    }
+}
+
+/// Proves a human request and names its caller, with a fresh `human.input`
+/// id; an unknown business is refused only after the proof.
+fn prove_human<S: EvidenceStore>(
+    driver: &Driver<S>,
+    world: &mut WriterWorld,
+    peer: Peer,
+    nonce: String,
+    business: BusinessId,
+) -> Result<Caller, Refusal> {
+    let peer_pid = peer.pid.ok_or(Refusal::HumanProofFailed)?;
+    let claim = HumanClaim {
+        peer_pid,
+        peer_uid: peer.uid,
+        broker_uid: world.identity.uid,
+        exe: world.identity.exe.clone(),
+        nonce,
+    };
+    let launches = driver.bus().launches();
+    let launched = |pid: u32, start: u64| {
+        launches
+            .records()
+            .any(|r| r.pid == pid && r.start_time == start)
+    };
+    human_proof::prove(&*world.processes, &claim, &launched)?;
+    driver
+        .bus()
+        .business(&business)
+        .ok_or(Refusal::BadRequest)?;
+    let input = world
+        .entropy
+        .event_id()
+        .map_err(|_| Refusal::StorageUnavailable)?;
+    Ok(Caller::Human { business, input })
+}
+
+/// What the writer thread reads from the world besides its store.
+pub(crate) struct WriterWorld {
+    pub(crate) identity: BrokerIdentity,
+    pub(crate) processes: Arc<dyn ProcessTable>,
+    pub(crate) time: Time,
+    pub(crate) entropy: SharedEntropy,
+}
+
+/// What the writer thread works with.
+pub(crate) struct Writer<'a, S> {
+    pub(crate) driver: &'a mut Driver<S>,
+    pub(crate) world: &'a mut WriterWorld,
+    pub(crate) reads: &'a Reads<S>,
+}
+
+/// Runs one parsed call in the open batch. Every refusal is recorded: the
+/// driver stages the bus's own, and this stages those that come before the
+/// bus or from a read.
+fn execute<S: StoreReaders>(
+    writer: Writer<'_, S>,
+    caller: &Caller,
+    verb: &str,
+    call: Call,
+) -> Result<Value, Refusal> {
+    let Writer {
+        driver,
+        world,
+        reads,
+    } = writer;
+    let now = world.time.now();
+    let Ok(fresh) = world.entropy.uuid_bytes() else {
+        return Err(driver.stage_refusal(now, Some(caller), verb, Refusal::StorageUnavailable));
+    };
+    let business = caller.business().clone();
+    let dispatch = call.into_dispatch(
+        || fresh,
+        |uuid| reads::kind_of(driver.store(), &business, uuid),
+    );
+    match dispatch {
+        Ok(Dispatch::Command(command)) => driver
+            .stage_call(now, caller, verb, command)
+            .map(|reply| wire::reply_json(&reply)),
+        // The human's reads come here, with the proof; agents' and readers'
+        // run beside the writer.
+        Ok(Dispatch::Query(query)) => reads
+            .view()
+            .ok_or(Refusal::StorageUnavailable)
+            .and_then(|view| reads::read(&view, driver.store(), caller, query))
+            .map_err(|r| driver.stage_refusal(now, Some(caller), verb, r)),
+        Err(refusal) => Err(driver.stage_refusal(now, Some(caller), verb, refusal)),
+    }
+}
