@@ -1,0 +1,275 @@
+//! The broker as the S3 and S4 teams run it in their integration tests:
+//! the real runtime (socket, protocol, browser HTTP/SSE) over the in-memory
+//! fakes of `mosaic-ports`, so it opens no SQLite file and reads nothing
+//! under `/proc`, and time moves only when the test moves it.
+//!
+//! Agents talk through the real socket [`Client`]; the human is a request
+//! from this test process, whose ancestry the fake process table makes up
+//! (clean, or with an agent among its ancestors); a browser request times
+//! out when the test advances the clock; the evidence is read back through
+//! [`views`]. Nothing here depends on the machine's real processes, so it
+//! runs the same everywhere, run markers in the environment included.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpStream;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mosaic_adapters::config::{business_from_json, BootConfig};
+use mosaic_adapters::socket::Client;
+use mosaic_adapters::views::views;
+use mosaic_app::broker::start_runtime;
+use mosaic_app::human_proof::NONCE_ENV;
+use mosaic_app::world::{BrokerIdentity, Ports};
+use mosaic_domain::evidence::{Harness, LaunchRecord};
+use mosaic_domain::{BusinessId, Refusal, RoleInstance, RunId, Timestamp};
+use mosaic_ports::fakes::{
+    FakeCredentials, FakeProcess, FakeProcessTable, ManualClock, MemoryStore, SeededEntropy,
+};
+use mosaic_ports::Clock;
+use serde_json::{json, Value};
+
+const EXE: &str = "/opt/mosaic/bin/mosaic-bus";
+const NONCE: &str = "0123456789abcdef0123456789abcdef";
+/// The fake pids of the two agents; no such processes need exist.
+const LEAD_PID: u32 = 7001;
+const DEV_PID: u32 = 7002;
+const DEV_START: u64 = 12;
+/// The fake shell the human's CLI runs in.
+const SHELL_PID: u32 = 9001;
+
+fn launch(role: &str, run: &str, pid: u32, start_time: u64) -> LaunchRecord {
+    LaunchRecord {
+        business: BusinessId::parse("shop").expect("id"),
+        role: RoleInstance::parse(role).expect("role"),
+        run: RunId::parse(run).expect("run"),
+        harness: Harness::Pi,
+        address: None,
+        pid,
+        start_time,
+    }
+}
+
+/// The human CLI as the fake table shows it: this test process (the
+/// socket's peer, as `SO_PEERCRED` says) is the broker's executable with
+/// the request's nonce, started from a shell whose parent is `parent`.
+fn human_ancestry(table: &FakeProcessTable, parent: u32) {
+    let uid = rustix::process::geteuid().as_raw();
+    table.insert(
+        FakeProcess::new(std::process::id(), SHELL_PID)
+            .uid(uid)
+            .start_time(500)
+            .exe(EXE)
+            .env([(NONCE_ENV, NONCE)]),
+    );
+    table.insert(
+        FakeProcess::new(SHELL_PID, parent)
+            .uid(uid)
+            .start_time(100)
+            .env([("SHELL", "/bin/sh")]),
+    );
+}
+
+/// One line as the human CLI sends it.
+fn human(socket: &std::path::Path, verb: &str, args: Value) -> Result<Value, Refusal> {
+    let line = json!({"human": {"nonce": NONCE}, "business": "shop", "verb": verb, "args": args});
+    let answer = Client::new(socket, "").call_line(line.to_string().as_bytes())?;
+    mosaic_adapters::socket::parse_response(&answer)
+}
+
+/// A pane's event stream over plain HTTP/1.1, read line by line.
+struct Pane {
+    events: BufReader<TcpStream>,
+}
+
+impl Pane {
+    fn connect(url: &str, token: &str) -> Pane {
+        let address = url.strip_prefix("http://").expect("an http url");
+        let mut stream = TcpStream::connect(address).expect("connect");
+        write!(
+            stream,
+            "GET /api/events?browser=1&clientId=pane-1&token={token} HTTP/1.1\r\nHost: {address}\r\n\r\n"
+        )
+        .expect("request");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .expect("timeout");
+        let mut pane = Pane {
+            events: BufReader::new(stream),
+        };
+        assert_eq!(pane.next()["type"], "heartbeat", "registered");
+        pane
+    }
+
+    fn next(&mut self) -> Value {
+        loop {
+            let mut line = String::new();
+            assert!(
+                self.events.read_line(&mut line).expect("read") > 0,
+                "stream ended"
+            );
+            if let Some(data) = line.trim_end().strip_prefix("data: ") {
+                return serde_json::from_str(data).expect("event JSON");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_runtime_over_fakes_serves_agents_the_human_and_a_pane_on_the_test_clock() {
+    let business = business_from_json(
+        r#"{"id": "shop", "human": "alice",
+            "arbiters": {"technical": "lead", "delivery": "lead"},
+            "roles": {
+              "lead": {"authority": {"withinRole": ["message.send"], "crossRole": []}},
+              "dev": {"authority": {"withinRole": ["browser.snapshot"], "crossRole": []}}}}"#,
+    )
+    .expect("business");
+    let store = MemoryStore::new();
+    let clock = ManualClock::new(Timestamp::from_unix_ms(1_767_225_600_000).expect("time"));
+    let table = FakeProcessTable::new();
+    let dir = tempfile::tempdir().expect("a folder for the socket");
+    let ports = Ports {
+        store: store.clone(),
+        clock: Arc::new(clock.clone()),
+        entropy: Box::new(SeededEntropy::new(42)),
+        processes: Arc::new(table.clone()),
+        credentials: Box::new(FakeCredentials::new()),
+        identity: BrokerIdentity {
+            uid: rustix::process::geteuid().as_raw(),
+            exe: EXE.into(),
+        },
+    };
+    let config = BootConfig {
+        data_root: dir.path().to_owned(),
+        businesses: vec![business],
+        launches: vec![
+            launch("lead", "lead-1", LEAD_PID, 11),
+            launch("dev", "dev-1", DEV_PID, DEV_START),
+        ],
+        readers: vec![BusinessId::parse("shop").expect("id")],
+        browser_listen: Some("127.0.0.1:0".into()),
+        ..BootConfig::default()
+    };
+    let (broker, booted) = start_runtime(ports, config).expect("the runtime starts over fakes");
+    let agent = |run: &str| {
+        let cap = booted
+            .launches
+            .iter()
+            .find(|l| l.run.as_str() == run)
+            .expect("a launch");
+        Client::new(&booted.socket, cap.cap.expose())
+    };
+    let (lead, dev) = (agent("lead-1"), agent("dev-1"));
+    assert_eq!(
+        lead.call("role.claim", json!({})),
+        Ok(json!({"status": "claimed"}))
+    );
+    assert_eq!(
+        dev.call("role.claim", json!({})),
+        Ok(json!({"status": "claimed"}))
+    );
+
+    // A gated decision goes to the human.
+    let raised = dev
+        .call(
+            "decision.raise",
+            json!({"action": "release.publish", "target": "v1", "question": "Publish v1?",
+                   "options": [{"key": "yes", "text": "Publish"}, {"key": "no", "text": "Wait"}],
+                   "recommendation": "yes", "blocking": true, "task_ref": "vikunja:1/7"}),
+        )
+        .expect("raised");
+    assert_eq!(raised["class"], "gated");
+    assert_eq!(raised["route"], "human");
+    let decision = raised["id"].as_str().expect("an id").to_owned();
+
+    // A CLI with an agent (dev-1's launch) among its ancestors is refused,
+    // and nothing is resolved.
+    table.insert(
+        FakeProcess::new(DEV_PID, 1)
+            .start_time(DEV_START)
+            .env([("PATH", "/usr/bin")]),
+    );
+    table.insert(FakeProcess::new(1, 0).start_time(1));
+    human_ancestry(&table, DEV_PID);
+    let refused = human(
+        &booted.socket,
+        "decision.resolve",
+        json!({"id": decision, "choice": "yes"}),
+    );
+    assert_eq!(refused, Err(Refusal::HumanProofFailed));
+
+    // From a clean shell, the same request resolves it.
+    human_ancestry(&table, 1);
+    let resolved = human(
+        &booted.socket,
+        "decision.resolve",
+        json!({"id": decision, "choice": "yes"}),
+    )
+    .expect("the human resolves it");
+    assert_eq!(resolved["status"], "resolved");
+
+    // A browser request reaches the pane, and times out when the clock
+    // passes its deadline: no sleep, no real 10 s.
+    let endpoint = booted.browser.as_ref().expect("browser control");
+    let mut pane = Pane::connect(&endpoint.url, &endpoint.token.expose());
+    let started = std::time::Instant::now();
+    let asked = {
+        let dev = dev.clone();
+        std::thread::spawn(move || {
+            dev.call(
+                "browser.request",
+                json!({"action": "snapshot", "parameters": {}, "timeoutMs": 10_000}),
+            )
+        })
+    };
+    let request = loop {
+        let event = pane.next();
+        if event["type"] == "browser-control-request" {
+            break event;
+        }
+    };
+    let claim_by = Timestamp::parse(request["properties"]["claimBy"].as_str().expect("claimBy"))
+        .expect("a timestamp");
+    assert_eq!(
+        claim_by.unix_ms() - clock.now().unix_ms(),
+        10_000,
+        "claim-by is the test clock's"
+    );
+    clock.advance(Duration::from_millis(10_001));
+    assert_eq!(
+        asked.join().expect("the agent's thread"),
+        Err(Refusal::BrowserTimeout)
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "timed out on the test clock, not after 10 s of real time"
+    );
+
+    // The evidence, read back through the shared views.
+    let reader = views(Client::new(&booted.socket, booted.readers[0].cap.expose()));
+    let kinds: Vec<String> = reader
+        .trail(&decision)
+        .expect("trail")
+        .iter()
+        .map(|r| r["kind"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["decision.raised", "human.input", "decision.resolved"]
+    );
+    let agents = reader.agents().expect("agents");
+    assert_eq!(agents.len(), 2);
+    assert!(agents.iter().all(|a| a["holding"] == true), "{agents:?}");
+    broker.close().expect("close");
+    let records = store.records();
+    let refused_proofs = records
+        .iter()
+        .filter(|r| format!("{:?}", r.evidence).contains("HumanProofFailed"))
+        .count();
+    assert_eq!(refused_proofs, 1, "the refused proof is evidence");
+    assert!(
+        records.windows(2).all(|w| w[0].at < w[1].at),
+        "write times strictly increase on the test clock"
+    );
+}
