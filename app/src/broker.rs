@@ -44,7 +44,9 @@ use tokio::sync::{oneshot, watch};
 
 use crate::browser::{self, BrowserHub};
 use crate::driver::{Driver, LeakGuard};
-use crate::pipeline::{admit, read_now, stage_request, Admitted, Who, Writer, WriterWorld};
+use crate::pipeline::{
+    admit, read_now, stage_request, Admitted, Proven, Prover, Who, Writer, WriterWorld,
+};
 use crate::reads::{Reads, View};
 use crate::world::{BrokerIdentity, Ports, SharedEntropy, Time};
 
@@ -145,7 +147,7 @@ impl From<BootFailure> for Refusal {
 enum Job {
     /// A parsed request (or its argument refusal) from a known caller.
     Request {
-        who: Who,
+        who: Proven,
         verb: &'static str,
         call: Result<Call, Refusal>,
         reply: oneshot::Sender<Result<Value, Refusal>>,
@@ -440,8 +442,6 @@ where
     let writer = {
         let reads = Arc::clone(&reads);
         let world = WriterWorld {
-            identity,
-            processes,
             time: time.clone(),
             entropy: entropy.clone(),
         };
@@ -467,6 +467,7 @@ where
             entropy.clone(),
         ))
     });
+    let prover = Arc::new(Prover::new(processes, identity, time.clone()));
     let handler = {
         let registry = Arc::clone(&registry);
         let jobs = jobs.clone();
@@ -477,6 +478,7 @@ where
             let credentials = Arc::clone(&credentials);
             let hub = hub.clone();
             let reads = Arc::clone(&reads);
+            let prover = Arc::clone(&prover);
             async move {
                 // A token is refused on the way in (before anything is
                 // written or emitted) and, should one ever be stored, on
@@ -487,6 +489,7 @@ where
                     reads: &reads,
                     hub: hub.as_deref(),
                     credentials: &credentials,
+                    prover: &prover,
                     gone,
                 };
                 let response = answer(connection, peer, &line).await;
@@ -561,6 +564,7 @@ struct Connection<'a, S> {
     reads: &'a Arc<Reads<S>>,
     hub: Option<&'a BrowserHub>,
     credentials: &'a CredentialStore,
+    prover: &'a Prover,
     gone: Disconnect,
 }
 
@@ -577,6 +581,7 @@ async fn answer<S: StoreReaders + Send + 'static>(
         reads,
         hub,
         credentials,
+        prover,
         gone,
     } = connection;
     let secrets = |bytes: &[u8]| !credentials.is_empty() && credentials.contains_known_token(bytes);
@@ -599,6 +604,7 @@ async fn answer<S: StoreReaders + Send + 'static>(
         (Ok(_) | Err(_), Who::Known(_) | Who::Human { .. }) => None,
     };
     let Admitted { who, verb, call } = admitted;
+    let who = prover.prove(reads.view(), who).await;
     let Some((browser, caller)) = browser else {
         let answer = ask(jobs, |reply| Job::Request {
             who,

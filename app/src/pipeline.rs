@@ -8,14 +8,17 @@
 //!    recorded; one after it is recorded as that caller's.
 //! 2. An agent's or reader's read runs beside the writer ([`read_now`]) on
 //!    a reader handle; only its refusal is recorded.
-//! 3. Everything else is staged on the writer ([`stage_request`]): the
-//!    human proof, then the call dispatched to the driver (a command) or to
-//!    the read side (the human's reads), or the refusal recorded.
+//! 3. A human request is proven beside the writer ([`Prover::prove`]),
+//!    bounded in time, so a stalled `/proc` read holds up only itself.
+//! 4. Everything else is staged on the writer ([`stage_request`]): the
+//!    proven caller, then the call dispatched to the driver (a command) or
+//!    to the read side (the human's reads), or the refusal recorded.
 //!
 //! The writer commits the batch afterwards (see [`crate::driver`]); no
 //! answer goes out before its batch is durable.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use mosaic_adapters::socket::Peer;
 use mosaic_adapters::wire::{self, Call, Dispatch, Envelope, Presenter};
@@ -27,19 +30,129 @@ use serde_json::Value;
 use crate::driver::Driver;
 use crate::human_proof::{self, HumanClaim};
 use crate::reads::{self, Reads, View};
-use crate::world::{BrokerIdentity, SharedEntropy, Time};
+use crate::world::{until, BrokerIdentity, SharedEntropy, Time};
 
 /// Who a request is from, as far as the connection's handler can tell.
 pub(crate) enum Who {
     /// A capability the broker issued.
     Known(Caller),
-    /// The human CLI, still to be proven on the writer (which knows the
-    /// launch registry) from the connection's kernel credentials.
+    /// The human CLI, still to be proven ([`Prover::prove`]) from the
+    /// connection's kernel credentials.
     Human {
         peer: Peer,
         nonce: String,
         business: BusinessId,
     },
+}
+
+/// Who a request is from, as the writer gets it: a capability's caller, or
+/// the human CLI with the outcome of its proof, which ran beside the writer.
+pub(crate) enum Proven {
+    /// A capability the broker issued.
+    Known(Caller),
+    /// The human CLI of `business` (not yet checked to exist: that comes
+    /// after the proof, so a failed proof reveals nothing about businesses).
+    Human {
+        business: BusinessId,
+        proof: Result<(), Refusal>,
+    },
+}
+
+/// How long a human proof may take, on the clock: a proof held up (a stalled
+/// read of a process's environment) is refused when it is over, and holds
+/// up only its own request.
+pub(crate) const PROOF_LIMIT: Duration = Duration::from_secs(2);
+
+/// How many human proofs run at once; more wait for a turn, within their
+/// [`PROOF_LIMIT`].
+const PROOFS: usize = 4;
+
+/// Runs human proofs beside the writer: the process table's reads never
+/// block the writer, and so never any other request.
+pub(crate) struct Prover {
+    processes: Arc<dyn ProcessTable>,
+    identity: BrokerIdentity,
+    time: Time,
+    turns: Arc<tokio::sync::Semaphore>,
+}
+
+impl Prover {
+    pub(crate) fn new(
+        processes: Arc<dyn ProcessTable>,
+        identity: BrokerIdentity,
+        time: Time,
+    ) -> Self {
+        Self {
+            processes,
+            identity,
+            time,
+            turns: Arc::new(tokio::sync::Semaphore::new(PROOFS)),
+        }
+    }
+
+    /// Proves `who` if it is the human, on a blocking thread, against the
+    /// launches of `view` (every launch is in the view before its binding
+    /// is answered); a proof not done within [`PROOF_LIMIT`] fails.
+    pub(crate) async fn prove(&self, view: Option<Arc<View>>, who: Who) -> Proven {
+        let (peer, nonce, business) = match who {
+            Who::Known(caller) => return Proven::Known(caller),
+            Who::Human {
+                peer,
+                nonce,
+                business,
+            } => (peer, nonce, business),
+        };
+        let deadline = self.time.now().saturating_add(PROOF_LIMIT);
+        let proof = async {
+            let _turn = self
+                .turns
+                .acquire()
+                .await
+                .map_err(|_| Refusal::BrokerUnavailable)?;
+            let view = view.ok_or(Refusal::BrokerUnavailable)?;
+            let (processes, identity) = (Arc::clone(&self.processes), self.identity.clone());
+            tokio::task::spawn_blocking(move || {
+                prove_now(&*processes, &identity, &view, peer, nonce)
+            })
+            .await
+            .unwrap_or(Err(Refusal::HumanProofFailed))
+        };
+        let proof = tokio::select! {
+            proof = proof => proof,
+            () = until(&self.time, deadline) => {
+                eprintln!(
+                    "mosaic-bus broker: {}: the proof took longer than {PROOF_LIMIT:?}",
+                    Refusal::HumanProofFailed.code()
+                );
+                Err(Refusal::HumanProofFailed)
+            }
+        };
+        Proven::Human { business, proof }
+    }
+}
+
+/// The human proof of one request, synchronously: the peer must be this
+/// broker's executable with the request's nonce, and neither it nor an
+/// ancestor an agent (a bound launch of `view`, or a run marker).
+///
+/// # Errors
+/// `human-proof-failed`, whatever the reason (written to stderr).
+pub(crate) fn prove_now(
+    processes: &dyn ProcessTable,
+    identity: &BrokerIdentity,
+    view: &View,
+    peer: Peer,
+    nonce: String,
+) -> Result<(), Refusal> {
+    let peer_pid = peer.pid.ok_or(Refusal::HumanProofFailed)?;
+    let claim = HumanClaim {
+        peer_pid,
+        peer_uid: peer.uid,
+        broker_uid: identity.uid,
+        exe: identity.exe.clone(),
+        nonce,
+    };
+    human_proof::prove(processes, &claim, &|pid, start| view.is_launch(pid, start))
 }
 
 /// A request past its envelope: who it is from and what it asks (or why
@@ -122,11 +235,12 @@ pub(crate) fn read_now<S: EvidenceStore>(
     }
 }
 
-/// Step 3, on the writer: proves a human, then stages the call in the open
-/// batch (or its refusal). Returns the provisional answer.
+/// Step 3, on the writer: names the caller (a human whose proof passed,
+/// with a fresh `human.input` id), then stages the call in the open batch,
+/// or its refusal. Returns the provisional answer.
 pub(crate) fn stage_request<S: StoreReaders>(
     writer: Writer<'_, S>,
-    who: Who,
+    who: Proven,
     verb: &'static str,
     call: Result<Call, Refusal>,
 ) -> Result<Value, Refusal> {
@@ -137,12 +251,19 @@ pub(crate) fn stage_request<S: StoreReaders>(
     } = writer;
     let now = world.time.now();
     let caller = match who {
-        Who::Known(caller) => Ok(caller),
-        Who::Human {
-            peer,
-            nonce,
-            business,
-        } => prove_human(driver, world, peer, nonce, business),
+        Proven::Known(caller) => Ok(caller),
+        Proven::Human { business, proof } => proof.and_then(|()| {
+            // An unknown business is refused only after the proof.
+            driver
+                .bus()
+                .business(&business)
+                .ok_or(Refusal::BadRequest)?;
+            let input = world
+                .entropy
+                .event_id()
+                .map_err(|_| Refusal::StorageUnavailable)?;
+            Ok(Caller::Human { business, input })
+        }),
     };
     match (caller, call) {
         (Ok(caller), Ok(call)) => execute(
@@ -161,45 +282,8 @@ pub(crate) fn stage_request<S: StoreReaders>(
     }
 }
 
-/// Proves a human request and names its caller, with a fresh `human.input`
-/// id; an unknown business is refused only after the proof.
-fn prove_human<S: EvidenceStore>(
-    driver: &Driver<S>,
-    world: &mut WriterWorld,
-    peer: Peer,
-    nonce: String,
-    business: BusinessId,
-) -> Result<Caller, Refusal> {
-    let peer_pid = peer.pid.ok_or(Refusal::HumanProofFailed)?;
-    let claim = HumanClaim {
-        peer_pid,
-        peer_uid: peer.uid,
-        broker_uid: world.identity.uid,
-        exe: world.identity.exe.clone(),
-        nonce,
-    };
-    let launches = driver.bus().launches();
-    let launched = |pid: u32, start: u64| {
-        launches
-            .records()
-            .any(|r| r.pid == pid && r.start_time == start)
-    };
-    human_proof::prove(&*world.processes, &claim, &launched)?;
-    driver
-        .bus()
-        .business(&business)
-        .ok_or(Refusal::BadRequest)?;
-    let input = world
-        .entropy
-        .event_id()
-        .map_err(|_| Refusal::StorageUnavailable)?;
-    Ok(Caller::Human { business, input })
-}
-
 /// What the writer thread reads from the world besides its store.
 pub(crate) struct WriterWorld {
-    pub(crate) identity: BrokerIdentity,
-    pub(crate) processes: Arc<dyn ProcessTable>,
     pub(crate) time: Time,
     pub(crate) entropy: SharedEntropy,
 }

@@ -78,6 +78,13 @@ impl View {
         Self::of(bus, Arc::new(roles))
     }
 
+    /// Whether the process `pid` started at `start_time` is a bound launch.
+    pub fn is_launch(&self, pid: u32, start_time: u64) -> bool {
+        self.agents
+            .iter()
+            .any(|(r, ..)| r.pid == pid && r.start_time == start_time)
+    }
+
     /// The role list, for the next view.
     pub fn roles(&self) -> Arc<BTreeSet<(BusinessId, RoleInstance)>> {
         Arc::clone(&self.roles)

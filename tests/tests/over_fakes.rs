@@ -26,7 +26,8 @@ use mosaic_domain::{BusinessId, Refusal, RoleInstance, RunId, Timestamp};
 use mosaic_ports::fakes::{
     FakeCredentials, FakeProcess, FakeProcessTable, ManualClock, MemoryStore, SeededEntropy,
 };
-use mosaic_ports::Clock;
+use mosaic_ports::process::Environ;
+use mosaic_ports::{Clock, ProcessError, ProcessInfo, ProcessTable};
 use serde_json::{json, Value};
 
 const EXE: &str = "/opt/mosaic/bin/mosaic-bus";
@@ -115,52 +116,83 @@ impl Pane {
     }
 }
 
-#[test]
-fn the_runtime_over_fakes_serves_agents_the_human_and_a_pane_on_the_test_clock() {
-    let business = business_from_json(
-        r#"{"id": "shop", "human": "alice",
-            "arbiters": {"technical": "lead", "delivery": "lead"},
-            "roles": {
-              "lead": {"authority": {"withinRole": ["message.send"], "crossRole": []}},
-              "dev": {"authority": {"withinRole": ["browser.snapshot"], "crossRole": []}}}}"#,
-    )
-    .expect("business");
-    let store = MemoryStore::new();
-    let clock = ManualClock::new(Timestamp::from_unix_ms(1_767_225_600_000).expect("time"));
-    let table = FakeProcessTable::new();
-    let dir = tempfile::tempdir().expect("a folder for the socket");
-    let ports = Ports {
-        store: store.clone(),
-        clock: Arc::new(clock.clone()),
-        entropy: Box::new(SeededEntropy::new(42)),
-        processes: Arc::new(table.clone()),
-        credentials: Box::new(FakeCredentials::new()),
-        identity: BrokerIdentity {
-            uid: rustix::process::geteuid().as_raw(),
-            exe: EXE.into(),
-        },
-    };
-    let config = BootConfig {
-        data_root: dir.path().to_owned(),
-        businesses: vec![business],
-        launches: vec![
-            launch("lead", "lead-1", LEAD_PID, 11),
-            launch("dev", "dev-1", DEV_PID, DEV_START),
-        ],
-        readers: vec![BusinessId::parse("shop").expect("id")],
-        browser_listen: Some("127.0.0.1:0".into()),
-        ..BootConfig::default()
-    };
-    let (broker, booted) = start_runtime(ports, config).expect("the runtime starts over fakes");
-    let agent = |run: &str| {
-        let cap = booted
+const SHOP: &str = r#"{"id": "shop", "human": "alice",
+    "arbiters": {"technical": "lead", "delivery": "lead"},
+    "roles": {
+      "lead": {"authority": {"withinRole": ["message.send"], "crossRole": []}},
+      "dev": {"authority": {"withinRole": ["browser.snapshot", "message.send"], "crossRole": []}}}}"#;
+
+/// A running broker over fakes, with the handles a test moves it by.
+struct Shop {
+    broker: mosaic_app::broker::Broker,
+    booted: mosaic_app::broker::Booted,
+    store: MemoryStore,
+    clock: ManualClock,
+    _dir: tempfile::TempDir,
+}
+
+impl Shop {
+    /// Starts `shop` over the fakes and `processes`, with browser control,
+    /// `lead-1` and `dev-1` bound and a reader.
+    fn start(processes: Arc<dyn ProcessTable>) -> Shop {
+        let store = MemoryStore::new();
+        let clock = ManualClock::new(Timestamp::from_unix_ms(1_767_225_600_000).expect("time"));
+        let dir = tempfile::tempdir().expect("a folder for the socket");
+        let ports = Ports {
+            store: store.clone(),
+            clock: Arc::new(clock.clone()),
+            entropy: Box::new(SeededEntropy::new(42)),
+            processes,
+            credentials: Box::new(FakeCredentials::new()),
+            identity: BrokerIdentity {
+                uid: rustix::process::geteuid().as_raw(),
+                exe: EXE.into(),
+            },
+        };
+        let config = BootConfig {
+            data_root: dir.path().to_owned(),
+            businesses: vec![business_from_json(SHOP).expect("business")],
+            launches: vec![
+                launch("lead", "lead-1", LEAD_PID, 11),
+                launch("dev", "dev-1", DEV_PID, DEV_START),
+            ],
+            readers: vec![BusinessId::parse("shop").expect("id")],
+            browser_listen: Some("127.0.0.1:0".into()),
+            ..BootConfig::default()
+        };
+        let (broker, booted) = start_runtime(ports, config).expect("the runtime starts over fakes");
+        Shop {
+            broker,
+            booted,
+            store,
+            clock,
+            _dir: dir,
+        }
+    }
+
+    /// A socket client of `run`.
+    fn agent(&self, run: &str) -> Client {
+        let launch = self
+            .booted
             .launches
             .iter()
             .find(|l| l.run.as_str() == run)
             .expect("a launch");
-        Client::new(&booted.socket, cap.cap.expose())
-    };
-    let (lead, dev) = (agent("lead-1"), agent("dev-1"));
+        Client::new(&self.booted.socket, launch.cap.expose())
+    }
+}
+
+#[test]
+fn the_runtime_over_fakes_serves_agents_the_human_and_a_pane_on_the_test_clock() {
+    let table = FakeProcessTable::new();
+    let shop = Shop::start(Arc::new(table.clone()));
+    let Shop {
+        booted,
+        store,
+        clock,
+        ..
+    } = &shop;
+    let (lead, dev) = (shop.agent("lead-1"), shop.agent("dev-1"));
     assert_eq!(
         lead.call("role.claim", json!({})),
         Ok(json!({"status": "claimed"}))
@@ -261,7 +293,6 @@ fn the_runtime_over_fakes_serves_agents_the_human_and_a_pane_on_the_test_clock()
     let agents = reader.agents().expect("agents");
     assert_eq!(agents.len(), 2);
     assert!(agents.iter().all(|a| a["holding"] == true), "{agents:?}");
-    broker.close().expect("close");
     let records = store.records();
     let refused_proofs = records
         .iter()
@@ -272,4 +303,97 @@ fn the_runtime_over_fakes_serves_agents_the_human_and_a_pane_on_the_test_clock()
         records.windows(2).all(|w| w[0].at < w[1].at),
         "write times strictly increase on the test clock"
     );
+    let Shop { broker, .. } = shop;
+    broker.close().expect("close");
+}
+
+/// A process table whose environment reads of one pid stall until the test
+/// lets them go, as a read of `/proc/<pid>/environ` can while the target's
+/// memory map is locked.
+struct Stalling {
+    table: FakeProcessTable,
+    pid: u32,
+    state: std::sync::Mutex<(bool, bool)>,
+    changed: std::sync::Condvar,
+}
+
+impl Stalling {
+    /// Blocks until a read has stalled.
+    fn wait_stalled(&self) {
+        let state = self.state.lock().expect("lock");
+        drop(
+            self.changed
+                .wait_while(state, |(stalled, _)| !*stalled)
+                .expect("wait"),
+        );
+    }
+
+    fn release(&self) {
+        self.state.lock().expect("lock").1 = true;
+        self.changed.notify_all();
+    }
+}
+
+impl ProcessTable for Stalling {
+    fn process(&self, pid: u32) -> Result<ProcessInfo, ProcessError> {
+        self.table.process(pid)
+    }
+
+    fn environ(&self, pid: u32) -> Result<Environ, ProcessError> {
+        if pid == self.pid {
+            let mut state = self.state.lock().expect("lock");
+            state.0 = true;
+            self.changed.notify_all();
+            drop(
+                self.changed
+                    .wait_while(state, |(_, released)| !*released)
+                    .expect("wait"),
+            );
+        }
+        self.table.environ(pid)
+    }
+}
+
+#[test]
+fn a_human_proof_held_up_delays_only_itself_and_fails_at_its_limit() {
+    let table = FakeProcessTable::new();
+    table.insert(FakeProcess::new(1, 0).start_time(1));
+    human_ancestry(&table, 1);
+    let stalling = Arc::new(Stalling {
+        table,
+        pid: std::process::id(),
+        state: std::sync::Mutex::new((false, false)),
+        changed: std::sync::Condvar::new(),
+    });
+    let shop = Shop::start(Arc::clone(&stalling) as Arc<dyn ProcessTable>);
+    let (lead, dev) = (shop.agent("lead-1"), shop.agent("dev-1"));
+    assert!(lead.call("role.claim", json!({})).is_ok());
+    assert!(dev.call("role.claim", json!({})).is_ok());
+    let socket = shop.booted.socket.clone();
+    let asked = std::thread::spawn(move || human(&socket, "inbox", json!({})));
+    stalling.wait_stalled();
+
+    // While the human's proof is stuck reading /proc, the writer serves
+    // everyone else: a send is answered (and acknowledged) now.
+    let started = std::time::Instant::now();
+    let sent = dev.call(
+        "message.send",
+        json!({"to": "lead", "body": "ready for review"}),
+    );
+    let took = started.elapsed();
+    assert!(sent.is_ok(), "{sent:?}");
+    let delivered = lead.call("message.receive", json!({})).expect("receive");
+    assert_eq!(delivered[0]["body"], "ready for review");
+    eprintln!("message.send while a human proof is stalled: {took:?}");
+
+    // The proof's limit is on the clock: when it passes, the human is
+    // refused, although the read is still stuck.
+    shop.clock.advance(std::time::Duration::from_secs(2));
+    assert_eq!(
+        asked.join().expect("the human's thread"),
+        Err(Refusal::HumanProofFailed)
+    );
+    stalling.release();
+    let Shop { broker, .. } = shop;
+    broker.close().expect("close");
 }
