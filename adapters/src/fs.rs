@@ -442,7 +442,12 @@ fn is_private(meta: &Metadata, kind: Kind) -> bool {
     right_type && owned(meta) && meta.mode() & 0o7777 == 0o600
 }
 
-fn check_private_dir(path: &Path) -> Result<(), Refusal> {
+/// Checks that `path` is a directory (not a symlink) owned by this
+/// process's effective uid with mode exactly 0700.
+///
+/// # Errors
+/// `unsafe-path` otherwise, or when it cannot be examined.
+pub fn check_private_dir(path: &Path) -> Result<(), Refusal> {
     let meta = std::fs::symlink_metadata(path).map_err(|_| Refusal::UnsafePath)?;
     if meta.file_type().is_dir() && owned(&meta) && meta.mode() & 0o7777 == 0o700 {
         Ok(())

@@ -571,6 +571,7 @@ pub async fn serve(
             post(result).layer(DefaultBodyLimit::max(MAX_RESULT_BODY)),
         )
         .layer(middleware::from_fn_with_state(server.clone(), authorize))
+        .layer(middleware::from_fn(harden))
         .with_state(server);
     axum::serve(listener, app)
         .with_graceful_shutdown(stop)
@@ -600,6 +601,23 @@ async fn authorize(State(server): State<Server>, request: Request, next: Next) -
     }
 }
 
+/// Every response, refusals included: no referrer leaves a page of ours
+/// (the pane's URL carries the UI token), and no body is sniffed into
+/// another type than the one it declares.
+async fn harden(request: Request, next: Next) -> Response {
+    let mut response = next.run(request).await;
+    let headers = response.headers_mut();
+    headers.insert(
+        header::REFERRER_POLICY,
+        header::HeaderValue::from_static("no-referrer"),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        header::HeaderValue::from_static("nosniff"),
+    );
+    response
+}
+
 fn html(body: &'static str) -> Response {
     (
         [
@@ -611,8 +629,44 @@ fn html(body: &'static str) -> Response {
         .into_response()
 }
 
+/// The pane's Content-Security-Policy: its own script and style only by
+/// their hashes (no other inline code runs), requests to its own origin
+/// only; the view may frame (and the pane probe) whatever http or https
+/// page an agent opens, which is the pane's job; images of its captures
+/// are `data:` and `blob:` URLs; no plugins, no `<base>`, no form posts.
+fn pane_policy() -> &'static str {
+    static POLICY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    POLICY.get_or_init(|| {
+        let hash = |tag: &str| {
+            let open = format!("<{tag}>");
+            let body = PANE_HTML
+                .split_once(&open)
+                .and_then(|(_, rest)| rest.split_once(&format!("</{tag}>")))
+                .map_or("", |(body, _)| body);
+            let digest = Sha256::digest(body.as_bytes());
+            format!(
+                "'sha256-{}'",
+                base64::engine::general_purpose::STANDARD.encode(digest)
+            )
+        };
+        format!(
+            "default-src 'self'; script-src {}; style-src {}; img-src 'self' data: blob:; \
+             frame-src 'self' http: https:; connect-src 'self' http: https:; \
+             object-src 'none'; base-uri 'none'; form-action 'none'",
+            hash("script"),
+            hash("style")
+        )
+    })
+}
+
 async fn pane() -> Response {
-    html(PANE_HTML)
+    let mut response = html(PANE_HTML);
+    if let Ok(policy) = header::HeaderValue::from_str(pane_policy()) {
+        response
+            .headers_mut()
+            .insert(header::CONTENT_SECURITY_POLICY, policy);
+    }
+    response
 }
 
 async fn fixture(axum::extract::Path(name): axum::extract::Path<String>) -> Response {

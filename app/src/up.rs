@@ -84,13 +84,16 @@
 //!
 //! Without `--data-root` the data root is a new private folder (mode 0700)
 //! under the temporary directory, kept afterwards so the store can be
-//! inspected. The reader capability of the business is written to
-//! `<dataRoot>/reader.cap` (created exclusively, mode 0600) and removed
-//! again on close: it is useless once the broker is gone, and removing it
-//! lets the next `up` on the same data root create its own. A `reader.cap`
-//! found at start belongs to a broker that is gone (this one holds the
-//! writer lock now); it is removed when it is a private file of ours, and
-//! refused (`unsafe-path`) otherwise.
+//! inspected. The human's secrets, the reader capability of the business
+//! (`reader.cap`) and with `--browser` the UI token (`ui.token`), are
+//! written (created exclusively, mode 0600) to the secrets folder and
+//! removed again on close: `--secrets-dir DIR` (a folder of ours, mode
+//! 0700, not under the data root), or else a new private folder under the
+//! temporary directory, removed on close too. Never under the data root:
+//! every agent is told the socket's path, and so where the data root is. A
+//! `reader.cap` found at start in `--secrets-dir` belongs to an `up` that
+//! is gone; it is removed when it is a private file of ours, and refused
+//! (`unsafe-path`) otherwise.
 //!
 //! On stdout, exactly one line: `{"ok":true,"business","dataRoot","socket",
 //! "readerCap","agents":[{role,run,harness,pid}]}` (never a capability), or
@@ -286,16 +289,20 @@ pub struct Options {
     /// `--browser ADDR`: serve browser control on this loopback address
     /// (`127.0.0.1:7420`; port 0 picks a free one).
     pub browser: Option<String>,
+    /// `--secrets-dir DIR`: where the human's reader capability and UI
+    /// token are written; outside the data root.
+    pub secrets_dir: Option<PathBuf>,
 }
 
-/// Parses `--config FILE [--data-root DIR] [--browser ADDR] [--stay]`
-/// (also `--flag=value`).
+/// Parses `--config FILE [--data-root DIR] [--secrets-dir DIR]
+/// [--browser ADDR] [--stay]` (also `--flag=value`).
 ///
 /// # Errors
 /// `bad-request` for a missing `--config`, an empty value, a repeated or
 /// unknown argument.
 pub fn parse_args(argv: &[OsString]) -> Result<Options, Refusal> {
     let (mut config, mut data_root, mut browser, mut stay) = (None, None, None, false);
+    let mut secrets_dir = None;
     let mut rest = argv.iter();
     while let Some(arg) = rest.next() {
         let bytes = arg.as_bytes();
@@ -309,6 +316,7 @@ pub fn parse_args(argv: &[OsString]) -> Result<Options, Refusal> {
         let slot = match flag {
             b"--config" => &mut config,
             b"--data-root" => &mut data_root,
+            b"--secrets-dir" => &mut secrets_dir,
             b"--browser" => &mut browser,
             b"--stay" if inline.is_none() && !stay => {
                 stay = true;
@@ -330,6 +338,7 @@ pub fn parse_args(argv: &[OsString]) -> Result<Options, Refusal> {
         data_root,
         stay,
         browser: browser.map(|b| b.to_string_lossy().into_owned()),
+        secrets_dir,
     })
 }
 
@@ -433,11 +442,13 @@ fn start(argv: &[OsString]) -> Result<Session, Failure> {
         sync: Vec::new(),
         browser_listen: options.browser.clone(),
     })?;
+    let secrets = Secrets::open(options.secrets_dir, &data_root)?;
     let mut session = Session {
         runtime,
         signals,
         broker: Some(broker),
         business,
+        secrets,
         reader_cap: None,
         ui_token: None,
         browser_url: booted.browser.as_ref().map(|b| b.url.clone()),
@@ -554,6 +565,8 @@ struct Session {
     business: BusinessId,
     data_root: PathBuf,
     socket: PathBuf,
+    /// Where the human's secrets go: never under the data root.
+    secrets: Secrets,
     /// `Some` once this process created the file (and so must remove it).
     reader_cap: Option<PathBuf>,
     /// The same for the browser UI token's file.
@@ -568,9 +581,10 @@ struct Session {
 
 impl Session {
     /// Writes a secret (a capability or the UI token) to a new private file
-    /// of the data root; the caller records the path so close removes it.
+    /// of the secrets folder; the caller records the path so close removes
+    /// it.
     fn write_secret(&self, name: &str, secret: &Capability) -> Result<PathBuf, Failure> {
-        let path = self.data_root.join(name);
+        let path = self.secrets.dir.join(name);
         if std::fs::symlink_metadata(&path).is_ok() {
             // We hold the writer lock: whoever wrote it is gone.
             fs::check_private_file(&path)?;
@@ -787,6 +801,7 @@ impl Session {
                 code = 2;
             }
         }
+        self.secrets.remove_if_made();
         code
     }
 }
@@ -802,6 +817,48 @@ impl Drop for Session {
             .flatten()
         {
             let _ = std::fs::remove_file(path);
+        }
+        self.secrets.remove_if_made();
+    }
+}
+
+/// The folder the human's secrets are written to: the operator's
+/// `--secrets-dir`, or a new private folder under the temporary directory.
+/// Never the data root or anything under it: every agent is told the
+/// socket's path, and so where the data root is.
+#[derive(Debug)]
+struct Secrets {
+    dir: PathBuf,
+    /// Whether `up` made the folder (and so removes it on close).
+    made: bool,
+}
+
+impl Secrets {
+    /// # Errors
+    /// `unsafe-path` for a folder under the data root, one that is not a
+    /// directory of ours with mode 0700, or one that cannot be made.
+    fn open(given: Option<PathBuf>, data_root: &Path) -> Result<Secrets, Failure> {
+        let Some(dir) = given else {
+            let dir = tempfile::Builder::new()
+                .prefix("mosaic-up-secrets-")
+                .tempdir()
+                .map_err(|_| Refusal::StorageUnavailable)?
+                .keep();
+            return Ok(Secrets { dir, made: true });
+        };
+        let dir = std::fs::canonicalize(&dir).map_err(|_| Refusal::UnsafePath)?;
+        let root = std::fs::canonicalize(data_root).map_err(|_| Refusal::UnsafePath)?;
+        if dir.starts_with(&root) {
+            return Err(Refusal::UnsafePath.into());
+        }
+        fs::check_private_dir(&dir)?;
+        Ok(Secrets { dir, made: false })
+    }
+
+    fn remove_if_made(&mut self) {
+        if std::mem::take(&mut self.made) {
+            // Empty by now; a folder someone filled is left for them.
+            let _ = std::fs::remove_dir(&self.dir);
         }
     }
 }
@@ -1047,9 +1104,14 @@ mod tests {
                 data_root: Some("/d".into()),
                 stay: true,
                 browser: Some("127.0.0.1:0".into()),
+                secrets_dir: None,
             })
         );
         assert_eq!(args(&["--config=c.json"]).map(|o| o.data_root), Ok(None));
+        assert_eq!(
+            args(&["--config=c.json", "--secrets-dir", "/s"]).map(|o| o.secrets_dir),
+            Ok(Some("/s".into()))
+        );
         for bad in [
             &[][..],
             &["--data-root", "/d"],

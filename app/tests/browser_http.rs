@@ -256,3 +256,79 @@ fn a_timeout_cancels_at_the_claimant_and_reaches_the_agent_with_its_code_and_sta
         json!({"ok": false, "error": "browser-timeout", "status": 504})
     );
 }
+
+/// The head of one HTTP/1.1 answer: its status line and lowercase headers.
+fn head(ui: &Ui, method: &str, path: &str, token: Option<&str>, body: &[u8]) -> Vec<String> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(&ui.address).expect("connect");
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: {}\r\n{auth}Content-Length: {}\r\nConnection: close\r\n\r\n",
+        ui.address,
+        body.len()
+    )
+    .expect("head");
+    stream.write_all(body).expect("body");
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).expect("answer");
+    let text = String::from_utf8_lossy(&answer);
+    let head = text.split("\r\n\r\n").next().unwrap_or_default();
+    head.lines().map(str::to_ascii_lowercase).collect()
+}
+
+#[test]
+fn every_answer_carries_no_referrer_and_nosniff_and_the_pane_its_policy() {
+    let bench = Bench::start();
+    let token = bench.token.clone();
+    let unknown = format!(
+        r#"{{"requestId":"00000000-0000-4000-8000-000000000000","claimToken":"{}","ok":false,"error":"x"}}"#,
+        "a".repeat(64)
+    );
+    for (method, path, token, body, status) in [
+        ("GET", "/pane", Some(token.as_str()), &b""[..], "200"),
+        ("GET", "/pane", None, &b""[..], "401"),
+        (
+            "POST",
+            "/api/browser-control/claim",
+            Some(token.as_str()),
+            &b"{}"[..],
+            "400",
+        ),
+        (
+            "POST",
+            "/api/browser-control/result",
+            Some(token.as_str()),
+            unknown.as_bytes(),
+            "200",
+        ),
+    ] {
+        let lines = head(&bench, method, path, token, body);
+        assert!(lines[0].contains(status), "{method} {path}: {lines:?}");
+        for header in [
+            "referrer-policy: no-referrer",
+            "x-content-type-options: nosniff",
+        ] {
+            assert!(
+                lines.iter().any(|l| l == header),
+                "{method} {path}: {lines:?}"
+            );
+        }
+    }
+    let pane = head(&bench, "GET", "/pane", Some(&token), b"");
+    let policy = pane
+        .iter()
+        .find_map(|l| l.strip_prefix("content-security-policy: "))
+        .expect("the pane's policy");
+    assert!(policy.contains("default-src 'self'"), "{policy}");
+    let script = policy
+        .split(';')
+        .find_map(|d| d.trim().strip_prefix("script-src "))
+        .expect("script-src");
+    assert!(
+        script.starts_with("'sha256-") && !script.contains("unsafe"),
+        "{script}"
+    );
+}

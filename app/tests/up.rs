@@ -185,7 +185,18 @@ fn the_example_agents_exchange_a_decision_and_a_message_then_up_exits() {
     assert_eq!(summary["dataRoot"], json!(root.path()));
     let socket = root.path().join("bus/bus.sock");
     assert_eq!(summary["socket"], json!(socket));
-    assert_eq!(summary["readerCap"], json!(root.path().join("reader.cap")));
+    // The reader capability is in a private folder of its own, never under
+    // the data root that every agent can find from its socket's path.
+    let reader_cap = PathBuf::from(summary["readerCap"].as_str().expect("readerCap"));
+    assert!(
+        !reader_cap.starts_with(root.path()),
+        "{}",
+        reader_cap.display()
+    );
+    let secrets = reader_cap.parent().expect("its folder").to_owned();
+    assert!(secrets
+        .file_name()
+        .is_some_and(|n| n.to_string_lossy().starts_with("mosaic-up-secrets-")));
     let agents = summary["agents"].as_array().expect("agents");
     let roles: Vec<&str> = agents.iter().map(|a| a["role"].as_str().unwrap()).collect();
     assert_eq!(roles, ["lead", "dev"]);
@@ -207,7 +218,10 @@ fn the_example_agents_exchange_a_decision_and_a_message_then_up_exits() {
     // Closed cleanly: no socket, no lock, no reader capability left.
     assert!(!socket.exists());
     assert!(!root.path().join("bus/writer.lock").exists());
-    assert!(!root.path().join("reader.cap").exists());
+    assert!(
+        !reader_cap.exists() && !secrets.exists(),
+        "removed on close"
+    );
 
     // Each agent's environment carries no capability, only the descriptor's
     // number, and each agent holds exactly one capability descriptor.
@@ -295,12 +309,17 @@ fn the_example_agents_exchange_a_decision_and_a_message_then_up_exits() {
 #[test]
 fn with_stay_the_reader_capability_and_the_pane_serve_until_sigterm() {
     let root = tempfile::tempdir().expect("data root");
+    let secrets = tempfile::tempdir().expect("the operator's secrets folder");
+    std::fs::set_permissions(secrets.path(), std::fs::Permissions::from_mode(0o700))
+        .expect("chmod");
     let up = Up::start(
         &[
             "--config".as_ref(),
             example().as_os_str(),
             "--data-root".as_ref(),
             root.path().as_os_str(),
+            "--secrets-dir".as_ref(),
+            secrets.path().as_os_str(),
             "--browser".as_ref(),
             "127.0.0.1:0".as_ref(),
             "--stay".as_ref(),
@@ -340,6 +359,20 @@ fn with_stay_the_reader_capability_and_the_pane_serve_until_sigterm() {
     let cap_file = PathBuf::from(summary["readerCap"].as_str().expect("readerCap"));
     let socket = summary["socket"].as_str().expect("socket").to_owned();
     up.stderr_until("every agent has exited");
+    assert_eq!(cap_file.parent(), Some(secrets.path()));
+    assert_eq!(token_file.parent(), Some(secrets.path()));
+    // Nothing an agent can find from its socket's path holds either secret.
+    let cap = std::fs::read_to_string(&cap_file).expect("reader.cap");
+    for file in files_under(root.path()) {
+        let bytes = std::fs::read(&file).unwrap_or_default();
+        for secret in [cap.trim(), token.trim()] {
+            assert!(
+                !bytes.windows(secret.len()).any(|w| w == secret.as_bytes()),
+                "a secret in {}",
+                file.display()
+            );
+        }
+    }
 
     let mode = std::fs::metadata(&cap_file)
         .expect("reader.cap")
@@ -366,6 +399,21 @@ fn with_stay_the_reader_capability_and_the_pane_serve_until_sigterm() {
     assert!(!token_file.exists(), "ui.token is removed on close");
     assert!(!Path::new(&socket).exists());
     assert!(!root.path().join("bus/writer.lock").exists());
+}
+
+/// Every regular file under `dir`, recursively.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("read_dir") {
+        let path = entry.expect("entry").path();
+        let kind = std::fs::symlink_metadata(&path).expect("stat").file_type();
+        if kind.is_dir() {
+            files.extend(files_under(&path));
+        } else if kind.is_file() {
+            files.push(path);
+        }
+    }
+    files
 }
 
 /// A configuration of one business `x` with one role `a` and these agents.
@@ -499,6 +547,27 @@ fn startup_failures_print_one_static_code_and_release_everything() {
         assert!(!root.path().join("bus/bus.sock").exists());
         assert!(!root.path().join("reader.cap").exists());
     }
+    // The human's secrets never go under the data root.
+    let inside = root.path().join("keys");
+    std::fs::create_dir(&inside).expect("mkdir");
+    std::fs::set_permissions(&inside, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    let config = config_file(
+        dir.path(),
+        json!([{"role": "a", "harness": "pi", "command": ["true"]}]),
+    );
+    let out = Command::new(BIN)
+        .arg("up")
+        .args(["--config".as_ref(), config.as_os_str()])
+        .args(["--data-root".as_ref(), root.path().as_os_str()])
+        .args(["--secrets-dir".as_ref(), inside.as_os_str()])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        r#"{"error":"unsafe-path","ok":false}"#
+    );
+    assert!(!root.path().join("bus/writer.lock").exists());
     let out = Command::new(BIN)
         .args(["up", "--data-root", "/tmp"])
         .output()

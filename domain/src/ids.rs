@@ -194,8 +194,25 @@ fn lower_hex(c: u8) -> Option<u8> {
 macro_rules! secret_type {
     ($(#[$meta:meta])* $name:ident) => {
         $(#[$meta])*
-        #[derive(Clone, PartialEq, Eq, Hash)]
+        #[derive(Clone)]
         pub struct $name([u8; 32]);
+
+        /// Equality is [`Self::ct_eq`]: a lookup of a presented secret
+        /// (a registry's map, a token check) takes the same time wherever
+        /// the values differ.
+        impl PartialEq for $name {
+            fn eq(&self, other: &Self) -> bool {
+                self.ct_eq(other)
+            }
+        }
+
+        impl Eq for $name {}
+
+        impl std::hash::Hash for $name {
+            fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+                self.0.hash(state);
+            }
+        }
 
         impl $name {
             /// Wraps 32 random bytes.
@@ -229,7 +246,9 @@ macro_rules! secret_type {
 
             /// Compares in time independent of where the values differ.
             pub fn ct_eq(&self, other: &Self) -> bool {
-                self.0.iter().zip(other.0.iter()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+                let differ = self.0.iter().zip(other.0.iter()).fold(0u8, |acc, (a, b)| acc | (a ^ b));
+                // Kept opaque, so the fold is not turned into an early exit.
+                std::hint::black_box(differ) == 0
             }
         }
 

@@ -53,4 +53,4 @@ kinds=$(printf '%s\n' "$answer" | sed 's/"kind":"/\
 /g' | sed -n 's/^\([a-z.]*\)".*/\1/p' | tr '\n' ' ')
 kinds=${kinds% }
 say "trail of decision $decision: $kinds"
-say "inspect it while the broker runs (up --stay): mosaic-bus call trail '{\"subject\":\"$decision\"}' --cap-file ${MOSAIC_BUS_SOCKET%/bus/bus.sock}/reader.cap --socket $MOSAIC_BUS_SOCKET"
+say "inspect it while the broker runs (up --stay): mosaic-bus call trail '{\"subject\":\"$decision\"}' --cap-file <readerCap of up's first line> --socket $MOSAIC_BUS_SOCKET"
