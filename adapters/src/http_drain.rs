@@ -9,12 +9,13 @@
 //! with a reset. The client's write then fails before it has read anything,
 //! and the 413 is lost (issue 22 item 4). axum's `DefaultBodyLimit` does
 //! exactly this once the rest of a refused body no longer fits in the
-//! kernel's buffers: a pane that writes a whole 17 or 20 MiB result before
-//! reading still reads its 413 on loopback, one that writes 24 MiB or more
-//! gets `EPIPE` on its write (`app/tests/browser_http.rs`, the test
-//! `an_oversized_result_written_whole_before_reading_gets_413_every_time`
-//! with the size raised). The cure is the socket server's: read what is
-//! left, bounded, and answer after it.
+//! kernel's buffers: a pane that writes a whole 17 MiB result before reading
+//! loses its 413 now and then on loopback (`EPIPE` on the write), one that
+//! writes 24 MiB or more every time (the test
+//! `an_oversized_result_written_whole_before_reading_gets_413_every_time`,
+//! committed on branch `harden` and reverted until the route is wired).
+//! The cure is the socket server's: read what is left, bounded, and answer
+//! after it.
 //!
 //! # The driving loop
 //!
