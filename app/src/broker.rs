@@ -326,7 +326,7 @@ fn boot(
     }
     let identity = BrokerIdentity {
         uid: rustix::process::geteuid().as_raw(),
-        exe: std::env::current_exe().map_err(|_| Refusal::StorageUnavailable)?,
+        exe: human_proof::BrokerExe::of(&ProcFs::new(), std::process::id())?,
     };
     // Bound before any thread starts: binding sets the process umask.
     let socket_path = root.socket_path();
@@ -733,7 +733,7 @@ fn prove_human(
 #[derive(Debug, Clone)]
 struct BrokerIdentity {
     uid: u32,
-    exe: PathBuf,
+    exe: human_proof::BrokerExe,
 }
 
 /// The writer thread's name (its `comm`, as `/proc` shows it).
