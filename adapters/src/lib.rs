@@ -7,13 +7,16 @@
 //! `config` (business and boot JSON), `wire` (the socket's and the host
 //! channel's JSON), `socket` (Unix socket server and `Client`), `views`
 //! (shared reads over a client), `credentials` (file and environment token
-//! sources and the token store; not wired into the broker yet). Planned:
-//! `sse` (browser control over HTTP/SSE).
+//! sources and the token store; not wired into the broker yet),
+//! `http_drain` (an HTTP body read under a limit whose 413 survives: the
+//! rest is drained, bounded). Planned: `sse` (browser control over
+//! HTTP/SSE).
 #![warn(missing_docs, unreachable_pub)]
 
 pub mod config;
 pub mod credentials;
 pub mod fs;
+pub mod http_drain;
 pub mod procfs;
 pub mod socket;
 pub mod sqlite;

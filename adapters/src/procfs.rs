@@ -10,18 +10,27 @@
 //! whoever named the executable: it may hold spaces, `)` and even newlines.
 //! The fields are therefore split only after the *last* `)` of the line.
 //!
+//! The executable's identity is `stat` of the `exe` link, followed: the
+//! kernel resolves that link to the very file the process mapped at `exec`,
+//! so its device and inode stay those of the running image even after
+//! another file was renamed or copied over its path, or it was deleted
+//! (where the link's text, the path, would read the same, or `… (deleted)`).
+//! It is bracketed by two `stat` reads like a process.
+//!
 //! Errors: a missing file (`ENOENT`) or a vanished process (`ESRCH`) is
-//! [`ProcessError::Gone`]; `EACCES` on `environ` is [`ProcessError::Denied`];
+//! [`ProcessError::Gone`]; `EACCES` on `environ` and `EACCES` or `EPERM` on
+//! `exe` are [`ProcessError::Denied`];
 //! everything else, including text that does not parse, is
 //! [`ProcessError::Unreadable`] with the cause attached as its source (never
 //! shown on the wire).
 
 use std::fmt;
 use std::io;
+use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 
 use mosaic_ports::process::Environ;
-use mosaic_ports::{ProcessError, ProcessInfo, ProcessTable};
+use mosaic_ports::{ExeIdentity, ProcessError, ProcessInfo, ProcessTable};
 
 /// The process table of the running kernel, read from a procfs mount.
 #[derive(Debug, Clone)]
@@ -89,6 +98,24 @@ impl ProcessTable for ProcFs {
         let bytes = std::fs::read(self.file(pid, "environ")).map_err(environ_error)?;
         Ok(parse_environ(&bytes))
     }
+
+    fn exe_identity(&self, pid: u32) -> Result<ExeIdentity, ProcessError> {
+        let first = self.stat(pid)?;
+        // `metadata` follows the link: the file mapped at exec, not its path.
+        let exe = std::fs::metadata(self.file(pid, "exe"));
+        let last = self.stat(pid)?;
+        if last != first {
+            // The pid now names another process: ours has exited.
+            return Err(ProcessError::Gone);
+        }
+        // The process is still there, so a missing link means it has no
+        // executable (a kernel thread), not that it is gone.
+        let exe = exe.map_err(exe_error)?;
+        Ok(ExeIdentity {
+            dev: exe.dev(),
+            ino: exe.ino(),
+        })
+    }
 }
 
 /// The fields of a `stat` line that the port reports.
@@ -124,6 +151,17 @@ fn environ_error(e: io::Error) -> ProcessError {
         ProcessError::Denied
     } else {
         gone_or_unreadable(e)
+    }
+}
+
+/// The kernel hides another user's executable (`EACCES`, or `EPERM` from
+/// the ptrace check); anything else about a live process's `exe` link is
+/// unreadable.
+fn exe_error(e: io::Error) -> ProcessError {
+    if e.kind() == io::ErrorKind::PermissionDenied || e.raw_os_error() == Some(libc::EPERM) {
+        ProcessError::Denied
+    } else {
+        ProcessError::Unreadable(Box::new(e))
     }
 }
 
@@ -194,6 +232,7 @@ mod tests {
     use mosaic_ports::conformance::process::{run, ProcessFixture};
     use std::io::{BufRead, BufReader, Write};
     use std::os::unix::process::CommandExt;
+    use std::path::Path;
     use std::process::{Command, Stdio};
 
     #[test]
@@ -312,8 +351,18 @@ mod tests {
     /// `m) (1 2) (z` must be reported exactly; and, where the kernel refuses
     /// root a foreign process's environment (no `CAP_SYS_PTRACE`), a child
     /// running as uid 65534 is the denied case.
+    /// The device and inode of the file at `path` now, links followed.
+    fn identity_of(path: &Path) -> ExeIdentity {
+        let meta = std::fs::metadata(path).expect("metadata");
+        ExeIdentity {
+            dev: meta.dev(),
+            ino: meta.ino(),
+        }
+    }
+
     #[test]
     fn proc_table_conforms() {
+        let current_exe = std::env::current_exe().expect("current_exe");
         let dir = temp_dir("conformance");
         let cat = dir.join("m) (1 2) (z");
         std::os::unix::fs::symlink("/bin/cat", &cat).expect("symlink");
@@ -352,6 +401,11 @@ mod tests {
                 start_time: start_time_of(odd.id()),
                 exe: std::fs::canonicalize("/bin/cat").ok(),
             }],
+            exe_identities: vec![
+                // This test process's running image is its `current_exe`.
+                (std::process::id(), identity_of(&current_exe)),
+                (odd.id(), identity_of(Path::new("/bin/cat"))),
+            ],
         };
         let outcome = std::panic::catch_unwind(|| run(ProcFs::new, &fixture));
 
@@ -365,6 +419,56 @@ mod tests {
         if let Err(panic) = outcome {
             std::panic::resume_unwind(panic);
         }
+    }
+
+    /// The decision behind `exe_identity`: a file renamed over the path of a
+    /// running executable changes what the path names, not what the process
+    /// reports. Reading the link's text, or `stat` of the path, would follow
+    /// the replacement.
+    #[test]
+    fn a_replaced_executable_still_reports_the_running_file() {
+        let dir = temp_dir("replaced");
+        let path = dir.join("cat");
+        std::fs::copy("/bin/cat", &path).expect("copy cat");
+        let running = identity_of(&path);
+        let (mut child, stdin) = echoing_child(&mut Command::new(&path));
+        let replacement = dir.join("cat.new");
+        std::fs::copy("/bin/cat", &replacement).expect("copy cat again");
+        std::fs::rename(&replacement, &path).expect("rename over it");
+        let at_the_path = identity_of(&path);
+        assert_ne!(at_the_path, running, "the path names another file now");
+
+        let table = ProcFs::new();
+        let reported = table.exe_identity(child.id());
+        let path_text = table.process(child.id()).map(|p| p.exe);
+        let deleted = format!(
+            "{} (deleted)",
+            std::fs::canonicalize(&path).expect("path").display()
+        );
+        drop(stdin);
+        child.wait().expect("reap");
+        std::fs::remove_dir_all(&dir).expect("clean up");
+        assert_eq!(reported.expect("exe_identity"), running);
+        // The old process's link text marks its file deleted, but a process
+        // started from the path now runs the replacement under the plain
+        // path: by path alone that one passes for the original.
+        assert_eq!(path_text.expect("process"), Some(PathBuf::from(deleted)));
+        // Once reaped, the pid has no executable to report.
+        assert!(matches!(
+            table.exe_identity(child.id()),
+            Err(ProcessError::Gone)
+        ));
+    }
+
+    #[test]
+    fn exe_errors_map_to_the_port_errors() {
+        let os = io::Error::from_raw_os_error;
+        assert!(matches!(exe_error(os(libc::EACCES)), ProcessError::Denied));
+        assert!(matches!(exe_error(os(libc::EPERM)), ProcessError::Denied));
+        assert!(matches!(
+            exe_error(os(libc::ENOENT)),
+            ProcessError::Unreadable(_)
+        ));
     }
 
     #[test]

@@ -26,9 +26,13 @@
 //! 3. spawns one task for the connection, which:
 //!    - reads exactly one line within [`Limits::read_deadline`] of the accept:
 //!      at most [`MAX_REQUEST`] bytes before the `\n` (one byte more:
-//!      `request-too-large`, the rest is never read), silence or a partial
-//!      line past the deadline: `request-timeout`, end of stream before the
-//!      `\n`: `bad-request`;
+//!      `request-too-large`), silence or a partial line past the deadline:
+//!      `request-timeout`, end of stream before the `\n`: `bad-request`;
+//!    - after `request-too-large` or `request-timeout`, the two refusals
+//!      that come before the client has finished writing, shuts down its
+//!      writing side and reads and discards the rest (at most [`MAX_DRAIN`]
+//!      bytes within [`DRAIN_DEADLINE`]) before it closes, so the kernel does
+//!      not reset the connection and the client reads the answer;
 //!    - hands the line (without `\n`), the [`Peer`] and a [`Disconnect`]
 //!      signal to the [`Handler`], and while the handler works keeps reading
 //!      the connection: end of stream or an error fires the signal, which is
@@ -69,6 +73,22 @@ pub const READ_DEADLINE: Duration = Duration::from_secs(5);
 
 /// How long the server waits for a client to take its response.
 pub const WRITE_DEADLINE: Duration = Duration::from_secs(5);
+
+/// How much of a refused request the server still reads, and throws away,
+/// after answering `request-too-large` or `request-timeout`: 16 MiB.
+///
+/// A connection closed with unread input is reset by the kernel, and a
+/// client still writing its line then loses the answer (issue 22: 0 of 20
+/// answers arrived at 300 KB). Draining the rest lets the client finish
+/// writing and read the answer; the bound keeps a client that never stops
+/// from holding its slot and our time. Past it the connection is closed
+/// anyway.
+pub const MAX_DRAIN: usize = 16 * 1024 * 1024;
+
+/// How long the server drains a refused request ([`MAX_DRAIN`]) before it
+/// closes regardless: 2 s, ample for 16 MiB over a local socket, and short
+/// enough that a slow writer cannot keep a slot for long.
+pub const DRAIN_DEADLINE: Duration = Duration::from_secs(2);
 
 /// The [`Client`]'s default total time for one call: connect, send, answer.
 pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(5);

@@ -23,8 +23,8 @@ use std::time::Duration;
 
 use mosaic_adapters::fs::check_private_socket;
 use mosaic_adapters::socket::{
-    bind_private, error_line, serve_with, Client, Disconnect, Handler, Limits, Peer, MAX_REQUEST,
-    MAX_RESPONSE,
+    bind_private, error_line, serve_with, Client, Disconnect, Handler, Limits, Peer, MAX_DRAIN,
+    MAX_REQUEST, MAX_RESPONSE,
 };
 use mosaic_domain::Refusal;
 use serde_json::json;
@@ -295,7 +295,7 @@ fn a_request_of_exactly_64_kib_is_accepted() {
 }
 
 #[test]
-fn one_byte_more_is_too_large_and_the_rest_is_never_read() {
+fn one_byte_more_is_too_large_and_the_rest_never_reaches_the_handler() {
     let calls = Arc::new(AtomicUsize::new(0));
     let counted = Arc::clone(&calls);
     let server = Running::start(
@@ -331,6 +331,89 @@ fn one_byte_more_is_too_large_and_the_rest_is_never_read() {
         Err(Refusal::RequestTooLarge)
     );
     assert_eq!(calls.load(Ordering::SeqCst), 0);
+}
+
+/// Writes `chunk` again and again until the server stops taking it, and
+/// returns how many bytes it took and how long that lasted. Each write is
+/// bounded by [`SAFETY_NET`], so a server that neither reads nor closes
+/// fails the test.
+fn write_until_refused(stream: &mut UnixStream, chunk: &[u8]) -> (usize, Duration) {
+    stream.set_write_timeout(Some(SAFETY_NET)).expect("timeout");
+    let started = std::time::Instant::now();
+    let mut written = 0;
+    loop {
+        match stream.write(chunk) {
+            Ok(n) => written += n,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset
+                ) =>
+            {
+                return (written, started.elapsed())
+            }
+            Err(e) => panic!("write failed after {written} bytes: {e}"),
+        }
+    }
+}
+
+/// Issue 22 item 4: the server answers, stops writing and drains, so a
+/// client that writes its whole over-long line first and reads after gets
+/// the answer and a clean end of stream, not a reset.
+#[test]
+fn an_oversized_line_written_whole_before_reading_is_answered() {
+    let server = Running::start(echo(), Limits::default());
+    for size in [300_000, 8 * 1024 * 1024] {
+        let mut line = vec![b'z'; size];
+        line.push(b'\n');
+        for attempt in 1..=5 {
+            let mut stream = server.raw();
+            stream.set_write_timeout(Some(SAFETY_NET)).expect("timeout");
+            if let Err(e) = stream.write_all(&line) {
+                panic!("{size} bytes, try {attempt}: the write failed: {e}");
+            }
+            let mut answer = Vec::new();
+            if let Err(e) = stream.read_to_end(&mut answer) {
+                panic!("{size} bytes, try {attempt}: the read failed: {e}");
+            }
+            assert_line(&answer, &wire_refusal(Refusal::RequestTooLarge));
+        }
+    }
+}
+
+#[test]
+fn a_refused_client_that_never_stops_writing_is_cut_off_after_the_drain_limit() {
+    let server = Running::start(echo(), Limits::default());
+    let mut stream = server.raw();
+    let (written, _) = write_until_refused(&mut stream, &vec![b'z'; 1024 * 1024]);
+    // What the server read (the line's first 64 KiB + 1, then the drain),
+    // plus at most what the two socket buffers held when it closed.
+    assert!(
+        written > MAX_DRAIN && written < MAX_DRAIN + 8 * 1024 * 1024,
+        "{written} bytes taken"
+    );
+    // The answer was queued before the close, and is still there to read.
+    assert_line(&read_all(&stream), &wire_refusal(Refusal::RequestTooLarge));
+}
+
+#[test]
+fn a_refused_client_that_never_stops_writing_is_cut_off_after_the_drain_deadline() {
+    let deadline = Duration::from_millis(300);
+    let server = Running::start(
+        echo(),
+        Limits {
+            drain_limit: usize::MAX,
+            drain_deadline: deadline,
+            ..Limits::default()
+        },
+    );
+    let mut stream = server.raw();
+    let (_, took) = write_until_refused(&mut stream, &vec![b'z'; 1024 * 1024]);
+    assert!(
+        took >= deadline && took < SAFETY_NET,
+        "cut off after {took:?}"
+    );
+    assert_line(&read_all(&stream), &wire_refusal(Refusal::RequestTooLarge));
 }
 
 #[test]

@@ -44,6 +44,7 @@ use tokio::sync::{oneshot, watch};
 
 use crate::browser::{self, BrowserHub};
 use crate::driver::{Driver, LeakGuard};
+use crate::human_proof::BrokerExe;
 use crate::pipeline::{
     admit, read_now, stage_request, Admitted, Proven, Prover, Who, Writer, WriterWorld,
 };
@@ -265,7 +266,10 @@ fn real_ports(root: &DataRoot, config: &BootConfig) -> Result<Ports<SqliteStore>
         entropy: Box::new(OsEntropy),
         processes: Arc::new(ProcFs::new()),
         credentials: Box::new(FileEnvCredentials::new(protected)),
-        identity: BrokerIdentity::of_this_process().map_err(|_| Refusal::StorageUnavailable)?,
+        identity: BrokerIdentity {
+            uid: rustix::process::geteuid().as_raw(),
+            exe: BrokerExe::of(&ProcFs::new(), std::process::id())?,
+        },
     })
 }
 
@@ -282,12 +286,14 @@ fn real_ports(root: &DataRoot, config: &BootConfig) -> Result<Ports<SqliteStore>
 /// use mosaic_adapters::config::BootConfig;
 /// use mosaic_adapters::socket::Client;
 /// use mosaic_app::broker::start_runtime;
+/// use mosaic_app::human_proof::BrokerExe;
 /// use mosaic_app::world::{BrokerIdentity, Ports};
 /// use mosaic_domain::evidence::{Harness, LaunchRecord};
 /// use mosaic_domain::{BusinessId, RoleInstance, RunId, Timestamp};
 /// use mosaic_ports::fakes::{
 ///     FakeCredentials, FakeProcessTable, ManualClock, MemoryStore, SeededEntropy,
 /// };
+/// use mosaic_ports::ExeIdentity;
 ///
 /// let business = business_from_json(r#"{"id": "acme", "human": "alice",
 ///     "arbiters": {"technical": "lead", "delivery": "lead"},
@@ -300,7 +306,10 @@ fn real_ports(root: &DataRoot, config: &BootConfig) -> Result<Ports<SqliteStore>
 ///     entropy: Box::new(SeededEntropy::new(1)),
 ///     processes: Arc::new(FakeProcessTable::new()),
 ///     credentials: Box::new(FakeCredentials::new()),
-///     identity: BrokerIdentity { uid: 1000, exe: "/opt/mosaic-bus".into() },
+///     identity: BrokerIdentity {
+///         uid: 1000,
+///         exe: BrokerExe { path: "/opt/mosaic-bus".into(), identity: ExeIdentity { dev: 1, ino: 2 } },
+///     },
 /// };
 /// let launch = LaunchRecord {
 ///     business: BusinessId::parse("acme").unwrap(),

@@ -9,7 +9,10 @@
 //! all of this holds at the time of the request:
 //!
 //! - the peer (pid and uid from `SO_PEERCRED`) runs as the broker's user and
-//!   is exactly the broker's own executable ([`HumanClaim::exe`]);
+//!   is exactly the broker's own executable ([`HumanClaim::exe`]): the same
+//!   path, and the same file by device and inode
+//!   ([`ProcessTable::exe_identity`]), both taken from the broker's running
+//!   image once at boot ([`BrokerExe::of`]);
 //! - the peer's environment is readable and carries [`NONCE_ENV`] exactly
 //!   once, with the very nonce the request carries: the CLI re-executes
 //!   itself with a fresh nonce ([`fresh_nonce`]), so the nonce ties the
@@ -47,9 +50,15 @@
 //!   user, without the human socket mounted.
 //! - Markers are the ones listed in [`RUN_MARKERS`]; a harness that sets none
 //!   of them is only caught by the launch registry.
-//! - Replacing the binary while the broker runs makes the broker's own path
-//!   read `… (deleted)`, so every proof fails until the broker restarts: the
-//!   safe direction.
+//! - Replacing the binary at its path while the broker runs (a rename or a
+//!   copy over it, a delete and a new file) leaves the path the same but
+//!   gives a CLI started from it another file, with another device or
+//!   inode: every proof fails until the broker restarts on the new binary,
+//!   the safe direction. The path alone would not show it: the broker took
+//!   its path at boot, and the new CLI reports that very path. The file
+//!   itself cannot be rewritten in place while the broker executes it (the
+//!   kernel refuses writes to a running image, `ETXTBSY`), so the same
+//!   device and inode mean the broker's own bytes.
 //! - Reading `/proc` is Linux-specific.
 //!
 //! [`check`] reports *why* a proof failed ([`ProofFailure`]) for tests and
@@ -62,7 +71,7 @@ use std::path::PathBuf;
 
 use mosaic_domain::Refusal;
 use mosaic_ports::process::Environ;
-use mosaic_ports::{Entropy, ProcessError, ProcessInfo, ProcessTable};
+use mosaic_ports::{Entropy, ExeIdentity, ProcessError, ProcessInfo, ProcessTable};
 
 /// The variable the human CLI puts its nonce in when it re-executes itself.
 pub const NONCE_ENV: &str = "MOSAIC_HUMAN_NONCE";
@@ -126,11 +135,44 @@ pub struct HumanClaim {
     pub peer_uid: u32,
     /// The broker's own uid: the human is the user the broker runs as.
     pub broker_uid: u32,
-    /// The exact executable the CLI must be: the broker's own
-    /// `current_exe`, as the kernel reports it.
-    pub exe: PathBuf,
+    /// The exact executable the CLI must be: the broker's own, taken at
+    /// boot.
+    pub exe: BrokerExe,
     /// The nonce sent in the request.
     pub nonce: String,
+}
+
+/// The broker's own executable, as the kernel reported it once at boot: its
+/// path and the device and inode of the running image. A human CLI must be
+/// both.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokerExe {
+    /// The resolved path (`/proc/<pid>/exe`'s text).
+    pub path: PathBuf,
+    /// The file the process runs, whatever its path names later.
+    pub identity: ExeIdentity,
+}
+
+impl BrokerExe {
+    /// Process `pid`'s executable as `table` reports it; the broker reads
+    /// its own (`std::process::id()`) at boot, before any binary at its
+    /// path could have been replaced under it.
+    ///
+    /// # Errors
+    /// `storage-unavailable` when the path or the file's identity cannot
+    /// be read: without them no proof can pass, so the broker does not
+    /// boot.
+    pub fn of(table: &dyn ProcessTable, pid: u32) -> Result<BrokerExe, Refusal> {
+        let path = table
+            .process(pid)
+            .ok()
+            .and_then(|info| info.exe)
+            .ok_or(Refusal::StorageUnavailable)?;
+        let identity = table
+            .exe_identity(pid)
+            .map_err(|_| Refusal::StorageUnavailable)?;
+        Ok(BrokerExe { path, identity })
+    }
 }
 
 impl fmt::Debug for HumanClaim {
@@ -155,10 +197,14 @@ pub enum ProofFailure {
     /// The peer does not run as the broker's user (by `SO_PEERCRED` or by
     /// `/proc`).
     UidMismatch,
-    /// The peer has no readable executable path.
+    /// The peer's executable (its path, or its device and inode) is
+    /// unreadable.
     ExeMissing,
-    /// The peer's executable is not exactly the broker's.
+    /// The peer's executable path is not the broker's.
     ExeMismatch,
+    /// The peer's executable has the broker's path but is another file
+    /// (device and inode): the binary was replaced at that path.
+    ExeReplaced,
     /// The kernel will not show the peer's environment (`EACCES`).
     PeerEnvironDenied,
     /// The peer carries a run marker.
@@ -231,6 +277,9 @@ impl fmt::Display for ProofFailure {
             ProofFailure::UidMismatch => f.write_str("the peer is not the broker's user"),
             ProofFailure::ExeMissing => f.write_str("the peer's executable is unreadable"),
             ProofFailure::ExeMismatch => f.write_str("the peer is not the broker's executable"),
+            ProofFailure::ExeReplaced => {
+                f.write_str("the peer's executable is another file at the broker's path")
+            }
             ProofFailure::PeerEnvironDenied => f.write_str("the peer's environment is denied"),
             ProofFailure::PeerRunMarker { marker } => {
                 write!(f, "the peer carries the run marker {marker}")
@@ -308,8 +357,19 @@ pub fn check(
     }
     match &peer.exe {
         None => return Err(ProofFailure::ExeMissing),
-        Some(exe) if *exe != claim.exe => return Err(ProofFailure::ExeMismatch),
+        Some(exe) if *exe != claim.exe.path => return Err(ProofFailure::ExeMismatch),
         Some(_) => {}
+    }
+    // The path says where the file was found; only the device and inode say
+    // it is the broker's own file. A pid reused since `read` is caught by
+    // the walk, which reads the peer again after its parent.
+    match table.exe_identity(peer.pid) {
+        Ok(identity) if identity == claim.exe.identity => {}
+        Ok(_) => return Err(ProofFailure::ExeReplaced),
+        Err(ProcessError::Gone) => return Err(ProofFailure::Gone { pid: peer.pid }),
+        Err(ProcessError::Denied | ProcessError::Unreadable(_)) => {
+            return Err(ProofFailure::ExeMissing)
+        }
     }
     if launched(peer.pid, peer.start_time) {
         return Err(ProofFailure::PeerIsLaunch);

@@ -10,13 +10,14 @@
 //! test's clock jumps ([`Clock::on_jump`]), so a test reaches a deadline by
 //! moving its clock, never by sleeping.
 
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use mosaic_domain::Timestamp;
 use mosaic_ports::{Clock, Credentials, Entropy, EntropyError, ProcessTable};
 use tokio::sync::Notify;
+
+use crate::human_proof::BrokerExe;
 
 /// The ports of one broker.
 pub struct Ports<S> {
@@ -48,21 +49,8 @@ impl<S> std::fmt::Debug for Ports<S> {
 pub struct BrokerIdentity {
     /// The effective uid the broker runs as; a peer of another is refused.
     pub uid: u32,
-    /// The executable a human CLI must be.
-    pub exe: PathBuf,
-}
-
-impl BrokerIdentity {
-    /// This process's effective uid and executable.
-    ///
-    /// # Errors
-    /// When the executable's path cannot be read.
-    pub fn of_this_process() -> std::io::Result<Self> {
-        Ok(Self {
-            uid: rustix::process::geteuid().as_raw(),
-            exe: std::env::current_exe()?,
-        })
-    }
+    /// The executable a human CLI must be: its path and the file itself.
+    pub exe: BrokerExe,
 }
 
 /// One entropy source shared by the writer, the browser hub and the

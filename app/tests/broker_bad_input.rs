@@ -337,6 +337,51 @@ fn a_64_kib_line_is_accepted_and_one_byte_more_is_request_too_large() {
     b.close();
 }
 
+/// Issue 22 item 4: a client that writes its whole over-long line before it
+/// reads must read the refusal. Without the drain, the broker closed with
+/// the line's rest still queued, the kernel reset the connection and the
+/// client's write failed: 0 of 20 answers arrived at 300 KB and at 1 MB.
+#[test]
+fn an_oversized_line_written_whole_before_reading_is_answered_every_time() {
+    let root = data_root();
+    let b = broker(root.path());
+    let cap = b.agent("lead-1").cap;
+    for size in [70_000, 300_000, 1_000_000, 8_000_000] {
+        let empty = line(&cap, "message.send", r#"{"to":"qa","body":""}"#).len();
+        let body = "x".repeat(size - empty);
+        let mut request = line(
+            &cap,
+            "message.send",
+            &format!(r#"{{"to":"qa","body":"{body}"}}"#),
+        );
+        assert_eq!(request.len(), size);
+        request.push(b'\n');
+        for attempt in 1..=20 {
+            let mut stream = connect(&b.socket);
+            // A broker that stops reading and never closes would block this
+            // write forever: the timeout turns that into a failure.
+            stream.set_write_timeout(Some(WAIT)).expect("timeout");
+            if let Err(e) = stream.write_all(&request) {
+                panic!("{size} bytes, try {attempt}: the write failed ({e}) before any answer");
+            }
+            let mut bytes = Vec::new();
+            if let Err(e) = stream.read_to_end(&mut bytes) {
+                panic!("{size} bytes, try {attempt}: the read failed ({e})");
+            }
+            assert_eq!(
+                bytes,
+                b"{\"ok\":false,\"error\":\"request-too-large\"}\n",
+                "{size} bytes, try {attempt}: {:?}",
+                String::from_utf8_lossy(&bytes)
+            );
+        }
+    }
+    // None of them took effect, and the broker still serves.
+    assert_eq!(b.agent("qa-1").ok("message.receive", json!({})), json!([]));
+    b.close();
+    assert_store_intact(root.path());
+}
+
 #[test]
 fn silence_after_a_partial_line_times_out_while_other_clients_are_served() {
     let root = data_root();

@@ -11,26 +11,34 @@
 //! it has exec'd and its environment is final.
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use mosaic_adapters::procfs::ProcFs;
 use mosaic_app::human_proof::{
-    check, fresh_nonce, prove, HumanClaim, ProofFailure, MAX_ANCESTORS, NONCE_ENV, RUN_MARKERS,
+    check, fresh_nonce, prove, BrokerExe, HumanClaim, ProofFailure, MAX_ANCESTORS, NONCE_ENV,
+    RUN_MARKERS,
 };
 use mosaic_domain::Refusal;
 use mosaic_ports::fakes::{
     FailingEntropy, FakeEnviron, FakeProcess, FakeProcessTable, SeededEntropy,
 };
 use mosaic_ports::process::Environ;
-use mosaic_ports::{ProcessError, ProcessInfo, ProcessTable};
+use mosaic_ports::{ExeIdentity, ProcessError, ProcessInfo, ProcessTable};
 
 // ---------------------------------------------------------------------------
 // The synthetic chain: init (1) → terminal (5) → shell (10) → peer (20).
 
 const EXE: &str = "/usr/local/bin/mosaic-bus";
+/// The device and inode of the broker's running image: the file at [`EXE`]
+/// when it booted.
+const EXE_FILE: ExeIdentity = ExeIdentity {
+    dev: 2049,
+    ino: 777,
+};
 const NONCE: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 const OTHER_NONCE: &str = "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210";
 const HUMAN: u32 = 1000;
@@ -71,6 +79,7 @@ fn peer() -> FakeProcess {
     FakeProcess::new(PEER, SHELL)
         .start_time(200)
         .exe(EXE)
+        .exe_identity(EXE_FILE.dev, EXE_FILE.ino)
         .env([("HOME", "/home/h"), (NONCE_ENV, NONCE)])
 }
 
@@ -87,7 +96,10 @@ fn claim() -> HumanClaim {
         peer_pid: PEER,
         peer_uid: HUMAN,
         broker_uid: HUMAN,
-        exe: PathBuf::from(EXE),
+        exe: BrokerExe {
+            path: PathBuf::from(EXE),
+            identity: EXE_FILE,
+        },
         nonce: NONCE.to_owned(),
     }
 }
@@ -198,6 +210,59 @@ fn another_users_ancestor_environment_skips_only_the_marker_check() {
             child: PEER,
         },
     );
+}
+
+#[test]
+fn a_peer_at_the_brokers_path_running_another_file_is_refused() {
+    // The binary was replaced at its path after the broker booted: the
+    // path matches, the device or the inode does not.
+    for (dev, ino) in [
+        (EXE_FILE.dev, EXE_FILE.ino + 1),
+        (EXE_FILE.dev + 1, EXE_FILE.ino),
+    ] {
+        let table = chain().with(peer().exe_identity(dev, ino));
+        assert_refused(&table, ProofFailure::ExeReplaced);
+        assert_eq!(
+            prove(&table, &claim(), &no_launch),
+            Err(Refusal::HumanProofFailed)
+        );
+    }
+}
+
+#[test]
+fn a_peer_whose_executable_file_is_unreadable_is_refused() {
+    let table = chain().with(
+        FakeProcess::new(PEER, SHELL)
+            .start_time(200)
+            .exe(EXE)
+            .env([("HOME", "/home/h"), (NONCE_ENV, NONCE)]),
+    );
+    assert_refused(&table, ProofFailure::ExeMissing);
+    // Gone between its `stat` and its executable.
+    assert_refused(
+        &chain().with(peer().gone_after(1)),
+        ProofFailure::Gone { pid: PEER },
+    );
+}
+
+#[test]
+fn the_brokers_exe_is_its_path_and_its_file() {
+    assert_eq!(
+        BrokerExe::of(&chain(), PEER),
+        Ok(BrokerExe {
+            path: PathBuf::from(EXE),
+            identity: EXE_FILE,
+        })
+    );
+    // Without either, no proof could pass: the broker does not boot.
+    let no_file = FakeProcessTable::new().with(FakeProcess::new(PEER, 1).exe(EXE));
+    let no_path = FakeProcessTable::new().with(FakeProcess::new(PEER, 1).exe_identity(1, 2));
+    for table in [no_file, no_path, FakeProcessTable::new()] {
+        assert_eq!(
+            BrokerExe::of(&table, PEER),
+            Err(Refusal::StorageUnavailable)
+        );
+    }
 }
 
 #[test]
@@ -544,6 +609,7 @@ fn tall_chain(count: u32) -> FakeProcessTable {
         FakeProcess::new(PEER, first)
             .start_time(u64::from(count) + 2)
             .exe(EXE)
+            .exe_identity(EXE_FILE.dev, EXE_FILE.ino)
             .env([(NONCE_ENV, NONCE)]),
     )
 }
@@ -592,6 +658,10 @@ impl ProcessTable for ReplacedMidWalk {
 
     fn environ(&self, pid: u32) -> Result<Environ, ProcessError> {
         self.table.environ(pid)
+    }
+
+    fn exe_identity(&self, pid: u32) -> Result<ExeIdentity, ProcessError> {
+        self.table.exe_identity(pid)
     }
 }
 
@@ -702,6 +772,15 @@ fn only_child_of(parent: u32) -> u32 {
     children[0]
 }
 
+/// The device and inode of the file at `path` now, links followed.
+fn identity_of(path: &Path) -> ExeIdentity {
+    let meta = std::fs::metadata(path).expect("metadata");
+    ExeIdentity {
+        dev: meta.dev(),
+        ino: meta.ino(),
+    }
+}
+
 /// A claim that `peer` is the CLI, where the CLI is `cat` and the broker is
 /// this test process.
 fn cat_claim(peer: u32) -> HumanClaim {
@@ -710,9 +789,53 @@ fn cat_claim(peer: u32) -> HumanClaim {
         peer_pid: peer,
         peer_uid: uid,
         broker_uid: uid,
-        exe: std::fs::canonicalize("/bin/cat").expect("cat"),
+        exe: BrokerExe {
+            path: std::fs::canonicalize("/bin/cat").expect("cat"),
+            identity: identity_of(Path::new("/bin/cat")),
+        },
         nonce: NONCE.to_owned(),
     }
+}
+
+/// Issue 22 item 6 over the real `/proc`: a "broker" (a copy of `cat`)
+/// takes its executable at boot; another file is then renamed over its
+/// path; a "CLI" started from that path reports the broker's very path, but
+/// another file, and is refused. Before the swap, the same path passes the
+/// executable checks (and fails only later, on its missing nonce).
+#[test]
+fn a_real_peer_running_a_file_swapped_in_at_the_brokers_path_is_refused() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let path = dir.path().join("mosaic-bus");
+    std::fs::copy("/bin/cat", &path).expect("copy cat");
+    let path = path.to_str().expect("a UTF-8 path");
+    let broker = echoing(&[path], &[]);
+    let exe = BrokerExe::of(&ProcFs::new(), broker.child.id()).expect("the broker's exe");
+    assert_eq!(exe.identity, identity_of(Path::new(path)));
+    let claim_for = |peer: u32| HumanClaim {
+        exe: exe.clone(),
+        ..cat_claim(peer)
+    };
+
+    let before = echoing(&[path], &[]);
+    assert_check(
+        &ProcFs::new(),
+        &claim_for(before.child.id()),
+        &no_launch,
+        Err(ProofFailure::NonceMissing),
+    );
+
+    let replacement = dir.path().join("mosaic-bus.new");
+    std::fs::copy("/bin/cat", &replacement).expect("copy cat again");
+    std::fs::rename(&replacement, path).expect("rename over the broker's path");
+    let after = echoing(&[path], &[(NONCE_ENV, NONCE)]);
+    let peer = ProcFs::new().process(after.child.id()).expect("the peer");
+    assert_eq!(peer.exe.as_ref(), Some(&exe.path), "the very same path");
+    assert_check(
+        &ProcFs::new(),
+        &claim_for(after.child.id()),
+        &no_launch,
+        Err(ProofFailure::ExeReplaced),
+    );
 }
 
 #[test]

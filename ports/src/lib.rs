@@ -28,5 +28,5 @@ pub use browser::{BrowserTransport, PaneEvent, TransportError};
 pub use clock::Clock;
 pub use credentials::{CredentialError, Credentials};
 pub use entropy::{Entropy, EntropyError};
-pub use process::{ProcessError, ProcessInfo, ProcessTable};
+pub use process::{ExeIdentity, ProcessError, ProcessInfo, ProcessTable};
 pub use store::{EvidenceStore, StoreError, StoreReaders, TaskView};

@@ -17,6 +17,18 @@ pub struct ProcessInfo {
     pub exe: Option<PathBuf>,
 }
 
+/// The file a process executes, named by the kernel's device and inode
+/// numbers rather than by a path: a path can come to name another file
+/// (renamed or copied over it) while the process keeps running the one it
+/// started with, but two identities are equal only for the very same file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ExeIdentity {
+    /// The device holding the file (`st_dev`).
+    pub dev: u64,
+    /// The file's inode number on that device (`st_ino`).
+    pub ino: u64,
+}
+
 /// A process environment: `(name, value)` pairs of raw bytes, in kernel
 /// order.
 pub type Environ = Vec<(Vec<u8>, Vec<u8>)>;
@@ -57,4 +69,23 @@ pub trait ProcessTable: Send + Sync {
     /// callers treat differently from every other failure;
     /// [`ProcessError::Gone`]; [`ProcessError::Unreadable`].
     fn environ(&self, pid: u32) -> Result<Environ, ProcessError>;
+
+    /// The device and inode of the file `pid` executes.
+    ///
+    /// The identity MUST be that of the image the process runs, the file
+    /// its last `exec` opened (on Linux: `stat`, following the link, of
+    /// `/proc/<pid>/exe`), never of whatever its path names now: when
+    /// another file has been renamed or copied over that path, or the file
+    /// was deleted, the process still reports its own file. The answer MUST
+    /// belong to the process `pid` named when the call began: a pid reused
+    /// during the read is [`ProcessError::Gone`], not another process's
+    /// file.
+    ///
+    /// # Errors
+    /// [`ProcessError::Gone`] when there is no such process;
+    /// [`ProcessError::Denied`] when the kernel refuses to show the
+    /// executable (`EACCES`, `EPERM`: another user's process);
+    /// [`ProcessError::Unreadable`] otherwise, including a process that has
+    /// no executable (a kernel thread).
+    fn exe_identity(&self, pid: u32) -> Result<ExeIdentity, ProcessError>;
 }

@@ -22,8 +22,8 @@ use mosaic_ports::fakes::{
 };
 use mosaic_ports::process::Environ;
 use mosaic_ports::{
-    BrowserTransport, Clock, CredentialError, Credentials, Entropy, EvidenceStore, PaneEvent,
-    ProcessError, ProcessInfo, ProcessTable, StoreError, TaskView, TransportError,
+    BrowserTransport, Clock, CredentialError, Credentials, Entropy, EvidenceStore, ExeIdentity,
+    PaneEvent, ProcessError, ProcessInfo, ProcessTable, StoreError, TaskView, TransportError,
 };
 
 // --- Conformance ------------------------------------------------------------
@@ -94,15 +94,25 @@ fn fake_process_table_conforms() {
                 exe: None,
             },
         ],
+        exe_identities: vec![
+            (1, ExeIdentity { dev: 8, ino: 12 }),
+            (100, ExeIdentity { dev: 8, ino: 4711 }),
+        ],
     };
     process::run(
         || {
             FakeProcessTable::new()
-                .with(FakeProcess::new(1, 0).uid(0).exe("/sbin/init"))
+                .with(
+                    FakeProcess::new(1, 0)
+                        .uid(0)
+                        .exe("/sbin/init")
+                        .exe_identity(8, 12),
+                )
                 .with(
                     FakeProcess::new(100, 1)
                         .start_time(5000)
                         .exe("/usr/bin/pi")
+                        .exe_identity(8, 4711)
                         .env([("HOME", "/home/h"), ("MOSAIC_RUN_ID", "run-1")]),
                 )
                 .with(
@@ -485,6 +495,39 @@ fn process_table_environments() {
     assert_eq!(table.environ(14).unwrap(), vec![]);
     // A denied environment leaves the process itself readable.
     assert_eq!(process_error(table.process(11)), "ok");
+}
+
+#[test]
+fn process_table_executables_are_files_not_paths() {
+    let table = FakeProcessTable::new()
+        // The same path, another file: a binary replaced at its path.
+        .with(FakeProcess::new(10, 1).exe("/usr/bin/x").exe_identity(8, 1))
+        .with(FakeProcess::new(11, 1).exe("/usr/bin/x").exe_identity(8, 2))
+        // A path and no file identity, as a kernel thread has neither.
+        .with(FakeProcess::new(12, 1).exe("/usr/bin/x"))
+        .with(FakeProcess::new(13, 1).exe_identity(8, 1).gone_after(1));
+    assert_eq!(
+        table.exe_identity(10).unwrap(),
+        ExeIdentity { dev: 8, ino: 1 }
+    );
+    assert_ne!(
+        table.exe_identity(10).unwrap(),
+        table.exe_identity(11).unwrap()
+    );
+    assert!(matches!(
+        table.exe_identity(12),
+        Err(ProcessError::Unreadable(_))
+    ));
+    assert!(matches!(table.exe_identity(99), Err(ProcessError::Gone)));
+    // Reading the executable does not count as a `process` read, and a
+    // process that has vanished has no executable either.
+    assert_eq!(
+        table.exe_identity(13).unwrap(),
+        ExeIdentity { dev: 8, ino: 1 }
+    );
+    assert_eq!(table.reads(13), 0);
+    table.process(13).unwrap();
+    assert!(matches!(table.exe_identity(13), Err(ProcessError::Gone)));
 }
 
 #[test]

@@ -19,7 +19,7 @@ use mosaic_adapters::config::{business_from_json, BootConfig};
 use mosaic_adapters::socket::Client;
 use mosaic_adapters::views::views;
 use mosaic_app::broker::start_runtime;
-use mosaic_app::human_proof::NONCE_ENV;
+use mosaic_app::human_proof::{BrokerExe, NONCE_ENV};
 use mosaic_app::world::{BrokerIdentity, Ports};
 use mosaic_domain::evidence::{Harness, LaunchRecord};
 use mosaic_domain::{BusinessId, Refusal, RoleInstance, RunId, Timestamp};
@@ -27,10 +27,13 @@ use mosaic_ports::fakes::{
     FakeCredentials, FakeProcess, FakeProcessTable, ManualClock, MemoryStore, SeededEntropy,
 };
 use mosaic_ports::process::Environ;
-use mosaic_ports::{Clock, ProcessError, ProcessInfo, ProcessTable};
+use mosaic_ports::{Clock, ExeIdentity, ProcessError, ProcessInfo, ProcessTable};
 use serde_json::{json, Value};
 
 const EXE: &str = "/opt/mosaic/bin/mosaic-bus";
+/// The device and inode of the made-up executable.
+const EXE_DEV: u64 = 2049;
+const EXE_INO: u64 = 131_075;
 const NONCE: &str = "0123456789abcdef0123456789abcdef";
 /// The fake pids of the two agents; no such processes need exist.
 const LEAD_PID: u32 = 7001;
@@ -61,6 +64,7 @@ fn human_ancestry(table: &FakeProcessTable, parent: u32) {
             .uid(uid)
             .start_time(500)
             .exe(EXE)
+            .exe_identity(EXE_DEV, EXE_INO)
             .env([(NONCE_ENV, NONCE)]),
     );
     table.insert(
@@ -146,7 +150,13 @@ impl Shop {
             credentials: Box::new(FakeCredentials::new()),
             identity: BrokerIdentity {
                 uid: rustix::process::geteuid().as_raw(),
-                exe: EXE.into(),
+                exe: BrokerExe {
+                    path: EXE.into(),
+                    identity: ExeIdentity {
+                        dev: EXE_DEV,
+                        ino: EXE_INO,
+                    },
+                },
             },
         };
         let config = BootConfig {
@@ -337,6 +347,10 @@ impl Stalling {
 impl ProcessTable for Stalling {
     fn process(&self, pid: u32) -> Result<ProcessInfo, ProcessError> {
         self.table.process(pid)
+    }
+
+    fn exe_identity(&self, pid: u32) -> Result<ExeIdentity, ProcessError> {
+        self.table.exe_identity(pid)
     }
 
     fn environ(&self, pid: u32) -> Result<Environ, ProcessError> {

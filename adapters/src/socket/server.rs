@@ -13,7 +13,8 @@ use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
 use super::{
-    effective_uid, error_line, MAX_CONNECTIONS, MAX_REQUEST, READ_DEADLINE, WRITE_DEADLINE,
+    effective_uid, error_line, DRAIN_DEADLINE, MAX_CONNECTIONS, MAX_DRAIN, MAX_REQUEST,
+    READ_DEADLINE, WRITE_DEADLINE,
 };
 
 /// How long the accept loop pauses after a failed `accept` (for example
@@ -55,6 +56,12 @@ pub struct Limits {
     /// Beyond it a new connection is answered `broker-unavailable` and
     /// closed unread.
     pub max_connections: usize,
+    /// How many bytes of a refused request are still read and discarded
+    /// after the answer ([`MAX_DRAIN`], 16 MiB), so the client can finish
+    /// writing and read the answer.
+    pub drain_limit: usize,
+    /// How long that draining may take ([`DRAIN_DEADLINE`], 2 s).
+    pub drain_deadline: Duration,
 }
 
 impl Default for Limits {
@@ -63,6 +70,8 @@ impl Default for Limits {
             read_deadline: READ_DEADLINE,
             write_deadline: WRITE_DEADLINE,
             max_connections: MAX_CONNECTIONS,
+            drain_limit: MAX_DRAIN,
+            drain_deadline: DRAIN_DEADLINE,
         }
     }
 }
@@ -312,7 +321,7 @@ async fn connection<H: Handler>(
     let line = match tokio::time::timeout_at(read_until, read_request(&mut stream)).await {
         Ok(Ok(line)) => line,
         Ok(Err(Unreadable::TooLarge)) => {
-            reply(&mut stream, error_line(Refusal::RequestTooLarge), limits).await;
+            refuse_unread(&mut stream, Refusal::RequestTooLarge, limits).await;
             return stream;
         }
         Ok(Err(Unreadable::Ended)) => {
@@ -321,7 +330,7 @@ async fn connection<H: Handler>(
         }
         Ok(Err(Unreadable::Broken)) => return stream,
         Err(_elapsed) => {
-            reply(&mut stream, error_line(Refusal::RequestTimeout), limits).await;
+            refuse_unread(&mut stream, Refusal::RequestTimeout, limits).await;
             return stream;
         }
     };
@@ -371,6 +380,40 @@ async fn read_request(stream: &mut UnixStream) -> Result<Vec<u8>, Unreadable> {
         line.extend_from_slice(got);
         if line.len() > MAX_REQUEST {
             return Err(Unreadable::TooLarge);
+        }
+    }
+}
+
+/// Answers a request refused before its line was read to the end, so that
+/// the answer survives the close.
+///
+/// Closing a connection whose input is still queued makes the kernel reset
+/// it: a client still writing its line then fails to write (`ECONNRESET`,
+/// `EPIPE`) before it ever reads, and cannot tell "refused" from "lost". So
+/// the answer goes out first, then our writing side is shut down (the
+/// client reads the answer and then the end of the stream), and what the
+/// client still sends is read and thrown away, never parsed, until it
+/// closes, or [`Limits::drain_limit`] bytes or [`Limits::drain_deadline`]
+/// have passed. The connection keeps its slot while it drains; the bounds
+/// keep that cheap.
+async fn refuse_unread(stream: &mut UnixStream, refusal: Refusal, limits: Limits) {
+    reply(stream, error_line(refusal), limits).await;
+    if stream.shutdown().await.is_err() {
+        // The client is gone already; there is nobody to drain for.
+        return;
+    }
+    let _ = tokio::time::timeout(limits.drain_deadline, drain(stream, limits.drain_limit)).await;
+}
+
+/// Reads and discards up to `limit` bytes, until the end of the stream or
+/// an error.
+async fn drain(stream: &mut UnixStream, limit: usize) {
+    let mut chunk = [0u8; READ_CHUNK];
+    let mut left = limit;
+    while left > 0 {
+        match stream.read(&mut chunk[..left.min(READ_CHUNK)]).await {
+            Ok(0) | Err(_) => return,
+            Ok(read) => left = left.saturating_sub(read),
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The [`ProcessTable`] suite.
 
 use super::{check, check_eq, fail, run_checks, Check};
-use crate::process::{Environ, ProcessError, ProcessInfo, ProcessTable};
+use crate::process::{Environ, ExeIdentity, ProcessError, ProcessInfo, ProcessTable};
 
 /// Processes the harness prepared for the suite. For the `/proc` adapter:
 /// the test process itself (or a child it spawned with a known environment)
@@ -21,6 +21,10 @@ pub struct ProcessFixture {
     /// example a child whose command name contains `) (`, so a start time
     /// parsed before the last `)` shows.
     pub expect: Vec<ProcessInfo>,
+    /// Processes and the [`ExeIdentity`] the table MUST report for each,
+    /// for example the test process itself with the device and inode of
+    /// its `current_exe`; `alive` SHOULD be among them.
+    pub exe_identities: Vec<(u32, ExeIdentity)>,
 }
 
 /// Runs every process-table check, each on a fresh table from `make`,
@@ -37,6 +41,9 @@ pub fn run<P: ProcessTable>(mut make: impl FnMut() -> P, fixture: &ProcessFixtur
         Check::new("gone_environ", gone_environ::<P>),
         Check::new("denied_environ", denied_environ::<P>),
         Check::new("expected_processes", expected_processes::<P>),
+        Check::new("expected_exe_identities", expected_exe_identities::<P>),
+        Check::new("exe_identity_is_stable", exe_identity_is_stable::<P>),
+        Check::new("gone_exe_identity", gone_exe_identity::<P>),
     ];
     run_checks("process table", checks, || Subject {
         table: make(),
@@ -129,4 +136,33 @@ fn expected_processes<P: ProcessTable>(s: &mut Subject<'_, P>) {
             expected.clone(),
         );
     }
+}
+
+fn expected_exe_identities<P: ProcessTable>(s: &mut Subject<'_, P>) {
+    for &(pid, expected) in &s.fixture.exe_identities {
+        check_eq(
+            &format!("exe_identity({pid})"),
+            s.table.exe_identity(pid).map_err(|e| kind(&e)),
+            Ok(expected),
+        );
+    }
+}
+
+fn exe_identity_is_stable<P: ProcessTable>(s: &mut Subject<'_, P>) {
+    let pid = s.fixture.alive;
+    let first = s.table.exe_identity(pid).map_err(|e| kind(&e));
+    check_eq(
+        &format!("a second exe_identity({pid})"),
+        s.table.exe_identity(pid).map_err(|e| kind(&e)),
+        first,
+    );
+}
+
+fn gone_exe_identity<P: ProcessTable>(s: &mut Subject<'_, P>) {
+    let pid = s.fixture.gone;
+    check_eq(
+        &format!("exe_identity({pid}) of a free pid"),
+        s.table.exe_identity(pid).map_err(|e| kind(&e)),
+        Err::<ExeIdentity, &str>("Gone"),
+    );
 }

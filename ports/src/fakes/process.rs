@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use super::{lock, InjectedFailure};
-use crate::process::{Environ, ProcessError, ProcessInfo, ProcessTable};
+use crate::process::{Environ, ExeIdentity, ProcessError, ProcessInfo, ProcessTable};
 
 /// What [`ProcessTable::environ`] reports for a [`FakeProcess`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,8 +25,9 @@ pub enum FakeEnviron {
 /// One synthetic process, built with chained setters and added to a
 /// [`FakeProcessTable`].
 ///
-/// Defaults: uid 1000, start time 1, no readable executable, an empty
-/// environment, readable `stat`, never vanishes.
+/// Defaults: uid 1000, start time 1, no readable executable (neither its
+/// path nor its [`ExeIdentity`]), an empty environment, readable `stat`,
+/// never vanishes.
 ///
 /// ```
 /// use mosaic_ports::fakes::{FakeEnviron, FakeProcess, FakeProcessTable};
@@ -44,6 +45,7 @@ pub enum FakeEnviron {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FakeProcess {
     info: ProcessInfo,
+    exe_identity: Option<ExeIdentity>,
     environ: FakeEnviron,
     stat_unreadable: bool,
     gone_after: Option<usize>,
@@ -61,6 +63,7 @@ impl FakeProcess {
                 start_time: 1,
                 exe: None,
             },
+            exe_identity: None,
             environ: FakeEnviron::Vars(Vec::new()),
             stat_unreadable: false,
             gone_after: None,
@@ -83,6 +86,16 @@ impl FakeProcess {
     /// Sets the resolved executable path.
     pub fn exe(mut self, path: impl Into<PathBuf>) -> Self {
         self.info.exe = Some(path.into());
+        self
+    }
+
+    /// Sets the device and inode of the file the process executes, which
+    /// [`ProcessTable::exe_identity`] reports; without it that read is
+    /// [`ProcessError::Unreadable`], as for a kernel thread. Independent of
+    /// [`FakeProcess::exe`], so a test can give the right path with another
+    /// file, as when a binary was replaced at its path.
+    pub fn exe_identity(mut self, dev: u64, ino: u64) -> Self {
+        self.exe_identity = Some(ExeIdentity { dev, ino });
         self
     }
 
@@ -206,5 +219,17 @@ impl ProcessTable for FakeProcessTable {
             FakeEnviron::Gone => Err(ProcessError::Gone),
             FakeEnviron::Unreadable => Err(ProcessError::Unreadable(Box::new(InjectedFailure))),
         }
+    }
+
+    fn exe_identity(&self, pid: u32) -> Result<ExeIdentity, ProcessError> {
+        let table = lock(&self.inner);
+        let entry = table.get(&pid).ok_or(ProcessError::Gone)?;
+        if entry.gone() {
+            return Err(ProcessError::Gone);
+        }
+        entry
+            .process
+            .exe_identity
+            .ok_or_else(|| ProcessError::Unreadable(Box::new(InjectedFailure)))
     }
 }
