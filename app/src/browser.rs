@@ -53,6 +53,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use base64::Engine;
+use mosaic_adapters::http_drain::{self, Body as BoundedRead, BoundedBody, Step};
 use mosaic_adapters::socket::Disconnect;
 use mosaic_adapters::wire::browser::{
     action_parameters, cancel_event, claim_body, claim_reply, heartbeat_event, request_event,
@@ -566,10 +567,8 @@ pub async fn serve(
             "/api/browser-control/claim",
             post(claim).layer(DefaultBodyLimit::max(MAX_CLAIM_BODY)),
         )
-        .route(
-            "/api/browser-control/result",
-            post(result).layer(DefaultBodyLimit::max(MAX_RESULT_BODY)),
-        )
+        // Read under its own bound (`read_bounded`), so a 413 survives.
+        .route("/api/browser-control/result", post(result))
         .layer(middleware::from_fn_with_state(server.clone(), authorize))
         .layer(middleware::from_fn(harden))
         .with_state(server);
@@ -739,12 +738,65 @@ async fn claim(State(server): State<Server>, body: Bytes) -> Response {
     }
 }
 
-/// `POST /api/browser-control/result {requestId, claimToken, ok, data?, error?}`.
-async fn result(State(server): State<Server>, body: Bytes) -> Response {
-    match server.hub.result(&body) {
-        Ok(matched) => Json(result_reply(matched)).into_response(),
-        Err(refusal) => bad_request(refusal),
+/// `POST /api/browser-control/result {requestId, claimToken, ok, data?, error?}`,
+/// at most [`MAX_RESULT_BODY`]: a larger one is answered 413 once what is
+/// left of it was read (bounded), so the pane reads the 413 and follows up
+/// with `browser-result-too-large`.
+async fn result(State(server): State<Server>, body: axum::body::Body) -> Response {
+    match read_bounded(body, MAX_RESULT_BODY).await {
+        BoundedRead::Whole(body) => match server.hub.result(&body) {
+            Ok(matched) => Json(result_reply(matched)).into_response(),
+            Err(refusal) => bad_request(refusal),
+        },
+        BoundedRead::TooLarge { to_the_end } => {
+            let mut response = StatusCode::PAYLOAD_TOO_LARGE.into_response();
+            if !to_the_end {
+                // Unread input is left: the client must not send another
+                // request on this connection.
+                response.headers_mut().insert(
+                    header::CONNECTION,
+                    header::HeaderValue::from_static("close"),
+                );
+            }
+            response
+        }
+        BoundedRead::Cut => bad_request(Refusal::BadRequest),
     }
+}
+
+/// Reads `body` up to `limit` bytes; past it, reads and discards the rest,
+/// at most [`http_drain::MAX_DRAIN`] bytes within
+/// [`http_drain::DRAIN_DEADLINE`] (see [`http_drain`] for why).
+async fn read_bounded(body: axum::body::Body, limit: usize) -> BoundedRead {
+    use tokio_stream::StreamExt;
+    let mut bounded = BoundedBody::new(limit, http_drain::MAX_DRAIN);
+    let mut data = body.into_data_stream();
+    let mut drain_until = None;
+    loop {
+        let next = match drain_until {
+            None => data.next().await,
+            Some(until) => match tokio::time::timeout_at(until, data.next()).await {
+                Ok(next) => next,
+                Err(_elapsed) => break,
+            },
+        };
+        match next {
+            Some(Ok(chunk)) => {
+                if bounded.handle_chunk(&chunk) == Step::Stop {
+                    break;
+                }
+            }
+            Some(Err(_)) => break,
+            None => {
+                bounded.handle_end();
+                break;
+            }
+        }
+        if drain_until.is_none() && bounded.is_draining() {
+            drain_until = Some(tokio::time::Instant::now() + http_drain::DRAIN_DEADLINE);
+        }
+    }
+    bounded.finish()
 }
 
 #[cfg(test)]
