@@ -22,7 +22,7 @@ use self::evidence::*;
 use self::group_commit::*;
 use self::rules::*;
 use self::scenario::Scenario;
-use super::{check, check_eq, run_checks, Check};
+use super::{check, check_eq, fail, run_checks, Check};
 use crate::store::{EvidenceStore, StoreReaders, TaskView};
 
 /// Runs every store check, each on a fresh, empty store from `make`.
