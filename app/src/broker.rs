@@ -46,7 +46,8 @@ use crate::browser::{self, BrowserHub};
 use crate::driver::{Driver, LeakGuard};
 use crate::human_proof::BrokerExe;
 use crate::pipeline::{
-    admit, read_now, stage_request, Admitted, Proven, Prover, Who, Writer, WriterWorld,
+    admit, commit_batch, read_now, stage_request, Admitted, Proven, Prover, Who, Writer,
+    WriterWorld,
 };
 use crate::reads::{Reads, View};
 use crate::world::{BrokerIdentity, Ports, SharedEntropy, Time};
@@ -803,12 +804,8 @@ fn write_loop<S: StoreReaders>(
                 None
             };
         }
-        let durable = driver.finish();
-        if driver.take_changed_machines() {
-            // Before any answer: a caller reads at least its own writes.
-            let roles = reads.view().map(|v| v.roles()).unwrap_or_default();
-            reads.publish(View::of(driver.bus(), roles));
-        }
+        // The view is published before any answer goes out.
+        let durable = commit_batch(&mut driver, &reads);
         for answer in answers.drain(..) {
             answer.send(durable);
         }

@@ -1,48 +1,80 @@
 //! Plain functions the fuzz targets in `fuzz/` call for the adapters' wire
-//! and config parsers and for a whole socket request through the runtime
-//! loop; `tests/tests/fuzz_corpus.rs` replays each seed corpus through them,
-//! so CI exercises every target. Each panics only when an invariant breaks;
-//! that panic is the finding.
+//! and config parsers and for a whole socket request through the broker's
+//! request pipeline; `tests/tests/fuzz_corpus.rs` replays each seed corpus
+//! through them, so CI exercises every target. Each panics only when an
+//! invariant breaks; that panic is the finding.
 //!
-//! - [`request_line`]: one socket request line, parsed and dispatched by a
-//!   [`Driver`] over the in-memory store, against a fixed business;
+//! - [`request_line`]: one socket request line through the broker's own
+//!   pipeline (`crate::pipeline`) over the in-memory ports, against a fixed
+//!   business;
 //! - [`host_line`]: one line of the host channel (`mosaic-bus broker`);
 //! - [`config`]: one normalized business definition;
 //! - [`browser_bodies`]: one body posted to the pane's claim or result route.
 //!
-//! Behind the feature `fuzzing`, because it runs the driver over
-//! `mosaic_ports::fakes::MemoryStore`, which the product never carries.
+//! Behind the feature `fuzzing`, because it runs the runtime over the fakes
+//! of `mosaic_ports::fakes`, which the product never carries.
 //!
 //! The world [`request_line`] runs in (see `fuzz/corpus/request_line/` for
-//! lines that use it): business `acme` (`lead`, `dev`, `ops`, as in
-//! `examples/business.json` plus a role without authority) and `globex`
-//! (`solo`); capabilities `a`×64 (acme `lead`, run `r-lead`), `b`×64 (acme
-//! `dev`, `r-dev`), `c`×64 (acme `ops`, `r-ops`, bound but not holding),
-//! `d`×64 (an acme reader) and `e`×64 (globex `solo`, `r-solo`); any other
-//! well-formed capability is `dev`'s, so a mutated capability still reaches
-//! dispatch (the lookup itself is a map lookup with nothing to fuzz). A
-//! human line (`{"human":{"nonce":…},"business":…}`) acts as that
-//! business's human without the process proof. Before the line: lead, dev
-//! and solo hold their roles; dev raised `01010101-0101-4101-8101-010101010101`
+//! lines that use it) is the broker's writer and read side over fakes: a
+//! [`Driver`] over a `MemoryStore`, a reader pool of the same store with
+//! the latest `View`, a `ManualClock` moved one second per line, an entropy
+//! whose n-th draw is sixteen bytes of n, and a `FakeProcessTable`. Each
+//! line takes the socket server's path: `admit`, then `read_now` beside the
+//! writer (its refusal staged on the writer) or `stage_request` on it, then
+//! the batch's commit, which publishes a new view when machine state
+//! changed.
+//!
+//! Business `acme` (`lead`, `dev`, `ops`, as in `examples/business.json`
+//! plus a role without authority) and `globex` (`solo`); capabilities
+//! `a`×64 (acme `lead`, run `r-lead`), `b`×64 (acme `dev`, `r-dev`), `c`×64
+//! (acme `ops`, `r-ops`, bound but not holding), `d`×64 (an acme reader)
+//! and `e`×64 (globex `solo`, `r-solo`); any other well-formed capability
+//! is `dev`'s, so a mutated capability still reaches dispatch (the lookup
+//! itself is a map lookup with nothing to fuzz). The launches are pids 101
+//! to 104 (`lead`, `dev`, `ops`, `solo`), children of init (pid 1).
+//!
+//! A human line (`{"human":{"nonce":…},"business":…}`) is proven as the
+//! broker proves the human CLI: its peer is pid 200 of the broker's uid
+//! (1000), running the broker's executable (`/opt/mosaic/bin/mosaic-bus`)
+//! with the line's nonce in its environment, started from the human's
+//! terminal (pid 150, under init). The proof fails for a nonce that is not
+//! 32 to 128 lowercase hex characters, and for one that begins with `d`
+//! (then dev's launch, pid 102, started the CLI: a bound launch among its
+//! ancestors) or with `c` (then a Claude Code shell did: pid 160, with the
+//! run marker `CLAUDECODE`). As in the broker, an unknown business is
+//! refused (`bad-request`) only after the proof.
+//!
+//! Ids: every call staged on the writer draws one id first, used or not,
+//! and a proven human draws its input's id before that; reads beside the
+//! writer draw none. Before the line: lead, dev and solo hold their roles
+//! (draws 1 to 3); dev raised `04040404-0404-4404-8404-040404040404`
 //! (`repo.merge` on `main`, open, routed to lead); lead raised
-//! `02020202-0202-4202-8202-020202020202` (`role.revoke` of dev, approved by
-//! the human); lead sent dev `04040404-0404-4404-8404-040404040404`
-//! (delivered, unread) and `05050505-0505-4505-8505-050505050505`
-//! (undelivered); solo raised `06060606-0606-4606-8606-060606060606`
-//! (globex, open). The line's new id, if it draws one, is `07070707-…`.
+//! `05050505-0505-4505-8505-050505050505` (`role.revoke` of dev, approved
+//! by the human: draws 6 and 7); lead sent dev
+//! `08080808-0808-4808-8808-080808080808` (delivered by dev's
+//! `message.receive`, draw 9, unread) and
+//! `0a0a0a0a-0a0a-4a0a-8a0a-0a0a0a0a0a0a` (undelivered); solo raised
+//! `0b0b0b0b-0b0b-4b0b-8b0b-0b0b0b0b0b0b` (globex, open). The line's new id,
+//! if it draws one, is `0c0c0c0c-…`; a proven human line's input is
+//! `0c0c0c0c-…` and its new id `0d0d0d0d-…`.
 //!
 //! A `browser.request` line stops where the broker's writer stops: at its
 //! authorization. Carrying it to a pane is the browser adapter's part.
 
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
 use mosaic_adapters::config::{
     boot_from_value, business_from_json, business_from_value, launch_from_value,
 };
+use mosaic_adapters::socket::Peer;
 use mosaic_adapters::wire::browser::{claim_body, result_body, TOO_LARGE_ERROR};
 use mosaic_adapters::wire::host::{
     bind_reply, boot_reply, host_error, parse_host_line, HostRequest,
 };
 use mosaic_adapters::wire::{
-    self, parse_json, parse_request, Dispatch, Envelope, Presenter, SubjectRef, Verb, WireRequest,
+    self, parse_json, parse_request, Call, Dispatch, Envelope, SubjectRef, Verb, WireRequest,
 };
 use mosaic_domain::browser::PaneOutcome;
 use mosaic_domain::bus::Caller;
@@ -52,15 +84,24 @@ use mosaic_domain::{
     Action, ActionClass, Business, BusinessId, Capability, EventId, Refusal, RoleInstance,
     Timestamp,
 };
-use mosaic_ports::fakes::MemoryStore;
+use mosaic_ports::fakes::{FakeEnviron, FakeProcess, FakeProcessTable, ManualClock, MemoryStore};
+use mosaic_ports::{Clock, Entropy, EntropyError, ExeIdentity};
 use serde_json::{json, Value};
 
 use crate::driver::Driver;
-use crate::reads::{kind_of, read, read_text, View};
+use crate::human_proof::{BrokerExe, NONCE_ENV};
+use crate::pipeline::{
+    admit, commit_batch, prove_now, read_now, stage_request, Admitted, Proven, Who, Writer,
+    WriterWorld,
+};
+use crate::reads::{kind_of, read, Reads, View};
+use crate::world::{BrokerIdentity, SharedEntropy, Time};
 
 /// One socket request line, from a fixed caller of a fixed business, through
-/// the same steps as the broker: envelope, caller, arguments,
-/// `into_dispatch`, then the driver (a verb) or the read side (a query).
+/// the broker's own request pipeline: `admit` (envelope, caller,
+/// arguments), then `read_now` beside the writer (a read) or
+/// `stage_request` on it (the human proof, then the driver or the read
+/// side), then the batch's commit.
 ///
 /// Invariants:
 /// - parsing is a function of the line: [`Envelope::parse`] and
@@ -68,10 +109,12 @@ use crate::reads::{kind_of, read, read_text, View};
 ///   the envelope followed by its arguments; a subject or verb the line
 ///   spells parses back to the same text;
 /// - the response is one line of strict JSON, `{"ok":true,"result":…}` or
-///   `{"ok":false,"error":CODE}` with a code of [`Refusal`];
+///   `{"ok":false,"error":CODE}` with a code of [`Refusal`]; a read's text
+///   as the socket writes it is its value's;
 /// - a line refused before it names a caller, and every answered query,
 ///   leave the bus and the store as they were;
-/// - a refusal of a known caller leaves the bus as it was except for the
+/// - a refusal of a known caller (or of nobody: a human whose proof failed,
+///   or of an unknown business) leaves the bus as it was except for the
 ///   recorded refusal: the store gained exactly that one `request.refused`
 ///   record (or, when the store turned the commit down, nothing at all);
 /// - an accepted verb leaves write times strictly increasing, and a bus
@@ -104,9 +147,9 @@ pub fn request_line(data: &[u8]) {
     let mut world = World::new();
     let bus = world.driver.bus().clone();
     let log = world.driver.store().records();
-    let (now, served) = world.serve(data);
-    let response = wire::response(served.result.clone());
-    check_response(&response);
+    let served = world.serve(data);
+    let now = world.now();
+    check_response(&served.response);
 
     let records = world.driver.store().records();
     let added = records.get(log.len()..).unwrap_or_default();
@@ -115,8 +158,8 @@ pub fn request_line(data: &[u8]) {
         Some(&log[..]),
         "the store is append-only"
     );
-    match (&served.result, served.recorded) {
-        (Ok(_), Recorded::Nothing) | (Err(_), Recorded::Nothing) => {
+    match (&served.outcome, served.recorded) {
+        (Ok(()), Recorded::Nothing) | (Err(_), Recorded::Nothing) => {
             assert!(added.is_empty(), "nothing recorded for this line");
             assert!(world.driver.bus() == &bus, "the bus is as it was");
         }
@@ -147,10 +190,10 @@ pub fn request_line(data: &[u8]) {
                 );
             }
         }
-        (Ok(_), Recorded::Refusal { .. }) => {
+        (Ok(()), Recorded::Refusal { .. }) => {
             unreachable!("an accepted line is never recorded as a refusal")
         }
-        (Ok(_), Recorded::Verb) => {
+        (Ok(()), Recorded::Verb) => {
             assert!(
                 records.windows(2).all(|w| w[0].at < w[1].at),
                 "write times strictly increase"
@@ -165,10 +208,9 @@ pub fn request_line(data: &[u8]) {
     }
 
     let mut twin = World::new();
-    let (_, again) = twin.serve(data);
+    let again = twin.serve(data);
     assert_eq!(
-        wire::response(again.result),
-        response,
+        again.response, served.response,
         "the same line in the same world gets the same answer"
     );
     assert_eq!(
@@ -198,12 +240,32 @@ fn check_response(line: &str) {
     }
 }
 
+/// A read's answer as the socket writes it (`read_now`'s text) is the text
+/// of its value (`reads::read`), byte for byte.
+fn check_read_text(
+    view: &View,
+    store: &MemoryStore,
+    caller: &Caller,
+    call: Call,
+    text: &Result<String, Refusal>,
+) {
+    let business = caller.business().clone();
+    let dispatch = call.into_dispatch(|| [0; 16], |uuid| kind_of(store, &business, uuid));
+    if let Ok(Dispatch::Query(query)) = dispatch {
+        assert_eq!(
+            *text,
+            read(view, store, caller, query).map(|value| value.to_string()),
+            "the socket's text of a read is its value's"
+        );
+    }
+}
+
 /// What serving a line recorded.
 enum Recorded {
     /// Nothing: refused before a caller was known, or a query answered.
     Nothing,
-    /// The refusal of this caller (`None`: a human line for an unknown
-    /// business) for this verb.
+    /// The refusal of this caller (`None`: a human whose proof failed, or
+    /// of an unknown business) for this verb.
     Refusal {
         caller: Option<Caller>,
         verb: &'static str,
@@ -212,24 +274,27 @@ enum Recorded {
     Verb,
 }
 
-/// A served line: the answer and what was recorded for it.
+/// A served line: the response the socket would send, whether it was a
+/// refusal, and what was recorded for it.
 struct Served {
-    result: Result<Value, Refusal>,
+    response: String,
+    outcome: Result<(), Refusal>,
     recorded: Recorded,
 }
 
 impl Served {
-    fn refused(
-        driver: &mut Driver<MemoryStore>,
-        now: Timestamp,
-        caller: Option<Caller>,
-        verb: &'static str,
-        refusal: Refusal,
+    /// A writer's answer, joined with its batch's commit as the broker's
+    /// `Answer::send` does.
+    fn from_writer(
+        durable: Result<(), Refusal>,
+        answer: Result<Value, Refusal>,
+        recorded: Recorded,
     ) -> Self {
-        let refusal = driver.refuse(now, caller.as_ref(), verb, refusal);
+        let answer = durable.and(answer);
         Self {
-            result: Err(refusal),
-            recorded: Recorded::Refusal { caller, verb },
+            outcome: answer.as_ref().map(drop).map_err(|r| *r),
+            response: wire::response(answer),
+            recorded,
         }
     }
 }
@@ -252,8 +317,28 @@ const LAUNCHES: [(char, &str, &str, &str); 4] = [
 ];
 /// The reader capability's letter.
 const READER: char = 'd';
-/// The wall clock at the first setup line.
+/// The wall clock before the first launch binds; each bind and each line
+/// moves it one second on.
 const START_MS: i64 = 1_767_225_600_000;
+/// The broker's uid, which is the human's.
+const UID: u32 = 1000;
+/// The broker's executable, which the human CLI must be.
+const EXE: &str = "/opt/mosaic/bin/mosaic-bus";
+/// The device and inode of that executable.
+const EXE_FILE: ExeIdentity = ExeIdentity {
+    dev: 2049,
+    ino: 131_075,
+};
+/// The human CLI that sends every human line (its peer pid).
+const CLI: u32 = 200;
+/// The human's terminal shell, which starts the CLI.
+const TERMINAL: u32 = 150;
+/// A Claude Code shell, which starts the CLI for a nonce beginning with `c`.
+const CLAUDE_SHELL: u32 = 160;
+/// Dev's launch, which starts the CLI for a nonce beginning with `d`.
+const DEV_LAUNCH: u32 = 102;
+/// A nonce the human proof accepts, for the world's own human line.
+const NONCE: &str = "0123456789abcdef0123456789abcdef";
 
 fn cap(letter: char) -> String {
     std::iter::repeat_n(letter, 64).collect()
@@ -272,14 +357,59 @@ fn draw_bytes(n: u8) -> [u8; 16] {
     [n; 16]
 }
 
-/// A driver over a fresh in-memory store, brought to the state the module
-/// documentation describes by real request lines.
+/// The world's entropy: its n-th draw (counted from 1) fills with `n`, so
+/// the n-th id drawn is made of [`draw_bytes`]`(n)`. Clones share a count.
+#[derive(Clone, Default)]
+struct Counter(Arc<AtomicU8>);
+
+impl Counter {
+    /// How many draws so far.
+    fn draws(&self) -> u8 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+impl Entropy for Counter {
+    fn fill(&mut self, buf: &mut [u8]) -> Result<(), EntropyError> {
+        let n = self.0.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
+        buf.fill(n);
+        Ok(())
+    }
+}
+
+/// The human CLI as the kernel would show it for a line with `nonce`: the
+/// broker's executable, the nonce in its environment, started from the
+/// terminal, or (see the module documentation) by dev's launch or a Claude
+/// Code shell.
+fn human_cli(nonce: &str) -> FakeProcess {
+    let parent = match nonce.as_bytes().first() {
+        Some(b'd') => DEV_LAUNCH,
+        Some(b'c') => CLAUDE_SHELL,
+        Some(_) | None => TERMINAL,
+    };
+    FakeProcess::new(CLI, parent)
+        .uid(UID)
+        .start_time(2000)
+        .exe(EXE)
+        .exe_identity(EXE_FILE.dev, EXE_FILE.ino)
+        .env([(NONCE_ENV, nonce)])
+}
+
+/// The broker's writer and read side over the fakes, brought to the state
+/// the module documentation describes by real request lines.
 struct World {
     businesses: Vec<Business>,
     driver: Driver<MemoryStore>,
+    reads: Reads<MemoryStore>,
+    writer: WriterWorld,
+    clock: ManualClock,
+    /// What the human proof compares the CLI with.
+    identity: BrokerIdentity,
+    /// The table the human proof reads; the CLI is inserted per human
+    /// line, with that line's nonce.
+    processes: FakeProcessTable,
     callers: Vec<(Capability, Caller)>,
-    draws: u8,
-    now_ms: i64,
+    entropy: Counter,
 }
 
 impl World {
@@ -288,26 +418,42 @@ impl World {
             .iter()
             .map(|text| business_from_json(text).expect("the world's businesses load"))
             .collect();
-        let driver = Driver::open(businesses.clone(), MemoryStore::new())
+        let start = Timestamp::from_unix_ms(START_MS).expect("the world's time is in range");
+        let clock = ManualClock::new(start);
+        let mut driver = Driver::open(businesses.clone(), MemoryStore::new())
             .expect("an empty in-memory store opens");
-        let mut world = Self {
-            businesses,
-            driver,
-            callers: Vec::new(),
-            draws: 0,
-            now_ms: START_MS,
-        };
-        for (pid, (letter, business, role, run)) in (101..).zip(LAUNCHES) {
+        let processes = FakeProcessTable::new()
+            .with(FakeProcess::new(1, 0).uid(0).environ(FakeEnviron::Denied))
+            .with(
+                FakeProcess::new(TERMINAL, 1)
+                    .uid(UID)
+                    .start_time(500)
+                    .env([("TERM", "xterm-256color")]),
+            )
+            .with(
+                FakeProcess::new(CLAUDE_SHELL, 1)
+                    .uid(UID)
+                    .start_time(600)
+                    .env([("CLAUDECODE", "1")]),
+            );
+        let mut callers = Vec::new();
+        for (pid, (letter, business, role, run)) in (101u32..).zip(LAUNCHES) {
+            let start_time = 1000 + u64::from(pid);
             let record = launch_from_value(json!({
                 "business": business, "role": role, "run": run,
-                "harness": "pi", "pid": pid, "startTime": 1000 + pid,
+                "harness": "pi", "pid": pid, "startTime": start_time,
             }))
             .expect("the world's launch records parse");
-            let now = world.tick();
-            world
-                .driver
-                .bind(now, record.clone())
+            clock.advance(Duration::from_secs(1));
+            driver
+                .bind(clock.now(), record.clone())
                 .expect("the world's launches bind");
+            processes.insert(
+                FakeProcess::new(pid, 1)
+                    .uid(UID)
+                    .start_time(start_time)
+                    .env([("MOSAIC_RUN_ID", run)]),
+            );
             let caller = Caller::Agent {
                 business: record.business,
                 agent: AgentRef {
@@ -315,12 +461,38 @@ impl World {
                     run: record.run,
                 },
             };
-            world.callers.push((capability(letter), caller));
+            callers.push((capability(letter), caller));
         }
         let acme = BusinessId::parse("acme").expect("a valid id");
-        world
-            .callers
-            .push((capability(READER), Caller::Reader { business: acme }));
+        callers.push((capability(READER), Caller::Reader { business: acme }));
+        // As at the broker's boot: the first view already shows the binds.
+        driver.take_changed_machines();
+        let ids: Vec<BusinessId> = businesses.iter().map(|b| b.id().clone()).collect();
+        let reads = Reads::open(driver.store(), View::first(driver.bus(), &ids))
+            .expect("the in-memory store opens readers");
+        let entropy = Counter::default();
+        let identity = BrokerIdentity {
+            uid: UID,
+            exe: BrokerExe {
+                path: EXE.into(),
+                identity: EXE_FILE,
+            },
+        };
+        let writer = WriterWorld {
+            time: Time::new(Arc::new(clock.clone())),
+            entropy: SharedEntropy::new(Box::new(entropy.clone())),
+        };
+        let mut world = Self {
+            businesses,
+            driver,
+            reads,
+            writer,
+            clock,
+            identity,
+            processes,
+            callers,
+            entropy,
+        };
 
         let options = r#"[{"key":"yes","text":"Yes"},{"key":"no","text":"No"}]"#;
         let raise = |action: &str, target: &str| {
@@ -334,120 +506,146 @@ impl World {
             line('e', "role.claim", "{}"),
             line('b', "decision.raise", &raise("repo.merge", "main")),
             line('a', "decision.raise", &raise("role.revoke", "dev")),
-            r#"{"human":{"nonce":"n"},"business":"acme","verb":"decision.resolve","args":{"id":"02020202-0202-4202-8202-020202020202","choice":"yes"}}"#.to_owned(),
+            format!(
+                r#"{{"human":{{"nonce":"{NONCE}"}},"business":"acme","verb":"decision.resolve","args":{{"id":"05050505-0505-4505-8505-050505050505","choice":"yes"}}}}"#
+            ),
             line('a', "message.send", r#"{"to":"dev","body":"hello"}"#),
             line('b', "message.receive", "{}"),
             line(
                 'a',
                 "message.send",
-                r#"{"to":"dev","body":"again","in_reply_to":"04040404-0404-4404-8404-040404040404"}"#,
+                r#"{"to":"dev","body":"again","in_reply_to":"08080808-0808-4808-8808-080808080808"}"#,
             ),
             line('e', "decision.raise", &raise("repo.merge", "main")),
         ];
         for step in setup {
-            let (_, served) = world.serve(step.as_bytes());
+            let served = world.serve(step.as_bytes());
             assert!(
-                served.result.is_ok(),
-                "setup line {step} answered {:?}",
-                served.result
+                served.outcome.is_ok(),
+                "setup line {step} answered {}",
+                served.response
             );
         }
         world
     }
 
-    fn tick(&mut self) -> Timestamp {
-        self.now_ms += 1_000;
-        Timestamp::from_unix_ms(self.now_ms).expect("the world's time is in range")
+    /// The writer's time, which the line was served at.
+    fn now(&self) -> Timestamp {
+        self.writer.time.now()
     }
 
-    /// Serves one line as the broker's connection handler and writer do.
-    fn serve(&mut self, line: &[u8]) -> (Timestamp, Served) {
-        let now = self.tick();
-        let served = self.answer(now, line);
-        (now, served)
-    }
-
-    fn answer(&mut self, now: Timestamp, line: &[u8]) -> Served {
-        let envelope = match Envelope::parse(line) {
-            Ok(envelope) => envelope,
+    /// Serves one line one second after the last, as the broker's socket
+    /// handler and writer do (the writer's batch is this one line).
+    fn serve(&mut self, line: &[u8]) -> Served {
+        self.clock.advance(Duration::from_secs(1));
+        let callers = &self.callers;
+        let lookup = |cap: &Capability| {
+            callers
+                .iter()
+                .find(|(known, _)| known == cap)
+                .or_else(|| callers.get(1))
+                .map(|(_, caller)| caller.clone())
+        };
+        let peer = Peer {
+            uid: UID,
+            pid: Some(CLI),
+        };
+        // The world loads no service token, so no bytes hold one.
+        let admitted = match admit(line, peer, &|_| false, lookup) {
+            Ok(admitted) => admitted,
             Err(refusal) => {
                 return Served {
-                    result: Err(refusal),
+                    response: wire::err(refusal),
+                    outcome: Err(refusal),
                     recorded: Recorded::Nothing,
                 }
             }
         };
-        let verb = envelope.verb().as_str();
-        let caller = match envelope.presenter() {
-            Presenter::Capability(cap) => self
-                .callers
-                .iter()
-                .find(|(known, _)| known == cap)
-                .or_else(|| self.callers.get(1))
-                .map(|(_, caller)| caller.clone())
-                .expect("the world has callers"),
-            Presenter::Human { business, .. } => {
-                if self.driver.bus().business(business).is_none() {
-                    return Served::refused(&mut self.driver, now, None, verb, Refusal::BadRequest);
-                }
-                self.draws += 1;
-                Caller::Human {
-                    business: business.clone(),
-                    input: EventId::from_random(draw_bytes(self.draws)),
-                }
-            }
-        };
-        let call = match envelope.into_call() {
-            Ok(call) => call,
-            Err(refusal) => {
-                return Served::refused(&mut self.driver, now, Some(caller), verb, refusal)
-            }
-        };
-        let business = caller.business().clone();
-        let (driver, draws) = (&self.driver, &mut self.draws);
-        let fresh = || {
-            *draws += 1;
-            draw_bytes(*draws)
-        };
-        match call.into_dispatch(fresh, |uuid| kind_of(driver.store(), &business, uuid)) {
-            Ok(Dispatch::Command(command)) => {
-                match self.driver.call_as(now, &caller, verb, command) {
-                    Ok(reply) => Served {
-                        result: Ok(wire::reply_json(&reply)),
-                        recorded: Recorded::Verb,
-                    },
-                    Err(refusal) => Served {
-                        result: Err(refusal),
-                        recorded: Recorded::Refusal {
-                            caller: Some(caller),
-                            verb,
-                        },
-                    },
-                }
-            }
-            Ok(Dispatch::Query(query)) => {
-                let ids: Vec<_> = self.businesses.iter().map(|b| b.id().clone()).collect();
-                let view = View::first(self.driver.bus(), &ids);
-                let store = self.driver.store();
-                let text = read_text(&view, store, &caller, query.clone());
-                let read = read(&view, store, &caller, query);
-                assert_eq!(
-                    text,
-                    read.as_ref().map(Value::to_string).map_err(|r| *r),
-                    "the socket's text of a read is its value's"
-                );
-                match read {
-                    Ok(value) => Served {
-                        result: Ok(value),
-                        recorded: Recorded::Nothing,
-                    },
-                    Err(refusal) => {
-                        Served::refused(&mut self.driver, now, Some(caller), verb, refusal)
-                    }
-                }
-            }
-            Err(refusal) => Served::refused(&mut self.driver, now, Some(caller), verb, refusal),
+        if let Some((caller, call)) = admitted.read_beside_writer() {
+            let (caller, call) = (caller.clone(), call.clone());
+            return self.read_beside_writer(caller, admitted.verb, call);
         }
+        let Admitted { who, verb, call } = admitted;
+        let is_read = call.as_ref().is_ok_and(Call::is_read);
+        let known = match &who {
+            Who::Known(caller) => Ok(caller.clone()),
+            Who::Human {
+                nonce, business, ..
+            } => {
+                self.processes.insert(human_cli(nonce));
+                Err(business.clone())
+            }
+        };
+        // The proof runs beside the writer in the broker; here, just before.
+        let who = match who {
+            Who::Known(caller) => Proven::Known(caller),
+            Who::Human {
+                peer,
+                nonce,
+                business,
+            } => {
+                let view = self.reads.view().expect("the world has a view");
+                let proof = prove_now(&self.processes, &self.identity, &view, peer, nonce);
+                Proven::Human { business, proof }
+            }
+        };
+        let drawn = self.entropy.draws();
+        let writer = Writer {
+            driver: &mut self.driver,
+            world: &mut self.writer,
+            reads: &self.reads,
+        };
+        let answer = stage_request(writer, who, verb, call);
+        let durable = commit_batch(&mut self.driver, &self.reads);
+        let recorded = match (&answer, known) {
+            (Ok(_), Ok(_) | Err(_)) if is_read => Recorded::Nothing,
+            (Ok(_), Ok(_) | Err(_)) => Recorded::Verb,
+            (Err(_), Ok(caller)) => Recorded::Refusal {
+                caller: Some(caller),
+                verb,
+            },
+            // The writer draws a human's input id only once the proof
+            // passed for a known business; before that, the refusal is of
+            // nobody.
+            (Err(_), Err(business)) => Recorded::Refusal {
+                caller: (self.entropy.draws() != drawn).then(|| Caller::Human {
+                    business,
+                    input: EventId::from_random(draw_bytes(drawn.wrapping_add(1))),
+                }),
+                verb,
+            },
+        };
+        Served::from_writer(durable, answer, recorded)
+    }
+
+    /// An agent's or reader's read on a reader handle with the latest
+    /// view; a refusal is staged and committed on the writer, as the
+    /// broker's `Job::Refuse` is.
+    fn read_beside_writer(&mut self, caller: Caller, verb: &'static str, call: Call) -> Served {
+        let text = self.reads.with_store(|view, store| {
+            let text = read_now(view, store, &caller, call.clone());
+            check_read_text(view, store, &caller, call, &text);
+            text
+        });
+        let refusal = match text {
+            Ok(text) => {
+                return Served {
+                    response: wire::ok_text(&text),
+                    outcome: Ok(()),
+                    recorded: Recorded::Nothing,
+                }
+            }
+            Err(refusal) => refusal,
+        };
+        let refused = self
+            .driver
+            .stage_refusal(self.now(), Some(&caller), verb, refusal);
+        let durable = commit_batch(&mut self.driver, &self.reads);
+        let recorded = Recorded::Refusal {
+            caller: Some(caller),
+            verb,
+        };
+        Served::from_writer(durable, Err(refused), recorded)
     }
 }
 
@@ -759,27 +957,79 @@ pub fn browser_bodies(data: &[u8]) {
 mod tests {
     use super::*;
     use mosaic_domain::{DecisionId, MessageId, RunId};
+    use mosaic_ports::EvidenceStore;
 
     #[test]
     fn the_documented_ids_are_the_drawn_ones() {
-        let id = |n| DecisionId::from_random(draw_bytes(n)).to_string();
-        assert_eq!(id(1), "01010101-0101-4101-8101-010101010101");
-        assert_eq!(id(2), "02020202-0202-4202-8202-020202020202");
+        let decision = |n| DecisionId::from_random(draw_bytes(n));
+        let message = |n| MessageId::from_random(draw_bytes(n));
         assert_eq!(
-            MessageId::from_random(draw_bytes(4)).to_string(),
+            decision(4).to_string(),
             "04040404-0404-4404-8404-040404040404"
         );
-        assert_eq!(id(6), "06060606-0606-4606-8606-060606060606");
+        assert_eq!(
+            decision(5).to_string(),
+            "05050505-0505-4505-8505-050505050505"
+        );
+        assert_eq!(
+            message(8).to_string(),
+            "08080808-0808-4808-8808-080808080808"
+        );
+        assert_eq!(
+            message(10).to_string(),
+            "0a0a0a0a-0a0a-4a0a-8a0a-0a0a0a0a0a0a"
+        );
+        assert_eq!(
+            decision(11).to_string(),
+            "0b0b0b0b-0b0b-4b0b-8b0b-0b0b0b0b0b0b"
+        );
         let world = World::new();
-        assert_eq!(world.draws, 6, "the setup drew six ids");
-        let revoke = world
-            .driver
-            .bus()
-            .decisions()
-            .get(&DecisionId::from_random(draw_bytes(2)));
+        assert_eq!(world.entropy.draws(), 11, "the setup drew eleven ids");
+        let decisions = world.driver.bus().decisions();
+        let revoke = decisions.get(&decision(5));
         assert_eq!(
             revoke.map(|d| d.record.holder.clone()),
             Some(Some(RunId::parse("r-dev").expect("a valid run")))
         );
+        for n in [4, 11] {
+            assert!(decisions.get(&decision(n)).is_some(), "decision {n}");
+        }
+        for n in [8, 10] {
+            let sent = world.driver.store().message(&message(n));
+            assert!(sent.is_ok_and(|m| m.is_some()), "message {n}");
+        }
+    }
+
+    /// Serves `line` in a fresh world and returns its response.
+    #[track_caller]
+    fn answer(line: &str) -> String {
+        World::new().serve(line.as_bytes()).response
+    }
+
+    fn human(nonce: &str, business: &str) -> String {
+        format!(
+            r#"{{"human":{{"nonce":"{nonce}"}},"business":"{business}","verb":"agents","args":{{}}}}"#
+        )
+    }
+
+    #[test]
+    fn a_human_line_is_proven_from_its_ancestry_before_its_business_is_looked_at() {
+        let refused = |code: &str| format!(r#"{{"ok":false,"error":"{code}"}}"#);
+        assert!(answer(&human(NONCE, "acme")).starts_with(r#"{"ok":true,"#));
+        let launched = "d123456789abcdef0123456789abcdef";
+        let marked = "c123456789abcdef0123456789abcdef";
+        for nonce in [launched, marked, "n"] {
+            assert_eq!(
+                answer(&human(nonce, "acme")),
+                refused("human-proof-failed"),
+                "{nonce}"
+            );
+            assert_eq!(
+                answer(&human(nonce, "initech")),
+                refused("human-proof-failed"),
+                "{nonce}"
+            );
+        }
+        assert_eq!(answer(&human(NONCE, "initech")), refused("bad-request"));
     }
 }

@@ -14,8 +14,8 @@
 //!    proven caller, then the call dispatched to the driver (a command) or
 //!    to the read side (the human's reads), or the refusal recorded.
 //!
-//! The writer commits the batch afterwards (see [`crate::driver`]); no
-//! answer goes out before its batch is durable.
+//! The writer commits the batch afterwards ([`commit_batch`]; see
+//! [`crate::driver`]); no answer goes out before its batch is durable.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -280,6 +280,25 @@ pub(crate) fn stage_request<S: StoreReaders>(
         // A failed proof is evidence too, of nobody in particular.
         (Err(refusal), Ok(_) | Err(_)) => Err(driver.stage_refusal(now, None, verb, refusal)),
     }
+}
+
+/// Commits the open batch with one sync and, when it changed machine state,
+/// publishes the new [`View`] before any of its answers goes out, so a
+/// caller reads at least its own writes. Returns what every answer of the
+/// batch must be joined with (`storage-unavailable` when the commit failed).
+///
+/// # Errors
+/// As [`Driver::finish`].
+pub(crate) fn commit_batch<S: StoreReaders>(
+    driver: &mut Driver<S>,
+    reads: &Reads<S>,
+) -> Result<(), Refusal> {
+    let durable = driver.finish();
+    if driver.take_changed_machines() {
+        let roles = reads.view().map(|v| v.roles()).unwrap_or_default();
+        reads.publish(View::of(driver.bus(), roles));
+    }
+    durable
 }
 
 /// What the writer thread reads from the world besides its store.
