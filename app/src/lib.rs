@@ -13,6 +13,5 @@ pub mod fuzzing;
 pub mod host;
 pub mod human;
 pub mod human_proof;
-pub mod mcp;
 pub mod reads;
 pub mod up;

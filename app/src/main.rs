@@ -135,7 +135,7 @@ fn main() -> ExitCode {
             println!("{line}");
             ExitCode::from(code)
         }
-        Some(Some("mcp")) => ExitCode::from(mosaic_app::mcp::run(&args[1..])),
+        Some(Some("mcp")) => ExitCode::from(mosaic_adapters::mcp::run(&args[1..])),
         Some(Some("call")) => {
             let (line, code) = mosaic_app::call::run(&args[1..]);
             println!("{line}");
