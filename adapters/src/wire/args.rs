@@ -331,15 +331,7 @@ fn browser_action(_: &mut SchemaGenerator) -> Schema {
 }
 
 fn scroll_direction(_: &mut SchemaGenerator) -> Schema {
-    let names = [
-        ScrollDirection::Up,
-        ScrollDirection::Down,
-        ScrollDirection::Left,
-        ScrollDirection::Right,
-        ScrollDirection::Top,
-        ScrollDirection::Bottom,
-    ]
-    .map(ScrollDirection::as_str);
+    let names = ScrollDirection::ALL.map(ScrollDirection::as_str);
     json_schema!({"type": "string", "enum": names})
 }
 
