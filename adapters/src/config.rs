@@ -5,7 +5,7 @@
 //! ```json
 //! {"id": "acme", "human": "alice",
 //!  "arbiters": {"technical": "lead", "delivery": "lead"},
-//!  "roles": {"lead": {"authority": {"withinRole": ["message.send"], "crossRole": []},
+//!  "roles": {"lead": {"authority": {"withinRole": ["repo.push"], "crossRole": ["repo.merge"]},
 //!                     "credentials": {"gitea": {"file": "/home/alice/.gitea", "rotateBy": "2027-01-31"}}}},
 //!  "launch": {"by": "lead"}}
 //! ```

@@ -7,16 +7,19 @@
 //! `config` (business and boot JSON), `wire` (the socket's and the host
 //! channel's JSON), `socket` (Unix socket server and `Client`), `views`
 //! (shared reads over a client), `credentials` (file and environment token
-//! sources and the token store; not wired into the broker yet),
-//! `http_drain` (an HTTP body read under a limit whose 413 survives: the
-//! rest is drained, bounded). Planned: `sse` (browser control over
-//! HTTP/SSE).
+//! sources and the token store), `cap` (where a client process finds its
+//! capability and the socket), `mcp` (the MCP server on stdio, over a
+//! socket `Client`), `http_drain` (an HTTP body read under a limit whose
+//! 413 survives: the rest is drained, bounded). Planned: `sse` (browser
+//! control over HTTP/SSE).
 #![warn(missing_docs, unreachable_pub)]
 
+pub mod cap;
 pub mod config;
 pub mod credentials;
 pub mod fs;
 pub mod http_drain;
+pub mod mcp;
 pub mod procfs;
 pub mod socket;
 pub mod sqlite;

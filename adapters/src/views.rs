@@ -13,6 +13,7 @@
 //! ```
 
 use mosaic_domain::Refusal;
+use mosaic_domain::Verb;
 use serde_json::{json, Value};
 
 use crate::socket::Client;
@@ -36,7 +37,7 @@ impl Views {
     /// # Errors
     /// The broker's refusal, or the client's (`outcome-unknown`, …).
     pub fn inbox(&self) -> Result<Vec<Value>, Refusal> {
-        self.list("inbox", json!({}))
+        self.list(Verb::Inbox.as_str(), json!({}))
     }
 
     /// `tasks`: the newest state of each task, tombstones included. A task
@@ -45,7 +46,7 @@ impl Views {
     /// # Errors
     /// As [`Views::inbox`].
     pub fn tasks(&self) -> Result<Vec<Value>, Refusal> {
-        self.list("tasks", json!({}))
+        self.list(Verb::Tasks.as_str(), json!({}))
     }
 
     /// `agents`: every bound run with its role, harness and whether it holds
@@ -54,7 +55,7 @@ impl Views {
     /// # Errors
     /// As [`Views::inbox`].
     pub fn agents(&self) -> Result<Vec<Value>, Refusal> {
-        self.list("agents", json!({}))
+        self.list(Verb::Agents.as_str(), json!({}))
     }
 
     /// `trail`: every record filed under a task ref, decision id or message
@@ -63,7 +64,7 @@ impl Views {
     /// # Errors
     /// As [`Views::inbox`].
     pub fn trail(&self, subject: &str) -> Result<Vec<Value>, Refusal> {
-        self.list("trail", json!({ "subject": subject }))
+        self.list(Verb::Trail.as_str(), json!({ "subject": subject }))
     }
 
     fn list(&self, verb: &str, args: Value) -> Result<Vec<Value>, Refusal> {

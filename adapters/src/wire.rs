@@ -2,6 +2,8 @@
 //! protocol"), and nothing else: no I/O, no clock, no randomness.
 //!
 //! Layout:
+//! - [`args`]: each verb's argument type, whose keys the parser allows and
+//!   whose schema the MCP tools publish;
 //! - [`json`]: strict JSON text to `serde_json::Value` (UTF-8, one value,
 //!   no duplicate keys, bounded depth);
 //! - [`request`]: one request line `{"cap","verb","args"}` to a typed
@@ -35,6 +37,7 @@
 //!
 //! [`Command`]: mosaic_domain::bus::Command
 
+pub mod args;
 pub mod browser;
 pub mod json;
 pub mod reply;
@@ -42,6 +45,7 @@ pub mod request;
 
 pub mod host;
 
+pub use args::VerbArgs;
 pub use json::parse_json;
 pub use reply::{
     agent_json, decision_json, err, inbox_json, inbox_text, message_facts_json, message_json, ok,

@@ -3,9 +3,8 @@
 //!
 //! The capability is never an argument or an environment value (both are
 //! readable by other processes of the user): it comes from the inherited
-//! descriptor named by `MOSAIC_BUS_CAP_FD` (read through
-//! `/proc/self/fd/N`, so every process sharing the descriptor reads it from
-//! the start) or from `--cap-file PATH` (a private 0600 file). The socket is
+//! descriptor named by `MOSAIC_BUS_CAP_FD` or from `--cap-file PATH` (a
+//! private 0600 file), read by `mosaic_adapters::cap`. The socket is
 //! `--socket PATH` or `MOSAIC_BUS_SOCKET`.
 //!
 //! Prints the broker's JSON answer on stdout: exit 0 when `ok`, 1 on a
@@ -13,18 +12,14 @@
 //! blindly), 2 on a usage error.
 
 use std::ffi::OsString;
-use std::io::Read;
 use std::path::PathBuf;
 
+use mosaic_adapters::cap::{cap_from_fd, cap_from_file};
+pub use mosaic_adapters::cap::{CAP_FD_ENV, SOCKET_ENV};
 use mosaic_adapters::socket::Client;
 use mosaic_adapters::wire::{self, parse_json};
-use mosaic_domain::{Capability, Refusal};
+use mosaic_domain::Refusal;
 use serde_json::{json, Value};
-
-/// The environment variable naming the capability descriptor.
-pub const CAP_FD_ENV: &str = "MOSAIC_BUS_CAP_FD";
-/// The environment variable naming the socket.
-pub const SOCKET_ENV: &str = "MOSAIC_BUS_SOCKET";
 
 /// A parsed `call` command line.
 #[derive(Debug)]
@@ -92,27 +87,4 @@ fn parse(argv: &[OsString]) -> Result<Args, Refusal> {
         socket: socket.ok_or(Refusal::BadRequest)?,
         cap_file,
     })
-}
-
-pub(crate) fn cap_from_fd() -> Result<Capability, Refusal> {
-    let fd: u32 = std::env::var(CAP_FD_ENV)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .ok_or(Refusal::BadCapability)?;
-    read_cap(
-        std::fs::File::open(format!("/proc/self/fd/{fd}")).map_err(|_| Refusal::BadCapability)?,
-    )
-}
-
-pub(crate) fn cap_from_file(path: &std::path::Path) -> Result<Capability, Refusal> {
-    mosaic_adapters::fs::check_private_file(path)?;
-    read_cap(std::fs::File::open(path).map_err(|_| Refusal::BadCapability)?)
-}
-
-fn read_cap(file: std::fs::File) -> Result<Capability, Refusal> {
-    let mut text = String::new();
-    file.take(130)
-        .read_to_string(&mut text)
-        .map_err(|_| Refusal::BadCapability)?;
-    Capability::parse(text.trim_end_matches('\n'))
 }

@@ -13,7 +13,6 @@ pub mod fuzzing;
 pub mod host;
 pub mod human;
 pub mod human_proof;
-pub mod mcp;
 mod pipeline;
 pub mod reads;
 pub mod up;

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use mosaic_adapters::fs::{self, DataRoot};
 use mosaic_adapters::procfs::ProcFs;
 use mosaic_adapters::system::SystemClock;
-use mosaic_domain::Refusal;
+use mosaic_domain::{CallerKind, Refusal, Verb};
 use mosaic_ports::Clock;
 
 const HELP: &str = "\
@@ -41,7 +41,9 @@ COMMANDS:
                 from an argument; the socket from --socket or
                 MOSAIC_BUS_SOCKET. Exit 0 when ok, 1 on a refusal (on
                 outcome-unknown inspect the trail; never resend blindly),
-                2 on a usage error. No retry.
+                2 on a usage error. No retry. VERB is one of (agents):
+{agent_verbs}
+                and (readers): {reader_verbs}.
     up --config FILE [--data-root D] [--browser ADDR] [--stay]
                 The standalone host: boot the broker in this process,
                 launch the agents the config lists ({\"business\":{...},
@@ -64,10 +66,9 @@ COMMANDS:
                 ({\"ok\":false,\"error\":CODE} on stdout) or close.
     mcp [--socket PATH] [--cap-file PATH]
                 An MCP server on stdin/stdout for an agent harness: one tool
-                per agent verb (role_claim, decision_raise, message_send, ...,
-                trail, browser_request; launch.revoke and launch.restore are
-                the human's and not exposed), each call one request to the
-                broker. The capability and the socket come as for call. A
+                per agent verb, named with underscores for dots (role_claim,
+                decision_raise, ...); the human's verbs are not exposed. Each
+                call is one request to the broker. The capability and the socket come as for call. A
                 refusal is a tool error whose text starts with its static
                 code; on outcome-unknown inspect the trail, never resend
                 blindly. Exit 0 when the client closes stdin; 2 when it
@@ -79,9 +80,8 @@ COMMANDS:
                 nonce; the broker proves from /proc that the caller is this
                 binary, with that nonce and no agent among its ancestors,
                 then acts as the business's configured human
-                (human-proof-failed otherwise). Verbs: decision.resolve,
-                decision.seen, decision.withdraw, message.send,
-                launch.revoke, launch.restore, inbox, tasks, agents, trail.
+                (human-proof-failed otherwise). Verbs:
+{human_verbs}.
     demo [--data-root D]
                 Play one exchange of the example business (examples/
                 business.json: claims, a cross-role decision approved and
@@ -116,11 +116,45 @@ EXIT CODES:
         JSON line on stdout)
 ";
 
+/// The help, with each caller's verbs listed from the verb table.
+fn help() -> String {
+    let verbs = |caller| {
+        let names: Vec<&str> = Verb::ALL
+            .iter()
+            .filter(|v| v.serves(caller))
+            .map(|v| v.as_str())
+            .collect();
+        names.join(", ")
+    };
+    HELP.replace("{agent_verbs}", &indented(&verbs(CallerKind::Agent)))
+        .replace("{reader_verbs}", &verbs(CallerKind::Reader))
+        .replace("{human_verbs}", &indented(&verbs(CallerKind::Human)))
+}
+
+/// `text` wrapped at 76 columns, each line indented like the help's
+/// descriptions.
+fn indented(text: &str) -> String {
+    const INDENT: &str = "                ";
+    let mut lines = vec![INDENT.to_owned()];
+    for word in text.split(' ') {
+        let line = lines.last_mut().expect("one line at least");
+        if line.len() > INDENT.len() && line.len() + 1 + word.len() > 76 {
+            lines.push(format!("{INDENT}{word}"));
+        } else {
+            if line.len() > INDENT.len() {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+    }
+    lines.join("\n")
+}
+
 fn main() -> ExitCode {
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
     match args.first().map(|a| a.to_str()) {
         None | Some(Some("help" | "--help" | "-h")) => {
-            print!("{HELP}");
+            print!("{}", help());
             ExitCode::SUCCESS
         }
         Some(Some("version" | "--version" | "-V")) => {
@@ -135,7 +169,7 @@ fn main() -> ExitCode {
             println!("{line}");
             ExitCode::from(code)
         }
-        Some(Some("mcp")) => ExitCode::from(mosaic_app::mcp::run(&args[1..])),
+        Some(Some("mcp")) => ExitCode::from(mosaic_adapters::mcp::run(&args[1..])),
         Some(Some("call")) => {
             let (line, code) = mosaic_app::call::run(&args[1..]);
             println!("{line}");
@@ -150,7 +184,7 @@ fn main() -> ExitCode {
         }
         Some(Some(_) | None) => {
             eprintln!("unknown-command");
-            eprint!("{HELP}");
+            eprint!("{}", help());
             ExitCode::from(2)
         }
     }

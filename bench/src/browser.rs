@@ -14,6 +14,7 @@
 //! Agent and panes are threads of one process, so the bench also splits
 //! each trip into its legs ([`Legs`]) on one clock.
 
+use mosaic_domain::Verb;
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -217,7 +218,7 @@ fn trip(agent: &Client, panes: &Panes) -> Result<(Duration, Legs), Failure> {
     let started = Instant::now();
     let answer = agent
         .call(
-            "browser.request",
+            Verb::BrowserRequest.as_str(),
             json!({"action": "snapshot", "parameters": {}, "timeoutMs": 10_000}),
         )
         .map_err(|r| Failure::refused("browser.request refused", r))?;

@@ -8,6 +8,7 @@
 //! the figure asks for it, act on the browser), and every launch is this
 //! process, since the bench is where the agents run.
 
+use mosaic_domain::Verb;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -44,8 +45,8 @@ pub fn business(roles: &[(String, Grants)]) -> Value {
     let mut map = Map::new();
     for (role, grants) in roles {
         let within = match grants {
-            Grants::Send => json!(["message.send"]),
-            Grants::SendAndSnapshot => json!(["message.send", "browser.snapshot"]),
+            Grants::Send => json!([Verb::MessageSend.as_str()]),
+            Grants::SendAndSnapshot => json!([Verb::MessageSend.as_str(), "browser.snapshot"]),
         };
         map.insert(
             role.clone(),
@@ -180,7 +181,7 @@ impl Live {
             .collect::<Result<_, _>>()?;
         for client in &clients {
             client
-                .call("role.claim", json!({}))
+                .call(Verb::RoleClaim.as_str(), json!({}))
                 .map_err(|r| Failure::refused("role.claim refused", r))?;
         }
         let browser = match booted.browser {
@@ -221,7 +222,7 @@ pub fn body(n: usize) -> String {
 pub fn send(client: &Client, n: usize) -> Result<(), Failure> {
     client
         .call(
-            "message.send",
+            Verb::MessageSend.as_str(),
             json!({"to": SINK, "class": "INFO", "body": body(n)}),
         )
         .map(|_| ())

@@ -20,6 +20,7 @@
 //! then reads `VmHWM` (the peak RSS over the process's whole life) and
 //! `VmRSS` from `/proc/<pid>/status`.
 
+use mosaic_domain::Verb;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -236,7 +237,7 @@ pub fn broker_rss(ctx: &mut Ctx) -> Result<Fields, Failure> {
     )?;
     let agent = Client::new(socket, cap);
     agent
-        .call("role.claim", json!({}))
+        .call(Verb::RoleClaim.as_str(), json!({}))
         .map_err(|r| Failure::refused("role.claim refused", r))?;
     let agents = (1..roles.len())
         .map(|i| {
@@ -245,7 +246,7 @@ pub fn broker_rss(ctx: &mut Ctx) -> Result<Fields, Failure> {
                 .ok_or(Failure::new("the boot reply has no capability"))?;
             let client = Client::new(socket, cap);
             client
-                .call("role.claim", json!({}))
+                .call(Verb::RoleClaim.as_str(), json!({}))
                 .map_err(|r| Failure::refused("role.claim refused", r))?;
             Ok(client)
         })
@@ -306,7 +307,7 @@ fn work(agents: &[Client], requests: usize) -> Result<(usize, Duration), Failure
                             live::send(agent, n)
                         } else {
                             agent
-                                .call("inbox", json!({}))
+                                .call(Verb::Inbox.as_str(), json!({}))
                                 .map(drop)
                                 .map_err(|r| Failure::refused("inbox refused", r))
                         }

@@ -3,6 +3,7 @@
 //! ([`mosaic_adapters::socket::Client`], one connection per request), each
 //! beside raw commits measured in alternating rounds on the same disk.
 
+use mosaic_domain::Verb;
 use std::time::{Duration, Instant};
 
 use mosaic_domain::messages::INBOX_LIMIT;
@@ -205,7 +206,7 @@ fn inbox_calls(
     for _ in 0..n {
         let t = Instant::now();
         let line = client
-            .call_verbatim("inbox", json!({}))
+            .call_verbatim(Verb::Inbox.as_str(), json!({}))
             .map_err(|r| Failure::refused("inbox refused", r))?;
         samples.push(t.elapsed());
         let answer: Value = serde_json::from_slice(&line)
@@ -243,7 +244,7 @@ pub fn inbox_10k(ctx: &mut Ctx) -> Result<Fields, Failure> {
         ("reader".to_owned(), Grants::Send),
         ("writer".to_owned(), Grants::Send),
     ];
-    let live = Live::start(ctx, "inbox", &roles, false)?;
+    let live = Live::start(ctx, Verb::Inbox.as_str(), &roles, false)?;
     let (reader, writer) = (live.clients[0].clone(), live.clients[1].clone());
     let (empty, _, empty_entries) = inbox_calls(&reader, sizes.inbox_calls)?;
     if empty_entries != 0 {
@@ -253,7 +254,7 @@ pub fn inbox_10k(ctx: &mut Ctx) -> Result<Fields, Failure> {
     for n in 0..sizes.inbox_messages {
         writer
             .call(
-                "message.send",
+                Verb::MessageSend.as_str(),
                 json!({"to": "reader", "class": "INFO", "body": live::body(n)}),
             )
             .map_err(|r| Failure::refused("message.send refused during the fill", r))?;
@@ -309,7 +310,7 @@ fn read_all_but(client: &mosaic_adapters::socket::Client, n: usize) -> Result<()
     let mut ids = Vec::new();
     loop {
         let batch = client
-            .call("message.receive", json!({}))
+            .call(Verb::MessageReceive.as_str(), json!({}))
             .map_err(|r| Failure::refused("message.receive refused", r))?;
         let Some(messages) = batch.as_array().filter(|m| !m.is_empty()) else {
             break;
@@ -325,7 +326,7 @@ fn read_all_but(client: &mosaic_adapters::socket::Client, n: usize) -> Result<()
     }
     for id in &ids[..n] {
         client
-            .call("message.read", json!({"id": id}))
+            .call(Verb::MessageRead.as_str(), json!({"id": id}))
             .map_err(|r| Failure::refused("message.read refused", r))?;
     }
     Ok(())

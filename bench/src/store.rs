@@ -9,6 +9,7 @@
 //! transaction. Message ids are uniformly random, as the entropy port draws
 //! them, so every send lands at a random place in the message id index.
 
+use mosaic_domain::Verb;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -40,7 +41,7 @@ const SEND_BTREES: usize = 7;
 /// The bench's business: `lead` and `dev` send messages within role.
 fn businesses() -> Result<Vec<Business>, Failure> {
     let bad = |_| Failure::new("the bench business does not validate");
-    let send = Action::parse("message.send").map_err(bad)?;
+    let send = Action::parse(Verb::MessageSend.as_str()).map_err(bad)?;
     let spec = || RoleSpec {
         authority: AuthoritySpec {
             within_role: Some(vec![send.clone()]),
@@ -221,7 +222,7 @@ impl StoreOnly {
             store: SqliteStore::create(path)
                 .map_err(|e| Failure::refused("cannot create a store", e.refusal()))?,
             parties: Parties::new()?,
-            send: Action::parse("message.send").map_err(bad)?,
+            send: Action::parse(Verb::MessageSend.as_str()).map_err(bad)?,
             target: Target::parse("dev").map_err(bad)?,
             ids,
             at: now()?.unix_ms(),

@@ -310,6 +310,16 @@ pub enum ScrollDirection {
 }
 
 impl ScrollDirection {
+    /// Every direction and end.
+    pub const ALL: [ScrollDirection; 6] = [
+        Self::Up,
+        Self::Down,
+        Self::Left,
+        Self::Right,
+        Self::Top,
+        Self::Bottom,
+    ];
+
     /// Parses the wire name: `up`, `down`, `left`, `right`, `top` or `bottom`.
     ///
     /// # Errors
@@ -1028,14 +1038,7 @@ mod tests {
 
     #[test]
     fn scroll_directions_round_trip_and_nothing_else_parses() {
-        for d in [
-            ScrollDirection::Up,
-            ScrollDirection::Down,
-            ScrollDirection::Left,
-            ScrollDirection::Right,
-            ScrollDirection::Top,
-            ScrollDirection::Bottom,
-        ] {
+        for d in ScrollDirection::ALL {
             assert_eq!(ScrollDirection::parse(d.as_str()), Ok(d));
         }
         for bad in ["", "UP", "sideways", " up"] {

@@ -23,6 +23,7 @@ use crate::evidence::{
 };
 use crate::journal::Mark;
 use crate::messages::{self, MessageFacts};
+use crate::verb::{CallerKind, Verb, AUTHORIZE, RECORD_EVENT};
 use crate::{
     Action, ActionClass, BrokerClock, Business, BusinessId, DecisionId, EventId, MessageId,
     Refusal, Target, Timestamp,
@@ -55,6 +56,15 @@ pub enum Caller {
 }
 
 impl Caller {
+    /// The caller's kind, as the verb table lists callers.
+    pub fn kind(&self) -> CallerKind {
+        match self {
+            Caller::Agent { .. } => CallerKind::Agent,
+            Caller::Reader { .. } => CallerKind::Reader,
+            Caller::Human { .. } => CallerKind::Human,
+        }
+    }
+
     /// The caller's business.
     pub fn business(&self) -> &BusinessId {
         match self {
@@ -225,25 +235,26 @@ impl Command {
         }
     }
 
-    /// The verb's wire name.
+    /// The name of the verb this command serves, for refusal records: the
+    /// verb table's wire name, or the trusted call's own name.
     pub fn verb(&self) -> &'static str {
         match self {
-            Command::Claim => "role.claim",
-            Command::Release => "role.release",
-            Command::Revoke { .. } => "role.revoke",
-            Command::Raise { .. } => "decision.raise",
-            Command::Resolve { .. } => "decision.resolve",
-            Command::Seen { .. } => "decision.seen",
-            Command::Withdraw { .. } => "decision.withdraw",
-            Command::Send { .. } => "message.send",
-            Command::Receive { .. } => "message.receive",
-            Command::Read { .. } => "message.read",
-            Command::EmitRoutine { .. } => "event.emit",
-            Command::LaunchRevoke => "launch.revoke",
-            Command::LaunchRestore => "launch.restore",
-            Command::Authorize { .. } => "authorize",
-            Command::RecordEvent { .. } => "record_event",
-            Command::RecordBrowserOutcome { .. } => "browser.request",
+            Command::Claim => Verb::RoleClaim.as_str(),
+            Command::Release => Verb::RoleRelease.as_str(),
+            Command::Revoke { .. } => Verb::RoleRevoke.as_str(),
+            Command::Raise { .. } => Verb::DecisionRaise.as_str(),
+            Command::Resolve { .. } => Verb::DecisionResolve.as_str(),
+            Command::Seen { .. } => Verb::DecisionSeen.as_str(),
+            Command::Withdraw { .. } => Verb::DecisionWithdraw.as_str(),
+            Command::Send { .. } => Verb::MessageSend.as_str(),
+            Command::Receive { .. } => Verb::MessageReceive.as_str(),
+            Command::Read { .. } => Verb::MessageRead.as_str(),
+            Command::EmitRoutine { .. } => Verb::EventEmit.as_str(),
+            Command::LaunchRevoke => Verb::LaunchRevoke.as_str(),
+            Command::LaunchRestore => Verb::LaunchRestore.as_str(),
+            Command::Authorize { .. } => AUTHORIZE,
+            Command::RecordEvent { .. } => RECORD_EVENT,
+            Command::RecordBrowserOutcome { .. } => Verb::BrowserRequest.as_str(),
         }
     }
 }
@@ -559,7 +570,7 @@ impl Bus {
             }
             Command::Revoke { role, decision } => {
                 business.role(&role).ok_or(Refusal::UnknownRole)?;
-                let action = Action::parse("role.revoke")?;
+                let action = Action::parse(Verb::RoleRevoke.as_str())?;
                 let target = Target::from(&role);
                 let ask = Ask {
                     agent,
@@ -780,7 +791,7 @@ impl Bus {
         }
         let request = match &from {
             Sender::Agent(agent) => {
-                let action = Action::parse("message.send")?;
+                let action = Action::parse(Verb::MessageSend.as_str())?;
                 let within = business.class_of(&agent.role, &action) == ActionClass::WithinRole;
                 if within {
                     // A within-role send only cites its decision: it must exist here, nothing is spent.

@@ -7,14 +7,15 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::{Action, BusinessId, Date, HumanName, Refusal, RoleInstance};
+use crate::{Action, BusinessId, Date, HumanName, Refusal, RoleInstance, Verb};
 
-/// The nine actions that are always gated and may not appear in authority maps.
+/// The nine actions that are always gated and may not appear in authority
+/// maps. Three are the actions of the verbs of the same name.
 pub const GATED_ONLY: [&str; 9] = [
-    "role.revoke",
+    Verb::RoleRevoke.as_str(),
     "role.launch",
-    "launch.revoke",
-    "launch.restore",
+    Verb::LaunchRevoke.as_str(),
+    Verb::LaunchRestore.as_str(),
     "authority.change",
     "credential.change",
     "repo.force-push",

@@ -16,6 +16,7 @@ use crate::evidence::{
     AgentRef, DecisionActor, DecisionEvidence, DecisionOption, DecisionRecord, OptionKey, Route,
 };
 use crate::journal::{Journaled, Mark};
+use crate::verb::Verb;
 use crate::{
     Action, ActionClass, Business, BusinessId, DecisionId, Refusal, RoleInstance, Target, TaskRef,
 };
@@ -198,18 +199,19 @@ impl Decisions {
             }
             ActionClass::Gated => Route::Human,
         };
-        let holder = match input.action.as_str() {
-            "role.revoke" => {
-                let role = target_role(business, input.target.as_ref())?;
-                claims.holder(business.id(), &role).cloned()
+        // The two actions named after the verbs they authorize check their
+        // target; `role.revoke` also records the holder it is meant for.
+        let action = input.action.as_str();
+        let holder = if action == Verb::RoleRevoke.as_str() {
+            let role = target_role(business, input.target.as_ref())?;
+            claims.holder(business.id(), &role).cloned()
+        } else {
+            if action == Verb::MessageSend.as_str()
+                && input.target.as_ref().map(Target::as_str) != Some("human")
+            {
+                target_role(business, input.target.as_ref())?;
             }
-            "message.send" => {
-                if input.target.as_ref().map(Target::as_str) != Some("human") {
-                    target_role(business, input.target.as_ref())?;
-                }
-                None
-            }
-            _ => None,
+            None
         };
         if let Some(old) = &input.supersedes {
             let old = self.lookup(business.id(), old)?;

@@ -8,7 +8,7 @@ use std::fmt;
 
 use crate::{
     Action, ActionClass, BusinessId, DecisionId, EventId, MessageId, Refusal, RoleInstance, RunId,
-    Target, TaskRef, Timestamp,
+    Target, TaskRef, Timestamp, Verb,
 };
 
 /// A record as committed: its broker write time and the fact.
@@ -524,6 +524,11 @@ pub enum Evidence {
     Refused(RefusalRecord),
 }
 
+/// The kind of the record `decision.seen` writes: named after its verb.
+pub const DECISION_SEEN: &str = Verb::DecisionSeen.as_str();
+/// The kind of the record `message.read` writes: named after its verb.
+pub const MESSAGE_READ: &str = Verb::MessageRead.as_str();
+
 impl Evidence {
     /// The fact's kind, for example `message.sent`: the name the ledger,
     /// the trail and the human-facing output use.
@@ -537,14 +542,14 @@ impl Evidence {
             Evidence::Claim(ClaimEvidence::Revoked { .. }) => "role.revoked",
             Evidence::Decision(DecisionEvidence::Raised(_)) => "decision.raised",
             Evidence::Decision(DecisionEvidence::Resolved { .. }) => "decision.resolved",
-            Evidence::Decision(DecisionEvidence::Seen { .. }) => "decision.seen",
+            Evidence::Decision(DecisionEvidence::Seen { .. }) => DECISION_SEEN,
             Evidence::Decision(DecisionEvidence::Withdrawn { .. }) => "decision.withdrawn",
             Evidence::Decision(DecisionEvidence::Superseded { .. }) => "decision.superseded",
             Evidence::Consumed(_) => "approval.consumed",
             Evidence::Allowed(_) => "action.allowed",
             Evidence::Message(MessageEvidence::Sent(_)) => "message.sent",
             Evidence::Message(MessageEvidence::Delivered { .. }) => "message.delivered",
-            Evidence::Message(MessageEvidence::Read { .. }) => "message.read",
+            Evidence::Message(MessageEvidence::Read { .. }) => MESSAGE_READ,
             Evidence::Human(_) => "human.input",
             Evidence::Observed(_) => "event.observed",
             Evidence::Refused(_) => "request.refused",

@@ -123,7 +123,7 @@ mod machines {
     use crate::{
         Action, BrowserRequestId, Business, BusinessId, BusinessSpec, ClaimToken, ClientId,
         DecisionId, EventId, HumanName, MessageId, Refusal, RoleInstance, RunId, Target, TaskRef,
-        Timestamp,
+        Timestamp, Verb,
     };
 
     /// At most this many transitions per input, so one input stays cheap.
@@ -173,11 +173,11 @@ mod machines {
     const RUNS: [&str; 2] = ["r1", "r2"];
     const BUSINESSES: [&str; 3] = ["acme", "globex", "nobody"];
     const ACTIONS: [&str; 8] = [
-        "message.send",
+        Verb::MessageSend.as_str(),
         "repo.merge",
         "repo.push",
         "repo.delete",
-        "role.revoke",
+        Verb::RoleRevoke.as_str(),
         "role.launch",
         "routine",
         "task.created",
@@ -191,6 +191,8 @@ mod machines {
         Some("https://example.com"),
     ];
     const KEYS: [&str; 3] = ["yes", "no", "maybe"];
+    /// The trusted in-process calls the harness sends beside the verbs.
+    const TRUSTED_CALLS: usize = 3;
     const KINDS: [&str; 6] = [
         "task.created",
         "task.updated",
@@ -231,10 +233,13 @@ mod machines {
             technical_arbiter: role("lead"),
             delivery_arbiter: role("lead"),
             roles: [
-                (role("lead"), spec(&["message.send"], &["repo.merge"])),
+                (
+                    role("lead"),
+                    spec(&[Verb::MessageSend.as_str()], &["repo.merge"]),
+                ),
                 (
                     role("dev"),
-                    spec(&["message.send", "repo.push"], &["repo.merge"]),
+                    spec(&[Verb::MessageSend.as_str(), "repo.push"], &["repo.merge"]),
                 ),
                 (role("ops"), spec(&[], &[])),
             ]
@@ -247,7 +252,7 @@ mod machines {
             human: name("bob", HumanName::parse),
             technical_arbiter: role("solo"),
             delivery_arbiter: role("solo"),
-            roles: [(role("solo"), spec(&["message.send"], &[]))]
+            roles: [(role("solo"), spec(&[Verb::MessageSend.as_str()], &[]))]
                 .into_iter()
                 .collect(),
             launch_by: None,
@@ -422,15 +427,37 @@ mod machines {
             facts
         }
 
-        fn command(&mut self, u: &mut Unstructured<'_>, caller: &Caller) -> Result<Command> {
-            Ok(match u.int_in_range(0..=15u8)? {
-                0 => Command::Claim,
-                1 => Command::Release,
-                2 => Command::Revoke {
+        /// What the harness hands the bus: a verb of the table, or one of
+        /// the trusted in-process calls. `None` for a read verb, which the
+        /// runtime answers without the bus.
+        fn command(
+            &mut self,
+            u: &mut Unstructured<'_>,
+            caller: &Caller,
+        ) -> Result<Option<(Option<Verb>, Command)>> {
+            let i = u.choose_index(Verb::ALL.len() + TRUSTED_CALLS)?;
+            let Some(&verb) = Verb::ALL.get(i) else {
+                return Ok(Some((None, self.trusted(u, i - Verb::ALL.len())?)));
+            };
+            Ok(self.verb_command(u, caller, verb)?.map(|c| (Some(verb), c)))
+        }
+
+        /// The bus command of `verb`. The match names every verb, so a new
+        /// one does not compile until the harness fuzzes it.
+        fn verb_command(
+            &mut self,
+            u: &mut Unstructured<'_>,
+            caller: &Caller,
+            verb: Verb,
+        ) -> Result<Option<Command>> {
+            Ok(Some(match verb {
+                Verb::RoleClaim => Command::Claim,
+                Verb::RoleRelease => Command::Release,
+                Verb::RoleRevoke => Command::Revoke {
                     role: name(pick(u, &ROLES)?, RoleInstance::parse),
                     decision: self.decision(u)?,
                 },
-                3 => {
+                Verb::DecisionRaise => {
                     let mut options = Vec::new();
                     for _ in 0..u.int_in_range(0..=3u8)? {
                         options.push(DecisionOption {
@@ -460,20 +487,20 @@ mod machines {
                         input: Box::new(input),
                     }
                 }
-                4 => Command::Resolve {
+                Verb::DecisionResolve => Command::Resolve {
                     id: self.decision(u)?,
                     choice: Self::key(u)?,
                     note: None,
                 },
-                5 => Command::Seen {
+                Verb::DecisionSeen => Command::Seen {
                     id: self.decision(u)?,
                     note: Some("seen".to_owned()),
                 },
-                6 => Command::Withdraw {
+                Verb::DecisionWithdraw => Command::Withdraw {
                     id: self.decision(u)?,
                     note: None,
                 },
-                7 => {
+                Verb::MessageSend => {
                     let to = match pick(u, &ROLES)? {
                         "ghost" if u.arbitrary()? => Recipient::Human,
                         role => Recipient::Role(name(role, RoleInstance::parse)),
@@ -500,7 +527,7 @@ mod machines {
                         known,
                     }
                 }
-                8 => {
+                Verb::MessageReceive => {
                     // What the runtime reads for `message.receive`: the
                     // undelivered messages for the caller's role.
                     let batch = match caller {
@@ -518,25 +545,42 @@ mod machines {
                     };
                     Command::Receive { batch }
                 }
-                9 => {
+                Verb::MessageRead => {
                     let id = self.message(u)?;
                     Command::Read {
                         id,
                         known: self.staged_messages().remove(&id),
                     }
                 }
-                10 => Command::EmitRoutine {
+                Verb::EventEmit => Command::EmitRoutine {
                     target: Self::target(u)?,
                     subject: self.subject(u)?,
                 },
-                11 => Command::LaunchRevoke,
-                12 => Command::LaunchRestore,
-                13 => Command::Authorize {
+                Verb::LaunchRevoke => Command::LaunchRevoke,
+                Verb::LaunchRestore => Command::LaunchRestore,
+                // Authorized like any action; the runtime then carries it to a pane.
+                Verb::BrowserRequest => Command::Authorize {
+                    action: name(
+                        &format!("browser.{}", pick(u, &BrowserAction::NAMES)?),
+                        Action::parse,
+                    ),
+                    target: Self::target(u)?,
+                    decision: Self::option(u, |u| self.decision(u))?,
+                },
+                Verb::Inbox | Verb::Tasks | Verb::Agents | Verb::Trail => return Ok(None),
+            }))
+        }
+
+        /// Trusted call `i` of [`TRUSTED_CALLS`]: `authorize`, the broker's
+        /// browser outcome, `record_event`.
+        fn trusted(&mut self, u: &mut Unstructured<'_>, i: usize) -> Result<Command> {
+            Ok(match i {
+                0 => Command::Authorize {
                     action: name(pick(u, &ACTIONS)?, Action::parse),
                     target: Self::target(u)?,
                     decision: Self::option(u, |u| self.decision(u))?,
                 },
-                14 => Command::RecordBrowserOutcome {
+                1 => Command::RecordBrowserOutcome {
                     body: "{}".to_owned(),
                 },
                 _ => {
@@ -553,14 +597,23 @@ mod machines {
 
         fn verb(&mut self, u: &mut Unstructured<'_>) -> Result<()> {
             let caller = self.caller(u)?;
-            let command = self.command(u, &caller)?;
+            let Some((verb, command)) = self.command(u, &caller)? else {
+                return Ok(());
+            };
             let (claim, release) = (
                 matches!(command, Command::Claim),
                 matches!(command, Command::Release),
             );
             let before = self.bus.clone();
             let now = self.now();
-            match self.bus.handle(now, &caller, command) {
+            let result = self.bus.handle(now, &caller, command);
+            if let Some(verb) = verb {
+                assert!(
+                    verb.serves(caller.kind()) || result.is_err(),
+                    "the bus refuses {verb} to a caller the verb table does not list"
+                );
+            }
+            match result {
                 Err(_) => assert!(
                     self.bus == before,
                     "a refused verb leaves the bus as it was"
@@ -622,8 +675,9 @@ mod machines {
                 let caller = self.caller(u)?;
                 let refusal = pick(u, Refusal::ALL)?;
                 let now = self.now();
+                let verb = pick(u, Verb::ALL)?;
                 self.bus
-                    .handle_refused(now, Some(&caller), Some("role.claim"), refusal);
+                    .handle_refused(now, Some(&caller), Some(verb.as_str()), refusal);
             } else {
                 self.now += i64::from(u.int_in_range(-5_000..=60_000i32)?);
             }

@@ -3,7 +3,10 @@
 //! Layout:
 //! - [`ids`], [`time`]: strict newtypes with one text form each, and the
 //!   broker clock rule;
-//! - [`refusal`]: the one [`Refusal`] type with a static code per variant;
+//! - [`refusal`]: the one [`Refusal`] type with a static code and a meaning
+//!   per variant;
+//! - [`verb`]: the verb table, one row per socket verb (name, callers, read
+//!   or write, meaning);
 //! - [`business`]: the normalized business definition and the action classes;
 //! - [`journal`]: the undo journal that lets a machine stage a change and
 //!   drop it when the store does not commit;
@@ -29,6 +32,7 @@ pub mod business;
 pub mod ids;
 pub mod refusal;
 pub mod time;
+pub mod verb;
 
 pub use business::{ActionClass, Business, BusinessSpec};
 pub use ids::{
@@ -37,6 +41,7 @@ pub use ids::{
 };
 pub use refusal::Refusal;
 pub use time::{BrokerClock, Date, Timestamp};
+pub use verb::{CallerKind, Verb};
 pub mod authority;
 pub mod bus;
 pub mod claims;

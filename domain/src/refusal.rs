@@ -3,17 +3,19 @@
 
 use std::fmt;
 
-/// Declares [`Refusal`] with its wire codes in one list, so the enum, its
-/// codes and [`Refusal::ALL`] can never drift apart.
+/// Declares [`Refusal`] with its wire codes and meanings in one list, so
+/// the enum, its codes, its meanings and [`Refusal::ALL`] can never drift
+/// apart. The meaning is the variant's doc, the README's table (a test
+/// checks it) and the first sentence of an MCP tool error.
 macro_rules! refusals {
-    ($($(#[doc = $doc:literal])* $name:ident => $code:literal,)*) => {
+    ($($name:ident => $code:literal, $meaning:literal,)*) => {
         /// A refusal with a static code. Never carries driver or OS text.
         ///
         /// The `Display` form is the wire code itself, so formatting a refusal
         /// can never leak anything but the code.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         pub enum Refusal {
-            $($(#[doc = $doc])* $name,)*
+            $(#[doc = $meaning] $name,)*
         }
 
         impl Refusal {
@@ -21,9 +23,16 @@ macro_rules! refusals {
             pub const ALL: &'static [Refusal] = &[$(Refusal::$name,)*];
 
             /// The static wire code, for example `"decision-consumed"`.
-            pub fn code(self) -> &'static str {
+            pub const fn code(self) -> &'static str {
                 match self {
                     $(Refusal::$name => $code,)*
+                }
+            }
+
+            /// What the refusal means, in one sentence.
+            pub const fn meaning(self) -> &'static str {
+                match self {
+                    $(Refusal::$name => $meaning,)*
                 }
             }
         }
@@ -31,116 +40,116 @@ macro_rules! refusals {
 }
 
 refusals! {
-    /// The request is not a JSON object of the expected shape or types.
     BadRequest => "bad-request",
-    /// The request line is longer than 64 KiB.
+        "The request is not a JSON object of the expected shape or types.",
     RequestTooLarge => "request-too-large",
-    /// The request line did not arrive within the 5 s read deadline.
+        "The request line is longer than 64 KiB.",
     RequestTimeout => "request-timeout",
-    /// The verb is not one the broker knows.
+        "The request line did not arrive within the 5 s read deadline.",
     UnknownVerb => "unknown-verb",
-    /// The arguments carry a key the verb does not define.
+        "The verb is not one the broker knows.",
     UnknownKey => "unknown-key",
-    /// A role instance that the business does not define.
+        "The arguments carry a key the verb does not define.",
     UnknownRole => "unknown-role",
-    /// A decision, message or other id that does not exist.
+        "A role instance that the business does not define.",
     UnknownReference => "unknown-reference",
-    /// An action name that is malformed or not allowed in this place.
+        "A decision, message or other id that does not exist.",
     UnknownAction => "unknown-action",
-    /// A decision option key that the decision does not offer.
+        "An action name that is malformed or not allowed in this place.",
     UnknownOption => "unknown-option",
-    /// A timestamp that is not in canonical `YYYY-MM-DDTHH:mm:ss.sssZ` form.
+        "A decision option key that the decision does not offer.",
     BadTimestamp => "bad-timestamp",
-    /// A date that is not a real `YYYY-MM-DD` calendar day.
+        "A timestamp that is not in canonical `YYYY-MM-DDTHH:mm:ss.sssZ` form.",
     BadDate => "bad-date",
-    /// An identifier with a bad form (charset, length, UUID layout).
+        "A date that is not a real `YYYY-MM-DD` calendar day.",
     BadId => "bad-id",
-    /// A task ref that is not `vikunja:<project>/<task>` with positive numbers.
+        "An identifier with a bad form (charset, length, UUID layout).",
     BadTaskRef => "bad-task-ref",
-    /// Browser action parameters that fail validation.
+        "A task ref that is not `vikunja:<project>/<task>` with positive numbers.",
     BadParameters => "bad-parameters",
-    /// A business definition or boot configuration that fails validation.
+        "Browser action parameters that fail validation.",
     BadConfig => "bad-config",
-    /// A gated-only action listed in an authority map.
+        "A business definition or boot configuration that fails validation.",
     GatedInAuthority => "gated-in-authority",
-    /// The capability is unknown, malformed or of the wrong kind.
+        "A gated-only action listed in an authority map.",
     BadCapability => "bad-capability",
-    /// The caller does not hold the role this verb needs.
+        "The capability is unknown, malformed or of the wrong kind.",
     NotHolder => "not-holder",
-    /// Another run holds the role.
+        "The caller does not hold the role this verb needs.",
     RoleHeld => "role-held",
-    /// This run was revoked from this role and may never hold it again.
+        "Another run holds the role.",
     RunRevoked => "run-revoked",
-    /// Launching is switched off for this business.
+        "This run was revoked from this role and may never hold it again.",
     LaunchRevoked => "launch-revoked",
-    /// A rebinding whose role, harness, address or process differs from the record.
+        "Launching is switched off for this business.",
     LaunchMismatch => "launch-mismatch",
-    /// The standalone host could not start an agent or hand it its capability.
+        "A rebinding whose role, harness, address or process differs from the record.",
     LaunchFailed => "launch-failed",
-    /// The role's holder changed since the revoke decision was raised.
+        "The standalone host could not start an agent or hand it its capability.",
     HolderChanged => "holder-changed",
-    /// Only the human may do this.
+        "The role's holder changed since the revoke decision was raised.",
     HumanOnly => "human-only",
-    /// The human CLI's process proof failed.
+        "Only the human may do this.",
     HumanProofFailed => "human-proof-failed",
-    /// A reference into another business.
+        "The human CLI's process proof failed.",
     CrossBusiness => "cross-business",
-    /// Neither authority nor an approved decision allows this.
+        "A reference into another business.",
     NotAuthorized => "not-authorized",
-    /// The caller is not the decision's resolver.
+        "Neither authority nor an approved decision allows this.",
     NotResolver => "not-resolver",
-    /// The caller did not raise this decision.
+        "The caller is not the decision's resolver.",
     NotRaiser => "not-raiser",
-    /// The decision is still open.
+        "The caller did not raise this decision.",
     DecisionOpen => "decision-open",
-    /// The decision is resolved, withdrawn or superseded.
+        "The decision is still open.",
     DecisionClosed => "decision-closed",
-    /// The decision's approval was already used.
+        "The decision is resolved, withdrawn or superseded.",
     DecisionConsumed => "decision-consumed",
-    /// The decision's recorded class no longer matches policy.
+        "The decision's approval was already used.",
     DecisionMismatch => "decision-mismatch",
-    /// A blocking decision needs a strict task ref.
+        "The decision's recorded class no longer matches policy.",
     TaskRefRequired => "task-ref-required",
-    /// A within-role decision must carry its `choice` at raise.
+        "A blocking decision needs a strict task ref.",
     ChoiceRequired => "choice-required",
-    /// The message was not delivered to the caller's run.
+        "A within-role decision must carry its `choice` at raise.",
     NotDelivered => "not-delivered",
-    /// No connected client can serve the browser action.
+        "The message was not delivered to the caller's run.",
     NoBrowserClient => "no-browser-client",
-    /// The browser request was not settled in time.
+        "No connected client can serve the browser action.",
     BrowserTimeout => "browser-timeout",
-    /// The browser request was aborted before it settled.
+        "The browser request was not settled in time.",
     BrowserAborted => "browser-aborted",
-    /// The pane's result was larger than the result limit.
+        "The browser request was aborted before it settled.",
     BrowserResultTooLarge => "browser-result-too-large",
-    /// The pane reported that the action failed.
+        "The pane's result was larger than the result limit.",
     BrowserFailed => "browser-failed",
-    /// The evidence store could not commit or read.
+        "The pane reported that the action failed.",
     StorageUnavailable => "storage-unavailable",
-    /// The response is larger than the client's 4 MiB limit.
+        "The evidence store could not commit or read.",
     ResponseTooLarge => "response-too-large",
-    /// The connection ended before a reply: the action may or may not have happened.
+        "The response is larger than the client's 4 MiB limit.",
     OutcomeUnknown => "outcome-unknown",
-    /// The client could not reach the broker; nothing was sent.
+        "The connection ended before a reply: the action may or may not have happened.",
     BrokerUnavailable => "broker-unavailable",
-    /// A trusted service callback failed.
+        "The client could not reach the broker; nothing was sent.",
     ServiceFailed => "service-failed",
-    /// A Vikunja token on or after its expiry date (from midnight UTC): it is not used.
+        "A trusted service callback failed.",
     CredentialExpired => "credential-expired",
-    /// A request, result or record contains a loaded service token: refused before anything was written or returned.
+        "A Vikunja token on or after its expiry date (from midnight UTC): it is not used.",
     CredentialLeak => "credential-leak",
-    /// Another broker holds the writer lock.
+        "A request, result or record contains a loaded service token: refused before anything was written or returned.",
     LockHeld => "lock-held",
-    /// A writer lock remains from a broker that did not close cleanly.
+        "Another broker holds the writer lock.",
     StaleLock => "stale-lock",
-    /// `unlock` found no writer lock: there is nothing to recover.
+        "A writer lock remains from a broker that did not close cleanly.",
     NoLock => "no-lock",
-    /// A path is a symlink, has unsafe permissions or the wrong owner.
+        "`unlock` found no writer lock: there is nothing to recover.",
     UnsafePath => "unsafe-path",
-    /// The database schema differs from the pinned one.
+        "A path is a symlink, has unsafe permissions or the wrong owner.",
     SchemaMismatch => "schema-mismatch",
-    /// The database failed an integrity check.
+        "The database schema differs from the pinned one.",
     IntegrityFailed => "integrity-failed",
+        "The database failed an integrity check.",
 }
 
 impl Refusal {

@@ -46,17 +46,17 @@ use rows::{ReadError, Undecodable};
 pub enum OpenError {
     /// The schema differs from the pinned one, metadata is missing, or the
     /// file is not in WAL mode: `schema-mismatch`.
-    #[error("schema-mismatch")]
+    #[error("{}", Refusal::SchemaMismatch.code())]
     SchemaMismatch,
     /// The file failed an integrity check: `integrity-failed`.
-    #[error("integrity-failed")]
+    #[error("{}", Refusal::IntegrityFailed.code())]
     IntegrityFailed,
     /// `create` found a file already there, or `open` found none:
     /// `unsafe-path` (the caller chose the wrong operation for this path).
-    #[error("unsafe-path")]
+    #[error("{}", Refusal::UnsafePath.code())]
     WrongState,
     /// The file could not be read or written: `storage-unavailable`.
-    #[error("storage-unavailable")]
+    #[error("{}", Refusal::StorageUnavailable.code())]
     Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
@@ -439,14 +439,17 @@ WHERE NOT (length(l.at) = 24 AND strftime('%Y-%m-%dT%H:%M:%fZ', l.at) IS l.at)
 /// Maps a failed write onto the port's error kinds. The schema's triggers
 /// raise `mosaic:<kind>`; constraint failures map by their kind; anything
 /// else means the store could not write.
+///
+/// The cross-business guard raises the refusal's own code as its kind.
 fn write_failure(e: rusqlite::Error) -> StoreError {
+    const CROSS_BUSINESS: &str = Refusal::CrossBusiness.code();
     if let rusqlite::Error::SqliteFailure(err, message) = &e {
         if err.code == ErrorCode::ConstraintViolation {
             let raised = message.as_deref().and_then(|m| m.strip_prefix("mosaic:"));
             return match raised {
                 Some("duplicate") => StoreError::Duplicate,
                 Some("dangling") => StoreError::Dangling,
-                Some("cross-business") => StoreError::CrossBusiness,
+                Some(CROSS_BUSINESS) => StoreError::CrossBusiness,
                 Some("non-monotonic") => StoreError::NonMonotonic,
                 Some(_) => StoreError::Malformed,
                 None => match err.extended_code {

@@ -6,7 +6,7 @@ use mosaic_domain::evidence::{
     ActionAllowed, AgentRef, ClaimEvidence, Consumption, DecisionActor, DecisionEvidence,
     DecisionOption, DecisionRecord, Evidence, Harness, HumanInput, LaunchEvidence, LaunchRecord,
     MessageClass, MessageEvidence, MessageRecord, Observation, OptionKey, Recipient, RefusalRecord,
-    Route, Sender, Stamped, Subject,
+    Route, Sender, Stamped, Subject, DECISION_SEEN, MESSAGE_READ,
 };
 use mosaic_domain::{
     Action, BusinessId, DecisionId, EventId, MessageId, Refusal, RoleInstance, RunId, Target,
@@ -411,18 +411,19 @@ pub(crate) fn load(
             Evidence::Claim(match kind {
                 "role.claimed" => ClaimEvidence::Claimed { business, agent },
                 "role.released" => ClaimEvidence::Released { business, agent },
-                _ => ClaimEvidence::Revoked {
+                "role.revoked" => ClaimEvidence::Revoked {
                     business,
                     agent,
                     decision: parse_opt(decision, DecisionId::parse, "decision")?
                         .ok_or(bad("decision"))?,
                 },
+                _ => return Err(bad("claim kind").into()),
             })
         }
         "decision.raised" => Evidence::Decision(DecisionEvidence::Raised(Box::new(load_decision(
             conn, seq,
         )?))),
-        "decision.resolved" | "decision.seen" | "decision.withdrawn" | "decision.superseded" => {
+        "decision.resolved" | DECISION_SEEN | "decision.withdrawn" | "decision.superseded" => {
             #[allow(clippy::type_complexity)]
             let (b, id, choice, by_role, by_run, note, superseded_by): (
                 String,
@@ -446,7 +447,7 @@ pub(crate) fn load(
                     by: actor(by_role, by_run)?,
                     note,
                 },
-                "decision.seen" => DecisionEvidence::Seen {
+                DECISION_SEEN => DecisionEvidence::Seen {
                     business,
                     id,
                     by: actor(by_role, by_run)?,
@@ -458,12 +459,13 @@ pub(crate) fn load(
                     by: actor(by_role, by_run)?,
                     note,
                 },
-                _ => DecisionEvidence::Superseded {
+                "decision.superseded" => DecisionEvidence::Superseded {
                     business,
                     id,
                     by: parse_opt(superseded_by, DecisionId::parse, "superseded by")?
                         .ok_or(bad("superseded by"))?,
                 },
+                _ => return Err(bad("decision kind").into()),
             })
         }
         "approval.consumed" => {
@@ -515,7 +517,7 @@ pub(crate) fn load(
                 .ok_or(bad("message"))??;
             Evidence::Message(MessageEvidence::Sent(Box::new(record)))
         }
-        "message.delivered" | "message.read" => {
+        "message.delivered" | MESSAGE_READ => {
             let table = if kind == "message.delivered" {
                 "deliveries"
             } else {

@@ -16,7 +16,7 @@ pub const MAX_CLAIM_BODY: usize = 4 * 1024;
 /// The result route's body limit (a snapshot or a capture).
 pub const MAX_RESULT_BODY: usize = 16 * 1024 * 1024;
 /// The pane's follow-up error after its result was refused as too large.
-pub const TOO_LARGE_ERROR: &str = "browser-result-too-large";
+pub const TOO_LARGE_ERROR: &str = Refusal::BrowserResultTooLarge.code();
 
 /// `browser.request {action, parameters, timeoutMs?, decision?}`, checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -129,9 +129,12 @@ pub fn browser_action(
                 .map(|l| CaptureLabel::parse(&l))
                 .transpose()?,
         },
-        _ => BrowserAction::Resize {
+        "resize" => BrowserAction::Resize {
             viewport: p.viewport()?.ok_or(Refusal::BadParameters)?,
         },
+        // Refused by the allow-list above already; named here so no
+        // unknown name can fall into a real action.
+        _ => return Err(Refusal::UnknownAction),
     };
     Ok(action)
 }

@@ -50,7 +50,9 @@ pub fn parse_host_line(line: &[u8]) -> Result<HostRequest, Refusal> {
     Ok(match op {
         "boot" => HostRequest::Boot(Box::new(boot_from_value(argument("config")?)?)),
         "bindLaunch" => HostRequest::BindLaunch(launch_from_value(argument("record")?)?),
-        _ => HostRequest::Close,
+        "close" => HostRequest::Close,
+        // Refused above already; no unknown op falls into a real request.
+        _ => return Err(Refusal::BadRequest),
     })
 }
 

@@ -10,9 +10,10 @@
 //! 3. `cap` missing or not a string → `bad-request`; not 64 lowercase hex →
 //!    `bad-capability`;
 //! 4. `verb` missing or not a string → `bad-request`; not a verb of the
-//!    table → `unknown-verb`;
+//!    table ([`Verb`], the domain's) → `unknown-verb`;
 //! 5. `args` present but not an object → `bad-request` (absent is `{}`);
-//!    a key the verb does not define ([`Verb::arg_keys`]), or a key other
+//!    a key the verb's argument type does not define
+//!    ([`VerbArgs::arg_keys`]), or a key other
 //!    than `key`/`text` in a `decision.raise` option → `unknown-key`;
 //! 6. each argument in the spec's order: missing when required, or of the
 //!    wrong JSON type → `bad-request`; text the domain parser refuses →
@@ -37,6 +38,9 @@ use mosaic_domain::{
 };
 use serde_json::{Map, Value};
 
+pub use mosaic_domain::Verb;
+
+use super::args::VerbArgs;
 use super::browser::{browser_call, BrowserCall};
 use super::json::parse_json;
 
@@ -45,100 +49,6 @@ use super::json::parse_json;
 /// limit the socket frames lines with (`socket::MAX_REQUEST`); checked here
 /// too so a line from any other transport meets the same rule.
 pub const MAX_REQUEST_BYTES: usize = 64 * 1024;
-
-/// Declares [`Verb`] with its wire names and argument keys in one list, so
-/// the three can never drift apart.
-macro_rules! verbs {
-    ($($(#[doc = $doc:literal])* $name:ident => $wire:literal [$($key:literal),*],)*) => {
-        /// A socket verb: one row of the spec's verb table.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        pub enum Verb {
-            $($(#[doc = $doc])* $name,)*
-        }
-
-        impl Verb {
-            /// Every verb, in the spec table's order.
-            pub const ALL: &'static [Verb] = &[$(Verb::$name,)*];
-
-            /// The wire name, for example `"decision.raise"`.
-            pub fn as_str(self) -> &'static str {
-                match self {
-                    $(Verb::$name => $wire,)*
-                }
-            }
-
-            /// Every argument key the verb defines, required or optional, as
-            /// spelled on the wire; any other key is `unknown-key`.
-            pub fn arg_keys(self) -> &'static [&'static str] {
-                match self {
-                    $(Verb::$name => &[$($key),*],)*
-                }
-            }
-        }
-    };
-}
-
-verbs! {
-    /// `role.claim`: no arguments.
-    RoleClaim => "role.claim" [],
-    /// `role.release`: no arguments.
-    RoleRelease => "role.release" [],
-    /// `role.revoke {role, decision}`.
-    RoleRevoke => "role.revoke" ["role", "decision"],
-    /// `decision.raise {action, question, options, recommendation, blocking, …}`.
-    DecisionRaise => "decision.raise" [
-        "action", "question", "options", "recommendation", "blocking", "domain", "target",
-        "project", "task_ref", "requirement_ref", "supersedes", "choice", "approvalChoice"
-    ],
-    /// `decision.resolve {id, choice, note?}`.
-    DecisionResolve => "decision.resolve" ["id", "choice", "note"],
-    /// `decision.seen {id, note?}`.
-    DecisionSeen => "decision.seen" ["id", "note"],
-    /// `decision.withdraw {id, note?}`.
-    DecisionWithdraw => "decision.withdraw" ["id", "note"],
-    /// `message.send {to, body, class?, in_reply_to?, corrects?, decision?}`.
-    MessageSend => "message.send" ["to", "body", "class", "in_reply_to", "corrects", "decision"],
-    /// `message.receive`: no arguments.
-    MessageReceive => "message.receive" [],
-    /// `message.read {id}`.
-    MessageRead => "message.read" ["id"],
-    /// `event.emit {kind: "action.allowed", body: {action: "routine", target?}, subject?}`.
-    EventEmit => "event.emit" ["kind", "body", "subject"],
-    /// `launch.revoke`: no arguments (the human only).
-    LaunchRevoke => "launch.revoke" [],
-    /// `launch.restore`: no arguments (the human only).
-    LaunchRestore => "launch.restore" [],
-    /// `inbox`: no arguments.
-    Inbox => "inbox" [],
-    /// `tasks`: no arguments.
-    Tasks => "tasks" [],
-    /// `agents`: no arguments.
-    Agents => "agents" [],
-    /// `trail {subject}`.
-    Trail => "trail" ["subject"],
-    /// `browser.request {action, parameters, timeoutMs?, decision?}`.
-    BrowserRequest => "browser.request" ["action", "parameters", "timeoutMs", "decision"],
-}
-
-impl Verb {
-    /// The verb with this wire name.
-    ///
-    /// # Errors
-    /// `unknown-verb` for any other text (names are case-sensitive).
-    pub fn parse(text: &str) -> Result<Verb, Refusal> {
-        Verb::ALL
-            .iter()
-            .copied()
-            .find(|v| v.as_str() == text)
-            .ok_or(Refusal::UnknownVerb)
-    }
-}
-
-impl fmt::Display for Verb {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// A UUID that names a decision or a message; which one, only the runtime
 /// knows ([`SubjectRef::resolve`]). Its text form is the lowercase
@@ -452,23 +362,7 @@ impl Call {
     /// Whether this call only reads (`inbox`, `tasks`, `agents`, `trail`):
     /// it dispatches to a [`Query`] and draws no fresh id.
     pub fn is_read(&self) -> bool {
-        match self {
-            Call::Inbox | Call::Tasks | Call::Agents | Call::Trail { .. } => true,
-            Call::RoleClaim
-            | Call::RoleRelease
-            | Call::RoleRevoke { .. }
-            | Call::DecisionRaise(_)
-            | Call::DecisionResolve { .. }
-            | Call::DecisionSeen { .. }
-            | Call::DecisionWithdraw { .. }
-            | Call::MessageSend(_)
-            | Call::MessageReceive
-            | Call::MessageRead { .. }
-            | Call::EventEmit { .. }
-            | Call::LaunchRevoke
-            | Call::LaunchRestore
-            | Call::BrowserRequest(_) => false,
-        }
+        self.verb().is_read()
     }
 
     /// What the runtime does with the call.

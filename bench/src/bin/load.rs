@@ -31,6 +31,7 @@
 //! bound on the broker's own). Exits 1 when an unexpected refusal occurred,
 //! 2 on a usage or setup error.
 
+use mosaic_domain::Verb;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -119,7 +120,7 @@ fn business(id: &str) -> Value {
         .map(|r| {
             (
                 format!("a{r}"),
-                json!({"authority": {"withinRole": ["message.send"], "crossRole": ["repo.merge"]}}),
+                json!({"authority": {"withinRole": [Verb::MessageSend.as_str()], "crossRole": ["repo.merge"]}}),
             )
         })
         .collect();
@@ -188,7 +189,7 @@ fn client(i: usize, cap: String, socket: PathBuf, routed: &Routed, stop: &Atomic
             }
         }
     };
-    if call(&mut tally, "role.claim", json!({})).is_none() {
+    if call(&mut tally, Verb::RoleClaim.as_str(), json!({})).is_none() {
         return tally;
     }
     let mut n = 0u64;
@@ -206,7 +207,7 @@ fn client(i: usize, cap: String, socket: PathBuf, routed: &Routed, stop: &Atomic
                 let choice = if rng.below(2) == 0 { "yes" } else { "no" };
                 call(
                     &mut tally,
-                    "decision.resolve",
+                    Verb::DecisionResolve.as_str(),
                     json!({"id": id, "choice": choice}),
                 );
                 continue;
@@ -231,14 +232,14 @@ fn client(i: usize, cap: String, socket: PathBuf, routed: &Routed, stop: &Atomic
                     format!("{role} to {to}: load message {n}, please review and report back");
                 if let Some(sent) = call(
                     &mut tally,
-                    "message.send",
+                    Verb::MessageSend.as_str(),
                     json!({"to": to, "body": body, "class": "INFO"}),
                 ) {
                     last_subject = sent["id"].as_str().map(str::to_owned);
                 }
             }
             Op::Receive => {
-                if let Some(batch) = call(&mut tally, "message.receive", json!({})) {
+                if let Some(batch) = call(&mut tally, Verb::MessageReceive.as_str(), json!({})) {
                     received.extend(
                         batch
                             .as_array()
@@ -250,7 +251,7 @@ fn client(i: usize, cap: String, socket: PathBuf, routed: &Routed, stop: &Atomic
             }
             Op::Read => {
                 let id = received.swap_remove(rng.below(received.len()));
-                call(&mut tally, "message.read", json!({"id": id}));
+                call(&mut tally, Verb::MessageRead.as_str(), json!({"id": id}));
             }
             Op::Raise => {
                 // An arbiter raises in the other arbiter's domain, so every
@@ -268,7 +269,7 @@ fn client(i: usize, cap: String, socket: PathBuf, routed: &Routed, stop: &Atomic
                     "blocking": false,
                     "domain": if technical { "technical" } else { "delivery" },
                 });
-                if let Some(d) = call(&mut tally, "decision.raise", args) {
+                if let Some(d) = call(&mut tally, Verb::DecisionRaise.as_str(), args) {
                     if let Some(id) = d["id"].as_str() {
                         let arbiter = usize::from(!technical);
                         routed[b]
@@ -283,20 +284,28 @@ fn client(i: usize, cap: String, socket: PathBuf, routed: &Routed, stop: &Atomic
             Op::Withdraw => {
                 // Left in the arbiter's pool on purpose: the two race.
                 let id = raised.swap_remove(rng.below(raised.len()));
-                call(&mut tally, "decision.withdraw", json!({"id": id}));
+                call(
+                    &mut tally,
+                    Verb::DecisionWithdraw.as_str(),
+                    json!({"id": id}),
+                );
             }
             Op::Inbox => {
-                call(&mut tally, "inbox", json!({}));
+                call(&mut tally, Verb::Inbox.as_str(), json!({}));
             }
             Op::Trail => {
                 let subject = last_subject.clone().unwrap_or_else(|| role.clone());
-                call(&mut tally, "trail", json!({"subject": subject}));
+                call(
+                    &mut tally,
+                    Verb::Trail.as_str(),
+                    json!({"subject": subject}),
+                );
             }
             Op::Tasks => {
-                call(&mut tally, "tasks", json!({}));
+                call(&mut tally, Verb::Tasks.as_str(), json!({}));
             }
             Op::Agents => {
-                call(&mut tally, "agents", json!({}));
+                call(&mut tally, Verb::Agents.as_str(), json!({}));
             }
         }
     }

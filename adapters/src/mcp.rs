@@ -1,0 +1,610 @@
+//! `mosaic-bus mcp`: an MCP server on stdio that exposes the broker's agent
+//! verbs as tools, built on the official Rust SDK (`rmcp`).
+//!
+//! It is an adapter with no authority of its own: it holds one capability
+//! (from the inherited descriptor named by `MOSAIC_BUS_CAP_FD`, or a private
+//! `--cap-file`, exactly as `mosaic-bus call` reads it) and the socket path
+//! (`--socket` or `MOSAIC_BUS_SOCKET`), and turns each tool call into one
+//! socket request through [`Client`]. The broker decides everything.
+//!
+//! # Layout
+//!
+//! - `Tool`: one tool per verb of the domain's table that agents may call
+//!   (`launch.revoke` and `launch.restore` are the human's and are not
+//!   exposed): its MCP name (no dots: `role.claim` is `role_claim`), its
+//!   description (the verb's meaning) and its input schema (the verb's
+//!   argument type, [`VerbArgs`]). A schema's `properties` are the tool's
+//!   only keys.
+//! - `Adapter`: the `rmcp` server handler. `tools/list` answers the
+//!   table; `tools/call` checks the argument keys against the tool's schema
+//!   (a stray key is `unknown-key` without contacting the broker), then
+//!   runs the synchronous [`Client::call`] on tokio's blocking pool.
+//! - `refusal_text` and `after_outcome_unknown`: every refusal becomes
+//!   a tool error (`isError: true`) whose text is the static code, what it
+//!   means ([`Refusal::meaning`]) and what to do (`what_to_do`, the one
+//!   table of hints); never driver or OS text.
+//!
+//! # The loop
+//!
+//! `run` reads the capability once, then serves MCP on stdin/stdout until
+//! the client closes stdin. Logs and startup failures go to stderr (one
+//! static code); stdout carries only MCP messages.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use mosaic_domain::browser::{DEFAULT_TIMEOUT, MAX_TIMEOUT, MIN_TIMEOUT, OPEN_TIMEOUT};
+use mosaic_domain::{CallerKind, Refusal, TaskRef, Verb};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde_json::Value;
+
+use crate::cap::{cap_from_fd, cap_from_file, SOCKET_ENV};
+use crate::socket::{parse_response, Client, CLIENT_TIMEOUT};
+use crate::wire::{UuidRef, VerbArgs};
+
+/// What the server tells a client about itself when it connects.
+const INSTRUCTIONS: &str = "Tools of the mosaic-bus coordination broker, acting \
+with this agent run's capability. Claim your role first (role_claim). A refused \
+call is a tool error whose text starts with a static code, then says what it \
+means and what to do. On outcome-unknown the action may have happened: inspect \
+the trail before doing anything, and never retry blindly.";
+
+/// Runs `mcp [--socket PATH] [--cap-file PATH]`; returns the exit code: 0
+/// when the client closed the session, 2 when it could not start (one static
+/// code on stderr).
+pub fn run(argv: &[OsString]) -> u8 {
+    match serve(argv) {
+        Ok(()) => 0,
+        Err(refusal) => {
+            eprintln!("{}", refusal.code());
+            2
+        }
+    }
+}
+
+/// Reads the capability, then serves MCP on stdio until the client leaves.
+fn serve(argv: &[OsString]) -> Result<(), Refusal> {
+    let (socket, cap_file) = parse(argv)?;
+    let cap = match &cap_file {
+        Some(path) => cap_from_file(path)?,
+        None => cap_from_fd()?,
+    };
+    let adapter = Adapter {
+        client: Client::new(socket, cap.expose()),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .map_err(|_| Refusal::BrokerUnavailable)?;
+    let served = runtime.block_on(async {
+        // A client that goes away before `initialize` completes is a
+        // failed start; after it, the end of stdin is the normal end.
+        let service = adapter
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|_| Refusal::BadRequest)?;
+        service
+            .waiting()
+            .await
+            .map(drop)
+            .map_err(|_| Refusal::BadRequest)
+    });
+    // A call still waiting for the broker must not hold up the exit: its
+    // client is gone, and the broker keeps whatever it recorded.
+    runtime.shutdown_background();
+    served
+}
+
+/// `--socket PATH` and `--cap-file PATH`, nothing else.
+fn parse(argv: &[OsString]) -> Result<(PathBuf, Option<PathBuf>), Refusal> {
+    let mut socket = std::env::var_os(SOCKET_ENV).map(PathBuf::from);
+    let mut cap_file = None;
+    let mut rest = argv.iter();
+    while let Some(arg) = rest.next() {
+        let value = match arg.to_str() {
+            Some("--socket") => &mut socket,
+            Some("--cap-file") => &mut cap_file,
+            Some(_) | None => return Err(Refusal::BadRequest),
+        };
+        *value = Some(PathBuf::from(rest.next().ok_or(Refusal::BadRequest)?));
+    }
+    Ok((socket.ok_or(Refusal::BadRequest)?, cap_file))
+}
+
+/// One MCP tool: one verb of the table that agents may call
+/// ([`CallerKind::Agent`]); the human's verbs have none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Tool(Verb);
+
+impl Tool {
+    /// Every tool, in the verb table's order.
+    fn all() -> impl Iterator<Item = Tool> {
+        Verb::ALL
+            .iter()
+            .copied()
+            .filter(|verb| verb.serves(CallerKind::Agent))
+            .map(Tool)
+    }
+
+    /// The tool with this MCP name.
+    fn from_name(name: &str) -> Option<Tool> {
+        Tool::all().find(|t| t.name() == name)
+    }
+
+    /// The MCP tool name: the verb's with underscores for dots, which some
+    /// clients refuse (`role.claim` is `role_claim`).
+    fn name(self) -> String {
+        self.0.as_str().replace('.', "_")
+    }
+
+    /// What the tool does, for the model choosing it: the verb's meaning.
+    fn description(self) -> String {
+        let reads = if self.0.is_read() { " Reads only." } else { "" };
+        format!("{} (verb {}){reads}", self.0.meaning(), self.0)
+    }
+
+    /// The tool's argument keys: its verb's.
+    fn keys(self) -> &'static [&'static str] {
+        self.0.arg_keys()
+    }
+
+    /// The tool as `tools/list` shows it: the input schema is the verb's
+    /// argument type's.
+    fn listing(self) -> rmcp::model::Tool {
+        let schema = self.0.input_schema().as_object().cloned();
+        rmcp::model::Tool::new(self.name(), self.description(), schema.unwrap_or_default())
+            .with_annotations(ToolAnnotations::new().read_only(self.0.is_read()))
+    }
+}
+
+/// The MCP server handler: one socket client, one capability.
+#[derive(Debug, Clone)]
+struct Adapter {
+    client: Client,
+}
+
+impl ServerHandler for Adapter {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("mosaic-bus", env!("CARGO_PKG_VERSION")))
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(
+            Tool::all().map(Tool::listing).collect(),
+        ))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let Some(tool) = Tool::from_name(&request.name) else {
+            return Ok(refused(Refusal::UnknownVerb, unknown_tool()).into());
+        };
+        let args = request.arguments.unwrap_or_default();
+        let keys = tool.keys();
+        if args.keys().any(|k| !keys.contains(&k.as_str())) {
+            let sentence = format!(
+                "{} Nothing was sent to the broker. This tool takes only: {}.",
+                refusal_text(Refusal::UnknownKey),
+                if keys.is_empty() {
+                    "no arguments".to_owned()
+                } else {
+                    keys.join(", ")
+                }
+            );
+            return Ok(refused(Refusal::UnknownKey, sentence).into());
+        }
+        let client = self
+            .client
+            .clone()
+            .with_timeout(client_timeout(tool, &args));
+        let verb = tool.0.as_str();
+        let line = tokio::task::spawn_blocking({
+            let args = Value::Object(args.clone());
+            move || client.call_verbatim(verb, args)
+        })
+        .await
+        // The blocking call cannot be seen to have finished: the same
+        // uncertainty as a lost connection.
+        .unwrap_or(Err(Refusal::OutcomeUnknown));
+        let answer = match line {
+            Ok(line) => parse_response(&line).map_err(|refusal| (refusal, broker_sentence(&line))),
+            Err(refusal) => Err((refusal, None)),
+        };
+        Ok(match answer {
+            Ok(result) => CallToolResult::success(vec![ContentBlock::text(result.to_string())]),
+            Err((Refusal::OutcomeUnknown, _)) => {
+                refused(Refusal::OutcomeUnknown, after_outcome_unknown(tool, &args))
+            }
+            Err((refusal, None)) => refused(refusal, refusal_text(refusal)),
+            Err((refusal, Some(sentence))) => {
+                refused(refusal, format!("{} {sentence}", refusal_text(refusal)))
+            }
+        }
+        .into())
+    }
+}
+
+/// The sentence a refusal line of the broker carries beside its code, if
+/// any: `browser.request` says which clients are connected when none can
+/// serve the action.
+fn broker_sentence(line: &[u8]) -> Option<String> {
+    let response: Value = serde_json::from_slice(line).ok()?;
+    response.get("message")?.as_str().map(str::to_owned)
+}
+
+/// A tool error: the static code, then what it means and what to do.
+fn refused(refusal: Refusal, sentence: String) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(format!(
+        "{}: {sentence}",
+        refusal.code()
+    ))])
+}
+
+/// The sentence for a tool name this server does not have.
+fn unknown_tool() -> String {
+    let names: Vec<String> = Tool::all().map(Tool::name).collect();
+    format!(
+        "There is no such tool. The tools are: {}.",
+        names.join(", ")
+    )
+}
+
+/// How long one call may take: a browser action waits for the pane for its
+/// own timeout (the broker's rule: the request's `timeoutMs` or the
+/// action's default, clamped to 1 to 120 s), plus the usual margin.
+fn client_timeout(tool: Tool, args: &JsonObject) -> Duration {
+    if tool.0 != Verb::BrowserRequest {
+        return CLIENT_TIMEOUT;
+    }
+    let default = match args.get("action").and_then(Value::as_str) {
+        Some("open") => OPEN_TIMEOUT,
+        Some(_) | None => DEFAULT_TIMEOUT,
+    };
+    let wait = args
+        .get("timeoutMs")
+        .and_then(Value::as_u64)
+        .map_or(default, Duration::from_millis)
+        .clamp(MIN_TIMEOUT, MAX_TIMEOUT);
+    wait + CLIENT_TIMEOUT
+}
+
+/// The `outcome-unknown` guidance for a call of `tool` with `args`: the
+/// action may have happened, and where to look before doing anything.
+fn after_outcome_unknown(tool: Tool, args: &JsonObject) -> String {
+    if tool.0.is_read() {
+        return "The connection to the broker ended before its answer. This tool only reads \
+            and changes nothing, so calling it again is safe."
+            .to_owned();
+    }
+    let unknown = refusal_text(Refusal::OutcomeUnknown);
+    // Only ids and task refs in their strict form are named back.
+    let id = |key: &str| {
+        args.get(key)
+            .and_then(Value::as_str)
+            .filter(|text| UuidRef::parse(text).is_ok() || TaskRef::parse(text).is_ok())
+    };
+    let look = |subject: &str| format!("{unknown} Call trail with subject \"{subject}\".");
+    let involved = format!(
+        "{unknown} Look at the trail of the task or decision involved (call trail with its \
+         task ref or decision id)."
+    );
+    match tool.0 {
+        Verb::RoleClaim | Verb::RoleRelease => {
+            format!("{unknown} Call agents to see whether your run holds its role now.")
+        }
+        Verb::MessageReceive => format!(
+            "{unknown} Messages may have been delivered to you and are never handed out \
+             again: call inbox, which lists your unread messages."
+        ),
+        Verb::BrowserRequest => {
+            let page = "The page may have acted: take a browser_request snapshot to see it.";
+            match id("decision") {
+                Some(decision) => format!("{} {page}", look(decision)),
+                None => format!("{unknown} {page}"),
+            }
+        }
+        Verb::RoleRevoke => id("decision").map_or(involved, look),
+        Verb::DecisionResolve | Verb::DecisionSeen | Verb::DecisionWithdraw | Verb::MessageRead => {
+            id("id").map_or(involved, look)
+        }
+        Verb::DecisionRaise => id("supersedes")
+            .or_else(|| id("task_ref"))
+            .map_or(involved, look),
+        Verb::MessageSend => id("decision")
+            .or_else(|| id("in_reply_to"))
+            .or_else(|| id("corrects"))
+            .map_or(involved, look),
+        Verb::EventEmit => id("subject").map_or(involved, look),
+        // Reads returned above; the launch switch is the human's, not a tool.
+        Verb::Inbox
+        | Verb::Tasks
+        | Verb::Agents
+        | Verb::Trail
+        | Verb::LaunchRevoke
+        | Verb::LaunchRestore => involved,
+    }
+}
+
+/// A refusal's text: what it means (the refusal table's meaning), then
+/// what to do.
+fn refusal_text(refusal: Refusal) -> String {
+    format!("{} {}", refusal.meaning(), what_to_do(refusal))
+}
+
+/// What an agent should do after a refusal: the one table of hints.
+fn what_to_do(refusal: Refusal) -> &'static str {
+    match refusal {
+        Refusal::BadRequest => {
+            "A required argument is missing, has a wrong type, or holds a value the broker \
+             cannot read. Fix the arguments from the tool's schema and call again."
+        }
+        Refusal::RequestTooLarge => "Send less (shorter text, or split it) and call again.",
+        Refusal::RequestTimeout => "Nothing was done. Call again.",
+        Refusal::UnknownVerb => {
+            "Use only the listed tools; if this one is listed, the broker is older than this \
+             adapter: tell the human."
+        }
+        Refusal::UnknownKey => "Remove it and call again; the schema lists every key.",
+        Refusal::UnknownRole => {
+            "Use a role instance name of your business (agents lists the bound runs)."
+        }
+        Refusal::UnknownReference => {
+            "Copy the id exactly from inbox, message_receive or an earlier result."
+        }
+        Refusal::UnknownAction => {
+            "Use dot-separated lowercase words such as repo.merge; browser actions are the ones \
+             the browser_request schema lists."
+        }
+        Refusal::UnknownOption => "Pick a key from the decision's options.",
+        Refusal::BadTimestamp | Refusal::BadDate => "Fix it and call again.",
+        Refusal::BadId => {
+            "Decision and message ids are lowercase UUIDs, role names 1 to 64 letters, digits, \
+             '.', '_' or '-'. Copy it exactly and call again."
+        }
+        Refusal::BadTaskRef => {
+            "Both numbers are positive integers without leading zeros (e.g. vikunja:3/17). Fix \
+             it and call again."
+        }
+        Refusal::BadParameters => {
+            "http or https URLs only, non-empty selectors, viewport sides 1 to 10000. Fix them \
+             from the schema and call again."
+        }
+        Refusal::BadConfig | Refusal::GatedInAuthority => {
+            "This is the broker's configuration, not your call: tell the human."
+        }
+        Refusal::BadCapability => {
+            "The broker may have restarted, or the run was bound again. Nothing was done; \
+             calling again will not help: tell the human."
+        }
+        Refusal::NotHolder => "Call role_claim first (agents shows who holds it).",
+        Refusal::RoleHeld => {
+            "Do not try to take it over; wait for it to be released or ask the human."
+        }
+        Refusal::RunRevoked => "Stop acting in this role and tell the human.",
+        Refusal::LaunchRevoked => "Do not try to launch roles; ask the human.",
+        Refusal::LaunchMismatch => "This is the host's problem: tell the human.",
+        Refusal::LaunchFailed
+        | Refusal::ServiceFailed
+        | Refusal::CredentialExpired
+        | Refusal::UnsafePath
+        | Refusal::SchemaMismatch => "Tell the human.",
+        Refusal::HolderChanged => {
+            "Raise a new decision for the current holder if it is still needed."
+        }
+        Refusal::HumanOnly => {
+            "Raise a decision routed to the human, or send the human a message, instead."
+        }
+        Refusal::HumanProofFailed => "Agents must never act as the human: do not try again.",
+        Refusal::CrossBusiness => "Use ids of your own business only.",
+        Refusal::NotAuthorized => {
+            "Raise a decision for this action and target (decision_raise), wait for its \
+             approval, then pass its id."
+        }
+        Refusal::NotResolver => "Leave it to the role or the human it was routed to.",
+        Refusal::NotRaiser => "Leave it, or ask the role that raised it.",
+        Refusal::DecisionOpen => {
+            "It approves nothing yet. Wait for its resolution (see its trail) before using it."
+        }
+        Refusal::DecisionClosed => {
+            "Read its trail for the outcome; raise a new decision if one is still needed."
+        }
+        Refusal::DecisionConsumed => {
+            "Every approval is single-use. Raise a new decision for a new use."
+        }
+        Refusal::DecisionMismatch => "Raise a new decision under the current policy.",
+        Refusal::TaskRefRequired => {
+            "Add task_ref (vikunja:<project>/<task>), or raise the decision as non-blocking."
+        }
+        Refusal::ChoiceRequired => "Add choice (one of the option keys) and call again.",
+        Refusal::NotDelivered => "Acknowledge only messages message_receive handed you.",
+        Refusal::NoBrowserClient => {
+            "No browser view is open. Ask the human to open the in-app browser; do not loop on \
+             retries."
+        }
+        Refusal::BrowserTimeout => {
+            "The page may or may not have acted. Take a snapshot to see the page before doing \
+             anything else."
+        }
+        Refusal::BrowserAborted => "Take a snapshot to see the page before doing anything else.",
+        Refusal::BrowserResultTooLarge => {
+            "Ask for less, e.g. a snapshot of one part with a selector."
+        }
+        Refusal::BrowserFailed => {
+            "For example, no element matched. Take a snapshot and adjust the action."
+        }
+        Refusal::StorageUnavailable => {
+            "Nothing was recorded. Tell the human; calling again will likely fail too."
+        }
+        Refusal::ResponseTooLarge => {
+            "Whether the broker acted cannot be read from it: inspect the trail before doing \
+             anything, and ask for less."
+        }
+        Refusal::OutcomeUnknown => {
+            "The action may have happened; inspect the trail before doing anything; do not \
+             retry blindly."
+        }
+        Refusal::BrokerUnavailable => "Call again later; tell the human if it persists.",
+        Refusal::CredentialLeak => "Never put secrets in arguments or messages.",
+        Refusal::LockHeld => "This is for the operator: tell the human.",
+        Refusal::StaleLock => "This is for the operator (mosaic-bus unlock): tell the human.",
+        Refusal::NoLock => "Nothing needs doing.",
+        Refusal::IntegrityFailed => "Tell the human and do not go on writing.",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::collections::BTreeSet;
+
+    /// The tools are exactly the verbs agents may call, each under a name
+    /// without dots that finds it again.
+    #[test]
+    fn tools_are_the_agent_verbs() {
+        let tools: Vec<Verb> = Tool::all().map(|t| t.0).collect();
+        let agents: Vec<Verb> = Verb::ALL
+            .iter()
+            .copied()
+            .filter(|v| v.callers().contains(&CallerKind::Agent))
+            .collect();
+        assert_eq!(tools, agents);
+        assert!(!tools.contains(&Verb::LaunchRevoke) && !tools.contains(&Verb::LaunchRestore));
+        for tool in Tool::all() {
+            assert!(!tool.name().contains('.'), "{}", tool.name());
+            assert_eq!(Tool::from_name(&tool.name()), Some(tool));
+            assert!(tool.description().starts_with(tool.0.meaning()));
+        }
+    }
+
+    /// Each tool's published input schema is its verb's argument type: the
+    /// same property names (the parser's allow-list) and the same required
+    /// set.
+    #[test]
+    fn each_tool_schema_is_its_verbs_argument_type() {
+        let names = |schema: &Value, key: &str| -> BTreeSet<String> {
+            match &schema[key] {
+                Value::Object(map) => map.keys().cloned().collect(),
+                Value::Array(items) => items
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect(),
+                other @ (Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_)) => {
+                    panic!("{key}: {other}")
+                }
+            }
+        };
+        for tool in Tool::all() {
+            let listed = Value::Object((*tool.listing().input_schema).clone());
+            let argument_type = tool.0.input_schema().to_value();
+            let keys: BTreeSet<String> = tool.keys().iter().map(|k| (*k).to_owned()).collect();
+            assert_eq!(names(&listed, "properties"), keys, "{}", tool.0);
+            assert_eq!(names(&argument_type, "properties"), keys, "{}", tool.0);
+            let required = |schema: &Value| {
+                if schema.get("required").is_some() {
+                    names(schema, "required")
+                } else {
+                    BTreeSet::new()
+                }
+            };
+            assert_eq!(required(&listed), required(&argument_type), "{}", tool.0);
+            assert!(required(&listed).is_subset(&keys), "{}", tool.0);
+        }
+    }
+
+    /// Every object in every schema refuses unknown keys.
+    #[test]
+    fn every_schema_object_is_closed() {
+        fn walk(schema: &Value, at: &str) {
+            if schema["type"] == "object" {
+                assert_eq!(schema["additionalProperties"], json!(false), "{at}");
+            }
+            if let Some(properties) = schema["properties"].as_object() {
+                for (key, inner) in properties {
+                    walk(inner, &format!("{at}.{key}"));
+                }
+            }
+            if schema["items"].is_object() {
+                walk(&schema["items"], &format!("{at}[]"));
+            }
+            for alternatives in ["anyOf", "oneOf"] {
+                for inner in schema[alternatives].as_array().into_iter().flatten() {
+                    walk(inner, &format!("{at}|"));
+                }
+            }
+        }
+        for tool in Tool::all() {
+            walk(
+                &Value::Object((*tool.listing().input_schema).clone()),
+                &tool.name(),
+            );
+        }
+    }
+
+    /// A refusal's text starts with its meaning, and every refusal has a
+    /// hint.
+    #[test]
+    fn refusal_texts_start_with_the_meaning() {
+        for &refusal in Refusal::ALL {
+            let text = refusal_text(refusal);
+            assert!(text.starts_with(refusal.meaning()), "{text}");
+            assert!(
+                text.len() > refusal.meaning().len() + 1,
+                "{}",
+                refusal.code()
+            );
+        }
+    }
+
+    #[test]
+    fn outcome_unknown_names_the_subject_to_inspect() {
+        let args = |v: Value| v.as_object().cloned().unwrap_or_default();
+        let id = "0b7f8a4e-1c2d-4e5f-8a9b-0c1d2e3f4a5b";
+        let text = after_outcome_unknown(
+            Tool(Verb::DecisionResolve),
+            &args(json!({"id": id, "choice": "yes"})),
+        );
+        assert!(text.contains("may have happened"), "{text}");
+        assert!(text.contains(&format!("subject \"{id}\"")), "{text}");
+        let text = after_outcome_unknown(
+            Tool(Verb::DecisionRaise),
+            &args(json!({"task_ref": "vikunja:3/17"})),
+        );
+        assert!(text.contains("subject \"vikunja:3/17\""), "{text}");
+        // Anything but a strict id is never echoed.
+        let text = after_outcome_unknown(Tool(Verb::MessageRead), &args(json!({"id": "x\ny"})));
+        assert!(!text.contains("x\ny"), "{text}");
+        assert!(text.contains("task or decision involved"), "{text}");
+        let text = after_outcome_unknown(Tool(Verb::Trail), &args(json!({})));
+        assert!(text.contains("calling it again is safe"), "{text}");
+    }
+
+    #[test]
+    fn browser_calls_wait_for_the_pane() {
+        let args = |v: Value| v.as_object().cloned().unwrap_or_default();
+        let secs = Duration::from_secs;
+        assert_eq!(client_timeout(Tool(Verb::Inbox), &args(json!({}))), secs(5));
+        let open = args(json!({"action": "open"}));
+        assert_eq!(client_timeout(Tool(Verb::BrowserRequest), &open), secs(50));
+        let back = args(json!({"action": "back", "timeoutMs": 999_999}));
+        assert_eq!(client_timeout(Tool(Verb::BrowserRequest), &back), secs(125));
+    }
+}
