@@ -290,7 +290,7 @@ fn real_ports(root: &DataRoot, config: &BootConfig) -> Result<Ports<SqliteStore>
 /// use mosaic_app::human_proof::BrokerExe;
 /// use mosaic_app::world::{BrokerIdentity, Ports};
 /// use mosaic_domain::evidence::{Harness, LaunchRecord};
-/// use mosaic_domain::{BusinessId, RoleInstance, RunId, Timestamp};
+/// use mosaic_domain::{BusinessId, RoleInstance, RunId, Timestamp, Verb};
 /// use mosaic_ports::fakes::{
 ///     FakeCredentials, FakeProcessTable, ManualClock, MemoryStore, SeededEntropy,
 /// };
@@ -329,7 +329,7 @@ fn real_ports(root: &DataRoot, config: &BootConfig) -> Result<Ports<SqliteStore>
 /// })
 /// .unwrap();
 /// let lead = Client::new(&booted.socket, booted.launches[0].cap.expose());
-/// let claimed = lead.call("role.claim", serde_json::json!({})).unwrap();
+/// let claimed = lead.call(Verb::RoleClaim.as_str(), serde_json::json!({})).unwrap();
 /// assert_eq!(claimed, serde_json::json!({"status": "claimed"}));
 /// broker.close().unwrap();
 /// ```

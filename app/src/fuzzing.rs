@@ -345,7 +345,7 @@ fn cap(letter: char) -> String {
 }
 
 /// The request line `{"cap","verb","args"}` of the launch with this letter.
-fn line(letter: char, verb: &str, args: &str) -> String {
+fn line(letter: char, verb: Verb, args: &str) -> String {
     format!(
         r#"{{"cap":"{}","verb":"{verb}","args":{args}}}"#,
         cap(letter)
@@ -501,22 +501,23 @@ impl World {
             )
         };
         let setup = [
-            line('a', "role.claim", "{}"),
-            line('b', "role.claim", "{}"),
-            line('e', "role.claim", "{}"),
-            line('b', "decision.raise", &raise("repo.merge", "main")),
-            line('a', "decision.raise", &raise("role.revoke", "dev")),
+            line('a', Verb::RoleClaim, "{}"),
+            line('b', Verb::RoleClaim, "{}"),
+            line('e', Verb::RoleClaim, "{}"),
+            line('b', Verb::DecisionRaise, &raise("repo.merge", "main")),
+            line('a', Verb::DecisionRaise, &raise("role.revoke", "dev")),
             format!(
-                r#"{{"human":{{"nonce":"{NONCE}"}},"business":"acme","verb":"decision.resolve","args":{{"id":"05050505-0505-4505-8505-050505050505","choice":"yes"}}}}"#
+                r#"{{"human":{{"nonce":"{NONCE}"}},"business":"acme","verb":"{resolve}","args":{{"id":"05050505-0505-4505-8505-050505050505","choice":"yes"}}}}"#,
+                resolve = Verb::DecisionResolve,
             ),
-            line('a', "message.send", r#"{"to":"dev","body":"hello"}"#),
-            line('b', "message.receive", "{}"),
+            line('a', Verb::MessageSend, r#"{"to":"dev","body":"hello"}"#),
+            line('b', Verb::MessageReceive, "{}"),
             line(
                 'a',
-                "message.send",
+                Verb::MessageSend,
                 r#"{"to":"dev","body":"again","in_reply_to":"08080808-0808-4808-8808-080808080808"}"#,
             ),
-            line('e', "decision.raise", &raise("repo.merge", "main")),
+            line('e', Verb::DecisionRaise, &raise("repo.merge", "main")),
         ];
         for step in setup {
             let served = world.serve(step.as_bytes());

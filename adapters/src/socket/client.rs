@@ -5,7 +5,7 @@ use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use mosaic_domain::Refusal;
+use mosaic_domain::{Refusal, Verb};
 use serde::Serialize;
 use serde_json::Value;
 use socket2::{Domain, SockAddr, Socket, Type};
@@ -160,7 +160,7 @@ fn verb_deadline(verb: &str, args: &serde_json::Value) -> Duration {
     use mosaic_domain::browser::{DEFAULT_TIMEOUT, MAX_TIMEOUT, MIN_TIMEOUT, OPEN_TIMEOUT};
     /// Time for the broker to authorize, record and answer around the wait.
     const MARGIN: Duration = Duration::from_secs(5);
-    if verb != "browser.request" {
+    if verb != Verb::BrowserRequest.as_str() {
         return Duration::ZERO;
     }
     let default = if args.get("action").and_then(serde_json::Value::as_str) == Some("open") {
