@@ -399,7 +399,10 @@ fn what_to_do(refusal: Refusal) -> &'static str {
         }
         Refusal::RunRevoked => "Stop acting in this role and tell the human.",
         Refusal::LaunchRevoked => "Do not try to launch roles; ask the human.",
-        Refusal::LaunchMismatch => "This is the host's problem: tell the human.",
+        Refusal::LaunchMismatch
+        | Refusal::LaunchNotRunning
+        | Refusal::LaunchStartMismatch
+        | Refusal::LaunchForeignUser => "This is the host's problem: tell the human.",
         Refusal::LaunchFailed
         | Refusal::ServiceFailed
         | Refusal::CredentialExpired

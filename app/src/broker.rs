@@ -38,7 +38,7 @@ use mosaic_domain::evidence::{AgentRef, LaunchRecord, Subject};
 use mosaic_domain::{
     Action, BusinessId, Capability, DecisionId, EventId, Refusal, Target, TaskRef,
 };
-use mosaic_ports::{Entropy, StoreReaders};
+use mosaic_ports::{Entropy, ProcessTable, StoreReaders};
 use serde_json::Value;
 use tokio::sync::{oneshot, watch};
 
@@ -121,13 +121,16 @@ pub struct BrowserEndpoint {
 }
 
 /// Why a broker did not start: a static code and, for a bad credential
-/// reference, which one (`"acme/dev gitea"`), never its content.
+/// reference, which one (`"acme/dev gitea"`, never its content), or for a
+/// boot launch whose process check failed, its run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BootFailure {
     /// The code.
     pub refusal: Refusal,
     /// The credential reference at fault, if one was.
     pub reference: Option<String>,
+    /// The boot launch at fault, if one was.
+    pub run: Option<mosaic_domain::RunId>,
 }
 
 impl From<Refusal> for BootFailure {
@@ -135,6 +138,7 @@ impl From<Refusal> for BootFailure {
         Self {
             refusal,
             reference: None,
+            run: None,
         }
     }
 }
@@ -208,6 +212,41 @@ pub struct Broker {
     entropy: std::sync::Mutex<SharedEntropy>,
     credentials: Arc<CredentialStore>,
     time: Time,
+    launch_check: LaunchCheck,
+}
+
+/// A launch record must describe a process that runs now, as this broker's
+/// user, started when the record says: the pid and the kernel's start time
+/// are what identifies a managed process (and what the human proof matches
+/// ancestors against), so a record that names no such process is refused
+/// before it is bound.
+struct LaunchCheck {
+    processes: Arc<dyn ProcessTable>,
+    uid: u32,
+}
+
+impl LaunchCheck {
+    /// # Errors
+    /// `launch-not-running` (no such process, or it cannot be read),
+    /// `launch-start-mismatch`, `launch-foreign-user`.
+    fn check(&self, record: &LaunchRecord) -> Result<(), Refusal> {
+        let process = self.processes.process(record.pid).map_err(|e| {
+            eprintln!(
+                "mosaic-bus broker: {} for run {} (pid {}): {e}",
+                Refusal::LaunchNotRunning.code(),
+                record.run,
+                record.pid
+            );
+            Refusal::LaunchNotRunning
+        })?;
+        if process.start_time != record.start_time {
+            return Err(Refusal::LaunchStartMismatch);
+        }
+        if process.uid != self.uid {
+            return Err(Refusal::LaunchForeignUser);
+        }
+        Ok(())
+    }
 }
 
 impl std::fmt::Debug for Broker {
@@ -292,7 +331,7 @@ fn real_ports(root: &DataRoot, config: &BootConfig) -> Result<Ports<SqliteStore>
 /// use mosaic_domain::evidence::{Harness, LaunchRecord};
 /// use mosaic_domain::{BusinessId, RoleInstance, RunId, Timestamp, Verb};
 /// use mosaic_ports::fakes::{
-///     FakeCredentials, FakeProcessTable, ManualClock, MemoryStore, SeededEntropy,
+///     FakeCredentials, FakeProcess, FakeProcessTable, ManualClock, MemoryStore, SeededEntropy,
 /// };
 /// use mosaic_ports::ExeIdentity;
 ///
@@ -305,7 +344,8 @@ fn real_ports(root: &DataRoot, config: &BootConfig) -> Result<Ports<SqliteStore>
 ///     store: MemoryStore::new(),
 ///     clock: Arc::new(ManualClock::new(Timestamp::from_unix_ms(1_767_225_600_000).unwrap())),
 ///     entropy: Box::new(SeededEntropy::new(1)),
-///     processes: Arc::new(FakeProcessTable::new()),
+///     // The launched agent, as the broker checks it at binding.
+///     processes: Arc::new(FakeProcessTable::new().with(FakeProcess::new(4242, 1).uid(1000).start_time(17))),
 ///     credentials: Box::new(FakeCredentials::new()),
 ///     identity: BrokerIdentity {
 ///         uid: 1000,
@@ -394,6 +434,7 @@ where
         .map_err(|(refusal, reference)| BootFailure {
             refusal,
             reference: Some(reference),
+            run: None,
         })?;
     let credentials = Arc::new(credentials);
     let time = Time::new(clock);
@@ -403,9 +444,18 @@ where
         driver = driver.with_leak_guard(guard);
     }
     let mut entropy = SharedEntropy::new(entropy);
+    let launch_check = LaunchCheck {
+        processes: Arc::clone(&processes),
+        uid: identity.uid,
+    };
     let mut registry = HashMap::new();
     let mut launches = Vec::new();
     for record in config.launches {
+        launch_check.check(&record).map_err(|refusal| BootFailure {
+            refusal,
+            reference: None,
+            run: Some(record.run.clone()),
+        })?;
         driver.bind(time.now(), record.clone())?;
         let cap = entropy
             .capability()
@@ -545,6 +595,7 @@ where
         entropy: std::sync::Mutex::new(entropy),
         credentials,
         time,
+        launch_check,
     };
     Ok((
         broker,
@@ -925,10 +976,12 @@ impl Broker {
     /// old one stops working.
     ///
     /// # Errors
-    /// The binding's refusal (`launch-mismatch`, `launch-revoked`,
-    /// `unknown-role`, `bad-config`, `storage-unavailable`); the broker keeps
-    /// running.
+    /// The process check's refusal (`launch-not-running`,
+    /// `launch-start-mismatch`, `launch-foreign-user`), then the binding's
+    /// (`launch-mismatch`, `launch-revoked`, `unknown-role`, `bad-config`,
+    /// `storage-unavailable`); the broker keeps running.
     pub fn bind_launch(&self, record: LaunchRecord) -> Result<IssuedLaunch, Refusal> {
+        self.launch_check.check(&record)?;
         let jobs = self.jobs.as_ref().ok_or(Refusal::BrokerUnavailable)?;
         let (reply, answered) = mpsc::channel();
         jobs.send(Job::Bind {

@@ -13,7 +13,7 @@ use std::sync::mpsc;
 use mosaic_adapters::wire::host::{
     bind_reply, boot_error, boot_reply, host_error, parse_host_line, HostRequest,
 };
-use mosaic_domain::Refusal;
+use mosaic_domain::{Refusal, RunId};
 use serde_json::Value;
 
 use crate::broker::{start_broker, BootFailure, Broker};
@@ -90,7 +90,11 @@ fn close(broker: Broker, code: u8) -> u8 {
 fn fail(out: &mut impl Write, failure: BootFailure) -> u8 {
     let _ = say(
         out,
-        &boot_error(failure.refusal, failure.reference.as_deref()),
+        &boot_error(
+            failure.refusal,
+            failure.reference.as_deref(),
+            failure.run.as_ref().map(RunId::as_str),
+        ),
     );
     2
 }

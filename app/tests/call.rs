@@ -23,7 +23,8 @@ fn boot() -> Broker {
     let config = json!({"op": "boot", "config": {
         "dataRoot": dir.path(),
         "businesses": {"acme": business},
-        "launches": [{"business": "acme", "role": "dev", "run": "d1", "harness": "pi", "pid": std::process::id(), "startTime": 1}],
+        "launches": [{"business": "acme", "role": "dev", "run": "d1", "harness": "pi", "pid": std::process::id(),
+                      "startTime": mosaic_adapters::procfs::ProcFs::new().current().expect("our stat").start_time}],
         "readers": [], "repoRoots": []}});
     let mut child = Command::new(BIN)
         .arg("broker")

@@ -505,17 +505,22 @@ fn a_cli_whose_ancestor_is_a_bound_launch_is_refused() {
     b.bind_ok(&record("dev-9", exec_pid, start));
     exec.finish(go.as_bytes()).refused("human-proof-failed", 1);
 
-    // Not bound, or bound under its pid with another start time (a launch
-    // whose pid was reused): the human.
+    // Not bound: the human. A record of its pid with another start time
+    // (a launch whose pid was reused since) is no longer bound at all: the
+    // broker checks the process at binding (the synthetic tests in
+    // human_proof.rs cover a reused pid in the registry).
     let unbound = waiting(&b);
     let reused = waiting(&b);
     let reused_pid = reused.pid();
     let start = table.process(reused_pid).expect("the shell").start_time;
-    b.bind_ok(&record("dev-10", reused_pid, start + 1));
+    assert_eq!(
+        b.bind_launch(&record("dev-10", reused_pid, start + 1)),
+        json!({"ok": false, "error": "launch-start-mismatch"})
+    );
     if positive("a_cli_whose_ancestor_is_a_bound_launch…") {
         for sh in [unbound, reused] {
             let agents = sh.finish(go.as_bytes()).ok();
-            assert_eq!(agents.as_array().map(Vec::len), Some(10), "{agents}");
+            assert_eq!(agents.as_array().map(Vec::len), Some(9), "{agents}");
         }
     }
     let stderr = b.close();

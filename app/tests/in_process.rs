@@ -18,7 +18,7 @@ fn an_in_process_host_binds_authorizes_records_and_closes() {
     let config = boot_from_value(json!({
         "dataRoot": dir.path(),
         "businesses": {"acme": business},
-        "launches": [{"business": "acme", "role": "dev", "run": "d1", "harness": "pi", "pid": std::process::id(), "startTime": 7}],
+        "launches": [{"business": "acme", "role": "dev", "run": "d1", "harness": "pi", "pid": std::process::id(), "startTime": own_start()}],
         "readers": ["acme"],
         "repoRoots": []
     }))
@@ -102,26 +102,31 @@ fn an_in_process_host_binds_authorizes_records_and_closes() {
 
     // A later launch gets a working capability; the same run bound again gets
     // a new one and its old one stops working.
-    let record = |start: u64| {
+    let record = |harness: &str, start: u64| {
         mosaic_adapters::config::launch_from_value(json!({
-            "business": "acme", "role": "lead", "run": "l1", "harness": "pi", "pid": std::process::id(), "startTime": start
+            "business": "acme", "role": "lead", "run": "l1", "harness": harness, "pid": std::process::id(), "startTime": start
         }))
         .unwrap()
     };
-    let first = broker.bind_launch(record(9)).expect("bound");
+    let start = own_start();
+    let first = broker.bind_launch(record("pi", start)).expect("bound");
     let lead = Client::new(&booted.socket, first.cap.expose());
     assert_eq!(
         lead.call("role.claim", json!({})),
         Ok(json!({"status": "claimed"}))
     );
-    let again = broker.bind_launch(record(9)).expect("rebound");
+    let again = broker.bind_launch(record("pi", start)).expect("rebound");
     assert_eq!(lead.call("inbox", json!({})), Err(Refusal::BadCapability));
     assert!(Client::new(&booted.socket, again.cap.expose())
         .call("inbox", json!({}))
         .is_ok());
     assert_eq!(
-        broker.bind_launch(record(10)).err(),
+        broker.bind_launch(record("claude-code", start)).err(),
         Some(Refusal::LaunchMismatch)
+    );
+    assert_eq!(
+        broker.bind_launch(record("pi", start + 1)).err(),
+        Some(Refusal::LaunchStartMismatch)
     );
 
     broker.close().expect("clean close");
@@ -131,4 +136,13 @@ fn an_in_process_host_binds_authorizes_records_and_closes() {
         client.call("inbox", json!({})),
         Err(Refusal::BrokerUnavailable)
     );
+}
+
+/// This test process's start time: the broker runs in it, and its launch
+/// records name it.
+fn own_start() -> u64 {
+    mosaic_adapters::procfs::ProcFs::new()
+        .current()
+        .expect("our own stat")
+        .start_time
 }

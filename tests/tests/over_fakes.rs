@@ -75,6 +75,20 @@ fn human_ancestry(table: &FakeProcessTable, parent: u32) {
     );
 }
 
+/// The two agents' processes, as the broker checks them at binding: they
+/// run, as the broker's user, since their records' start times.
+fn agents_running(table: &FakeProcessTable) {
+    let uid = rustix::process::geteuid().as_raw();
+    table.insert(FakeProcess::new(1, 0).start_time(1));
+    table.insert(FakeProcess::new(LEAD_PID, 1).uid(uid).start_time(11));
+    table.insert(
+        FakeProcess::new(DEV_PID, 1)
+            .uid(uid)
+            .start_time(DEV_START)
+            .env([("PATH", "/usr/bin")]),
+    );
+}
+
 /// One line as the human CLI sends it.
 fn human(socket: &std::path::Path, verb: &str, args: Value) -> Result<Value, Refusal> {
     let line = json!({"human": {"nonce": NONCE}, "business": "shop", "verb": verb, "args": args});
@@ -195,6 +209,7 @@ impl Shop {
 #[test]
 fn the_runtime_over_fakes_serves_agents_the_human_and_a_pane_on_the_test_clock() {
     let table = FakeProcessTable::new();
+    agents_running(&table);
     let shop = Shop::start(Arc::new(table.clone()));
     let Shop {
         booted,
@@ -227,12 +242,6 @@ fn the_runtime_over_fakes_serves_agents_the_human_and_a_pane_on_the_test_clock()
 
     // A CLI with an agent (dev-1's launch) among its ancestors is refused,
     // and nothing is resolved.
-    table.insert(
-        FakeProcess::new(DEV_PID, 1)
-            .start_time(DEV_START)
-            .env([("PATH", "/usr/bin")]),
-    );
-    table.insert(FakeProcess::new(1, 0).start_time(1));
     human_ancestry(&table, DEV_PID);
     let refused = human(
         &booted.socket,
@@ -371,7 +380,7 @@ impl ProcessTable for Stalling {
 #[test]
 fn a_human_proof_held_up_delays_only_itself_and_fails_at_its_limit() {
     let table = FakeProcessTable::new();
-    table.insert(FakeProcess::new(1, 0).start_time(1));
+    agents_running(&table);
     human_ancestry(&table, 1);
     let stalling = Arc::new(Stalling {
         table,

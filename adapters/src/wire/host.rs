@@ -94,11 +94,15 @@ pub fn bind_reply(result: Result<(BusinessId, RunId, Capability), Refusal>) -> V
 }
 
 /// A refused boot: `{"ok":false,"error":CODE}`, plus `"reference"` naming
-/// a bad credential reference (`"acme/dev gitea"`), never its content.
-pub fn boot_error(refusal: Refusal, reference: Option<&str>) -> Value {
+/// a bad credential reference (`"acme/dev gitea"`, never its content) or
+/// `"run"` naming the boot launch that was refused.
+pub fn boot_error(refusal: Refusal, reference: Option<&str>, run: Option<&str>) -> Value {
     let mut value = host_error(refusal);
     if let Some(reference) = reference {
         value["reference"] = reference.into();
+    }
+    if let Some(run) = run {
+        value["run"] = run.into();
     }
     value
 }

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use crate::support::{
     acme, acme_launches, assert_gone, boot_line, config, data_root, globex, is_cap, launch,
-    mode_of, Broker, START_TIME,
+    launch_pid, mode_of, stand_in, start_time, Broker,
 };
 
 #[test]
@@ -76,7 +76,7 @@ fn boot_replies_with_the_socket_and_one_distinct_capability_per_launch_and_reade
     assert_eq!(
         broker.reader(1).ok("agents", json!({})),
         json!([{"role": "dev", "run": "g-dev-1", "harness": "pi", "address": null,
-                "pid": std::process::id(), "start_time": START_TIME,
+                "pid": launch_pid(), "start_time": start_time(),
                 "holding": false, "revoked": false}])
     );
     // Capabilities live only in the broker's memory: never logged, never
@@ -317,8 +317,6 @@ fn a_changed_launch_identity_refuses_launch_mismatch_and_the_broker_keeps_servin
         ("/role", json!("qa")),
         ("/harness", json!("claude-code")),
         ("/address", json!("tmux:%4")),
-        ("/pid", json!(std::process::id() + 1)),
-        ("/startTime", json!(START_TIME + 1)),
     ];
     let mut changed: Vec<Value> = changes
         .into_iter()
@@ -329,6 +327,11 @@ fn a_changed_launch_identity_refuses_launch_mismatch_and_the_broker_keeps_servin
         })
         .collect();
     changed.push(no_address);
+    // Another live process of ours, with its own start time.
+    let mut moved = record.clone();
+    moved["pid"] = json!(stand_in(1).pid);
+    moved["startTime"] = json!(stand_in(1).start_time);
+    changed.push(moved);
     for r in &changed {
         assert_eq!(
             broker.bind_launch(r),
@@ -530,4 +533,107 @@ fn a_crashed_broker_is_never_reclaimed_automatically() {
         "the evidence survived"
     );
     restarted.close();
+}
+
+/// Launch records that name no live process of ours, each with the code of
+/// the check it fails: a pid that cannot exist (the kernel's `pid_max` is
+/// one past the largest pid), a start time one tick off, and a process of
+/// another user (a child run as `nobody` when the tests run as root, else
+/// init).
+fn records_of_no_process_of_ours() -> Vec<(Value, &'static str)> {
+    let pid_max: u32 = std::fs::read_to_string("/proc/sys/kernel/pid_max")
+        .expect("pid_max")
+        .trim()
+        .parse()
+        .expect("a number");
+    let record = |pid: u32, start_time: u64| {
+        let mut r = launch("acme", "dev", "dev-9");
+        r["pid"] = json!(pid);
+        r["startTime"] = json!(start_time);
+        r
+    };
+    let (foreign_pid, foreign_start) = foreign_process();
+    vec![
+        (record(pid_max, start_time()), "launch-not-running"),
+        (
+            record(launch_pid(), start_time() + 1),
+            "launch-start-mismatch",
+        ),
+        (record(foreign_pid, foreign_start), "launch-foreign-user"),
+    ]
+}
+
+/// A live process that runs as another user, and its start time.
+fn foreign_process() -> (u32, u64) {
+    use mosaic_ports::ProcessTable as _;
+    use std::os::unix::process::CommandExt as _;
+    static FOREIGN: std::sync::OnceLock<(u32, u64, std::process::ChildStdin)> =
+        std::sync::OnceLock::new();
+    let table = mosaic_adapters::procfs::ProcFs::new();
+    if !rustix::process::geteuid().is_root() {
+        let init = table.process(1).expect("init");
+        assert_ne!(
+            init.uid,
+            rustix::process::geteuid().as_raw(),
+            "init is ours"
+        );
+        return (1, init.start_time);
+    }
+    let (pid, start, _) = FOREIGN.get_or_init(|| {
+        // Never waited for: it exits with the test binary, when its input
+        // closes, and init reaps it.
+        #[allow(clippy::zombie_processes)]
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "read _"])
+            .uid(65534)
+            .gid(65534)
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .expect("a child as nobody");
+        let start = table.process(child.id()).expect("its stat").start_time;
+        (child.id(), start, child.stdin.take().expect("its input"))
+    });
+    (*pid, *start)
+}
+
+#[test]
+fn a_launch_of_no_live_process_of_ours_is_refused_at_boot_naming_its_run() {
+    for (record, code) in records_of_no_process_of_ours() {
+        let root = data_root();
+        let cfg = config(
+            root.path(),
+            &[acme()],
+            &[launch("acme", "lead", "lead-1"), record.clone()],
+            &[],
+        );
+        Broker::boot_refused_run(root.path(), &cfg, code, "dev-9");
+    }
+}
+
+#[test]
+fn a_launch_of_no_live_process_of_ours_is_refused_at_bind_and_the_broker_serves_on() {
+    let root = data_root();
+    let mut broker = Broker::boot(
+        root.path(),
+        &config(
+            root.path(),
+            &[acme()],
+            &[launch("acme", "lead", "lead-1")],
+            &[],
+        ),
+    );
+    let lead = broker.agent("lead-1");
+    lead.claim();
+    for (record, code) in records_of_no_process_of_ours() {
+        assert_eq!(
+            broker.bind_launch(&record),
+            json!({"ok": false, "error": code}),
+            "{record}"
+        );
+        assert_eq!(lead.ok("role.claim", json!({})), json!({"status": "held"}));
+    }
+    // The same run, for a live process of ours, binds.
+    let good = launch("acme", "dev", "dev-9");
+    broker.bind_ok(&good).claim();
+    broker.close();
 }

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use crate::support::{
     acme, acme_launches, config, data_root, human_offline, human_resolve_offline, launch,
-    ledger_times, raise_args, Broker, START_TIME,
+    launch_pid, ledger_times, raise_args, stand_in, start_time, Broker,
 };
 
 fn acme_config(root: &Path) -> Value {
@@ -97,7 +97,7 @@ fn a_revoked_run_never_reclaims_its_role_also_after_restart() {
         dev1_row,
         Some(
             json!({"role": "dev", "run": "dev-1", "harness": "pi", "address": null,
-                    "pid": std::process::id(), "start_time": START_TIME,
+                    "pid": launch_pid(), "start_time": start_time(),
                     "holding": false, "revoked": true})
         )
     );
@@ -258,7 +258,8 @@ fn rebinding_after_restart_needs_the_identical_launch_record() {
     let qa = second.bind_ok(&later);
     assert_eq!(qa.ok("role.claim", json!({})), json!({"status": "held"}));
     let mut moved = later.clone();
-    moved["pid"] = json!(std::process::id() + 1);
+    moved["pid"] = json!(stand_in(1).pid);
+    moved["startTime"] = json!(stand_in(1).start_time);
     assert_eq!(
         second.bind_launch(&moved),
         json!({"ok": false, "error": "launch-mismatch"})
@@ -266,8 +267,17 @@ fn rebinding_after_restart_needs_the_identical_launch_record() {
     second.agent("dev-1").claim();
     second.close();
 
+    // A start time one tick off names no process of this pid.
+    let mut off = dev.clone();
+    off["startTime"] = json!(start_time() + 1);
+    let cfg_off = config(
+        root.path(),
+        &[acme()],
+        &[launch("acme", "lead", "lead-1"), off],
+        &[],
+    );
+    Broker::boot_refused_run(root.path(), &cfg_off, "launch-start-mismatch", "dev-1");
     for (pointer, value) in [
-        ("/startTime", json!(START_TIME + 1)),
         ("/role", json!("qa")),
         ("/harness", json!("pi")),
         ("/address", Value::Null),

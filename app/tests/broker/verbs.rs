@@ -6,8 +6,8 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use crate::support::{
-    acme, acme_launches, config, data_root, decision, globex, launch, message, raise_args, Agent,
-    Broker, START_TIME,
+    acme, acme_launches, config, data_root, decision, globex, launch, launch_pid, message,
+    raise_args, start_time, Agent, Broker,
 };
 
 /// A UUID that names nothing.
@@ -67,9 +67,9 @@ fn role_claim_takes_a_vacant_role_and_refuses_role_held() {
         dev1.trail("dev"),
         [
             json!({"kind": "session.launched", "business": "acme", "role": "dev", "run": "dev-1",
-                   "harness": "pi", "address": null, "pid": std::process::id(), "start_time": START_TIME}),
+                   "harness": "pi", "address": null, "pid": launch_pid(), "start_time": start_time()}),
             json!({"kind": "session.launched", "business": "acme", "role": "dev", "run": "dev-2",
-                   "harness": "pi", "address": null, "pid": std::process::id(), "start_time": START_TIME}),
+                   "harness": "pi", "address": null, "pid": launch_pid(), "start_time": start_time()}),
             json!({"kind": "role.claimed", "business": "acme", "role": "dev", "run": "dev-1"}),
         ]
     );
@@ -1376,7 +1376,7 @@ fn tasks_and_agents_are_projections_of_the_callers_business() {
     lead.claim();
     let agent = |role: &str, run: &str, holding: bool| {
         json!({"role": role, "run": run, "harness": "pi", "address": null,
-               "pid": std::process::id(), "start_time": START_TIME,
+               "pid": launch_pid(), "start_time": start_time(),
                "holding": holding, "revoked": false})
     };
     let expected = json!([agent("dev", "dev-1", false), agent("lead", "lead-1", true)]);

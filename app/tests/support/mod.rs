@@ -36,9 +36,59 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_mosaic-bus");
 /// The longest any single wait may take before the test fails.
 pub const WAIT: Duration = Duration::from_secs(20);
 
-/// The start time every launch record of these tests carries. The broker
-/// does not check launched processes in this issue, so any value works.
-pub const START_TIME: u64 = 4242;
+/// A live process that stands in for the agents these tests launch: the
+/// broker binds only launch records of running processes of its own user
+/// with their real start time. It lives as long as the test binary (it
+/// waits on a pipe only this process writes), and it is never an ancestor
+/// of a human CLI a test starts.
+#[derive(Debug)]
+pub struct StandIn {
+    /// Its pid.
+    pub pid: u32,
+    /// Its start time, field 22 of `/proc/<pid>/stat`.
+    pub start_time: u64,
+    _input: std::process::ChildStdin,
+}
+
+/// The `n`-th of two stand-ins (0 or 1): launch records use the first; a
+/// test that needs another live process uses the second.
+pub fn stand_in(n: usize) -> &'static StandIn {
+    static STAND_INS: std::sync::OnceLock<[StandIn; 2]> = std::sync::OnceLock::new();
+    let spawn = || {
+        use mosaic_ports::ProcessTable as _;
+        // Never waited for: it exits with the test binary, when its input
+        // closes, and init reaps it.
+        #[allow(clippy::zombie_processes)]
+        let mut child = Command::new("sh")
+            .args(["-c", "read _"])
+            .stdin(Stdio::piped())
+            .spawn()
+            .expect("spawn a stand-in");
+        let pid = child.id();
+        let start_time = mosaic_adapters::procfs::ProcFs::new()
+            .process(pid)
+            .expect("the stand-in's stat")
+            .start_time;
+        StandIn {
+            pid,
+            start_time,
+            _input: child.stdin.take().expect("its input"),
+        }
+    };
+    &STAND_INS.get_or_init(|| [spawn(), spawn()])[n]
+}
+
+/// The start time every launch record of these tests carries: the first
+/// stand-in's.
+pub fn start_time() -> u64 {
+    stand_in(0).start_time
+}
+
+/// The pid every launch record of these tests carries: the first
+/// stand-in's.
+pub fn launch_pid() -> u32 {
+    stand_in(0).pid
+}
 
 /// A new private data root (mode 0700), removed when dropped.
 pub fn data_root() -> tempfile::TempDir {
@@ -83,15 +133,15 @@ pub fn globex() -> Value {
     })
 }
 
-/// A launch record run by this test process (pid) at [`START_TIME`].
+/// A launch record run by the first stand-in ([`stand_in`]).
 pub fn launch(business: &str, role: &str, run: &str) -> Value {
     json!({
         "business": business,
         "role": role,
         "run": run,
         "harness": "pi",
-        "pid": std::process::id(),
-        "startTime": START_TIME,
+        "pid": launch_pid(),
+        "startTime": start_time(),
     })
 }
 
@@ -219,14 +269,30 @@ impl Broker {
         broker.expect_failure(code);
     }
 
+    /// Boots with `config`, expecting the refusal of the boot launch `run`:
+    /// `{"ok":false,"error":code,"run":run}` and exit 2.
+    #[track_caller]
+    pub fn boot_refused_run(root: &Path, config: &Value, code: &str, run: &str) {
+        let mut broker = Broker::spawn(root);
+        broker.send(&boot_line(config).to_string());
+        broker.expect_line(&json!({"ok": false, "error": code, "run": run}));
+    }
+
     /// Expects the one refusal line `{"ok":false,"error":code}`, then exit 2
     /// with nothing more on stdout, and no lock or socket left behind.
     #[track_caller]
-    pub fn expect_failure(mut self, code: &str) {
+    pub fn expect_failure(self, code: &str) {
+        self.expect_line(&json!({"ok": false, "error": code}));
+    }
+
+    /// Expects the one refusal line `expected`, then exit 2 with nothing
+    /// more on stdout, and no lock or socket left behind.
+    #[track_caller]
+    pub fn expect_line(mut self, expected: &Value) {
         let line = self.line().expect("a refusal line");
         assert_eq!(
-            serde_json::from_str::<Value>(&line).expect("JSON"),
-            json!({"ok": false, "error": code}),
+            &serde_json::from_str::<Value>(&line).expect("JSON"),
+            expected,
             "{line}"
         );
         assert_eq!(self.wait(), 2, "exit code");

@@ -372,7 +372,8 @@ fn run(opts: &Options) -> Result<bool, &'static str> {
         .map(|i| {
             let (business, role, run) = identity(i);
             json!({"business": business, "role": role, "run": run, "harness": "pi",
-                   "pid": std::process::id(), "startTime": 1})
+                   "pid": std::process::id(),
+                   "startTime": mosaic_adapters::procfs::ProcFs::new().current().map_or(0, |me| me.start_time)})
         })
         .collect();
     let config = boot_from_value(json!({
