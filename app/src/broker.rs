@@ -43,6 +43,7 @@ use serde_json::Value;
 use tokio::sync::{oneshot, watch};
 
 use crate::browser::{self, BrowserHub};
+use crate::cause::logged;
 use crate::driver::{Driver, LeakGuard};
 use crate::human_proof::BrokerExe;
 use crate::pipeline::{
@@ -269,9 +270,10 @@ impl std::fmt::Debug for Broker {
 /// acquired so far is released again.
 pub fn start_broker(config: BootConfig) -> Result<(Broker, Booted), BootFailure> {
     let root = DataRoot::open(&config.data_root)?;
-    let me = ProcFs::new()
-        .current()
-        .map_err(|_| Refusal::StorageUnavailable)?;
+    let me = ProcFs::new().current().map_err(logged(
+        Refusal::StorageUnavailable,
+        "reading this process in /proc",
+    ))?;
     let lock = WriterLock::acquire(&root, me.pid, me.start_time)?;
     let started = real_ports(&root, &config).and_then(|ports| serve(&root, ports, config));
     match started {
@@ -459,7 +461,7 @@ where
         driver.bind(time.now(), record.clone())?;
         let cap = entropy
             .capability()
-            .map_err(|_| Refusal::StorageUnavailable)?;
+            .map_err(logged(Refusal::StorageUnavailable, "drawing a capability"))?;
         registry.insert(cap.clone(), agent_binding(&record));
         launches.push(IssuedLaunch {
             business: record.business,
@@ -471,7 +473,7 @@ where
     for business in config.readers {
         let cap = entropy
             .capability()
-            .map_err(|_| Refusal::StorageUnavailable)?;
+            .map_err(logged(Refusal::StorageUnavailable, "drawing a capability"))?;
         registry.insert(
             cap.clone(),
             Binding::Reader {
@@ -487,7 +489,7 @@ where
         Some(listen) => {
             let token = entropy
                 .capability()
-                .map_err(|_| Refusal::StorageUnavailable)?;
+                .map_err(logged(Refusal::StorageUnavailable, "drawing the UI token"))?;
             Some((browser::bind(listen)?, token))
         }
         None => None,
@@ -509,12 +511,18 @@ where
             .name(WRITER_THREAD.into())
             .spawn(move || write_loop(driver, queue, world, reads))
     }
-    .map_err(|_| Refusal::StorageUnavailable)?;
+    .map_err(logged(
+        Refusal::StorageUnavailable,
+        "starting the writer thread",
+    ))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-        .map_err(|_| Refusal::BrokerUnavailable)?;
+        .map_err(logged(
+            Refusal::BrokerUnavailable,
+            "starting the socket runtime",
+        ))?;
     let (stop, stopped) = oneshot::channel::<()>();
     let hub = browser_listener.as_ref().map(|_| {
         let credentials = Arc::clone(&credentials);
@@ -565,9 +573,10 @@ where
     }));
     let (browser_stop, browser_server, endpoint) = match (browser_listener, hub) {
         (Some((listener, token)), Some(hub)) => {
-            let address = listener
-                .local_addr()
-                .map_err(|_| Refusal::BrokerUnavailable)?;
+            let address = listener.local_addr().map_err(logged(
+                Refusal::BrokerUnavailable,
+                "the browser listener's address",
+            ))?;
             let endpoint = BrowserEndpoint {
                 url: format!("http://{address}"),
                 token: token.clone(),
@@ -995,7 +1004,7 @@ impl Broker {
             .lock()
             .map_err(|_| Refusal::BrokerUnavailable)?
             .capability()
-            .map_err(|_| Refusal::StorageUnavailable)?;
+            .map_err(logged(Refusal::StorageUnavailable, "drawing a capability"))?;
         let binding = agent_binding(&record);
         let mut registry = self
             .registry
@@ -1195,7 +1204,7 @@ impl Broker {
             removed => removed,
         };
         let released = lock.release();
-        socket.map_err(|_| Refusal::StorageUnavailable)?;
+        socket.map_err(logged(Refusal::StorageUnavailable, "removing the socket"))?;
         released
     }
 }

@@ -70,6 +70,7 @@ use tokio::sync::{mpsc, oneshot, watch, Notify};
 use tokio_stream::wrappers::UnboundedReceiverStream;
 use tokio_stream::Stream;
 
+use crate::cause::logged;
 use crate::world::{until, SharedEntropy, Time};
 
 /// How often every connected client gets a `heartbeat` event.
@@ -222,10 +223,10 @@ impl BrowserHub {
             return Err(Refusal::CredentialLeak);
         }
         let mut state = self.lock();
-        let id = state
-            .entropy
-            .browser_request_id()
-            .map_err(|_| Refusal::StorageUnavailable)?;
+        let id = state.entropy.browser_request_id().map_err(logged(
+            Refusal::StorageUnavailable,
+            "drawing a browser request id",
+        ))?;
         let clients: Vec<ClientInfo> = state
             .clients
             .iter()
@@ -495,12 +496,18 @@ fn store(files: &Path, name: &str, bytes: &[u8]) -> Result<String, Refusal> {
         .recursive(true)
         .mode(0o700)
         .create(files)
-        .map_err(|_| Refusal::StorageUnavailable)?;
+        .map_err(logged(
+            Refusal::StorageUnavailable,
+            "creating the browser files folder",
+        ))?;
     let path = files.join(name);
     let mut file = mosaic_adapters::fs::create_private_file(&path)?;
     file.write_all(bytes)
         .and_then(|()| file.sync_all())
-        .map_err(|_| Refusal::StorageUnavailable)?;
+        .map_err(logged(
+            Refusal::StorageUnavailable,
+            "writing a browser result file",
+        ))?;
     Ok(path.to_string_lossy().into_owned())
 }
 
@@ -536,10 +543,14 @@ pub fn bind(listen: &str) -> Result<std::net::TcpListener, Refusal> {
     if !address.ip().is_loopback() {
         return Err(Refusal::BadConfig);
     }
-    let listener = std::net::TcpListener::bind(address).map_err(|_| Refusal::BrokerUnavailable)?;
-    listener
-        .set_nonblocking(true)
-        .map_err(|_| Refusal::BrokerUnavailable)?;
+    let listener = std::net::TcpListener::bind(address).map_err(logged(
+        Refusal::BrokerUnavailable,
+        "binding browser control",
+    ))?;
+    listener.set_nonblocking(true).map_err(logged(
+        Refusal::BrokerUnavailable,
+        "binding browser control",
+    ))?;
     Ok(listener)
 }
 
@@ -553,8 +564,10 @@ pub async fn serve(
     token: Capability,
     stop: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), Refusal> {
-    let listener =
-        tokio::net::TcpListener::from_std(listener).map_err(|_| Refusal::BrokerUnavailable)?;
+    let listener = tokio::net::TcpListener::from_std(listener).map_err(logged(
+        Refusal::BrokerUnavailable,
+        "serving browser control",
+    ))?;
     let server = Server {
         hub,
         token: Arc::new(token),
@@ -575,7 +588,10 @@ pub async fn serve(
     axum::serve(listener, app)
         .with_graceful_shutdown(stop)
         .await
-        .map_err(|_| Refusal::BrokerUnavailable)
+        .map_err(logged(
+            Refusal::BrokerUnavailable,
+            "serving browser control",
+        ))
 }
 
 /// The UI token, as `Authorization: Bearer` or `?token=`; 401 otherwise.

@@ -318,8 +318,8 @@ impl<S: EvidenceStore> Driver<S> {
     }
 }
 
-fn storage(_: StoreError) -> Refusal {
-    Refusal::StorageUnavailable
+fn storage(e: StoreError) -> Refusal {
+    crate::cause::logged(Refusal::StorageUnavailable, "the store")(e)
 }
 
 /// The refusal for a commit the store turned down. The domain checks every
@@ -327,10 +327,10 @@ fn storage(_: StoreError) -> Refusal {
 /// see (a human input named by `task.created`, say): it is reported as what
 /// it is, not as an outage. Nothing was committed either way.
 fn refused_by_store(e: StoreError) -> Refusal {
-    match e {
+    match &e {
         StoreError::Dangling => Refusal::UnknownReference,
         StoreError::CrossBusiness => Refusal::CrossBusiness,
         StoreError::Duplicate | StoreError::Malformed => Refusal::BadRequest,
-        StoreError::NonMonotonic | StoreError::Unavailable(_) => Refusal::StorageUnavailable,
+        StoreError::NonMonotonic | StoreError::Unavailable(_) => storage(e),
     }
 }

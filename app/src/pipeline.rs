@@ -27,6 +27,7 @@ use mosaic_domain::{BusinessId, Capability, Refusal};
 use mosaic_ports::{Entropy, EvidenceStore, ProcessTable, StoreReaders};
 use serde_json::Value;
 
+use crate::cause::logged;
 use crate::driver::Driver;
 use crate::human_proof::{self, HumanClaim};
 use crate::reads::{self, Reads, View};
@@ -258,10 +259,10 @@ pub(crate) fn stage_request<S: StoreReaders>(
                 .bus()
                 .business(&business)
                 .ok_or(Refusal::BadRequest)?;
-            let input = world
-                .entropy
-                .event_id()
-                .map_err(|_| Refusal::StorageUnavailable)?;
+            let input = world.entropy.event_id().map_err(logged(
+                Refusal::StorageUnavailable,
+                "drawing a human input id",
+            ))?;
             Ok(Caller::Human { business, input })
         }),
     };
@@ -329,8 +330,12 @@ fn execute<S: StoreReaders>(
         reads,
     } = writer;
     let now = world.time.now();
-    let Ok(fresh) = world.entropy.uuid_bytes() else {
-        return Err(driver.stage_refusal(now, Some(caller), verb, Refusal::StorageUnavailable));
+    let fresh = match world.entropy.uuid_bytes() {
+        Ok(fresh) => fresh,
+        Err(e) => {
+            let refusal = logged(Refusal::StorageUnavailable, "drawing an id")(e);
+            return Err(driver.stage_refusal(now, Some(caller), verb, refusal));
+        }
     };
     let business = caller.business().clone();
     let dispatch = call.into_dispatch(

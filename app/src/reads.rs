@@ -100,7 +100,7 @@ pub fn kind_of<S: EvidenceStore>(
     business: &BusinessId,
     uuid: &UuidRef,
 ) -> Result<UuidKind, Refusal> {
-    let storage = |_| Refusal::StorageUnavailable;
+    let storage = |e| crate::cause::logged(Refusal::StorageUnavailable, "a read")(e);
     if let Some(owner) = store.decision_business(&uuid.decision()).map_err(storage)? {
         return if &owner == business {
             Ok(UuidKind::Decision)
@@ -128,7 +128,7 @@ pub fn read<S: EvidenceStore>(
     query: Query,
 ) -> Result<Value, Refusal> {
     let business = caller.business();
-    let storage = |_| Refusal::StorageUnavailable;
+    let storage = |e| crate::cause::logged(Refusal::StorageUnavailable, "a read")(e);
     Ok(match query {
         Query::Inbox => {
             let (decisions, messages) = inbox(view, store, caller)?;
@@ -207,7 +207,7 @@ fn inbox<'v, S: EvidenceStore>(
         .collect();
     let messages = store
         .unread(business, &recipient, INBOX_LIMIT)
-        .map_err(|_| Refusal::StorageUnavailable)?;
+        .map_err(crate::cause::logged(Refusal::StorageUnavailable, "a read"))?;
     Ok((decisions, messages))
 }
 
@@ -242,7 +242,12 @@ impl<S: StoreReaders> Reads<S> {
     /// `storage-unavailable` when a reader handle cannot be opened.
     pub fn open(store: &S, view: View) -> Result<Self, Refusal> {
         let pool = (0..READERS)
-            .map(|_| store.reader().map_err(|_| Refusal::StorageUnavailable))
+            .map(|_| {
+                store.reader().map_err(crate::cause::logged(
+                    Refusal::StorageUnavailable,
+                    "opening a reader",
+                ))
+            })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Self {
             view: RwLock::new(Arc::new(view)),

@@ -252,7 +252,12 @@ fn a_full_disk_refuses_mutations_with_storage_unavailable_keeps_reads_and_recove
     }
     let received = dev.ok("message.receive", json!({}));
     assert_eq!(received.as_array().map(Vec::len), Some(23), "{received}");
-    broker.close();
+    // The client heard a static code; the operator reads the cause.
+    let log = broker.close();
+    assert!(
+        log.contains("mosaic-bus: storage-unavailable: the store: store unavailable: "),
+        "{log}"
+    );
 
     let mut expected = bodies("before", 20);
     expected.extend(bodies("after", 3));
