@@ -10,14 +10,16 @@
 //! sources and the token store), `cap` (where a client process finds its
 //! capability and the socket), `mcp` (the MCP server on stdio, over a
 //! socket `Client`), `http_drain` (an HTTP body read under a limit whose
-//! 413 survives: the rest is drained, bounded). Planned: `sse` (browser
-//! control over HTTP/SSE).
+//! 413 survives: the rest is drained, bounded), `http` (browser control's
+//! axum server and the SSE transport).
 #![warn(missing_docs, unreachable_pub)]
 
 pub mod cap;
+pub mod cause;
 pub mod config;
 pub mod credentials;
 pub mod fs;
+pub mod http;
 pub mod http_drain;
 pub mod mcp;
 pub mod procfs;

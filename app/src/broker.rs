@@ -26,6 +26,7 @@ use mosaic_adapters::credentials::{
     CredentialStatus, CredentialStore, FileEnvCredentials, Service,
 };
 use mosaic_adapters::fs::{self, DataRoot, WriterLock};
+use mosaic_adapters::http::{self, SseTransport};
 use mosaic_adapters::procfs::ProcFs;
 use mosaic_adapters::socket::{self, Disconnect, Peer};
 use mosaic_adapters::sqlite::SqliteStore;
@@ -38,12 +39,11 @@ use mosaic_domain::evidence::{AgentRef, LaunchRecord, Subject};
 use mosaic_domain::{
     Action, BusinessId, Capability, DecisionId, EventId, Refusal, Target, TaskRef,
 };
-use mosaic_ports::{Entropy, ProcessTable, StoreReaders};
+use mosaic_ports::{BrowserControl, BrowserTransport, Entropy, ProcessTable, StoreReaders};
 use serde_json::Value;
 use tokio::sync::{oneshot, watch};
 
 use crate::browser::{self, BrowserHub};
-use crate::cause::logged;
 use crate::driver::{Driver, LeakGuard};
 use crate::human_proof::BrokerExe;
 use crate::pipeline::{
@@ -52,6 +52,7 @@ use crate::pipeline::{
 };
 use crate::reads::{Reads, View};
 use crate::world::{BrokerIdentity, Ports, SharedEntropy, Time};
+use mosaic_adapters::cause::logged;
 
 /// What a capability stands for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -490,7 +491,7 @@ where
             let token = entropy
                 .capability()
                 .map_err(logged(Refusal::StorageUnavailable, "drawing the UI token"))?;
-            Some((browser::bind(listen)?, token))
+            Some((http::bind(listen)?, token))
         }
         None => None,
     };
@@ -524,17 +525,23 @@ where
             "starting the socket runtime",
         ))?;
     let (stop, stopped) = oneshot::channel::<()>();
-    let hub = browser_listener.as_ref().map(|_| {
+    // The hub reaches the panes through the SSE transport of the HTTP
+    // server, which reaches the hub through its `BrowserControl` seam.
+    let panes = browser_listener.as_ref().map(|_| {
         let credentials = Arc::clone(&credentials);
         let secrets: browser::Secrets =
             Arc::new(move |bytes: &[u8]| credentials.contains_known_token(bytes));
-        Arc::new(BrowserHub::new(
+        let transport = Arc::new(SseTransport::new());
+        let hub = Arc::new(BrowserHub::new(
             root.root().join("browser"),
             secrets,
             time.clone(),
             entropy.clone(),
-        ))
+            Arc::clone(&transport) as Arc<dyn BrowserTransport>,
+        ));
+        (hub, transport)
     });
+    let hub = panes.as_ref().map(|(hub, _)| Arc::clone(hub));
     let prover = Arc::new(Prover::new(processes, identity, time.clone()));
     let handler = {
         let registry = Arc::clone(&registry);
@@ -571,8 +578,8 @@ where
     let server = runtime.spawn(socket::serve(listener, handler, async move {
         let _ = stopped.await;
     }));
-    let (browser_stop, browser_server, endpoint) = match (browser_listener, hub) {
-        (Some((listener, token)), Some(hub)) => {
+    let (browser_stop, browser_server, endpoint) = match (browser_listener, panes) {
+        (Some((listener, token)), Some((hub, transport))) => {
             let address = listener.local_addr().map_err(logged(
                 Refusal::BrokerUnavailable,
                 "the browser listener's address",
@@ -583,9 +590,16 @@ where
             };
             let (stop, stopped) = oneshot::channel::<()>();
             runtime.spawn(Arc::clone(&hub).run_timers());
-            let server = runtime.spawn(browser::serve(listener, hub, token, async move {
-                let _ = stopped.await;
-            }));
+            let control = hub as Arc<dyn BrowserControl<Value>>;
+            let server = runtime.spawn(http::serve(
+                listener,
+                control,
+                transport,
+                token,
+                async move {
+                    let _ = stopped.await;
+                },
+            ));
             (Some(stop), Some(server), Some(endpoint))
         }
         (Some(_) | None, Some(_) | None) => (None, None, None),

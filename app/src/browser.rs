@@ -1,6 +1,9 @@
 //! Browser control (DESIGN.md §4, `spec/browser-control.md`): the hub that
-//! drives the domain's [`BrowserRequests`] machine, the HTTP/SSE server the
-//! panes connect to, and the agent's side of `browser.request`.
+//! drives the domain's [`BrowserRequests`] machine and the agent's side of
+//! `browser.request`. The HTTP/SSE server the panes connect to is an adapter
+//! (`mosaic_adapters::http`): it calls the hub through the
+//! [`BrowserControl`] seam, and the hub reaches the panes through its
+//! [`BrowserTransport`] (the SSE adapter's, or a fake).
 //!
 //! One request's life:
 //! 1. the agent's `browser.request` is authorized on the writer like any
@@ -32,45 +35,29 @@
 //! result that holds one is refused before it is stored or answered (the
 //! hub's [`Secrets`], the broker's credential store).
 //!
-//! Every route needs the UI token (`Authorization: Bearer`, or `?token=`
-//! for page loads and `EventSource`). The hub's state sits behind one
-//! mutex that is never held across an await.
+//! The hub's state sits behind one mutex that is never held across an
+//! await. The hub takes the transport's lock only inside its own, and the
+//! transport never calls the hub, so the two cannot deadlock.
 
-use std::collections::{BTreeMap, HashMap};
-use std::net::SocketAddr;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, Query, Request, State};
-use axum::http::{header, StatusCode};
-use axum::middleware::{self, Next};
-use axum::response::sse::{Event, Sse};
-use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use base64::Engine;
-use mosaic_adapters::http_drain::{self, Body as BoundedRead, BoundedBody, Step};
+use mosaic_adapters::cause::logged;
 use mosaic_adapters::socket::Disconnect;
-use mosaic_adapters::wire::browser::{
-    action_parameters, cancel_event, claim_body, claim_reply, heartbeat_event, request_event,
-    result_body, result_reply, BrowserCall, MAX_CLAIM_BODY, MAX_RESULT_BODY,
-};
+use mosaic_adapters::wire::browser::{action_parameters, BrowserCall};
 use mosaic_domain::browser::{
     effective_timeout, BrowserAction, BrowserEffect, BrowserRequests, ClaimReply, ClientInfo,
+    PaneOutcome,
 };
-use mosaic_domain::{BrowserRequestId, Capability, ClientId, Refusal, Timestamp};
-use mosaic_ports::Entropy;
+use mosaic_domain::{BrowserRequestId, ClaimToken, ClientId, Refusal, Timestamp};
+use mosaic_ports::{BrowserControl, BrowserTransport, Claimed, Entropy, PaneEvent};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-use tokio::sync::{mpsc, oneshot, watch, Notify};
-use tokio_stream::wrappers::UnboundedReceiverStream;
-use tokio_stream::Stream;
+use tokio::sync::{oneshot, watch, Notify};
 
-use crate::cause::logged;
 use crate::world::{until, SharedEntropy, Time};
 
 /// How often every connected client gets a `heartbeat` event.
@@ -78,39 +65,15 @@ const HEARTBEAT: Duration = Duration::from_secs(5);
 /// A result larger than this (as JSON) is stored as a file under the data
 /// root; the agent gets its path, size and digest.
 const INLINE_RESULT_LIMIT: usize = 1024 * 1024;
-/// The pane client, served at `/pane`.
-const PANE_HTML: &str = include_str!("../../web/pane.html");
-/// The test fixtures, served at `/fixtures/NAME` (same origin as the pane,
-/// so it can act on them).
-const FIXTURES: [(&str, &str); 6] = [
-    ("index.html", include_str!("../../web/fixtures/index.html")),
-    (
-        "clicks.html",
-        include_str!("../../web/fixtures/clicks.html"),
-    ),
-    ("form.html", include_str!("../../web/fixtures/form.html")),
-    ("long.html", include_str!("../../web/fixtures/long.html")),
-    ("big.html", include_str!("../../web/fixtures/big.html")),
-    ("noise.html", include_str!("../../web/fixtures/noise.html")),
-];
-
-/// One connected client's event stream.
-struct Pane {
-    /// Which connection of this client id is current.
-    connection: u64,
-    capable: bool,
-    events: mpsc::UnboundedSender<Arc<str>>,
-}
-
 struct HubState {
     machine: BrowserRequests<Value>,
-    clients: BTreeMap<ClientId, Pane>,
     waiters: HashMap<BrowserRequestId, oneshot::Sender<Result<Value, Refusal>>>,
     /// Each live request's authorization (`None` while its commit syncs,
     /// then whether it is durable) and its deadline.
     authorities: HashMap<BrowserRequestId, (watch::Receiver<Option<bool>>, Timestamp)>,
-    connections: u64,
     entropy: SharedEntropy,
+    /// The connected clients, and how events reach them.
+    transport: Arc<dyn BrowserTransport>,
 }
 
 /// Whether bytes hold a secret (a loaded service token) that must never be
@@ -152,17 +115,17 @@ impl BrowserHub {
         secrets: Secrets,
         time: Time,
         entropy: SharedEntropy,
+        transport: Arc<dyn BrowserTransport>,
     ) -> Self {
         Self {
             secrets,
             time,
             state: Mutex::new(HubState {
                 machine: BrowserRequests::new(),
-                clients: BTreeMap::new(),
                 waiters: HashMap::new(),
                 authorities: HashMap::new(),
-                connections: 0,
                 entropy,
+                transport,
             }),
             wake: Notify::new(),
             files,
@@ -171,37 +134,6 @@ impl BrowserHub {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HubState> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Registers a client's event stream (replacing an older stream of the
-    /// same id); its first event is a `heartbeat`.
-    fn connect(&self, id: ClientId, capable: bool) -> (u64, mpsc::UnboundedReceiver<Arc<str>>) {
-        let (events, stream) = mpsc::unbounded_channel();
-        let _ = events.send(Arc::from(heartbeat_event()));
-        let mut state = self.lock();
-        state.connections += 1;
-        let connection = state.connections;
-        state.clients.insert(
-            id,
-            Pane {
-                connection,
-                capable,
-                events,
-            },
-        );
-        (connection, stream)
-    }
-
-    /// Forgets a client's stream, unless a newer one replaced it.
-    fn disconnect(&self, id: &ClientId, connection: u64) {
-        let mut state = self.lock();
-        if state
-            .clients
-            .get(id)
-            .is_some_and(|p| p.connection == connection)
-        {
-            state.clients.remove(id);
-        }
     }
 
     /// Delivers a request to every client able to serve it. Its claims
@@ -227,14 +159,7 @@ impl BrowserHub {
             Refusal::StorageUnavailable,
             "drawing a browser request id",
         ))?;
-        let clients: Vec<ClientInfo> = state
-            .clients
-            .iter()
-            .map(|(id, pane)| ClientInfo {
-                id: id.clone(),
-                capable: pane.capable,
-            })
-            .collect();
+        let clients: Vec<ClientInfo> = state.transport.clients();
         let now = self.time.now();
         state
             .machine
@@ -259,7 +184,11 @@ impl BrowserHub {
     /// A claim: the winner's token, or `None`. It waits for its request's
     /// authorization to be durable, at most until the request's deadline;
     /// a failed one is refused.
-    async fn claim(&self, id: BrowserRequestId, client: &ClientId) -> Option<String> {
+    async fn claim_after_durable(
+        &self,
+        id: BrowserRequestId,
+        client: ClientId,
+    ) -> Option<ClaimToken> {
         let authority = self.lock().authorities.get(&id).cloned();
         if let Some((authority, deadline)) = authority {
             let durable = tokio::select! {
@@ -273,25 +202,14 @@ impl BrowserHub {
         let mut state = self.lock();
         // A claim belongs to a live connection: a client whose stream is
         // gone cannot claim, whatever it was delivered.
-        if !state.clients.contains_key(client) {
+        if !state.transport.clients().iter().any(|c| c.id == client) {
             return None;
         }
         let token = state.entropy.claim_token().ok()?;
-        match state.machine.handle_claim(id, client, token) {
-            ClaimReply::Granted(token) => Some(token.expose()),
+        match state.machine.handle_claim(id, &client, token) {
+            ClaimReply::Granted(token) => Some(token),
             ClaimReply::Refused => None,
         }
-    }
-
-    /// A posted result: whether it settled its request.
-    fn result(&self, body: &[u8]) -> Result<bool, Refusal> {
-        let body = result_body(body)?;
-        let mut state = self.lock();
-        let matched = state
-            .machine
-            .handle_result(body.request, &body.token, body.outcome);
-        drain(&mut state);
-        Ok(matched)
     }
 
     /// Times out every request past its deadline at `now`; returns the
@@ -303,21 +221,20 @@ impl BrowserHub {
         state.machine.next_deadline()
     }
 
-    /// Sends a heartbeat to every client and forgets those whose stream is
-    /// gone.
+    /// Sends a heartbeat to every client (the transport forgets those whose
+    /// stream is gone).
     fn heartbeat(&self) {
-        let beat: Arc<str> = Arc::from(heartbeat_event());
-        self.lock()
-            .clients
-            .retain(|_, pane| pane.events.send(Arc::clone(&beat)).is_ok());
+        let transport = Arc::clone(&self.lock().transport);
+        let all: Vec<ClientId> = transport.clients().into_iter().map(|c| c.id).collect();
+        transport.send_all(&all, &PaneEvent::Heartbeat);
     }
 
     /// How many clients are connected, and how many of them declared
     /// `browser=1`.
     fn census(&self) -> (usize, usize) {
-        let state = self.lock();
-        let capable = state.clients.values().filter(|p| p.capable).count();
-        (state.clients.len(), capable)
+        let clients = self.lock().transport.clients();
+        let capable = clients.iter().filter(|c| c.capable).count();
+        (clients.len(), capable)
     }
 
     /// Runs deadlines and heartbeats, both on the hub's clock, until the
@@ -342,6 +259,25 @@ impl BrowserHub {
     }
 }
 
+/// The seam the HTTP transport calls: a pane's claim and result.
+impl BrowserControl<Value> for BrowserHub {
+    fn claim(&self, request: BrowserRequestId, client: ClientId) -> Claimed<'_> {
+        Box::pin(self.claim_after_durable(request, client))
+    }
+
+    fn result(
+        &self,
+        request: BrowserRequestId,
+        token: &ClaimToken,
+        outcome: PaneOutcome<Value>,
+    ) -> bool {
+        let mut state = self.lock();
+        let matched = state.machine.handle_result(request, token, outcome);
+        drain(&mut state);
+        matched
+    }
+}
+
 /// Carries the machine's effects out: events to clients, answers to agents.
 fn drain(state: &mut HubState) {
     while let Some(effect) = state.machine.poll_effect() {
@@ -352,8 +288,12 @@ fn drain(state: &mut HubState) {
                 claim_by,
                 to,
             } => {
-                let event: Arc<str> = Arc::from(request_event(&request, &action, claim_by));
-                send_to(&state.clients, &to, &event);
+                let event = PaneEvent::Request {
+                    request,
+                    action,
+                    claim_by,
+                };
+                state.transport.send_all(&to, &event);
             }
             BrowserEffect::Settle { request, outcome } => {
                 state.authorities.remove(&request);
@@ -362,17 +302,10 @@ fn drain(state: &mut HubState) {
                 }
             }
             BrowserEffect::Cancel { request, to } => {
-                let event: Arc<str> = Arc::from(cancel_event(&request));
-                send_to(&state.clients, &to, &event);
+                state
+                    .transport
+                    .send_all(&to, &PaneEvent::Cancel { request });
             }
-        }
-    }
-}
-
-fn send_to(clients: &BTreeMap<ClientId, Pane>, to: &[ClientId], event: &Arc<str>) {
-    for id in to {
-        if let Some(pane) = clients.get(id) {
-            let _ = pane.events.send(Arc::clone(event));
         }
     }
 }
@@ -526,299 +459,12 @@ pub fn no_client_sentence(hub: &BrowserHub, action: &BrowserAction) -> String {
     )
 }
 
-/// The HTTP server's shared state.
-#[derive(Clone)]
-struct Server {
-    hub: Arc<BrowserHub>,
-    token: Arc<Capability>,
-}
-
-/// Binds browser control on a loopback address (port 0 picks a free one).
-///
-/// # Errors
-/// `bad-config` for an address that is not `127.0.0.1:PORT` (or another
-/// loopback address); `broker-unavailable` when it cannot be bound.
-pub fn bind(listen: &str) -> Result<std::net::TcpListener, Refusal> {
-    let address: SocketAddr = listen.parse().map_err(|_| Refusal::BadConfig)?;
-    if !address.ip().is_loopback() {
-        return Err(Refusal::BadConfig);
-    }
-    let listener = std::net::TcpListener::bind(address).map_err(logged(
-        Refusal::BrokerUnavailable,
-        "binding browser control",
-    ))?;
-    listener.set_nonblocking(true).map_err(logged(
-        Refusal::BrokerUnavailable,
-        "binding browser control",
-    ))?;
-    Ok(listener)
-}
-
-/// Serves browser control on `listener` until `stop` completes.
-///
-/// # Errors
-/// `broker-unavailable` when the listener cannot be used.
-pub async fn serve(
-    listener: std::net::TcpListener,
-    hub: Arc<BrowserHub>,
-    token: Capability,
-    stop: impl std::future::Future<Output = ()> + Send + 'static,
-) -> Result<(), Refusal> {
-    let listener = tokio::net::TcpListener::from_std(listener).map_err(logged(
-        Refusal::BrokerUnavailable,
-        "serving browser control",
-    ))?;
-    let server = Server {
-        hub,
-        token: Arc::new(token),
-    };
-    let app = Router::new()
-        .route("/pane", get(pane))
-        .route("/fixtures/{name}", get(fixture))
-        .route("/api/events", get(events))
-        .route(
-            "/api/browser-control/claim",
-            post(claim).layer(DefaultBodyLimit::max(MAX_CLAIM_BODY)),
-        )
-        // Read under its own bound (`read_bounded`), so a 413 survives.
-        .route("/api/browser-control/result", post(result))
-        .layer(middleware::from_fn_with_state(server.clone(), authorize))
-        .layer(middleware::from_fn(harden))
-        .with_state(server);
-    axum::serve(listener, app)
-        .with_graceful_shutdown(stop)
-        .await
-        .map_err(logged(
-            Refusal::BrokerUnavailable,
-            "serving browser control",
-        ))
-}
-
-/// The UI token, as `Authorization: Bearer` or `?token=`; 401 otherwise.
-async fn authorize(State(server): State<Server>, request: Request, next: Next) -> Response {
-    let bearer = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    let query = request
-        .uri()
-        .query()
-        .and_then(|q| q.split('&').find_map(|pair| pair.strip_prefix("token=")));
-    let presented = bearer.or(query).and_then(|t| Capability::parse(t).ok());
-    match presented {
-        Some(token) if token.ct_eq(&server.token) => next.run(request).await,
-        Some(_) | None => (
-            StatusCode::UNAUTHORIZED,
-            Json(json!({"error": "bad-capability"})),
-        )
-            .into_response(),
-    }
-}
-
-/// Every response, refusals included: no referrer leaves a page of ours
-/// (the pane's URL carries the UI token), and no body is sniffed into
-/// another type than the one it declares.
-async fn harden(request: Request, next: Next) -> Response {
-    let mut response = next.run(request).await;
-    let headers = response.headers_mut();
-    headers.insert(
-        header::REFERRER_POLICY,
-        header::HeaderValue::from_static("no-referrer"),
-    );
-    headers.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        header::HeaderValue::from_static("nosniff"),
-    );
-    response
-}
-
-fn html(body: &'static str) -> Response {
-    (
-        [
-            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
-            (header::CACHE_CONTROL, "no-store"),
-        ],
-        body,
-    )
-        .into_response()
-}
-
-/// The pane's Content-Security-Policy: its own script and style only by
-/// their hashes (no other inline code runs), requests to its own origin
-/// only; the view may frame (and the pane probe) whatever http or https
-/// page an agent opens, which is the pane's job; images of its captures
-/// are `data:` and `blob:` URLs; no plugins, no `<base>`, no form posts.
-fn pane_policy() -> &'static str {
-    static POLICY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    POLICY.get_or_init(|| {
-        let hash = |tag: &str| {
-            let open = format!("<{tag}>");
-            let body = PANE_HTML
-                .split_once(&open)
-                .and_then(|(_, rest)| rest.split_once(&format!("</{tag}>")))
-                .map_or("", |(body, _)| body);
-            let digest = Sha256::digest(body.as_bytes());
-            format!(
-                "'sha256-{}'",
-                base64::engine::general_purpose::STANDARD.encode(digest)
-            )
-        };
-        format!(
-            "default-src 'self'; script-src {}; style-src {}; img-src 'self' data: blob:; \
-             frame-src 'self' http: https:; connect-src 'self' http: https:; \
-             object-src 'none'; base-uri 'none'; form-action 'none'",
-            hash("script"),
-            hash("style")
-        )
-    })
-}
-
-async fn pane() -> Response {
-    let mut response = html(PANE_HTML);
-    if let Ok(policy) = header::HeaderValue::from_str(pane_policy()) {
-        response
-            .headers_mut()
-            .insert(header::CONTENT_SECURITY_POLICY, policy);
-    }
-    response
-}
-
-async fn fixture(axum::extract::Path(name): axum::extract::Path<String>) -> Response {
-    match FIXTURES.iter().find(|(n, _)| *n == name) {
-        Some((_, body)) => html(body),
-        None => StatusCode::NOT_FOUND.into_response(),
-    }
-}
-
-fn bad_request(refusal: Refusal) -> Response {
-    (
-        StatusCode::BAD_REQUEST,
-        Json(json!({"error": refusal.code()})),
-    )
-        .into_response()
-}
-
-/// `GET /api/events?browser=1&clientId=ID`: the client's SSE stream.
-async fn events(
-    State(server): State<Server>,
-    Query(query): Query<HashMap<String, String>>,
-) -> Response {
-    let Some(id) = query.get("clientId").and_then(|c| ClientId::parse(c).ok()) else {
-        return bad_request(Refusal::BadRequest);
-    };
-    let capable = query.get("browser").is_some_and(|b| b == "1");
-    let (connection, stream) = server.hub.connect(id.clone(), capable);
-    let stream = EventStream {
-        events: UnboundedReceiverStream::new(stream),
-        hub: Arc::clone(&server.hub),
-        client: id,
-        connection,
-    };
-    Sse::new(stream).into_response()
-}
-
-/// A client's events; dropping it (the connection closed) forgets the
-/// client.
-struct EventStream {
-    events: UnboundedReceiverStream<Arc<str>>,
-    hub: Arc<BrowserHub>,
-    client: ClientId,
-    connection: u64,
-}
-
-impl Stream for EventStream {
-    type Item = Result<Event, std::convert::Infallible>;
-
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        Pin::new(&mut self.events)
-            .poll_next(cx)
-            .map(|line| line.map(|line| Ok(Event::default().data(&*line))))
-    }
-}
-
-impl Drop for EventStream {
-    fn drop(&mut self) {
-        self.hub.disconnect(&self.client, self.connection);
-    }
-}
-
-/// `POST /api/browser-control/claim {requestId, clientId}`.
-async fn claim(State(server): State<Server>, body: Bytes) -> Response {
-    match claim_body(&body) {
-        Ok((id, client)) => match server.hub.claim(id, &client).await {
-            Some(token) => Json(claim_reply(Some(&token))).into_response(),
-            None => Json(claim_reply(None)).into_response(),
-        },
-        Err(refusal) => bad_request(refusal),
-    }
-}
-
-/// `POST /api/browser-control/result {requestId, claimToken, ok, data?, error?}`,
-/// at most [`MAX_RESULT_BODY`]: a larger one is answered 413 once what is
-/// left of it was read (bounded), so the pane reads the 413 and follows up
-/// with `browser-result-too-large`.
-async fn result(State(server): State<Server>, body: axum::body::Body) -> Response {
-    match read_bounded(body, MAX_RESULT_BODY).await {
-        BoundedRead::Whole(body) => match server.hub.result(&body) {
-            Ok(matched) => Json(result_reply(matched)).into_response(),
-            Err(refusal) => bad_request(refusal),
-        },
-        BoundedRead::TooLarge { to_the_end } => {
-            let mut response = StatusCode::PAYLOAD_TOO_LARGE.into_response();
-            if !to_the_end {
-                // Unread input is left: the client must not send another
-                // request on this connection.
-                response.headers_mut().insert(
-                    header::CONNECTION,
-                    header::HeaderValue::from_static("close"),
-                );
-            }
-            response
-        }
-        BoundedRead::Cut => bad_request(Refusal::BadRequest),
-    }
-}
-
-/// Reads `body` up to `limit` bytes; past it, reads and discards the rest,
-/// at most [`http_drain::MAX_DRAIN`] bytes within
-/// [`http_drain::DRAIN_DEADLINE`] (see [`http_drain`] for why).
-async fn read_bounded(body: axum::body::Body, limit: usize) -> BoundedRead {
-    use tokio_stream::StreamExt;
-    let mut bounded = BoundedBody::new(limit, http_drain::MAX_DRAIN);
-    let mut data = body.into_data_stream();
-    let mut drain_until = None;
-    loop {
-        let next = match drain_until {
-            None => data.next().await,
-            Some(until) => match tokio::time::timeout_at(until, data.next()).await {
-                Ok(next) => next,
-                Err(_elapsed) => break,
-            },
-        };
-        match next {
-            Some(Ok(chunk)) => {
-                if bounded.handle_chunk(&chunk) == Step::Stop {
-                    break;
-                }
-            }
-            Some(Err(_)) => break,
-            None => {
-                bounded.handle_end();
-                break;
-            }
-        }
-        if drain_until.is_none() && bounded.is_draining() {
-            drain_until = Some(tokio::time::Instant::now() + http_drain::DRAIN_DEADLINE);
-        }
-    }
-    bounded.finish()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mosaic_ports::fakes::{ManualClock, SeededEntropy};
+    use std::pin::Pin;
+
+    use mosaic_ports::fakes::{FakeBrowserTransport, ManualClock, SeededEntropy};
 
     const TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -833,16 +479,16 @@ mod tests {
         ManualClock,
     ) {
         let clock = ManualClock::new(Timestamp::from_unix_ms(1_767_225_600_000).unwrap());
+        let transport = FakeBrowserTransport::new();
+        transport.connect(ClientId::parse("pane-1").expect("a client id"), true);
         let hub = BrowserHub::new(
             std::env::temp_dir(),
             Arc::new(|_: &[u8]| false),
             Time::new(Arc::new(clock.clone())),
             SharedEntropy::new(Box::new(SeededEntropy::new(7))),
+            Arc::new(transport.clone()),
         );
         let pane = ClientId::parse("pane-1").expect("a client id");
-        // Its events are not read here; the hub keeps the client all the
-        // same, as it does until a stream disconnects.
-        let _ = hub.connect(pane.clone(), true);
         let (durable, authority) = watch::channel(None);
         let snapshot = BrowserAction::Snapshot { selector: None };
         let Pending { id, .. } = hub.start(snapshot, TIMEOUT, authority).expect("delivered");
@@ -861,7 +507,7 @@ mod tests {
     #[tokio::test]
     async fn a_claim_is_granted_only_once_its_authorization_is_durable() {
         let (hub, pane, id, durable, _clock) = delivered();
-        let claim = hub.claim(id, &pane);
+        let claim = hub.claim(id, pane.clone());
         tokio::pin!(claim);
         assert!(
             still_waiting(&mut claim).await,
@@ -875,17 +521,21 @@ mod tests {
     async fn a_claim_on_a_failed_authorization_is_refused() {
         let (hub, pane, id, durable, _clock) = delivered();
         durable.send_replace(Some(false));
-        assert_eq!(hub.claim(id, &pane).await, None);
+        assert_eq!(hub.claim(id, pane.clone()).await, None);
         drop(durable);
         let (hub, pane, id, durable, _clock) = delivered();
         drop(durable);
-        assert_eq!(hub.claim(id, &pane).await, None, "a writer that is gone");
+        assert_eq!(
+            hub.claim(id, pane.clone()).await,
+            None,
+            "a writer that is gone"
+        );
     }
 
     #[tokio::test]
     async fn a_claim_waits_for_its_authorization_at_most_until_the_clock_reaches_the_deadline() {
         let (hub, pane, id, _durable, clock) = delivered();
-        let claim = hub.claim(id, &pane);
+        let claim = hub.claim(id, pane.clone());
         tokio::pin!(claim);
         assert!(still_waiting(&mut claim).await, "a commit that never ends");
         clock.advance(TIMEOUT - Duration::from_millis(1));

@@ -319,7 +319,7 @@ impl<S: EvidenceStore> Driver<S> {
 }
 
 fn storage(e: StoreError) -> Refusal {
-    crate::cause::logged(Refusal::StorageUnavailable, "the store")(e)
+    mosaic_adapters::cause::logged(Refusal::StorageUnavailable, "the store")(e)
 }
 
 /// The refusal for a commit the store turned down. The domain checks every

@@ -6,7 +6,6 @@
 pub mod broker;
 pub mod browser;
 pub mod call;
-mod cause;
 pub mod demo;
 pub mod driver;
 #[cfg(feature = "fuzzing")]

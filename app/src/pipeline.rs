@@ -27,11 +27,11 @@ use mosaic_domain::{BusinessId, Capability, Refusal};
 use mosaic_ports::{Entropy, EvidenceStore, ProcessTable, StoreReaders};
 use serde_json::Value;
 
-use crate::cause::logged;
 use crate::driver::Driver;
 use crate::human_proof::{self, HumanClaim};
 use crate::reads::{self, Reads, View};
 use crate::world::{until, BrokerIdentity, SharedEntropy, Time};
+use mosaic_adapters::cause::logged;
 
 /// Who a request is from, as far as the connection's handler can tell.
 pub(crate) enum Who {

@@ -100,7 +100,7 @@ pub fn kind_of<S: EvidenceStore>(
     business: &BusinessId,
     uuid: &UuidRef,
 ) -> Result<UuidKind, Refusal> {
-    let storage = |e| crate::cause::logged(Refusal::StorageUnavailable, "a read")(e);
+    let storage = |e| mosaic_adapters::cause::logged(Refusal::StorageUnavailable, "a read")(e);
     if let Some(owner) = store.decision_business(&uuid.decision()).map_err(storage)? {
         return if &owner == business {
             Ok(UuidKind::Decision)
@@ -128,7 +128,7 @@ pub fn read<S: EvidenceStore>(
     query: Query,
 ) -> Result<Value, Refusal> {
     let business = caller.business();
-    let storage = |e| crate::cause::logged(Refusal::StorageUnavailable, "a read")(e);
+    let storage = |e| mosaic_adapters::cause::logged(Refusal::StorageUnavailable, "a read")(e);
     Ok(match query {
         Query::Inbox => {
             let (decisions, messages) = inbox(view, store, caller)?;
@@ -205,9 +205,13 @@ fn inbox<'v, S: EvidenceStore>(
         .iter()
         .filter(|d| &d.record.business == business && d.record.route == route)
         .collect();
-    let messages = store
-        .unread(business, &recipient, INBOX_LIMIT)
-        .map_err(crate::cause::logged(Refusal::StorageUnavailable, "a read"))?;
+    let messages =
+        store
+            .unread(business, &recipient, INBOX_LIMIT)
+            .map_err(mosaic_adapters::cause::logged(
+                Refusal::StorageUnavailable,
+                "a read",
+            ))?;
     Ok((decisions, messages))
 }
 
@@ -243,7 +247,7 @@ impl<S: StoreReaders> Reads<S> {
     pub fn open(store: &S, view: View) -> Result<Self, Refusal> {
         let pool = (0..READERS)
             .map(|_| {
-                store.reader().map_err(crate::cause::logged(
+                store.reader().map_err(mosaic_adapters::cause::logged(
                     Refusal::StorageUnavailable,
                     "opening a reader",
                 ))

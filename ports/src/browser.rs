@@ -1,7 +1,13 @@
-//! The browser-transport port: how browser requests reach connected panes.
+//! The browser ports: how browser requests reach connected panes
+//! ([`BrowserTransport`], implemented by the SSE adapter), and how the
+//! panes' claims and results reach the runtime ([`BrowserControl`], the seam
+//! the HTTP adapter calls and the runtime's hub implements).
 
-use mosaic_domain::browser::{BrowserAction, ClientInfo};
-use mosaic_domain::{BrowserRequestId, ClientId, Timestamp};
+use std::future::Future;
+use std::pin::Pin;
+
+use mosaic_domain::browser::{BrowserAction, ClientInfo, PaneOutcome};
+use mosaic_domain::{BrowserRequestId, ClaimToken, ClientId, Timestamp};
 
 /// An event for one connected client. Adapters serialize it as the SSE
 /// `{type, properties}` JSON of DESIGN.md §4.
@@ -21,6 +27,9 @@ pub enum PaneEvent {
         /// The request id.
         request: BrowserRequestId,
     },
+    /// `heartbeat`: nothing to do; it keeps the stream alive, and a client
+    /// whose stream is gone shows up as [`TransportError::Gone`].
+    Heartbeat,
 }
 
 /// Why an event could not be handed to a client.
@@ -46,4 +55,41 @@ pub trait BrowserTransport: Send + Sync {
     /// # Errors
     /// [`TransportError::Gone`] when the client is not connected.
     fn send(&self, client: &ClientId, event: PaneEvent) -> Result<(), TransportError>;
+
+    /// Queues `event` for each of `to`, as [`BrowserTransport::send`] does
+    /// one by one; a transport MAY encode the event once for all of them.
+    /// Returns the clients that were gone.
+    fn send_all(&self, to: &[ClientId], event: &PaneEvent) -> Vec<ClientId> {
+        to.iter()
+            .filter(|client| self.send(client, event.clone()).is_err())
+            .cloned()
+            .collect()
+    }
+}
+
+/// A claim's answer, still to come: the runtime first waits until the
+/// request's authorization is durable.
+pub type Claimed<'a> = Pin<Box<dyn Future<Output = Option<ClaimToken>> + Send + 'a>>;
+
+/// What browser clients ask of the runtime: the seam the HTTP transport
+/// calls, which the runtime's browser hub implements. `R` is the data of a
+/// result.
+pub trait BrowserControl<R>: Send + Sync {
+    /// `client` claims `request`: the winner's fresh claim token, or `None`.
+    /// It MUST grant only a client the request was delivered to and whose
+    /// stream is still connected, only the first such claim, and only once
+    /// the request's authorization is durable (waiting for that at most
+    /// until the request's deadline); a request that is settled, unknown or
+    /// whose authorization failed MUST be refused.
+    fn claim(&self, request: BrowserRequestId, client: ClientId) -> Claimed<'_>;
+
+    /// A result for `request` posted with `token`: whether it settled the
+    /// request. An unknown, expired or settled request, or another token,
+    /// MUST answer `false` and settle nothing.
+    fn result(
+        &self,
+        request: BrowserRequestId,
+        token: &ClaimToken,
+        outcome: PaneOutcome<R>,
+    ) -> bool;
 }

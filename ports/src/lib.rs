@@ -24,7 +24,7 @@ pub mod conformance;
 #[cfg(feature = "fakes")]
 pub mod fakes;
 
-pub use browser::{BrowserTransport, PaneEvent, TransportError};
+pub use browser::{BrowserControl, BrowserTransport, Claimed, PaneEvent, TransportError};
 pub use clock::Clock;
 pub use credentials::{CredentialError, Credentials};
 pub use entropy::{Entropy, EntropyError};

@@ -1,14 +1,15 @@
 //! Where an error becomes a wire code. The code is all a client hears; the
 //! cause, with its whole chain of sources, is written to stderr as one line
 //! for the operator: what failed, and why (an OS or driver message, which
-//! never holds a capability or a service token).
+//! never holds a capability or a service token). The runtime and the
+//! adapters call [`logged`] at that point, and nowhere else.
 
 use std::error::Error;
 
 use mosaic_domain::Refusal;
 
 /// Maps an error to `code`, writing `what` failed and its cause to stderr.
-pub(crate) fn logged<E: Error>(code: Refusal, what: &'static str) -> impl FnOnce(E) -> Refusal {
+pub fn logged<E: Error>(code: Refusal, what: &'static str) -> impl FnOnce(E) -> Refusal {
     move |error| {
         eprintln!("mosaic-bus: {}: {what}: {}", code.code(), chain(&error));
         code

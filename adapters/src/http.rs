@@ -1,0 +1,477 @@
+//! Browser control over HTTP and SSE (DESIGN.md §4): the axum server the
+//! panes connect to, on loopback, and [`SseTransport`], the
+//! [`BrowserTransport`] whose clients are its event streams.
+//!
+//! The server is transport only. Every route needs the UI token
+//! (`Authorization: Bearer`, or `?token=` for page loads and
+//! `EventSource`), compared in constant time; every answer carries
+//! `Referrer-Policy: no-referrer` and `X-Content-Type-Options: nosniff`;
+//! `/pane` carries a Content-Security-Policy built from the hashes of its
+//! own script and style. Claims (4 KiB) and results (16 MiB, read under a
+//! bounded drain so a 413 reaches the pane, see [`crate::http_drain`]) are
+//! parsed here and handed to the runtime through the
+//! [`BrowserControl`] seam; the runtime sends events through the
+//! transport. `GET /api/events` registers a client for as long as its
+//! stream is open.
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Query, Request, State};
+use axum::http::{header, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::sse::{Event, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use base64::Engine;
+use mosaic_domain::browser::ClientInfo;
+use mosaic_domain::{Capability, ClientId, Refusal};
+use mosaic_ports::{BrowserControl, BrowserTransport, PaneEvent, TransportError};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::UnboundedReceiverStream;
+use tokio_stream::Stream;
+
+use crate::cause::logged;
+use crate::http_drain::{self, Body as Bounded, BoundedBody, Step};
+use crate::wire::browser::{
+    cancel_event, claim_body, claim_reply, heartbeat_event, request_event, result_body,
+    result_reply, MAX_CLAIM_BODY, MAX_RESULT_BODY,
+};
+
+/// The pane client, served at `/pane`.
+const PANE_HTML: &str = include_str!("../../web/pane.html");
+/// The test fixtures, served at `/fixtures/NAME` (same origin as the pane,
+/// so it can act on them).
+const FIXTURES: [(&str, &str); 6] = [
+    ("index.html", include_str!("../../web/fixtures/index.html")),
+    (
+        "clicks.html",
+        include_str!("../../web/fixtures/clicks.html"),
+    ),
+    ("form.html", include_str!("../../web/fixtures/form.html")),
+    ("long.html", include_str!("../../web/fixtures/long.html")),
+    ("big.html", include_str!("../../web/fixtures/big.html")),
+    ("noise.html", include_str!("../../web/fixtures/noise.html")),
+];
+
+/// One connected client's event stream.
+struct Pane {
+    /// Which connection of this client id is current.
+    connection: u64,
+    capable: bool,
+    events: mpsc::UnboundedSender<Arc<str>>,
+}
+
+/// The clients connected now, each by its current event stream: the
+/// [`BrowserTransport`] of the real broker. An event is encoded once as its
+/// SSE data line, however many clients it goes to.
+#[derive(Default)]
+pub struct SseTransport {
+    clients: Mutex<(u64, BTreeMap<ClientId, Pane>)>,
+}
+
+impl std::fmt::Debug for SseTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SseTransport").finish_non_exhaustive()
+    }
+}
+
+impl SseTransport {
+    /// No client yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, (u64, BTreeMap<ClientId, Pane>)> {
+        self.clients.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Registers a client's event stream (replacing an older stream of the
+    /// same id, whose capability dies with it); its first event is a
+    /// `heartbeat`. Returns the connection's number and its events.
+    pub fn connect(&self, id: ClientId, capable: bool) -> (u64, mpsc::UnboundedReceiver<Arc<str>>) {
+        let (events, stream) = mpsc::unbounded_channel();
+        let _ = events.send(Arc::from(heartbeat_event()));
+        let mut clients = self.lock();
+        clients.0 += 1;
+        let connection = clients.0;
+        clients.1.insert(
+            id,
+            Pane {
+                connection,
+                capable,
+                events,
+            },
+        );
+        (connection, stream)
+    }
+
+    /// Forgets a client's stream, unless a newer one replaced it.
+    pub fn disconnect(&self, id: &ClientId, connection: u64) {
+        let mut clients = self.lock();
+        if clients
+            .1
+            .get(id)
+            .is_some_and(|p| p.connection == connection)
+        {
+            clients.1.remove(id);
+        }
+    }
+}
+
+/// An event's SSE data line.
+fn encode(event: &PaneEvent) -> Arc<str> {
+    Arc::from(match event {
+        PaneEvent::Request {
+            request,
+            action,
+            claim_by,
+        } => request_event(request, action, *claim_by),
+        PaneEvent::Cancel { request } => cancel_event(request),
+        PaneEvent::Heartbeat => heartbeat_event(),
+    })
+}
+
+impl BrowserTransport for SseTransport {
+    fn clients(&self) -> Vec<ClientInfo> {
+        self.lock()
+            .1
+            .iter()
+            .map(|(id, pane)| ClientInfo {
+                id: id.clone(),
+                capable: pane.capable,
+            })
+            .collect()
+    }
+
+    fn send(&self, client: &ClientId, event: PaneEvent) -> Result<(), TransportError> {
+        self.send_all(std::slice::from_ref(client), &event)
+            .is_empty()
+            .then_some(())
+            .ok_or(TransportError::Gone)
+    }
+
+    fn send_all(&self, to: &[ClientId], event: &PaneEvent) -> Vec<ClientId> {
+        let line = encode(event);
+        let mut clients = self.lock();
+        let mut gone = Vec::new();
+        for id in to {
+            let sent = clients
+                .1
+                .get(id)
+                .is_some_and(|pane| pane.events.send(Arc::clone(&line)).is_ok());
+            if !sent {
+                // A stream whose receiver is gone is a client gone.
+                clients.1.remove(id);
+                gone.push(id.clone());
+            }
+        }
+        gone
+    }
+}
+
+/// The HTTP server's shared state.
+#[derive(Clone)]
+struct Server {
+    control: Arc<dyn BrowserControl<Value>>,
+    transport: Arc<SseTransport>,
+    token: Arc<Capability>,
+}
+
+/// Binds browser control on a loopback address (port 0 picks a free one).
+///
+/// # Errors
+/// `bad-config` for an address that is not `127.0.0.1:PORT` (or another
+/// loopback address); `broker-unavailable` when it cannot be bound.
+pub fn bind(listen: &str) -> Result<std::net::TcpListener, Refusal> {
+    let address: SocketAddr = listen.parse().map_err(|_| Refusal::BadConfig)?;
+    if !address.ip().is_loopback() {
+        return Err(Refusal::BadConfig);
+    }
+    let listener = std::net::TcpListener::bind(address).map_err(logged(
+        Refusal::BrokerUnavailable,
+        "binding browser control",
+    ))?;
+    listener.set_nonblocking(true).map_err(logged(
+        Refusal::BrokerUnavailable,
+        "binding browser control",
+    ))?;
+    Ok(listener)
+}
+
+/// Serves browser control on `listener` until `stop` completes: the
+/// routes, the UI token, the body limits and the SSE framing. Claims and
+/// results go to `control`; event streams are `transport`'s.
+///
+/// # Errors
+/// `broker-unavailable` when the listener cannot be used.
+pub async fn serve(
+    listener: std::net::TcpListener,
+    control: Arc<dyn BrowserControl<Value>>,
+    transport: Arc<SseTransport>,
+    token: Capability,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), Refusal> {
+    let listener = tokio::net::TcpListener::from_std(listener).map_err(logged(
+        Refusal::BrokerUnavailable,
+        "serving browser control",
+    ))?;
+    let server = Server {
+        control,
+        transport,
+        token: Arc::new(token),
+    };
+    let app = Router::new()
+        .route("/pane", get(pane))
+        .route("/fixtures/{name}", get(fixture))
+        .route("/api/events", get(events))
+        .route(
+            "/api/browser-control/claim",
+            post(claim).layer(DefaultBodyLimit::max(MAX_CLAIM_BODY)),
+        )
+        // Read under its own bound (`read_bounded`), so a 413 survives.
+        .route("/api/browser-control/result", post(result))
+        .layer(middleware::from_fn_with_state(server.clone(), authorize))
+        .layer(middleware::from_fn(harden))
+        .with_state(server);
+    axum::serve(listener, app)
+        .with_graceful_shutdown(stop)
+        .await
+        .map_err(logged(
+            Refusal::BrokerUnavailable,
+            "serving browser control",
+        ))
+}
+
+/// The UI token, as `Authorization: Bearer` or `?token=`; 401 otherwise.
+async fn authorize(State(server): State<Server>, request: Request, next: Next) -> Response {
+    let bearer = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let query = request
+        .uri()
+        .query()
+        .and_then(|q| q.split('&').find_map(|pair| pair.strip_prefix("token=")));
+    let presented = bearer.or(query).and_then(|t| Capability::parse(t).ok());
+    match presented {
+        Some(token) if token.ct_eq(&server.token) => next.run(request).await,
+        Some(_) | None => (
+            StatusCode::UNAUTHORIZED,
+            Json(json!({"error": "bad-capability"})),
+        )
+            .into_response(),
+    }
+}
+
+/// Every response, refusals included: no referrer leaves a page of ours
+/// (the pane's URL carries the UI token), and no body is sniffed into
+/// another type than the one it declares.
+async fn harden(request: Request, next: Next) -> Response {
+    let mut response = next.run(request).await;
+    let headers = response.headers_mut();
+    headers.insert(
+        header::REFERRER_POLICY,
+        header::HeaderValue::from_static("no-referrer"),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        header::HeaderValue::from_static("nosniff"),
+    );
+    response
+}
+
+fn html(body: &'static str) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+/// The pane's Content-Security-Policy: its own script and style only by
+/// their hashes (no other inline code runs), requests to its own origin
+/// only; the view may frame (and the pane probe) whatever http or https
+/// page an agent opens, which is the pane's job; images of its captures
+/// are `data:` and `blob:` URLs; no plugins, no `<base>`, no form posts.
+fn pane_policy() -> &'static str {
+    static POLICY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    POLICY.get_or_init(|| {
+        let hash = |tag: &str| {
+            let open = format!("<{tag}>");
+            let body = PANE_HTML
+                .split_once(&open)
+                .and_then(|(_, rest)| rest.split_once(&format!("</{tag}>")))
+                .map_or("", |(body, _)| body);
+            let digest = Sha256::digest(body.as_bytes());
+            format!(
+                "'sha256-{}'",
+                base64::engine::general_purpose::STANDARD.encode(digest)
+            )
+        };
+        format!(
+            "default-src 'self'; script-src {}; style-src {}; img-src 'self' data: blob:; \
+             frame-src 'self' http: https:; connect-src 'self' http: https:; \
+             object-src 'none'; base-uri 'none'; form-action 'none'",
+            hash("script"),
+            hash("style")
+        )
+    })
+}
+
+async fn pane() -> Response {
+    let mut response = html(PANE_HTML);
+    if let Ok(policy) = header::HeaderValue::from_str(pane_policy()) {
+        response
+            .headers_mut()
+            .insert(header::CONTENT_SECURITY_POLICY, policy);
+    }
+    response
+}
+
+async fn fixture(axum::extract::Path(name): axum::extract::Path<String>) -> Response {
+    match FIXTURES.iter().find(|(n, _)| *n == name) {
+        Some((_, body)) => html(body),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+fn bad_request(refusal: Refusal) -> Response {
+    (
+        StatusCode::BAD_REQUEST,
+        Json(json!({"error": refusal.code()})),
+    )
+        .into_response()
+}
+
+/// `GET /api/events?browser=1&clientId=ID`: the client's SSE stream.
+async fn events(
+    State(server): State<Server>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    let Some(id) = query.get("clientId").and_then(|c| ClientId::parse(c).ok()) else {
+        return bad_request(Refusal::BadRequest);
+    };
+    let capable = query.get("browser").is_some_and(|b| b == "1");
+    let (connection, stream) = server.transport.connect(id.clone(), capable);
+    let stream = EventStream {
+        events: UnboundedReceiverStream::new(stream),
+        transport: Arc::clone(&server.transport),
+        client: id,
+        connection,
+    };
+    Sse::new(stream).into_response()
+}
+
+/// A client's events; dropping it (the connection closed) forgets the
+/// client.
+struct EventStream {
+    events: UnboundedReceiverStream<Arc<str>>,
+    transport: Arc<SseTransport>,
+    client: ClientId,
+    connection: u64,
+}
+
+impl Stream for EventStream {
+    type Item = Result<Event, std::convert::Infallible>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        Pin::new(&mut self.events)
+            .poll_next(cx)
+            .map(|line| line.map(|line| Ok(Event::default().data(&*line))))
+    }
+}
+
+impl Drop for EventStream {
+    fn drop(&mut self) {
+        self.transport.disconnect(&self.client, self.connection);
+    }
+}
+
+/// `POST /api/browser-control/claim {requestId, clientId}`.
+async fn claim(State(server): State<Server>, body: Bytes) -> Response {
+    match claim_body(&body) {
+        Ok((id, client)) => match server.control.claim(id, client).await {
+            Some(token) => Json(claim_reply(Some(&token.expose()))).into_response(),
+            None => Json(claim_reply(None)).into_response(),
+        },
+        Err(refusal) => bad_request(refusal),
+    }
+}
+
+/// `POST /api/browser-control/result {requestId, claimToken, ok, data?, error?}`,
+/// at most [`MAX_RESULT_BODY`]: a larger one is answered 413 once what is
+/// left of it was read (bounded), so the pane reads the 413 and follows up
+/// with `browser-result-too-large`.
+async fn result(State(server): State<Server>, body: axum::body::Body) -> Response {
+    match read_bounded(body, MAX_RESULT_BODY).await {
+        Bounded::Whole(body) => match result_body(&body) {
+            Ok(body) => {
+                let matched = server
+                    .control
+                    .result(body.request, &body.token, body.outcome);
+                Json(result_reply(matched)).into_response()
+            }
+            Err(refusal) => bad_request(refusal),
+        },
+        Bounded::TooLarge { to_the_end } => {
+            let mut response = StatusCode::PAYLOAD_TOO_LARGE.into_response();
+            if !to_the_end {
+                // Unread input is left: the client must not send another
+                // request on this connection.
+                response.headers_mut().insert(
+                    header::CONNECTION,
+                    header::HeaderValue::from_static("close"),
+                );
+            }
+            response
+        }
+        Bounded::Cut => bad_request(Refusal::BadRequest),
+    }
+}
+
+/// Reads `body` up to `limit` bytes; past it, reads and discards the rest,
+/// at most [`http_drain::MAX_DRAIN`] bytes within
+/// [`http_drain::DRAIN_DEADLINE`] (see [`http_drain`] for why).
+async fn read_bounded(body: axum::body::Body, limit: usize) -> Bounded {
+    use tokio_stream::StreamExt;
+    let mut bounded = BoundedBody::new(limit, http_drain::MAX_DRAIN);
+    let mut data = body.into_data_stream();
+    let mut drain_until = None;
+    loop {
+        let next = match drain_until {
+            None => data.next().await,
+            Some(until) => match tokio::time::timeout_at(until, data.next()).await {
+                Ok(next) => next,
+                Err(_elapsed) => break,
+            },
+        };
+        match next {
+            Some(Ok(chunk)) => {
+                if bounded.handle_chunk(&chunk) == Step::Stop {
+                    break;
+                }
+            }
+            Some(Err(_)) => break,
+            None => {
+                bounded.handle_end();
+                break;
+            }
+        }
+        if drain_until.is_none() && bounded.is_draining() {
+            drain_until = Some(tokio::time::Instant::now() + http_drain::DRAIN_DEADLINE);
+        }
+    }
+    bounded.finish()
+}
