@@ -451,13 +451,22 @@ fn write_failure(e: rusqlite::Error) -> StoreError {
                 Some("dangling") => StoreError::Dangling,
                 Some(CROSS_BUSINESS) => StoreError::CrossBusiness,
                 Some("non-monotonic") => StoreError::NonMonotonic,
-                Some(_) => StoreError::Malformed,
+                // The store never updates or deletes: a row that would is
+                // one no rule of ours lets through.
+                Some("malformed" | "append-only") => StoreError::Malformed,
                 None => match err.extended_code {
                     rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY => StoreError::Dangling,
                     rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
                     | rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY => StoreError::Duplicate,
-                    _ => StoreError::Malformed,
+                    rusqlite::ffi::SQLITE_CONSTRAINT_CHECK
+                    | rusqlite::ffi::SQLITE_CONSTRAINT_NOTNULL => StoreError::Malformed,
+                    // Another constraint: this schema raises none.
+                    _ => StoreError::Unavailable(Box::new(e)),
                 },
+                // A trigger message this binary does not know: the schema
+                // and the code disagree, which is no rule break of the
+                // record's.
+                Some(_) => StoreError::Unavailable(Box::new(e)),
             };
         }
     }
