@@ -47,7 +47,7 @@ use crate::browser::{self, BrowserHub};
 use crate::driver::{Driver, LeakGuard};
 use crate::human_proof::BrokerExe;
 use crate::pipeline::{
-    admit, commit_batch, read_now, stage_request, Admitted, Proven, Prover, Who, Writer,
+    self, admit, commit_batch, read_now, stage_request, Admitted, Proven, Prover, Who, Writer,
     WriterWorld,
 };
 use crate::reads::{Reads, View};
@@ -668,12 +668,13 @@ async fn answer<S: StoreReaders + Send + 'static>(
         prover,
         gone,
     } = connection;
-    let secrets = |bytes: &[u8]| !credentials.is_empty() && credentials.contains_known_token(bytes);
+    let secrets = |bytes: &[u8]| credentials.contains_known_token(bytes);
+    let secrets = (!credentials.is_empty()).then_some(&secrets as &pipeline::Secrets<'_>);
     let lookup = |cap: &Capability| {
         let registry = registry.read().ok()?;
         registry.get(cap).map(Binding::caller)
     };
-    let admitted = match admit(line, peer, &secrets, lookup) {
+    let admitted = match admit(line, peer, secrets, lookup) {
         Ok(admitted) => admitted,
         Err(refusal) => return wire::err(refusal),
     };
@@ -688,7 +689,7 @@ async fn answer<S: StoreReaders + Send + 'static>(
         (Ok(_) | Err(_), Who::Known(_) | Who::Human { .. }) => None,
     };
     let Admitted { who, verb, call } = admitted;
-    let who = prover.prove(reads.view(), who).await;
+    let who = prover.prove(reads, who).await;
     let Some((browser, caller)) = browser else {
         let answer = ask(jobs, |reply| Job::Request {
             who,

@@ -552,7 +552,7 @@ impl World {
             pid: Some(CLI),
         };
         // The world loads no service token, so no bytes hold one.
-        let admitted = match admit(line, peer, &|_| false, lookup) {
+        let admitted = match admit(line, peer, None, lookup) {
             Ok(admitted) => admitted,
             Err(refusal) => {
                 return Served {

@@ -94,7 +94,7 @@ impl Prover {
     /// Proves `who` if it is the human, on a blocking thread, against the
     /// launches of `view` (every launch is in the view before its binding
     /// is answered); a proof not done within [`PROOF_LIMIT`] fails.
-    pub(crate) async fn prove(&self, view: Option<Arc<View>>, who: Who) -> Proven {
+    pub(crate) async fn prove<S: StoreReaders>(&self, reads: &Reads<S>, who: Who) -> Proven {
         let (peer, nonce, business) = match who {
             Who::Known(caller) => return Proven::Known(caller),
             Who::Human {
@@ -110,7 +110,7 @@ impl Prover {
                 .acquire()
                 .await
                 .map_err(|_| Refusal::BrokerUnavailable)?;
-            let view = view.ok_or(Refusal::BrokerUnavailable)?;
+            let view = reads.view().ok_or(Refusal::BrokerUnavailable)?;
             let (processes, identity) = (Arc::clone(&self.processes), self.identity.clone());
             tokio::task::spawn_blocking(move || {
                 prove_now(&*processes, &identity, &view, peer, nonce)
@@ -156,6 +156,9 @@ pub(crate) fn prove_now(
     human_proof::prove(processes, &claim, &|pid, start| view.is_launch(pid, start))
 }
 
+/// Whether bytes hold a loaded service token.
+pub(crate) type Secrets<'a> = dyn Fn(&[u8]) -> bool + 'a;
+
 /// A request past its envelope: who it is from and what it asks (or why
 /// its arguments were refused, which is recorded as that caller's).
 pub(crate) struct Admitted {
@@ -165,6 +168,7 @@ pub(crate) struct Admitted {
 }
 
 /// Step 1 of every request. `secrets` says whether bytes hold a loaded
+/// service token (`None` when none is loaded: nothing to look for)
 /// service token; `lookup` is the capability registry.
 ///
 /// # Errors
@@ -173,10 +177,11 @@ pub(crate) struct Admitted {
 pub(crate) fn admit(
     line: &[u8],
     peer: Peer,
-    secrets: &dyn Fn(&[u8]) -> bool,
+    secrets: Option<&Secrets<'_>>,
     lookup: impl FnOnce(&Capability) -> Option<Caller>,
 ) -> Result<Admitted, Refusal> {
-    let raw_leak = secrets(line);
+    let leaks = |bytes: &[u8]| secrets.is_some_and(|secrets| secrets(bytes));
+    let raw_leak = leaks(line);
     let envelope = match Envelope::parse(line) {
         Ok(envelope) => envelope,
         Err(_) if raw_leak => return Err(Refusal::CredentialLeak),
@@ -187,7 +192,7 @@ pub(crate) fn admit(
     let leaked = raw_leak
         || envelope
             .args()
-            .is_some_and(|args| secrets(args.to_string().as_bytes()));
+            .is_some_and(|args| secrets.is_some() && leaks(args.to_string().as_bytes()));
     let who = match envelope.presenter() {
         Presenter::Capability(cap) => Who::Known(lookup(cap).ok_or(Refusal::BadCapability)?),
         Presenter::Human { nonce, business } => Who::Human {
