@@ -46,7 +46,9 @@ use mosaic_adapters::socket::Client;
 use mosaic_domain::Refusal;
 use serde_json::{json, Map, Value};
 
-use support::{assert_whole_transactions, config, count, launch, open_db, unlock, Broker, WAIT};
+use support::{
+    assert_whole_transactions, config, count, env_number, launch, open_db, unlock, Broker, WAIT,
+};
 
 /// Concurrent clients, each its own role and run.
 const CLIENTS: usize = 8;
@@ -319,15 +321,6 @@ fn client(i: usize, shared: &Shared, seed: u64) -> Vec<Sent> {
         }
     }
     sent
-}
-
-fn env_number(name: &str, default: u64) -> u64 {
-    match std::env::var(name) {
-        Ok(text) => text
-            .parse()
-            .unwrap_or_else(|_| panic!("{name} must be a number")),
-        Err(_) => default,
-    }
 }
 
 /// Where one request stands in the closed store.

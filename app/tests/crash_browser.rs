@@ -36,7 +36,9 @@ use mosaic_domain::Refusal;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use support::{assert_whole_transactions, config, count, launch, open_db, unlock, Broker};
+use support::{
+    assert_whole_transactions, config, count, env_number, launch, open_db, unlock, Broker,
+};
 
 const DEFAULT_ROUNDS: u64 = 3;
 const DEFAULT_SEED: u64 = 0x5eed_0022;
@@ -159,33 +161,34 @@ fn post(live: &Live, path: &str, body: &Value) -> Option<Value> {
 fn pane(shared: &Shared) {
     while !shared.stop.load(Ordering::SeqCst) {
         let live = shared.live();
-        serve_one_broker(shared, &live);
+        // Gone or stopped: either way, wait for the next broker.
+        let _ = serve_one_broker(shared, &live);
         shared.wait_past(live.epoch);
     }
 }
 
-fn serve_one_broker(shared: &Shared, live: &Live) {
-    let Ok(mut stream) = TcpStream::connect(&live.address) else {
-        return;
-    };
+/// Serves the broker of `live` until the run stops (`Some`) or the broker
+/// is gone (`None`: its stream or a post failed).
+fn serve_one_broker(shared: &Shared, live: &Live) -> Option<()> {
+    let mut stream = TcpStream::connect(&live.address).ok()?;
     let request = format!(
         "GET /api/events?browser=1&clientId=pane-1&token={} HTTP/1.1\r\nHost: {}\r\n\r\n",
         live.token, live.address
     );
-    if stream.write_all(request.as_bytes()).is_err() {
-        return;
-    }
+    stream.write_all(request.as_bytes()).ok()?;
     // Bounded, so the pane notices the end of the run.
-    let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
+    stream
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .ok()?;
     let mut lines = BufReader::new(stream);
     while !shared.stop.load(Ordering::SeqCst) {
         let mut line = String::new();
         match lines.read_line(&mut line) {
-            Ok(0) => return,
+            Ok(0) => return None,
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
             Err(e) if e.kind() == std::io::ErrorKind::TimedOut => continue,
-            Err(_) => return,
+            Err(_) => return None,
         }
         let Some(data) = line.trim_end().strip_prefix("data: ") else {
             continue;
@@ -198,27 +201,15 @@ fn serve_one_broker(shared: &Shared, live: &Live) {
         }
         let id = event["properties"]["requestId"].clone();
         let claim = json!({"requestId": id, "clientId": "pane-1"});
-        let Some(granted) = post(live, "/api/browser-control/claim", &claim) else {
-            return;
-        };
+        let granted = post(live, "/api/browser-control/claim", &claim)?;
         let Some(token) = granted["claimToken"].as_str() else {
             continue;
         };
         let result = json!({"requestId": id, "claimToken": token, "ok": true,
                             "data": {"text": format!("page for {id}")}});
-        if post(live, "/api/browser-control/result", &result).is_none() {
-            return;
-        }
+        post(live, "/api/browser-control/result", &result)?;
     }
-}
-
-fn env_number(name: &str, default: u64) -> u64 {
-    match std::env::var(name) {
-        Ok(text) => text
-            .parse()
-            .unwrap_or_else(|_| panic!("{name} must be a number")),
-        Err(_) => default,
-    }
+    Some(())
 }
 
 fn hex_digest(bytes: &[u8]) -> String {

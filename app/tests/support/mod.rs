@@ -937,3 +937,17 @@ pub fn assert_whole_transactions(root: &Path) -> i64 {
     assert_eq!(unpaired_allowed, 0, "an action.allowed without its message");
     rows
 }
+
+/// The number in the environment variable `name`, or `default` when it is
+/// not set (the crash campaigns' rounds and seeds).
+///
+/// # Panics
+/// When it is set to anything but a number.
+pub fn env_number(name: &str, default: u64) -> u64 {
+    match std::env::var(name) {
+        Ok(text) => text
+            .parse()
+            .unwrap_or_else(|_| panic!("{name} must be a number")),
+        Err(_) => default,
+    }
+}
