@@ -34,7 +34,6 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use mosaic_domain::browser::{DEFAULT_TIMEOUT, MAX_TIMEOUT, MIN_TIMEOUT, OPEN_TIMEOUT};
 use mosaic_domain::{CallerKind, Refusal, TaskRef, Verb};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -46,7 +45,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 
 use crate::cap::{cap_from_fd, cap_from_file, SOCKET_ENV};
-use crate::socket::{parse_response, Client, CLIENT_TIMEOUT};
+use crate::socket::{broker_wait, parse_response, Client, CLIENT_TIMEOUT};
 use crate::wire::{UuidRef, VerbArgs};
 
 /// What the server tells a client about itself when it connects.
@@ -266,23 +265,10 @@ fn unknown_tool() -> String {
     )
 }
 
-/// How long one call may take: a browser action waits for the pane for its
-/// own timeout (the broker's rule: the request's `timeoutMs` or the
-/// action's default, clamped to 1 to 120 s), plus the usual margin.
+/// How long one call may take: the usual margin, plus what a verb that
+/// waits at the broker (a browser action, `changes`) waits there.
 fn client_timeout(tool: Tool, args: &JsonObject) -> Duration {
-    if tool.0 != Verb::BrowserRequest {
-        return CLIENT_TIMEOUT;
-    }
-    let default = match args.get("action").and_then(Value::as_str) {
-        Some("open") => OPEN_TIMEOUT,
-        Some(_) | None => DEFAULT_TIMEOUT,
-    };
-    let wait = args
-        .get("timeoutMs")
-        .and_then(Value::as_u64)
-        .map_or(default, Duration::from_millis)
-        .clamp(MIN_TIMEOUT, MAX_TIMEOUT);
-    wait + CLIENT_TIMEOUT
+    broker_wait(tool.0.as_str(), args).map_or(CLIENT_TIMEOUT, |wait| wait + CLIENT_TIMEOUT)
 }
 
 /// The `outcome-unknown` guidance for a call of `tool` with `args`: the
@@ -337,6 +323,7 @@ fn after_outcome_unknown(tool: Tool, args: &JsonObject) -> String {
         | Verb::Tasks
         | Verb::Agents
         | Verb::Trail
+        | Verb::Changes
         | Verb::LaunchRevoke
         | Verb::LaunchRestore => involved,
     }

@@ -57,7 +57,7 @@ use mosaic_domain::Refusal;
 
 use crate::fs;
 
-pub use client::{parse_response, Client};
+pub use client::{broker_wait, parse_response, Client};
 pub use server::{serve, serve_with, Disconnect, Handler, Limits, Peer};
 
 /// The longest request line, in bytes before its `\n`: 64 KiB. A line of
@@ -93,8 +93,28 @@ pub const DRAIN_DEADLINE: Duration = Duration::from_secs(2);
 /// The [`Client`]'s default total time for one call: connect, send, answer.
 pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// How many connections the server serves at once by default.
-pub const MAX_CONNECTIONS: usize = 512;
+/// How many connections the server serves at once by default: enough for
+/// every agent of a large team to hold a `changes` wait open, with room
+/// for their other calls. Each needs an open file: see
+/// [`raise_open_file_limit`].
+pub const MAX_CONNECTIONS: usize = 4096;
+
+/// Raises this process's soft limit of open files to its hard limit, so
+/// [`MAX_CONNECTIONS`] connections fit where the soft limit is the common
+/// 1024. Returns the soft limit now in force, or `None` when it could not
+/// be read (the process keeps whatever it had).
+pub fn raise_open_file_limit() -> Option<u64> {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let limit = getrlimit(Resource::Nofile);
+    let raised = Rlimit {
+        current: limit.maximum,
+        maximum: limit.maximum,
+    };
+    if limit.current != limit.maximum && setrlimit(Resource::Nofile, raised).is_ok() {
+        return limit.maximum;
+    }
+    limit.current
+}
 
 /// The error reply for `refusal`, without the trailing `\n`:
 /// `{"ok":false,"error":"<code>"}`.

@@ -33,6 +33,7 @@ fn full(verb: Verb) -> Value {
         Verb::EventEmit => json!({"kind": "action.allowed",
             "body": {"action": "routine", "target": "t"}, "subject": "dev"}),
         Verb::Trail => json!({"subject": "dev"}),
+        Verb::Changes => json!({"since": 7, "timeoutMs": 2000}),
         Verb::BrowserRequest => {
             json!({"action": "back", "parameters": {}, "timeoutMs": 2000, "decision": ID})
         }

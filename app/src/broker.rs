@@ -20,6 +20,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, RwLock};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use mosaic_adapters::config::BootConfig;
 use mosaic_adapters::credentials::{
@@ -37,7 +38,7 @@ use mosaic_domain::authority::Grant;
 use mosaic_domain::bus::{Caller, Command, Reply};
 use mosaic_domain::evidence::{AgentRef, LaunchRecord, Subject};
 use mosaic_domain::{
-    Action, BusinessId, Capability, DecisionId, EventId, Refusal, Target, TaskRef,
+    Action, BusinessId, Capability, DecisionId, EventId, Refusal, Target, TaskRef, Verb,
 };
 use mosaic_ports::{BrowserControl, BrowserTransport, Entropy, ProcessTable, StoreReaders};
 use serde_json::Value;
@@ -45,6 +46,7 @@ use tokio::sync::{oneshot, watch};
 
 use crate::browser::{self, BrowserHub};
 use crate::driver::{Driver, LeakGuard};
+use crate::feed::{self, Feed, Page, Waited};
 use crate::human_proof::BrokerExe;
 use crate::pipeline::{
     self, admit, commit_batch, read_now, stage_request, Admitted, Proven, Prover, Who, Writer,
@@ -215,6 +217,8 @@ pub struct Broker {
     credentials: Arc<CredentialStore>,
     time: Time,
     launch_check: LaunchCheck,
+    /// Closed first on shutdown, so no wait for changes holds it up.
+    feed: Arc<Feed>,
 }
 
 /// A launch record must describe a process that runs now, as this broker's
@@ -276,6 +280,14 @@ pub fn start_broker(config: BootConfig) -> Result<(Broker, Booted), BootFailure>
         "reading this process in /proc",
     ))?;
     let lock = WriterLock::acquire(&root, me.pid, me.start_time)?;
+    // One open file per connection; most hosts start us at 1024.
+    let files = socket::raise_open_file_limit();
+    if let Some(files) = files.filter(|&f| f < socket::MAX_CONNECTIONS as u64) {
+        eprintln!(
+            "mosaic-bus broker: the open-file limit ({files}) is below the connection limit ({})",
+            socket::MAX_CONNECTIONS
+        );
+    }
     let started = real_ports(&root, &config).and_then(|ports| serve(&root, ports, config));
     match started {
         Ok((mut broker, booted)) => {
@@ -497,10 +509,14 @@ where
     };
     let registry = Arc::new(RwLock::new(registry));
     driver.take_changed_machines();
+    // The feed starts after the boot's own bindings.
+    let (head, _) = driver.take_changes();
     let reads = Arc::new(Reads::open(
         driver.store(),
         View::first(driver.bus(), &business_ids),
+        head,
     )?);
+    let feed = Arc::clone(reads.feed());
     let (jobs, queue) = mpsc::channel();
     let writer = {
         let reads = Arc::clone(&reads);
@@ -548,12 +564,14 @@ where
         let jobs = jobs.clone();
         let credentials = Arc::clone(&credentials);
         let hub = hub.clone();
+        let time = time.clone();
         move |peer: Peer, line: Vec<u8>, gone: Disconnect| {
             let (registry, jobs) = (Arc::clone(&registry), jobs.clone());
             let credentials = Arc::clone(&credentials);
             let hub = hub.clone();
             let reads = Arc::clone(&reads);
             let prover = Arc::clone(&prover);
+            let time = time.clone();
             async move {
                 // A token is refused on the way in (before anything is
                 // written or emitted) and, should one ever be stored, on
@@ -565,6 +583,7 @@ where
                     hub: hub.as_deref(),
                     credentials: &credentials,
                     prover: &prover,
+                    time: &time,
                     gone,
                 };
                 let response = answer(connection, peer, &line).await;
@@ -619,6 +638,7 @@ where
         credentials,
         time,
         launch_check,
+        feed,
     };
     Ok((
         broker,
@@ -649,6 +669,7 @@ struct Connection<'a, S> {
     hub: Option<&'a BrowserHub>,
     credentials: &'a CredentialStore,
     prover: &'a Prover,
+    time: &'a Time,
     gone: Disconnect,
 }
 
@@ -666,6 +687,7 @@ async fn answer<S: StoreReaders + Send + 'static>(
         hub,
         credentials,
         prover,
+        time,
         gone,
     } = connection;
     let secrets = |bytes: &[u8]| credentials.contains_known_token(bytes);
@@ -678,6 +700,17 @@ async fn answer<S: StoreReaders + Send + 'static>(
         Ok(admitted) => admitted,
         Err(refusal) => return wire::err(refusal),
     };
+    if let (Ok(Call::Changes { since, timeout_ms }), Who::Known(caller)) =
+        (&admitted.call, &admitted.who)
+    {
+        let wait = mosaic_domain::changes::wait(*timeout_ms);
+        let asked = Asked {
+            caller: caller.clone(),
+            since: *since,
+            wait,
+        };
+        return changes(reads, jobs, time, asked, &gone).await;
+    }
     if let Some((caller, call)) = admitted.read_beside_writer() {
         let (caller, call) = (caller.clone(), call.clone());
         return read_beside_writer(reads, jobs, caller, admitted.verb, call).await;
@@ -733,6 +766,62 @@ async fn answer<S: StoreReaders + Send + 'static>(
             .await
         }
     }
+}
+
+/// A `changes` call from a known caller.
+struct Asked {
+    caller: Caller,
+    since: Option<u64>,
+    wait: Duration,
+}
+
+/// Answers `changes` beside the writer: at once without `since`, else
+/// when a change concerning the caller lies after it, or at the wait's
+/// end. A caller that disconnects ends its wait and is neither answered
+/// nor recorded; only a refusal goes to the writer, to be recorded.
+async fn changes<S: StoreReaders + Send + 'static>(
+    reads: &Arc<Reads<S>>,
+    jobs: &mpsc::Sender<Job>,
+    time: &Time,
+    asked: Asked,
+    gone: &Disconnect,
+) -> String {
+    let Asked {
+        caller,
+        since,
+        wait,
+    } = asked;
+    let watcher = reads
+        .view()
+        .ok_or(Refusal::BrokerUnavailable)
+        .and_then(|view| view.watcher(&caller));
+    let page = match (watcher, since) {
+        (Err(refusal), _) => Err(refusal),
+        (Ok(_), None) => Ok(Page {
+            cursor: reads.feed().head(),
+            changes: Vec::new(),
+        }),
+        (Ok(watcher), Some(since)) => {
+            match feed::wait(reads, time, watcher, since, wait, gone.disconnected()).await {
+                Ok(Waited::Page(page)) => Ok(page),
+                Ok(Waited::Gone) => return String::new(),
+                Err(refusal) => Err(refusal),
+            }
+        }
+    };
+    let refusal = match page {
+        Ok(page) => return wire::ok(wire::changes_json(page.cursor, &page.changes)),
+        Err(refusal) => refusal,
+    };
+    let verb = Verb::Changes.as_str();
+    let recorded = ask(jobs, |reply| Job::Refuse {
+        caller,
+        verb,
+        refusal,
+        reply,
+    })
+    .await;
+    wire::response(recorded)
 }
 
 /// Answers an agent's or reader's read on a reader connection, on a
@@ -1188,6 +1277,7 @@ impl Broker {
     }
 
     fn shut_down(&mut self) -> Result<(), Refusal> {
+        self.feed.close();
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }

@@ -17,6 +17,7 @@
 //! its own stage.
 
 use mosaic_domain::bus::{Bus, BusMark, Caller, Command, Reply};
+use mosaic_domain::changes::{Change, Routing};
 use mosaic_domain::claims::BindReply;
 use mosaic_domain::evidence::{LaunchRecord, Stamped};
 use mosaic_domain::messages::{receive_batch, RECEIVE_LIMIT};
@@ -37,6 +38,13 @@ pub struct Driver<S> {
     /// The open batch staged machine state (a claim, a decision, a launch,
     /// a consumed approval), so views of the bus are stale after it.
     changed_machines: bool,
+    /// The store's head: the position of its newest committed record.
+    head: u64,
+    /// The open batch's records, counted, and the changes they make, each
+    /// with its record's offset in the batch.
+    batch: (u64, Vec<(u64, Change)>),
+    /// The last committed batch's changes, at their positions.
+    committed: Vec<(u64, Change)>,
 }
 
 impl<S: EvidenceStore> Driver<S> {
@@ -49,12 +57,16 @@ impl<S: EvidenceStore> Driver<S> {
         store
             .replay(&mut |record| bus.replay(&record))
             .map_err(storage)?;
+        let head = store.head().map_err(storage)?;
         Ok(Self {
             bus,
             store,
             guard: None,
             broken: false,
             changed_machines: false,
+            head,
+            batch: (0, Vec::new()),
+            committed: Vec::new(),
         })
     }
 
@@ -227,14 +239,35 @@ impl<S: EvidenceStore> Driver<S> {
         } else {
             self.store.commit_staged().map_err(storage)
         };
+        let (records, changes) = std::mem::take(&mut self.batch);
         match committed {
-            Ok(()) => self.bus.handle_committed(),
+            Ok(()) => {
+                self.bus.handle_committed();
+                let head = self.head;
+                self.committed = changes
+                    .into_iter()
+                    .map(|(offset, change)| (head + offset + 1, change))
+                    .collect();
+                self.head += records;
+            }
             Err(_) => {
                 self.bus.handle_rolled_back();
                 self.changed_machines = false;
+                self.committed.clear();
             }
         }
         committed
+    }
+
+    /// The position of the store's newest committed record.
+    pub fn head(&self) -> u64 {
+        self.head
+    }
+
+    /// The store's head after the last committed batch, and that batch's
+    /// changes at their positions (taken: a second call lists none).
+    pub fn take_changes(&mut self) -> (u64, Vec<(u64, Change)>) {
+        (self.head, std::mem::take(&mut self.committed))
     }
 
     /// Whether machine state changed since the last call: a committed batch
@@ -265,6 +298,7 @@ impl<S: EvidenceStore> Driver<S> {
         match self.store.stage(&records) {
             Ok(()) => {
                 self.changed_machines |= records.iter().any(|r| r.evidence.is_machine_state());
+                self.note_changes(&records);
                 Ok(())
             }
             Err(e) => {
@@ -274,6 +308,20 @@ impl<S: EvidenceStore> Driver<S> {
                 }
                 Err(refused_by_store(e))
             }
+        }
+    }
+
+    /// Notes the changes a stage's records make, for the feed.
+    fn note_changes(&mut self, records: &[Stamped]) {
+        let (count, changes) = &mut self.batch;
+        for record in records {
+            let routing = Change::routing_needed(&record.evidence)
+                .and_then(|id| self.bus.decisions().get(id))
+                .map(|d| Routing::of(&d.record));
+            if let Some(change) = Change::of(&record.evidence, routing) {
+                changes.push((*count, change));
+            }
+            *count += 1;
         }
     }
 

@@ -468,7 +468,8 @@ impl World {
         // As at the broker's boot: the first view already shows the binds.
         driver.take_changed_machines();
         let ids: Vec<BusinessId> = businesses.iter().map(|b| b.id().clone()).collect();
-        let reads = Reads::open(driver.store(), View::first(driver.bus(), &ids))
+        let (head, _) = driver.take_changes();
+        let reads = Reads::open(driver.store(), View::first(driver.bus(), &ids), head)
             .expect("the in-memory store opens readers");
         let entropy = Counter::default();
         let identity = BrokerIdentity {

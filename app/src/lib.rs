@@ -8,6 +8,7 @@ pub mod browser;
 pub mod call;
 pub mod demo;
 pub mod driver;
+pub mod feed;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod host;

@@ -290,7 +290,8 @@ pub(crate) fn stage_request<S: StoreReaders>(
 
 /// Commits the open batch with one sync and, when it changed machine state,
 /// publishes the new [`View`] before any of its answers goes out, so a
-/// caller reads at least its own writes. Returns what every answer of the
+/// caller reads at least its own writes; then hands its changes to the
+/// feed, which wakes their waiters. Returns what every answer of the
 /// batch must be joined with (`storage-unavailable` when the commit failed).
 ///
 /// # Errors
@@ -304,6 +305,8 @@ pub(crate) fn commit_batch<S: StoreReaders>(
         let roles = reads.view().map(|v| v.roles()).unwrap_or_default();
         reads.publish(View::of(driver.bus(), roles));
     }
+    let (head, changes) = driver.take_changes();
+    reads.feed().publish(head, changes);
     durable
 }
 

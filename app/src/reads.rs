@@ -16,12 +16,15 @@ use std::sync::{Arc, Condvar, Mutex, RwLock};
 
 use mosaic_adapters::wire::{self, Query, UuidKind, UuidRef};
 use mosaic_domain::bus::{Bus, Caller};
+use mosaic_domain::changes::Watcher;
 use mosaic_domain::claims::Occupancy;
 use mosaic_domain::decisions::{Decision, Status};
 use mosaic_domain::evidence::{LaunchRecord, Recipient, Route, Subject};
 use mosaic_domain::messages::{MessageFacts, INBOX_LIMIT};
 use mosaic_domain::{BusinessId, Refusal, RoleInstance};
 use mosaic_ports::{EvidenceStore, StoreReaders};
+
+use crate::feed::{self, Feed, Page};
 use serde_json::Value;
 
 /// The bus state reads need, as of one committed batch.
@@ -83,6 +86,34 @@ impl View {
         self.agents
             .iter()
             .any(|(r, ..)| r.pid == pid && r.start_time == start_time)
+    }
+
+    /// Who `caller` waits for changes as: an agent that holds its role, or
+    /// a reader.
+    ///
+    /// # Errors
+    /// `not-holder` for an agent that does not hold its role now;
+    /// `not-authorized` for the human (the feed is for agents and readers).
+    pub fn watcher(&self, caller: &Caller) -> Result<Watcher, Refusal> {
+        match caller {
+            Caller::Agent { business, agent } => {
+                let holds = self.agents.iter().any(|(r, holding, _)| {
+                    *holding && &r.business == business && r.run == agent.run
+                });
+                if !holds {
+                    return Err(Refusal::NotHolder);
+                }
+                Ok(Watcher::Agent {
+                    business: business.clone(),
+                    role: agent.role.clone(),
+                    run: agent.run.clone(),
+                })
+            }
+            Caller::Reader { business } => Ok(Watcher::Reader {
+                business: business.clone(),
+            }),
+            Caller::Human { .. } => Err(Refusal::NotAuthorized),
+        }
     }
 
     /// The role list, for the next view.
@@ -159,6 +190,26 @@ pub fn read<S: EvidenceStore>(
             let records = store.trail(business, &subject).map_err(storage)?;
             Value::Array(records.iter().map(wire::record_json).collect())
         }
+        // Without the feed's memory (the socket's waits use it): what the
+        // store holds after `since`, at once.
+        Query::Changes { since, .. } => {
+            let watcher = view.watcher(caller)?;
+            let head = store.head().map_err(storage)?;
+            let page = match since {
+                None => Page {
+                    cursor: head,
+                    changes: Vec::new(),
+                },
+                Some(mut after) => loop {
+                    let page = feed::history(store, &watcher, after, head)?;
+                    if !page.changes.is_empty() || page.cursor >= head {
+                        break page;
+                    }
+                    after = page.cursor;
+                },
+            };
+            wire::changes_json(page.cursor, &page.changes)
+        }
     })
 }
 
@@ -178,7 +229,7 @@ pub fn read_text<S: EvidenceStore>(
             let (decisions, messages) = inbox(view, store, caller)?;
             Ok(wire::inbox_text(&decisions, &messages))
         }
-        Query::Tasks | Query::Agents | Query::Trail(_) => {
+        Query::Tasks | Query::Agents | Query::Trail(_) | Query::Changes { .. } => {
             read(view, store, caller, query).map(|value| value.to_string())
         }
     }
@@ -236,15 +287,17 @@ pub struct Reads<S> {
     /// One permit per connection: a read waits for one as a task, before
     /// it takes a blocking thread (see [`Reads::permit`]).
     permits: Arc<tokio::sync::Semaphore>,
+    /// The change feed `changes` waits on.
+    feed: Arc<Feed>,
 }
 
 impl<S: StoreReaders> Reads<S> {
     /// The read side of `store` ([`READERS`] handles of its own), starting
-    /// from `view`.
+    /// from `view`, with a change feed whose newest record is at `head`.
     ///
     /// # Errors
     /// `storage-unavailable` when a reader handle cannot be opened.
-    pub fn open(store: &S, view: View) -> Result<Self, Refusal> {
+    pub fn open(store: &S, view: View, head: u64) -> Result<Self, Refusal> {
         let pool = (0..READERS)
             .map(|_| {
                 store.reader().map_err(mosaic_adapters::cause::logged(
@@ -258,7 +311,13 @@ impl<S: StoreReaders> Reads<S> {
             pool: Mutex::new(Some(pool)),
             free: Condvar::new(),
             permits: Arc::new(tokio::sync::Semaphore::new(READERS)),
+            feed: Arc::new(Feed::new(head)),
         })
+    }
+
+    /// The change feed.
+    pub fn feed(&self) -> &Arc<Feed> {
+        &self.feed
     }
 
     /// Replaces the view (the writer, after a batch changed machine state).
@@ -333,8 +392,10 @@ impl<S: StoreReaders> Reads<S> {
         }
     }
 
-    /// Closes every idle reader connection; later reads are refused.
+    /// Closes every idle reader connection; later reads are refused, and
+    /// every wait for changes ends.
     pub fn close(&self) {
+        self.feed.close();
         self.permits.close();
         if let Ok(mut pool) = self.pool.lock() {
             *pool = None;

@@ -567,7 +567,9 @@ mod machines {
                     target: Self::target(u)?,
                     decision: Self::option(u, |u| self.decision(u))?,
                 },
-                Verb::Inbox | Verb::Tasks | Verb::Agents | Verb::Trail => return Ok(None),
+                Verb::Inbox | Verb::Tasks | Verb::Agents | Verb::Trail | Verb::Changes => {
+                    return Ok(None)
+                }
             }))
         }
 

@@ -119,6 +119,8 @@ verbs! {
         "The bound runs of the business: role, harness, pid, holding, revoked.";
     Trail => "trail", [Agent, Reader, Human], read,
         "Every record linked to a task, decision, message or role, in write order.";
+    Changes => "changes", [Agent, Reader], read,
+        "Wait for what concerns you after a cursor: pointers to messages, decisions and roles, never their content.";
     BrowserRequest => "browser.request", [Agent], write,
         "Ask the in-app browser pane to perform one action and wait for its result.";
 }

@@ -1,7 +1,7 @@
 //! The evidence store port: an append-only record with atomic, durable
 //! commits and the few reads the verbs need.
 
-use mosaic_domain::evidence::{Recipient, Stamped, Subject};
+use mosaic_domain::evidence::{DecisionRecord, Recipient, Stamped, Subject};
 use mosaic_domain::messages::MessageFacts;
 use mosaic_domain::{BusinessId, DecisionId, MessageId, RoleInstance, TaskRef, Timestamp};
 
@@ -194,6 +194,40 @@ pub trait EvidenceStore {
     /// # Errors
     /// [`StoreError::Unavailable`].
     fn replay(&self, visit: &mut dyn FnMut(Stamped)) -> Result<(), StoreError>;
+
+    /// The position of the newest committed record in the store's write
+    /// order, or 0 for an empty store. Positions count committed records:
+    /// the n-th record ever committed is at position n, so a batch of k
+    /// records committed at head p takes positions p + 1 to p + k, in
+    /// order. A position never changes, also across a reopen.
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`].
+    fn head(&self) -> Result<u64, StoreError>;
+
+    /// The committed records of `business` at positions after `after` and
+    /// at most `upto`, each with its position, in commit order; at most
+    /// `limit` of them. It MAY skip a record for which
+    /// `Change::of` is `None` (deliveries, reads, spent approvals, allowed
+    /// actions, human inputs, refusals), so a caller that got fewer than
+    /// `limit` has seen every change up to `upto`.
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`].
+    fn ledger(
+        &self,
+        business: &BusinessId,
+        after: u64,
+        upto: u64,
+        limit: usize,
+    ) -> Result<Vec<(u64, Stamped)>, StoreError>;
+
+    /// The record of the raised decision `id`, or `None` when no decision
+    /// has this id in any business.
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`].
+    fn decision(&self, id: &DecisionId) -> Result<Option<DecisionRecord>, StoreError>;
 
     /// The business of the decision `id`, or `None` when no decision has
     /// this id in any business.

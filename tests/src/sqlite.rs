@@ -1,7 +1,7 @@
 //! A real SQLite store in a private temporary directory, for tests.
 
 use mosaic_adapters::sqlite::SqliteStore;
-use mosaic_domain::evidence::{Recipient, Stamped, Subject};
+use mosaic_domain::evidence::{DecisionRecord, Recipient, Stamped, Subject};
 use mosaic_domain::messages::MessageFacts;
 use mosaic_domain::{BusinessId, DecisionId, MessageId, RoleInstance, Timestamp};
 use mosaic_ports::fakes::InjectedFailure;
@@ -95,6 +95,24 @@ impl EvidenceStore for TempSqlite {
 
     fn replay(&self, visit: &mut dyn FnMut(Stamped)) -> Result<(), StoreError> {
         self.store.replay(visit)
+    }
+
+    fn head(&self) -> Result<u64, StoreError> {
+        self.store.head()
+    }
+
+    fn ledger(
+        &self,
+        business: &BusinessId,
+        after: u64,
+        upto: u64,
+        limit: usize,
+    ) -> Result<Vec<(u64, Stamped)>, StoreError> {
+        self.store.ledger(business, after, upto, limit)
+    }
+
+    fn decision(&self, id: &DecisionId) -> Result<Option<DecisionRecord>, StoreError> {
+        self.store.decision(id)
     }
 
     fn decision_business(&self, id: &DecisionId) -> Result<Option<BusinessId>, StoreError> {

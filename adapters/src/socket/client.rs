@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use mosaic_domain::{Refusal, Verb};
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use socket2::{Domain, SockAddr, Socket, Type};
 
 use super::{CLIENT_TIMEOUT, MAX_REQUEST, MAX_RESPONSE};
@@ -117,7 +117,10 @@ impl Client {
             return Err(Refusal::RequestTooLarge);
         }
         let client = Client {
-            timeout: self.timeout.max(verb_deadline(verb, &args)),
+            timeout: match args.as_object().and_then(|args| broker_wait(verb, args)) {
+                Some(wait) => self.timeout.max(wait + CLIENT_TIMEOUT),
+                None => self.timeout,
+            },
             ..self.clone()
         };
         client.call_line(&line)
@@ -152,28 +155,31 @@ impl Client {
     }
 }
 
-/// How long a verb may take at the broker before the client gives up:
-/// `browser.request` waits for a pane, so its deadline is the request's own
-/// timeout (the agent's `timeoutMs`, or the action's default, clamped to
-/// 1–120 s) plus a margin; every other verb is answered at once.
-fn verb_deadline(verb: &str, args: &serde_json::Value) -> Duration {
+/// How long `verb` may wait at the broker before it answers, beyond the
+/// usual [`CLIENT_TIMEOUT`]: `browser.request` waits for a pane for its
+/// own timeout (its `timeoutMs`, or the action's default, clamped to
+/// 1–120 s), `changes` for a change for its own (`timeoutMs`, or 30 s,
+/// clamped to 1–120 s); every other verb is answered at once (`None`). A
+/// client waits for that plus [`CLIENT_TIMEOUT`].
+pub fn broker_wait(verb: &str, args: &Map<String, Value>) -> Option<Duration> {
     use mosaic_domain::browser::{DEFAULT_TIMEOUT, MAX_TIMEOUT, MIN_TIMEOUT, OPEN_TIMEOUT};
-    /// Time for the broker to authorize, record and answer around the wait.
-    const MARGIN: Duration = Duration::from_secs(5);
-    if verb != Verb::BrowserRequest.as_str() {
-        return Duration::ZERO;
+    let timeout_ms = args.get("timeoutMs").and_then(Value::as_u64);
+    if verb == Verb::Changes.as_str() {
+        return Some(mosaic_domain::changes::wait(timeout_ms));
     }
-    let default = if args.get("action").and_then(serde_json::Value::as_str) == Some("open") {
+    if verb != Verb::BrowserRequest.as_str() {
+        return None;
+    }
+    let default = if args.get("action").and_then(Value::as_str) == Some("open") {
         OPEN_TIMEOUT
     } else {
         DEFAULT_TIMEOUT
     };
-    let timeout = args
-        .get("timeoutMs")
-        .and_then(serde_json::Value::as_u64)
-        .map_or(default, Duration::from_millis)
-        .clamp(MIN_TIMEOUT, MAX_TIMEOUT);
-    timeout + MARGIN
+    Some(
+        timeout_ms
+            .map_or(default, Duration::from_millis)
+            .clamp(MIN_TIMEOUT, MAX_TIMEOUT),
+    )
 }
 
 /// Connects without ever blocking: a Unix socket connects at once or fails
@@ -325,19 +331,41 @@ mod tests {
     }
 
     #[test]
-    fn a_browser_request_waits_for_its_own_timeout_plus_a_margin() {
+    fn a_waiting_verb_waits_for_its_own_clamped_timeout() {
         let secs = Duration::from_secs;
-        assert_eq!(verb_deadline("inbox", &json!({})), Duration::ZERO);
-        let browse = |args| verb_deadline("browser.request", &args);
-        assert_eq!(browse(json!({"action": "click"})), secs(25));
-        assert_eq!(browse(json!({"action": "open"})), secs(50));
+        let wait = |verb, args: Value| broker_wait(verb, args.as_object().expect("object"));
+        assert_eq!(wait("inbox", json!({"timeoutMs": 90_000})), None);
         assert_eq!(
-            browse(json!({"action": "click", "timeoutMs": 500})),
-            secs(6)
+            wait("browser.request", json!({"action": "click"})),
+            Some(secs(20))
         );
         assert_eq!(
-            browse(json!({"action": "open", "timeoutMs": 999_999})),
-            secs(125)
+            wait("browser.request", json!({"action": "open"})),
+            Some(secs(45))
+        );
+        assert_eq!(
+            wait(
+                "browser.request",
+                json!({"action": "click", "timeoutMs": 500})
+            ),
+            Some(secs(1))
+        );
+        assert_eq!(
+            wait(
+                "browser.request",
+                json!({"action": "open", "timeoutMs": 999_999})
+            ),
+            Some(secs(120))
+        );
+        assert_eq!(wait("changes", json!({})), Some(secs(30)));
+        assert_eq!(
+            wait("changes", json!({"timeoutMs": 2_500})),
+            Some(Duration::from_millis(2_500))
+        );
+        assert_eq!(wait("changes", json!({"timeoutMs": 1})), Some(secs(1)));
+        assert_eq!(
+            wait("changes", json!({"timeoutMs": 999_999})),
+            Some(secs(120))
         );
     }
 }

@@ -30,7 +30,7 @@ use std::fs::OpenOptions;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use mosaic_domain::evidence::{Recipient, Stamped, Subject};
+use mosaic_domain::evidence::{DecisionRecord, Recipient, Stamped, Subject};
 use mosaic_domain::messages::MessageFacts;
 use mosaic_domain::{
     BusinessId, DecisionId, MessageId, Refusal, RoleInstance, RunId, TaskRef, Timestamp,
@@ -684,6 +684,58 @@ impl EvidenceStore for SqliteStore {
             visit(rows::load(&self.conn, seq, &at, &kind).map_err(read_failure)?);
         }
         Ok(())
+    }
+
+    fn head(&self) -> Result<u64, StoreError> {
+        let head: i64 = self
+            .conn
+            .prepare_cached("SELECT coalesce(max(seq), 0) FROM ledger")
+            .and_then(|mut st| st.query_row([], |r| r.get(0)))
+            .map_err(read_failure)?;
+        u64::try_from(head).map_err(|_| read_failure(Undecodable("seq")))
+    }
+
+    fn ledger(
+        &self,
+        business: &BusinessId,
+        after: u64,
+        upto: u64,
+        limit: usize,
+    ) -> Result<Vec<(u64, Stamped)>, StoreError> {
+        let bound = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        let mut st = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT seq, at, kind FROM ledger WHERE seq > ?1 AND seq <= ?2 AND business = ?3 \
+                 AND kind IN ({}) ORDER BY seq LIMIT ?4",
+                rows::CHANGE_KINDS
+            ))
+            .map_err(read_failure)?;
+        let ledger: Vec<(i64, String, String)> = st
+            .query_map(
+                params![
+                    bound(after),
+                    bound(upto),
+                    business.as_str(),
+                    i64::try_from(limit).unwrap_or(i64::MAX)
+                ],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .map_err(read_failure)?
+            .collect::<Result<_, _>>()
+            .map_err(read_failure)?;
+        ledger
+            .iter()
+            .map(|(seq, at, kind)| {
+                let record = rows::load(&self.conn, *seq, at, kind).map_err(read_failure)?;
+                let seq = u64::try_from(*seq).map_err(|_| read_failure(Undecodable("seq")))?;
+                Ok((seq, record))
+            })
+            .collect()
+    }
+
+    fn decision(&self, id: &DecisionId) -> Result<Option<DecisionRecord>, StoreError> {
+        rows::decision_by_id(&self.conn, &id.to_string()).map_err(read_failure)
     }
 
     fn decision_business(&self, id: &DecisionId) -> Result<Option<BusinessId>, StoreError> {

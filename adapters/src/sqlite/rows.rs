@@ -613,6 +613,30 @@ pub(crate) fn load(
     Ok(Stamped { at, evidence })
 }
 
+/// The ledger kinds that can make a change of the feed (`Change::of`):
+/// every kind but deliveries, reads, spent approvals, allowed actions,
+/// human inputs and refusals.
+pub(crate) const CHANGE_KINDS: &str = "'session.launched', 'launch.revoked', 'launch.restored', \
+    'role.claimed', 'role.released', 'role.revoked', 'decision.raised', 'decision.resolved', \
+    'decision.seen', 'decision.withdrawn', 'decision.superseded', 'message.sent', 'event.observed'";
+
+/// The record of the raised decision `id`, if there is one.
+pub(crate) fn decision_by_id(
+    conn: &Connection,
+    id: &str,
+) -> Result<Option<DecisionRecord>, ReadError> {
+    let mut st = conn.prepare_cached(
+        "SELECT id, business, raiser_role, raiser_run, action, target, question, options, recommendation, \
+         blocking, technical, project, task_ref, requirement_ref, supersedes, approval_choice, class, route_role, \
+         holder FROM decisions WHERE id = ?1",
+    )?;
+    let mut rows = st.query([id])?;
+    match rows.next()? {
+        Some(r) => Ok(Some(decision_row(r)?)),
+        None => Ok(None),
+    }
+}
+
 fn load_decision(conn: &Connection, seq: i64) -> Result<DecisionRecord, ReadError> {
     let mut st = conn.prepare_cached(
         "SELECT id, business, raiser_role, raiser_run, action, target, question, options, recommendation, \

@@ -73,6 +73,7 @@ verb_args! {
     Tasks => NoArgs,
     Agents => NoArgs,
     Trail => TrailArgs,
+    Changes => ChangesArgs,
     BrowserRequest => BrowserRequestArgs,
 }
 
@@ -265,6 +266,18 @@ pub struct EventBody {
 pub struct TrailArgs {
     #[doc = concat!("Whose trail. ", subject!())]
     pub subject: String,
+}
+
+/// `changes`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ChangesArgs {
+    /// The cursor of your last answer: wait for changes after it. Leave it out to get the current cursor at once, with no changes.
+    pub since: Option<u64>,
+    /// How long to wait when nothing concerns you yet, in milliseconds (default 30000; clamped to 1000 to 120000).
+    #[serde(rename = "timeoutMs")]
+    #[schemars(range(min = 1000, max = 120000))]
+    pub timeout_ms: Option<u64>,
 }
 
 /// `browser.request`.

@@ -12,6 +12,7 @@
 
 use mosaic_domain::authority::Grant;
 use mosaic_domain::bus::Reply;
+use mosaic_domain::changes::Change;
 use mosaic_domain::claims::ClaimReply;
 use mosaic_domain::decisions::{Decision, Status};
 use mosaic_domain::evidence::{
@@ -495,4 +496,31 @@ impl Serialize for Inbox<'_> {
         }
         items.end()
     }
+}
+
+/// `changes`' answer: `{"cursor", "changes": [{"seq", "kind", ...ids}]}`.
+/// A change carries only the ids it has (`message`, `decision`, `role`,
+/// `task`): a pointer, never a body, a question or a note.
+pub fn changes_json(cursor: u64, changes: &[(u64, Change)]) -> Value {
+    let changes = changes
+        .iter()
+        .map(|(seq, change)| {
+            let mut object = Map::new();
+            object.insert("seq".to_owned(), json!(seq));
+            object.insert("kind".to_owned(), json!(change.kind));
+            let ids = [
+                ("message", change.message.map(|id| id.to_string())),
+                ("decision", change.decision.map(|id| id.to_string())),
+                ("role", change.role.as_ref().map(ToString::to_string)),
+                ("task", change.task.map(|task| task.to_string())),
+            ];
+            for (key, id) in ids {
+                if let Some(id) = id {
+                    object.insert(key.to_owned(), Value::String(id));
+                }
+            }
+            Value::Object(object)
+        })
+        .collect();
+    json!({"cursor": cursor, "changes": Value::Array(changes)})
 }

@@ -31,6 +31,7 @@
 use std::fmt;
 
 use mosaic_domain::bus::{Command, SendInput};
+use mosaic_domain::changes;
 use mosaic_domain::decisions::RaiseInput;
 use mosaic_domain::evidence::{DecisionOption, MessageClass, OptionKey, Recipient, Subject};
 use mosaic_domain::{
@@ -234,6 +235,13 @@ pub enum Call {
         /// Whose trail.
         subject: SubjectRef,
     },
+    /// `changes {since?, timeoutMs?}`.
+    Changes {
+        /// The cursor to wait after; `None` asks for the current one.
+        since: Option<u64>,
+        /// The caller's timeout, before the clamp.
+        timeout_ms: Option<u64>,
+    },
     /// `browser.request {action, parameters, timeoutMs?, decision?}`.
     BrowserRequest(Box<BrowserCall>),
 }
@@ -265,6 +273,14 @@ pub enum Query {
     Agents,
     /// `trail`, with its subject resolved.
     Trail(Subject),
+    /// `changes`: the changes after `since` (the current cursor when
+    /// `None`), waiting at most `wait` for one.
+    Changes {
+        /// The cursor to wait after.
+        since: Option<u64>,
+        /// How long to wait, clamped.
+        wait: std::time::Duration,
+    },
 }
 
 impl Call {
@@ -331,6 +347,10 @@ impl Call {
             Verb::Trail => Call::Trail {
                 subject: args.parsed("subject", SubjectRef::parse)?,
             },
+            Verb::Changes => Call::Changes {
+                since: args.count("since")?,
+                timeout_ms: args.count("timeoutMs")?,
+            },
             Verb::BrowserRequest => Call::BrowserRequest(Box::new(browser_call(args.0)?)),
         })
     }
@@ -355,11 +375,13 @@ impl Call {
             Call::Tasks => Verb::Tasks,
             Call::Agents => Verb::Agents,
             Call::Trail { .. } => Verb::Trail,
+            Call::Changes { .. } => Verb::Changes,
             Call::BrowserRequest(_) => Verb::BrowserRequest,
         }
     }
 
-    /// Whether this call only reads (`inbox`, `tasks`, `agents`, `trail`):
+    /// Whether this call only reads (`inbox`, `tasks`, `agents`, `trail`,
+    /// `changes`):
     /// it dispatches to a [`Query`] and draws no fresh id.
     pub fn is_read(&self) -> bool {
         self.verb().is_read()
@@ -415,6 +437,12 @@ impl Call {
             Call::Agents => return Ok(Dispatch::Query(Query::Agents)),
             Call::Trail { subject } => {
                 return Ok(Dispatch::Query(Query::Trail(subject.resolve(kind_of)?)))
+            }
+            Call::Changes { since, timeout_ms } => {
+                return Ok(Dispatch::Query(Query::Changes {
+                    since,
+                    wait: changes::wait(timeout_ms),
+                }))
             }
             // Authorized like any action; the runtime then carries it to a pane.
             Call::BrowserRequest(call) => Command::Authorize {
@@ -706,6 +734,21 @@ impl Args {
             return Err(Refusal::BadRequest);
         };
         Ok(flag)
+    }
+
+    /// An optional non-negative integer.
+    fn count(&mut self, key: &str) -> Result<Option<u64>, Refusal> {
+        match self.take(key) {
+            None => Ok(None),
+            Some(Value::Number(n)) => n.as_u64().map(Some).ok_or(Refusal::BadRequest),
+            Some(
+                Value::Null
+                | Value::Bool(_)
+                | Value::String(_)
+                | Value::Array(_)
+                | Value::Object(_),
+            ) => Err(Refusal::BadRequest),
+        }
     }
 
     /// A required string, parsed by a domain parser.

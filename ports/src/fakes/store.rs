@@ -5,8 +5,8 @@ use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use mosaic_domain::evidence::{
-    ClaimEvidence, DecisionEvidence, Evidence, LaunchEvidence, LaunchRecord, MessageEvidence,
-    Observation, Recipient, Stamped, Subject,
+    ClaimEvidence, DecisionEvidence, DecisionRecord, Evidence, LaunchEvidence, LaunchRecord,
+    MessageEvidence, Observation, Recipient, Stamped, Subject,
 };
 use mosaic_domain::messages::MessageFacts;
 use mosaic_domain::{
@@ -272,6 +272,40 @@ impl EvidenceStore for MemoryStore {
         })?;
         records.into_iter().for_each(visit);
         Ok(())
+    }
+
+    fn head(&self) -> Result<u64, StoreError> {
+        self.view(|state| state.records.len() as u64)
+    }
+
+    fn ledger(
+        &self,
+        business: &BusinessId,
+        after: u64,
+        upto: u64,
+        limit: usize,
+    ) -> Result<Vec<(u64, Stamped)>, StoreError> {
+        self.view(|state| {
+            (1..)
+                .zip(&state.records)
+                .skip(usize::try_from(after).unwrap_or(usize::MAX))
+                .take_while(|(seq, _)| *seq <= upto)
+                .filter(|(_, r)| r.evidence.business() == Some(business))
+                .take(limit)
+                .map(|(seq, r)| (seq, r.clone()))
+                .collect()
+        })
+    }
+
+    fn decision(&self, id: &DecisionId) -> Result<Option<DecisionRecord>, StoreError> {
+        self.view(|state| {
+            state.records.iter().find_map(|r| {
+                let Evidence::Decision(DecisionEvidence::Raised(d)) = &r.evidence else {
+                    return None;
+                };
+                (&d.id == id).then(|| (**d).clone())
+            })
+        })
     }
 
     fn decision_business(&self, id: &DecisionId) -> Result<Option<BusinessId>, StoreError> {
