@@ -6,13 +6,15 @@
 //! - [`host`]: boot, bad boots, the lock, the socket's mode, `bindLaunch`,
 //!   protocol failures, end of stdin and signals;
 //! - [`verbs`]: every verb of the spec's table with its rules and refusals;
-//! - [`restart`]: what survives a close and a boot on the same data root.
+//! - [`restart`]: what survives a close and a boot on the same data root;
+//! - [`changes`]: the change feed's waits, audiences and cursors.
 //!
 //! Bad input on the socket is `broker_bad_input.rs`.
 
 #[path = "../support/mod.rs"]
 mod support;
 
+mod changes;
 mod host;
 mod restart;
 mod verbs;
