@@ -144,10 +144,16 @@ impl Tool {
         self.0.as_str().replace('.', "_")
     }
 
-    /// What the tool does, for the model choosing it: the verb's meaning.
+    /// What the tool does, for the model choosing it: the verb's meaning,
+    /// and for `changes` how to use it.
     fn description(self) -> String {
         let reads = if self.0.is_read() { " Reads only." } else { "" };
-        format!("{} (verb {}){reads}", self.0.meaning(), self.0)
+        let usage = if self.0 == Verb::Changes {
+            CHANGES_USAGE
+        } else {
+            ""
+        };
+        format!("{} (verb {}){reads}{usage}", self.0.meaning(), self.0)
     }
 
     /// The tool's argument keys: its verb's.
@@ -255,6 +261,14 @@ fn refused(refusal: Refusal, sentence: String) -> CallToolResult {
         refusal.code()
     ))])
 }
+
+/// How a model waits for work with `changes` instead of polling.
+const CHANGES_USAGE: &str = " Use it to wait for work instead of polling: first call it without \
+    `since` to get the current cursor, then call inbox (and message_receive) to handle what is \
+    already there, then call changes with `since` set to that cursor; it answers as soon as \
+    something concerning you happens after it (or with an empty list after `timeoutMs`). Act \
+    on the changes it lists (inbox, message_receive, trail), then call it again with the \
+    `cursor` of its answer. Changes are pointers (kind and id), never content.";
 
 /// The sentence for a tool name this server does not have.
 fn unknown_tool() -> String {

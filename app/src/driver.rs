@@ -43,7 +43,8 @@ pub struct Driver<S> {
     /// The open batch's records, counted, and the changes they make, each
     /// with its record's offset in the batch.
     batch: (u64, Vec<(u64, Change)>),
-    /// The last committed batch's changes, at their positions.
+    /// The changes of the batches committed since the last
+    /// [`Driver::take_changes`], at their positions.
     committed: Vec<(u64, Change)>,
 }
 
@@ -244,16 +245,16 @@ impl<S: EvidenceStore> Driver<S> {
             Ok(()) => {
                 self.bus.handle_committed();
                 let head = self.head;
-                self.committed = changes
-                    .into_iter()
-                    .map(|(offset, change)| (head + offset + 1, change))
-                    .collect();
+                self.committed.extend(
+                    changes
+                        .into_iter()
+                        .map(|(offset, change)| (head + offset + 1, change)),
+                );
                 self.head += records;
             }
             Err(_) => {
                 self.bus.handle_rolled_back();
                 self.changed_machines = false;
-                self.committed.clear();
             }
         }
         committed
@@ -264,8 +265,9 @@ impl<S: EvidenceStore> Driver<S> {
         self.head
     }
 
-    /// The store's head after the last committed batch, and that batch's
-    /// changes at their positions (taken: a second call lists none).
+    /// The store's head after the last committed batch, and the changes
+    /// committed since the last call, at their positions. They are kept
+    /// until taken: the broker's writer takes them after every batch.
     pub fn take_changes(&mut self) -> (u64, Vec<(u64, Change)>) {
         (self.head, std::mem::take(&mut self.committed))
     }

@@ -24,6 +24,7 @@ use self::rules::*;
 use self::scenario::Scenario;
 use super::{check, check_eq, fail, run_checks, Check};
 use crate::store::{EvidenceStore, StoreReaders, TaskView};
+use mosaic_domain::changes::{Change, Routing};
 
 /// Runs every store check, each on a fresh, empty store from `make`.
 ///
@@ -95,6 +96,12 @@ pub fn run<S: EvidenceStore>(make: impl FnMut() -> S) {
             tasks_newest_and_tombstones::<S>,
         ),
         Check::new("trail_equals_concerns", trail_equals_concerns::<S>),
+        Check::new(
+            "ledger_positions_count_commits",
+            ledger_positions_count_commits::<S>,
+        ),
+        Check::new("ledger_windows_and_limits", ledger_windows_and_limits::<S>),
+        Check::new("decision_records", decision_records::<S>),
         Check::new(
             "non_monotonic.equal_in_batch",
             non_monotonic_equal_in_batch::<S>,
@@ -704,4 +711,143 @@ fn trail_equals_concerns<S: EvidenceStore>(store: &mut S) {
         }
     }
     check("the history gives many non-empty trails", non_empty >= 15);
+}
+
+/// Every committed record of `b`, at its position (the n-th committed is at
+/// position n).
+fn positioned(sc: &Scenario<'_, impl EvidenceStore>, b: &BusinessId) -> Vec<(u64, Stamped)> {
+    (1..)
+        .zip(&sc.committed)
+        .filter(|(_, r)| r.evidence.business() == Some(b))
+        .map(|(seq, r)| (seq, r.clone()))
+        .collect()
+}
+
+/// Whether a store must list `record` in `ledger`: it makes a change of
+/// the feed (given any routing for a decision event).
+fn makes_a_change(record: &Stamped) -> bool {
+    let routing = Routing {
+        route: mosaic_domain::evidence::Route::Human,
+        raiser: agent("dev", "dev-1"),
+    };
+    Change::of(&record.evidence, Some(routing)).is_some()
+}
+
+#[track_caller]
+fn ledger_of<S: EvidenceStore>(
+    sc: &Scenario<'_, S>,
+    b: &BusinessId,
+    after: u64,
+    upto: u64,
+    limit: usize,
+) -> Vec<(u64, Stamped)> {
+    sc.store
+        .ledger(b, after, upto, limit)
+        .unwrap_or_else(|e| fail(format_args!("ledger failed: {e:?}")))
+}
+
+#[track_caller]
+fn head_of(store: &impl EvidenceStore) -> u64 {
+    store
+        .head()
+        .unwrap_or_else(|e| fail(format_args!("head failed: {e:?}")))
+}
+
+fn ledger_positions_count_commits<S: EvidenceStore>(store: &mut S) {
+    check_eq("the head of an empty store", head_of(store), 0);
+    let mut sc = Scenario::new(store);
+    for batch in varied_history() {
+        sc.commit(batch);
+        check_eq(
+            "the head counts committed records",
+            head_of(sc.store),
+            sc.committed.len() as u64,
+        );
+    }
+    let head = head_of(sc.store);
+    let mut listed = 0;
+    for b in [acme(), globex()] {
+        let all = positioned(&sc, &b);
+        let got = ledger_of(&sc, &b, 0, head, usize::MAX);
+        check(
+            &format!("ledger({b}) lists records of {b} at their positions, in order"),
+            got.iter().all(|entry| all.contains(entry)) && got.windows(2).all(|w| w[0].0 < w[1].0),
+        );
+        let required: Vec<_> = all.into_iter().filter(|(_, r)| makes_a_change(r)).collect();
+        listed += required.len();
+        check(
+            &format!("ledger({b}) lists every record that makes a change"),
+            required.iter().all(|entry| got.contains(entry)),
+        );
+    }
+    check(
+        "the history has many records that make a change",
+        listed >= 15,
+    );
+}
+
+fn ledger_windows_and_limits<S: EvidenceStore>(store: &mut S) {
+    let mut sc = Scenario::new(store);
+    for batch in varied_history() {
+        sc.commit(batch);
+    }
+    let a = acme();
+    let head = head_of(sc.store);
+    let full = ledger_of(&sc, &a, 0, head, usize::MAX);
+    check("acme has a long ledger", full.len() >= 6);
+    let cut = full[full.len() / 2].0;
+    for (after, upto, limit) in [
+        (0, head, 3),
+        (cut, head, usize::MAX),
+        (0, cut, usize::MAX),
+        (cut, cut, usize::MAX),
+        (head, head + 10, usize::MAX),
+        (cut - 1, cut + 2, 1),
+        (0, head, 0),
+    ] {
+        let expected: Vec<_> = full
+            .iter()
+            .filter(|(seq, _)| *seq > after && *seq <= upto)
+            .take(limit)
+            .cloned()
+            .collect();
+        check_eq(
+            &format!("ledger(acme, {after}, {upto}, {limit})"),
+            ledger_of(&sc, &a, after, upto, limit),
+            expected,
+        );
+    }
+}
+
+fn decision_records<S: EvidenceStore>(store: &mut S) {
+    let mut sc = Scenario::new(store);
+    for batch in varied_history() {
+        sc.commit(batch);
+    }
+    let mut found = 0;
+    for n in DECISIONS {
+        let raised = sc.committed.iter().find_map(|r| match &r.evidence {
+            Evidence::Decision(mosaic_domain::evidence::DecisionEvidence::Raised(d))
+                if d.id == did(n) =>
+            {
+                Some((**d).clone())
+            }
+            Evidence::Launch(_)
+            | Evidence::Claim(_)
+            | Evidence::Decision(_)
+            | Evidence::Consumed(_)
+            | Evidence::Allowed(_)
+            | Evidence::Message(_)
+            | Evidence::Human(_)
+            | Evidence::Observed(_)
+            | Evidence::Refused(_) => None,
+        });
+        found += usize::from(raised.is_some());
+        let got = sc
+            .store
+            .decision(&did(n))
+            .unwrap_or_else(|e| fail(format_args!("decision failed: {e:?}")));
+        check_eq(&format!("decision({n})"), got, raised);
+    }
+    check("the history raises several decisions", found >= 3);
 }
