@@ -369,6 +369,7 @@ fn the_verb_table_is_exactly_the_specs() {
             "tasks",
             "agents",
             "trail",
+            "changes",
             "browser.request",
         ]
     );
@@ -2038,4 +2039,40 @@ fn random_bytes_and_mutated_requests_give_a_request_or_a_static_code() {
         tally.0 > 50 && tally.1 > 500,
         "both outcomes exercised: {tally:?}"
     );
+}
+
+#[test]
+fn changes_takes_a_non_negative_integer_cursor_and_a_clamped_timeout() {
+    use mosaic_adapters::wire::{Call, Dispatch, Query};
+    let dispatch = |args: serde_json::Value| {
+        Call::parse(Verb::Changes, Some(args)).and_then(|call| {
+            call.into_dispatch(
+                || unreachable!("changes draws no id"),
+                |_| unreachable!("changes names no subject"),
+            )
+        })
+    };
+    let query = |since, ms| {
+        Ok(Dispatch::Query(Query::Changes {
+            since,
+            wait: std::time::Duration::from_millis(ms),
+        }))
+    };
+    assert_eq!(dispatch(serde_json::json!({})), query(None, 30_000));
+    assert_eq!(
+        dispatch(serde_json::json!({"since": 0, "timeoutMs": 999_999})),
+        query(Some(0), 120_000)
+    );
+    assert_eq!(
+        dispatch(serde_json::json!({"since": u64::MAX, "timeoutMs": 5})),
+        query(Some(u64::MAX), 1_000)
+    );
+    for bad in [
+        r#"{"since":"3"}"#,
+        r#"{"since":-1}"#,
+        r#"{"since":2.5}"#,
+        r#"{"timeoutMs":"1"}"#,
+    ] {
+        refuses(&req("changes", bad), "bad-request");
+    }
 }
