@@ -1,10 +1,14 @@
 #!/bin/sh
 # A Claude Code Stop hook for an agent of mosaic-bus: when the agent is about
-# to stop, wait on the broker's change feed instead of stopping at once.
-# When something concerning the agent arrives, keep it working and say what
-# arrived and which tool to call; when nothing arrives within the wait, let
-# it stop. POSIX sh; it needs only sed, tr, ls, id, mkdir and mv besides
-# `mosaic-bus` (on PATH, as `mosaic-bus up` sets it).
+# to stop, wait on the broker's change feed from the cursor saved for its
+# run instead of stopping at once. When something concerning the agent
+# arrives, save the new cursor, keep the agent working and say what arrived
+# and which tool to call; when nothing arrives within the wait, let it
+# stop. At the first stop of a run there is no saved cursor: take the
+# current one, then read the inbox once for what came before it (and keep
+# the agent working when it holds anything). POSIX sh; besides `mosaic-bus`
+# (on PATH, as `mosaic-bus up` sets it) it needs only sed, grep, tr, ls, id,
+# mkdir and mv.
 #
 # The hook protocol, from Claude Code's hooks reference
 # (https://code.claude.com/docs/en/hooks, "Stop" and "Stop and SubagentStop
@@ -107,6 +111,19 @@ cursor() {
   printf '%s\n' "$answer" | sed -n 's/.*"cursor":\([0-9][0-9]*\).*/\1/p'
 }
 
+# count TEXT: how many times TEXT occurs in $answer.
+count() {
+  printf '%s\n' "$answer" | sed "s/$1/\\
+@/g" | grep -c '^@'
+}
+
+# block REASON: keep the agent working, telling it REASON.
+block() {
+  set -- "$(printf '%s\n' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g')"
+  printf '{"decision":"block","reason":"%s"}\n' "$1"
+  exit 0
+}
+
 if [ -e "$file" ] || [ -h "$file" ]; then
   private - "$file"
   since=$(sed -n '1p' "$file")
@@ -114,11 +131,18 @@ if [ -e "$file" ] || [ -h "$file" ]; then
     '' | *[!0-9]* | 0?*) refuse integrity-failed ;;
   esac
 else
-  # No saved cursor yet: start from now.
+  # No saved cursor yet: take the current one, then read the inbox once,
+  # for what came before it.
   call changes
   since=$(cursor)
   [ -n "$since" ] || refuse bad-request
   save "$since"
+  call inbox
+  decisions=$(count '"type":"decision"')
+  messages=$(count '"type":"message"')
+  if [ "$decisions" -gt 0 ] || [ "$messages" -gt 0 ]; then
+    block "mosaic-bus: the inbox of run $run holds $decisions open decision(s) and $messages unread message(s). Call the mosaic-bus tools: inbox lists them; message_receive takes delivery of new messages (then message_read each one); then carry on. When you stop again, this hook waits for more."
+  fi
 fi
 
 call changes "{\"since\":$since,\"timeoutMs\":$wait_ms}"
@@ -162,6 +186,4 @@ for kind in $kinds; do
     *) hint 'inbox shows what is open for you;' ;;
   esac
 done
-reason="mosaic-bus: work arrived for run $run: $list. Call the mosaic-bus tools:$tools then carry on. When you stop again, this hook waits for more."
-reason=$(printf '%s\n' "$reason" | sed 's/\\/\\\\/g; s/"/\\"/g')
-printf '{"decision":"block","reason":"%s"}\n' "$reason"
+block "mosaic-bus: work arrived for run $run: $list. Call the mosaic-bus tools:$tools then carry on. When you stop again, this hook waits for more."
