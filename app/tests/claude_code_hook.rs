@@ -211,7 +211,11 @@ impl Ended {
     fn refused(&self, code: &str) {
         assert_eq!(
             (self.code, self.stdout.as_str(), self.stderr.as_str()),
-            (Some(1), "", format!("mosaic-bus stop hook: {code}\n").as_str()),
+            (
+                Some(1),
+                "",
+                format!("mosaic-bus stop hook: {code}\n").as_str()
+            ),
         );
     }
 }
@@ -276,8 +280,32 @@ fn a_message_to_the_agents_role_after_its_saved_cursor_blocks_the_stop() {
     assert_eq!(received[0]["id"], json!(id), "{received}");
     assert_eq!(received.as_array().map(Vec::len), Some(1), "{received}");
 
+    // Three changes since: a message, and a within-role decision the agent
+    // raised and resolved itself (routed to its own role, and its own).
+    // Each is named, each kind with its tool.
+    let second = lead.send("dev", "And bump the version.", json!({}));
+    let raised = dev.raise("repo.push", Some("main"), json!({"choice": "yes"}));
+    assert_eq!(raised["route"], "dev", "{raised}");
+    let reason = agent
+        .stop(&agent.input("Stop", true), 1000, Cap::File)
+        .blocked();
+    assert_eq!(
+        reason,
+        format!(
+            "mosaic-bus: work arrived for run dev-1: message.sent {second}; decision.raised \
+             {decision}; decision.resolved {decision}. Call the mosaic-bus tools: \
+             message_receive takes delivery of your new messages (then message_read each one); \
+             inbox lists the open decisions routed to you; trail with the decision id as subject \
+             shows what happened to it; then carry on. When you stop again, this hook waits for \
+             more.",
+            second = second.as_str().expect("an id"),
+            decision = raised["id"].as_str().expect("an id"),
+        )
+    );
+    let after = agent.saved_cursor();
+
     // Claude Code continues, and at its next stop (stop_hook_active: true)
-    // the message is not announced again: the hook lets the agent stop.
+    // nothing is announced again: the hook lets the agent stop.
     agent
         .stop(&agent.input("Stop", true), 1000, Cap::File)
         .let_stop();
@@ -300,8 +328,43 @@ fn with_nothing_for_the_agent_the_hook_waits_then_lets_it_stop() {
     lead.send("qa", "Please test the login fix.", json!({}));
     let ended = agent.stop(&agent.input("Stop", false), 1000, Cap::File);
     ended.let_stop();
-    assert!(ended.took >= Duration::from_millis(1000), "{:?}", ended.took);
+    assert!(
+        ended.took >= Duration::from_millis(1000),
+        "{:?}",
+        ended.took
+    );
     assert!(agent.saved_cursor() >= saved);
+    broker.close();
+}
+
+#[test]
+fn at_its_first_stop_the_hook_takes_the_cursor_then_reads_the_inbox_once() {
+    let root = data_root();
+    let (broker, dev, lead) = boot(root.path());
+    let agent = HookedRun::new(&broker, "dev-1");
+
+    // Sent before the run's first stop, so before any cursor of its hook:
+    // the inbox holds it, and the hook reads the inbox once.
+    lead.send("dev", "Please rebase the login fix on main.", json!({}));
+    let reason = agent
+        .stop(&agent.input("Stop", false), 1000, Cap::File)
+        .blocked();
+    assert_eq!(
+        reason,
+        "mosaic-bus: the inbox of run dev-1 holds 0 open decision(s) and 1 unread message(s). \
+         Call the mosaic-bus tools: inbox lists them; message_receive takes delivery of new \
+         messages (then message_read each one); then carry on. When you stop again, this hook \
+         waits for more."
+    );
+    let saved = agent.saved_cursor();
+
+    // The agent has not read it yet, but the hook now waits from its
+    // cursor: the message is not announced again.
+    let ended = agent.stop(&agent.input("Stop", true), 1000, Cap::File);
+    ended.let_stop();
+    assert!(agent.saved_cursor() >= saved);
+    let inbox = dev.ok("inbox", json!({}));
+    assert_eq!(inbox.as_array().map(Vec::len), Some(1), "{inbox}");
     broker.close();
 }
 
@@ -324,14 +387,12 @@ fn the_hook_fails_with_a_static_code_and_never_blocks() {
 
     // A state folder others can read is refused, and not repaired.
     std::fs::create_dir_all(&agent.state).expect("mkdir");
-    std::fs::set_permissions(&agent.state, std::fs::Permissions::from_mode(0o755))
-        .expect("chmod");
+    std::fs::set_permissions(&agent.state, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     agent
         .stop(&agent.input("Stop", false), 1000, Cap::File)
         .refused("unsafe-path");
     assert_eq!(mode(&agent.state), 0o755);
-    std::fs::set_permissions(&agent.state, std::fs::Permissions::from_mode(0o700))
-        .expect("chmod");
+    std::fs::set_permissions(&agent.state, std::fs::Permissions::from_mode(0o700)).expect("chmod");
 
     // A saved cursor that is not a number, or readable by others.
     std::fs::write(agent.cursor_file(), "12a\n").expect("write");
