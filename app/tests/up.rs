@@ -214,6 +214,12 @@ fn the_example_agents_exchange_a_decision_and_a_message_then_up_exits() {
     let decision = uuid_after(&rest, "raised decision ");
     let message = uuid_after(&rest, "sent message ");
     assert!(rest.contains(&format!("acknowledged message {message}")));
+    let reply = uuid_after(
+        &rest,
+        &format!("replied to message {message} with message "),
+    );
+    assert!(rest.contains(&format!("received reply {reply} from lead")));
+    assert!(rest.contains(&format!("acknowledged reply {reply}")));
 
     // Closed cleanly: no socket, no lock, no reader capability left.
     assert!(!socket.exists());
@@ -273,13 +279,36 @@ fn the_example_agents_exchange_a_decision_and_a_message_then_up_exits() {
     assert_eq!(resolved["choice"], "yes");
     assert_eq!(resolved["by_run"], json!(lead));
 
-    // The message citing it was delivered to the lead's run and read.
+    // The message citing it was delivered to the lead's run and read, and
+    // the lead replied to it.
     let m = trail(&message);
     assert_eq!(
         kinds(&m),
+        [
+            "message.sent",
+            "message.delivered",
+            "message.read",
+            "message.sent"
+        ]
+    );
+    assert_eq!(m[0]["id"], json!(message));
+    assert_eq!(m[0]["decision"], json!(decision));
+    assert_eq!(m[2]["run"], json!(lead));
+    assert_eq!(m[3]["id"], json!(reply));
+    assert_eq!(m[3]["in_reply_to"], json!(message));
+
+    // The reply, dev's signal that the lead handled its report (a read
+    // does not concern the sender in the change feed), reached dev's run
+    // and was read there.
+    let r = trail(&reply);
+    assert_eq!(
+        kinds(&r),
         ["message.sent", "message.delivered", "message.read"]
     );
-    assert_eq!(entry(&m, "message.sent")["decision"], json!(decision));
+    assert_eq!(r[0]["from_run"], json!(lead));
+    assert_eq!(r[0]["to"], "dev");
+    assert_eq!(r[1]["run"], json!(dev));
+    assert_eq!(r[2]["run"], json!(dev));
 
     // Both launches were bound with the real child: the pid up printed, the
     // pid the script saw as its own, and a start time after this test began.
@@ -304,6 +333,37 @@ fn the_example_agents_exchange_a_decision_and_a_message_then_up_exits() {
         assert!(kinds(&launched).contains(&"session.launched"));
     }
     broker.close().expect("close");
+}
+
+/// The example agents wait on the change feed: nothing under examples/
+/// sleeps, and the agents take a cursor, then wait with `changes` from it.
+#[test]
+fn the_example_agents_wait_on_the_change_feed_and_never_sleep() {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    let files = files_under(&examples);
+    assert!(files.len() >= 8, "{files:?}");
+    for file in files {
+        let text = std::fs::read_to_string(&file).expect("a text file");
+        assert!(!text.contains("sleep"), "{} sleeps", file.display());
+    }
+    let read =
+        |name: &str| std::fs::read_to_string(examples.join("agents").join(name)).expect(name);
+    let lib = read("lib.sh");
+    assert!(
+        lib.contains("\n  call changes\n"),
+        "the cursor first: {lib}"
+    );
+    assert!(
+        lib.contains(r#"call changes "{\"since\":$cursor,\"timeoutMs\":$WAIT_MS}""#),
+        "then a wait from it: {lib}"
+    );
+    for agent in ["lead.sh", "dev.sh"] {
+        let text = read(agent);
+        assert!(
+            text.contains("\nwatch\n") && text.contains("\nawait "),
+            "{agent}"
+        );
+    }
 }
 
 #[test]

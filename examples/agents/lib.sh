@@ -18,7 +18,6 @@ fi
 
 say() { printf '%s [%s]: %s\n' "$ME" "$MOSAIC_RUN_ID" "$*"; }
 fail() { say "$*" >&2; exit 1; }
-nap() { sleep 0.2 2>/dev/null || sleep 1; }
 
 # call VERB [ARGS_JSON]: one request; its answer lands in $answer, and a
 # refusal ends the agent.
@@ -29,4 +28,49 @@ call() {
 # field KEY: the string value of the last "KEY" in $answer.
 field() {
   printf '%s\n' "$answer" | sed -n "s/.*\"$1\":\"\\([^\"]*\\)\".*/\\1/p"
+}
+
+# number KEY: the integer value of the last "KEY" in $answer.
+number() {
+  printf '%s\n' "$answer" | sed -n "s/.*\"$1\":\\([0-9][0-9]*\\).*/\\1/p"
+}
+
+# The change feed replaces polling. `watch` takes the feed's cursor once
+# (`changes` without `since`, answered at once); from then on every change
+# that concerns this agent lies after $cursor. `await WHAT CHECK [ARGS...]`
+# runs the function CHECK, which sets $answer and succeeds once WHAT is
+# there: first at once (it may have happened before the cursor was taken),
+# then after each answer of `changes` from the cursor, which returns as soon
+# as something concerning this agent happened (or after WAIT_MS with
+# nothing). The feed holds pointers only, so CHECK reads the content. At
+# most WAITS waits: a broken exchange ends instead of hanging.
+WAITS=15
+WAIT_MS=2000
+watch() {
+  call changes
+  next_cursor
+}
+next_cursor() {
+  cursor=$(number cursor)
+  [ -n "$cursor" ] || fail "changes answered no cursor: $answer"
+}
+await() {
+  what=$1
+  shift
+  waits=0
+  until "$@"; do
+    waits=$((waits + 1))
+    [ "$waits" -le "$WAITS" ] || fail "$what did not arrive after $WAITS waits"
+    call changes "{\"since\":$cursor,\"timeoutMs\":$WAIT_MS}"
+    next_cursor
+  done
+}
+
+# message_arrived: takes delivery of this role's next messages, if any.
+message_arrived() {
+  call message.receive
+  case $answer in
+    *'"id":"'*) return 0 ;;
+    *) return 1 ;;
+  esac
 }

@@ -1,0 +1,189 @@
+#!/bin/sh
+# A Claude Code Stop hook for an agent of mosaic-bus: when the agent is about
+# to stop, wait on the broker's change feed from the cursor saved for its
+# run instead of stopping at once. When something concerning the agent
+# arrives, save the new cursor, keep the agent working and say what arrived
+# and which tool to call; when nothing arrives within the wait, let it
+# stop. At the first stop of a run there is no saved cursor: take the
+# current one, then read the inbox once for what came before it (and keep
+# the agent working when it holds anything). POSIX sh; besides `mosaic-bus`
+# (on PATH, as `mosaic-bus up` sets it) it needs only sed, grep, tr, ls, id,
+# mkdir and mv.
+#
+# The hook protocol, from Claude Code's hooks reference
+# (https://code.claude.com/docs/en/hooks, "Stop" and "Stop and SubagentStop
+# decision control"):
+# - the hook reads one JSON object on stdin: session_id, transcript_path,
+#   cwd, permission_mode, hook_event_name ("Stop"), stop_hook_active (true
+#   when Claude Code is already continuing as a result of a stop hook) and
+#   last_assistant_message;
+# - exit 0 with {"decision":"block","reason":"..."} on stdout: "block"
+#   prevents Claude from stopping, and the reason tells it how to proceed;
+# - exit 0 with nothing on stdout lets it stop; any other exit code but 2 is
+#   a non-blocking error: the user sees stderr and Claude stops;
+# - the hook is cancelled after its `timeout` (seconds, in settings.json):
+#   keep it above MOSAIC_HOOK_WAIT_MS plus the client's 5 s.
+# stop_hook_active does not matter here: the hook blocks only for changes
+# that lie after its saved cursor, and it saves the new cursor before it
+# blocks, so no change keeps an agent from stopping twice.
+#
+# Environment:
+#   MOSAIC_RUN_ID         the agent's run (set by `mosaic-bus up`); one saved
+#                         cursor per run
+#   MOSAIC_BUS_SOCKET     the broker's socket (set by `mosaic-bus up`)
+#   MOSAIC_BUS_CAP_FD     the descriptor holding the capability (set by
+#                         `mosaic-bus up`), or else
+#   MOSAIC_BUS_CAP_FILE   a private 0600 file holding it
+#   MOSAIC_HOOK_WAIT_MS   how long to wait for a change (default 60000; the
+#                         broker clamps it to 1000..120000)
+#   MOSAIC_HOOK_STATE_DIR the private folder (0700) of the saved cursors
+#                         (default ${XDG_STATE_HOME:-$HOME/.local/state}/
+#                         mosaic-bus/stop-hook; created when missing)
+#
+# A failure prints `mosaic-bus stop hook: CODE` on stderr and exits 1, so
+# the agent stops: bad-request (bad input or environment), unsafe-path (the
+# state folder or a cursor file is not private), storage-unavailable (the
+# cursor cannot be saved), integrity-failed (a saved cursor is not a
+# number), or the broker's own code (not-holder once the role is released,
+# broker-unavailable when the broker is gone, ...).
+set -u -f
+
+refuse() {
+  printf 'mosaic-bus stop hook: %s\n' "$1" >&2
+  exit 1
+}
+
+input=$(tr '\n' ' ')
+event=$(printf '%s\n' "$input" |
+  sed -n 's/.*"hook_event_name"[[:space:]]*:[[:space:]]*"\([^"]*\)".*/\1/p')
+[ "$event" = Stop ] || refuse bad-request
+
+run=${MOSAIC_RUN_ID:-}
+case $run in
+  '' | *[!A-Za-z0-9._-]* | .*) refuse bad-request ;;
+esac
+wait_ms=${MOSAIC_HOOK_WAIT_MS:-60000}
+case $wait_ms in
+  '' | *[!0-9]* | 0?*) refuse bad-request ;;
+esac
+cap_file=${MOSAIC_BUS_CAP_FILE:-}
+
+# call VERB [ARGS_JSON]: one request; its answer lands in $answer, and a
+# refusal ends the hook with its code.
+call() {
+  if [ -n "$cap_file" ]; then
+    answer=$(mosaic-bus call "$@" --cap-file "$cap_file")
+  else
+    answer=$(mosaic-bus call "$@")
+  fi || {
+    code=$(printf '%s\n' "$answer" | sed -n 's/.*"error":"\([a-z-]*\)".*/\1/p')
+    refuse "${code:-broker-unavailable}"
+  }
+}
+
+# private KIND PATH: PATH is ours, not a symlink, and only ours to read and
+# write (KIND d: a folder, -: a regular file).
+me=$(id -u)
+private() {
+  [ ! -h "$2" ] || refuse unsafe-path
+  # shellcheck disable=SC2012 # ls -n is the POSIX way to read mode and uid
+  set -- "$1" $(ls -ldn "$2")
+  case $1:$2 in
+    d:drwx------ | d:drwx------. | -:-rw------- | -:-rw-------.) ;;
+    *) refuse unsafe-path ;;
+  esac
+  [ "$4" = "$me" ] || refuse unsafe-path
+}
+
+umask 077
+dir=${MOSAIC_HOOK_STATE_DIR:-${XDG_STATE_HOME:-${HOME:-/nonexistent}/.local/state}/mosaic-bus/stop-hook}
+[ -d "$dir" ] || mkdir -p "$dir" || refuse storage-unavailable
+private d "$dir"
+file=$dir/$run.cursor
+
+save() {
+  printf '%s\n' "$1" >"$dir/.$run.cursor.new" &&
+    mv -f "$dir/.$run.cursor.new" "$file" || refuse storage-unavailable
+}
+
+# cursor: the integer "cursor" of $answer.
+cursor() {
+  printf '%s\n' "$answer" | sed -n 's/.*"cursor":\([0-9][0-9]*\).*/\1/p'
+}
+
+# count TEXT: how many times TEXT occurs in $answer.
+count() {
+  printf '%s\n' "$answer" | sed "s/$1/\\
+@/g" | grep -c '^@'
+}
+
+# block REASON: keep the agent working, telling it REASON.
+block() {
+  set -- "$(printf '%s\n' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g')"
+  printf '{"decision":"block","reason":"%s"}\n' "$1"
+  exit 0
+}
+
+if [ -e "$file" ] || [ -h "$file" ]; then
+  private - "$file"
+  since=$(sed -n '1p' "$file")
+  case $since in
+    '' | *[!0-9]* | 0?*) refuse integrity-failed ;;
+  esac
+else
+  # No saved cursor yet: take the current one, then read the inbox once,
+  # for what came before it.
+  call changes
+  since=$(cursor)
+  [ -n "$since" ] || refuse bad-request
+  save "$since"
+  call inbox
+  decisions=$(count '"type":"decision"')
+  messages=$(count '"type":"message"')
+  if [ "$decisions" -gt 0 ] || [ "$messages" -gt 0 ]; then
+    block "mosaic-bus: the inbox of run $run holds $decisions open decision(s) and $messages unread message(s). Call the mosaic-bus tools: inbox lists them; message_receive takes delivery of new messages (then message_read each one); then carry on. When you stop again, this hook waits for more."
+  fi
+fi
+
+call changes "{\"since\":$since,\"timeoutMs\":$wait_ms}"
+next=$(cursor)
+[ -n "$next" ] || refuse bad-request
+save "$next"
+
+# One line per change: its kind and the id it points at (a message, a
+# decision, a role or a task), whatever the order of its keys.
+arrived=$(printf '%s\n' "$answer" | tr '{}' '\n\n' | sed -n '
+/"kind":"/!d
+s/"message":"/"id":"/
+s/"decision":"/"id":"/
+s/"role":"/"id":"/
+s/"task":"/"id":"/
+t keyed
+:keyed
+s/.*"kind":"\([^"]*\)".*"id":"\([^"]*\)".*/\1 \2/p
+t
+s/.*"id":"\([^"]*\)".*"kind":"\([^"]*\)".*/\2 \1/p
+t
+s/.*"kind":"\([^"]*\)".*/\1/p
+')
+[ -n "$arrived" ] || exit 0
+
+list=$(printf '%s\n' "$arrived" | tr '\n' ';' | sed 's/;$//; s/;/; /g')
+kinds=$(printf '%s\n' "$arrived" | sed 's/ .*//')
+tools=''
+hint() {
+  case $tools in
+    *"$1"*) ;;
+    *) tools="$tools $1" ;;
+  esac
+}
+for kind in $kinds; do
+  case $kind in
+    message.sent) hint 'message_receive takes delivery of your new messages (then message_read each one);' ;;
+    decision.raised | decision.superseded) hint 'inbox lists the open decisions routed to you;' ;;
+    decision.*) hint 'trail with the decision id as subject shows what happened to it;' ;;
+    role.*) hint 'trail with your role as subject shows who holds it now;' ;;
+    *) hint 'inbox shows what is open for you;' ;;
+  esac
+done
+block "mosaic-bus: work arrived for run $run: $list. Call the mosaic-bus tools:$tools then carry on. When you stop again, this hook waits for more."
