@@ -11,7 +11,8 @@
 //! capability and the socket), `mcp` (the MCP server on stdio, over a
 //! socket `Client`), `http_drain` (an HTTP body read under a limit whose
 //! 413 survives: the rest is drained, bounded), `http` (browser control's
-//! axum server and the SSE transport).
+//! axum server and the SSE transport), `cause` (where an error becomes a
+//! wire code and its cause is logged).
 #![warn(missing_docs, unreachable_pub)]
 
 pub mod cap;

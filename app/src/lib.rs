@@ -1,6 +1,12 @@
-//! `mosaic-app`: the wiring of mosaic-bus. The binary (`src/main.rs`) parses
-//! subcommands; this library holds what the binary, the benchmarks and the
-//! tests share: [`driver`], the runtime loop around the domain bus.
+//! `mosaic-app`: the broker's runtime and the wiring of mosaic-bus. The
+//! binary (`src/main.rs`) parses subcommands; this library holds what the
+//! binary, the benchmarks and the tests share: the runtime over its ports
+//! ([`world`], [`broker`]: `start_runtime`, and `start_broker` over the real
+//! adapters), one request's path (`pipeline`), the writer's loop
+//! ([`driver`]), the read side ([`reads`]) and the change feed ([`feed`]),
+//! browser control's hub ([`browser`]), the human proof ([`human_proof`]),
+//! and the subcommands' bodies ([`host`], [`up`], [`call`], [`human`],
+//! [`demo`]).
 #![warn(missing_docs, unreachable_pub)]
 
 pub mod broker;
