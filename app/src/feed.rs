@@ -251,8 +251,14 @@ pub(crate) async fn wait<S: StoreReaders + Send + 'static>(
             }
             Scan::Page(page) => after = page.cursor,
             Scan::Below(start) => {
-                let page = below(reads, &watcher, after, start).await?;
-                if !page.changes.is_empty() {
+                // A long way below: one page at a time, each bounded, and
+                // the caller's disconnect and deadline heard between them.
+                let page = tokio::select! {
+                    page = below(reads, &watcher, after, start) => page?,
+                    () = &mut gone => return Ok(Waited::Gone),
+                };
+                let over = time.now() >= deadline || *closed.borrow_and_update();
+                if !page.changes.is_empty() || over {
                     return Ok(Waited::Page(page));
                 }
                 after = page.cursor;
