@@ -25,15 +25,18 @@
 //! socket and browser figures start the real broker in this process, one
 //! per figure on a data root of its own ([`live`]), and speak to it as
 //! agents and panes do; `broker_rss` starts it as a child process, since
-//! this process's memory is the bench's ([`rss`]). `mosaic-bench
+//! this process's memory is the bench's ([`rss`]), and so does
+//! `changes_idle`, the change feed's idle cost ([`changes`]). `mosaic-bench
 //! --broker-child` is that child when no `mosaic-bus` binary sits next to
 //! this one: it runs the host protocol on stdin/stdout and nothing else.
 
 mod browser;
+mod changes;
 mod env;
 mod http;
 mod live;
 mod output;
+mod procs;
 mod raw;
 mod rss;
 mod socket;
@@ -42,7 +45,7 @@ mod store;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use output::{Failure, Fields};
 
@@ -115,6 +118,16 @@ pub struct Sizes {
     pub rss_agents: usize,
     /// Requests each of them makes: `message.send` and `inbox` in turn.
     pub rss_agent_requests: usize,
+    /// Unmeasured wake rounds of `changes_wake` before its measured ones.
+    pub wake_warmup: usize,
+    /// Measured wake rounds of `changes_wake` (and as many reference hops
+    /// and immediate `changes` calls).
+    pub wake_rounds: usize,
+    /// Agents of `changes_idle`, each its own role with one wait open.
+    pub idle_agents: usize,
+    /// The window over which `changes_idle` reads the broker's CPU time
+    /// (once idle before the waits open, once with them open).
+    pub idle_window: Duration,
 }
 
 impl Sizes {
@@ -149,6 +162,10 @@ impl Sizes {
             rss_trips: 200,
             rss_agents: 16,
             rss_agent_requests: 400,
+            wake_warmup: 20,
+            wake_rounds: 500,
+            idle_agents: 1_000,
+            idle_window: Duration::from_secs(10),
         }
     }
 
@@ -183,6 +200,10 @@ impl Sizes {
             rss_trips: 5,
             rss_agents: 2,
             rss_agent_requests: 4,
+            wake_warmup: 1,
+            wake_rounds: 5,
+            idle_agents: 5,
+            idle_window: Duration::from_millis(200),
         }
     }
 }
@@ -267,6 +288,14 @@ pub const FIGURES: &[Figure] = &[
     Figure {
         name: "broker_rss",
         run: rss::broker_rss,
+    },
+    Figure {
+        name: "changes_wake",
+        run: changes::changes_wake,
+    },
+    Figure {
+        name: "changes_idle",
+        run: changes::changes_idle,
     },
 ];
 

@@ -54,7 +54,7 @@ pub fn child_main() -> u8 {
 }
 
 /// The program to start, its argument and how the figure names it.
-fn program(quick: bool) -> Result<(PathBuf, &'static str, &'static str), Failure> {
+pub(crate) fn program(quick: bool) -> Result<(PathBuf, &'static str, &'static str), Failure> {
     let me =
         std::env::current_exe().map_err(|_| Failure::new("cannot find the bench's own binary"))?;
     let sibling = me.with_file_name("mosaic-bus");
@@ -69,13 +69,13 @@ fn program(quick: bool) -> Result<(PathBuf, &'static str, &'static str), Failure
 }
 
 /// Memory of a process, from `/proc/<pid>/status`, in KiB.
-struct Memory {
-    hwm_kib: u64,
-    rss_kib: u64,
-    threads: u64,
+pub(crate) struct Memory {
+    pub(crate) hwm_kib: u64,
+    pub(crate) rss_kib: u64,
+    pub(crate) threads: u64,
 }
 
-fn memory(pid: u32) -> Result<Memory, Failure> {
+pub(crate) fn memory(pid: u32) -> Result<Memory, Failure> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
         .map_err(|_| Failure::new("cannot read the broker's /proc status"))?;
     let field = |name: &str| {
@@ -94,19 +94,19 @@ fn memory(pid: u32) -> Result<Memory, Failure> {
     })
 }
 
-fn mib(kib: u64) -> Value {
+pub(crate) fn mib(kib: u64) -> Value {
     round1(kib as f64 / 1024.0)
 }
 
 /// The broker child and its host channel.
-struct Host {
+pub(crate) struct Host {
     child: Option<Child>,
     stdin: Option<ChildStdin>,
     lines: mpsc::Receiver<String>,
 }
 
 impl Host {
-    fn spawn(program: &Path, arg: &str) -> Result<Self, Failure> {
+    pub(crate) fn spawn(program: &Path, arg: &str) -> Result<Self, Failure> {
         let mut child = Command::new(program)
             .arg(arg)
             .stdin(Stdio::piped())
@@ -134,7 +134,7 @@ impl Host {
         })
     }
 
-    fn pid(&self) -> Result<u32, Failure> {
+    pub(crate) fn pid(&self) -> Result<u32, Failure> {
         self.child
             .as_ref()
             .map(Child::id)
@@ -142,7 +142,7 @@ impl Host {
     }
 
     /// Sends one host line and returns the reply line, parsed.
-    fn host(&mut self, message: &Value) -> Result<Value, Failure> {
+    pub(crate) fn host(&mut self, message: &Value) -> Result<Value, Failure> {
         let stdin = self
             .stdin
             .as_mut()
@@ -160,7 +160,7 @@ impl Host {
     }
 
     /// `{"op":"close"}`, then the exit, which must be 0.
-    fn close(mut self) -> Result<(), Failure> {
+    pub(crate) fn close(mut self) -> Result<(), Failure> {
         let stdin = self
             .stdin
             .as_mut()

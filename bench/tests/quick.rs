@@ -6,7 +6,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-const FIGURES: [&str; 11] = [
+const FIGURES: [&str; 13] = [
     "environment",
     "raw_sqlite_commit",
     "message_send_1_client",
@@ -18,6 +18,8 @@ const FIGURES: [&str; 11] = [
     "browser_rtt_100_clients_1_capable",
     "browser_rtt_100_racing",
     "broker_rss",
+    "changes_wake",
+    "changes_idle",
 ];
 
 fn positive(line: &Value, key: &str) {
@@ -144,6 +146,26 @@ fn quick_run_prints_every_figure_as_json_and_cleans_up() {
     assert_eq!(
         lines[10]["busy_requests"], 8,
         "quick sizes: two agents, four requests each"
+    );
+    for key in ["p50_us", "p99_us", "hop_p50_us", "immediate_p50_us", "n"] {
+        positive(&lines[11], key);
+    }
+    assert_eq!(lines[11]["n"], 5, "quick sizes: five wake rounds");
+    for key in ["vm_rss_mib", "vm_hwm_mib", "threads", "broker_fds_waiting"] {
+        positive(&lines[12], key);
+    }
+    assert_eq!(lines[12]["agents"], 5, "quick sizes: five idle agents");
+    assert_eq!(
+        lines[12]["waiting"], 5,
+        "every agent's wait was open: {}",
+        lines[12]
+    );
+    assert_eq!(lines[12]["refused"], 0, "{}", lines[12]);
+    assert_eq!(lines[12]["broker_fds_released"], true, "{}", lines[12]);
+    assert!(
+        lines[12]["cpu_pct"].as_f64().is_some_and(|c| c >= 0.0),
+        "{}",
+        lines[12]
     );
     for line in &lines[1..] {
         if line.get("target").is_some() {
