@@ -45,9 +45,6 @@ use crate::procs::{self, Task};
 use crate::rss;
 use crate::Ctx;
 
-/// The verb's wire name.
-const CHANGES: &str = "changes";
-
 /// DESIGN.md §6: a waiting agent hears of a change within 1 ms (p50).
 const WAKE_TARGET_US: f64 = 1000.0;
 /// DESIGN.md §6: 1000 idle waiters cost under 1 % of one core …
@@ -158,7 +155,10 @@ fn spawn_waiter(
         .spawn(move || {
             for since in cursors {
                 issued.store(true, Ordering::SeqCst);
-                let answer = client.call(CHANGES, json!({"since": since, "timeoutMs": WAIT_MS}));
+                let answer = client.call(
+                    Verb::Changes.as_str(),
+                    json!({"since": since, "timeoutMs": WAIT_MS}),
+                );
                 let at = Instant::now();
                 if report.send(answer.map(|a| (at, a))).is_err() {
                     return;
@@ -227,7 +227,7 @@ pub fn changes_wake(ctx: &mut Ctx) -> Result<Fields, Failure> {
     for _ in 0..sizes.wake_rounds.max(1) {
         let t = Instant::now();
         let answer = waiter
-            .call(CHANGES, json!({}))
+            .call(Verb::Changes.as_str(), json!({}))
             .map_err(|r| Failure::refused("changes without since refused", r))?;
         immediate.push(t.elapsed());
         cursor = cursor_of(&answer)?;
@@ -248,13 +248,25 @@ pub fn changes_wake(ctx: &mut Ctx) -> Result<Fields, Failure> {
     let warm = sizes.wake_warmup;
     let mut wakes = Vec::with_capacity(sizes.wake_rounds);
     let mut hop_samples = Vec::with_capacity(sizes.wake_rounds);
+    let mut from_request = Vec::with_capacity(sizes.wake_rounds);
+    let mut send_trips = Vec::with_capacity(sizes.wake_rounds);
     let started = Instant::now();
     for round in 0..warm + sizes.wake_rounds {
         // The broker: park the waiter, then send to its role.
         issued.store(false, Ordering::SeqCst);
         go.send(cursor)
             .map_err(|_| Failure::new("the waiter thread ended"))?;
-        wait_parked(waiter_tid, &issued)?;
+        if let Err(failure) = wait_parked(waiter_tid, &issued) {
+            return Err(match woken.try_recv() {
+                Ok(Ok((_, answer))) => {
+                    eprintln!("[bench] changes_wake: answered early: {answer} (since {cursor})");
+                    Failure::new("the waiter was answered before anything was sent to it")
+                }
+                Ok(Err(refusal)) => Failure::refused("the waiting changes was refused", refusal),
+                Err(_) => failure,
+            });
+        }
+        let asked_at = Instant::now();
         let sent = sender
             .call(
                 Verb::MessageSend.as_str(),
@@ -285,19 +297,22 @@ pub fn changes_wake(ctx: &mut Ctx) -> Result<Fields, Failure> {
         cursor = next;
 
         // The reference: one hop through a Unix socket, same protocol.
-        hop_issued.store(false, Ordering::SeqCst);
         wait_parked(hop_tid, &hop_issued)?;
+        // The reader says so again right before its next read.
+        hop_issued.store(false, Ordering::SeqCst);
+        let write_at = Instant::now();
         hop_writer
             .write_all(&[1])
             .map_err(|_| Failure::new("cannot write to the reference socket"))?;
-        let wrote_at = Instant::now();
         let read_at = hops
             .recv_timeout(WAIT)
             .map_err(|_| Failure::new("the reference reader did not read"))?;
 
         if round >= warm {
             wakes.push(signed_us(sent_at, woke_at));
-            hop_samples.push(signed_us(wrote_at, read_at));
+            from_request.push(signed_us(asked_at, woke_at));
+            send_trips.push(signed_us(asked_at, sent_at));
+            hop_samples.push(signed_us(write_at, read_at));
         }
     }
     let wall = started.elapsed();
@@ -320,9 +335,18 @@ pub fn changes_wake(ctx: &mut Ctx) -> Result<Fields, Failure> {
         ),
         ("target", Value::from("p50_us <= 1000")),
         ("met", Value::from(p50 <= WAKE_TARGET_US)),
+        (
+            "from_request_p50_us",
+            round1(percentile(&from_request, 50.0)),
+        ),
+        (
+            "from_request_p99_us",
+            round1(percentile(&from_request, 99.0)),
+        ),
+        ("send_p50_us", round1(percentile(&send_trips, 50.0))),
+        ("send_p99_us", round1(percentile(&send_trips, 99.0))),
         ("hop_p50_us", round1(hop_p50)),
         ("hop_p99_us", round1(percentile(&hop_samples, 99.0))),
-        ("ratio_to_hop", round3(p50 / hop_p50)),
         ("immediate_p50_us", round1(immediate_p50)),
         (
             "immediate_p99_us",
@@ -331,7 +355,7 @@ pub fn changes_wake(ctx: &mut Ctx) -> Result<Fields, Failure> {
         ("rounds_s", round3(wall.as_secs_f64())),
         (
             "note",
-            Value::from("from message.send's answer at the sender to the parked waiter's changes answer, one clock (negative: the waiter's came first, counted in waiter_first); each round waits until the waiter sleeps in its socket read and the broker is quiet; hop_: a thread asleep in a Unix socket read woken by one byte, write's return to read's return, in alternating rounds with the same protocol; immediate_: changes without since, answered at once (connect, request, answer)"),
+            Value::from("from message.send's answer at the sender to the parked waiter's changes answer, one clock (negative: the waiter's came first, counted in waiter_first); each round waits until the waiter sleeps in its socket read and the broker is quiet; from_request_: from the sender's call (before its connect) to the waiter's answer, the send's commit included; send_: the sender's own message.send round trip; hop_: a thread asleep in a Unix socket read woken by one byte, from the call to write to the read's return, in alternating rounds with the same protocol: the physical limit of one wake-up; immediate_: changes without since, answered at once (connect, request, answer)"),
         ),
         (
             "path",
@@ -389,7 +413,7 @@ impl Waiters {
             }
             let request = json!({
                 "cap": cap,
-                "verb": CHANGES,
+                "verb": Verb::Changes.as_str(),
                 "args": {"since": since, "timeoutMs": WAIT_MS},
             });
             let mut line = request.to_string().into_bytes();
@@ -450,18 +474,32 @@ impl Waiters {
     }
 }
 
+/// The broker's CPU time over one window.
+#[derive(Debug, Clone, Copy)]
+struct Window {
+    /// From `/proc/<pid>/stat`, in % of one core.
+    stat_pct: f64,
+    /// From its threads' `schedstat`, in % of one core.
+    sched_pct: f64,
+    /// The same, in µs of CPU over the whole window.
+    sched_us: f64,
+}
+
 /// A window of `length` over the broker at `dir`: its CPU time from
-/// `/proc/<pid>/stat` and from its threads' `schedstat`, as % of one core.
-fn cpu_window(dir: &Path, length: Duration) -> Result<(f64, f64), Failure> {
+/// `/proc/<pid>/stat` and from its threads' `schedstat`.
+fn cpu_window(dir: &Path, length: Duration) -> Result<Window, Failure> {
     let (ticks, ns, t) = (procs::cpu_ticks(dir)?, procs::run_ns(dir)?, Instant::now());
     // A measurement interval, not a synchronisation: the broker is left
     // alone for exactly this long.
     std::thread::sleep(length);
     let (ticks_after, ns_after) = (procs::cpu_ticks(dir)?, procs::run_ns(dir)?);
     let wall = t.elapsed().as_secs_f64();
-    let stat_pct = ticks_after.saturating_sub(ticks) as f64 / procs::TICKS_PER_S / wall * 100.0;
-    let sched_pct = ns_after.saturating_sub(ns) as f64 / 1e9 / wall * 100.0;
-    Ok((stat_pct, sched_pct))
+    let sched_ns = ns_after.saturating_sub(ns) as f64;
+    Ok(Window {
+        stat_pct: ticks_after.saturating_sub(ticks) as f64 / procs::TICKS_PER_S / wall * 100.0,
+        sched_pct: sched_ns / 1e9 / wall * 100.0,
+        sched_us: sched_ns / 1e3,
+    })
 }
 
 /// `changes_idle`: a broker child with one open `changes` wait per agent.
@@ -508,7 +546,7 @@ pub fn changes_idle(ctx: &mut Ctx) -> Result<Fields, Failure> {
     procs::wait_quiet(&dir, |_| true, WAIT, "the booted broker did not go quiet")?;
     let booted = rss::memory(pid)?;
     let fds_idle = procs::fd_count(&dir)?;
-    let (baseline_pct, baseline_sched_pct) = cpu_window(&dir, sizes.idle_window)?;
+    let baseline = cpu_window(&dir, sizes.idle_window)?;
 
     let waiters = Arc::new(Waiters {
         socket,
@@ -543,20 +581,22 @@ pub fn changes_idle(ctx: &mut Ctx) -> Result<Fields, Failure> {
     let measured = settled.and_then(|parked| {
         let fds_waiting = procs::fd_count(&dir)?;
         let answered_before = waiters.answered.load(Ordering::SeqCst);
-        let (pct, sched_pct) = cpu_window(&dir, sizes.idle_window)?;
+        let window = cpu_window(&dir, sizes.idle_window)?;
         let answered = waiters.answered.load(Ordering::SeqCst) - answered_before;
         let memory = rss::memory(pid)?;
-        Ok((parked, fds_waiting, pct, sched_pct, answered, memory))
+        Ok((parked, fds_waiting, window, answered, memory))
     });
     waiters.stop();
     for thread in threads {
         let _ = thread.join();
     }
-    let (parked, fds_waiting, pct, sched_pct, answered, waiting) = measured?;
+    let (parked, fds_waiting, window, answered, waiting) = measured?;
+    let pct = window.stat_pct;
     // A client that disconnects ends its wait: the broker closes its side.
     let released = wait_fds(&dir, fds_idle);
     let refused = waiters.refused();
     let broken = waiters.broken.load(Ordering::SeqCst);
+    let broker_nofile = procs::nofile_soft(&dir);
     host.close()?;
 
     let hwm_mib = waiting.hwm_kib as f64 / 1024.0;
@@ -582,9 +622,11 @@ pub fn changes_idle(ctx: &mut Ctx) -> Result<Fields, Failure> {
         ("broken", Value::from(broken)),
         ("answered_in_window", Value::from(answered)),
         ("window_s", round3(sizes.idle_window.as_secs_f64())),
-        ("cpu_pct_schedstat", round3(sched_pct)),
-        ("baseline_cpu_pct", round3(baseline_pct)),
-        ("baseline_cpu_pct_schedstat", round3(baseline_sched_pct)),
+        ("cpu_pct_schedstat", round3(window.sched_pct)),
+        ("cpu_us_schedstat", round1(window.sched_us)),
+        ("baseline_cpu_pct", round3(baseline.stat_pct)),
+        ("baseline_cpu_pct_schedstat", round3(baseline.sched_pct)),
+        ("baseline_cpu_us_schedstat", round1(baseline.sched_us)),
         ("vm_rss_booted_mib", rss::mib(booted.rss_kib)),
         ("vm_hwm_booted_mib", rss::mib(booted.hwm_kib)),
         ("threads", Value::from(waiting.threads)),
@@ -593,7 +635,7 @@ pub fn changes_idle(ctx: &mut Ctx) -> Result<Fields, Failure> {
         ("broker_fds_released", Value::from(released)),
         (
             "broker_nofile_soft",
-            procs::nofile_soft(&dir).map_or(Value::Null, Value::from),
+            broker_nofile.map_or(Value::Null, Value::from),
         ),
         ("bench_nofile_soft", nofile.map_or(Value::Null, Value::from)),
         ("claim_s", round3(claim_s)),
@@ -601,7 +643,7 @@ pub fn changes_idle(ctx: &mut Ctx) -> Result<Fields, Failure> {
         ("binary", Value::from(binary)),
         (
             "note",
-            Value::from("cpu_pct: utime+stime of /proc/<pid>/stat over the window, % of one core (10 ms ticks); _schedstat: the same from its threads' schedstat (ns); baseline_: the same broker over a window of the same length before any wait was opened; waiting: agents whose wait was open (their thread asleep in its socket read, the broker quiet) when the window began; vm_*: /proc/<pid>/status at the window's end (vm_hwm: peak over its life); broker_fds_released: its open files fell back to their idle count once the clients closed"),
+            Value::from("cpu_pct: utime+stime of /proc/<pid>/stat over the window, % of one core (10 ms ticks); _schedstat: the same from its threads' schedstat (ns; cpu_us_: the whole window's, in µs); baseline_: the same broker over a window of the same length before any wait was opened; waiting: agents whose wait was open (their thread asleep in its socket read, the broker quiet) when the window began; vm_*: /proc/<pid>/status at the window's end (vm_hwm: peak over its life); broker_fds_released: its open files fell back to their idle count once the clients closed"),
         ),
     ])
 }
@@ -623,7 +665,7 @@ fn claim_all(socket: &Path, caps: &[String]) -> Result<Vec<u64>, Failure> {
                                 .call(Verb::RoleClaim.as_str(), json!({}))
                                 .map_err(|r| Failure::refused("role.claim refused", r))?;
                             let answer = client
-                                .call(CHANGES, json!({}))
+                                .call(Verb::Changes.as_str(), json!({}))
                                 .map_err(|r| Failure::refused("changes refused", r))?;
                             cursor_of(&answer)
                         })
