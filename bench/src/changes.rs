@@ -597,6 +597,10 @@ pub fn changes_idle(ctx: &mut Ctx) -> Result<Fields, Failure> {
     let refused = waiters.refused();
     let broken = waiters.broken.load(Ordering::SeqCst);
     let broker_nofile = procs::nofile_soft(&dir);
+    // Its whole life's CPU time, boot and claims included: the readings
+    // above come from files that do count.
+    let life_ms = procs::run_ns(&dir)? as f64 / 1e6;
+    let life_ticks = procs::cpu_ticks(&dir)?;
     host.close()?;
 
     let hwm_mib = waiting.hwm_kib as f64 / 1024.0;
@@ -627,6 +631,8 @@ pub fn changes_idle(ctx: &mut Ctx) -> Result<Fields, Failure> {
         ("baseline_cpu_pct", round3(baseline.stat_pct)),
         ("baseline_cpu_pct_schedstat", round3(baseline.sched_pct)),
         ("baseline_cpu_us_schedstat", round1(baseline.sched_us)),
+        ("lifetime_cpu_ms_schedstat", round1(life_ms)),
+        ("lifetime_cpu_ticks", Value::from(life_ticks)),
         ("vm_rss_booted_mib", rss::mib(booted.rss_kib)),
         ("vm_hwm_booted_mib", rss::mib(booted.hwm_kib)),
         ("threads", Value::from(waiting.threads)),
