@@ -32,6 +32,19 @@
 //! `MOSAIC_CRASH_SEED=N` replays another seed (the kill moments and each
 //! client's choices; thread interleaving is the scheduler's). The run
 //! prints one JSON summary line to stderr.
+//!
+//! A second leg crashes the broker while agents wait on `changes`
+//! (issue 20): four waiters, each its own role, hold `changes {since}`
+//! waits while four senders send them messages; after each SIGKILL,
+//! `unlock` and reboot every waiter asks again from the cursor of its last
+//! answered wait. In the end each waiter must have been told of exactly
+//! the messages stored for its role, once each and in store order (every
+//! acknowledged send among them), and of nothing else. It follows the same
+//! `MOSAIC_CRASH_ROUNDS` and `MOSAIC_CRASH_SEED`:
+//!
+//! ```sh
+//! MOSAIC_CRASH_ROUNDS=20 cargo test -p mosaic-app --test crash changes_waiters -- --nocapture
+//! ```
 
 #[path = "support/mod.rs"]
 mod support;
