@@ -363,7 +363,10 @@ async fn connection<H: Handler>(
 /// so an oversized line is refused without buffering its rest.
 async fn read_request(stream: &mut UnixStream) -> Result<Vec<u8>, Unreadable> {
     let mut line = Vec::new();
-    let mut chunk = [0u8; READ_CHUNK];
+    // On the heap, not in the future: a connection's task keeps the size of
+    // its largest state while its handler waits (a `changes` wait holds a
+    // connection for up to 120 s).
+    let mut chunk = vec![0u8; READ_CHUNK];
     loop {
         // At most one byte past the limit: enough to know it was exceeded.
         let room = (MAX_REQUEST + 1 - line.len()).min(READ_CHUNK);
@@ -408,7 +411,7 @@ async fn refuse_unread(stream: &mut UnixStream, refusal: Refusal, limits: Limits
 /// Reads and discards up to `limit` bytes, until the end of the stream or
 /// an error.
 async fn drain(stream: &mut UnixStream, limit: usize) {
-    let mut chunk = [0u8; READ_CHUNK];
+    let mut chunk = vec![0u8; READ_CHUNK];
     let mut left = limit;
     while left > 0 {
         match stream.read(&mut chunk[..left.min(READ_CHUNK)]).await {
