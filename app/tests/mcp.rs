@@ -33,9 +33,10 @@ const UNKNOWN: &str =
     "The action may have happened; inspect the trail before doing anything; do not retry blindly.";
 
 /// Every tool, by name; the human's verbs are not among them.
-const TOOLS: [&str; 16] = [
+const TOOLS: [&str; 17] = [
     "agents",
     "browser_request",
+    "changes",
     "decision_raise",
     "decision_resolve",
     "decision_seen",
