@@ -1,19 +1,32 @@
 //! Where an error becomes a wire code. The code is all a client hears; the
-//! cause, with its whole chain of sources, is written to stderr as one line
-//! for the operator: what failed, and why (an OS or driver message, which
-//! never holds a capability or a service token). The runtime and the
-//! adapters call [`logged`] at that point, and nowhere else.
+//! cause, with its whole chain of sources, goes to the log for the
+//! operator, as one `tracing` error event:
+//! the message says what failed, the fields are `code` (the static code),
+//! `what` and `cause` (the error and each of its sources, joined by `: `;
+//! an OS or driver message, which never holds a capability or a service
+//! token). The runtime and the adapters call [`logged`] (or [`log`], for an
+//! error they keep) at that point, and nowhere else.
 
 use std::error::Error;
 
 use mosaic_domain::Refusal;
 
-/// Maps an error to `code`, writing `what` failed and its cause to stderr.
+/// Maps an error to `code`, logging `what` failed and its cause.
 pub fn logged<E: Error>(code: Refusal, what: &'static str) -> impl FnOnce(E) -> Refusal {
     move |error| {
-        eprintln!("mosaic-bus: {}: {what}: {}", code.code(), chain(&error));
+        log(code, what, &error);
         code
     }
+}
+
+/// Logs that `what` failed with `error`, which the client hears as `code`.
+pub fn log(code: Refusal, what: &'static str, error: &dyn Error) {
+    tracing::error!(
+        code = code.code(),
+        what,
+        cause = chain(error).as_str(),
+        "{what} failed"
+    );
 }
 
 /// An error and each of its sources, joined by `: `.

@@ -30,7 +30,6 @@
 //! the client closes stdin. Logs and startup failures go to stderr (one
 //! static code); stdout carries only MCP messages.
 
-use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -44,7 +43,8 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 
-use crate::cap::{cap_from_fd, cap_from_file, SOCKET_ENV};
+use crate::cap::{cap_from_fd, cap_from_file};
+use crate::cause::logged;
 use crate::socket::{broker_wait, parse_response, Client, CLIENT_TIMEOUT};
 use crate::wire::{UuidRef, VerbArgs};
 
@@ -55,22 +55,15 @@ call is a tool error whose text starts with a static code, then says what it \
 means and what to do. On outcome-unknown the action may have happened: inspect \
 the trail before doing anything, and never retry blindly.";
 
-/// Runs `mcp [--socket PATH] [--cap-file PATH]`; returns the exit code: 0
-/// when the client closed the session, 2 when it could not start (one static
-/// code on stderr).
-pub fn run(argv: &[OsString]) -> u8 {
-    match serve(argv) {
-        Ok(()) => 0,
-        Err(refusal) => {
-            eprintln!("{}", refusal.code());
-            2
-        }
-    }
-}
-
-/// Reads the capability, then serves MCP on stdio until the client leaves.
-fn serve(argv: &[OsString]) -> Result<(), Refusal> {
-    let (socket, cap_file) = parse(argv)?;
+/// Runs `mcp` against `socket`: reads the capability once (from
+/// `cap_file`, or the descriptor named by `MOSAIC_BUS_CAP_FD`), then serves
+/// MCP on stdio until the client closes stdin.
+///
+/// # Errors
+/// The static code of a failed start (`bad-capability`, `unsafe-path`,
+/// `bad-request` when the client left before the session began, and
+/// `broker-unavailable`); the binary prints it on stderr and exits 2.
+pub fn run(socket: PathBuf, cap_file: Option<PathBuf>) -> Result<(), Refusal> {
     let cap = match &cap_file {
         Some(path) => cap_from_file(path)?,
         None => cap_from_fd()?,
@@ -89,33 +82,17 @@ fn serve(argv: &[OsString]) -> Result<(), Refusal> {
         let service = adapter
             .serve(rmcp::transport::stdio())
             .await
-            .map_err(|_| Refusal::BadRequest)?;
+            .map_err(logged(Refusal::BadRequest, "starting the MCP session"))?;
         service
             .waiting()
             .await
             .map(drop)
-            .map_err(|_| Refusal::BadRequest)
+            .map_err(logged(Refusal::BadRequest, "the MCP session"))
     });
     // A call still waiting for the broker must not hold up the exit: its
     // client is gone, and the broker keeps whatever it recorded.
     runtime.shutdown_background();
     served
-}
-
-/// `--socket PATH` and `--cap-file PATH`, nothing else.
-fn parse(argv: &[OsString]) -> Result<(PathBuf, Option<PathBuf>), Refusal> {
-    let mut socket = std::env::var_os(SOCKET_ENV).map(PathBuf::from);
-    let mut cap_file = None;
-    let mut rest = argv.iter();
-    while let Some(arg) = rest.next() {
-        let value = match arg.to_str() {
-            Some("--socket") => &mut socket,
-            Some("--cap-file") => &mut cap_file,
-            Some(_) | None => return Err(Refusal::BadRequest),
-        };
-        *value = Some(PathBuf::from(rest.next().ok_or(Refusal::BadRequest)?));
-    }
-    Ok((socket.ok_or(Refusal::BadRequest)?, cap_file))
 }
 
 /// One MCP tool: one verb of the table that agents may call

@@ -11,7 +11,6 @@
 //! refusal (including `outcome-unknown`: inspect the trail, never resend
 //! blindly), 2 on a usage error.
 
-use std::ffi::OsString;
 use std::path::PathBuf;
 
 use mosaic_adapters::cap::{cap_from_fd, cap_from_file};
@@ -21,29 +20,36 @@ use mosaic_adapters::wire::{self, parse_json};
 use mosaic_domain::Refusal;
 use serde_json::{json, Value};
 
-/// A parsed `call` command line.
-#[derive(Debug)]
-struct Args {
-    verb: String,
-    args: Value,
-    socket: PathBuf,
-    cap_file: Option<PathBuf>,
+/// A `call` command line, as parsed by the binary.
+#[derive(Debug, Clone)]
+pub struct Args {
+    /// The verb, sent as given (the broker refuses an unknown one).
+    pub verb: String,
+    /// The verb's arguments as JSON text; `None` is `{}`.
+    pub args: Option<String>,
+    /// The broker's socket.
+    pub socket: PathBuf,
+    /// A private file holding the capability, instead of the descriptor
+    /// named by `MOSAIC_BUS_CAP_FD`.
+    pub cap_file: Option<PathBuf>,
 }
 
 /// Runs `call`; returns the line to print and the exit code.
-pub fn run(argv: &[OsString]) -> (String, u8) {
+pub fn run(args: Args) -> (String, u8) {
     let refused = wire::err;
-    let args = match parse(argv) {
-        Ok(args) => args,
-        Err(refusal) => return (refused(refusal), 2),
+    let value = match &args.args {
+        Some(text) => match parse_json(text.as_bytes()) {
+            Ok(value) => value,
+            Err(refusal) => return (refused(refusal), 2),
+        },
+        None => json!({}),
     };
     let cap = match &args.cap_file {
         Some(path) => cap_from_file(path),
         None => cap_from_fd(),
     };
-    let answer = cap.and_then(|cap| {
-        Client::new(&args.socket, cap.expose()).call_verbatim(&args.verb, args.args)
-    });
+    let answer = cap
+        .and_then(|cap| Client::new(&args.socket, cap.expose()).call_verbatim(&args.verb, value));
     match answer {
         // The broker's line as it came: a refusal may carry more than its
         // code (browser.request adds its status class and a sentence).
@@ -57,34 +63,4 @@ pub fn run(argv: &[OsString]) -> (String, u8) {
         }
         Err(refusal) => (refused(refusal), 1),
     }
-}
-
-fn parse(argv: &[OsString]) -> Result<Args, Refusal> {
-    let mut socket = std::env::var_os(SOCKET_ENV).map(PathBuf::from);
-    let mut cap_file = None;
-    let mut positional = Vec::new();
-    let mut rest = argv.iter();
-    while let Some(arg) = rest.next() {
-        match arg.to_str() {
-            Some("--socket") => {
-                socket = Some(PathBuf::from(rest.next().ok_or(Refusal::BadRequest)?))
-            }
-            Some("--cap-file") => {
-                cap_file = Some(PathBuf::from(rest.next().ok_or(Refusal::BadRequest)?))
-            }
-            Some(text) => positional.push(text.to_owned()),
-            None => return Err(Refusal::BadRequest),
-        }
-    }
-    let (verb, args) = match positional.as_slice() {
-        [verb] => (verb.clone(), json!({})),
-        [verb, args] => (verb.clone(), parse_json(args.as_bytes())?),
-        _ => return Err(Refusal::BadRequest),
-    };
-    Ok(Args {
-        verb,
-        args,
-        socket: socket.ok_or(Refusal::BadRequest)?,
-        cap_file,
-    })
 }

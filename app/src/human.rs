@@ -11,9 +11,9 @@
 //! ([`crate::human_proof`]). No human name is ever sent: the broker binds
 //! the business's configured human after the proof.
 
-use std::ffi::OsString;
 use std::io::Read;
 use std::os::unix::process::CommandExt;
+use std::path::Path;
 
 use mosaic_adapters::socket::Client;
 use mosaic_adapters::system::OsEntropy;
@@ -26,12 +26,10 @@ use crate::human_proof::{fresh_nonce, NONCE_ENV};
 /// The largest request read from stdin.
 const MAX_INPUT: u64 = 64 * 1024;
 
-/// Runs `human`; returns the line to print and the exit code. Returns only
-/// after the re-execution (or when it failed).
-pub fn run(argv: &[OsString], input: impl Read) -> (String, u8) {
-    let [socket] = argv else {
-        return (wire::err(Refusal::BadRequest), 2);
-    };
+/// Runs `human` on `socket`; returns the line to print and the exit code.
+/// Returns only after the re-execution (or when it failed). The binary
+/// refuses a command line without exactly one socket (exit 2) before this.
+pub fn run(socket: &Path, input: impl Read) -> (String, u8) {
     let Some(nonce) = std::env::var_os(NONCE_ENV) else {
         // First start: put a fresh nonce into our own environment by
         // re-executing; `exec` only returns on failure.

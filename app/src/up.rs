@@ -112,13 +112,13 @@ use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use mosaic_adapters::cause::{self, logged};
 use mosaic_adapters::config::{business_from_value, BootConfig};
 use mosaic_adapters::fs;
 use mosaic_adapters::procfs::ProcFs;
@@ -205,7 +205,8 @@ impl UpConfig {
     /// `unknown-role` for an agent whose role the business lacks; and the
     /// codes of [`business_from_value`].
     pub fn parse(text: &str, dir: &Path) -> Result<Self, Refusal> {
-        let json: ConfigJson = serde_json::from_str(text).map_err(|_| Refusal::BadConfig)?;
+        let json: ConfigJson = serde_json::from_str(text)
+            .map_err(logged(Refusal::BadConfig, "parsing the configuration"))?;
         let business = business_from_value(json.business)?;
         let secret = credential_env_names(&business);
         if json.agents.is_empty() {
@@ -269,7 +270,7 @@ impl UpConfig {
         let mut text = String::new();
         File::open(&path)
             .and_then(|f| f.take(MAX_CONFIG + 1).read_to_string(&mut text))
-            .map_err(|_| Refusal::BadConfig)?;
+            .map_err(logged(Refusal::BadConfig, "reading the configuration"))?;
         if text.len() as u64 > MAX_CONFIG {
             return Err(Refusal::BadConfig);
         }
@@ -277,7 +278,7 @@ impl UpConfig {
     }
 }
 
-/// The command line of `up`.
+/// The command line of `up`, as the binary parsed it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Options {
     /// `--config FILE`.
@@ -294,61 +295,19 @@ pub struct Options {
     pub secrets_dir: Option<PathBuf>,
 }
 
-/// Parses `--config FILE [--data-root DIR] [--secrets-dir DIR]
-/// [--browser ADDR] [--stay]` (also `--flag=value`).
-///
-/// # Errors
-/// `bad-request` for a missing `--config`, an empty value, a repeated or
-/// unknown argument.
-pub fn parse_args(argv: &[OsString]) -> Result<Options, Refusal> {
-    let (mut config, mut data_root, mut browser, mut stay) = (None, None, None, false);
-    let mut secrets_dir = None;
-    let mut rest = argv.iter();
-    while let Some(arg) = rest.next() {
-        let bytes = arg.as_bytes();
-        let (flag, inline) = match bytes.iter().position(|&b| b == b'=') {
-            Some(at) if bytes.starts_with(b"--") => (
-                &bytes[..at],
-                Some(OsStr::from_bytes(&bytes[at + 1..]).to_os_string()),
-            ),
-            Some(_) | None => (bytes, None),
-        };
-        let slot = match flag {
-            b"--config" => &mut config,
-            b"--data-root" => &mut data_root,
-            b"--secrets-dir" => &mut secrets_dir,
-            b"--browser" => &mut browser,
-            b"--stay" if inline.is_none() && !stay => {
-                stay = true;
-                continue;
-            }
-            _ => return Err(Refusal::BadRequest),
-        };
-        let value = match inline {
-            Some(value) => value,
-            None => rest.next().ok_or(Refusal::BadRequest)?.clone(),
-        };
-        if value.is_empty() || slot.is_some() {
-            return Err(Refusal::BadRequest);
-        }
-        *slot = Some(PathBuf::from(value));
-    }
-    Ok(Options {
-        config: config.ok_or(Refusal::BadRequest)?,
-        data_root,
-        stay,
-        browser: browser.map(|b| b.to_string_lossy().into_owned()),
-        secrets_dir,
-    })
-}
-
-/// Runs `up` with these arguments: prints its one JSON line on `out`,
+/// Runs `up` with these options: prints its one JSON line on `out`,
 /// returns the exit code (0, 1 when an agent failed, 2 when `up` could not
 /// start or close).
-pub fn run(argv: &[OsString], out: &mut impl Write) -> u8 {
-    let mut session = match start(argv) {
+pub fn run(options: Options, out: &mut impl Write) -> u8 {
+    let mut session = match start(options) {
         Ok(session) => session,
         Err(failure) => {
+            tracing::error!(
+                code = failure.code.code(),
+                role = failure.role.as_ref().map(RoleInstance::as_str),
+                reference = failure.reference.as_deref(),
+                "up could not start"
+            );
             let mut line = json!({"ok": false, "error": failure.code.code()});
             if let Some(role) = failure.role {
                 line["role"] = json!(role.as_str());
@@ -412,8 +371,7 @@ impl Failure {
 }
 
 /// Parses, boots, writes the reader capability and launches every agent.
-fn start(argv: &[OsString]) -> Result<Session, Failure> {
-    let options = parse_args(argv)?;
+fn start(options: Options) -> Result<Session, Failure> {
     let config = UpConfig::load(&options.config)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_io()
@@ -427,7 +385,7 @@ fn start(argv: &[OsString]) -> Result<Session, Failure> {
         None => tempfile::Builder::new()
             .prefix("mosaic-up-")
             .tempdir()
-            .map_err(|_| Refusal::StorageUnavailable)?
+            .map_err(logged(Refusal::StorageUnavailable, "creating a data root"))?
             .keep(),
     };
     let business = config.business.id().clone();
@@ -476,7 +434,10 @@ fn start(argv: &[OsString]) -> Result<Session, Failure> {
 
 /// `PATH` for the agents: this executable's directory first, then ours.
 fn child_path() -> Result<OsString, Failure> {
-    let exe = std::env::current_exe().map_err(|_| Refusal::StorageUnavailable)?;
+    let exe = std::env::current_exe().map_err(logged(
+        Refusal::StorageUnavailable,
+        "finding this executable",
+    ))?;
     let mut dirs = vec![exe
         .parent()
         .ok_or(Refusal::StorageUnavailable)?
@@ -588,13 +549,17 @@ impl Session {
         if std::fs::symlink_metadata(&path).is_ok() {
             // We hold the writer lock: whoever wrote it is gone.
             fs::check_private_file(&path)?;
-            std::fs::remove_file(&path).map_err(|_| Refusal::StorageUnavailable)?;
+            std::fs::remove_file(&path).map_err(logged(
+                Refusal::StorageUnavailable,
+                "removing a secret's file left by an earlier run",
+            ))?;
         }
         let mut file = fs::create_private_file(&path)?;
         let written = file
             .write_all(format!("{}\n", secret.expose()).as_bytes())
             .and_then(|()| file.sync_all());
-        if written.is_err() {
+        if let Err(e) = written {
+            cause::log(Refusal::StorageUnavailable, "writing a secret's file", &e);
             let _ = std::fs::remove_file(&path);
             return Err(Refusal::StorageUnavailable.into());
         }
@@ -603,7 +568,10 @@ impl Session {
 
     /// One launch, steps 1 to 4 of the module documentation.
     fn launch(&mut self, spec: &AgentSpec, path: &OsStr) -> Result<(), Failure> {
-        let failed = |_| Failure::of(&spec.role, Refusal::LaunchFailed);
+        let failed = |e: io::Error| {
+            cause::log(Refusal::LaunchFailed, "launching an agent", &e);
+            Failure::of(&spec.role, Refusal::LaunchFailed)
+        };
         let run = run_id(&spec.role).map_err(|r| Failure::of(&spec.role, r))?;
         let memfd = cap_memfd().map_err(failed)?;
         let mut command = Command::new(&spec.program);
@@ -696,9 +664,7 @@ impl Session {
                     break;
                 }
                 if !announced {
-                    eprintln!(
-                        "mosaic-bus up: every agent has exited; serving until SIGINT or SIGTERM"
-                    );
+                    tracing::info!("every agent has exited; serving until SIGINT or SIGTERM");
                     announced = true;
                 }
             }
@@ -727,12 +693,12 @@ impl Session {
                 continue;
             }
             agent.failed = true;
-            eprintln!(
-                "mosaic-bus up: agent {} (run {}, pid {}) {}",
-                agent.role,
-                agent.run,
-                agent.child.id(),
-                describe(status)
+            tracing::warn!(
+                role = agent.role.as_str(),
+                run = agent.run.as_str(),
+                pid = agent.child.id(),
+                status = describe(status).as_str(),
+                "an agent failed"
             );
         }
     }
@@ -743,7 +709,7 @@ impl Session {
         if running.is_empty() {
             return;
         }
-        eprintln!("mosaic-bus up: stopping {} agent(s)", running.len());
+        tracing::info!(agents = running.len(), "stopping the agents");
         for agent in running {
             signal_group(&agent.child, rustix::process::Signal::TERM);
         }
@@ -787,8 +753,8 @@ impl Session {
         self.kill_agents();
         let mut code = code;
         if let Some(broker) = self.broker.take() {
-            if let Err(refusal) = broker.close() {
-                eprintln!("mosaic-bus up: close: {}", refusal.code());
+            // The broker logs a failed close.
+            if broker.close().is_err() {
                 code = 2;
             }
         }
@@ -796,8 +762,12 @@ impl Session {
             .into_iter()
             .flatten()
         {
-            if std::fs::remove_file(&path).is_err() {
-                eprintln!("mosaic-bus up: close: cannot remove {}", path.display());
+            if let Err(e) = std::fs::remove_file(&path) {
+                tracing::error!(
+                    path = &*path.to_string_lossy(),
+                    cause = e.to_string().as_str(),
+                    "removing a secret's file failed"
+                );
                 code = 2;
             }
         }
@@ -842,13 +812,21 @@ impl Secrets {
             let dir = tempfile::Builder::new()
                 .prefix("mosaic-up-secrets-")
                 .tempdir()
-                .map_err(|_| Refusal::StorageUnavailable)?
+                .map_err(logged(
+                    Refusal::StorageUnavailable,
+                    "creating the secrets folder",
+                ))?
                 .keep();
             return Ok(Secrets { dir, made: true });
         };
         let dir = std::fs::canonicalize(&dir).map_err(|_| Refusal::UnsafePath)?;
         let root = std::fs::canonicalize(data_root).map_err(|_| Refusal::UnsafePath)?;
         if dir.starts_with(&root) {
+            tracing::warn!(
+                code = Refusal::UnsafePath.code(),
+                path = &*dir.to_string_lossy(),
+                "the secrets folder is under the data root"
+            );
             return Err(Refusal::UnsafePath.into());
         }
         fs::check_private_dir(&dir)?;
@@ -881,7 +859,7 @@ fn signal_group(child: &Child, signal: rustix::process::Signal) {
 fn run_id(role: &RoleInstance) -> Result<RunId, Refusal> {
     let bytes = OsEntropy
         .uuid_bytes()
-        .map_err(|_| Refusal::StorageUnavailable)?;
+        .map_err(logged(Refusal::StorageUnavailable, "drawing a run id"))?;
     let role = role.as_str();
     let hex: String = bytes[..4].iter().map(|b| format!("{b:02x}")).collect();
     // Role names are ASCII, so any byte index is a character boundary.
@@ -1084,45 +1062,6 @@ mod tests {
         for agent in &parsed.agents {
             let script = agent.dir.join(&agent.args[0]);
             assert!(script.is_file(), "{}", script.display());
-        }
-    }
-
-    #[test]
-    fn arguments_parse_strictly() {
-        let args = |a: &[&str]| parse_args(&a.iter().map(OsString::from).collect::<Vec<_>>());
-        assert_eq!(
-            args(&[
-                "--config",
-                "c.json",
-                "--data-root=/d",
-                "--stay",
-                "--browser",
-                "127.0.0.1:0"
-            ]),
-            Ok(Options {
-                config: "c.json".into(),
-                data_root: Some("/d".into()),
-                stay: true,
-                browser: Some("127.0.0.1:0".into()),
-                secrets_dir: None,
-            })
-        );
-        assert_eq!(args(&["--config=c.json"]).map(|o| o.data_root), Ok(None));
-        assert_eq!(
-            args(&["--config=c.json", "--secrets-dir", "/s"]).map(|o| o.secrets_dir),
-            Ok(Some("/s".into()))
-        );
-        for bad in [
-            &[][..],
-            &["--data-root", "/d"],
-            &["--config"],
-            &["--config", ""],
-            &["--config", "a", "--config", "b"],
-            &["--config", "a", "--stay", "--stay"],
-            &["--config", "a", "--stay=1"],
-            &["--config", "a", "extra"],
-        ] {
-            assert_eq!(args(bad), Err(Refusal::BadRequest), "{bad:?}");
         }
     }
 

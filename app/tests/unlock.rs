@@ -193,13 +193,13 @@ fn unlock_refuses_an_unsafe_root_and_bad_arguments() {
 fn help_documents_unlock() {
     let _serial = serial();
     let out = Command::new(env!("CARGO_BIN_EXE_mosaic-bus"))
-        .arg("help")
+        .args(["unlock", "--help"])
         .output()
         .expect("run");
     let help = String::from_utf8(out.stdout).expect("utf-8");
     assert!(out.status.success());
     for word in [
-        "unlock --data-root D",
+        "mosaic-bus unlock --data-root <D>",
         "lock-held",
         "stale-lock",
         "bad-request",

@@ -572,10 +572,15 @@ fn an_agent_that_exits_non_zero_is_reported_and_makes_the_exit_code_1() {
     );
     let (status, _, stderr) = run_to_end(&config, root.path());
     assert_eq!(status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("exit status: 3"), "{stderr}");
-    assert_eq!(
-        stderr.matches("mosaic-bus up: agent a").count(),
-        1,
+    // One agent failed, and the log names it and its status.
+    let failed: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("an agent failed"))
+        .collect();
+    assert_eq!(failed.len(), 1, "{stderr}");
+    assert!(failed[0].contains(" role=\"a\" "), "{stderr}");
+    assert!(
+        failed[0].ends_with(" status=\"exited with exit status: 3\""),
         "{stderr}"
     );
     assert!(!root.path().join("bus/writer.lock").exists());
@@ -661,7 +666,7 @@ fn sigterm_stops_running_agents_and_closes() {
     up.signal(rustix::process::Signal::TERM);
     let (status, _, stderr) = up.finish();
     assert_eq!(status.code(), Some(0), "{stderr}");
-    assert!(stderr.contains("stopping 1 agent"), "{stderr}");
+    assert!(stderr.contains("stopping the agents agents=1"), "{stderr}");
     assert!(
         !Path::new(&format!("/proc/{agent}")).exists(),
         "the agent is gone"
@@ -692,7 +697,7 @@ fn a_second_signal_kills_an_agent_that_ignores_sigterm() {
     let summary: Value = serde_json::from_str(&up.line()).expect("JSON");
     let agent = summary["agents"][0]["pid"].as_u64().expect("pid");
     up.signal(rustix::process::Signal::TERM);
-    up.stderr_until("stopping 1 agent");
+    up.stderr_until("stopping the agents agents=1");
     up.signal(rustix::process::Signal::INT);
     let (status, _, stderr) = up.finish();
     assert_eq!(status.code(), Some(0), "{stderr}");
