@@ -28,6 +28,7 @@ use std::io::{self, Read, Write};
 use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
+use crate::cause::logged;
 use mosaic_domain::{Refusal, Timestamp};
 use mosaic_ports::{ProcessError, ProcessTable};
 
@@ -63,9 +64,13 @@ impl DataRoot {
     /// directory of ours with mode exactly 0700.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, Refusal> {
         let root = path.as_ref().to_path_buf();
-        let meta = std::fs::symlink_metadata(&root).map_err(|_| Refusal::UnsafePath)?;
+        let meta = std::fs::symlink_metadata(&root)
+            .map_err(|_| unsafe_path(&root, "the data root cannot be examined"))?;
         if !meta.file_type().is_dir() || !owned(&meta) || meta.mode() & 0o022 != 0 {
-            return Err(Refusal::UnsafePath);
+            return Err(unsafe_path(
+                &root,
+                "the data root is not a directory of ours that only we can write",
+            ));
         }
         let bus = root.join("bus");
         // Created with its final mode; an existing one is checked as is and
@@ -73,7 +78,10 @@ impl DataRoot {
         match DirBuilder::new().mode(0o700).create(&bus) {
             Ok(()) => sync_dir(&root)?,
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-            Err(_) => return Err(Refusal::UnsafePath),
+            Err(e) => {
+                crate::cause::log(Refusal::UnsafePath, "creating bus/ in the data root", &e);
+                return Err(Refusal::UnsafePath);
+            }
         }
         check_private_dir(&bus)?;
         Ok(Self { root, bus })
@@ -139,8 +147,13 @@ pub fn create_private_file(path: &Path) -> Result<File, Refusal> {
         .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW)
         .open(path)
-        .map_err(|e| io_refusal(&e))?;
-    if !is_private(&file.metadata().map_err(|e| io_refusal(&e))?, Kind::File) {
+        .map_err(|e| io_refusal("creating a private file", &e))?;
+    if !is_private(
+        &file
+            .metadata()
+            .map_err(|e| io_refusal("reading a new private file's metadata", &e))?,
+        Kind::File,
+    ) {
         // We created it a moment ago, so removing it touches nothing else.
         let _ = std::fs::remove_file(path);
         return Err(Refusal::UnsafePath);
@@ -186,12 +199,14 @@ impl WriterLock {
             match created {
                 Ok(file) => return Self::fill(file, path, root.bus.clone(), pid, start_time),
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-                Err(e) => return Err(io_refusal(&e)),
+                Err(e) => return Err(io_refusal("creating the writer lock", &e)),
             }
             let Some(file) = open_lock(&path)? else {
                 continue;
             };
-            return if try_lock_exclusive(&file).map_err(|e| io_refusal(&e))? {
+            return if try_lock_exclusive(&file)
+                .map_err(|e| io_refusal("taking the writer lock's flock", &e))?
+            {
                 // Nobody holds it: left over from a crash. Dropping the file
                 // releases our flock; the file stays exactly as it is.
                 Err(Refusal::StaleLock)
@@ -220,12 +235,12 @@ impl WriterLock {
             }
             Err(e) => {
                 let _ = std::fs::remove_file(&path);
-                return Err(io_refusal(&e));
+                return Err(io_refusal("taking the writer lock's flock", &e));
             }
         }
         let written = file
             .metadata()
-            .map_err(|e| io_refusal(&e))
+            .map_err(|e| io_refusal("reading the writer lock's metadata", &e))
             .and_then(|meta| {
                 if is_private(&meta, Kind::File) {
                     Ok(())
@@ -236,7 +251,7 @@ impl WriterLock {
             .and_then(|()| {
                 file.write_all(format!("{pid} {start_time}\n").as_bytes())
                     .and_then(|()| file.sync_all())
-                    .map_err(|e| io_refusal(&e))
+                    .map_err(|e| io_refusal("writing the writer lock", &e))
             })
             .and_then(|()| sync_dir(&bus));
         match written {
@@ -263,16 +278,20 @@ impl WriterLock {
     /// `unsafe-path` when the path now names another file (which is left in
     /// place); `storage-unavailable` when the file cannot be removed.
     pub fn release(self) -> Result<(), Refusal> {
-        let held = self.file.metadata().map_err(|e| io_refusal(&e))?;
+        let held = self
+            .file
+            .metadata()
+            .map_err(|e| io_refusal("reading the writer lock's metadata", &e))?;
         match std::fs::symlink_metadata(&self.path) {
             Ok(now) if same_file(&now, &held) => {
-                std::fs::remove_file(&self.path).map_err(|e| io_refusal(&e))?;
+                std::fs::remove_file(&self.path)
+                    .map_err(|e| io_refusal("removing the writer lock", &e))?;
                 sync_dir(&self.bus)
             }
             Ok(_) => Err(Refusal::UnsafePath),
             // Gone already: nothing left to clean.
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(io_refusal(&e)),
+            Err(e) => Err(io_refusal("examining the writer lock's path", &e)),
         }
         // `self.file` drops here, after the unlink: the flock goes last.
     }
@@ -317,7 +336,9 @@ pub fn unlock(
 ) -> Result<PathBuf, Refusal> {
     let lock_path = root.lock_path();
     let mut lock = open_lock(&lock_path)?.ok_or(Refusal::NoLock)?;
-    if !try_lock_exclusive(&lock).map_err(|e| io_refusal(&e))? {
+    if !try_lock_exclusive(&lock)
+        .map_err(|e| io_refusal("taking the crashed broker's flock", &e))?
+    {
         return Err(Refusal::LockHeld);
     }
     let (pid, start_time) = read_record(&mut lock)?;
@@ -332,15 +353,15 @@ pub fn unlock(
         Ok(meta) if meta.file_type().is_socket() && owned(&meta) => true,
         Ok(_) => return Err(Refusal::UnsafePath),
         Err(e) if e.kind() == io::ErrorKind::NotFound => false,
-        Err(e) => return Err(io_refusal(&e)),
+        Err(e) => return Err(io_refusal("examining the socket", &e)),
     };
 
     let evidence = preserve(root, now)?;
 
     if socket_present {
-        std::fs::remove_file(&socket).map_err(|e| io_refusal(&e))?;
+        std::fs::remove_file(&socket).map_err(|e| io_refusal("removing the socket", &e))?;
     }
-    std::fs::remove_file(&lock_path).map_err(|e| io_refusal(&e))?;
+    std::fs::remove_file(&lock_path).map_err(|e| io_refusal("removing the writer lock", &e))?;
     sync_dir(&root.bus)?;
     drop(lock);
     Ok(evidence)
@@ -353,7 +374,10 @@ fn preserve(root: &DataRoot, now: Timestamp) -> Result<PathBuf, Refusal> {
     DirBuilder::new()
         .mode(0o700)
         .create(&folder)
-        .map_err(|_| Refusal::StorageUnavailable)?;
+        .map_err(logged(
+            Refusal::StorageUnavailable,
+            "creating the evidence folder",
+        ))?;
     check_private_dir(&folder)?;
     for name in DB_FILES {
         let source = match OpenOptions::new()
@@ -363,16 +387,21 @@ fn preserve(root: &DataRoot, now: Timestamp) -> Result<PathBuf, Refusal> {
         {
             Ok(file) => file,
             Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(io_refusal(&e)),
+            Err(e) => return Err(io_refusal("opening a store file to preserve it", &e)),
         };
-        let meta = source.metadata().map_err(|e| io_refusal(&e))?;
+        let meta = source
+            .metadata()
+            .map_err(|e| io_refusal("reading a store file's metadata", &e))?;
         if !meta.file_type().is_file() || !owned(&meta) {
             return Err(Refusal::UnsafePath);
         }
         let mut copy = create_private_file(&folder.join(name))?;
         io::copy(&mut &source, &mut copy)
             .and_then(|_| copy.sync_all())
-            .map_err(|_| Refusal::StorageUnavailable)?;
+            .map_err(logged(
+                Refusal::StorageUnavailable,
+                "copying a store file into the evidence folder",
+            ))?;
     }
     sync_dir(&folder)?;
     sync_dir(&root.bus)?;
@@ -389,9 +418,11 @@ fn open_lock(path: &Path) -> Result<Option<File>, Refusal> {
     {
         Ok(file) => file,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(io_refusal(&e)),
+        Err(e) => return Err(io_refusal("opening the writer lock", &e)),
     };
-    let meta = file.metadata().map_err(|e| io_refusal(&e))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| io_refusal("reading the writer lock's metadata", &e))?;
     if is_private(&meta, Kind::File) {
         Ok(Some(file))
     } else {
@@ -425,11 +456,15 @@ enum Kind {
 }
 
 fn check_private(path: &Path, kind: Kind) -> Result<(), Refusal> {
-    let meta = std::fs::symlink_metadata(path).map_err(|e| io_refusal(&e))?;
+    let meta =
+        std::fs::symlink_metadata(path).map_err(|e| io_refusal("examining a private file", &e))?;
     if is_private(&meta, kind) {
         Ok(())
     } else {
-        Err(Refusal::UnsafePath)
+        Err(unsafe_path(
+            path,
+            "not ours, of mode 0600, of the right type",
+        ))
     }
 }
 
@@ -448,12 +483,25 @@ fn is_private(meta: &Metadata, kind: Kind) -> bool {
 /// # Errors
 /// `unsafe-path` otherwise, or when it cannot be examined.
 pub fn check_private_dir(path: &Path) -> Result<(), Refusal> {
-    let meta = std::fs::symlink_metadata(path).map_err(|_| Refusal::UnsafePath)?;
+    let meta = std::fs::symlink_metadata(path)
+        .map_err(|_| unsafe_path(path, "the folder cannot be examined"))?;
     if meta.file_type().is_dir() && owned(&meta) && meta.mode() & 0o7777 == 0o700 {
         Ok(())
     } else {
-        Err(Refusal::UnsafePath)
+        Err(unsafe_path(path, "not a folder of ours of mode 0700"))
     }
+}
+
+/// `unsafe-path`, logged with the path and why it may not be used (a
+/// path of the data root or a folder the operator chose: no secret).
+fn unsafe_path(path: &Path, why: &'static str) -> Refusal {
+    tracing::warn!(
+        code = Refusal::UnsafePath.code(),
+        path = &*path.to_string_lossy(),
+        why,
+        "refused a path"
+    );
+    Refusal::UnsafePath
 }
 
 fn owned(meta: &Metadata) -> bool {
@@ -468,18 +516,21 @@ fn same_file(a: &Metadata, b: &Metadata) -> bool {
 fn sync_dir(path: &Path) -> Result<(), Refusal> {
     File::open(path)
         .and_then(|dir| dir.sync_all())
-        .map_err(|e| io_refusal(&e))
+        .map_err(|e| io_refusal("syncing a folder", &e))
 }
 
-/// Maps an OS error onto a static code: a path we may not use is
-/// `unsafe-path`, everything else `storage-unavailable`.
-fn io_refusal(e: &io::Error) -> Refusal {
-    match e.raw_os_error() {
+/// Maps an OS error onto a static code, logging `what` failed and why: a
+/// path we may not use is `unsafe-path`, everything else
+/// `storage-unavailable`.
+fn io_refusal(what: &'static str, e: &io::Error) -> Refusal {
+    let code = match e.raw_os_error() {
         Some(
             libc::ELOOP | libc::EACCES | libc::EPERM | libc::ENOTDIR | libc::EEXIST | libc::EISDIR,
         ) => Refusal::UnsafePath,
         Some(_) | None => Refusal::StorageUnavailable,
-    }
+    };
+    crate::cause::log(code, what, e);
+    code
 }
 
 /// This process's effective uid, the owner every path must have.

@@ -38,7 +38,7 @@ use mosaic_domain::authority::Grant;
 use mosaic_domain::bus::{Caller, Command, Reply};
 use mosaic_domain::evidence::{AgentRef, LaunchRecord, Subject};
 use mosaic_domain::{
-    Action, BusinessId, Capability, DecisionId, EventId, Refusal, Target, TaskRef, Verb,
+    Action, BusinessId, CallerKind, Capability, DecisionId, EventId, Refusal, Target, TaskRef, Verb,
 };
 use mosaic_ports::{BrowserControl, BrowserTransport, Entropy, ProcessTable, StoreReaders};
 use serde_json::Value;
@@ -54,7 +54,7 @@ use crate::pipeline::{
 };
 use crate::reads::{Reads, View};
 use crate::world::{BrokerIdentity, Ports, SharedEntropy, Time};
-use mosaic_adapters::cause::logged;
+use mosaic_adapters::cause::{self, logged};
 
 /// What a capability stands for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -237,11 +237,12 @@ impl LaunchCheck {
     /// `launch-start-mismatch`, `launch-foreign-user`.
     fn check(&self, record: &LaunchRecord) -> Result<(), Refusal> {
         let process = self.processes.process(record.pid).map_err(|e| {
-            eprintln!(
-                "mosaic-bus broker: {} for run {} (pid {}): {e}",
-                Refusal::LaunchNotRunning.code(),
-                record.run,
-                record.pid
+            tracing::warn!(
+                code = Refusal::LaunchNotRunning.code(),
+                run = record.run.as_str(),
+                pid = record.pid,
+                cause = e.to_string().as_str(),
+                "the launch's process cannot be read"
             );
             Refusal::LaunchNotRunning
         })?;
@@ -274,6 +275,12 @@ impl std::fmt::Debug for Broker {
 /// `storage-unavailable`), and those of [`start_runtime`]. Everything
 /// acquired so far is released again.
 pub fn start_broker(config: BootConfig) -> Result<(Broker, Booted), BootFailure> {
+    let data_root = config.data_root.clone();
+    boot_real(config).map_err(|failure| refused_boot(&data_root, failure))
+}
+
+/// [`start_broker`] before its refusal is logged.
+fn boot_real(config: BootConfig) -> Result<(Broker, Booted), BootFailure> {
     let root = DataRoot::open(&config.data_root)?;
     let me = ProcFs::new().current().map_err(logged(
         Refusal::StorageUnavailable,
@@ -283,9 +290,10 @@ pub fn start_broker(config: BootConfig) -> Result<(Broker, Booted), BootFailure>
     // One open file per connection; most hosts start us at 1024.
     let files = socket::raise_open_file_limit();
     if let Some(files) = files.filter(|&f| f < socket::MAX_CONNECTIONS as u64) {
-        eprintln!(
-            "mosaic-bus broker: the open-file limit ({files}) is below the connection limit ({})",
-            socket::MAX_CONNECTIONS
+        tracing::warn!(
+            open_files = files,
+            connections = socket::MAX_CONNECTIONS,
+            "the open-file limit is below the connection limit"
         );
     }
     let started = real_ports(&root, &config).and_then(|ports| serve(&root, ports, config));
@@ -308,7 +316,13 @@ fn real_ports(root: &DataRoot, config: &BootConfig) -> Result<Ports<SqliteStore>
     if db.exists() {
         fs::check_private_file(&db)?;
     }
-    let store = SqliteStore::open_or_create(&db).map_err(|e| e.refusal())?;
+    let store = SqliteStore::open_or_create(&db).map_err(|e| {
+        let refusal = e.refusal();
+        // The cause of an unavailable store is an OS or driver error; the
+        // others are the store's verdict on the file, named by the code.
+        cause::log(refusal, "opening the store", &e);
+        refusal
+    })?;
     // A token file may lie in none of these: the data root, this binary's
     // own checkout, a repository or a project.
     let mut protected = vec![root.root().to_path_buf()];
@@ -401,8 +415,24 @@ pub fn start_runtime<S>(
 where
     S: StoreReaders + Send + 'static,
 {
-    let root = DataRoot::open(&config.data_root)?;
-    serve(&root, ports, config)
+    let data_root = config.data_root.clone();
+    DataRoot::open(&config.data_root)
+        .map_err(BootFailure::from)
+        .and_then(|root| serve(&root, ports, config))
+        .map_err(|failure| refused_boot(&data_root, failure))
+}
+
+/// Logs a refused boot: its code, and the credential reference or the
+/// boot launch it concerns (the cause was logged where it arose).
+fn refused_boot(data_root: &Path, failure: BootFailure) -> BootFailure {
+    tracing::error!(
+        code = failure.refusal.code(),
+        data_root = &*data_root.to_string_lossy(),
+        reference = failure.reference.as_deref(),
+        run = failure.run.as_ref().map(mosaic_domain::RunId::as_str),
+        "the boot was refused"
+    );
+    failure
 }
 
 /// The source checkout this binary was built in, if it runs from one: the
@@ -586,9 +616,14 @@ where
                     time: &time,
                     gone,
                 };
-                let response = answer(connection, peer, &line).await;
+                let started = std::time::Instant::now();
+                let mut seen = Seen::default();
+                let mut response = answer(connection, peer, &line, &mut seen).await;
                 if credentials.contains_known_token(response.as_bytes()) {
-                    return wire::err(Refusal::CredentialLeak).into_bytes();
+                    response = wire::err(Refusal::CredentialLeak);
+                }
+                if tracing::enabled!(tracing::Level::DEBUG) {
+                    seen.log(&response, started.elapsed());
                 }
                 response.into_bytes()
             }
@@ -640,6 +675,15 @@ where
         launch_check,
         feed,
     };
+    tracing::info!(
+        data_root = &*root.root().to_string_lossy(),
+        businesses = business_ids.len(),
+        launches = launches.len(),
+        readers = readers.len(),
+        socket = &*socket_path.to_string_lossy(),
+        browser = endpoint.as_ref().map(|e| e.url.as_str()),
+        "broker serving"
+    );
     Ok((
         broker,
         Booted {
@@ -673,12 +717,67 @@ struct Connection<'a, S> {
     gone: Disconnect,
 }
 
+/// What the request's log line says of it, learned as it is admitted.
+#[derive(Debug, Default)]
+struct Seen {
+    verb: Option<&'static str>,
+    caller: Option<&'static str>,
+}
+
+impl Seen {
+    /// Learns the verb and the caller's kind of an admitted request.
+    fn admitted(&mut self, admitted: &Admitted) {
+        self.verb = Some(admitted.verb);
+        self.caller = Some(match &admitted.who {
+            Who::Known(caller) => match caller.kind() {
+                CallerKind::Agent => "agent",
+                CallerKind::Reader => "reader",
+                CallerKind::Human => "human",
+            },
+            Who::Human { .. } => "human",
+        });
+    }
+
+    /// One debug line per request: verb, caller kind, the answer's code
+    /// (`ok` or the refusal's) and how long it took. Never the line itself,
+    /// which holds the capability, nor its arguments or result.
+    fn log(&self, response: &str, took: std::time::Duration) {
+        #[derive(serde::Deserialize)]
+        struct Outcome<'a> {
+            ok: bool,
+            #[serde(borrow)]
+            error: Option<&'a str>,
+        }
+        let outcome = serde_json::from_str::<Outcome<'_>>(response).ok();
+        let code = match &outcome {
+            Some(Outcome { ok: true, .. }) => "ok",
+            Some(Outcome {
+                ok: false,
+                error: Some(code),
+            }) => code,
+            Some(Outcome {
+                ok: false,
+                error: None,
+            })
+            | None => "?",
+        };
+        tracing::debug!(
+            verb = self.verb,
+            caller = self.caller,
+            code,
+            micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX),
+            "request"
+        );
+    }
+}
+
 /// Answers one request line: [`admit`] it, then run a read beside the
 /// writer, or hand it to the writer (a `browser.request` also to a pane).
 async fn answer<S: StoreReaders + Send + 'static>(
     connection: Connection<'_, S>,
     peer: Peer,
     line: &[u8],
+    seen: &mut Seen,
 ) -> String {
     let Connection {
         registry,
@@ -700,6 +799,7 @@ async fn answer<S: StoreReaders + Send + 'static>(
         Ok(admitted) => admitted,
         Err(refusal) => return wire::err(refusal),
     };
+    seen.admitted(&admitted);
     if let (Ok(Call::Changes { since, timeout_ms }), Who::Known(caller)) =
         (&admitted.call, &admitted.who)
     {
@@ -1094,6 +1194,30 @@ impl Broker {
     /// (`launch-mismatch`, `launch-revoked`, `unknown-role`, `bad-config`,
     /// `storage-unavailable`); the broker keeps running.
     pub fn bind_launch(&self, record: LaunchRecord) -> Result<IssuedLaunch, Refusal> {
+        let fields = (
+            record.business.clone(),
+            record.role.clone(),
+            record.run.clone(),
+        );
+        let pid = record.pid;
+        let bound = self.bind(record);
+        let (business, role, run) = (fields.0.as_str(), fields.1.as_str(), fields.2.as_str());
+        match &bound {
+            Ok(_) => tracing::info!(business, role, run, pid, "launch bound"),
+            Err(refusal) => tracing::warn!(
+                code = refusal.code(),
+                business,
+                role,
+                run,
+                pid,
+                "bindLaunch refused"
+            ),
+        }
+        bound
+    }
+
+    /// [`Broker::bind_launch`] before it is logged.
+    fn bind(&self, record: LaunchRecord) -> Result<IssuedLaunch, Refusal> {
         self.launch_check.check(&record)?;
         let jobs = self.jobs.as_ref().ok_or(Refusal::BrokerUnavailable)?;
         let (reply, answered) = mpsc::channel();
@@ -1277,6 +1401,23 @@ impl Broker {
     }
 
     fn shut_down(&mut self) -> Result<(), Refusal> {
+        // `close` and then `Drop` both come here; only the first closes.
+        if self.jobs.is_none() {
+            return Ok(());
+        }
+        let closed = self.close_all();
+        match &closed {
+            Ok(()) => tracing::info!(socket = &*self.socket.to_string_lossy(), "broker closed"),
+            Err(refusal) => tracing::error!(
+                code = refusal.code(),
+                socket = &*self.socket.to_string_lossy(),
+                "the broker's close failed"
+            ),
+        }
+        closed
+    }
+
+    fn close_all(&mut self) -> Result<(), Refusal> {
         self.feed.close();
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());

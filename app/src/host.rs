@@ -39,16 +39,23 @@ pub fn run(input: impl BufRead + Send + 'static, out: &mut impl Write) -> u8 {
         Ok(Event::Line(Ok(line))) => match boot(&line) {
             Ok((broker, reply)) => {
                 if say(out, &reply).is_err() {
+                    tracing::error!("the host's stdout is closed: closing");
                     return close(broker, 2);
                 }
-                eprintln!("mosaic-bus broker: serving {}", broker.socket().display());
                 broker
             }
             Err(failure) => return fail(out, failure),
         },
-        Ok(Event::Line(Err(refusal))) => return fail(out, refusal.into()),
+        Ok(Event::Line(Err(refusal))) => {
+            refused_boot_line(refusal);
+            return fail(out, refusal.into());
+        }
         Ok(Event::HostGone | Event::Signal) | Err(_) => {
-            return fail(out, Refusal::BadRequest.into())
+            tracing::error!(
+                code = Refusal::BadRequest.code(),
+                "stdin ended, or a signal came, before the boot line"
+            );
+            return fail(out, Refusal::BadRequest.into());
         }
     };
     loop {
@@ -56,33 +63,61 @@ pub fn run(input: impl BufRead + Send + 'static, out: &mut impl Write) -> u8 {
             Ok(Event::Line(Ok(line))) => match request(&broker, &line) {
                 Ok(Some(reply)) => {
                     if say(out, &reply).is_err() {
+                        tracing::error!("the host's stdout is closed: closing");
                         return close(broker, 2);
                     }
                 }
-                Ok(None) => return close(broker, 0),
+                Ok(None) => {
+                    tracing::info!("the host asked to close");
+                    return close(broker, 0);
+                }
                 Err(refusal) => {
                     // Not a well-formed host request: a protocol failure.
+                    protocol_failure(refusal);
                     let _ = say(out, &host_error(refusal));
                     return close(broker, 2);
                 }
             },
             Ok(Event::Line(Err(refusal))) => {
+                protocol_failure(refusal);
                 let _ = say(out, &host_error(refusal));
                 return close(broker, 2);
             }
-            Ok(Event::Signal) => return close(broker, 0),
-            Ok(Event::HostGone) | Err(_) => return close(broker, 2),
+            Ok(Event::Signal) => {
+                tracing::info!("SIGTERM or SIGINT: closing");
+                return close(broker, 0);
+            }
+            Ok(Event::HostGone) | Err(_) => {
+                tracing::warn!("end of stdin: the host is gone; closing");
+                return close(broker, 2);
+            }
         }
     }
 }
 
+/// Logs a first line that is not a valid boot request (a refusal of the
+/// boot itself is logged by the broker).
+fn refused_boot_line(refusal: Refusal) -> Refusal {
+    tracing::error!(
+        code = refusal.code(),
+        "the first host line is not a valid boot request"
+    );
+    refusal
+}
+
+fn protocol_failure(refusal: Refusal) {
+    tracing::error!(
+        code = refusal.code(),
+        "a host line is not a host request: closing"
+    );
+}
+
+/// Closes the broker (which logs how that went); `code`, or 2 when the
+/// close failed.
 fn close(broker: Broker, code: u8) -> u8 {
     match broker.close() {
         Ok(()) => code,
-        Err(refusal) => {
-            eprintln!("mosaic-bus broker: close: {}", refusal.code());
-            2
-        }
+        Err(_) => 2,
     }
 }
 
@@ -105,8 +140,8 @@ fn say(out: &mut impl Write, value: &Value) -> std::io::Result<()> {
 }
 
 fn boot(line: &[u8]) -> Result<(Broker, Value), BootFailure> {
-    let HostRequest::Boot(config) = parse_host_line(line)? else {
-        return Err(Refusal::BadRequest.into());
+    let HostRequest::Boot(config) = parse_host_line(line).map_err(refused_boot_line)? else {
+        return Err(refused_boot_line(Refusal::BadRequest).into());
     };
     let (broker, booted) = start_broker(*config)?;
     let launches: Vec<_> = booted
@@ -138,6 +173,10 @@ fn request(broker: &Broker, line: &[u8]) -> Result<Option<Value>, Refusal> {
         Ok(HostRequest::Close) => Ok(None),
         // A bad launch record is a refused binding, not a protocol failure.
         Err(refusal @ (Refusal::BadConfig | Refusal::BadDate | Refusal::UnknownRole)) => {
+            tracing::warn!(
+                code = refusal.code(),
+                "bindLaunch refused: the launch record does not parse"
+            );
             Ok(Some(host_error(refusal)))
         }
         Ok(HostRequest::Boot(_)) => Err(Refusal::BadRequest),

@@ -62,7 +62,7 @@
 //! - Reading `/proc` is Linux-specific.
 //!
 //! [`check`] reports *why* a proof failed ([`ProofFailure`]) for tests and
-//! for one stderr line; [`prove`] is what the broker answers with: always the
+//! for one log line; [`prove`] is what the broker answers with: always the
 //! one static code `human-proof-failed`, never the reason.
 
 use std::collections::HashSet;
@@ -187,7 +187,7 @@ impl fmt::Debug for HumanClaim {
     }
 }
 
-/// Why a proof failed. Internal: for tests and the broker's stderr, never on
+/// Why a proof failed. Internal: for tests and the broker's log, never on
 /// the wire (the client only ever sees `human-proof-failed`). No variant
 /// carries environment values, so logging one cannot leak a nonce.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -312,8 +312,8 @@ impl fmt::Display for ProofFailure {
 }
 
 /// The broker's answer to a human claim: `Ok` when [`check`] accepts it,
-/// otherwise [`Refusal::HumanProofFailed`], with the reason written to
-/// stderr as one line (never to the client).
+/// otherwise [`Refusal::HumanProofFailed`], with the reason logged (never
+/// told to the client).
 ///
 /// `launched(pid, start_time)` says whether that process is a launch the
 /// broker bound; the broker answers it from `Launches::records()`.
@@ -326,10 +326,11 @@ pub fn prove(
     launched: &dyn Fn(u32, u64) -> bool,
 ) -> Result<(), Refusal> {
     check(table, claim, launched).map_err(|failure| {
-        eprintln!(
-            "mosaic-bus broker: {} (peer {}): {failure}",
-            Refusal::HumanProofFailed.code(),
-            claim.peer_pid
+        tracing::warn!(
+            code = Refusal::HumanProofFailed.code(),
+            peer = claim.peer_pid,
+            reason = failure.to_string().as_str(),
+            "human proof refused"
         );
         Refusal::HumanProofFailed
     })

@@ -121,9 +121,10 @@ impl Prover {
         let proof = tokio::select! {
             proof = proof => proof,
             () = until(&self.time, deadline) => {
-                eprintln!(
-                    "mosaic-bus broker: {}: the proof took longer than {PROOF_LIMIT:?}",
-                    Refusal::HumanProofFailed.code()
+                tracing::warn!(
+                    code = Refusal::HumanProofFailed.code(),
+                    limit_ms = PROOF_LIMIT.as_millis() as u64,
+                    "human proof refused: it took longer than its limit"
                 );
                 Err(Refusal::HumanProofFailed)
             }
@@ -137,7 +138,7 @@ impl Prover {
 /// ancestor an agent (a bound launch of `view`, or a run marker).
 ///
 /// # Errors
-/// `human-proof-failed`, whatever the reason (written to stderr).
+/// `human-proof-failed`, whatever the reason (logged).
 pub(crate) fn prove_now(
     processes: &dyn ProcessTable,
     identity: &BrokerIdentity,

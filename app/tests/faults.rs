@@ -255,7 +255,10 @@ fn a_full_disk_refuses_mutations_with_storage_unavailable_keeps_reads_and_recove
     // The client heard a static code; the operator reads the cause.
     let log = broker.close();
     assert!(
-        log.contains("mosaic-bus: storage-unavailable: the store: store unavailable: "),
+        log.lines().any(|l| l.contains(" ERROR ")
+            && l.contains(
+                " code=\"storage-unavailable\" what=\"the store\" cause=\"store unavailable: "
+            )),
         "{log}"
     );
 

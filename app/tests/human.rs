@@ -383,11 +383,11 @@ fn a_cli_carrying_a_run_marker_or_under_an_ancestor_carrying_one_is_refused() {
     let stderr = b.close();
     // Each refusal was for the marker, on the peer or on that very shell.
     for marker in &markers {
-        let line = format!("the peer carries the run marker {marker}\n");
+        let line = format!("reason=\"the peer carries the run marker {marker}\"\n");
         assert!(stderr.contains(&line), "{line:?} in {stderr}");
     }
     for (pid, marker) in shells {
-        let line = format!("): ancestor {pid} carries the run marker {marker}\n");
+        let line = format!("reason=\"ancestor {pid} carries the run marker {marker}\"\n");
         assert!(stderr.contains(&line), "{line:?} in {stderr}");
     }
     let refused = refusals(root.path());
@@ -524,9 +524,9 @@ fn a_cli_whose_ancestor_is_a_bound_launch_is_refused() {
         }
     }
     let stderr = b.close();
-    let line = format!("): ancestor {bound_pid} is a bound launch\n");
+    let line = format!("reason=\"ancestor {bound_pid} is a bound launch\"\n");
     assert!(stderr.contains(&line), "{line:?} in {stderr}");
-    let line = format!("(peer {exec_pid}): the peer is a bound launch\n");
+    let line = format!("peer={exec_pid} reason=\"the peer is a bound launch\"\n");
     assert!(stderr.contains(&line), "{line:?} in {stderr}");
     assert_eq!(refusals(root.path()), vec![proof_refusal("agents"); 2]);
 }
@@ -768,7 +768,7 @@ fn no_claimed_human_name_is_accepted() {
     assert_eq!(kinds(&trail_of(&reader, &d["id"])), ["decision.raised"]);
     let stderr = b.close();
     let line = format!(
-        "(peer {}): the peer is not the broker's executable\n",
+        "peer={} reason=\"the peer is not the broker's executable\"\n",
         std::process::id()
     );
     assert!(stderr.contains(&line), "{line:?} in {stderr}");
