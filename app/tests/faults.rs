@@ -282,6 +282,94 @@ fn a_full_disk_refuses_mutations_with_storage_unavailable_keeps_reads_and_recove
     Broker::boot(root, &cfg).close();
 }
 
+/// Boots a broker on `root` with `cfg`, expecting exactly the refusal
+/// line `{"ok":false,"error":code}` and exit 2; returns its stderr.
+#[track_caller]
+fn boot_refused_log(root: &Path, cfg: &Value, code: &str) -> String {
+    let mut broker = Broker::spawn(root);
+    broker.send(&boot_line(cfg).to_string());
+    let line = broker.line().expect("a refusal line");
+    assert_eq!(line, format!(r#"{{"error":"{code}","ok":false}}"#));
+    assert_eq!(broker.wait(), 2);
+    broker.stderr()
+}
+
+/// Whether one line of `log` is an error naming `code`, `what` and a
+/// cause that contains `cause`.
+fn logged(log: &str, code: &str, what: &str, cause: &str) -> bool {
+    log.lines().any(|l| {
+        l.contains(" ERROR ")
+            && l.contains(&format!(" code=\"{code}\" what=\"{what}\" cause=\""))
+            && l.split(" cause=").nth(1).is_some_and(|c| c.contains(cause))
+    })
+}
+
+#[test]
+fn a_storage_failure_reaches_the_client_as_its_code_and_the_log_with_its_cause() {
+    let _serial = serial();
+    let Some(fs) = Tmpfs::mount("4m") else {
+        return;
+    };
+    let root = fs.path();
+    let cfg = acme_config(root);
+    let broker = Broker::boot(root, &cfg);
+    let lead = broker.agent("lead-1");
+    lead.claim();
+    let filler = fs.fill();
+    // The client hears the static code and nothing else.
+    let send = json!({"cap": lead.cap, "verb": "message.send",
+                      "args": {"to": "dev", "body": "refused"}});
+    let answer = support::raw(&broker.socket, send.to_string().as_bytes());
+    assert_eq!(answer, json!({"ok": false, "error": "storage-unavailable"}));
+    let log = broker.close();
+    // The operator reads what failed and SQLite's reason.
+    assert!(
+        logged(
+            &log,
+            "storage-unavailable",
+            "the store",
+            "database or disk is full"
+        ),
+        "{log}"
+    );
+    assert!(!log.contains("refused\""), "no body in the log: {log}");
+
+    // A boot on the full disk: what failed first (the lock or the store)
+    // is logged with its cause, then the refused boot.
+    let log = boot_refused_log(root, &cfg, "storage-unavailable");
+    let full = [
+        "No space left on device (os error 28)",
+        "database or disk is full",
+    ];
+    assert!(
+        log.lines().any(|l| l.contains(" ERROR ")
+            && l.contains(" code=\"storage-unavailable\" what=\"")
+            && full.iter().any(|cause| l.contains(cause))),
+        "{log}"
+    );
+    assert!(
+        log.lines()
+            .any(|l| l.contains("the boot was refused code=\"storage-unavailable\"")),
+        "{log}"
+    );
+    std::fs::remove_file(filler).expect("free the space");
+
+    // Nor on a read-only file system.
+    fs.remount("ro");
+    let log = boot_refused_log(root, &cfg, "storage-unavailable");
+    fs.remount("rw");
+    assert!(
+        logged(
+            &log,
+            "storage-unavailable",
+            "creating the writer lock",
+            "Read-only file system (os error 30)"
+        ),
+        "{log}"
+    );
+    Broker::boot(root, &cfg).close();
+}
+
 #[test]
 fn a_broker_closed_on_a_full_disk_keeps_what_it_acknowledged() {
     let _serial = serial();
