@@ -21,9 +21,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use mosaic_domain::{CallerKind, Verb};
 
 /// The variable that filters the logs.
-pub const LOG_ENV: &str = "MOSAIC_BUS_LOG";
+pub const LOG_ENV: &str = "MOSAIC_LOG";
 /// The variable that picks the log format.
-pub const LOG_FORMAT_ENV: &str = "MOSAIC_BUS_LOG_FORMAT";
+pub const LOG_FORMAT_ENV: &str = "MOSAIC_LOG_FORMAT";
 
 const ABOUT: &str = "mosaic-bus: a local coordination broker for teams of AI coding agents";
 
@@ -46,7 +46,7 @@ Exit codes (every command):
   2  a usage error or a failure to start; the static code goes where the
      command puts its answers (a JSON line on stdout, or one line on stderr)
 
-Logs (broker, up, mcp, demo) go to stderr; MOSAIC_BUS_LOG filters
+Logs (broker, up, mcp, demo) go to stderr; MOSAIC_LOG filters
 them (default `info`; `debug` adds one line per request).
 
 Reference: docs/protocol.md (socket verbs, results, refusal codes),
@@ -150,15 +150,15 @@ pub struct LogArgs {
     )]
     pub log_format: LogFormat,
     /// More detail: -v logs at debug (one line per request), -vv at trace.
-    /// Overrides the default level of MOSAIC_BUS_LOG.
+    /// Overrides the default level of MOSAIC_LOG.
     #[arg(short, long, action = clap::ArgAction::Count)]
     pub verbose: u8,
 }
 
 const LOG_ENV_HELP: &str =
-    "  MOSAIC_BUS_LOG         the log filter (tracing's EnvFilter syntax: `info`,
-                         `debug`, `mosaic_app=debug,warn`); default `info`
-  MOSAIC_BUS_LOG_FORMAT  `text` or `json`, as --log-format";
+    "  MOSAIC_LOG         the log filter (tracing's EnvFilter syntax: `info`,
+                     `debug`, `mosaic_app=debug,warn`); default `info`
+  MOSAIC_LOG_FORMAT  `text` or `json`, as --log-format";
 
 const BROKER_ABOUT: &str = "\
 Run the broker for a trusted host, which speaks newline-delimited JSON to it: \

@@ -1,7 +1,7 @@
 //! The process's logs: `tracing` events written to stderr by
 //! `tracing-subscriber`, as text lines or JSON lines.
 //!
-//! The filter is `MOSAIC_BUS_LOG` (EnvFilter directives; when unset or
+//! The filter is `MOSAIC_LOG` (EnvFilter directives; when unset or
 //! empty, `info`, with the MCP SDK's own events at `warn`); `-v` makes its
 //! default level `debug`, `-vv` `trace`. Only the
 //! subcommands that run for a while or that an operator reads afterwards
@@ -19,7 +19,7 @@ use tracing_subscriber::EnvFilter;
 
 use crate::cli::{LogArgs, LogFormat, LOG_ENV};
 
-/// The filter when `MOSAIC_BUS_LOG` is unset or empty.
+/// The filter when `MOSAIC_LOG` is unset or empty.
 const DEFAULT_FILTER: &str = "info,rmcp=warn";
 
 /// Installs the stderr subscriber for this process.

@@ -1,5 +1,5 @@
 //! The broker's logs from outside: a real `mosaic-bus broker` child at the
-//! most detailed level (`MOSAIC_BUS_LOG=trace`), holding a service token
+//! most detailed level (`MOSAIC_LOG=trace`), holding a service token
 //! and serving browser control, driven through successes and refusals.
 //! Its stderr says what happened (boot, every request with its code, the
 //! refused binding, the close) and never holds a secret: no capability it
@@ -63,7 +63,7 @@ fn a_whole_run_at_trace_logs_what_happened_and_never_a_secret_or_a_body() {
     let business = shop(token_file.to_str().expect("UTF-8"));
     let mut cfg = config(root.path(), &[business], &launches, &["shop"]);
     cfg["browser"] = json!({"listen": "127.0.0.1:0"});
-    let mut broker = Broker::spawn_with_env(root.path(), &[("MOSAIC_BUS_LOG", "trace")]);
+    let mut broker = Broker::spawn_with_env(root.path(), &[("MOSAIC_LOG", "trace")]);
     let boot = broker.host(&boot_line(&cfg));
     assert_eq!(boot["ok"], json!(true), "{boot}");
     broker.socket = boot["path"].as_str().expect("the socket").into();
