@@ -1,21 +1,34 @@
-//! The `/proc` implementation of the [`ProcessTable`] port.
+//! The `/proc` implementation of the [`ProcessTable`] port, on the
+//! [`procfs`] crate.
 //!
-//! A process is read from three files of `/proc/<pid>/`: `stat` (parent and
-//! start time), `status` (real uid) and the `exe` link. Between those reads
-//! the pid could be reused, so `stat` is read again at the end and the read
-//! only succeeds when both start times agree: a different start time means
-//! the process we began with is gone.
+//! A process is opened once, as a descriptor of its `/proc/<pid>` folder
+//! ([`procfs::process::Process`]), and every file is read relative to that
+//! descriptor: `stat` (parent and start time), `status` (real uid), the
+//! `exe` link and `environ`. The kernel ties the descriptor to the process,
+//! not to its number: once that process has been reaped, every read through
+//! it fails (`ENOENT` or `ESRCH`, both [`ProcessError::Gone`]), even when
+//! the pid already names another process. So one call never mixes two
+//! processes, and a pid reused during a read is `Gone`, not the newcomer.
 //!
-//! The `stat` line is `pid (comm) state ppid ...`, and `comm` is chosen by
-//! whoever named the executable: it may hold spaces, `)` and even newlines.
-//! The fields are therefore split only after the *last* `)` of the line.
+//! What the crate parses: the `stat` line, split after its *last* `)`
+//! (the command name is chosen by whoever named the executable and may hold
+//! spaces, `)` and newlines; the unit tests below hold the crate to that),
+//! and `status` (the real uid is the first number of its `Uid:` line).
 //!
-//! The executable's identity is `stat` of the `exe` link, followed: the
-//! kernel resolves that link to the very file the process mapped at `exec`,
-//! so its device and inode stay those of the running image even after
-//! another file was renamed or copied over its path, or it was deleted
-//! (where the link's text, the path, would read the same, or `… (deleted)`).
-//! It is bracketed by two `stat` reads like a process.
+//! What stays hand-written, because the crate cannot express it:
+//! - `environ`: [`procfs::process::Process::environ`] returns a hash map,
+//!   which loses the kernel's order, merges repeated names and drops an
+//!   entry without `=`; the port wants the pairs in kernel order, and a
+//!   bare name kept (with an empty value) so that a presence check errs on
+//!   the side of seeing it. We open the file through the crate and split
+//!   it ourselves ([`parse_environ`]).
+//! - The executable's identity: the crate reads the `exe` link's text (a
+//!   path), which keeps naming a path after another file was renamed or
+//!   copied over it, or reads `… (deleted)`. The identity is `fstat` of the
+//!   link *opened* (`O_PATH`, followed) through the crate: the kernel
+//!   resolves it to the very file the process mapped at `exec`, so device
+//!   and inode are those of the running image. `O_PATH` needs no read
+//!   permission on the file, only the kernel's ptrace check on the link.
 //!
 //! Errors: a missing file (`ENOENT`) or a vanished process (`ESRCH`) is
 //! [`ProcessError::Gone`]; `EACCES` on `environ` and `EACCES` or `EPERM` on
@@ -25,12 +38,15 @@
 //! shown on the wire).
 
 use std::fmt;
-use std::io;
+use std::io::{self, Read};
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 
 use mosaic_ports::process::Environ;
 use mosaic_ports::{ExeIdentity, ProcessError, ProcessInfo, ProcessTable};
+use procfs::process::Process;
+use procfs::ProcError;
+use rustix::fs::OFlags;
 
 /// The process table of the running kernel, read from a procfs mount.
 #[derive(Debug, Clone)]
@@ -61,155 +77,147 @@ impl ProcFs {
         self.process(std::process::id())
     }
 
-    fn file(&self, pid: u32, name: &str) -> PathBuf {
-        self.root.join(pid.to_string()).join(name)
-    }
-
-    /// `(ppid, start_time)` from `/proc/<pid>/stat`.
-    fn stat(&self, pid: u32) -> Result<Stat, ProcessError> {
-        let bytes = std::fs::read(self.file(pid, "stat")).map_err(gone_or_unreadable)?;
-        parse_stat(pid, &bytes).map_err(|e| ProcessError::Unreadable(Box::new(e)))
+    /// The process `pid` names now, pinned (see the module docs).
+    fn open(&self, pid: u32) -> Result<Process, ProcessError> {
+        // Pids are positive `i32`s; a larger number names no process.
+        if i32::try_from(pid).is_err() {
+            return Err(ProcessError::Gone);
+        }
+        Process::new_with_root(self.root.join(pid.to_string())).map_err(Fault::Read.map())
     }
 }
 
 impl ProcessTable for ProcFs {
     fn process(&self, pid: u32) -> Result<ProcessInfo, ProcessError> {
-        let first = self.stat(pid)?;
-        let status = std::fs::read(self.file(pid, "status")).map_err(gone_or_unreadable)?;
-        let uid = parse_real_uid(&status).map_err(|e| ProcessError::Unreadable(Box::new(e)))?;
-        // The link is unreadable for kernel threads and for other users'
-        // processes without ptrace rights; that is "unknown", not an error.
-        let exe = std::fs::read_link(self.file(pid, "exe")).ok();
-        let last = self.stat(pid)?;
-        if last != first {
-            // The pid now names another process: ours has exited.
-            return Err(ProcessError::Gone);
-        }
-        Ok(ProcessInfo {
-            pid,
-            ppid: first.ppid,
-            uid,
-            start_time: first.start_time,
-            exe,
-        })
+        read_process(&self.open(pid)?, pid)
     }
 
     fn environ(&self, pid: u32) -> Result<Environ, ProcessError> {
-        let bytes = std::fs::read(self.file(pid, "environ")).map_err(environ_error)?;
+        let process = self.open(pid)?;
+        let mut file = process
+            .open_relative("environ")
+            .map_err(Fault::Environ.map())?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)
+            .map_err(|e| Fault::Environ.io_error(e))?;
         Ok(parse_environ(&bytes))
     }
 
     fn exe_identity(&self, pid: u32) -> Result<ExeIdentity, ProcessError> {
-        let first = self.stat(pid)?;
-        // `metadata` follows the link: the file mapped at exec, not its path.
-        let exe = std::fs::metadata(self.file(pid, "exe"));
-        let last = self.stat(pid)?;
-        if last != first {
-            // The pid now names another process: ours has exited.
-            return Err(ProcessError::Gone);
+        let process = self.open(pid)?;
+        // `O_PATH` without `O_NOFOLLOW` follows the link: the file mapped at
+        // exec, not its path.
+        let exe = process
+            .open_relative_flags("exe", OFlags::PATH | OFlags::CLOEXEC)
+            .map_err(Fault::Exe.map())
+            .and_then(|file| {
+                file.metadata()
+                    .map_err(|e| ProcessError::Unreadable(Box::new(e)))
+            });
+        match exe {
+            Ok(meta) => Ok(ExeIdentity {
+                dev: meta.dev(),
+                ino: meta.ino(),
+            }),
+            // A missing link means the process has exited, or, while it is
+            // still there, that it has no executable (a kernel thread, a
+            // zombie): the latter is unreadable, not gone.
+            Err(ProcessError::Gone) => match process.stat().map_err(Fault::Read.map()) {
+                Ok(_) => Err(unexpected("the process has no executable")),
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(e),
         }
-        // The process is still there, so a missing link means it has no
-        // executable (a kernel thread), not that it is gone.
-        let exe = exe.map_err(exe_error)?;
-        Ok(ExeIdentity {
-            dev: exe.dev(),
-            ino: exe.ino(),
-        })
     }
 }
 
-/// The fields of a `stat` line that the port reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Stat {
-    ppid: u32,
-    start_time: u64,
-}
-
-/// Why a `/proc` file's text could not be parsed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct ParseError(&'static str);
-
-impl fmt::Display for ParseError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "unparsable /proc text: {}", self.0)
+/// The [`ProcessInfo`] of an opened process. Every read goes through the
+/// one descriptor, so all fields belong to the same process.
+fn read_process(process: &Process, pid: u32) -> Result<ProcessInfo, ProcessError> {
+    let stat = process.stat().map_err(Fault::Read.map())?;
+    if u32::try_from(stat.pid) != Ok(pid) {
+        return Err(unexpected("stat names another pid"));
     }
-}
-
-impl std::error::Error for ParseError {}
-
-fn gone_or_unreadable(e: io::Error) -> ProcessError {
-    if e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ESRCH) {
-        ProcessError::Gone
-    } else {
-        ProcessError::Unreadable(Box::new(e))
-    }
-}
-
-/// `EACCES` on `environ` is the one failure callers treat differently.
-fn environ_error(e: io::Error) -> ProcessError {
-    if e.kind() == io::ErrorKind::PermissionDenied {
-        ProcessError::Denied
-    } else {
-        gone_or_unreadable(e)
-    }
-}
-
-/// The kernel hides another user's executable (`EACCES`, or `EPERM` from
-/// the ptrace check); anything else about a live process's `exe` link is
-/// unreadable.
-fn exe_error(e: io::Error) -> ProcessError {
-    if e.kind() == io::ErrorKind::PermissionDenied || e.raw_os_error() == Some(libc::EPERM) {
-        ProcessError::Denied
-    } else {
-        ProcessError::Unreadable(Box::new(e))
-    }
-}
-
-/// Parses `pid (comm) state ppid ... starttime ...`, splitting fields only
-/// after the last `)`, so no command name can shift them. Field numbers are
-/// those of `proc(5)`: ppid is field 4, starttime field 22.
-fn parse_stat(pid: u32, bytes: &[u8]) -> Result<Stat, ParseError> {
-    let open = bytes
-        .iter()
-        .position(|&b| b == b'(')
-        .ok_or(ParseError("stat without '('"))?;
-    let close = bytes
-        .iter()
-        .rposition(|&b| b == b')')
-        .ok_or(ParseError("stat without ')'"))?;
-    if close < open {
-        return Err(ParseError("stat with ')' before '('"));
-    }
-    let head = std::str::from_utf8(&bytes[..open]).map_err(|_| ParseError("stat pid"))?;
-    if head.trim_end().parse::<u32>() != Ok(pid) {
-        return Err(ParseError("stat of another pid"));
-    }
-    let tail = std::str::from_utf8(&bytes[close + 1..]).map_err(|_| ParseError("stat fields"))?;
-    // `fields[0]` is field 3 (state).
-    let fields: Vec<&str> = tail.split_ascii_whitespace().collect();
-    let field = |n: usize| {
-        fields
-            .get(n - 3)
-            .copied()
-            .ok_or(ParseError("stat too short"))
-    };
-    Ok(Stat {
-        ppid: field(4)?.parse().map_err(|_| ParseError("stat ppid"))?,
-        start_time: field(22)?
-            .parse()
-            .map_err(|_| ParseError("stat starttime"))?,
+    let ppid = u32::try_from(stat.ppid).map_err(|_| unexpected("negative ppid in stat"))?;
+    let uid = process.status().map_err(Fault::Read.map())?.ruid;
+    // The link is unreadable for kernel threads and for other users'
+    // processes without ptrace rights; that is "unknown", not an error.
+    let exe = process.exe().ok();
+    Ok(ProcessInfo {
+        pid,
+        ppid,
+        uid,
+        start_time: stat.starttime,
+        exe,
     })
 }
 
-/// The real uid: the first number of the `Uid:` line of `status`.
-fn parse_real_uid(bytes: &[u8]) -> Result<u32, ParseError> {
-    bytes
-        .split(|&b| b == b'\n')
-        .find_map(|line| line.strip_prefix(b"Uid:"))
-        .and_then(|rest| std::str::from_utf8(rest).ok())
-        .and_then(|rest| rest.split_ascii_whitespace().next())
-        .and_then(|real| real.parse().ok())
-        .ok_or(ParseError("status Uid"))
+/// What `/proc` said that the port cannot report (the source of an
+/// [`ProcessError::Unreadable`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Unexpected(&'static str);
+
+impl fmt::Display for Unexpected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "/proc: {}", self.0)
+    }
+}
+
+impl std::error::Error for Unexpected {}
+
+fn unexpected(what: &'static str) -> ProcessError {
+    ProcessError::Unreadable(Box::new(Unexpected(what)))
+}
+
+/// Which read failed: a refusal (`EACCES`, `EPERM`) is
+/// [`ProcessError::Denied`] only where the port says so, for `environ` and
+/// the `exe` link; for `stat` and `status`, which every process may read,
+/// it is unreadable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fault {
+    Read,
+    Environ,
+    Exe,
+}
+
+impl Fault {
+    fn map(self) -> impl Fn(ProcError) -> ProcessError {
+        move |e| self.port_error(e)
+    }
+
+    /// The crate maps `ENOENT` and `ESRCH` to [`ProcError::NotFound`] and
+    /// `EACCES`/`EPERM` to [`ProcError::PermissionDenied`] when it knows
+    /// the file; an error without a path arrives as [`ProcError::Io`] and
+    /// is sorted here the same way.
+    fn port_error(self, e: ProcError) -> ProcessError {
+        match e {
+            ProcError::NotFound(_) => ProcessError::Gone,
+            ProcError::PermissionDenied(_) => self.denied(Box::new(e)),
+            ProcError::Io(io, _) => self.io_error(io),
+            ProcError::Incomplete(_) | ProcError::Other(_) | ProcError::InternalError(_) => {
+                ProcessError::Unreadable(Box::new(e))
+            }
+        }
+    }
+
+    /// An OS error while reading.
+    fn io_error(self, e: io::Error) -> ProcessError {
+        if e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ESRCH) {
+            ProcessError::Gone
+        } else if e.kind() == io::ErrorKind::PermissionDenied {
+            // Both `EACCES` and `EPERM`.
+            self.denied(Box::new(e))
+        } else {
+            ProcessError::Unreadable(Box::new(e))
+        }
+    }
+
+    fn denied(self, cause: Box<dyn std::error::Error + Send + Sync>) -> ProcessError {
+        match self {
+            Fault::Environ | Fault::Exe => ProcessError::Denied,
+            Fault::Read => ProcessError::Unreadable(cause),
+        }
+    }
 }
 
 /// Splits `NAME=VALUE\0...` at the first `=` of each entry. An entry without
@@ -230,42 +238,42 @@ fn parse_environ(bytes: &[u8]) -> Environ {
 mod tests {
     use super::*;
     use mosaic_ports::conformance::process::{run, ProcessFixture};
+    use procfs::FromRead;
     use std::io::{BufRead, BufReader, Write};
     use std::os::unix::process::CommandExt;
     use std::path::Path;
     use std::process::{Command, Stdio};
 
+    /// `(ppid, starttime)` of a `stat` line, as the crate parses it.
+    fn stat_of(line: &[u8]) -> Option<(i32, u64)> {
+        let stat = procfs::process::Stat::from_read(line).ok()?;
+        Some((stat.ppid, stat.starttime))
+    }
+
     #[test]
     fn stat_fields_are_taken_after_the_last_paren() {
-        let line = b"4242 (a) (1 2 3) x) S 17 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 98765 1000 200 18446744073709551615\n";
-        assert_eq!(
-            parse_stat(4242, line),
-            Ok(Stat {
-                ppid: 17,
-                start_time: 98765
-            })
-        );
+        let line = b"4242 (a) (1 2 3) x) S 17 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 98765 1000 200 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0\n";
+        assert_eq!(stat_of(line), Some((17, 98765)));
     }
 
     #[test]
     fn stat_with_a_newline_in_comm_parses() {
-        let line = b"7 (x\n) 9) R 1 7 7 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 55 0 0\n";
-        assert_eq!(
-            parse_stat(7, line),
-            Ok(Stat {
-                ppid: 1,
-                start_time: 55
-            })
-        );
+        let line =
+            b"7 (x\n) 9) R 1 7 7 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 55 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n";
+        assert_eq!(stat_of(line), Some((1, 55)));
     }
 
     #[test]
     fn malformed_stat_is_refused() {
-        assert!(parse_stat(1, b"").is_err());
-        assert!(parse_stat(1, b"1 (x S 0 1").is_err());
-        assert!(parse_stat(1, b"1 (x) S 0 1 1 0").is_err());
-        assert!(parse_stat(2, b"1 (x) S 0 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 5 0").is_err());
-        assert!(parse_stat(1, b"1 (x) S zero 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 5").is_err());
+        assert_eq!(stat_of(b""), None);
+        assert_eq!(stat_of(b"1 (x S 0 1"), None);
+        assert_eq!(stat_of(b"1 (x) S 0 1 1 0"), None);
+        assert_eq!(
+            stat_of(
+                b"1 (x) S zero 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 5 0 0 0 0 0 0 0 0 0 0 0 0 0 0"
+            ),
+            None
+        );
     }
 
     #[test]
@@ -276,19 +284,69 @@ mod tests {
             ProcessError::Unreadable(_) => "Unreadable",
         };
         let os = io::Error::from_raw_os_error;
-        assert_eq!(kind(environ_error(os(libc::EACCES))), "Denied");
-        assert_eq!(kind(environ_error(os(libc::ENOENT))), "Gone");
-        assert_eq!(kind(environ_error(os(libc::ESRCH))), "Gone");
-        assert_eq!(kind(environ_error(os(libc::EIO))), "Unreadable");
-        assert_eq!(kind(gone_or_unreadable(os(libc::EACCES))), "Unreadable");
-        assert_eq!(kind(gone_or_unreadable(os(libc::ESRCH))), "Gone");
+        for fault in [Fault::Read, Fault::Environ, Fault::Exe] {
+            assert_eq!(kind(fault.io_error(os(libc::ENOENT))), "Gone");
+            assert_eq!(kind(fault.io_error(os(libc::ESRCH))), "Gone");
+            assert_eq!(kind(fault.io_error(os(libc::EIO))), "Unreadable");
+            assert_eq!(kind(fault.port_error(ProcError::NotFound(None))), "Gone");
+            assert_eq!(
+                kind(fault.port_error(ProcError::Incomplete(None))),
+                "Unreadable"
+            );
+        }
+        for errno in [libc::EACCES, libc::EPERM] {
+            assert_eq!(kind(Fault::Environ.io_error(os(errno))), "Denied");
+            assert_eq!(kind(Fault::Exe.io_error(os(errno))), "Denied");
+            assert_eq!(kind(Fault::Read.io_error(os(errno))), "Unreadable");
+        }
+        let denied = || ProcError::PermissionDenied(None);
+        assert_eq!(kind(Fault::Environ.port_error(denied())), "Denied");
+        assert_eq!(kind(Fault::Exe.port_error(denied())), "Denied");
+        assert_eq!(kind(Fault::Read.port_error(denied())), "Unreadable");
     }
 
+    /// The uid is the real one, the first number of `status`'s `Uid:`
+    /// line. As root, a child whose real uid differs from its effective one
+    /// (`setpriv --ruid`) tells them apart; elsewhere both are ours.
     #[test]
-    fn real_uid_is_the_first_uid() {
-        let status = b"Name:\tcat\nState:\tS\nUid:\t1000\t0\t0\t0\nGid:\t5\t5\t5\t5\n";
-        assert_eq!(parse_real_uid(status), Ok(1000));
-        assert!(parse_real_uid(b"Name:\tx\n").is_err());
+    fn uid_is_the_real_uid() {
+        let me = ProcFs::new().current().expect("self");
+        assert_eq!(me.uid, rustix::process::getuid().as_raw());
+        if me.uid != 0 {
+            return;
+        }
+        let (mut child, stdin) =
+            echoing_child(Command::new("setpriv").args(["--ruid", "65534", "cat"]));
+        let reported = ProcFs::new().process(child.id()).map(|p| p.uid);
+        let effective = Process::new(i32::try_from(child.id()).expect("pid"))
+            .and_then(|p| p.status())
+            .map(|s| s.euid);
+        drop(stdin);
+        child.wait().expect("reap");
+        assert_eq!(effective.expect("status"), 0);
+        assert_eq!(reported.expect("process"), 65534);
+    }
+
+    /// A process once opened stays that process: after it has been reaped,
+    /// every read through its descriptor fails as `Gone`, whatever the pid
+    /// names by then. This is why one call cannot mix two processes.
+    #[test]
+    fn an_opened_process_that_is_reaped_is_gone() {
+        let (mut child, stdin) = echoing_child(&mut Command::new("/bin/cat"));
+        let pid = child.id();
+        let table = ProcFs::new();
+        let opened = table.open(pid).expect("open");
+        assert_eq!(read_process(&opened, pid).expect("alive").pid, pid);
+        drop(stdin);
+        child.wait().expect("reap");
+        assert!(matches!(
+            read_process(&opened, pid),
+            Err(ProcessError::Gone)
+        ));
+        assert!(matches!(
+            opened.stat().map_err(Fault::Read.map()),
+            Err(ProcessError::Gone)
+        ));
     }
 
     #[test]
@@ -457,17 +515,6 @@ mod tests {
         assert!(matches!(
             table.exe_identity(child.id()),
             Err(ProcessError::Gone)
-        ));
-    }
-
-    #[test]
-    fn exe_errors_map_to_the_port_errors() {
-        let os = io::Error::from_raw_os_error;
-        assert!(matches!(exe_error(os(libc::EACCES)), ProcessError::Denied));
-        assert!(matches!(exe_error(os(libc::EPERM)), ProcessError::Denied));
-        assert!(matches!(
-            exe_error(os(libc::ENOENT)),
-            ProcessError::Unreadable(_)
         ));
     }
 
