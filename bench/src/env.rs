@@ -78,7 +78,10 @@ fn git(args: &[&str]) -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
 
-/// One line of `/proc/self/mounts`.
+/// One line of `/proc/self/mounts`, parsed by hand: the `procfs` crate's
+/// `mounts` undoes only some of the kernel's octal escapes (not `\040`, a
+/// space), and its `mountinfo` none, so a mount point with a space in it
+/// would not match its path.
 struct Mount {
     device: String,
     point: String,

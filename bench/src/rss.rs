@@ -76,21 +76,22 @@ pub(crate) struct Memory {
 }
 
 pub(crate) fn memory(pid: u32) -> Result<Memory, Failure> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .map_err(|_| Failure::new("cannot read the broker's /proc status"))?;
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-            .ok_or(Failure::new(
-                "the broker's /proc status lacks a memory field",
-            ))
+    let status = i32::try_from(pid)
+        .map_err(|_| Failure::new("the broker's pid is out of range"))
+        .and_then(|pid| {
+            procfs::process::Process::new(pid)
+                .and_then(|p| p.status())
+                .map_err(|_| Failure::new("cannot read the broker's /proc status"))
+        })?;
+    let field = |kib: Option<u64>| {
+        kib.ok_or(Failure::new(
+            "the broker's /proc status lacks a memory field",
+        ))
     };
     Ok(Memory {
-        hwm_kib: field("VmHWM:")?,
-        rss_kib: field("VmRSS:")?,
-        threads: field("Threads:")?,
+        hwm_kib: field(status.vmhwm)?,
+        rss_kib: field(status.vmrss)?,
+        threads: status.threads,
     })
 }
 
@@ -325,4 +326,18 @@ fn work(agents: &[Client], requests: usize) -> Result<(usize, Duration), Failure
     });
     results.into_iter().collect::<Result<(), Failure>>()?;
     Ok((agents.len() * requests, start.elapsed()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_of_this_process_is_read() {
+        let me = memory(std::process::id()).unwrap();
+        assert!(me.rss_kib > 0);
+        assert!(me.hwm_kib >= me.rss_kib);
+        assert!(me.threads >= 1);
+        assert!(memory(u32::MAX).is_err());
+    }
 }

@@ -6,6 +6,7 @@
 
 use std::time::{Duration, Instant};
 
+use procfs::process::Process;
 use serde_json::Value;
 
 use crate::output::{round1, Failure, Fields};
@@ -173,16 +174,14 @@ fn clock(id: rustix::time::ClockId) -> Duration {
 /// none is found or one is unreadable.
 pub fn named_threads_cpu_time(name: &str) -> Option<Duration> {
     let mut total = None;
-    for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
-        let dir = task.path();
-        let Ok(comm) = std::fs::read_to_string(dir.join("comm")) else {
+    for task in Process::myself().ok()?.tasks().ok()?.flatten() {
+        let Ok(stat) = task.stat() else {
             continue; // the thread ended meanwhile
         };
-        if comm.trim_end() != name {
+        if stat.comm != name {
             continue;
         }
-        let stat = std::fs::read_to_string(dir.join("schedstat")).ok()?;
-        let nanos: u64 = stat.split_whitespace().next()?.parse().ok()?;
+        let nanos = task.schedstat().ok()?.sum_exec_runtime;
         total = Some(total.unwrap_or(Duration::ZERO) + Duration::from_nanos(nanos));
     }
     total
@@ -191,10 +190,7 @@ pub fn named_threads_cpu_time(name: &str) -> Option<Duration> {
 /// `wchar` of `/proc/self/io`: bytes this process passed to `write`,
 /// `pwrite` and friends so far.
 pub fn written_bytes() -> Option<u64> {
-    let io = std::fs::read_to_string("/proc/self/io").ok()?;
-    io.lines()
-        .find_map(|l| l.strip_prefix("wchar:"))
-        .and_then(|v| v.trim().parse().ok())
+    Some(Process::myself().ok()?.io().ok()?.wchar)
 }
 
 /// The median of `values` (the mean of the middle two for an even count;
@@ -263,6 +259,16 @@ mod tests {
             "{seen:?} vs {own:?}"
         );
         assert_eq!(named_threads_cpu_time("no-such-thread"), None);
+    }
+
+    #[test]
+    fn written_bytes_count_a_write() {
+        use std::io::Write;
+        let mut file = tempfile::tempfile().unwrap();
+        let before = written_bytes().unwrap();
+        file.write_all(&[0; 4096]).unwrap();
+        let after = written_bytes().unwrap();
+        assert!(after >= before + 4096, "{before} then {after}");
     }
 
     #[test]

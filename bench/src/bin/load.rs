@@ -323,11 +323,11 @@ fn percentile_us(sorted: &[Duration], p: f64) -> f64 {
 
 /// `VmHWM` of this process in KiB, when `/proc` has it.
 fn peak_rss_kib() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+    procfs::process::Process::myself()
+        .ok()?
+        .status()
+        .ok()?
+        .vmhwm
 }
 
 fn main() -> ExitCode {
