@@ -402,10 +402,12 @@ impl Drop for EventStream {
 /// `POST /api/browser-control/claim {requestId, clientId}`.
 async fn claim(State(server): State<Server>, body: Bytes) -> Response {
     match claim_body(&body) {
-        Ok((id, client)) => match server.control.claim(id, client).await {
+        Ok(Some((id, client))) => match server.control.claim(id, client).await {
             Some(token) => Json(claim_reply(Some(&token.expose()))).into_response(),
             None => Json(claim_reply(None)).into_response(),
         },
+        // An id of another form names no request delivered to anyone.
+        Ok(None) => Json(claim_reply(None)).into_response(),
         Err(refusal) => bad_request(refusal),
     }
 }
@@ -418,9 +420,10 @@ async fn result(State(server): State<Server>, body: axum::body::Body) -> Respons
     match read_bounded(body, MAX_RESULT_BODY).await {
         Bounded::Whole(body) => match result_body(&body) {
             Ok(body) => {
-                let matched = server
-                    .control
-                    .result(body.request, &body.token, body.outcome);
+                // An id or token of another form matches no request.
+                let matched = body.claim.is_some_and(|(request, token)| {
+                    server.control.result(request, &token, body.outcome)
+                });
                 Json(result_reply(matched)).into_response()
             }
             Err(refusal) => bad_request(refusal),

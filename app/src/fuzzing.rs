@@ -899,11 +899,14 @@ fn says_back(source: &Value, business: &Business) {
 /// - each parser gives the same answer twice, and a refusal is
 ///   `bad-request` (the routes answer it as HTTP 400);
 /// - an accepted claim body re-encodes to one that parses to the same
-///   request and client;
+///   request and client, or, when its ids are of another form (answered
+///   `granted:false`), to one that is again of another form;
 /// - an accepted result body re-encodes to one that parses to the same
-///   request, claim token and outcome: `Done` with the same data for
-///   `ok:true`, `TooLarge` exactly for the follow-up code, `Failed` for any
-///   other error.
+///   request, claim token and outcome, or to no request and the same
+///   outcome when its id or token is of another form (answered
+///   `matched:false`): `Done` with the same data for `ok:true` (`null`
+///   when it had none), `TooLarge` exactly for the follow-up code, `Failed`
+///   for any other error or none.
 pub fn browser_bodies(data: &[u8]) {
     let claim = claim_body(data);
     assert_eq!(
@@ -912,8 +915,12 @@ pub fn browser_bodies(data: &[u8]) {
         "a claim body parses the same way twice"
     );
     match &claim {
-        Ok((request, client)) => {
+        Ok(Some((request, client))) => {
             let again = json!({"requestId": request.to_string(), "clientId": client.as_str()});
+            assert_eq!(claim_body(again.to_string().as_bytes()), claim);
+        }
+        Ok(None) => {
+            let again = json!({"requestId": UNADDRESSED, "clientId": "pane-1"});
             assert_eq!(claim_body(again.to_string().as_bytes()), claim);
         }
         Err(refusal) => assert_eq!(*refusal, Refusal::BadRequest),
@@ -930,12 +937,19 @@ pub fn browser_bodies(data: &[u8]) {
             return;
         }
     };
-    let mut again =
-        json!({"requestId": body.request.to_string(), "claimToken": body.token.expose()});
+    let mut again = match &body.claim {
+        Some((request, token)) => {
+            json!({"requestId": request.to_string(), "claimToken": token.expose()})
+        }
+        None => json!({"requestId": UNADDRESSED, "claimToken": UNADDRESSED}),
+    };
     match &body.outcome {
         PaneOutcome::Done(data) => {
             again["ok"] = json!(true);
-            again["data"] = data.clone();
+            // `null` data is sent as no data: the two parse alike.
+            if !data.is_null() {
+                again["data"] = data.clone();
+            }
         }
         PaneOutcome::TooLarge => {
             again["ok"] = json!(false);
@@ -947,13 +961,19 @@ pub fn browser_bodies(data: &[u8]) {
         }
     }
     let reparsed = result_body(again.to_string().as_bytes()).expect("a re-encoded result parses");
-    assert_eq!(reparsed.request, body.request);
-    assert!(
-        reparsed.token.ct_eq(&body.token),
-        "the claim token survives"
-    );
+    match (&reparsed.claim, &body.claim) {
+        (Some((request, token)), Some((original, held))) => {
+            assert_eq!(request, original);
+            assert!(token.ct_eq(held), "the claim token survives");
+        }
+        (None, None) => {}
+        (Some(_), None) | (None, Some(_)) => panic!("the request is addressed again, or not"),
+    }
     assert_eq!(reparsed.outcome, body.outcome);
 }
+
+/// A string of no id's form: names no request, is no claim token.
+const UNADDRESSED: &str = "forged";
 
 #[cfg(test)]
 mod tests {

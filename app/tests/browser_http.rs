@@ -165,6 +165,135 @@ fn a_wrong_claim_token_matches_nothing_and_the_request_waits_for_the_real_one() 
     );
 }
 
+/// Claims the next request `pane` receives as `client`; returns its id and
+/// claim token.
+fn claim_next(bench: &Bench, pane: &mut support::pane::Events, client: &str) -> (String, String) {
+    let request = pane.next_request();
+    let id = request["properties"]["requestId"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let granted = bench.post(
+        "/api/browser-control/claim",
+        &json!({"requestId": id, "clientId": client}),
+    );
+    assert_eq!(granted["granted"], json!(true), "{granted}");
+    let token = granted["claimToken"].as_str().expect("token").to_owned();
+    (id, token)
+}
+
+/// DESIGN.md §4 makes `data` optional: an `ok` result without it settles
+/// the request, and the agent's result is `null`.
+#[test]
+fn an_ok_result_without_data_settles_the_request_with_null() {
+    let bench = Bench::start();
+    let mut pane = bench.listen("pane-1", true);
+    let asked = bench.ask("click", json!({"selector": "#go"}));
+    let (id, token) = claim_next(&bench, &mut pane, "pane-1");
+    assert_eq!(
+        bench.post(
+            "/api/browser-control/result",
+            &json!({"requestId": id, "claimToken": token, "ok": true}),
+        ),
+        json!({"matched": true})
+    );
+    assert_eq!(asked.join().expect("agent"), Ok(Value::Null));
+
+    // And `ok:false` without an `error` is the pane's plain failure.
+    let asked = bench.ask("click", json!({"selector": "#go"}));
+    let (id, token) = claim_next(&bench, &mut pane, "pane-1");
+    assert_eq!(
+        bench.post(
+            "/api/browser-control/result",
+            &json!({"requestId": id, "claimToken": token, "ok": false}),
+        ),
+        json!({"matched": true})
+    );
+    assert_eq!(asked.join().expect("agent"), Err(Refusal::BrowserFailed));
+}
+
+/// An id or a token of another form names no request the broker issued:
+/// the claim is not granted and the result matches nothing, as for an
+/// unknown request, and the real request goes on waiting. Only a body that
+/// is not an object of the route's keys and types is a 400.
+#[test]
+fn ids_and_tokens_of_another_form_match_nothing_and_only_a_bad_shape_is_400() {
+    let bench = Bench::start();
+    let mut pane = bench.listen("pane-1", true);
+    let asked = bench.ask("snapshot", json!({}));
+    let request = pane.next_request();
+    let id = request["properties"]["requestId"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let claim = |body: Value| bench.post("/api/browser-control/claim", &body);
+    for body in [
+        json!({"requestId": "forged", "clientId": "pane-1"}),
+        json!({"requestId": id.to_uppercase(), "clientId": "pane-1"}),
+        json!({"requestId": id, "clientId": "-not-a-client-id"}),
+    ] {
+        assert_eq!(claim(body.clone()), json!({"granted": false}), "{body}");
+    }
+    let granted = claim(json!({"requestId": id, "clientId": "pane-1"}));
+    let token = granted["claimToken"].as_str().expect("token").to_owned();
+
+    let result = |body: Value| bench.post("/api/browser-control/result", &body);
+    for body in [
+        json!({"requestId": "forged", "claimToken": token, "ok": true, "data": 1}),
+        json!({"requestId": id, "claimToken": "forged", "ok": true, "data": 1}),
+        json!({"requestId": id, "claimToken": "forged", "ok": false, "error": "x"}),
+        json!({"requestId": "", "claimToken": "", "ok": true}),
+    ] {
+        assert_eq!(result(body.clone()), json!({"matched": false}), "{body}");
+    }
+
+    let status = |path: &str, body: Value| {
+        bench
+            .http(
+                "POST",
+                path,
+                Some(&bench.token),
+                body.to_string().as_bytes(),
+            )
+            .0
+    };
+    for body in [
+        json!({"requestId": 7, "claimToken": token, "ok": true}),
+        json!({"requestId": id, "claimToken": null, "ok": true}),
+        json!({"requestId": id, "claimToken": token, "ok": "yes"}),
+        json!({"requestId": id, "claimToken": token}),
+        json!({"requestId": id, "claimToken": token, "ok": false, "error": 7}),
+        json!({"requestId": id, "claimToken": token, "ok": true, "extra": 1}),
+        json!([id, token, true]),
+    ] {
+        assert_eq!(
+            status("/api/browser-control/result", body.clone()),
+            400,
+            "{body}"
+        );
+    }
+    for body in [
+        json!({"requestId": id}),
+        json!({"requestId": 7, "clientId": "pane-1"}),
+        json!({"requestId": id, "clientId": "pane-1", "extra": 1}),
+    ] {
+        assert_eq!(
+            status("/api/browser-control/claim", body.clone()),
+            400,
+            "{body}"
+        );
+    }
+
+    assert!(!asked.is_finished(), "the request still waits");
+    assert_eq!(
+        result(
+            json!({"requestId": id, "claimToken": token, "ok": true, "data": {"title": "real"}})
+        ),
+        json!({"matched": true})
+    );
+    assert_eq!(asked.join().expect("agent"), Ok(json!({"title": "real"})));
+}
+
 #[test]
 fn a_ten_mib_result_is_accepted_and_an_oversized_one_gets_413_then_a_clear_code() {
     let bench = Bench::start();

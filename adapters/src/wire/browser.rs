@@ -201,57 +201,79 @@ pub fn heartbeat_event() -> String {
     event("heartbeat", json!({}))
 }
 
-/// A claim body, `{requestId, clientId}`.
+/// A claim body, `{requestId, clientId}`: the request and the client,
+/// or `None` when either is a string of another form than the broker's
+/// (a request id it issues, a client id it accepts). No request was
+/// delivered to such a client or has such an id, so the route answers
+/// `{granted:false}`, as for an unknown request, not 400.
 ///
 /// # Errors
-/// `bad-request` for any other shape (unknown keys included) or a bad id.
-pub fn claim_body(body: &[u8]) -> Result<(BrowserRequestId, ClientId), Refusal> {
+/// `bad-request` only for a body that is not a JSON object with exactly
+/// these two keys, both strings.
+pub fn claim_body(body: &[u8]) -> Result<Option<(BrowserRequestId, ClientId)>, Refusal> {
     let mut map = object(body, &["requestId", "clientId"])?;
     let id = text(&mut map, "requestId")?;
     let client = text(&mut map, "clientId")?;
-    Ok((
-        BrowserRequestId::parse(&id).map_err(|_| Refusal::BadRequest)?,
-        ClientId::parse(&client).map_err(|_| Refusal::BadRequest)?,
-    ))
+    Ok(BrowserRequestId::parse(&id)
+        .ok()
+        .zip(ClientId::parse(&client).ok()))
 }
 
 /// A result body, `{requestId, claimToken, ok, data?, error?}`.
 #[derive(Debug)]
 pub struct ResultBody {
-    /// The request.
-    pub request: BrowserRequestId,
-    /// The claim token the pane received.
-    pub token: ClaimToken,
-    /// What the pane reports: `data` when `ok`; otherwise
-    /// [`TOO_LARGE_ERROR`] or any other error (whose text is not kept).
+    /// The request and the claim token the pane received, or `None` when
+    /// either is a string of another form than the broker's (say
+    /// `"forged"`): it names no request or is no token the broker issued,
+    /// so the route answers `{matched:false}` without asking the machine.
+    pub claim: Option<(BrowserRequestId, ClaimToken)>,
+    /// What the pane reports, decided by `ok` alone: `ok:true` is
+    /// [`PaneOutcome::Done`] with `data` (an `error` beside it is
+    /// ignored); `ok:false` is [`PaneOutcome::TooLarge`] when `error` is
+    /// [`TOO_LARGE_ERROR`] and [`PaneOutcome::Failed`] otherwise (the
+    /// error's text is not kept, and `data` beside it is ignored).
     pub outcome: PaneOutcome<Value>,
 }
 
 /// Parses a result body.
 ///
+/// `data` is optional (DESIGN.md §4): an `ok:true` result without it is
+/// [`PaneOutcome::Done`] with JSON `null`, exactly as if the pane had sent
+/// `"data": null`, and the agent's result is `null`. Actions such as
+/// `back` or `click` have nothing to report but that they were done; the
+/// browser machine settles every `Done` the same way, whatever it holds.
+/// `error` is optional too: `ok:false` without it is a plain failure.
+///
 /// # Errors
-/// `bad-request` for any other shape (unknown keys included), a bad id or
-/// token, `ok:true` without `data`, or `ok:false` without a string `error`.
+/// `bad-request` only for a body that is not a JSON object of these keys
+/// (an unknown key is refused) with the required `requestId` and
+/// `claimToken` as strings and `ok` as a boolean, and `error`, when
+/// present, a string. An id or token of another form is not an error (see
+/// [`ResultBody::claim`]).
 pub fn result_body(body: &[u8]) -> Result<ResultBody, Refusal> {
     let mut map = object(body, &["requestId", "claimToken", "ok", "data", "error"])?;
-    let request =
-        BrowserRequestId::parse(&text(&mut map, "requestId")?).map_err(|_| Refusal::BadRequest)?;
-    let token =
-        ClaimToken::parse(&text(&mut map, "claimToken")?).map_err(|_| Refusal::BadRequest)?;
-    let outcome = match (map.remove("ok"), map.remove("data"), map.remove("error")) {
-        (Some(Value::Bool(true)), Some(data), None) => PaneOutcome::Done(data),
-        (Some(Value::Bool(false)), None, Some(Value::String(error))) => {
-            if error == TOO_LARGE_ERROR {
-                PaneOutcome::TooLarge
-            } else {
-                PaneOutcome::Failed
-            }
-        }
-        _ => return Err(Refusal::BadRequest),
+    let request = text(&mut map, "requestId")?;
+    let token = text(&mut map, "claimToken")?;
+    let Some(Value::Bool(ok)) = map.remove("ok") else {
+        return Err(Refusal::BadRequest);
+    };
+    let data = map.remove("data");
+    let error = match map.remove("error") {
+        None => None,
+        Some(Value::String(error)) => Some(error),
+        Some(_) => return Err(Refusal::BadRequest),
+    };
+    let outcome = if ok {
+        PaneOutcome::Done(data.unwrap_or(Value::Null))
+    } else if error.as_deref() == Some(TOO_LARGE_ERROR) {
+        PaneOutcome::TooLarge
+    } else {
+        PaneOutcome::Failed
     };
     Ok(ResultBody {
-        request,
-        token,
+        claim: BrowserRequestId::parse(&request)
+            .ok()
+            .zip(ClaimToken::parse(&token).ok()),
         outcome,
     })
 }
@@ -486,15 +508,17 @@ mod tests {
         let id = "0b5f2c1e-3a4d-4e6f-8a9b-0c1d2e3f4a5b";
         let token = "ab".repeat(32);
         let claim = format!(r#"{{"requestId":"{id}","clientId":"pane-1"}}"#);
-        let (request, client) = claim_body(claim.as_bytes()).expect("claim");
+        let (request, client) = claim_body(claim.as_bytes())
+            .expect("claim")
+            .expect("addressed");
         assert_eq!(
             (request.to_string().as_str(), client.as_str()),
             (id, "pane-1")
         );
-        assert_eq!(
-            claim_body(br#"{"requestId":"x","clientId":"p"}"#).err(),
-            Some(Refusal::BadRequest)
-        );
+        assert!(matches!(
+            claim_body(br#"{"requestId":"x","clientId":"p"}"#),
+            Ok(None)
+        ));
         let extra = format!(r#"{{"requestId":"{id}","clientId":"p","x":1}}"#);
         assert_eq!(
             claim_body(extra.as_bytes()).err(),
@@ -506,6 +530,9 @@ mod tests {
         );
         let body = result_body(ok.as_bytes()).expect("result");
         assert_eq!(body.outcome, PaneOutcome::Done(json!({"title": "t"})));
+        let (request, held) = body.claim.expect("addressed");
+        assert_eq!(request.to_string(), id);
+        assert_eq!(held.expose(), token);
         let big = format!(
             r#"{{"requestId":"{id}","claimToken":"{token}","ok":false,"error":"browser-result-too-large"}}"#
         );
@@ -520,16 +547,19 @@ mod tests {
             result_body(failed.as_bytes()).expect("result").outcome,
             PaneOutcome::Failed
         );
-        let both = format!(
-            r#"{{"requestId":"{id}","claimToken":"{token}","ok":true,"data":1,"error":"x"}}"#
-        );
+        let bare = format!(r#"{{"requestId":"{id}","claimToken":"{token}","ok":true}}"#);
         assert_eq!(
-            result_body(both.as_bytes()).err(),
-            Some(Refusal::BadRequest)
+            result_body(bare.as_bytes()).expect("result").outcome,
+            PaneOutcome::Done(Value::Null)
         );
         let short = format!(r#"{{"requestId":"{id}","claimToken":"ab","ok":true,"data":1}}"#);
+        assert!(result_body(short.as_bytes())
+            .expect("result")
+            .claim
+            .is_none());
+        let untyped = format!(r#"{{"requestId":"{id}","claimToken":"{token}","ok":"yes"}}"#);
         assert_eq!(
-            result_body(short.as_bytes()).err(),
+            result_body(untyped.as_bytes()).err(),
             Some(Refusal::BadRequest)
         );
     }
