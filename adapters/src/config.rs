@@ -9,14 +9,21 @@
 //!                     "credentials": {"gitea": {"file": "/home/alice/.gitea", "rotateBy": "2027-01-31"}}}},
 //!  "launch": {"by": "lead"}}
 //! ```
+//!
+//! The launch block's `by` names the roles that may launch without a
+//! decision: one role (`"lead"`) or a list of them (`["lead", "ops"]`,
+//! non-empty, each once). A refusal that concerns a role reference (an
+//! undefined role, a launcher named twice) says which one ([`ConfigError`]).
 
 use std::collections::BTreeMap;
 
 use mosaic_domain::business::{
-    AuthoritySpec, CredentialSource, GiteaCredential, RoleCredentials, RoleSpec, VikunjaCredential,
+    AuthoritySpec, CredentialSource, GiteaCredential, RoleCredentials, RoleField, RoleReference,
+    RoleSpec, VikunjaCredential,
 };
 use mosaic_domain::{
-    Action, Business, BusinessId, BusinessSpec, Date, HumanName, Refusal, RoleInstance,
+    Action, Business, BusinessId, BusinessSpec, Date, HumanName, InvalidBusiness, Refusal,
+    RoleInstance,
 };
 use serde::Deserialize;
 
@@ -40,7 +47,15 @@ struct ArbitersJson {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct LaunchJson {
-    by: Option<String>,
+    by: Option<LaunchersJson>,
+}
+
+/// `by`: one role, or a list of roles.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum LaunchersJson {
+    One(String),
+    Many(Vec<String>),
 }
 
 #[derive(Deserialize)]
@@ -74,15 +89,55 @@ struct CredentialJson {
     expires: Option<String>,
 }
 
+/// Why a configuration was refused: its static code and, when a role
+/// reference of a business is at fault, which one, as `"<business>
+/// <field> <role>"`: `"acme launch.by ops"`, `"acme arbiters.technical
+/// qa"`. The host's boot failure line carries it as `reference`, as it
+/// does a bad credential reference.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The code.
+    pub refusal: Refusal,
+    /// The reference at fault, if one is named.
+    pub reference: Option<String>,
+}
+
+impl From<Refusal> for ConfigError {
+    fn from(refusal: Refusal) -> Self {
+        Self {
+            refusal,
+            reference: None,
+        }
+    }
+}
+
+impl From<ConfigError> for Refusal {
+    fn from(error: ConfigError) -> Self {
+        error.refusal
+    }
+}
+
+/// The text of a business's role reference.
+fn role_reference(business: &BusinessId, reference: &RoleReference) -> String {
+    let field = match reference.field {
+        RoleField::TechnicalArbiter => "arbiters.technical",
+        RoleField::DeliveryArbiter => "arbiters.delivery",
+        RoleField::LaunchBy => "launch.by",
+    };
+    format!("{business} {field} {}", reference.role)
+}
+
 /// Parses one business definition from JSON text.
 ///
 /// # Errors
 /// - `bad-config`: not JSON of this shape (unknown keys included), a bad
 ///   name, a credential reference naming neither or both of `file` and
-///   `env`, or a date key that does not belong to its service;
+///   `env`, a date key that does not belong to its service, or a launch
+///   block whose `by` is an empty list;
 /// - `bad-date`: a `rotateBy` or `expires` that is not a real `YYYY-MM-DD`;
-/// - and the domain's rules (`Business::validate`).
-pub fn business_from_json(text: &str) -> Result<Business, Refusal> {
+/// - and the domain's rules (`Business::validate`), with the role
+///   reference at fault named.
+pub fn business_from_json(text: &str) -> Result<Business, ConfigError> {
     let json: BusinessJson = serde_json::from_str(text).map_err(|_| Refusal::BadConfig)?;
     business(json)
 }
@@ -91,7 +146,7 @@ pub fn business_from_json(text: &str) -> Result<Business, Refusal> {
 ///
 /// # Errors
 /// As [`business_from_json`].
-pub fn business_from_value(value: serde_json::Value) -> Result<Business, Refusal> {
+pub fn business_from_value(value: serde_json::Value) -> Result<Business, ConfigError> {
     let json: BusinessJson = serde_json::from_value(value).map_err(|_| Refusal::BadConfig)?;
     business(json)
 }
@@ -139,7 +194,19 @@ fn credentials(json: &CredentialsJson) -> Result<RoleCredentials, Refusal> {
     Ok(RoleCredentials { gitea, vikunja })
 }
 
-fn business(json: BusinessJson) -> Result<Business, Refusal> {
+/// The launch block's roles: none without a block or a `by`, one, or a
+/// non-empty list (whose repeats the domain refuses, by name).
+fn launchers(launch: Option<LaunchJson>) -> Result<Vec<RoleInstance>, Refusal> {
+    let names = match launch.and_then(|l| l.by) {
+        None => Vec::new(),
+        Some(LaunchersJson::One(role)) => vec![role],
+        Some(LaunchersJson::Many(roles)) if roles.is_empty() => return Err(Refusal::BadConfig),
+        Some(LaunchersJson::Many(roles)) => roles,
+    };
+    names.iter().map(|r| name(r, RoleInstance::parse)).collect()
+}
+
+fn business(json: BusinessJson) -> Result<Business, ConfigError> {
     let mut roles = BTreeMap::new();
     for (role, spec) in json.roles {
         let authority = match spec.authority {
@@ -157,17 +224,18 @@ fn business(json: BusinessJson) -> Result<Business, Refusal> {
             },
         );
     }
+    let id = name(&json.id, BusinessId::parse)?;
     Business::validate(BusinessSpec {
-        id: name(&json.id, BusinessId::parse)?,
+        id: id.clone(),
         human: name(&json.human, HumanName::parse)?,
         technical_arbiter: name(&json.arbiters.technical, RoleInstance::parse)?,
         delivery_arbiter: name(&json.arbiters.delivery, RoleInstance::parse)?,
         roles,
-        launch_by: json
-            .launch
-            .and_then(|l| l.by)
-            .map(|by| name(&by, RoleInstance::parse))
-            .transpose()?,
+        launch_by: launchers(json.launch)?,
+    })
+    .map_err(|InvalidBusiness { refusal, reference }| ConfigError {
+        refusal,
+        reference: reference.map(|r| role_reference(&id, &r)),
     })
 }
 
@@ -236,7 +304,11 @@ mod tests {
             ("{".to_owned(), Refusal::BadConfig),
         ];
         for (text, code) in cases {
-            assert_eq!(business_from_json(&text).err(), Some(code), "{text}");
+            assert_eq!(
+                business_from_json(&text).map_err(Refusal::from).err(),
+                Some(code),
+                "{text}"
+            );
         }
     }
 }
@@ -335,8 +407,9 @@ pub fn launch_from_value(
 ///
 /// # Errors
 /// `bad-config` for any shape, name or cross-reference problem, and the
-/// codes of [`business_from_value`] and [`launch_from_value`].
-pub fn boot_from_value(value: serde_json::Value) -> Result<BootConfig, Refusal> {
+/// codes of [`business_from_value`] (with its reference) and
+/// [`launch_from_value`].
+pub fn boot_from_value(value: serde_json::Value) -> Result<BootConfig, ConfigError> {
     let json: BootJson = serde_json::from_value(value).map_err(|_| Refusal::BadConfig)?;
     let absolute = |p: &str| {
         let path = std::path::PathBuf::from(p);
@@ -350,7 +423,7 @@ pub fn boot_from_value(value: serde_json::Value) -> Result<BootConfig, Refusal> 
     for (id, definition) in json.businesses {
         let business = business_from_value(definition)?;
         if business.id().as_str() != id {
-            return Err(Refusal::BadConfig);
+            return Err(Refusal::BadConfig.into());
         }
         businesses.push(business);
     }
@@ -361,7 +434,7 @@ pub fn boot_from_value(value: serde_json::Value) -> Result<BootConfig, Refusal> 
         .map(launch_from_value)
         .collect::<Result<Vec<_>, _>>()?;
     if launches.iter().any(|l| !known(&l.business)) {
-        return Err(Refusal::BadConfig);
+        return Err(Refusal::BadConfig.into());
     }
     let readers = json
         .readers
@@ -369,13 +442,13 @@ pub fn boot_from_value(value: serde_json::Value) -> Result<BootConfig, Refusal> 
         .map(|r| name(r, BusinessId::parse))
         .collect::<Result<Vec<_>, _>>()?;
     if readers.iter().any(|r| !known(r)) {
-        return Err(Refusal::BadConfig);
+        return Err(Refusal::BadConfig.into());
     }
     let mut sync = Vec::new();
     for (business, refs) in &json.sync {
         let business = name(business, BusinessId::parse)?;
         if !known(&business) {
-            return Err(Refusal::BadConfig);
+            return Err(Refusal::BadConfig.into());
         }
         sync.push((business, credentials(refs)?));
     }
@@ -441,7 +514,7 @@ mod boot_tests {
         ];
         for extra in bad {
             assert_eq!(
-                boot_from_value(boot(extra)).err(),
+                boot_from_value(boot(extra)).map_err(Refusal::from).err(),
                 Some(Refusal::BadConfig),
                 "{extra}"
             );
@@ -450,7 +523,7 @@ mod boot_tests {
 
     #[test]
     fn a_bad_boot_configuration_refuses_with_static_codes() {
-        let bad = |value: serde_json::Value| boot_from_value(value).err();
+        let bad = |value: serde_json::Value| boot_from_value(value).map_err(Refusal::from).err();
         assert_eq!(bad(boot(r#","extra":1"#)), Some(Refusal::BadConfig));
         let edits: [(&str, serde_json::Value); 6] = [
             ("/dataRoot", "relative/path".into()),

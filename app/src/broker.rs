@@ -22,7 +22,7 @@ use std::sync::{mpsc, Arc, RwLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use mosaic_adapters::config::BootConfig;
+use mosaic_adapters::config::{BootConfig, ConfigError};
 use mosaic_adapters::credentials::{
     CredentialStatus, CredentialStore, FileEnvCredentials, Service,
 };
@@ -125,13 +125,15 @@ pub struct BrowserEndpoint {
 }
 
 /// Why a broker did not start: a static code and, for a bad credential
-/// reference, which one (`"acme/dev gitea"`, never its content), or for a
-/// boot launch whose process check failed, its run.
+/// reference, which one (`"acme/dev gitea"`, never its content), for a bad
+/// role reference of a business, which one (`"acme launch.by ops"`, see
+/// [`ConfigError`]), or for a boot launch whose process check failed, its
+/// run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BootFailure {
     /// The code.
     pub refusal: Refusal,
-    /// The credential reference at fault, if one was.
+    /// The credential or role reference at fault, if one was.
     pub reference: Option<String>,
     /// The boot launch at fault, if one was.
     pub run: Option<mosaic_domain::RunId>,
@@ -142,6 +144,16 @@ impl From<Refusal> for BootFailure {
         Self {
             refusal,
             reference: None,
+            run: None,
+        }
+    }
+}
+
+impl From<ConfigError> for BootFailure {
+    fn from(error: ConfigError) -> Self {
+        Self {
+            refusal: error.refusal,
+            reference: error.reference,
             run: None,
         }
     }

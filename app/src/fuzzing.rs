@@ -66,12 +66,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mosaic_adapters::config::{
-    boot_from_value, business_from_json, business_from_value, launch_from_value,
+    boot_from_value, business_from_json, business_from_value, launch_from_value, ConfigError,
 };
 use mosaic_adapters::socket::Peer;
 use mosaic_adapters::wire::browser::{claim_body, result_body, TOO_LARGE_ERROR};
 use mosaic_adapters::wire::host::{
-    bind_reply, boot_reply, host_error, parse_host_line, HostRequest,
+    bind_reply, boot_error, boot_reply, host_error, parse_host_line, HostRequest,
 };
 use mosaic_adapters::wire::{
     self, parse_json, parse_request, Call, Dispatch, Envelope, SubjectRef, Verb, WireRequest,
@@ -661,8 +661,8 @@ fn capability(letter: char) -> Capability {
 /// - it parses the same way twice, and text that is not strict JSON is
 ///   `bad-request`;
 /// - every answer the broker would give about it (`host_error`,
-///   `bind_reply`, `boot_reply`) is one line of strict JSON that names the
-///   same business, run and code;
+///   `boot_error`, `bind_reply`, `boot_reply`) is one line of strict JSON
+///   that names the same business, run, code and reference;
 /// - a parsed launch record re-encodes to a `bindLaunch` line that parses
 ///   to the same record, and the `agents` projection shows its fields;
 /// - a parsed boot configuration is consistent (every launch and reader
@@ -672,14 +672,22 @@ pub fn host_line(data: &[u8]) {
     let parsed = parse_host_line(data);
     assert_eq!(parsed, parse_host_line(data), "parsing is deterministic");
     if parse_json(data).is_err() {
-        assert_eq!(parsed, Err(Refusal::BadRequest), "not JSON is bad-request");
+        assert_eq!(
+            parsed,
+            Err(Refusal::BadRequest.into()),
+            "not JSON is bad-request"
+        );
     }
     let cap = capability('f');
     match parsed {
-        Err(refusal) => {
-            let answer = strict(&host_error(refusal));
+        Err(error) => {
+            let answer = strict(&host_error(error.refusal));
             assert_eq!(answer["ok"], false);
-            assert_eq!(answer["error"], refusal.code());
+            assert_eq!(answer["error"], error.refusal.code());
+            // A boot that fails names the reference at fault, if any.
+            let answer = strict(&boot_error(error.refusal, error.reference.as_deref(), None));
+            assert_eq!(answer["error"], error.refusal.code());
+            assert_eq!(answer["reference"], json!(error.reference));
         }
         Ok(HostRequest::Close) => {}
         Ok(HostRequest::BindLaunch(record)) => {
@@ -810,8 +818,48 @@ pub fn config(data: &[u8]) {
         loaded.clone().map(|b| vec![b]),
         "a boot configuration loads its business the same way"
     );
-    if let Ok(business) = loaded {
-        says_back(&value, &business);
+    match loaded {
+        Ok(business) => says_back(&value, &business),
+        Err(ConfigError {
+            refusal,
+            reference: Some(reference),
+        }) => names_its_reference(&value, refusal, &reference),
+        Err(ConfigError {
+            reference: None, ..
+        }) => {}
+    }
+}
+
+/// A refusal that names a role reference names one of the source's:
+/// `"<business> <field> <role>"`, an undefined role for `unknown-role`, a
+/// launcher listed twice for `bad-config`.
+fn names_its_reference(source: &Value, refusal: Refusal, reference: &str) {
+    let parts: Vec<&str> = reference.split(' ').collect();
+    let [business, field, role] = parts[..] else {
+        panic!("a reference is three words: {reference:?}");
+    };
+    assert_eq!(source["id"], business, "{reference}");
+    let given = match field {
+        "arbiters.technical" => vec![&source["arbiters"]["technical"]],
+        "arbiters.delivery" => vec![&source["arbiters"]["delivery"]],
+        "launch.by" => {
+            let by = &source["launch"]["by"];
+            by.as_array()
+                .map_or_else(|| vec![by], |roles| roles.iter().collect())
+        }
+        _ => panic!("an unknown field in {reference:?}"),
+    };
+    let times = given.iter().filter(|r| **r == role).count();
+    if refusal == Refusal::UnknownRole {
+        assert!(times >= 1, "{reference}: the source names it");
+        assert!(
+            source["roles"].get(role).is_none(),
+            "{reference}: undefined"
+        );
+    } else {
+        assert_eq!(refusal, Refusal::BadConfig, "{reference}");
+        assert_eq!(field, "launch.by", "{reference}");
+        assert!(times >= 2, "{reference}: listed twice");
     }
 }
 
@@ -831,7 +879,16 @@ fn says_back(source: &Value, business: &Business) {
         .as_object()
         .expect("a loaded business has roles");
     assert_eq!(roles.len(), business.roles().count(), "every role, once");
-    let launch_by = source["launch"]["by"].as_str();
+    // `by` is one role or a non-empty list of them.
+    let by = &source["launch"]["by"];
+    let launchers: Vec<&str> = match by.as_array() {
+        Some(roles) => roles.iter().filter_map(Value::as_str).collect(),
+        None => by.as_str().into_iter().collect(),
+    };
+    assert!(
+        by.is_null() || by.is_string() || by.as_array().is_some_and(|r| !r.is_empty()),
+        "a loaded launch block's by: {by}"
+    );
     let unlisted = Action::parse("fuzz.unlisted").expect("a valid action");
     let launch = Action::parse("role.launch").expect("a valid action");
     for (name, spec) in roles {
@@ -852,7 +909,7 @@ fn says_back(source: &Value, business: &Business) {
         if !listed {
             assert_eq!(business.class_of(&role, &unlisted), ActionClass::Gated);
         }
-        let launches = if launch_by == Some(name.as_str()) {
+        let launches = if launchers.contains(&name.as_str()) {
             ActionClass::WithinRole
         } else {
             ActionClass::Gated

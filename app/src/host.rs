@@ -10,6 +10,7 @@
 use std::io::{BufRead, Read, Write};
 use std::sync::mpsc;
 
+use mosaic_adapters::config::ConfigError;
 use mosaic_adapters::wire::host::{
     bind_reply, boot_error, boot_reply, host_error, parse_host_line, HostRequest,
 };
@@ -105,6 +106,17 @@ fn refused_boot_line(refusal: Refusal) -> Refusal {
     refusal
 }
 
+/// As [`refused_boot_line`], for a boot line whose configuration names a
+/// bad reference: the log and the failure line name it too.
+fn refused_boot_config(error: ConfigError) -> BootFailure {
+    tracing::error!(
+        code = error.refusal.code(),
+        reference = error.reference.as_deref(),
+        "the first host line is not a valid boot request"
+    );
+    error.into()
+}
+
 fn protocol_failure(refusal: Refusal) {
     tracing::error!(
         code = refusal.code(),
@@ -121,7 +133,7 @@ fn close(broker: Broker, code: u8) -> u8 {
     }
 }
 
-/// The one boot failure line; a bad credential reference is named.
+/// The one boot failure line; a bad credential or role reference is named.
 fn fail(out: &mut impl Write, failure: BootFailure) -> u8 {
     let _ = say(
         out,
@@ -140,7 +152,7 @@ fn say(out: &mut impl Write, value: &Value) -> std::io::Result<()> {
 }
 
 fn boot(line: &[u8]) -> Result<(Broker, Value), BootFailure> {
-    let HostRequest::Boot(config) = parse_host_line(line).map_err(refused_boot_line)? else {
+    let HostRequest::Boot(config) = parse_host_line(line).map_err(refused_boot_config)? else {
         return Err(refused_boot_line(Refusal::BadRequest).into());
     };
     let (broker, booted) = start_broker(*config)?;
@@ -163,7 +175,7 @@ fn boot(line: &[u8]) -> Result<(Broker, Value), BootFailure> {
 
 /// One host request after boot: `Some(reply)`, or `None` for close.
 fn request(broker: &Broker, line: &[u8]) -> Result<Option<Value>, Refusal> {
-    match parse_host_line(line) {
+    match parse_host_line(line).map_err(Refusal::from) {
         Ok(HostRequest::BindLaunch(record)) => {
             let issued = broker
                 .bind_launch(record)

@@ -119,7 +119,7 @@ use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use mosaic_adapters::cause::{self, logged};
-use mosaic_adapters::config::{business_from_value, BootConfig};
+use mosaic_adapters::config::{business_from_value, BootConfig, ConfigError};
 use mosaic_adapters::fs;
 use mosaic_adapters::procfs::ProcFs;
 use mosaic_adapters::system::OsEntropy;
@@ -203,14 +203,14 @@ impl UpConfig {
     /// `env` entry that is not a variable name or that names a credential
     /// reference of the business (a service token never reaches an agent);
     /// `unknown-role` for an agent whose role the business lacks; and the
-    /// codes of [`business_from_value`].
-    pub fn parse(text: &str, dir: &Path) -> Result<Self, Refusal> {
+    /// codes of [`business_from_value`], with the reference it names.
+    pub fn parse(text: &str, dir: &Path) -> Result<Self, ConfigError> {
         let json: ConfigJson = serde_json::from_str(text)
             .map_err(logged(Refusal::BadConfig, "parsing the configuration"))?;
         let business = business_from_value(json.business)?;
         let secret = credential_env_names(&business);
         if json.agents.is_empty() {
-            return Err(Refusal::BadConfig);
+            return Err(Refusal::BadConfig.into());
         }
         let agents = json
             .agents
@@ -264,7 +264,7 @@ impl UpConfig {
     /// # Errors
     /// `bad-config` when it cannot be read, is larger than 1 MiB or is not
     /// UTF-8; and the codes of [`UpConfig::parse`].
-    pub fn load(path: &Path) -> Result<Self, Refusal> {
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let path = std::path::absolute(path).map_err(|_| Refusal::BadConfig)?;
         let dir = path.parent().ok_or(Refusal::BadConfig)?;
         let mut text = String::new();
@@ -272,7 +272,7 @@ impl UpConfig {
             .and_then(|f| f.take(MAX_CONFIG + 1).read_to_string(&mut text))
             .map_err(logged(Refusal::BadConfig, "reading the configuration"))?;
         if text.len() as u64 > MAX_CONFIG {
-            return Err(Refusal::BadConfig);
+            return Err(Refusal::BadConfig.into());
         }
         Self::parse(&text, dir)
     }
@@ -332,7 +332,7 @@ pub fn run(options: Options, out: &mut impl Write) -> u8 {
 }
 
 /// Why `up` could not start: a static code, and the agent or the
-/// credential reference it concerns.
+/// credential or role reference it concerns.
 #[derive(Debug)]
 struct Failure {
     code: Refusal,
@@ -346,6 +346,16 @@ impl From<Refusal> for Failure {
             code: refusal,
             role: None,
             reference: None,
+        }
+    }
+}
+
+impl From<ConfigError> for Failure {
+    fn from(error: ConfigError) -> Self {
+        Failure {
+            code: error.refusal,
+            role: None,
+            reference: error.reference,
         }
     }
 }
@@ -1046,7 +1056,9 @@ mod tests {
         ];
         for (text, code) in cases {
             assert_eq!(
-                UpConfig::parse(&text, Path::new("/")).err(),
+                UpConfig::parse(&text, Path::new("/"))
+                    .map_err(Refusal::from)
+                    .err(),
                 Some(code),
                 "{text}"
             );

@@ -159,8 +159,9 @@ impl Live {
         browser: bool,
     ) -> Result<Self, Failure> {
         let root = data_root(ctx, name)?;
-        let config = boot_from_value(boot_config(&root, roles, browser))
-            .map_err(|r| Failure::refused("the bench boot configuration does not parse", r))?;
+        let config = boot_from_value(boot_config(&root, roles, browser)).map_err(|r| {
+            Failure::refused("the bench boot configuration does not parse", r.refusal)
+        })?;
         let (broker, booted) = start_broker(config)
             .map_err(|f| Failure::refused("the broker does not start", f.refusal))?;
         let clients: Vec<Client> = roles

@@ -60,9 +60,9 @@ fn businesses() -> Result<Vec<Business>, Failure> {
         ]
         .into_iter()
         .collect(),
-        launch_by: None,
+        launch_by: vec![],
     })
-    .map_err(bad)?;
+    .map_err(|invalid| bad(invalid.refusal))?;
     Ok(vec![business])
 }
 

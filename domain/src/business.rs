@@ -118,8 +118,55 @@ pub struct BusinessSpec {
     pub delivery_arbiter: RoleInstance,
     /// The role instances.
     pub roles: BTreeMap<RoleInstance, RoleSpec>,
-    /// The launch block's `by`: the role allowed `role.launch` without a decision.
-    pub launch_by: Option<RoleInstance>,
+    /// The launch block's `by`, as given: the roles allowed `role.launch`
+    /// without a decision (empty when the block names none).
+    pub launch_by: Vec<RoleInstance>,
+}
+
+/// A field of a business definition that names a role.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RoleField {
+    /// The technical arbiter.
+    TechnicalArbiter,
+    /// The delivery arbiter.
+    DeliveryArbiter,
+    /// One of the launch block's `by` roles.
+    LaunchBy,
+}
+
+/// A role named by a business definition: where, and the name given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoleReference {
+    /// The field that names it.
+    pub field: RoleField,
+    /// The name it gives.
+    pub role: RoleInstance,
+}
+
+/// Why [`Business::validate`] refused a definition: the code and, when a
+/// role reference is at fault (an undefined role, a launcher named twice),
+/// which one, so a boot failure can name it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidBusiness {
+    /// The code.
+    pub refusal: Refusal,
+    /// The role reference at fault, if one is.
+    pub reference: Option<RoleReference>,
+}
+
+impl From<Refusal> for InvalidBusiness {
+    fn from(refusal: Refusal) -> Self {
+        Self {
+            refusal,
+            reference: None,
+        }
+    }
+}
+
+impl From<InvalidBusiness> for Refusal {
+    fn from(invalid: InvalidBusiness) -> Self {
+        invalid.refusal
+    }
 }
 
 /// A role's validated authority.
@@ -151,31 +198,35 @@ pub struct Business {
     technical_arbiter: RoleInstance,
     delivery_arbiter: RoleInstance,
     roles: BTreeMap<RoleInstance, Role>,
-    launch_by: Option<RoleInstance>,
+    launch_by: BTreeSet<RoleInstance>,
 }
 
 impl Business {
     /// Checks a business as given.
     ///
     /// # Errors
-    /// - `bad-config`: an authority map is missing, or an action is listed twice;
-    /// - `unknown-role`: an arbiter or the launch block names an undefined role;
+    /// - `bad-config`: an authority map is missing, an action is listed
+    ///   twice, or the launch block names a role twice (with that
+    ///   reference);
+    /// - `unknown-role`: an arbiter or a launch block role is undefined
+    ///   (with that reference; the arbiters are checked first, then the
+    ///   launchers in the order given);
     /// - `gated-in-authority`: a gated-only action appears in an authority map.
-    pub fn validate(spec: BusinessSpec) -> Result<Self, Refusal> {
+    pub fn validate(spec: BusinessSpec) -> Result<Self, InvalidBusiness> {
         let mut roles = BTreeMap::new();
         for (name, role) in spec.roles {
             let (Some(within), Some(cross)) =
                 (role.authority.within_role, role.authority.cross_role)
             else {
-                return Err(Refusal::BadConfig);
+                return Err(Refusal::BadConfig.into());
             };
             let mut all = BTreeSet::new();
             for action in within.iter().chain(cross.iter()) {
                 if is_gated_only(action) {
-                    return Err(Refusal::GatedInAuthority);
+                    return Err(Refusal::GatedInAuthority.into());
                 }
                 if !all.insert(action) {
-                    return Err(Refusal::BadConfig);
+                    return Err(Refusal::BadConfig.into());
                 }
             }
             let authority = Authority {
@@ -190,13 +241,29 @@ impl Business {
                 },
             );
         }
-        let named = [
-            Some(&spec.technical_arbiter),
-            Some(&spec.delivery_arbiter),
-            spec.launch_by.as_ref(),
+        let at_fault = |refusal: Refusal, field: RoleField, role: &RoleInstance| InvalidBusiness {
+            refusal,
+            reference: Some(RoleReference {
+                field,
+                role: role.clone(),
+            }),
+        };
+        let arbiters = [
+            (RoleField::TechnicalArbiter, &spec.technical_arbiter),
+            (RoleField::DeliveryArbiter, &spec.delivery_arbiter),
         ];
-        if named.into_iter().flatten().any(|r| !roles.contains_key(r)) {
-            return Err(Refusal::UnknownRole);
+        let launchers = spec.launch_by.iter().map(|r| (RoleField::LaunchBy, r));
+        for (field, role) in arbiters.into_iter().chain(launchers) {
+            if !roles.contains_key(role) {
+                return Err(at_fault(Refusal::UnknownRole, field, role));
+            }
+        }
+        let mut launch_by = BTreeSet::new();
+        for role in spec.launch_by {
+            if launch_by.contains(&role) {
+                return Err(at_fault(Refusal::BadConfig, RoleField::LaunchBy, &role));
+            }
+            launch_by.insert(role);
         }
         Ok(Self {
             id: spec.id,
@@ -204,7 +271,7 @@ impl Business {
             technical_arbiter: spec.technical_arbiter,
             delivery_arbiter: spec.delivery_arbiter,
             roles,
-            launch_by: spec.launch_by,
+            launch_by,
         })
     }
 
@@ -240,11 +307,11 @@ impl Business {
 
     /// The class of `action` for `role`, by the rules of DESIGN.md §3.
     ///
-    /// `role.launch` is within-role for the role the launch block names; every
-    /// other gated-only action is always gated; an action the role does not
-    /// list (or a role the business does not define) is gated.
+    /// `role.launch` is within-role for every role the launch block names;
+    /// every other gated-only action is always gated; an action the role does
+    /// not list (or a role the business does not define) is gated.
     pub fn class_of(&self, role: &RoleInstance, action: &Action) -> ActionClass {
-        if action.as_str() == "role.launch" && self.launch_by.as_ref() == Some(role) {
+        if action.as_str() == "role.launch" && self.launch_by.contains(role) {
             return ActionClass::WithinRole;
         }
         if is_gated_only(action) {
@@ -281,8 +348,10 @@ mod tests {
             human: HumanName::parse("alice").unwrap(),
             technical_arbiter: r("dev"),
             delivery_arbiter: r("dev"),
-            roles: [(r("dev"), role)].into_iter().collect(),
-            launch_by: None,
+            roles: [(r("dev"), role.clone()), (r("ops"), role)]
+                .into_iter()
+                .collect(),
+            launch_by: vec![],
         }
     }
 
@@ -302,48 +371,102 @@ mod tests {
             ActionClass::CrossRole
         );
         assert_eq!(b.class_of(&r("dev"), &a("repo.push")), ActionClass::Gated);
-        assert_eq!(
-            b.class_of(&r("ops"), &a("message.send")),
-            ActionClass::Gated
-        );
+        assert_eq!(b.class_of(&r("qa"), &a("message.send")), ActionClass::Gated);
         assert_eq!(b.class_of(&r("dev"), &a("role.launch")), ActionClass::Gated);
     }
 
     #[test]
     fn launch_by_makes_role_launch_within_role_for_that_role_only() {
         let mut s = spec(Some(vec![]), Some(vec![]));
-        s.launch_by = Some(r("dev"));
+        s.launch_by = vec![r("dev")];
         let b = Business::validate(s).unwrap();
         assert_eq!(
             b.class_of(&r("dev"), &a("role.launch")),
             ActionClass::WithinRole
         );
+        assert_eq!(b.class_of(&r("ops"), &a("role.launch")), ActionClass::Gated);
         assert_eq!(b.class_of(&r("dev"), &a("role.revoke")), ActionClass::Gated);
     }
 
     #[test]
+    fn every_role_the_launch_block_names_may_launch() {
+        let mut s = spec(Some(vec![]), Some(vec![]));
+        s.launch_by = vec![r("ops"), r("dev")];
+        let b = Business::validate(s).unwrap();
+        for role in ["dev", "ops"] {
+            assert_eq!(
+                b.class_of(&r(role), &a("role.launch")),
+                ActionClass::WithinRole,
+                "{role}"
+            );
+            assert_eq!(
+                b.class_of(&r(role), &a("launch.revoke")),
+                ActionClass::Gated
+            );
+        }
+        assert_eq!(
+            b.class_of(&r("qa"), &a("role.launch")),
+            ActionClass::Gated,
+            "a role the business lacks"
+        );
+    }
+
+    #[test]
+    fn a_bad_role_reference_is_named() {
+        let named = |refusal, field, role: &str| {
+            Err(InvalidBusiness {
+                refusal,
+                reference: Some(RoleReference {
+                    field,
+                    role: r(role),
+                }),
+            })
+        };
+        let mut s = spec(Some(vec![]), Some(vec![]));
+        s.launch_by = vec![r("dev"), r("qa")];
+        assert_eq!(
+            Business::validate(s),
+            named(Refusal::UnknownRole, RoleField::LaunchBy, "qa")
+        );
+        let mut s = spec(Some(vec![]), Some(vec![]));
+        s.launch_by = vec![r("dev"), r("ops"), r("dev")];
+        assert_eq!(
+            Business::validate(s),
+            named(Refusal::BadConfig, RoleField::LaunchBy, "dev")
+        );
+        let mut s = spec(Some(vec![]), Some(vec![]));
+        s.technical_arbiter = r("qa");
+        s.launch_by = vec![r("lead")];
+        assert_eq!(
+            Business::validate(s),
+            named(Refusal::UnknownRole, RoleField::TechnicalArbiter, "qa")
+        );
+        let mut s = spec(Some(vec![]), Some(vec![]));
+        s.delivery_arbiter = r("qa");
+        assert_eq!(
+            Business::validate(s),
+            named(Refusal::UnknownRole, RoleField::DeliveryArbiter, "qa")
+        );
+    }
+
+    #[test]
     fn validation_refuses_missing_maps_gated_actions_and_unknown_roles() {
-        assert_eq!(
-            Business::validate(spec(None, Some(vec![]))),
-            Err(Refusal::BadConfig)
-        );
-        assert_eq!(
-            Business::validate(spec(Some(vec![]), None)),
-            Err(Refusal::BadConfig)
-        );
+        let validate = |s| Business::validate(s).map_err(Refusal::from);
+        assert_eq!(validate(spec(None, Some(vec![]))), Err(Refusal::BadConfig));
+        assert_eq!(validate(spec(Some(vec![]), None)), Err(Refusal::BadConfig));
         for gated in GATED_ONLY {
             assert_eq!(
-                Business::validate(spec(Some(vec![]), Some(vec![a(gated)]))),
+                validate(spec(Some(vec![]), Some(vec![a(gated)]))),
                 Err(Refusal::GatedInAuthority)
             );
         }
         let dup = spec(Some(vec![a("x")]), Some(vec![a("x")]));
-        assert_eq!(Business::validate(dup), Err(Refusal::BadConfig));
+        assert_eq!(validate(dup), Err(Refusal::BadConfig));
         let mut s = spec(Some(vec![]), Some(vec![]));
-        s.delivery_arbiter = r("ops");
-        assert_eq!(Business::validate(s), Err(Refusal::UnknownRole));
+        s.delivery_arbiter = r("qa");
+        assert_eq!(validate(s), Err(Refusal::UnknownRole));
         let mut s = spec(Some(vec![]), Some(vec![]));
-        s.launch_by = Some(r("ops"));
-        assert_eq!(Business::validate(s), Err(Refusal::UnknownRole));
+        s.launch_by = vec![r("qa")];
+        assert_eq!(validate(s), Err(Refusal::UnknownRole));
     }
 }

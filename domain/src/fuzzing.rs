@@ -245,7 +245,7 @@ mod machines {
             ]
             .into_iter()
             .collect(),
-            launch_by: Some(role("lead")),
+            launch_by: vec![role("lead")],
         };
         let globex = BusinessSpec {
             id: name("globex", BusinessId::parse),
@@ -255,13 +255,13 @@ mod machines {
             roles: [(role("solo"), spec(&[Verb::MessageSend.as_str()], &[]))]
                 .into_iter()
                 .collect(),
-            launch_by: None,
+            launch_by: vec![],
         };
         [acme, globex]
             .into_iter()
             .map(|spec| match Business::validate(spec) {
                 Ok(business) => business,
-                Err(refusal) => panic!("the harness's businesses are valid: {refusal}"),
+                Err(invalid) => panic!("the harness's businesses are valid: {}", invalid.refusal),
             })
             .collect()
     }

@@ -34,7 +34,7 @@ pub mod refusal;
 pub mod time;
 pub mod verb;
 
-pub use business::{ActionClass, Business, BusinessSpec};
+pub use business::{ActionClass, Business, BusinessSpec, InvalidBusiness};
 pub use ids::{
     Action, BrowserRequestId, BusinessId, Capability, ClaimToken, ClientId, DecisionId, EventId,
     HumanName, MessageId, RoleInstance, RunId, Target, TaskRef,

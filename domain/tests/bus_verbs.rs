@@ -76,7 +76,7 @@ fn business_with_technical(dev_within: &[&str], dev_cross: &[&str], technical: &
         ]
         .into_iter()
         .collect(),
-        launch_by: Some(role("lead")),
+        launch_by: vec![role("lead")],
     })
     .unwrap()
 }

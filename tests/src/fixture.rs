@@ -110,7 +110,7 @@ fn business(dev_cross: &[&str]) -> Business {
         ]
         .into_iter()
         .collect(),
-        launch_by: Some(role("lead")),
+        launch_by: vec![role("lead")],
     })
     .expect("the fixture business is valid")
 }

@@ -373,9 +373,15 @@ fn a_bad_date_is_refused_at_config_level() {
         let json = business_json(&format!(
             r#"{{"gitea":{{"file":"/secrets/g","rotateBy":"{bad}"}}}}"#
         ));
-        assert_eq!(business_from_json(&json).err(), Some(Refusal::BadDate));
+        assert_eq!(
+            business_from_json(&json).map_err(Refusal::from).err(),
+            Some(Refusal::BadDate)
+        );
         let json = business_json(&format!(r#"{{"vikunja":{{"env":"V","expires":"{bad}"}}}}"#));
-        assert_eq!(business_from_json(&json).err(), Some(Refusal::BadDate));
+        assert_eq!(
+            business_from_json(&json).map_err(Refusal::from).err(),
+            Some(Refusal::BadDate)
+        );
     }
 }
 

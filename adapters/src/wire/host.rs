@@ -7,7 +7,7 @@ use mosaic_domain::{BusinessId, Capability, Refusal, RunId};
 use serde_json::{json, Value};
 
 use super::parse_json;
-use crate::config::{boot_from_value, launch_from_value, BootConfig};
+use crate::config::{boot_from_value, launch_from_value, BootConfig, ConfigError};
 
 /// One line from the host.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,8 +26,9 @@ pub enum HostRequest {
 /// # Errors
 /// `bad-request` for anything but such an object or for an unknown op,
 /// `unknown-key` for a key the op does not take, and the config and launch
-/// codes (`bad-config`, `bad-date`, `unknown-role`, …) for their contents.
-pub fn parse_host_line(line: &[u8]) -> Result<HostRequest, Refusal> {
+/// codes (`bad-config`, `bad-date`, `unknown-role`, …) for their contents,
+/// with the reference at fault where the config names one.
+pub fn parse_host_line(line: &[u8]) -> Result<HostRequest, ConfigError> {
     let message = parse_json(line)?;
     let object = message.as_object().ok_or(Refusal::BadRequest)?;
     let op = object
@@ -38,13 +39,13 @@ pub fn parse_host_line(line: &[u8]) -> Result<HostRequest, Refusal> {
         "boot" => Some("config"),
         "bindLaunch" => Some("record"),
         "close" => None,
-        _ => return Err(Refusal::BadRequest),
+        _ => return Err(Refusal::BadRequest.into()),
     };
     if object
         .keys()
         .any(|k| k != "op" && Some(k.as_str()) != takes)
     {
-        return Err(Refusal::UnknownKey);
+        return Err(Refusal::UnknownKey.into());
     }
     let argument = |key: &str| object.get(key).cloned().ok_or(Refusal::BadRequest);
     Ok(match op {
@@ -52,7 +53,7 @@ pub fn parse_host_line(line: &[u8]) -> Result<HostRequest, Refusal> {
         "bindLaunch" => HostRequest::BindLaunch(launch_from_value(argument("record")?)?),
         "close" => HostRequest::Close,
         // Refused above already; no unknown op falls into a real request.
-        _ => return Err(Refusal::BadRequest),
+        _ => return Err(Refusal::BadRequest.into()),
     })
 }
 
@@ -94,8 +95,9 @@ pub fn bind_reply(result: Result<(BusinessId, RunId, Capability), Refusal>) -> V
 }
 
 /// A refused boot: `{"ok":false,"error":CODE}`, plus `"reference"` naming
-/// a bad credential reference (`"acme/dev gitea"`, never its content) or
-/// `"run"` naming the boot launch that was refused.
+/// a bad credential reference (`"acme/dev gitea"`, never its content) or a
+/// bad role reference of a business (`"acme launch.by ops"`), or `"run"`
+/// naming the boot launch that was refused.
 pub fn boot_error(refusal: Refusal, reference: Option<&str>, run: Option<&str>) -> Value {
     let mut value = host_error(refusal);
     if let Some(reference) = reference {

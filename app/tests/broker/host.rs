@@ -637,3 +637,102 @@ fn a_launch_of_no_live_process_of_ours_is_refused_at_bind_and_the_broker_serves_
     broker.bind_ok(&good).claim();
     broker.close();
 }
+
+/// The launch block's `by` may be a list: the broker boots, and every role
+/// it names raises `role.launch` within role while the others are gated.
+#[test]
+fn a_launch_block_naming_a_list_of_roles_boots_and_each_of_them_launches() {
+    let root = data_root();
+    let mut business = acme();
+    business["launch"] = json!({"by": ["lead", "arch"]});
+    let broker = Broker::boot(
+        root.path(),
+        &config(
+            root.path(),
+            &[business],
+            &[
+                launch("acme", "lead", "lead-1"),
+                launch("acme", "arch", "arch-1"),
+                launch("acme", "dev", "dev-1"),
+            ],
+            &[],
+        ),
+    );
+    assert_eq!(broker.boot["ok"], json!(true), "{}", broker.boot);
+    for run in ["lead-1", "arch-1"] {
+        let agent = broker.agent(run);
+        agent.claim();
+        let own = agent.raise("role.launch", Some("qa"), json!({"choice": "yes"}));
+        assert_eq!(
+            (&own["class"], &own["status"]),
+            (&json!("within-role"), &json!("resolved")),
+            "{run}: {own}"
+        );
+    }
+    let dev = broker.agent("dev-1");
+    dev.claim();
+    let other = dev.raise("role.launch", Some("qa"), json!({}));
+    assert_eq!(
+        (&other["class"], &other["route"]),
+        (&json!("gated"), &json!("human")),
+        "{other}"
+    );
+    broker.close();
+}
+
+/// A launch block that names an undefined role fails the boot, and the
+/// line says which reference; so does a launcher named twice. An empty
+/// list, or a `by` that is neither a role nor a list of roles, is a bad
+/// configuration.
+#[test]
+fn a_bad_launch_block_fails_the_boot_and_names_the_reference() {
+    let root = data_root();
+    let cases = [
+        (
+            json!({"by": ["lead", "ghost"]}),
+            json!({"ok": false, "error": "unknown-role", "reference": "acme launch.by ghost"}),
+        ),
+        (
+            json!({"by": "ghost"}),
+            json!({"ok": false, "error": "unknown-role", "reference": "acme launch.by ghost"}),
+        ),
+        (
+            json!({"by": ["lead", "arch", "lead"]}),
+            json!({"ok": false, "error": "bad-config", "reference": "acme launch.by lead"}),
+        ),
+        (
+            json!({"by": []}),
+            json!({"ok": false, "error": "bad-config"}),
+        ),
+        (
+            json!({"by": 7}),
+            json!({"ok": false, "error": "bad-config"}),
+        ),
+        (
+            json!({"by": ["lead", 7]}),
+            json!({"ok": false, "error": "bad-config"}),
+        ),
+    ];
+    for (block, expected) in cases {
+        let mut business = acme();
+        business["launch"] = block.clone();
+        let mut broker = Broker::spawn(root.path());
+        broker.send(&boot_line(&config(root.path(), &[business], &[], &[])).to_string());
+        let reply: Value =
+            serde_json::from_str(&broker.line().expect("a refusal line")).expect("JSON");
+        assert_eq!(reply, expected, "{block}");
+        assert_eq!(broker.wait(), 2, "{block}");
+        assert_gone(root.path());
+    }
+    // An arbiter is named the same way.
+    let mut business = acme();
+    business["arbiters"]["technical"] = json!("ghost");
+    let mut broker = Broker::spawn(root.path());
+    broker.send(&boot_line(&config(root.path(), &[business], &[], &[])).to_string());
+    let reply: Value = serde_json::from_str(&broker.line().expect("a refusal line")).expect("JSON");
+    assert_eq!(
+        reply,
+        json!({"ok": false, "error": "unknown-role", "reference": "acme arbiters.technical ghost"})
+    );
+    assert_eq!(broker.wait(), 2);
+}
