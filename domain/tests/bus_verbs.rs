@@ -1250,3 +1250,102 @@ fn a_message_send_decision_targets_a_role_of_the_business_or_the_human() {
     // Other actions name any target they like.
     f.raise("ops", "o1", 3, raise("repo.merge", Some("nobody")));
 }
+
+#[test]
+fn a_command_names_its_verb_and_the_messages_the_runtime_must_read_for_it() {
+    let mut reply = send(1, "lead", None);
+    if let Command::Send { input, .. } = &mut reply {
+        input.in_reply_to = Some(MessageId::from_random([2; 16]));
+        input.corrects = Some(MessageId::from_random([3; 16]));
+    }
+    assert_eq!(
+        reply.references(),
+        [
+            MessageId::from_random([2; 16]),
+            MessageId::from_random([3; 16])
+        ]
+    );
+    assert_eq!(send(1, "lead", None).references(), []);
+    let read = Command::Read {
+        id: MessageId::from_random([4; 16]),
+        known: None,
+    };
+    assert_eq!(read.references(), [MessageId::from_random([4; 16])]);
+    assert_eq!(Command::Claim.references(), []);
+    for (command, verb) in [
+        (Command::Claim, "role.claim"),
+        (Command::Release, "role.release"),
+        (send(1, "lead", None), "message.send"),
+        (read, "message.read"),
+        (resolve(1, "yes"), "decision.resolve"),
+        (Command::LaunchRevoke, "launch.revoke"),
+        (
+            Command::Authorize {
+                action: act("repo.merge"),
+                target: None,
+                decision: None,
+            },
+            "authorize",
+        ),
+    ] {
+        assert_eq!(command.verb(), verb);
+    }
+    assert_eq!(caller("dev", "r1").kind(), CallerKind::Agent);
+    assert_eq!(human(1).kind(), CallerKind::Human);
+    assert_eq!(
+        Caller::Reader { business: acme() }.kind(),
+        CallerKind::Reader
+    );
+}
+
+#[test]
+fn a_refusal_is_recorded_with_its_caller_and_verb_at_the_next_write_time() {
+    let mut f = Fixture::new();
+    f.claim("dev", "r1");
+    let last = f.committed.last().unwrap().at;
+    f.bus.handle_refused(
+        t(0),
+        Some(&caller("dev", "r1")),
+        Some("role.claim"),
+        Refusal::RoleHeld,
+    );
+    f.bus
+        .handle_refused(t(0), Some(&human(1)), None, Refusal::NotAuthorized);
+    f.bus
+        .handle_refused(t(0), None, None, Refusal::BadCapability);
+    let records: Vec<Stamped> = std::iter::from_fn(|| f.bus.poll_effect()).collect();
+    let refused = |business: Option<BusinessId>, agent, verb: Option<&str>, refusal| {
+        Evidence::Refused(mosaic_domain::evidence::RefusalRecord {
+            business,
+            agent,
+            verb: verb.map(str::to_owned),
+            refusal,
+        })
+    };
+    assert_eq!(
+        records
+            .iter()
+            .map(|s| s.evidence.clone())
+            .collect::<Vec<_>>(),
+        [
+            refused(
+                Some(acme()),
+                Some(agent("dev", "r1")),
+                Some("role.claim"),
+                Refusal::RoleHeld
+            ),
+            refused(Some(acme()), None, None, Refusal::NotAuthorized),
+            refused(None, None, None, Refusal::BadCapability),
+        ]
+    );
+    let times: Vec<Timestamp> = records.iter().map(|s| s.at).collect();
+    assert_eq!(
+        times,
+        [1, 2, 3].map(|n| Timestamp::from_unix_ms(last.unix_ms() + n).unwrap())
+    );
+    assert_eq!(f.bus.business(&acme()).map(|b| b.id()), Some(&acme()));
+    assert!(f
+        .bus
+        .business(&BusinessId::parse("globex").unwrap())
+        .is_none());
+}

@@ -365,3 +365,73 @@ fn a_restart_replays_launches_claims_decisions_and_spent_approvals_only() {
         );
     }
 }
+
+#[test]
+fn every_record_names_its_kind_and_its_business() {
+    let kinds: Vec<&str> = records().iter().map(|(_, r, _)| r.kind()).collect();
+    for kind in REPLAYED.iter().chain(&[
+        "action.allowed",
+        "message.sent",
+        "message.delivered",
+        "message.read",
+        "human.input",
+        "event.observed",
+        "request.refused",
+    ]) {
+        assert!(kinds.contains(kind), "no record of kind {kind}");
+    }
+    for (name, record, _) in records() {
+        assert_eq!(record.business(), Some(&acme()), "{name}");
+    }
+    let anonymous = Evidence::Refused(RefusalRecord {
+        business: None,
+        agent: None,
+        verb: None,
+        refusal: Refusal::BadCapability,
+    });
+    assert_eq!(anonymous.business(), None);
+}
+
+#[test]
+fn option_keys_are_1_to_64_letters_digits_dots_underscores_and_dashes() {
+    for good in ["yes", "a", "Option_2.b-c", &"k".repeat(64)] {
+        let key = OptionKey::parse(good).unwrap();
+        assert_eq!((key.as_str(), key.to_string().as_str()), (good, good));
+    }
+    for bad in ["", &"k".repeat(65), "a b", "a/b", "ä", "a:b"] {
+        assert_eq!(OptionKey::parse(bad), Err(Refusal::BadRequest), "{bad}");
+    }
+    assert_eq!(OptionKey::yes().as_str(), "yes");
+}
+
+#[test]
+fn message_classes_and_harnesses_have_one_wire_name_each() {
+    use mosaic_domain::evidence::MessageClass;
+    let names: Vec<&str> = MessageClass::ALL.iter().map(|c| c.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "REQUEST",
+            "ASSIGNMENT",
+            "REVIEW-REQUEST",
+            "REVIEW-RESULT",
+            "RESULT",
+            "INFO",
+            "DECISION",
+            "REACTION"
+        ]
+    );
+    for class in MessageClass::ALL {
+        assert_eq!(MessageClass::parse(class.as_str()), Ok(class));
+    }
+    for bad in ["", "request", "REVIEW", "INFO "] {
+        assert_eq!(MessageClass::parse(bad), Err(Refusal::BadRequest), "{bad}");
+    }
+    for (text, harness) in [("pi", Harness::Pi), ("claude-code", Harness::ClaudeCode)] {
+        assert_eq!(Harness::parse(text), Ok(harness));
+        assert_eq!(harness.as_str(), text);
+    }
+    for bad in ["", "Pi", "claude"] {
+        assert_eq!(Harness::parse(bad), Err(Refusal::BadConfig), "{bad}");
+    }
+}

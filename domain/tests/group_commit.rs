@@ -198,6 +198,25 @@ fn the_later_request_really_touches_every_machine() {
         Some(&Status::Open)
     );
     assert!(bus.authorizations().is_consumed(&did(1)));
+    let records: Vec<&LaunchRecord> = bus.launches().records().collect();
+    assert_eq!(records, [&launch("o1")]);
+    let mut ids: Vec<DecisionId> = bus.decisions().iter().map(|d| d.record.id).collect();
+    ids.sort();
+    let mut want = vec![did(1), did(2)];
+    want.sort();
+    assert_eq!(ids, want);
+}
+
+#[test]
+fn a_status_has_one_wire_name() {
+    let names = [
+        Status::Open,
+        Status::Resolved(OptionKey::yes()),
+        Status::Withdrawn,
+        Status::Superseded(did(1)),
+    ]
+    .map(|s| s.as_str());
+    assert_eq!(names, ["open", "resolved", "withdrawn", "superseded"]);
 }
 
 #[test]
