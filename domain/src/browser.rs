@@ -943,6 +943,7 @@ mod tests {
             "http://example.com:0/",
             "http://example.com:65536/",
             "http://example.com:080808/",
+            "http://example.com:000080/",
             "http://example.com:+80/",
             "http://example.com:8a/",
             "http://[::1/",
@@ -955,6 +956,13 @@ mod tests {
         }
         let long_host = format!("http://{}.com/", "a".repeat(250));
         assert_eq!(HttpUrl::parse(&long_host), Err(Refusal::BadParameters));
+        // The DNS limit itself is a host, and so are five-digit ports.
+        let dns_limit = format!("http://{}.com/", "a".repeat(249));
+        assert!(HttpUrl::parse(&dns_limit).is_ok());
+        for port in ["65535", "00080", "1"] {
+            let url = format!("http://example.com:{port}/");
+            assert!(HttpUrl::parse(&url).is_ok(), "{url}");
+        }
     }
 
     #[test]
@@ -973,7 +981,7 @@ mod tests {
             assert_eq!(HttpUrl::parse(bad), Err(Refusal::BadParameters), "{bad:?}");
         }
         let prefix = "https://example.com/";
-        let at_limit = format!("{prefix}{}", "a".repeat(MAX_URL_BYTES - prefix.len()));
+        let at_limit = format!("{prefix}{}", "a".repeat(8 * 1024 - prefix.len()));
         assert!(HttpUrl::parse(&at_limit).is_ok());
         let over = format!("{at_limit}a");
         assert_eq!(HttpUrl::parse(&over), Err(Refusal::BadParameters));
@@ -1004,6 +1012,10 @@ mod tests {
     fn viewport_sides_run_from_1_to_10000() {
         let v = Viewport::new(1, 10_000).unwrap();
         assert_eq!((v.width(), v.height()), (1, 10_000));
+        let v = Viewport::new(10_000, 1).unwrap();
+        assert_eq!((v.width(), v.height()), (10_000, 1));
+        let v = Viewport::new(1280, 720).unwrap();
+        assert_eq!((v.width(), v.height()), (1280, 720));
         for (w, h) in [(0, 10), (10, 0), (10_001, 10), (10, 10_001), (u64::MAX, 10)] {
             assert_eq!(Viewport::new(w, h), Err(Refusal::BadParameters), "{w}x{h}");
         }

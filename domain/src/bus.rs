@@ -16,10 +16,10 @@ use std::sync::Arc;
 
 use crate::authority::{Ask, Authorizations, Grant};
 use crate::claims::{BindReply, ClaimReply, Claims, Launches};
-use crate::decisions::{Decision, Decisions, RaiseInput, Status};
+use crate::decisions::{Decision, Decisions, RaiseInput};
 use crate::evidence::{
     AgentRef, DecisionActor, Evidence, HumanInput, LaunchRecord, MessageClass, MessageEvidence,
-    MessageRecord, Observation, Recipient, RefusalRecord, Route, Stamped, Subject,
+    MessageRecord, Observation, Recipient, RefusalRecord, Stamped, Subject,
 };
 use crate::journal::Mark;
 use crate::messages::{self, MessageFacts};
@@ -405,18 +405,6 @@ impl Bus {
     /// The spent approvals.
     pub fn authorizations(&self) -> &Authorizations {
         &self.authorizations
-    }
-
-    /// The open decisions of `business` that `route` resolves, in no
-    /// particular order.
-    pub fn open_decisions<'a>(
-        &'a self,
-        business: &'a BusinessId,
-        route: &'a Route,
-    ) -> impl Iterator<Item = &'a Decision> + 'a {
-        self.decisions.iter().filter(move |d| {
-            &d.record.business == business && &d.record.route == route && d.status == Status::Open
-        })
     }
 
     /// Binds a launch the trusted host performed (`bindLaunch`).

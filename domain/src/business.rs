@@ -356,6 +356,30 @@ mod tests {
     }
 
     #[test]
+    fn a_validated_business_keeps_its_roles_credentials_and_class_names() {
+        let mut s = spec(Some(vec![]), Some(vec![]));
+        let credentials = RoleCredentials {
+            gitea: Some(GiteaCredential {
+                source: CredentialSource::Env("GITEA_TOKEN".into()),
+                rotate_by: None,
+            }),
+            vikunja: None,
+        };
+        s.roles.get_mut(&r("dev")).unwrap().credentials = credentials.clone();
+        let b = Business::validate(s).unwrap();
+        let roles: Vec<&RoleInstance> = b.roles().map(|(name, _)| name).collect();
+        assert_eq!(roles, [&r("dev")]);
+        assert_eq!(b.role(&r("dev")).map(Role::credentials), Some(&credentials));
+        let names = [
+            ActionClass::WithinRole,
+            ActionClass::CrossRole,
+            ActionClass::Gated,
+        ]
+        .map(ActionClass::as_str);
+        assert_eq!(names, ["within-role", "cross-role", "gated"]);
+    }
+
+    #[test]
     fn classes_follow_the_authority_maps() {
         let b = Business::validate(spec(
             Some(vec![a("message.send")]),

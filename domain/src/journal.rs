@@ -90,11 +90,6 @@ impl<K: Eq + Hash + Clone, V: Clone> Journaled<K, V> {
     pub fn commit(&mut self) {
         self.undo.clear();
     }
-
-    /// Whether writes are staged and not yet committed or rolled back.
-    pub fn is_staged(&self) -> bool {
-        !self.undo.is_empty()
-    }
 }
 
 #[cfg(test)]
@@ -112,7 +107,9 @@ mod tests {
         j.rollback();
         assert_eq!(j.get(&1), Some(&"a"));
         assert_eq!(j.get(&2), None);
-        assert!(!j.is_staged());
+        // Nothing is staged any more: a second rollback keeps the commit.
+        j.rollback();
+        assert_eq!(j.get(&1), Some(&"a"));
     }
 
     #[test]

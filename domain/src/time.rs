@@ -259,4 +259,144 @@ mod tests {
         assert_eq!(clock.stamp(t(5_000)), t(5_001));
         assert_eq!(BrokerClock::resume(None).stamp(t(7)), t(7));
     }
+
+    #[test]
+    fn every_separator_and_digit_is_checked_on_its_own() {
+        for text in [
+            "2026-11-30X04:18:47.120Z",
+            "2026-11-30T04-18:47.120Z",
+            "2026-11-30T04:18-47.120Z",
+            "2026-11-30T04:18:47,120Z",
+            "2026-11-30T04:18:47.120z",
+            "2026/11-30T04:18:47.120Z",
+            "2026-11/30T04:18:47.120Z",
+            "20a6-11-30T04:18:47.120Z",
+            "2026-1a-30T04:18:47.120Z",
+            "2026-11-3aT04:18:47.120Z",
+            "2026-11-30T0a:18:47.120Z",
+            "2026-11-30T04:1a:47.120Z",
+            "2026-11-30T04:18:4a.120Z",
+            "2026-11-30T04:18:47.12aZ",
+        ] {
+            assert_eq!(Timestamp::parse(text), Err(Refusal::BadTimestamp), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_timestamp_counts_milliseconds_from_the_epoch() {
+        let parse = |text| Timestamp::parse(text).unwrap().unix_ms();
+        assert_eq!(parse("1970-01-01T00:00:00.000Z"), 0);
+        assert_eq!(parse("1970-01-01T00:00:00.001Z"), 1);
+        assert_eq!(parse("1970-01-01T00:00:01.000Z"), 1_000);
+        assert_eq!(parse("1970-01-01T00:01:00.000Z"), 60_000);
+        assert_eq!(parse("1970-01-01T01:00:00.000Z"), 3_600_000);
+        assert_eq!(parse("1970-01-02T00:00:00.000Z"), DAY_MS);
+        assert_eq!(parse("1970-01-02T03:04:05.006Z"), DAY_MS + 11_045_006);
+        assert_eq!(parse("2000-03-01T00:00:00.000Z"), 11_017 * DAY_MS);
+        assert_eq!(parse("9999-12-31T23:59:59.999Z"), MAX_MS);
+        let text = |ms| Timestamp::from_unix_ms(ms).unwrap().to_string();
+        assert_eq!(text(DAY_MS + 11_045_006), "1970-01-02T03:04:05.006Z");
+        assert_eq!(text(DAY_MS - 1), "1970-01-01T23:59:59.999Z");
+        assert_eq!(text(1_764_476_327_120), "2025-11-30T04:18:47.120Z");
+    }
+
+    #[test]
+    fn only_1970_to_9999_is_representable() {
+        assert_eq!(Timestamp::from_unix_ms(-1), Err(Refusal::BadTimestamp));
+        assert_eq!(Timestamp::from_unix_ms(0), Ok(Timestamp::EPOCH));
+        assert_eq!(Timestamp::from_unix_ms(MAX_MS), Ok(Timestamp::MAX));
+        assert_eq!(
+            Timestamp::from_unix_ms(MAX_MS + 1),
+            Err(Refusal::BadTimestamp)
+        );
+        assert_eq!(Timestamp::MAX.unix_ms(), MAX_MS);
+        let second = Duration::from_millis(1_500);
+        assert_eq!(Timestamp::EPOCH.saturating_add(second).unix_ms(), 1_500);
+        assert_eq!(Timestamp::MAX.saturating_add(second), Timestamp::MAX);
+        assert_eq!(
+            Timestamp::EPOCH.saturating_add(Duration::MAX),
+            Timestamp::MAX
+        );
+    }
+
+    #[test]
+    fn an_instant_falls_on_its_utc_date_and_a_date_starts_at_midnight() {
+        let at = |ms| Timestamp::from_unix_ms(ms).unwrap();
+        let date = |text| Date::parse(text).unwrap();
+        assert_eq!(at(0).date(), date("1970-01-01"));
+        assert_eq!(at(DAY_MS - 1).date(), date("1970-01-01"));
+        assert_eq!(at(DAY_MS).date(), date("1970-01-02"));
+        assert_eq!(at(MAX_MS).date(), date("9999-12-31"));
+        assert_eq!(date("1970-01-02").midnight(), at(DAY_MS));
+        assert_eq!(date("2000-03-01").midnight(), at(11_017 * DAY_MS));
+        assert_eq!(date("9999-12-31").midnight(), at(MAX_MS + 1 - DAY_MS));
+        assert_eq!(date("2000-03-01").to_string(), "2000-03-01");
+    }
+
+    #[test]
+    fn months_have_their_calendar_length_and_february_follows_the_leap_rule() {
+        for month in [1, 3, 5, 7, 8, 10, 12] {
+            assert_eq!(days_in_month(2026, month), 31, "{month}");
+        }
+        for month in [4, 6, 9, 11] {
+            assert_eq!(days_in_month(2026, month), 30, "{month}");
+        }
+        for (year, days) in [
+            (2026, 28),
+            (2024, 29),
+            (2000, 29),
+            (2100, 28),
+            (1900, 28),
+            (2400, 29),
+        ] {
+            assert_eq!(days_in_month(year, 2), days, "{year}");
+        }
+        for text in [
+            "2026-04-31",
+            "2026-06-31",
+            "2026-09-31",
+            "2026-11-31",
+            "2026-01-32",
+            "2026-12-32",
+            "2026-02-29",
+            "2100-02-29",
+            "2024-02-30",
+            "2026-01-00",
+            "2026-00-10",
+            "2026-13-10",
+            "1969-12-31",
+            "2026-1-30",
+            "2026/01-30",
+            "2026-01/30",
+            "20a6-01-30",
+            "2026-0a-30",
+            "2026-01-3a",
+        ] {
+            assert_eq!(Date::parse(text), Err(Refusal::BadDate), "{text}");
+        }
+        for text in [
+            "2024-02-29",
+            "2000-02-29",
+            "2400-02-29",
+            "2026-12-31",
+            "2026-04-30",
+        ] {
+            assert_eq!(
+                Date::parse(text).map(|d| d.to_string()).as_deref(),
+                Ok(text)
+            );
+        }
+    }
+
+    #[test]
+    fn the_clock_never_passes_the_last_representable_instant() {
+        let mut clock = BrokerClock::resume(Some(Timestamp::MAX));
+        assert_eq!(clock.stamp(Timestamp::EPOCH), Timestamp::MAX);
+        assert_eq!(clock.last(), Some(Timestamp::MAX));
+        let mut fresh = BrokerClock::resume(None);
+        assert_eq!(fresh.last(), None);
+        let t = Timestamp::from_unix_ms(9).unwrap();
+        fresh.stamp(t);
+        assert_eq!(fresh.last(), Some(t));
+    }
 }

@@ -991,3 +991,361 @@ fn the_technical_domain_routes_to_the_technical_arbiter() {
         "the delivery arbiter raising goes to the human"
     );
 }
+
+/// `record_event` of `kind` under `subject`, with `request` for `task.created`.
+fn record(kind: &str, subject: Option<Subject>, request: Option<EventId>) -> Command {
+    Command::RecordEvent {
+        kind: act(kind),
+        body: "{}".into(),
+        subject,
+        request,
+    }
+}
+
+fn observed(kind: &str, subject: Option<Subject>, request: Option<EventId>) -> Evidence {
+    Evidence::Observed(mosaic_domain::evidence::Observation {
+        business: acme(),
+        agent: agent("ops", "o1"),
+        kind: kind.into(),
+        body: "{}".into(),
+        subject,
+        request,
+    })
+}
+
+#[test]
+fn record_event_refuses_the_kinds_only_the_broker_or_the_human_produce() {
+    let mut f = Fixture::new();
+    f.claim("ops", "o1");
+    let ops = caller("ops", "o1");
+    for kind in [
+        "action.allowed",
+        "human.input",
+        "launch.revoked",
+        "session.launched",
+        "role.claimed",
+        "decision.raised",
+        "message.sent",
+        "browser.completed",
+    ] {
+        f.refuse(&ops, record(kind, None, None), Refusal::NotAuthorized);
+    }
+    // Only the exact `action.allowed` kind is the bus's: other `action.`
+    // kinds are an adapter's to record.
+    f.expect(
+        &ops,
+        record("action.reviewed", None, None),
+        Ok(Reply::Done),
+        &[observed("action.reviewed", None, None)],
+    );
+}
+
+#[test]
+fn task_events_are_filed_under_their_task_and_only_a_created_task_names_its_request() {
+    let mut f = Fixture::new();
+    f.claim("ops", "o1");
+    let ops = caller("ops", "o1");
+    let task = Some(Subject::Task(TaskRef::parse("vikunja:3/41").unwrap()));
+    let input = Some(EventId::from_random([7; 16]));
+    f.refuse(
+        &ops,
+        record("task.updated", None, None),
+        Refusal::BadRequest,
+    );
+    f.refuse(
+        &ops,
+        record("task.updated", Some(Subject::Role(role("dev"))), None),
+        Refusal::BadRequest,
+    );
+    f.refuse(
+        &ops,
+        record("task.updated", task.clone(), input),
+        Refusal::BadRequest,
+    );
+    f.refuse(
+        &ops,
+        record("task.created", task.clone(), None),
+        Refusal::BadRequest,
+    );
+    f.refuse(&ops, record("ci.passed", None, input), Refusal::BadRequest);
+    f.expect(
+        &ops,
+        record("task.updated", task.clone(), None),
+        Ok(Reply::Done),
+        &[observed("task.updated", task.clone(), None)],
+    );
+    f.expect(
+        &ops,
+        record("task.created", task.clone(), input),
+        Ok(Reply::Done),
+        &[observed("task.created", task.clone(), input)],
+    );
+    f.expect(
+        &ops,
+        record("ci.passed", task.clone(), None),
+        Ok(Reply::Done),
+        &[observed("ci.passed", task, None)],
+    );
+}
+
+#[test]
+fn an_event_is_filed_only_under_a_role_or_decision_of_its_business() {
+    let mut f = Fixture::new();
+    f.claim("ops", "o1");
+    let ops = caller("ops", "o1");
+    let nobody = Some(Subject::Role(role("nobody")));
+    let unknown = Some(Subject::Decision(did(9)));
+    let routine = |subject: Option<Subject>| Command::EmitRoutine {
+        target: None,
+        subject,
+    };
+    f.refuse(&ops, routine(nobody.clone()), Refusal::UnknownRole);
+    f.refuse(&ops, routine(unknown.clone()), Refusal::UnknownReference);
+    f.refuse(
+        &ops,
+        record("ci.passed", nobody, None),
+        Refusal::UnknownRole,
+    );
+    f.refuse(
+        &ops,
+        record("ci.passed", unknown, None),
+        Refusal::UnknownReference,
+    );
+    let lead = Some(Subject::Role(role("lead")));
+    f.expect(
+        &ops,
+        routine(lead.clone()),
+        Ok(Reply::Done),
+        &[Evidence::Allowed(ActionAllowed {
+            business: acme(),
+            agent: agent("ops", "o1"),
+            action: act("routine"),
+            target: None,
+            decision: None,
+            subject: lead.clone(),
+        })],
+    );
+    f.raise("ops", "o1", 1, raise("repo.merge", None));
+    let decision = Some(Subject::Decision(did(1)));
+    f.expect(
+        &ops,
+        record("ci.passed", decision.clone(), None),
+        Ok(Reply::Done),
+        &[observed("ci.passed", decision, None)],
+    );
+}
+
+/// A message of `business` as the store has it, for `known`.
+fn stored(n: u8, business: &str) -> MessageFacts {
+    MessageFacts {
+        record: MessageRecord {
+            id: MessageId::from_random([n; 16]),
+            business: BusinessId::parse(business).unwrap(),
+            from: Sender::Human,
+            to: Recipient::Role(role("dev")),
+            class: None,
+            body: "earlier".into(),
+            in_reply_to: None,
+            corrects: None,
+            decision: None,
+            request: None,
+        },
+        delivered_to: None,
+        read: false,
+    }
+}
+
+#[test]
+fn a_reply_or_correction_references_a_known_message_of_the_same_business() {
+    let mut f = Fixture::new();
+    f.claim("dev", "r1");
+    let dev = caller("dev", "r1");
+    let referencing = |in_reply_to: Option<u8>, corrects: Option<u8>, known: Vec<MessageFacts>| {
+        let Command::Send { id, mut input, .. } = send(10, "lead", None) else {
+            unreachable!()
+        };
+        input.in_reply_to = in_reply_to.map(|n| MessageId::from_random([n; 16]));
+        input.corrects = corrects.map(|n| MessageId::from_random([n; 16]));
+        Command::Send { id, input, known }
+    };
+    f.refuse(
+        &dev,
+        referencing(Some(1), None, vec![stored(1, "globex")]),
+        Refusal::CrossBusiness,
+    );
+    f.refuse(
+        &dev,
+        referencing(None, Some(2), vec![stored(1, "acme"), stored(2, "globex")]),
+        Refusal::CrossBusiness,
+    );
+    f.refuse(
+        &dev,
+        referencing(Some(1), Some(2), vec![stored(1, "acme")]),
+        Refusal::UnknownReference,
+    );
+    let (reply, evidence) = f.run(
+        &dev,
+        referencing(Some(1), Some(2), vec![stored(1, "acme"), stored(2, "acme")]),
+    );
+    assert_eq!(
+        reply,
+        Ok(Reply::Sent {
+            id: MessageId::from_random([10; 16]),
+            request: None
+        })
+    );
+    let Some(Evidence::Message(MessageEvidence::Sent(m))) = evidence.last() else {
+        panic!("{evidence:?}")
+    };
+    assert_eq!(
+        (m.in_reply_to, m.corrects),
+        (
+            Some(MessageId::from_random([1; 16])),
+            Some(MessageId::from_random([2; 16]))
+        )
+    );
+}
+
+#[test]
+fn only_a_role_launch_decision_waits_for_launching_to_be_restored() {
+    let mut f = Fixture::new();
+    f.claim("lead", "l1");
+    let mut launch = raise("role.launch", None);
+    launch.choice = Some(key("yes"));
+    let on = f.raise("lead", "l1", 1, launch.clone());
+    assert_eq!(on.status, Status::Resolved(key("yes")));
+    f.ok(&human(1), Command::LaunchRevoke);
+    f.refuse(
+        &caller("lead", "l1"),
+        raising(2, launch),
+        Refusal::LaunchRevoked,
+    );
+    let merge = f.raise("lead", "l1", 3, raise("repo.merge", None));
+    assert_eq!(merge.status, Status::Open);
+}
+
+#[test]
+fn a_message_send_decision_targets_a_role_of_the_business_or_the_human() {
+    let mut f = Fixture::new();
+    f.claim("ops", "o1");
+    let ops = caller("ops", "o1");
+    f.refuse(
+        &ops,
+        raising(1, raise("message.send", Some("nobody"))),
+        Refusal::UnknownRole,
+    );
+    f.refuse(
+        &ops,
+        raising(1, raise("message.send", None)),
+        Refusal::UnknownRole,
+    );
+    let to_human = f.raise("ops", "o1", 1, raise("message.send", Some("human")));
+    assert_eq!(
+        to_human.record.target,
+        Some(Target::parse("human").unwrap())
+    );
+    assert_eq!(to_human.record.holder, None);
+    let to_lead = f.raise("ops", "o1", 2, raise("message.send", Some("lead")));
+    assert_eq!(to_lead.record.route, Route::Human);
+    // Other actions name any target they like.
+    f.raise("ops", "o1", 3, raise("repo.merge", Some("nobody")));
+}
+
+#[test]
+fn a_command_names_its_verb_and_the_messages_the_runtime_must_read_for_it() {
+    let mut reply = send(1, "lead", None);
+    if let Command::Send { input, .. } = &mut reply {
+        input.in_reply_to = Some(MessageId::from_random([2; 16]));
+        input.corrects = Some(MessageId::from_random([3; 16]));
+    }
+    assert_eq!(
+        reply.references(),
+        [
+            MessageId::from_random([2; 16]),
+            MessageId::from_random([3; 16])
+        ]
+    );
+    assert_eq!(send(1, "lead", None).references(), []);
+    let read = Command::Read {
+        id: MessageId::from_random([4; 16]),
+        known: None,
+    };
+    assert_eq!(read.references(), [MessageId::from_random([4; 16])]);
+    assert_eq!(Command::Claim.references(), []);
+    for (command, verb) in [
+        (Command::Claim, "role.claim"),
+        (Command::Release, "role.release"),
+        (send(1, "lead", None), "message.send"),
+        (read, "message.read"),
+        (resolve(1, "yes"), "decision.resolve"),
+        (Command::LaunchRevoke, "launch.revoke"),
+        (
+            Command::Authorize {
+                action: act("repo.merge"),
+                target: None,
+                decision: None,
+            },
+            "authorize",
+        ),
+    ] {
+        assert_eq!(command.verb(), verb);
+    }
+    assert_eq!(caller("dev", "r1").kind(), CallerKind::Agent);
+    assert_eq!(human(1).kind(), CallerKind::Human);
+    assert_eq!(
+        Caller::Reader { business: acme() }.kind(),
+        CallerKind::Reader
+    );
+}
+
+#[test]
+fn a_refusal_is_recorded_with_its_caller_and_verb_at_the_next_write_time() {
+    let mut f = Fixture::new();
+    f.claim("dev", "r1");
+    let last = f.committed.last().unwrap().at;
+    f.bus.handle_refused(
+        t(0),
+        Some(&caller("dev", "r1")),
+        Some("role.claim"),
+        Refusal::RoleHeld,
+    );
+    f.bus
+        .handle_refused(t(0), Some(&human(1)), None, Refusal::NotAuthorized);
+    f.bus
+        .handle_refused(t(0), None, None, Refusal::BadCapability);
+    let records: Vec<Stamped> = std::iter::from_fn(|| f.bus.poll_effect()).collect();
+    let refused = |business: Option<BusinessId>, agent, verb: Option<&str>, refusal| {
+        Evidence::Refused(mosaic_domain::evidence::RefusalRecord {
+            business,
+            agent,
+            verb: verb.map(str::to_owned),
+            refusal,
+        })
+    };
+    assert_eq!(
+        records
+            .iter()
+            .map(|s| s.evidence.clone())
+            .collect::<Vec<_>>(),
+        [
+            refused(
+                Some(acme()),
+                Some(agent("dev", "r1")),
+                Some("role.claim"),
+                Refusal::RoleHeld
+            ),
+            refused(Some(acme()), None, None, Refusal::NotAuthorized),
+            refused(None, None, None, Refusal::BadCapability),
+        ]
+    );
+    let times: Vec<Timestamp> = records.iter().map(|s| s.at).collect();
+    assert_eq!(
+        times,
+        [1, 2, 3].map(|n| Timestamp::from_unix_ms(last.unix_ms() + n).unwrap())
+    );
+    assert_eq!(f.bus.business(&acme()).map(|b| b.id()), Some(&acme()));
+    assert!(f
+        .bus
+        .business(&BusinessId::parse("globex").unwrap())
+        .is_none());
+}
