@@ -368,7 +368,7 @@ mod tests {
         s.roles.get_mut(&r("dev")).unwrap().credentials = credentials.clone();
         let b = Business::validate(s).unwrap();
         let roles: Vec<&RoleInstance> = b.roles().map(|(name, _)| name).collect();
-        assert_eq!(roles, [&r("dev")]);
+        assert_eq!(roles, [&r("dev"), &r("ops")]);
         assert_eq!(b.role(&r("dev")).map(Role::credentials), Some(&credentials));
         let names = [
             ActionClass::WithinRole,

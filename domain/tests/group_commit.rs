@@ -65,7 +65,7 @@ fn business() -> Business {
         ]
         .into_iter()
         .collect(),
-        launch_by: Some(role("lead")),
+        launch_by: vec![role("lead")],
     })
     .unwrap()
 }
