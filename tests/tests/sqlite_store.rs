@@ -153,6 +153,90 @@ fn schema_statement(prefix: &str) -> String {
     rest[..end].to_owned()
 }
 
+/// `sql` run with `trigger` dropped, then the trigger restored exactly as
+/// the pinned schema has it, so the schema digest still matches.
+fn behind(trigger: &str, sql: &str) -> String {
+    format!(
+        "DROP TRIGGER {trigger}; {sql}; {}",
+        schema_statement(&format!("CREATE TRIGGER {trigger} "))
+    )
+}
+
+/// The next ledger position and a time later than every stored one.
+const NEXT: &str = "(SELECT max(seq) + 1 FROM ledger)";
+const LATER: &str = "strftime('%Y-%m-%dT%H:%M:%fZ', (SELECT max(at) FROM ledger), '+1 second')";
+
+/// Each ledger rule, broken behind the schema's triggers, refuses the open
+/// with `integrity-failed` and leaves the file as it was.
+#[test]
+fn every_ledger_rule_broken_behind_the_triggers_refuses_with_integrity_failed() {
+    let refusal = |seq: &str, at: &str| {
+        format!(
+            "INSERT INTO ledger (seq, at, kind, business) VALUES ({seq}, {at}, 'request.refused', NULL); \
+             INSERT INTO refusals (seq, code) SELECT max(seq), 'bad-request' FROM ledger"
+        )
+    };
+    let cases = [
+        // A ledger row without its typed row.
+        format!(
+            "INSERT INTO ledger (seq, at, kind, business) VALUES ({NEXT}, {LATER}, 'message.sent', 'acme')"
+        ),
+        // A gap in the sequence.
+        behind(
+            "ledger_insert",
+            &refusal("(SELECT max(seq) + 2 FROM ledger)", LATER),
+        ),
+        // A time earlier than the row before (`at` is unique, so never equal).
+        behind(
+            "ledger_insert",
+            &refusal(
+                NEXT,
+                "strftime('%Y-%m-%dT%H:%M:%fZ', (SELECT min(at) FROM ledger), '-1 second')",
+            ),
+        ),
+        // A kind the schema does not have, with a typed row at its place.
+        format!(
+            "PRAGMA ignore_check_constraints = ON; \
+             INSERT INTO ledger (seq, at, kind, business) VALUES ({NEXT}, {LATER}, 'request.ignored', NULL)"
+        ),
+        // A typed row deleted from under its ledger row.
+        behind(
+            "observations_no_delete",
+            "DELETE FROM observations WHERE seq = (SELECT max(seq) FROM observations)",
+        ),
+        // A typed row past the end of the ledger.
+        format!(
+            "PRAGMA foreign_keys = OFF; {}",
+            behind(
+                "refusals_insert",
+                "INSERT INTO refusals (seq, code) SELECT max(seq) + 1, 'bad-request' FROM ledger",
+            )
+        ),
+    ];
+    for tamper in &cases {
+        assert_tamper_refused(Refusal::IntegrityFailed, tamper);
+    }
+}
+
+/// A typed row standing at the place of a record of another kind (here a
+/// launch switch beside a refusal's own row) is refused too: the ledger
+/// pass matches every typed row to its ledger row, both ways.
+#[test]
+fn a_typed_row_at_the_place_of_another_kind_refuses_with_integrity_failed() {
+    assert_tamper_refused(
+        Refusal::IntegrityFailed,
+        &format!(
+            "INSERT INTO ledger (seq, at, kind, business) VALUES ({NEXT}, {LATER}, 'request.refused', NULL); \
+             INSERT INTO refusals (seq, code) SELECT max(seq), 'bad-request' FROM ledger; {}",
+            behind(
+                "launch_switches_insert",
+                "INSERT INTO launch_switches (seq, business, state) \
+                 SELECT max(seq), 'acme', 'off' FROM ledger",
+            )
+        ),
+    );
+}
+
 #[test]
 fn a_non_canonical_timestamp_inserted_with_raw_sql_refuses_at_open() {
     let (_dir, path) = populated();

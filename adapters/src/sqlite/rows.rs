@@ -34,6 +34,100 @@ pub(crate) const MACHINE_KINDS: &str = "'session.launched', 'launch.revoked', 'l
     'role.claimed', 'role.released', 'role.revoked', 'decision.raised', 'decision.resolved', \
     'decision.seen', 'decision.withdrawn', 'decision.superseded', 'approval.consumed'";
 
+/// The typed table each ledger kind's row lives in, `None` for a kind this
+/// schema does not have.
+pub(crate) fn table_of(kind: &str) -> Option<Table> {
+    let table = match kind {
+        "session.launched" => Table::Launches,
+        "launch.revoked" | "launch.restored" => Table::LaunchSwitches,
+        "role.claimed" | "role.released" | "role.revoked" => Table::Claims,
+        "decision.raised" => Table::Decisions,
+        "decision.resolved" | "decision.seen" | "decision.withdrawn" | "decision.superseded" => {
+            Table::DecisionEvents
+        }
+        "approval.consumed" => Table::Consumptions,
+        "action.allowed" => Table::ActionsAllowed,
+        "message.sent" => Table::Messages,
+        "message.delivered" => Table::Deliveries,
+        "message.read" => Table::Reads,
+        "human.input" => Table::HumanInputs,
+        "event.observed" => Table::Observations,
+        "request.refused" => Table::Refusals,
+        _ => return None,
+    };
+    Some(table)
+}
+
+/// The typed tables, one per family of ledger kinds ([`table_of`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Table {
+    Launches,
+    LaunchSwitches,
+    Claims,
+    Decisions,
+    DecisionEvents,
+    Consumptions,
+    ActionsAllowed,
+    Messages,
+    Deliveries,
+    Reads,
+    HumanInputs,
+    Observations,
+    Refusals,
+}
+
+impl Table {
+    /// Every typed table, in the order of the enum.
+    pub(crate) const ALL: [Table; 13] = [
+        Table::Launches,
+        Table::LaunchSwitches,
+        Table::Claims,
+        Table::Decisions,
+        Table::DecisionEvents,
+        Table::Consumptions,
+        Table::ActionsAllowed,
+        Table::Messages,
+        Table::Deliveries,
+        Table::Reads,
+        Table::HumanInputs,
+        Table::Observations,
+        Table::Refusals,
+    ];
+
+    /// The table's SQL name.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Table::Launches => "launches",
+            Table::LaunchSwitches => "launch_switches",
+            Table::Claims => "claims",
+            Table::Decisions => "decisions",
+            Table::DecisionEvents => "decision_events",
+            Table::Consumptions => "consumptions",
+            Table::ActionsAllowed => "actions_allowed",
+            Table::Messages => "messages",
+            Table::Deliveries => "deliveries",
+            Table::Reads => "reads",
+            Table::HumanInputs => "human_inputs",
+            Table::Observations => "observations",
+            Table::Refusals => "refusals",
+        }
+    }
+
+    /// Whether a restart replays this table's records
+    /// (`Evidence::is_machine_state`).
+    pub(crate) fn is_machine_state(self) -> bool {
+        matches!(
+            self,
+            Table::Launches
+                | Table::LaunchSwitches
+                | Table::Claims
+                | Table::Decisions
+                | Table::DecisionEvents
+                | Table::Consumptions
+        )
+    }
+}
+
 fn subject_cols(subject: Option<&Subject>) -> (Option<&'static str>, Option<String>) {
     match subject {
         None => (None, None),
