@@ -335,6 +335,13 @@ fn real_ports(root: &DataRoot, config: &BootConfig) -> Result<Ports<SqliteStore>
         cause::log(refusal, "opening the store", &e);
         refusal
     })?;
+    let cost = store.open_cost();
+    tracing::info!(
+        rows = cost.rows,
+        integrity_ms = millis(cost.integrity),
+        ledger_ms = millis(cost.ledger),
+        "store verified"
+    );
     // A token file may lie in none of these: the data root, this binary's
     // own checkout, a repository or a project.
     let mut protected = vec![root.root().to_path_buf()];
@@ -496,7 +503,9 @@ where
     let credentials = Arc::new(credentials);
     let time = Time::new(clock);
     let business_ids: Vec<BusinessId> = config.businesses.iter().map(|b| b.id().clone()).collect();
+    let replay = std::time::Instant::now();
     let mut driver = Driver::open(config.businesses, store)?;
+    tracing::info!(replay_ms = millis(replay.elapsed()), "state replayed");
     if let Some(guard) = leak_guard(&credentials) {
         driver = driver.with_leak_guard(guard);
     }
@@ -705,6 +714,11 @@ where
             browser: endpoint,
         },
     ))
+}
+
+/// A duration in milliseconds, to the microsecond, for the boot log.
+fn millis(d: std::time::Duration) -> f64 {
+    d.as_micros() as f64 / 1000.0
 }
 
 fn agent_binding(record: &LaunchRecord) -> Binding {

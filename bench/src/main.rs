@@ -30,6 +30,7 @@
 //! --broker-child` is that child when no `mosaic-bus` binary sits next to
 //! this one: it runs the host protocol on stdin/stdout and nothing else.
 
+mod boot;
 mod browser;
 mod changes;
 mod env;
@@ -128,6 +129,8 @@ pub struct Sizes {
     /// The window over which `changes_idle` reads the broker's CPU time
     /// (once idle before the waits open, once with them open).
     pub idle_window: Duration,
+    /// Rounds of `boot_history` (a boot of each store per round).
+    pub boot_rounds: usize,
 }
 
 impl Sizes {
@@ -166,6 +169,7 @@ impl Sizes {
             wake_rounds: 500,
             idle_agents: 1_000,
             idle_window: Duration::from_secs(10),
+            boot_rounds: 5,
         }
     }
 
@@ -204,6 +208,7 @@ impl Sizes {
             wake_rounds: 5,
             idle_agents: 5,
             idle_window: Duration::from_millis(200),
+            boot_rounds: 2,
         }
     }
 }
@@ -296,6 +301,10 @@ pub const FIGURES: &[Figure] = &[
     Figure {
         name: "changes_idle",
         run: changes::changes_idle,
+    },
+    Figure {
+        name: "boot_history",
+        run: boot::boot_history,
     },
 ];
 

@@ -104,35 +104,69 @@ pub(crate) struct Host {
     child: Option<Child>,
     stdin: Option<ChildStdin>,
     lines: mpsc::Receiver<String>,
+    /// The child's log lines, when [`Host::spawn_logged`] started it.
+    logs: Option<mpsc::Receiver<String>>,
+}
+
+/// Forwards each line `from` yields to a channel, on a thread of its own.
+fn lines_of(from: impl std::io::Read + Send + 'static) -> mpsc::Receiver<String> {
+    let (send, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(from).lines() {
+            let Ok(line) = line else { return };
+            if send.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    lines
 }
 
 impl Host {
     pub(crate) fn spawn(program: &Path, arg: &str) -> Result<Self, Failure> {
-        let mut child = Command::new(program)
-            .arg(arg)
+        Self::start(Command::new(program).arg(arg).stderr(Stdio::inherit()))
+    }
+
+    /// As [`Host::spawn`], with the child logging JSON lines at `info` to a
+    /// pipe that [`Host::logs`] reads.
+    pub(crate) fn spawn_logged(program: &Path, arg: &str) -> Result<Self, Failure> {
+        Self::start(
+            Command::new(program)
+                .arg(arg)
+                .env("MOSAIC_LOG", "info")
+                .env("MOSAIC_LOG_FORMAT", "json")
+                .stderr(Stdio::piped()),
+        )
+    }
+
+    fn start(command: &mut Command) -> Result<Self, Failure> {
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
             .spawn()
             .map_err(|_| Failure::new("cannot start the broker child"))?;
-        let stdout = child.stdout.take();
         let stdin = child.stdin.take();
-        let (send, lines) = mpsc::channel();
-        if let Some(stdout) = stdout {
-            std::thread::spawn(move || {
-                for line in BufReader::new(stdout).lines() {
-                    let Ok(line) = line else { return };
-                    if send.send(line).is_err() {
-                        return;
-                    }
-                }
-            });
-        }
+        let lines = child.stdout.take().map(lines_of);
+        let logs = child.stderr.take().map(lines_of);
         Ok(Self {
             child: Some(child),
             stdin,
-            lines,
+            lines: lines.ok_or(Failure::new("the broker child has no stdout"))?,
+            logs,
         })
+    }
+
+    /// [`Host::close`], then every line the child logged, parsed (lines
+    /// that are not JSON are left out): the child has exited, so its log
+    /// pipe has ended.
+    pub(crate) fn close_logged(mut self) -> Result<Vec<Value>, Failure> {
+        let logs = self.logs.take();
+        self.close()?;
+        Ok(logs.map_or_else(Vec::new, |logs| {
+            logs.iter()
+                .filter_map(|line| serde_json::from_str(&line).ok())
+                .collect()
+        }))
     }
 
     pub(crate) fn pid(&self) -> Result<u32, Failure> {

@@ -233,42 +233,14 @@ impl StoreOnly {
     /// `action.allowed` and `message.sent`, as the bus stages them, in one
     /// commit.
     fn send(&mut self) -> Result<(), Failure> {
-        let id = self.ids.message();
-        let parties = &self.parties;
-        let allowed = Evidence::Allowed(ActionAllowed {
-            business: parties.business.clone(),
-            agent: parties.lead.clone(),
-            action: self.send.clone(),
-            target: Some(self.target.clone()),
-            decision: None,
-            subject: Some(Subject::Role(parties.dev.clone())),
-        });
-        let sent = Evidence::Message(MessageEvidence::Sent(Box::new(MessageRecord {
-            id,
-            business: parties.business.clone(),
-            from: mosaic_domain::evidence::Sender::Agent(parties.lead.clone()),
-            to: Recipient::Role(parties.dev.clone()),
-            class: Some(MessageClass::Info),
-            body: body(self.sent),
-            in_reply_to: None,
-            corrects: None,
-            decision: None,
-            request: None,
-        })));
-        let mut stamp = || {
-            self.at += 1;
-            Timestamp::from_unix_ms(self.at).map_err(|r| Failure::refused("time out of range", r))
-        };
-        let records = [
-            Stamped {
-                at: stamp()?,
-                evidence: allowed,
-            },
-            Stamped {
-                at: stamp()?,
-                evidence: sent,
-            },
-        ];
+        let records = send_records(
+            &self.parties,
+            &self.send,
+            &self.target,
+            self.ids.message(),
+            self.sent,
+            &mut self.at,
+        )?;
         self.store.commit(&records).map_err(store_failure)?;
         self.sent += 1;
         Ok(())
@@ -277,6 +249,87 @@ impl StoreOnly {
     fn round(&mut self, n: usize) -> Result<Round, Failure> {
         Round::run(n, || self.send())
     }
+}
+
+/// The records one `message.send` from `lead` to `dev` commits, as the bus
+/// stages them: `action.allowed`, then `message.sent`, each a millisecond
+/// after `at`, which moves on.
+fn send_records(
+    parties: &Parties,
+    send: &Action,
+    target: &Target,
+    id: MessageId,
+    n: usize,
+    at: &mut i64,
+) -> Result<[Stamped; 2], Failure> {
+    let allowed = Evidence::Allowed(ActionAllowed {
+        business: parties.business.clone(),
+        agent: parties.lead.clone(),
+        action: send.clone(),
+        target: Some(target.clone()),
+        decision: None,
+        subject: Some(Subject::Role(parties.dev.clone())),
+    });
+    let sent = Evidence::Message(MessageEvidence::Sent(Box::new(MessageRecord {
+        id,
+        business: parties.business.clone(),
+        from: mosaic_domain::evidence::Sender::Agent(parties.lead.clone()),
+        to: Recipient::Role(parties.dev.clone()),
+        class: Some(MessageClass::Info),
+        body: body(n),
+        in_reply_to: None,
+        corrects: None,
+        decision: None,
+        request: None,
+    })));
+    let mut stamp = || {
+        *at += 1;
+        Timestamp::from_unix_ms(*at).map_err(|r| Failure::refused("time out of range", r))
+    };
+    Ok([
+        Stamped {
+            at: stamp()?,
+            evidence: allowed,
+        },
+        Stamped {
+            at: stamp()?,
+            evidence: sent,
+        },
+    ])
+}
+
+/// Appends the records of `count` `message.send` requests ([`send_records`])
+/// to `store`, `batch` requests per transaction, after its last write: the
+/// history a business builds up, without a bus in front.
+///
+/// # Errors
+/// When a name does not parse or a commit fails.
+pub fn fill_sends(store: &mut SqliteStore, count: usize, batch: usize) -> Result<(), Failure> {
+    let bad = |_| Failure::new("the bench names do not parse");
+    let parties = Parties::new()?;
+    let send = Action::parse(Verb::MessageSend.as_str()).map_err(bad)?;
+    let target = Target::parse("dev").map_err(bad)?;
+    let mut ids = Ids(0xb007_0001);
+    let last = store.last_write().map_err(store_failure)?;
+    let mut at = last.map_or(now()?.unix_ms(), |t| t.unix_ms());
+    let mut done = 0;
+    while done < count {
+        let n = batch.min(count - done);
+        let mut records = Vec::with_capacity(2 * n);
+        for i in done..done + n {
+            records.extend(send_records(
+                &parties,
+                &send,
+                &target,
+                ids.message(),
+                i,
+                &mut at,
+            )?);
+        }
+        store.commit(&records).map_err(store_failure)?;
+        done += n;
+    }
+    Ok(())
 }
 
 /// Appends `count` `message.sent` records from `lead` to `dev` directly
