@@ -1,0 +1,9 @@
+//! The domain's rules, tested where they live: one test binary, so a
+//! mutation run (docs/contributing.md) builds and links one binary per
+//! mutant instead of one per file.
+
+mod bus_verbs;
+mod changes;
+mod evidence;
+mod group_commit;
+mod messages;
