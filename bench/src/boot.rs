@@ -222,9 +222,7 @@ fn summary(history: &History, keys: Keys) -> Result<(Fields, f64, bool), Failure
         phase(|b| b.ledger_s),
         phase(|b| b.replay_s),
     );
-    let rest = phase(|b| {
-        Some(b.total_s - b.integrity_s? - b.ledger_s? - b.replay_s?)
-    });
+    let rest = phase(|b| Some(b.total_s - b.integrity_s? - b.ledger_s? - b.replay_s?));
     let rows = store::count_rows(&history.db, "ledger")?;
     let bytes = std::fs::metadata(&history.db)
         .map_err(|_| Failure::new("cannot read the size of a bench store"))?

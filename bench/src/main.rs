@@ -1,7 +1,7 @@
 //! `mosaic-bench`: the benchmark of DESIGN.md §6.
 //!
 //! ```text
-//! cargo run --release -p mosaic-bench [-- --quick] [--awake] [--data-root DIR] [--only FIGURE]...
+//! cargo run --release -p mosaic-bench [-- --quick] [--awake] [--keep] [--data-root DIR] [--only FIGURE]...
 //! ```
 //!
 //! Prints one JSON line per figure to stdout (progress goes to stderr). The
@@ -9,7 +9,7 @@
 //! measured in the same run and in the same fresh directory as its physical
 //! limit, the raw SQLite FULL-sync single-row commit. The directory is a new
 //! subdirectory of `--data-root` (default: the system temporary directory),
-//! removed again at the end.
+//! removed again at the end (`--keep` leaves it, and names it on stderr).
 //!
 //! A figure is one function in [`FIGURES`]: it gets the shared [`Ctx`] and
 //! returns its fields, or a [`Failure`] that becomes
@@ -308,11 +308,14 @@ pub const FIGURES: &[Figure] = &[
     },
 ];
 
-const USAGE: &str = "usage: mosaic-bench [--quick] [--awake] [--data-root DIR] [--only FIGURE]...";
+const USAGE: &str =
+    "usage: mosaic-bench [--quick] [--awake] [--keep] [--data-root DIR] [--only FIGURE]...";
 
 struct Options {
     quick: bool,
     awake: bool,
+    /// Leave the run's directory (its stores) for a look afterwards.
+    keep: bool,
     data_root: Option<PathBuf>,
     /// Figures to run (with `raw_sqlite_commit`, their reference); empty: all.
     only: Vec<String>,
@@ -322,6 +325,7 @@ fn parse_args() -> Result<Options, &'static str> {
     let mut opts = Options {
         quick: false,
         awake: false,
+        keep: false,
         data_root: None,
         only: Vec::new(),
     };
@@ -330,6 +334,7 @@ fn parse_args() -> Result<Options, &'static str> {
         match arg.to_str() {
             Some("--quick") => opts.quick = true,
             Some("--awake") => opts.awake = true,
+            Some("--keep") => opts.keep = true,
             Some("--data-root") => {
                 opts.data_root = Some(PathBuf::from(
                     args.next().ok_or("--data-root needs a directory")?,
@@ -422,7 +427,9 @@ fn run(opts: &Options) -> ExitCode {
     }
     // Close every database before its directory goes.
     drop(ctx);
-    if dir.close().is_err() {
+    if opts.keep {
+        eprintln!("[bench] kept {}", dir.keep().display());
+    } else if dir.close().is_err() {
         output::emit_failure(
             "cleanup",
             &Failure::new("cannot remove the benchmark directory"),

@@ -11,7 +11,7 @@
 use sha2::{Digest, Sha256};
 
 /// The schema version recorded in `meta` under [`VERSION_KEY`].
-pub const VERSION: &str = "mosaic-bus/1";
+pub const VERSION: &str = "mosaic-bus/2";
 
 /// The `meta` key holding the schema version.
 pub const VERSION_KEY: &str = "schema_version";
@@ -20,10 +20,10 @@ pub const VERSION_KEY: &str = "schema_version";
 pub const SCHEMA_SQL: &str = include_str!("../schema.sql");
 
 /// SHA-256 of [`SCHEMA_SQL`], lowercase hex.
-pub const SCHEMA_SHA256: &str = "35530365e142da5755061cc19fe0e0630fd4260d02fee6fcda57eec02119a37f";
+pub const SCHEMA_SHA256: &str = "b55f75da4405f18cf3a444afc6eecbda46dfbfae3f00f2f5df7bc257217ec0dd";
 
 /// SHA-256 of [`canonical_master`] over a database holding exactly this schema.
-pub const MASTER_SHA256: &str = "bad1e92a4833a750cb54e6658f4ab1d8042798e3c5e23dd8e0251fa35acc6d84";
+pub const MASTER_SHA256: &str = "3bb489d1a1bf2af7410daf44bba9236b5181b16732c0cac6cc1cff95b4c3f489";
 
 /// Lowercase hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
