@@ -403,6 +403,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_target_is_one_to_512_characters_without_controls_and_prints_as_given() {
+        let longest = "t".repeat(512);
+        for good in ["dev", "https://example.com:8443", longest.as_str(), "é ü"] {
+            let target = Target::parse(good).unwrap();
+            assert_eq!(
+                (target.as_str(), target.to_string()),
+                (good, good.to_owned())
+            );
+        }
+        let too_long = "t".repeat(513);
+        for bad in ["", too_long.as_str(), "line\nbreak", "\u{7f}", "tab\t"] {
+            assert_eq!(Target::parse(bad), Err(Refusal::BadRequest), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn an_action_prints_as_it_parses() {
+        let action = Action::parse("message.send").unwrap();
+        assert_eq!(action.to_string(), "message.send");
+    }
+
+    #[test]
     fn task_refs_are_strict() {
         let r = TaskRef::parse("vikunja:3/41").unwrap();
         assert_eq!((r.project(), r.task()), (3, 41));

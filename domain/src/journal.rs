@@ -97,6 +97,34 @@ mod tests {
     use super::*;
 
     #[test]
+    fn journals_are_equal_when_their_contents_and_staged_undo_records_are() {
+        let committed = |pairs: &[(u8, &'static str)]| {
+            let mut j = Journaled::default();
+            for &(k, v) in pairs {
+                j.insert(k, v);
+            }
+            j.commit();
+            j
+        };
+        // Insertion order does not matter; contents do.
+        assert_eq!(
+            committed(&[(1, "a"), (2, "b")]),
+            committed(&[(2, "b"), (1, "a")])
+        );
+        assert_ne!(committed(&[(1, "a")]), committed(&[(1, "b")]));
+        // The same contents, one with a write still staged: a rollback
+        // would tell them apart.
+        let mut staged = committed(&[]);
+        staged.insert(1, "a");
+        assert_ne!(staged, committed(&[(1, "a")]));
+        // Different staged histories behind equal contents differ too.
+        let mut other = committed(&[(1, "x")]);
+        other.insert(1, "a");
+        assert_eq!(staged.get(&1), other.get(&1));
+        assert_ne!(staged, other);
+    }
+
+    #[test]
     fn rollback_restores_overwritten_and_removes_new_entries() {
         let mut j = Journaled::default();
         j.insert(1, "a");

@@ -168,4 +168,15 @@ mod tests {
         assert_eq!(Verb::parse(RECORD_EVENT), Err(Refusal::UnknownVerb));
         assert_eq!(Verb::parse("Role.claim"), Err(Refusal::UnknownVerb));
     }
+
+    #[test]
+    fn a_verb_serves_exactly_its_callers_and_prints_its_name() {
+        let serves = |verb: Verb| {
+            [CallerKind::Agent, CallerKind::Reader, CallerKind::Human].map(|c| verb.serves(c))
+        };
+        assert_eq!(serves(Verb::RoleClaim), [true, false, false]);
+        assert_eq!(serves(Verb::MessageSend), [true, false, true]);
+        assert_eq!(serves(Verb::Inbox), [true, true, true]);
+        assert_eq!(Verb::DecisionResolve.to_string(), "decision.resolve");
+    }
 }
