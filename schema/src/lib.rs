@@ -20,10 +20,10 @@ pub const VERSION_KEY: &str = "schema_version";
 pub const SCHEMA_SQL: &str = include_str!("../schema.sql");
 
 /// SHA-256 of [`SCHEMA_SQL`], lowercase hex.
-pub const SCHEMA_SHA256: &str = "b55f75da4405f18cf3a444afc6eecbda46dfbfae3f00f2f5df7bc257217ec0dd";
+pub const SCHEMA_SHA256: &str = "1655226f91d4f6d661b97009af8903d8b578e48a2f7a5c912e55940ca0cf65bd";
 
 /// SHA-256 of [`canonical_master`] over a database holding exactly this schema.
-pub const MASTER_SHA256: &str = "3bb489d1a1bf2af7410daf44bba9236b5181b16732c0cac6cc1cff95b4c3f489";
+pub const MASTER_SHA256: &str = "b77e29fb670b76491d5869b5337d38f782db1f0ccbaa6aae08eab390efc879fd";
 
 /// Lowercase hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {

@@ -166,6 +166,34 @@ fn behind(trigger: &str, sql: &str) -> String {
 const NEXT: &str = "(SELECT max(seq) + 1 FROM ledger)";
 const LATER: &str = "strftime('%Y-%m-%dT%H:%M:%fZ', (SELECT max(at) FROM ledger), '+1 second')";
 
+/// The ledger's insert trigger refuses a non-canonical time and an unknown
+/// kind, even through a raw connection with CHECKs ignored.
+#[test]
+fn the_ledger_refuses_a_non_canonical_time_or_an_unknown_kind_at_insert() {
+    let (_dir, path) = populated();
+    let conn = raw(&path);
+    conn.execute_batch("PRAGMA ignore_check_constraints = ON")
+        .unwrap();
+    for (at, kind) in [
+        (
+            "strftime('%Y-%m-%dT%H:%M:%S', (SELECT max(at) FROM ledger), '+1 second')",
+            "'request.refused'",
+        ),
+        ("'2999-02-30T00:00:00.000Z'", "'request.refused'"),
+        (LATER, "'request.ignored'"),
+    ] {
+        let refused = conn
+            .execute_batch(&format!(
+                "INSERT INTO ledger (seq, at, kind, business) VALUES ({NEXT}, {at}, {kind}, NULL)"
+            ))
+            .expect_err("the ledger refuses the row");
+        assert!(
+            refused.to_string().contains("mosaic:malformed"),
+            "{refused}"
+        );
+    }
+}
+
 /// Each ledger rule, broken behind the schema's triggers, refuses the open
 /// with `integrity-failed` and leaves the file as it was.
 #[test]
@@ -194,10 +222,12 @@ fn every_ledger_rule_broken_behind_the_triggers_refuses_with_integrity_failed() 
                 "strftime('%Y-%m-%dT%H:%M:%fZ', (SELECT min(at) FROM ledger), '-1 second')",
             ),
         ),
-        // A kind the schema does not have, with a typed row at its place.
-        format!(
-            "PRAGMA ignore_check_constraints = ON; \
-             INSERT INTO ledger (seq, at, kind, business) VALUES ({NEXT}, {LATER}, 'request.ignored', NULL)"
+        // A kind the schema does not have.
+        behind(
+            "ledger_insert",
+            &format!(
+                "INSERT INTO ledger (seq, at, kind, business) VALUES ({NEXT}, {LATER}, 'request.ignored', NULL)"
+            ),
         ),
         // A typed row deleted from under its ledger row.
         behind(
@@ -252,8 +282,8 @@ fn a_non_canonical_timestamp_inserted_with_raw_sql_refuses_at_open() {
         Timestamp::parse(&bad).is_err(),
         "{bad} must be non-canonical"
     );
-    conn.execute_batch("PRAGMA ignore_check_constraints = ON")
-        .unwrap();
+    // Behind the ledger's insert trigger, which checks the form.
+    conn.execute_batch("DROP TRIGGER ledger_insert").unwrap();
     conn.execute(
         "INSERT INTO ledger (seq, at, kind, business) VALUES (?1, ?2, 'request.refused', NULL)",
         rusqlite::params![seq, bad],
@@ -264,6 +294,8 @@ fn a_non_canonical_timestamp_inserted_with_raw_sql_refuses_at_open() {
         [seq],
     )
     .unwrap();
+    conn.execute_batch(&schema_statement("CREATE TRIGGER ledger_insert "))
+        .unwrap();
     drop(conn);
     let before = std::fs::read(&path).unwrap();
     assert_eq!(refused_open(&path), Refusal::IntegrityFailed);

@@ -18,9 +18,11 @@
 //! A commit is one `BEGIN IMMEDIATE` transaction: a ledger row plus a typed
 //! row per fact, all or nothing. Group commit stages many requests in one
 //! transaction, each in a `SAVEPOINT` of its own, so a request that breaks a
-//! rule rolls back only itself, and the whole batch costs one WAL sync. The canonical-timestamp and monotonic checks
-//! are `CHECK` constraints and a ledger trigger, so they cover exactly the
-//! rows the transaction inserts, at a cost that does not grow with the table.
+//! rule rolls back only itself, and the whole batch costs one WAL sync. The
+//! canonical-timestamp, known-kind and monotonic checks are the ledger's
+//! insert trigger, so they cover exactly the rows the transaction inserts, at
+//! a cost that does not grow with the table; the open-time ledger pass checks
+//! the same for every stored row.
 
 mod rows;
 
