@@ -5,7 +5,10 @@
 //! (from the inherited descriptor named by `MOSAIC_BUS_CAP_FD`, or a private
 //! `--cap-file`, exactly as `mosaic-bus call` reads it) and the socket path
 //! (`--socket` or `MOSAIC_BUS_SOCKET`), and turns each tool call into one
-//! socket request through [`Client`]. The broker decides everything.
+//! socket request through one [`Session`], so the calls of an MCP session
+//! share one connection (a new one when the broker closed it idle, and
+//! one more for a call made while another is waiting). The broker decides
+//! everything.
 //!
 //! # Layout
 //!
@@ -18,7 +21,9 @@
 //! - `Adapter`: the `rmcp` server handler. `tools/list` answers the
 //!   table; `tools/call` checks the argument keys against the tool's schema
 //!   (a stray key is `unknown-key` without contacting the broker), then
-//!   runs the synchronous [`Client::call`] on tokio's blocking pool.
+//!   runs the synchronous [`Session::call_verbatim`] on tokio's blocking
+//!   pool. A request sent whole is never sent again: a connection lost
+//!   after it is `outcome-unknown`, with what to inspect.
 //! - `refusal_text` and `after_outcome_unknown`: every refusal becomes
 //!   a tool error (`isError: true`) whose text is the static code, what it
 //!   means ([`Refusal::meaning`]) and what to do (`what_to_do`, the one
@@ -31,7 +36,7 @@
 //! static code); stdout carries only MCP messages.
 
 use std::path::PathBuf;
-use std::time::Duration;
+use std::sync::Arc;
 
 use mosaic_domain::{CallerKind, Refusal, TaskRef, Verb};
 use rmcp::model::{
@@ -45,7 +50,7 @@ use serde_json::Value;
 
 use crate::cap::{cap_from_fd, cap_from_file};
 use crate::cause::logged;
-use crate::socket::{broker_wait, parse_response, Client, CLIENT_TIMEOUT};
+use crate::socket::{parse_response, Client, Session};
 use crate::wire::{UuidRef, VerbArgs};
 
 /// What the server tells a client about itself when it connects.
@@ -69,7 +74,7 @@ pub fn run(socket: PathBuf, cap_file: Option<PathBuf>) -> Result<(), Refusal> {
         None => cap_from_fd()?,
     };
     let adapter = Adapter {
-        client: Client::new(socket, cap.expose()),
+        session: Arc::new(Session::new(Client::new(socket, cap.expose()))),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -147,10 +152,10 @@ impl Tool {
     }
 }
 
-/// The MCP server handler: one socket client, one capability.
+/// The MCP server handler: one socket session, one capability.
 #[derive(Debug, Clone)]
 struct Adapter {
-    client: Client,
+    session: Arc<Session>,
 }
 
 impl ServerHandler for Adapter {
@@ -192,14 +197,13 @@ impl ServerHandler for Adapter {
             );
             return Ok(refused(Refusal::UnknownKey, sentence).into());
         }
-        let client = self
-            .client
-            .clone()
-            .with_timeout(client_timeout(tool, &args));
+        // The session waits the verb's own time at the broker (a browser
+        // action, `changes`) plus the usual margin.
+        let session = Arc::clone(&self.session);
         let verb = tool.0.as_str();
         let line = tokio::task::spawn_blocking({
             let args = Value::Object(args.clone());
-            move || client.call_verbatim(verb, args)
+            move || session.call_verbatim(verb, args)
         })
         .await
         // The blocking call cannot be seen to have finished: the same
@@ -254,12 +258,6 @@ fn unknown_tool() -> String {
         "There is no such tool. The tools are: {}.",
         names.join(", ")
     )
-}
-
-/// How long one call may take: the usual margin, plus what a verb that
-/// waits at the broker (a browser action, `changes`) waits there.
-fn client_timeout(tool: Tool, args: &JsonObject) -> Duration {
-    broker_wait(tool.0.as_str(), args).map_or(CLIENT_TIMEOUT, |wait| wait + CLIENT_TIMEOUT)
 }
 
 /// The `outcome-unknown` guidance for a call of `tool` with `args`: the
@@ -576,16 +574,5 @@ mod tests {
         assert!(text.contains("task or decision involved"), "{text}");
         let text = after_outcome_unknown(Tool(Verb::Trail), &args(json!({})));
         assert!(text.contains("calling it again is safe"), "{text}");
-    }
-
-    #[test]
-    fn browser_calls_wait_for_the_pane() {
-        let args = |v: Value| v.as_object().cloned().unwrap_or_default();
-        let secs = Duration::from_secs;
-        assert_eq!(client_timeout(Tool(Verb::Inbox), &args(json!({}))), secs(5));
-        let open = args(json!({"action": "open"}));
-        assert_eq!(client_timeout(Tool(Verb::BrowserRequest), &open), secs(50));
-        let back = args(json!({"action": "back", "timeoutMs": 999_999}));
-        assert_eq!(client_timeout(Tool(Verb::BrowserRequest), &back), secs(125));
     }
 }

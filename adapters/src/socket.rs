@@ -1,5 +1,6 @@
-//! The broker's Unix socket: one request line in, one response line out, per
-//! connection. Transport only: bytes in, bytes out. What a line means (JSON,
+//! The broker's Unix socket: request lines in, one response line out for
+//! each, in order, over a connection that stays open until the client is
+//! done. Transport only: bytes in, bytes out. What a line means (JSON,
 //! capabilities, verbs) is the handler's business; this module only frames,
 //! limits and delivers lines, and says "no" with static codes when a line
 //! cannot be delivered.
@@ -10,8 +11,10 @@
 //!   libc calls (`umask`, `geteuid`) that `std` does not offer;
 //! - `server`: [`serve`] / [`serve_with`], the [`Handler`] trait, [`Peer`],
 //!   [`Disconnect`] and [`Limits`] (tokio);
-//! - `client`: the synchronous [`Client`] (no tokio), used by the CLI and by
-//!   code that has no runtime.
+//! - `client`: the synchronous [`Client`] (no tokio), one connection per
+//!   call, used by the CLI and by code that has no runtime;
+//! - `session`: the synchronous [`Session`], a [`Client`] that keeps its
+//!   connection open between calls (the MCP server, `views`).
 //!
 //! # The per-connection loop
 //!
@@ -23,22 +26,38 @@
 //! 2. takes one of [`Limits::max_connections`] slots; with none free it
 //!    answers `{"ok":false,"error":"broker-unavailable"}` and closes unread,
 //!    so a flood of connections costs neither tasks nor buffers;
-//! 3. spawns one task for the connection, which:
-//!    - reads exactly one line within [`Limits::read_deadline`] of the accept:
-//!      at most [`MAX_REQUEST`] bytes before the `\n` (one byte more:
+//! 3. spawns one task for the connection, which, line after line:
+//!    - reads one line within [`Limits::read_deadline`] (the first from the
+//!      accept, each next one from the previous answer): at most
+//!      [`MAX_REQUEST`] bytes before the `\n` (one byte more:
 //!      `request-too-large`), silence or a partial line past the deadline:
-//!      `request-timeout`, end of stream before the `\n`: `bad-request`;
+//!      `request-timeout`, end of stream before the `\n`: `bad-request`.
+//!      After an answer, a client that sends nothing of a next line before
+//!      the deadline, or ends the stream, is done: the connection closes
+//!      without another word;
 //!    - after `request-too-large` or `request-timeout`, the two refusals
 //!      that come before the client has finished writing, shuts down its
 //!      writing side and reads and discards the rest (at most [`MAX_DRAIN`]
 //!      bytes within [`DRAIN_DEADLINE`]) before it closes, so the kernel does
-//!      not reset the connection and the client reads the answer;
+//!      not reset the connection and the client reads the answer; these
+//!      end the connection, since where the next line would begin is
+//!      unknown;
 //!    - hands the line (without `\n`), the [`Peer`] and a [`Disconnect`]
 //!      signal to the [`Handler`], and while the handler works keeps reading
-//!      the connection: end of stream or an error fires the signal, which is
-//!      how an agent closing its connection aborts its request;
+//!      the connection: bytes are the client's next lines, kept in order;
+//!      end of stream or an error fires the signal, which is how an agent
+//!      closing its connection aborts its request;
 //!    - writes the handler's bytes plus `\n` within [`Limits::write_deadline`]
-//!      and closes.
+//!      (a client that does not take it loses the connection), then goes
+//!      on with the next line. A line the handler refuses (not JSON, an
+//!      unknown verb) is answered like any other, and the connection goes
+//!      on.
+//!
+//! Lines are handled one at a time, so answers come in the order of their
+//! lines, and nothing is bound to the connection: each line carries its own
+//! capability, as it would on a connection of its own. When the server
+//! shuts down, connections waiting between requests close at once; one
+//! whose request is in flight closes after its answer.
 //!
 //! Error replies are the literal lines `{"ok":false,"error":"<code>"}` made
 //! from [`Refusal::code`] ([`error_line`]); no OS error text ever reaches a
@@ -46,6 +65,7 @@
 
 mod client;
 mod server;
+mod session;
 
 use std::io;
 use std::os::unix::net::UnixListener;
@@ -59,6 +79,7 @@ use crate::fs;
 
 pub use client::{broker_wait, parse_response, Client};
 pub use server::{serve, serve_with, Disconnect, Handler, Limits, Peer};
+pub use session::Session;
 
 /// The longest request line, in bytes before its `\n`: 64 KiB. A line of
 /// exactly this length is accepted; one byte more is `request-too-large`.
@@ -68,7 +89,10 @@ pub const MAX_REQUEST: usize = 64 * 1024;
 /// `\n`: 4 MiB. One byte more is `response-too-large`.
 pub const MAX_RESPONSE: usize = 4 * 1024 * 1024;
 
-/// How long a connection may take, from accept, to deliver its request line.
+/// How long a connection may take to deliver each request line: the first
+/// from the accept, each next one from the previous answer. Between
+/// requests it is the idle deadline: a connection that sent nothing of a
+/// next line by then is closed.
 pub const READ_DEADLINE: Duration = Duration::from_secs(5);
 
 /// How long the server waits for a client to take its response.

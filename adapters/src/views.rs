@@ -1,6 +1,8 @@
 //! The shared reads, for S4 and S5: `views(client)` over a capability's
 //! [`Client`]. Neither caller ever opens `bus.sqlite`; everything goes
-//! through the broker, scoped to the capability's business.
+//! through the broker, scoped to the capability's business. A `Views`
+//! keeps its connection open between reads ([`Session`]), so a UI that
+//! refreshes its lists pays for one connect, not one per read.
 //!
 //! ```no_run
 //! use mosaic_adapters::socket::Client;
@@ -16,17 +18,21 @@ use mosaic_domain::Refusal;
 use mosaic_domain::Verb;
 use serde_json::{json, Value};
 
-use crate::socket::Client;
+use crate::socket::{Client, Session};
 
-/// Read projections over one capability's client.
+/// Read projections over one capability's client, sharing one connection
+/// while they are called in turn.
 #[derive(Debug)]
 pub struct Views {
-    client: Client,
+    session: Session,
 }
 
-/// The read projections for `client`'s capability.
+/// The read projections for `client`'s capability (and its socket and
+/// timeout).
 pub fn views(client: Client) -> Views {
-    Views { client }
+    Views {
+        session: Session::new(client),
+    }
 }
 
 impl Views {
@@ -68,7 +74,7 @@ impl Views {
     }
 
     fn list(&self, verb: &str, args: Value) -> Result<Vec<Value>, Refusal> {
-        match self.client.call(verb, args)? {
+        match self.session.call(verb, args)? {
             Value::Array(items) => Ok(items),
             Value::Null
             | Value::Bool(_)

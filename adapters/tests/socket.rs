@@ -1,8 +1,10 @@
 //! The socket adapter over real Unix sockets in private temporary folders:
-//! the bound socket's mode, request framing and limits, deadlines, many and
-//! hostile connections, the disconnect signal, shutdown, the client against
-//! the real server and against scripted fake brokers, and a peer of another
-//! uid (a child process that drops to uid 65534).
+//! the bound socket's mode, request framing and limits, deadlines, several
+//! requests on one connection (order, limits per line, the idle deadline,
+//! the cap), many and hostile connections, the disconnect signal,
+//! shutdown, the client and the session against the real server and
+//! against scripted fake brokers, and a peer of another uid (a child
+//! process that drops to uid 65534).
 //!
 //! `bind_private` changes the process-wide umask for a moment, and test
 //! threads run in parallel; every test therefore creates folders, files and
@@ -23,8 +25,8 @@ use std::time::Duration;
 
 use mosaic_adapters::fs::check_private_socket;
 use mosaic_adapters::socket::{
-    bind_private, error_line, serve_with, Client, Disconnect, Handler, Limits, Peer, MAX_DRAIN,
-    MAX_REQUEST, MAX_RESPONSE,
+    bind_private, error_line, serve_with, Client, Disconnect, Handler, Limits, Peer, Session,
+    MAX_DRAIN, MAX_REQUEST, MAX_RESPONSE, READ_DEADLINE,
 };
 use mosaic_domain::Refusal;
 use serde_json::json;
@@ -255,9 +257,13 @@ fn one_line_in_one_line_out_with_the_kernels_peer() {
     let expected = format!("{} Some({}) hello", own_uid(), std::process::id());
     assert_line(&reply, expected.as_bytes());
 
-    // On the wire: exactly one line back, then the server closes.
+    // On the wire: exactly one line back; once the client has said it is
+    // done (here by shutting down its writing side), the server closes.
     let mut stream = server.raw();
     stream.write_all(b"again\n").expect("write");
+    stream
+        .shutdown(std::net::Shutdown::Write)
+        .expect("half-close");
     let expected = format!("{} Some({}) again\n", own_uid(), std::process::id());
     assert_line(&read_all(&stream), expected.as_bytes());
 }
@@ -459,12 +465,290 @@ fn a_half_closed_client_still_gets_its_answer() {
     assert_line(&read_all(&stream), b"ping\n");
 }
 
+// ---------------------------------------------------------------- several requests on one connection
+
+/// Reads one line (with its `\n`) through `reader`.
+#[track_caller]
+fn next_answer(reader: &mut BufReader<&UnixStream>) -> Vec<u8> {
+    let mut line = Vec::new();
+    reader.read_until(b'\n', &mut line).expect("an answer");
+    line
+}
+
+/// A handler that counts the lines it was given.
+fn counting_echo(calls: &Arc<AtomicUsize>) -> impl Handler {
+    let counted = Arc::clone(calls);
+    move |_peer: Peer, line: Vec<u8>, _gone: Disconnect| {
+        counted.fetch_add(1, Ordering::SeqCst);
+        async move { line }
+    }
+}
+
 #[test]
-fn bytes_after_the_request_line_are_ignored() {
-    let server = Running::start(echo(), Limits::default());
+fn several_lines_on_one_connection_are_answered_in_order() {
+    // The first line takes longest to answer; its answer still comes first.
+    let server = Running::start(
+        |_peer: Peer, line: Vec<u8>, _gone: Disconnect| async move {
+            if line == b"slow" {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            line
+        },
+        Limits::default(),
+    );
+
+    // All at once, then the end of the stream: every line is answered, in
+    // order, then the server closes.
     let mut stream = server.raw();
-    stream.write_all(b"first\nsecond\n").expect("write");
-    assert_line(&read_all(&stream), b"first\n");
+    stream.write_all(b"slow\nfast\nthird\n").expect("write");
+    stream
+        .shutdown(std::net::Shutdown::Write)
+        .expect("half-close");
+    assert_line(&read_all(&stream), b"slow\nfast\nthird\n");
+
+    // One at a time, each after the previous answer, on one connection;
+    // lines may arrive in pieces, and a piece may end one line and start
+    // the next.
+    let stream = server.raw();
+    let mut reader = BufReader::new(&stream);
+    (&stream).write_all(b"one\n").expect("write");
+    assert_line(&next_answer(&mut reader), b"one\n");
+    (&stream).write_all(b"tw").expect("write");
+    (&stream).write_all(b"o\nthr").expect("write");
+    assert_line(&next_answer(&mut reader), b"two\n");
+    (&stream).write_all(b"ee\n").expect("write");
+    assert_line(&next_answer(&mut reader), b"three\n");
+    drop(reader);
+    stream
+        .shutdown(std::net::Shutdown::Write)
+        .expect("half-close");
+    assert_line(&read_all(&stream), b"");
+}
+
+#[test]
+fn each_line_of_a_connection_may_be_64_kib() {
+    let server = Running::start(echo(), Limits::default());
+    let stream = server.raw();
+    let mut lines = Vec::new();
+    for byte in [b'a', b'b', b'c'] {
+        lines.extend(std::iter::repeat_n(byte, MAX_REQUEST));
+        lines.push(b'\n');
+    }
+    // Written from another thread: three answers of 64 KiB may fill the
+    // socket's buffers before the last line is written.
+    let mut writer = stream.try_clone().expect("clone");
+    let written = lines.clone();
+    let writing = std::thread::spawn(move || {
+        writer.write_all(&written).expect("write");
+        writer
+            .shutdown(std::net::Shutdown::Write)
+            .expect("half-close");
+    });
+    let answers = read_all(&stream);
+    writing.join().expect("writer");
+    assert_eq!(answers.len(), lines.len());
+    assert_line(&answers, &lines);
+}
+
+#[test]
+fn an_oversized_line_after_others_is_refused_and_ends_the_connection() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let server = Running::start(counting_echo(&calls), Limits::default());
+    let mut stream = server.raw();
+    let mut request = b"first\n".to_vec();
+    request.extend(std::iter::repeat_n(b'x', MAX_REQUEST + 1));
+    request.extend_from_slice(b"\nnever\n");
+    stream.set_write_timeout(Some(SAFETY_NET)).expect("timeout");
+    stream.write_all(&request).expect("write");
+    let mut expected = b"first\n".to_vec();
+    expected.extend(wire_refusal(Refusal::RequestTooLarge));
+    assert_line(&read_all(&stream), &expected);
+    // Where the line after an oversized one would begin is unknown: it is
+    // never handled.
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    let reply = server.client().call_line(b"still serving").expect("reply");
+    assert_line(&reply, b"still serving");
+}
+
+#[test]
+fn after_an_answer_silence_closes_the_connection_without_a_word() {
+    let deadline = Duration::from_millis(200);
+    let server = Running::start(
+        echo(),
+        Limits {
+            read_deadline: deadline,
+            ..Limits::default()
+        },
+    );
+    let stream = server.raw();
+    let mut reader = BufReader::new(&stream);
+    (&stream).write_all(b"ping\n").expect("write");
+    assert_line(&next_answer(&mut reader), b"ping\n");
+    let answered = std::time::Instant::now();
+    // Idle: no `request-timeout` (no request was begun), just the end.
+    let mut rest = Vec::new();
+    reader
+        .read_to_end(&mut rest)
+        .expect("the end of the stream");
+    let idle = answered.elapsed();
+    assert_line(&rest, b"");
+    assert!(
+        idle >= deadline && idle < SAFETY_NET,
+        "closed after {idle:?}"
+    );
+}
+
+#[test]
+fn a_partial_next_line_then_silence_gets_request_timeout() {
+    let server = Running::start(echo(), short_read_deadline());
+    let mut stream = server.raw();
+    stream.write_all(b"ping\n{\"cap\":").expect("write");
+    let mut expected = b"ping\n".to_vec();
+    expected.extend(wire_refusal(Refusal::RequestTimeout));
+    assert_line(&read_all(&stream), &expected);
+}
+
+#[test]
+fn the_read_deadline_of_a_next_line_counts_from_the_previous_answer() {
+    let deadline = Duration::from_millis(300);
+    // The first request outlasts the deadline at the server, so the
+    // connection is older than the deadline when its next line begins.
+    let server = Running::start(
+        move |_peer: Peer, line: Vec<u8>, _gone: Disconnect| async move {
+            if line == b"slow" {
+                tokio::time::sleep(2 * deadline).await;
+            }
+            line
+        },
+        Limits {
+            read_deadline: deadline,
+            ..Limits::default()
+        },
+    );
+    let stream = server.raw();
+    let mut reader = BufReader::new(&stream);
+    let connected = std::time::Instant::now();
+    (&stream).write_all(b"slow\n").expect("write");
+    assert_line(&next_answer(&mut reader), b"slow\n");
+    assert!(connected.elapsed() > deadline);
+    (&stream).write_all(b"next\n").expect("write");
+    assert_line(&next_answer(&mut reader), b"next\n");
+}
+
+#[test]
+fn a_client_that_half_closes_after_several_lines_gets_every_answer() {
+    // Each handler waits until the client has gone: the end of the stream
+    // fires the signal for the line in flight, and the later lines start
+    // with it fired. None is lost.
+    let server = Running::start(
+        |_peer: Peer, line: Vec<u8>, gone: Disconnect| async move {
+            gone.disconnected().await;
+            let mut reply = line;
+            reply.extend_from_slice(b" after the end");
+            reply
+        },
+        Limits::default(),
+    );
+    let mut stream = server.raw();
+    stream.write_all(b"a\nb\nc\n").expect("write");
+    stream
+        .shutdown(std::net::Shutdown::Write)
+        .expect("half-close");
+    assert_line(
+        &read_all(&stream),
+        b"a after the end\nb after the end\nc after the end\n",
+    );
+}
+
+#[test]
+fn connections_idle_between_requests_count_against_the_cap() {
+    let server = Running::start(
+        echo(),
+        Limits {
+            max_connections: 2,
+            ..Limits::default()
+        },
+    );
+    // Both slots held by connections that were answered and stay open.
+    let held: Vec<UnixStream> = (0..2)
+        .map(|i| {
+            let stream = server.raw();
+            let line = format!("hold {i}\n");
+            (&stream).write_all(line.as_bytes()).expect("write");
+            let mut reader = BufReader::new(&stream);
+            assert_line(&next_answer(&mut reader), line.as_bytes());
+            stream
+        })
+        .collect();
+    assert_eq!(
+        server.client().call_line(b"third"),
+        Ok(error_line(Refusal::BrokerUnavailable))
+    );
+    // One says it is done; once it sees the end, its slot is free.
+    held[0]
+        .shutdown(std::net::Shutdown::Write)
+        .expect("half-close");
+    assert_line(&read_all(&held[0]), b"");
+    let reply = server.client().call_line(b"served").expect("reply");
+    assert_line(&reply, b"served");
+}
+
+#[test]
+fn shutdown_closes_idle_connections_at_once_and_answers_the_request_in_flight() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&calls);
+    let (seen, events) = mpsc::channel();
+    let go = Arc::new(tokio::sync::Notify::new());
+    let go_handler = Arc::clone(&go);
+    // The default limits: an idle connection would wait 5 s for its next
+    // line if shutdown did not close it.
+    let mut server = Running::start(
+        move |_peer: Peer, line: Vec<u8>, _gone: Disconnect| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            let seen = seen.clone();
+            let go = Arc::clone(&go_handler);
+            async move {
+                if line == b"held" {
+                    let _ = seen.send(Seen::Started);
+                    go.notified().await;
+                }
+                line
+            }
+        },
+        Limits::default(),
+    );
+    let started = std::time::Instant::now();
+    let idle = server.raw();
+    let mut idle_reader = BufReader::new(&idle);
+    (&idle).write_all(b"idle\n").expect("write");
+    assert_line(&next_answer(&mut idle_reader), b"idle\n");
+
+    // A request in flight with another line queued behind it.
+    let busy = server.raw();
+    (&busy).write_all(b"held\nqueued\n").expect("write");
+    assert_eq!(events.recv_timeout(SAFETY_NET), Ok(Seen::Started));
+
+    server.signal_stop();
+    let mut rest = Vec::new();
+    idle_reader
+        .read_to_end(&mut rest)
+        .expect("the idle connection ends");
+    assert_line(&rest, b"");
+    go.notify_one();
+    // The request in flight is answered; the line behind it is not
+    // started, and the connection closes.
+    assert_line(&read_all(&busy), b"held\n");
+    let path = server.path.clone();
+    let dir = server._dir.take();
+    assert_eq!(server.stop(), Ok(()));
+    let took = started.elapsed();
+    assert!(took < READ_DEADLINE, "shutdown took {took:?}");
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    assert_eq!(
+        Client::new(&path, "cap").call_line(b"after"),
+        Err(Refusal::BrokerUnavailable)
+    );
+    drop(dir);
 }
 
 // ---------------------------------------------------------------- many clients
@@ -800,6 +1084,301 @@ fn answers_become_results_and_refusals() {
 
     let (_, result) = call_fake(b"garbage\n");
     assert_eq!(result, Err(Refusal::OutcomeUnknown));
+}
+
+// ---------------------------------------------------------------- the session
+
+/// What a [`scripted_broker`] does next on a connection.
+enum Step {
+    /// Reads a request line and writes this answer and a `\n`.
+    Answer(Vec<u8>),
+    /// Reads a request line, waits for the test's go, then writes this
+    /// answer and a `\n`.
+    Late(&'static str),
+    /// Reads a request line and closes the connection unanswered.
+    Vanish,
+    /// Leaves the connection open until the fake broker ends.
+    Keep,
+}
+
+fn answer(text: &str) -> Step {
+    Step::Answer(text.as_bytes().to_vec())
+}
+
+/// A fake broker on its own thread that serves one connection after
+/// another, each by its script; a connection whose script ends without
+/// [`Step::Keep`] is closed, and its index sent on `closed`.
+struct Scripted {
+    path: PathBuf,
+    go: mpsc::Sender<()>,
+    closed: mpsc::Receiver<usize>,
+    thread: JoinHandle<Vec<(usize, String)>>,
+    _dir: TempDir,
+}
+
+impl Scripted {
+    fn session(&self) -> Session {
+        Session::new(Client::new(&self.path, "cap").with_timeout(SAFETY_NET))
+    }
+
+    /// Waits until the fake broker has closed connection `n`.
+    #[track_caller]
+    fn wait_closed(&self, n: usize) {
+        assert_eq!(self.closed.recv_timeout(SAFETY_NET), Ok(n));
+    }
+
+    /// Every request line the fake broker read, with its connection's
+    /// index, once every script has run.
+    fn requests(self) -> Vec<(usize, String)> {
+        self.thread.join().expect("the fake broker")
+    }
+}
+
+fn scripted_broker(scripts: Vec<Vec<Step>>) -> Scripted {
+    let dir = private_dir();
+    let path = dir.path().join("fake.sock");
+    let listener = {
+        let _fs = fs_lock();
+        UnixListener::bind(&path).expect("bind")
+    };
+    let (go, went) = mpsc::channel();
+    let (closing, closed) = mpsc::channel();
+    let thread = std::thread::spawn(move || {
+        let mut requests = Vec::new();
+        let mut kept = Vec::new();
+        for (n, script) in scripts.into_iter().enumerate() {
+            let (stream, _) = listener.accept().expect("accept");
+            stream.set_read_timeout(Some(SAFETY_NET)).expect("timeout");
+            let mut reader = BufReader::new(&stream);
+            let mut keep = false;
+            for step in script {
+                let mut line = String::new();
+                if !matches!(step, Step::Keep) {
+                    reader.read_line(&mut line).expect("a request line");
+                    requests.push((n, line.trim_end().to_owned()));
+                }
+                let reply = match step {
+                    Step::Answer(reply) => reply,
+                    Step::Late(reply) => {
+                        went.recv_timeout(SAFETY_NET).expect("the test's go");
+                        reply.as_bytes().to_vec()
+                    }
+                    Step::Vanish => break,
+                    Step::Keep => {
+                        keep = true;
+                        break;
+                    }
+                };
+                // The client may have given up and closed already.
+                let _ = (&stream).write_all(&[&reply[..], b"\n"].concat());
+            }
+            drop(reader);
+            if keep {
+                kept.push(stream);
+            } else {
+                drop(stream);
+                let _ = closing.send(n);
+            }
+        }
+        requests
+    });
+    Scripted {
+        path,
+        go,
+        closed,
+        thread,
+        _dir: dir,
+    }
+}
+
+const OK: &str = r#"{"ok":true,"result":{}}"#;
+
+/// The request line a session with capability `cap` sends for `verb`
+/// without arguments.
+fn request(verb: &str) -> String {
+    format!(r#"{{"cap":"cap","verb":"{verb}","args":{{}}}}"#)
+}
+
+#[test]
+fn a_session_s_calls_in_turn_share_one_connection() {
+    let broker = scripted_broker(vec![vec![
+        answer(r#"{"ok":true,"result":{"status":"claimed"}}"#),
+        answer(r#"{"ok":false,"error":"not-holder"}"#),
+        answer(r#"{"ok":true,"result":[]}"#),
+        Step::Keep,
+    ]]);
+    let session = broker.session();
+    assert_eq!(
+        session.call("role.claim", json!({})),
+        Ok(json!({"status": "claimed"}))
+    );
+    // A refusal the broker answers like any other line keeps it too.
+    assert_eq!(
+        session.call("message.receive", json!({})),
+        Err(Refusal::NotHolder)
+    );
+    assert_eq!(session.call("inbox", json!({})), Ok(json!([])));
+    assert_eq!(
+        broker.requests(),
+        vec![
+            (0, request("role.claim")),
+            (0, request("message.receive")),
+            (0, request("inbox")),
+        ]
+    );
+}
+
+#[test]
+fn a_connection_the_broker_closed_is_replaced_and_the_call_goes_through() {
+    let broker = scripted_broker(vec![vec![answer(OK)], vec![answer(OK), Step::Keep]]);
+    let session = broker.session();
+    assert_eq!(session.call("agents", json!({})), Ok(json!({})));
+    // The broker closed the connection (as it does with an idle one): the
+    // next call goes, once, over a new one.
+    broker.wait_closed(0);
+    assert_eq!(session.call("message.send", json!({})), Ok(json!({})));
+    assert_eq!(
+        broker.requests(),
+        vec![(0, request("agents")), (1, request("message.send"))]
+    );
+}
+
+#[test]
+fn a_request_sent_whole_is_never_sent_again() {
+    let broker = scripted_broker(vec![
+        vec![answer(OK), Step::Vanish],
+        vec![answer(OK), Step::Keep],
+    ]);
+    let session = broker.session();
+    assert_eq!(session.call("role.claim", json!({})), Ok(json!({})));
+    // The connection breaks after the whole line went out: the broker may
+    // have acted, so the call is outcome-unknown and is not resent.
+    assert_eq!(
+        session.call("message.send", json!({})),
+        Err(Refusal::OutcomeUnknown)
+    );
+    assert_eq!(session.call("inbox", json!({})), Ok(json!({})));
+    assert_eq!(
+        broker.requests(),
+        vec![
+            (0, request("role.claim")),
+            (0, request("message.send")),
+            (1, request("inbox")),
+        ]
+    );
+}
+
+#[test]
+fn after_a_refusal_that_ends_the_connection_a_new_one_is_made() {
+    for ending in [
+        Refusal::RequestTooLarge,
+        Refusal::RequestTimeout,
+        Refusal::BrokerUnavailable,
+        Refusal::BadCapability,
+    ] {
+        // The fake keeps the first connection open: only the session's own
+        // rule sends the next call elsewhere.
+        let broker = scripted_broker(vec![
+            vec![Step::Answer(error_line(ending)), Step::Keep],
+            vec![answer(OK), Step::Keep],
+        ]);
+        let session = broker.session();
+        assert_eq!(session.call("inbox", json!({})), Err(ending));
+        assert_eq!(session.call("inbox", json!({})), Ok(json!({})));
+        assert_eq!(
+            broker.requests(),
+            vec![(0, request("inbox")), (1, request("inbox"))],
+            "{ending}"
+        );
+    }
+}
+
+#[test]
+fn a_late_answer_is_never_read_as_the_next_call_s() {
+    let broker = scripted_broker(vec![
+        vec![Step::Late(r#"{"ok":true,"result":"late"}"#), Step::Keep],
+        vec![answer(OK), Step::Keep],
+    ]);
+    let session =
+        Session::new(Client::new(&broker.path, "cap").with_timeout(Duration::from_millis(200)));
+    assert_eq!(
+        session.call("message.send", json!({})),
+        Err(Refusal::OutcomeUnknown)
+    );
+    // The answer arrives after the call gave up, on a connection the
+    // session has closed; the next call gets its own.
+    broker.go.send(()).expect("the fake broker waits");
+    let patient = Session::new(session.client().clone().with_timeout(SAFETY_NET));
+    assert_eq!(patient.call("inbox", json!({})), Ok(json!({})));
+    drop(session);
+    assert_eq!(
+        broker.requests(),
+        vec![(0, request("message.send")), (1, request("inbox"))]
+    );
+}
+
+#[test]
+fn an_answer_too_large_closes_the_connection() {
+    let mut huge = br#"{"ok":true,"result":""#.to_vec();
+    huge.extend(std::iter::repeat_n(b'a', MAX_RESPONSE));
+    huge.extend_from_slice(br#""}"#);
+    let broker = scripted_broker(vec![
+        vec![Step::Answer(huge), Step::Keep],
+        vec![answer(OK), Step::Keep],
+    ]);
+    let session = broker.session();
+    assert_eq!(
+        session.call("inbox", json!({})),
+        Err(Refusal::ResponseTooLarge)
+    );
+    assert_eq!(session.call("inbox", json!({})), Ok(json!({})));
+    assert_eq!(
+        broker.requests(),
+        vec![(0, request("inbox")), (1, request("inbox"))]
+    );
+}
+
+#[test]
+fn a_session_against_the_real_server_pipelines_and_overlapping_calls_get_their_own() {
+    // Two calls must be in the handler at once before either is answered:
+    // calls sharing one connection would wait for each other forever.
+    let barrier = Arc::new(tokio::sync::Barrier::new(2));
+    let server = Running::start(
+        move |_peer: Peer, line: Vec<u8>, _gone: Disconnect| {
+            let barrier = Arc::clone(&barrier);
+            async move {
+                if line.starts_with(b"together") {
+                    barrier.wait().await;
+                }
+                line
+            }
+        },
+        Limits::default(),
+    );
+    let session = Arc::new(Session::new(server.client()));
+    for i in 0..5 {
+        let line = format!("in turn {i}");
+        assert_line(
+            &session.call_line(line.as_bytes()).expect("reply"),
+            line.as_bytes(),
+        );
+    }
+    let callers: Vec<_> = (0..2)
+        .map(|i| {
+            let session = Arc::clone(&session);
+            std::thread::spawn(move || session.call_line(format!("together {i}").as_bytes()))
+        })
+        .collect();
+    for (i, caller) in callers.into_iter().enumerate() {
+        let reply = caller.join().expect("caller").expect("reply");
+        assert_line(&reply, format!("together {i}").as_bytes());
+    }
+    // An oversized line ends its connection; the session goes on.
+    let refused = session
+        .call_line(&vec![b'x'; MAX_REQUEST + 1])
+        .expect("reply");
+    assert_line(&refused, &error_line(Refusal::RequestTooLarge));
+    assert_line(&session.call_line(b"after").expect("reply"), b"after");
 }
 
 // ---------------------------------------------------------------- a peer of another uid

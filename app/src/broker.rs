@@ -11,9 +11,10 @@
 //! connection) and group-commits: it stages every queued request in arrival
 //! order, each in its own savepoint, commits the batch once, and only then
 //! answers them. A tokio runtime serves the socket, with one task per
-//! connection that parses the line, finds the caller by capability, and
-//! waits for the writer's answer; reads (`inbox`, `tasks`, `agents`,
-//! `trail`) run beside the writer instead, on [`Reads`]' own connections.
+//! connection that, for each of its lines in turn, parses the line, finds
+//! the caller by capability, and waits for the writer's answer; reads
+//! (`inbox`, `tasks`, `agents`, `trail`) run beside the writer instead, on
+//! [`Reads`]' own connections.
 //! Capabilities live only in this process's memory.
 
 use std::collections::HashMap;
@@ -903,8 +904,10 @@ struct Asked {
 
 /// Answers `changes` beside the writer: at once without `since`, else
 /// when a change concerning the caller lies after it, or at the wait's
-/// end. A caller that disconnects ends its wait and is neither answered
-/// nor recorded; only a refusal goes to the writer, to be recorded.
+/// end. A caller that disconnects ends its wait, which records nothing;
+/// its answer is the empty page at `since` (a caller that only shut down
+/// its writing side, with more lines on its connection, still reads one
+/// JSON line for each). Only a refusal goes to the writer, to be recorded.
 async fn changes<S: StoreReaders + Send + 'static>(
     reads: &Arc<Reads<S>>,
     jobs: &mpsc::Sender<Job>,
@@ -930,7 +933,10 @@ async fn changes<S: StoreReaders + Send + 'static>(
         (Ok(watcher), Some(since)) => {
             match feed::wait(reads, time, watcher, since, wait, gone.disconnected()).await {
                 Ok(Waited::Page(page)) => Ok(page),
-                Ok(Waited::Gone) => return String::new(),
+                Ok(Waited::Gone) => Ok(Page {
+                    cursor: since,
+                    changes: Vec::new(),
+                }),
                 Err(refusal) => Err(refusal),
             }
         }

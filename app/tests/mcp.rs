@@ -1,7 +1,8 @@
 //! `mosaic-bus mcp` as a child process, driven over its stdin/stdout by a
-//! real MCP client (rmcp's `TokioChildProcess`): against the real broker,
-//! against a fake broker that vanishes mid-call, and against a listener
-//! that counts connections.
+//! real MCP client (rmcp's `TokioChildProcess`): against the real broker
+//! (and the one connection a session keeps to it), against a fake broker
+//! that vanishes mid-call, against one that closes kept connections, and
+//! against a listener that counts connections.
 //!
 //! Nothing sleeps: every wait is for an MCP answer (bounded by
 //! [`support::WAIT`], so a hung adapter fails the test) or for a fake
@@ -104,10 +105,33 @@ fn mcp_with_cap_fd(socket: &Path, cap: &Path) -> tokio::process::Command {
 
 /// Starts the adapter and completes the MCP handshake.
 async fn start(command: tokio::process::Command) -> Session {
+    start_with_pid(command).await.0
+}
+
+/// As [`start`], also returning the adapter's pid.
+async fn start_with_pid(command: tokio::process::Command) -> (Session, u32) {
     let transport = TokioChildProcess::new(command).expect("spawn mosaic-bus mcp");
-    bounded("initialize", ().serve(transport))
+    let pid = transport.id().expect("the adapter's pid");
+    let session = bounded("initialize", ().serve(transport))
         .await
-        .expect("the MCP handshake")
+        .expect("the MCP handshake");
+    (session, pid)
+}
+
+/// The sockets process `pid` holds open: the inodes of its descriptors
+/// that are sockets (`socket:[N]` in `/proc/<pid>/fd`).
+fn sockets_of(pid: u32) -> Vec<String> {
+    let mut sockets: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .expect("the adapter's descriptors")
+        .flatten()
+        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+        .filter_map(|target| {
+            let target = target.to_str()?.to_owned();
+            target.starts_with("socket:").then_some(target)
+        })
+        .collect();
+    sockets.sort();
+    sockets
 }
 
 /// One `tools/call`.
@@ -310,6 +334,172 @@ async fn agents_work_through_mcp_tools_against_the_real_broker() {
 
     bounded("close", dev.cancel()).await.expect("close dev");
     bounded("close", lead.cancel()).await.expect("close lead");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_mcp_session_keeps_one_connection_to_the_broker() {
+    let root = data_root();
+    let broker = Broker::boot(
+        root.path(),
+        &config(root.path(), &[acme()], &acme_launches(), &[]),
+    );
+    let caps = tempfile::tempdir().expect("a private folder");
+    let lead_cap = cap_file(caps.path(), "lead.cap", &broker.cap("lead-1"));
+    let (lead, pid) = start_with_pid(mcp_with_cap_file(&broker.socket, &lead_cap)).await;
+    // Its stdin and stdout may be sockets too (a socket pair): those it has
+    // before any call.
+    let stdio = sockets_of(pid);
+    let connections = || -> Vec<String> {
+        sockets_of(pid)
+            .into_iter()
+            .filter(|s| !stdio.contains(s))
+            .collect()
+    };
+    assert_eq!(
+        connections(),
+        Vec::<String>::new(),
+        "connected before a call"
+    );
+    assert_eq!(
+        ok(&lead, "role_claim", json!({})).await,
+        json!({"status": "claimed"})
+    );
+    let first = connections();
+    assert_eq!(first.len(), 1, "{first:?}");
+    // Reads, writes and a refusal, one after another: all over the same
+    // connection, which stays open between them.
+    let sent = ok(
+        &lead,
+        "message_send",
+        json!({"to": "qa", "body": "over one connection"}),
+    )
+    .await;
+    assert_eq!(sent["request"], Value::Null, "{sent}");
+    assert_eq!(connections(), first);
+    ok(&lead, "agents", json!({})).await;
+    assert_eq!(connections(), first);
+    refused(
+        &lead,
+        "message_send",
+        json!({"to": "ghost", "body": "?"}),
+        "unknown-role",
+    )
+    .await;
+    assert_eq!(connections(), first);
+    ok(&lead, "inbox", json!({})).await;
+    ok(&lead, "changes", json!({})).await;
+    assert_eq!(connections(), first);
+    bounded("close", lead.cancel()).await.expect("close lead");
+    broker.close();
+}
+
+/// What [`closing_broker`] does with its next request line.
+enum Act {
+    /// Answers it.
+    Answer(&'static str),
+    /// Closes the connection without an answer.
+    Vanish,
+}
+
+/// A fake broker on `socket` that serves one connection after another,
+/// each with its list of acts, and closes a connection once its acts are
+/// done (sending its index on `closed`); returns every request line it
+/// read with the index of its connection.
+fn closing_broker(
+    socket: &Path,
+    connections: Vec<Vec<Act>>,
+    closed: std::sync::mpsc::Sender<usize>,
+) -> std::thread::JoinHandle<Vec<(usize, Value)>> {
+    let listener = UnixListener::bind(socket).expect("bind the fake broker");
+    std::thread::spawn(move || {
+        let mut requests = Vec::new();
+        for (n, acts) in connections.into_iter().enumerate() {
+            let (connection, _) = listener.accept().expect("a connection");
+            connection.set_read_timeout(Some(WAIT)).expect("timeout");
+            let mut reader = BufReader::new(&connection);
+            for act in acts {
+                let mut line = String::new();
+                reader.read_line(&mut line).expect("a request line");
+                requests.push((n, serde_json::from_str(&line).expect("a JSON request")));
+                match act {
+                    Act::Answer(answer) => (&connection)
+                        .write_all(format!("{answer}\n").as_bytes())
+                        .expect("answer"),
+                    Act::Vanish => break,
+                }
+            }
+            drop(reader);
+            drop(connection);
+            let _ = closed.send(n);
+        }
+        requests
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_connection_is_replaced_but_a_write_sent_whole_is_never_resent() {
+    let dir = data_root();
+    let socket = dir.path().join("bus.sock");
+    let cap = "ef".repeat(32);
+    let (closing, closed) = std::sync::mpsc::channel();
+    let claimed = r#"{"ok":true,"result":{"status":"claimed"}}"#;
+    let fake = closing_broker(
+        &socket,
+        vec![
+            vec![
+                Act::Answer(claimed),
+                Act::Answer(r#"{"ok":true,"result":[]}"#),
+            ],
+            vec![Act::Answer(r#"{"ok":true,"result":[]}"#), Act::Vanish],
+            vec![Act::Answer(claimed)],
+        ],
+        closing,
+    );
+    let adapter = start(mcp_with_cap_file(
+        &socket,
+        &cap_file(dir.path(), "agent.cap", &cap),
+    ))
+    .await;
+    assert_eq!(
+        ok(&adapter, "role_claim", json!({})).await,
+        json!({"status": "claimed"})
+    );
+    assert_eq!(ok(&adapter, "inbox", json!({})).await, json!([]));
+    // The broker closes the session's connection, as it does an idle one:
+    // the next call goes over a new one, and nobody sees the difference.
+    assert_eq!(closed.recv_timeout(WAIT), Ok(0));
+    assert_eq!(ok(&adapter, "agents", json!({})).await, json!([]));
+    // A write whose connection breaks once it was sent: outcome-unknown,
+    // with what to inspect, and never sent again.
+    let id = "0b7f8a4e-1c2d-4e5f-8a9b-0c1d2e3f4a5b";
+    let text = refused(
+        &adapter,
+        "decision_resolve",
+        json!({"id": id, "choice": "yes"}),
+        "outcome-unknown",
+    )
+    .await;
+    assert!(text.contains(UNKNOWN), "{text}");
+    assert_eq!(closed.recv_timeout(WAIT), Ok(1));
+    assert_eq!(
+        ok(&adapter, "role_claim", json!({})).await,
+        json!({"status": "claimed"})
+    );
+    let request = |verb: &str, args: Value| json!({"cap": cap, "verb": verb, "args": args});
+    assert_eq!(
+        fake.join().expect("the fake broker"),
+        [
+            (0, request("role.claim", json!({}))),
+            (0, request("inbox", json!({}))),
+            (1, request("agents", json!({}))),
+            (
+                1,
+                request("decision.resolve", json!({"id": id, "choice": "yes"}))
+            ),
+            (2, request("role.claim", json!({}))),
+        ]
+    );
+    bounded("close", adapter.cancel()).await.expect("close");
 }
 
 /// A fake broker on `socket`: the first connection's request line is read

@@ -14,8 +14,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use mosaic_adapters::config::boot_from_value;
-use mosaic_adapters::socket::Client;
+use mosaic_adapters::socket::{Client, Session};
 use mosaic_app::broker::{start_broker, Broker};
+use mosaic_domain::Refusal;
 use serde_json::{json, Map, Value};
 
 use crate::output::Failure;
@@ -135,6 +136,29 @@ impl Endpoint {
     }
 }
 
+/// How a bench agent calls the broker: through the [`Client`], one
+/// connection per request, or through a [`Session`], which keeps its
+/// connection open between requests as a long-lived agent does.
+pub trait Caller: Sync {
+    /// One call: its result or its refusal.
+    ///
+    /// # Errors
+    /// The refusal.
+    fn call(&self, verb: &str, args: Value) -> Result<Value, Refusal>;
+}
+
+impl Caller for Client {
+    fn call(&self, verb: &str, args: Value) -> Result<Value, Refusal> {
+        Client::call(self, verb, args)
+    }
+}
+
+impl Caller for Session {
+    fn call(&self, verb: &str, args: Value) -> Result<Value, Refusal> {
+        Session::call(self, verb, args)
+    }
+}
+
 /// A broker serving the run's directory, and one client per launched role.
 pub struct Live {
     broker: Option<Broker>,
@@ -193,6 +217,12 @@ impl Live {
         })
     }
 
+    /// One [`Session`] per role, in the order of [`Live::clients`]: the
+    /// same capabilities over connections kept open.
+    pub fn sessions(&self) -> Vec<Session> {
+        self.clients.iter().cloned().map(Session::new).collect()
+    }
+
     /// Stops the broker: socket and lock removed, store closed.
     ///
     /// # Errors
@@ -216,7 +246,7 @@ pub fn body(n: usize) -> String {
 ///
 /// # Errors
 /// The refusal, as a failure.
-pub fn send(client: &Client, n: usize) -> Result<(), Failure> {
+pub fn send(client: &impl Caller, n: usize) -> Result<(), Failure> {
     client
         .call(
             Verb::MessageSend.as_str(),
@@ -231,7 +261,7 @@ pub fn send(client: &Client, n: usize) -> Result<(), Failure> {
 ///
 /// # Errors
 /// The first refusal.
-pub fn warm_up(client: &Client, n: usize) -> Result<(), Failure> {
+pub fn warm_up(client: &impl Caller, n: usize) -> Result<(), Failure> {
     (0..n).try_for_each(|i| send(client, i))
 }
 
@@ -242,7 +272,7 @@ pub fn warm_up(client: &Client, n: usize) -> Result<(), Failure> {
 /// # Errors
 /// The first refusal of any client.
 pub fn concurrent_round(
-    clients: &[Client],
+    clients: &[impl Caller],
     per_client: usize,
 ) -> Result<(Round, Duration), Failure> {
     let before = crate::stats::written_bytes();

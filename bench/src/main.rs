@@ -115,7 +115,7 @@ pub struct Sizes {
     /// Browser round trips that broker serves.
     pub rss_trips: usize,
     /// Agents that then work that broker at once (each its own role and
-    /// thread, one connection per request).
+    /// thread, each keeping one connection open).
     pub rss_agents: usize,
     /// Requests each of them makes: `message.send` and `inbox` in turn.
     pub rss_agent_requests: usize,
@@ -269,6 +269,10 @@ pub const FIGURES: &[Figure] = &[
     Figure {
         name: "message_send_1_client_socket",
         run: socket::message_send_1_client_socket,
+    },
+    Figure {
+        name: "message_send_1_client_socket_persistent",
+        run: socket::message_send_1_client_socket_persistent,
     },
     Figure {
         name: "message_send_16_clients",

@@ -27,7 +27,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use mosaic_adapters::socket::Client;
+use mosaic_adapters::socket::{Client, Session};
 use serde_json::{json, Value};
 
 use crate::browser::Remote;
@@ -279,7 +279,7 @@ pub fn broker_rss(ctx: &mut Ctx) -> Result<Fields, Failure> {
             let cap = reply["launches"][i]["cap"]
                 .as_str()
                 .ok_or(Failure::new("the boot reply has no capability"))?;
-            let client = Client::new(socket, cap);
+            let client = Session::new(Client::new(socket, cap));
             client
                 .call(Verb::RoleClaim.as_str(), json!({}))
                 .map_err(|r| Failure::refused("role.claim refused", r))?;
@@ -330,7 +330,7 @@ pub fn broker_rss(ctx: &mut Ctx) -> Result<Fields, Failure> {
 ///
 /// # Errors
 /// The first refusal of any agent.
-fn work(agents: &[Client], requests: usize) -> Result<(usize, Duration), Failure> {
+fn work(agents: &[Session], requests: usize) -> Result<(usize, Duration), Failure> {
     let start = Instant::now();
     let results: Vec<Result<(), Failure>> = std::thread::scope(|scope| {
         let handles: Vec<_> = agents

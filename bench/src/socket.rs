@@ -1,8 +1,14 @@
 //! The socket figures: `message.send` and `inbox` through the real broker
-//! (started in this process, see [`crate::live`]) and the real client
-//! ([`mosaic_adapters::socket::Client`], one connection per request), each
+//! (started in this process, see [`crate::live`]) and the real clients, each
 //! beside raw commits measured in alternating rounds on the same disk.
+//! `message_send_1_client_socket` goes through
+//! [`Client`](mosaic_adapters::socket::Client), one connection
+//! per request, as a one-shot caller (`mosaic-bus call`, a hook) does; its
+//! `_persistent` twin and the figures of long-lived callers (16 agents, a
+//! reader's `inbox`) through [`Session`], one connection kept open, as the
+//! MCP server and `views` do.
 
+use mosaic_adapters::socket::Session;
 use mosaic_domain::Verb;
 use std::time::{Duration, Instant};
 
@@ -10,7 +16,7 @@ use mosaic_domain::messages::INBOX_LIMIT;
 use mosaic_domain::Refusal;
 use serde_json::{json, Value};
 
-use crate::live::{self, Grants, Live};
+use crate::live::{self, Caller, Grants, Live};
 use crate::output::{round1, round3, Failure, Fields};
 use crate::stats::{percentile_us, Round, Series};
 use crate::Ctx;
@@ -39,14 +45,46 @@ fn raw_fields(raws: &Series) -> Fields {
 }
 
 /// `message_send_1_client_socket`: one client's `message.send` through
-/// the socket and the real broker, requests/s beside raw commits/s.
+/// the socket and the real broker, requests/s beside raw commits/s, with
+/// the [`Client`](mosaic_adapters::socket::Client), one connection per
+/// request.
 ///
 /// # Errors
 /// When the broker cannot start, or a request or commit fails.
 pub fn message_send_1_client_socket(ctx: &mut Ctx) -> Result<Fields, Failure> {
+    one_client(
+        ctx,
+        "socket-1",
+        |live| live.clients[0].clone(),
+        "mosaic_adapters::socket::Client -> bus.sock -> in-process broker -> SQLite; one connection per request",
+    )
+}
+
+/// `message_send_1_client_socket_persistent`: the same through a
+/// [`Session`], every request on the one connection it keeps open.
+///
+/// # Errors
+/// When the broker cannot start, or a request or commit fails.
+pub fn message_send_1_client_socket_persistent(ctx: &mut Ctx) -> Result<Fields, Failure> {
+    one_client(
+        ctx,
+        "socket-1-persistent",
+        |live| Session::new(live.clients[0].clone()),
+        "mosaic_adapters::socket::Session -> bus.sock -> in-process broker -> SQLite; one connection for every request",
+    )
+}
+
+/// One client's `message.send` rounds, alternating with raw rounds, on a
+/// fresh broker on the data root `name`, through the caller `make` gives.
+fn one_client<C: Caller>(
+    ctx: &mut Ctx,
+    name: &str,
+    make: impl FnOnce(&Live) -> C,
+    path: &'static str,
+) -> Result<Fields, Failure> {
     let sizes = ctx.sizes.clone();
-    let live = Live::start(ctx, "socket-1", &senders(1), false)?;
-    let client = live.clients[0].clone();
+    let live = Live::start(ctx, name, &senders(1), false)?;
+    let client = make(&live);
     live::warm_up(&client, sizes.socket_warmup)?;
     let mut sent = 0;
     let (sends, raws) =
@@ -56,6 +94,7 @@ pub fn message_send_1_client_socket(ctx: &mut Ctx) -> Result<Fields, Failure> {
                 live::send(&client, sent)
             })
         })?;
+    drop(client);
     live.close()?;
     let ratio = sends.rate() / raws.rate();
     let mut fields = sends.fields("requests_per_s");
@@ -64,10 +103,7 @@ pub fn message_send_1_client_socket(ctx: &mut Ctx) -> Result<Fields, Failure> {
         ("target", Value::from("ratio_to_raw >= 0.8")),
         ("met", Value::from(ratio >= 0.8)),
         ("clients", Value::from(1)),
-        (
-            "path",
-            Value::from("mosaic_adapters::socket::Client -> bus.sock -> in-process broker -> SQLite; one connection per request"),
-        ),
+        ("path", Value::from(path)),
     ]);
     fields.extend(raw_fields(&raws));
     Ok(fields)
@@ -82,7 +118,7 @@ pub fn message_send_1_client_socket(ctx: &mut Ctx) -> Result<Fields, Failure> {
 pub fn message_send_16_clients(ctx: &mut Ctx) -> Result<Fields, Failure> {
     let sizes = ctx.sizes.clone();
     let live = Live::start(ctx, "socket-16", &senders(sizes.clients), false)?;
-    let clients = live.clients.clone();
+    let clients = live.sessions();
     // The store's WAL wraps once, spread over every client.
     let per_client_warmup = sizes.socket_warmup.div_ceil(clients.len().max(1));
     live::concurrent_round(&clients, per_client_warmup)?;
@@ -95,6 +131,7 @@ pub fn message_send_16_clients(ctx: &mut Ctx) -> Result<Fields, Failure> {
             split.add(client_cpu, before, BrokerCpu::now());
             Ok(round)
         })?;
+    drop(clients);
     live.close()?;
     let ratio = sends.rate() / raws.rate();
     let mut fields = sends.fields("requests_per_s");
@@ -108,7 +145,7 @@ pub fn message_send_16_clients(ctx: &mut Ctx) -> Result<Fields, Failure> {
         (
             "note",
             Value::from(
-                "group commit: requests queued while a commit syncs share the next transaction",
+                "group commit: requests queued while a commit syncs share the next transaction; each client a mosaic_adapters::socket::Session, its requests on one connection",
             ),
         ),
     ]);
@@ -197,10 +234,7 @@ impl CpuSplit {
 
 /// Times `n` `inbox` calls of `client`; also returns the last answer's size
 /// in bytes and its number of entries.
-fn inbox_calls(
-    client: &mosaic_adapters::socket::Client,
-    n: usize,
-) -> Result<(Vec<Duration>, usize, usize), Failure> {
+fn inbox_calls(client: &Session, n: usize) -> Result<(Vec<Duration>, usize, usize), Failure> {
     let mut samples = Vec::with_capacity(n);
     let (mut bytes, mut entries) = (0, 0);
     for _ in 0..n {
@@ -245,7 +279,12 @@ pub fn inbox_10k(ctx: &mut Ctx) -> Result<Fields, Failure> {
         ("writer".to_owned(), Grants::Send),
     ];
     let live = Live::start(ctx, Verb::Inbox.as_str(), &roles, false)?;
-    let (reader, writer) = (live.clients[0].clone(), live.clients[1].clone());
+    let mut sessions = live.sessions().into_iter();
+    let (Some(reader), Some(writer)) = (sessions.next(), sessions.next()) else {
+        return Err(Failure::new(
+            "the broker issued fewer capabilities than roles",
+        ));
+    };
     let (empty, _, empty_entries) = inbox_calls(&reader, sizes.inbox_calls)?;
     if empty_entries != 0 {
         return Err(Failure::new("a fresh role's inbox is not empty"));
@@ -269,6 +308,7 @@ pub fn inbox_10k(ctx: &mut Ctx) -> Result<Fields, Failure> {
     let keep = sizes.inbox_unread.min(sizes.inbox_messages);
     read_all_but(&reader, sizes.inbox_messages - keep)?;
     let (steady, bytes, entries) = inbox_calls(&reader, sizes.inbox_calls)?;
+    drop((reader, writer));
     live.close()?;
     if entries != keep {
         return Err(Failure::new(
@@ -294,7 +334,7 @@ pub fn inbox_10k(ctx: &mut Ctx) -> Result<Fields, Failure> {
         ("empty_inbox_p99_us", round1(percentile_us(&empty, 99.0))),
         (
             "note",
-            Value::from("p50/p99: the role was sent `messages` and read all but `unread`; backlog_: the same call while all were unread (it lists the oldest 100); empty_inbox: before the fill, the socket's own floor. Reads run on reader connections beside the writer"),
+            Value::from("p50/p99: the role was sent `messages` and read all but `unread`; backlog_: the same call while all were unread (it lists the oldest 100); empty_inbox: before the fill, the socket's own floor. Reads run on reader connections beside the writer; the caller is a mosaic_adapters::socket::Session, its calls on one connection"),
         ),
         ("fill_s", round3(fill.as_secs_f64())),
     ])
@@ -306,7 +346,7 @@ pub fn inbox_10k(ctx: &mut Ctx) -> Result<Fields, Failure> {
 /// # Errors
 /// A refused `message.receive` or `message.read`, or fewer than `n`
 /// messages waiting.
-fn read_all_but(client: &mosaic_adapters::socket::Client, n: usize) -> Result<(), Failure> {
+fn read_all_but(client: &impl Caller, n: usize) -> Result<(), Failure> {
     let mut ids = Vec::new();
     loop {
         let batch = client

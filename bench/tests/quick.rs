@@ -6,12 +6,13 @@ use std::process::Command;
 
 use serde_json::Value;
 
-const FIGURES: [&str; 13] = [
+const FIGURES: [&str; 14] = [
     "environment",
     "raw_sqlite_commit",
     "message_send_1_client",
     "commit_cost_rows",
     "message_send_1_client_socket",
+    "message_send_1_client_socket_persistent",
     "message_send_16_clients",
     "inbox_10k",
     "browser_rtt_1_pane",
@@ -105,7 +106,7 @@ fn quick_run_prints_every_figure_as_json_and_cleans_up() {
         positive(&lines[3], key);
     }
     assert!(lines[3]["large_messages"].as_u64() > lines[3]["small_messages"].as_u64());
-    for line in &lines[4..6] {
+    for line in &lines[4..7] {
         for key in [
             "requests_per_s",
             "p50_us",
@@ -116,12 +117,26 @@ fn quick_run_prints_every_figure_as_json_and_cleans_up() {
             positive(line, key);
         }
     }
-    assert_eq!(lines[5]["clients"], 2, "quick sizes: two clients");
+    assert!(
+        lines[4]["path"]
+            .as_str()
+            .is_some_and(|p| p.ends_with("one connection per request")),
+        "{}",
+        lines[4]
+    );
+    assert!(
+        lines[5]["path"]
+            .as_str()
+            .is_some_and(|p| p.starts_with("mosaic_adapters::socket::Session")),
+        "{}",
+        lines[5]
+    );
+    assert_eq!(lines[6]["clients"], 2, "quick sizes: two clients");
     for key in ["p50_us", "p99_us", "empty_inbox_p50_us", "answer_bytes"] {
-        positive(&lines[6], key);
+        positive(&lines[7], key);
     }
-    assert_eq!(lines[6]["messages"], 100, "every unread message is listed");
-    for (line, capable, clients) in [(&lines[7], 1, 1), (&lines[8], 1, 3), (&lines[9], 3, 3)] {
+    assert_eq!(lines[7]["messages"], 100, "every unread message is listed");
+    for (line, capable, clients) in [(&lines[8], 1, 1), (&lines[9], 1, 3), (&lines[10], 3, 3)] {
         for key in ["p50_us", "p99_us", "raw_p50_us", "pane_http_p50_us"] {
             positive(line, key);
         }
@@ -140,19 +155,19 @@ fn quick_run_prints_every_figure_as_json_and_cleans_up() {
         "browser_trips",
         "busy_requests_per_s",
     ] {
-        positive(&lines[10], key);
+        positive(&lines[11], key);
     }
-    assert_eq!(lines[10]["clients"], 3);
+    assert_eq!(lines[11]["clients"], 3);
     assert_eq!(
-        lines[10]["busy_requests"], 8,
+        lines[11]["busy_requests"], 8,
         "quick sizes: two agents, four requests each"
     );
     // The waiter may hear before the sender's answer arrives: any sign.
     for key in ["p50_us", "p99_us"] {
         assert!(
-            lines[11][key].as_f64().is_some_and(f64::is_finite),
+            lines[12][key].as_f64().is_some_and(f64::is_finite),
             "{key} is a number in {}",
-            lines[11]
+            lines[12]
         );
     }
     for key in [
@@ -162,24 +177,24 @@ fn quick_run_prints_every_figure_as_json_and_cleans_up() {
         "immediate_p50_us",
         "n",
     ] {
-        positive(&lines[11], key);
-    }
-    assert_eq!(lines[11]["n"], 5, "quick sizes: five wake rounds");
-    for key in ["vm_rss_mib", "vm_hwm_mib", "threads", "broker_fds_waiting"] {
         positive(&lines[12], key);
     }
-    assert_eq!(lines[12]["agents"], 5, "quick sizes: five idle agents");
+    assert_eq!(lines[12]["n"], 5, "quick sizes: five wake rounds");
+    for key in ["vm_rss_mib", "vm_hwm_mib", "threads", "broker_fds_waiting"] {
+        positive(&lines[13], key);
+    }
+    assert_eq!(lines[13]["agents"], 5, "quick sizes: five idle agents");
     assert_eq!(
-        lines[12]["waiting"], 5,
+        lines[13]["waiting"], 5,
         "every agent's wait was open: {}",
-        lines[12]
+        lines[13]
     );
-    assert_eq!(lines[12]["refused"], 0, "{}", lines[12]);
-    assert_eq!(lines[12]["broker_fds_released"], true, "{}", lines[12]);
+    assert_eq!(lines[13]["refused"], 0, "{}", lines[13]);
+    assert_eq!(lines[13]["broker_fds_released"], true, "{}", lines[13]);
     assert!(
-        lines[12]["cpu_pct"].as_f64().is_some_and(|c| c >= 0.0),
+        lines[13]["cpu_pct"].as_f64().is_some_and(|c| c >= 0.0),
         "{}",
-        lines[12]
+        lines[13]
     );
     for line in &lines[1..] {
         if line.get("target").is_some() {

@@ -1,4 +1,5 @@
-//! The synchronous client: one connection per call, no runtime, no retry.
+//! The synchronous client: one connection per call, no runtime, no retry;
+//! and the pieces of a call that [`Session`](super::Session) shares.
 
 use std::fmt;
 use std::io::Read as _;
@@ -34,7 +35,8 @@ const FAR_FUTURE: Duration = Duration::from_secs(10 * 365 * 24 * 60 * 60);
 ///
 /// Synchronous and `std`-based (plus `socket2` for a connect that cannot
 /// block), so it needs no tokio runtime. Its `Debug` form never shows the
-/// capability.
+/// capability. A caller that makes many calls over time keeps one
+/// connection instead with a [`Session`](super::Session) of this client.
 #[derive(Clone)]
 pub struct Client {
     path: PathBuf,
@@ -107,23 +109,45 @@ impl Client {
     /// # Errors
     /// As [`Client::call`], except that a refusal is in the line.
     pub fn call_verbatim(&self, verb: &str, args: Value) -> Result<Vec<u8>, Refusal> {
+        let line = self.request_line(verb, &args)?;
+        let client = Client {
+            timeout: self.timeout_for(verb, &args),
+            ..self.clone()
+        };
+        client.call_line(&line)
+    }
+
+    /// The request line for `verb` and `args`, without its `\n`.
+    ///
+    /// # Errors
+    /// `request-too-large` beyond [`MAX_REQUEST`]; `bad-request` if it
+    /// cannot be written.
+    pub(super) fn request_line(&self, verb: &str, args: &Value) -> Result<Vec<u8>, Refusal> {
         let request = Request {
             cap: &self.cap,
             verb,
-            args: &args,
+            args,
         };
         let line = serde_json::to_vec(&request).map_err(|_| Refusal::BadRequest)?;
         if line.len() > MAX_REQUEST {
             return Err(Refusal::RequestTooLarge);
         }
-        let client = Client {
-            timeout: match args.as_object().and_then(|args| broker_wait(verb, args)) {
-                Some(wait) => self.timeout.max(wait + CLIENT_TIMEOUT),
-                None => self.timeout,
-            },
-            ..self.clone()
-        };
-        client.call_line(&line)
+        Ok(line)
+    }
+
+    /// The total time one call of `verb` with `args` may take: this
+    /// client's timeout, or, for a verb that waits at the broker, that
+    /// wait plus [`CLIENT_TIMEOUT`] when it is longer.
+    pub(super) fn timeout_for(&self, verb: &str, args: &Value) -> Duration {
+        match args.as_object().and_then(|args| broker_wait(verb, args)) {
+            Some(wait) => self.timeout.max(wait + CLIENT_TIMEOUT),
+            None => self.timeout,
+        }
+    }
+
+    /// This client's total time for one call.
+    pub(super) fn timeout(&self) -> Duration {
+        self.timeout
     }
 
     /// Sends `line` and a `\n` as they are, and returns the response line
@@ -138,21 +162,30 @@ impl Client {
     /// - `outcome-unknown` when the connection ends, fails or times out
     ///   before a whole response line arrived.
     pub fn call_line(&self, line: &[u8]) -> Result<Vec<u8>, Refusal> {
-        let now = Instant::now();
-        let deadline = now
-            .checked_add(self.timeout)
-            .unwrap_or_else(|| now + FAR_FUTURE);
+        let deadline = deadline_after(self.timeout);
         let socket = connect(&self.path)?;
-        let mut request = Vec::with_capacity(line.len() + 1);
-        request.extend_from_slice(line);
-        request.push(b'\n');
+        let request = with_newline(line);
         // A failed send is not the end: a broker that refuses a request
         // (too large, foreign, busy) answers and closes while we still
         // write, and its answer is waiting to be read. With no answer, the
         // read below reports `outcome-unknown`.
         let _sent = send_all(&socket, &request, deadline);
-        read_line(&socket, deadline)
+        read_line(&socket, deadline).map(|(line, _)| line)
     }
+}
+
+/// The moment `timeout` from now.
+pub(super) fn deadline_after(timeout: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(timeout).unwrap_or_else(|| now + FAR_FUTURE)
+}
+
+/// `line` and its `\n`, as the wire carries it.
+pub(super) fn with_newline(line: &[u8]) -> Vec<u8> {
+    let mut request = Vec::with_capacity(line.len() + 1);
+    request.extend_from_slice(line);
+    request.push(b'\n');
+    request
 }
 
 /// How long `verb` may wait at the broker before it answers, beyond the
@@ -185,7 +218,7 @@ pub fn broker_wait(verb: &str, args: &Map<String, Value>) -> Option<Duration> {
 /// Connects without ever blocking: a Unix socket connects at once or fails
 /// at once (`EAGAIN` when the broker's accept queue is full), so the call's
 /// timeout needs no part here.
-fn connect(path: &Path) -> Result<Socket, Refusal> {
+pub(super) fn connect(path: &Path) -> Result<Socket, Refusal> {
     let address = SockAddr::unix(path).map_err(|_| Refusal::BrokerUnavailable)?;
     let socket =
         Socket::new(Domain::UNIX, Type::STREAM, None).map_err(|_| Refusal::BrokerUnavailable)?;
@@ -198,14 +231,18 @@ fn connect(path: &Path) -> Result<Socket, Refusal> {
 }
 
 /// The time left until `deadline`, or `None` when it has (all but) passed.
-fn time_left(deadline: Instant) -> Option<Duration> {
+pub(super) fn time_left(deadline: Instant) -> Option<Duration> {
     Some(deadline.saturating_duration_since(Instant::now())).filter(|left| *left >= TIMEOUT_GRAIN)
 }
 
 /// Sends all of `bytes` before `deadline`. `MSG_NOSIGNAL`: a broker that
 /// closed the connection is an error here, never a `SIGPIPE` that kills the
 /// calling process.
-fn send_all(socket: &Socket, mut bytes: &[u8], deadline: Instant) -> Result<(), Refusal> {
+pub(super) fn send_all(
+    socket: &Socket,
+    mut bytes: &[u8],
+    deadline: Instant,
+) -> Result<(), Refusal> {
     while !bytes.is_empty() {
         let left = time_left(deadline).ok_or(Refusal::OutcomeUnknown)?;
         socket
@@ -222,9 +259,10 @@ fn send_all(socket: &Socket, mut bytes: &[u8], deadline: Instant) -> Result<(), 
 }
 
 /// Reads one response line before `deadline`: its bytes before the first
-/// `\n`, at most [`MAX_RESPONSE`] of them. Never reads more than
-/// `MAX_RESPONSE + 1` bytes.
-fn read_line(socket: &Socket, deadline: Instant) -> Result<Vec<u8>, Refusal> {
+/// `\n`, at most [`MAX_RESPONSE`] of them, and whether nothing came after
+/// the `\n` (a connection that is to carry another request must hold no
+/// stray bytes). Never reads more than `MAX_RESPONSE + 1` bytes.
+pub(super) fn read_line(socket: &Socket, deadline: Instant) -> Result<(Vec<u8>, bool), Refusal> {
     let mut line = Vec::new();
     let mut chunk = vec![0u8; READ_CHUNK];
     loop {
@@ -244,7 +282,7 @@ fn read_line(socket: &Socket, deadline: Instant) -> Result<Vec<u8>, Refusal> {
         let got = &chunk[..read];
         if let Some(end) = got.iter().position(|&byte| byte == b'\n') {
             line.extend_from_slice(&got[..end]);
-            return Ok(line);
+            return Ok((line, end + 1 == got.len()));
         }
         line.extend_from_slice(got);
         if line.len() > MAX_RESPONSE {
@@ -328,6 +366,21 @@ mod tests {
     fn debug_never_shows_the_capability() {
         let shown = format!("{:?}", Client::new("/x/bus.sock", "secret-cap-text"));
         assert!(!shown.contains("secret-cap-text"), "{shown}");
+    }
+
+    #[test]
+    fn a_call_waits_for_the_broker_s_wait_plus_the_usual_margin() {
+        let secs = Duration::from_secs;
+        let client = Client::new("/x/bus.sock", "k");
+        assert_eq!(client.timeout_for("inbox", &json!({})), secs(5));
+        let open = json!({"action": "open"});
+        assert_eq!(client.timeout_for("browser.request", &open), secs(50));
+        let back = json!({"action": "back", "timeoutMs": 999_999});
+        assert_eq!(client.timeout_for("browser.request", &back), secs(125));
+        assert_eq!(client.timeout_for("changes", &json!({})), secs(35));
+        // A longer timeout of the client's own stands.
+        let patient = client.with_timeout(secs(60));
+        assert_eq!(patient.timeout_for("changes", &json!({})), secs(60));
     }
 
     #[test]

@@ -44,17 +44,20 @@ pub struct Peer {
 /// values; tests shorten the deadlines instead of waiting seconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
-    /// How long a connection has, from its accept, to deliver its whole
-    /// request line ([`READ_DEADLINE`], 5 s). A slow or silent client gets
-    /// `request-timeout` and cannot hold its slot longer.
+    /// How long a connection has to deliver each whole request line
+    /// ([`READ_DEADLINE`], 5 s): the first from its accept, each next one
+    /// from the previous answer. A slow or silent client gets
+    /// `request-timeout` and cannot hold its slot longer; between requests
+    /// it is also the idle deadline: a connection that sent nothing of a
+    /// next line by then is closed without an answer.
     pub read_deadline: Duration,
     /// How long the server waits for a client to take its response
     /// ([`WRITE_DEADLINE`], 5 s), so a client that never reads cannot hold
     /// its slot either. The handler's own time is not limited here.
     pub write_deadline: Duration,
-    /// How many connections are served at once ([`MAX_CONNECTIONS`], 512).
-    /// Beyond it a new connection is answered `broker-unavailable` and
-    /// closed unread.
+    /// How many connections are served at once ([`MAX_CONNECTIONS`],
+    /// 4096), idle ones between requests included. Beyond it a new
+    /// connection is answered `broker-unavailable` and closed unread.
     pub max_connections: usize,
     /// How many bytes of a refused request are still read and discarded
     /// after the answer ([`MAX_DRAIN`], 16 MiB), so the client can finish
@@ -79,16 +82,22 @@ impl Default for Limits {
 /// Fires when the client goes away before its reply was written.
 ///
 /// The server keeps reading a connection while its handler works; the
-/// request is complete, so what it can still see is the end of the stream
-/// (the client closed, or shut down its writing side) or an error (the
-/// connection was reset). Either fires the signal. A client therefore keeps
-/// its connection open, both ways, until it has its answer; our [`Client`]
-/// does. A handler that ignores the signal still gets its reply written, so
-/// a client that only half-closed still reads it.
+/// request is complete, so what it can still see is the client's next
+/// lines (kept for later), the end of the stream (the client closed, or
+/// shut down its writing side) or an error (the connection was reset).
+/// The end or an error fires the signal, and it has fired already for a
+/// line handled after the end was seen (a client that wrote several lines
+/// and then half-closed). A client therefore keeps its connection open,
+/// both ways, until it has its answer; our [`Client`] and [`Session`] do.
+/// A handler that ignores the signal still gets its reply written, so a
+/// client that only half-closed still reads it. While more than
+/// [`MAX_REQUEST`] bytes of later lines wait unhandled, the server stops
+/// reading, and so does not see the client leave until it reads again.
 ///
 /// If the reply is written first the signal never fires.
 ///
 /// [`Client`]: super::Client
+/// [`Session`]: super::Session
 #[derive(Debug, Clone)]
 pub struct Disconnect {
     gone: watch::Receiver<bool>,
@@ -120,7 +129,9 @@ impl Disconnect {
 }
 
 /// Answers one request line. One handler serves every connection, each on
-/// its own task, so it is shared (`Send + Sync + 'static`).
+/// its own task, so it is shared (`Send + Sync + 'static`); a connection's
+/// lines reach it one at a time, each after the previous answer was
+/// written, with the same [`Peer`].
 ///
 /// Any `Fn(Peer, Vec<u8>, Disconnect) -> impl Future<Output = Vec<u8>>`
 /// closure is a handler.
@@ -169,8 +180,9 @@ pub async fn serve<H: Handler>(
 }
 
 /// Serves `listener` (from [`bind_private`]) with `handler` until `shutdown`
-/// completes, then stops accepting, waits for the connections in flight to
-/// finish, and returns.
+/// completes, then stops accepting, closes the connections that wait
+/// between requests, waits for the requests in flight to be answered (each
+/// of those connections then closes too) and returns.
 ///
 /// See the parent module for what happens to each connection. Errors of one
 /// connection end that connection only; a failed `accept` is retried after
@@ -202,11 +214,13 @@ pub async fn serve_with<H: Handler>(
         .max_connections
         .min(Semaphore::MAX_PERMITS)
         .min(usize::try_from(u32::MAX).unwrap_or(usize::MAX));
+    let (closing, closing_seen) = watch::channel(false);
     let server = Server {
         handler: Arc::new(handler),
         slots: Arc::new(Semaphore::new(slots_total)),
         limits,
         broker_uid: effective_uid(),
+        closing: closing_seen,
     };
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
@@ -226,6 +240,9 @@ pub async fn serve_with<H: Handler>(
         }
     }
     drop(listener);
+    // Idle connections close now; one whose request is in flight closes
+    // once its answer is written.
+    closing.send_replace(true);
     // Every connection task holds one slot until it is done, so holding all
     // of them means none is left in flight.
     let all = u32::try_from(slots_total).unwrap_or(u32::MAX);
@@ -239,6 +256,8 @@ struct Server<H> {
     slots: Arc<Semaphore>,
     limits: Limits,
     broker_uid: u32,
+    /// Turns true when the server stops accepting.
+    closing: watch::Receiver<bool>,
 }
 
 impl<H: Handler> Server<H> {
@@ -273,8 +292,9 @@ impl<H: Handler> Server<H> {
         };
         let handler = Arc::clone(&self.handler);
         let limits = self.limits;
+        let closing = self.closing.clone();
         tokio::spawn(async move {
-            let stream = connection(stream, peer, &*handler, limits, read_until).await;
+            let stream = connection(stream, peer, &*handler, limits, read_until, closing).await;
             release(slot, stream);
         });
     }
@@ -300,89 +320,207 @@ fn refuse(stream: UnixStream, refusal: Refusal) {
     }
 }
 
-/// Why no request line could be read.
+/// Why no next request line is coming.
 enum Unreadable {
     /// More than [`MAX_REQUEST`] bytes without a `\n`.
     TooLarge,
-    /// The stream ended before the `\n`.
+    /// The deadline passed before the line was whole.
+    TimedOut,
+    /// The stream ended before the `\n`: in the middle of a line, or before
+    /// the first line began.
     Ended,
+    /// Between requests, nothing of a next line arrived: the stream ended,
+    /// the connection stayed silent until the deadline, or the server is
+    /// shutting down. The connection is closed without an answer.
+    Idle,
     /// The connection failed; nobody is left to answer.
     Broken,
 }
 
-/// Serves one admitted connection and gives it back for closing.
+/// What a connection has read and not yet handled: the start of its next
+/// request line, or more than that, since a client may write several lines
+/// before it reads any answer.
+#[derive(Default)]
+struct Input {
+    /// Bytes read and not yet handed to the handler.
+    pending: Vec<u8>,
+    /// How many of `pending`'s first bytes are known to hold no `\n`, so
+    /// a line that arrives a byte at a time is scanned once, not once per
+    /// byte.
+    scanned: usize,
+    /// The client shut down its writing side or closed: nothing follows
+    /// `pending`.
+    ended: bool,
+    /// Reading failed: the connection is broken.
+    broken: bool,
+}
+
+impl Input {
+    /// Takes the next whole line out of `pending` (without its `\n`), if
+    /// one is there. `Err` when its first [`MAX_REQUEST`] + 1 bytes hold no
+    /// `\n`.
+    fn take_line(&mut self) -> Result<Option<Vec<u8>>, Unreadable> {
+        let window = self.pending.len().min(MAX_REQUEST + 1);
+        let found = self.pending[self.scanned.min(window)..window]
+            .iter()
+            .position(|&byte| byte == b'\n');
+        let Some(offset) = found else {
+            if self.pending.len() > MAX_REQUEST {
+                return Err(Unreadable::TooLarge);
+            }
+            self.scanned = window;
+            return Ok(None);
+        };
+        let end = self.scanned.min(window) + offset;
+        // The line keeps the buffer's allocation and goes to the handler;
+        // what follows it (usually nothing, so no allocation) stays.
+        let rest = self.pending.split_off(end + 1);
+        let mut line = std::mem::replace(&mut self.pending, rest);
+        line.truncate(end);
+        self.scanned = 0;
+        Ok(Some(line))
+    }
+}
+
+/// Serves one admitted connection, one request line after another, and
+/// gives it back for closing.
+///
+/// The first line must be whole by `read_until` (the accept plus the read
+/// deadline); each next line by the read deadline counted from the
+/// previous answer. A connection that, by then, has sent nothing of a next
+/// line is idle and is closed without an answer, as it is when the server
+/// shuts down; one that sent part of a line is answered `request-timeout`.
 async fn connection<H: Handler>(
     mut stream: UnixStream,
     peer: Peer,
     handler: &H,
     limits: Limits,
-    read_until: Instant,
+    mut read_until: Instant,
+    mut closing: watch::Receiver<bool>,
 ) -> UnixStream {
-    let line = match tokio::time::timeout_at(read_until, read_request(&mut stream)).await {
-        Ok(Ok(line)) => line,
-        Ok(Err(Unreadable::TooLarge)) => {
-            refuse_unread(&mut stream, Refusal::RequestTooLarge, limits).await;
+    let mut input = Input::default();
+    let mut first = true;
+    loop {
+        let next = next_line(&mut stream, &mut input, read_until, first, &mut closing).await;
+        let line = match next {
+            Ok(line) => line,
+            Err(Unreadable::TooLarge) => {
+                refuse_unread(&mut stream, Refusal::RequestTooLarge, limits).await;
+                return stream;
+            }
+            Err(Unreadable::TimedOut) => {
+                refuse_unread(&mut stream, Refusal::RequestTimeout, limits).await;
+                return stream;
+            }
+            Err(Unreadable::Ended) => {
+                reply(&mut stream, error_line(Refusal::BadRequest), limits).await;
+                return stream;
+            }
+            Err(Unreadable::Idle | Unreadable::Broken) => return stream,
+        };
+        let response = handle(&mut stream, &mut input, peer, handler, line).await;
+        if !reply(&mut stream, response, limits).await || input.broken || *closing.borrow() {
             return stream;
         }
-        Ok(Err(Unreadable::Ended)) => {
-            reply(&mut stream, error_line(Refusal::BadRequest), limits).await;
-            return stream;
-        }
-        Ok(Err(Unreadable::Broken)) => return stream,
-        Err(_elapsed) => {
-            refuse_unread(&mut stream, Refusal::RequestTimeout, limits).await;
-            return stream;
-        }
-    };
+        first = false;
+        let answered = Instant::now();
+        read_until = answered
+            .checked_add(limits.read_deadline)
+            .unwrap_or_else(|| answered + FAR_FUTURE);
+    }
+}
 
-    let (gone_sender, gone) = watch::channel(false);
+/// Reads until `input` holds a whole request line, and takes it out.
+///
+/// Never buffers more than [`MAX_REQUEST`] + 1 bytes of one line, so an
+/// oversized line is refused without reading its rest. Between requests
+/// (`first` false) and with nothing of the next line read yet, the end of
+/// the stream, the deadline and the server's shutdown all mean the client
+/// is done: [`Unreadable::Idle`].
+async fn next_line(
+    stream: &mut UnixStream,
+    input: &mut Input,
+    until: Instant,
+    first: bool,
+    closing: &mut watch::Receiver<bool>,
+) -> Result<Vec<u8>, Unreadable> {
+    // On the heap, not in the future, and only while a line is being read:
+    // a connection's task keeps the size of its largest state while its
+    // handler waits (a `changes` wait holds a connection for up to 120 s).
+    let mut chunk = Vec::new();
+    loop {
+        if let Some(line) = input.take_line()? {
+            return Ok(line);
+        }
+        let idle = !first && input.pending.is_empty();
+        if input.ended {
+            return Err(if idle {
+                Unreadable::Idle
+            } else {
+                Unreadable::Ended
+            });
+        }
+        if chunk.is_empty() {
+            chunk = vec![0u8; READ_CHUNK];
+        }
+        // At most one byte past the limit: enough to know it was exceeded.
+        let room = (MAX_REQUEST + 1 - input.pending.len()).min(READ_CHUNK);
+        let read = tokio::time::timeout_at(until, stream.read(&mut chunk[..room]));
+        let read = if idle {
+            tokio::select! {
+                biased;
+                _ = closing.wait_for(|closing| *closing) => return Err(Unreadable::Idle),
+                read = read => read,
+            }
+        } else {
+            read.await
+        };
+        match read {
+            Ok(Ok(0)) => input.ended = true,
+            Ok(Ok(read)) => input.pending.extend_from_slice(&chunk[..read]),
+            Ok(Err(_)) => return Err(Unreadable::Broken),
+            Err(_elapsed) if idle => return Err(Unreadable::Idle),
+            Err(_elapsed) => return Err(Unreadable::TimedOut),
+        }
+    }
+}
+
+/// Runs the handler on `line` and returns its answer, reading the
+/// connection meanwhile: bytes are the client's next lines, kept in
+/// `input` (at most [`MAX_REQUEST`] + 1 of them ahead, then reading pauses
+/// until they are handled); the end of the stream or an error fires the
+/// [`Disconnect`] signal, at once when it was seen before.
+async fn handle<H: Handler>(
+    stream: &mut UnixStream,
+    input: &mut Input,
+    peer: Peer,
+    handler: &H,
+    line: Vec<u8>,
+) -> Vec<u8> {
+    let (gone_sender, gone) = watch::channel(input.ended || input.broken);
     let answer = handler.handle(peer, line, Disconnect { gone });
     let mut answer = std::pin::pin!(answer);
     let mut scratch = [0u8; 512];
-    let mut watching = true;
-    let response = loop {
+    let mut watching = !input.ended && !input.broken && input.pending.len() <= MAX_REQUEST;
+    loop {
         tokio::select! {
-            response = &mut answer => break response,
-            read = stream.read(&mut scratch), if watching => {
-                // Bytes after the request line mean nothing and are
-                // dropped; the end of the stream or an error means the
-                // client is gone.
-                if !matches!(read, Ok(n) if n > 0) {
+            response = &mut answer => return response,
+            read = stream.read(&mut scratch), if watching => match read {
+                Ok(0) => {
+                    input.ended = true;
                     watching = false;
                     gone_sender.send_replace(true);
                 }
-            }
-        }
-    };
-    reply(&mut stream, response, limits).await;
-    stream
-}
-
-/// Reads one request line: its bytes before the first `\n`, at most
-/// [`MAX_REQUEST`] of them. Never reads more than `MAX_REQUEST + 1` bytes,
-/// so an oversized line is refused without buffering its rest.
-async fn read_request(stream: &mut UnixStream) -> Result<Vec<u8>, Unreadable> {
-    let mut line = Vec::new();
-    // On the heap, not in the future: a connection's task keeps the size of
-    // its largest state while its handler waits (a `changes` wait holds a
-    // connection for up to 120 s).
-    let mut chunk = vec![0u8; READ_CHUNK];
-    loop {
-        // At most one byte past the limit: enough to know it was exceeded.
-        let room = (MAX_REQUEST + 1 - line.len()).min(READ_CHUNK);
-        let read = match stream.read(&mut chunk[..room]).await {
-            Ok(0) => return Err(Unreadable::Ended),
-            Ok(read) => read,
-            Err(_) => return Err(Unreadable::Broken),
-        };
-        let got = &chunk[..read];
-        if let Some(end) = got.iter().position(|&byte| byte == b'\n') {
-            line.extend_from_slice(&got[..end]);
-            return Ok(line);
-        }
-        line.extend_from_slice(got);
-        if line.len() > MAX_REQUEST {
-            return Err(Unreadable::TooLarge);
+                Ok(read) => {
+                    input.pending.extend_from_slice(&scratch[..read]);
+                    watching = input.pending.len() <= MAX_REQUEST;
+                }
+                Err(_) => {
+                    input.broken = true;
+                    watching = false;
+                    gone_sender.send_replace(true);
+                }
+            },
         }
     }
 }
@@ -421,9 +559,13 @@ async fn drain(stream: &mut UnixStream, limit: usize) {
     }
 }
 
-/// Writes `line` and its `\n`. A client that is gone or does not read
-/// within the write deadline only loses its answer.
-async fn reply(stream: &mut UnixStream, mut line: Vec<u8>, limits: Limits) {
+/// Writes `line` and its `\n`; whether it was written whole. A client that
+/// is gone or does not read within the write deadline only loses its
+/// answer, and its connection.
+async fn reply(stream: &mut UnixStream, mut line: Vec<u8>, limits: Limits) -> bool {
     line.push(b'\n');
-    let _ = tokio::time::timeout(limits.write_deadline, stream.write_all(&line)).await;
+    matches!(
+        tokio::time::timeout(limits.write_deadline, stream.write_all(&line)).await,
+        Ok(Ok(()))
+    )
 }

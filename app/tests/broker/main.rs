@@ -7,7 +7,9 @@
 //!   protocol failures, end of stdin and signals;
 //! - [`verbs`]: every verb of the spec's table with its rules and refusals;
 //! - [`restart`]: what survives a close and a boot on the same data root;
-//! - [`changes`]: the change feed's waits, audiences and cursors.
+//! - [`changes`]: the change feed's waits, audiences and cursors;
+//! - [`connections`]: several requests on one connection, the idle
+//!   deadline, and a close with connections open.
 //!
 //! Bad input on the socket is `broker_bad_input.rs`.
 
@@ -15,6 +17,7 @@
 mod support;
 
 mod changes;
+mod connections;
 mod host;
 mod restart;
 mod verbs;

@@ -8,8 +8,9 @@
 //! `mosaic-bus broker`) on a fresh data root under `--data-root` (default:
 //! the system temporary directory), then runs `--clients` client threads
 //! (default 64) for `--seconds` (default 60). Each client is its own bound
-//! run holding its own role and speaks to the broker's socket with the
-//! real [`Client`], one connection per request, as an agent does.
+//! run holding its own role and speaks to the broker's socket through a
+//! real [`Session`] of a [`Client`], its requests on the one connection it
+//! keeps open, as an agent's MCP server does.
 //!
 //! The clients work in businesses of eight roles (`a0` is the technical
 //! arbiter, `a1` the delivery one). Each picks its next verb at random:
@@ -40,7 +41,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use mosaic_adapters::config::boot_from_value;
-use mosaic_adapters::socket::Client;
+use mosaic_adapters::socket::{Client, Session};
 use mosaic_app::broker::start_broker;
 use mosaic_domain::Refusal;
 use serde_json::{json, Map, Value};
@@ -164,7 +165,7 @@ type Routed = Vec<Mutex<Vec<(String, usize)>>>;
 fn client(i: usize, cap: String, socket: PathBuf, routed: &Routed, stop: &AtomicBool) -> Tally {
     let (_, role, _) = identity(i);
     let (b, r) = (i / ROLES, i % ROLES);
-    let client = Client::new(socket, cap);
+    let client = Session::new(Client::new(socket, cap));
     let mut rng = Rng::new(i as u64 + 1);
     let mut tally = Tally::default();
     let mut received: Vec<String> = Vec::new();
