@@ -1,4 +1,4 @@
--- mosaic-bus evidence store, schema mosaic-bus/2.
+-- mosaic-bus evidence store, schema mosaic-bus/3.
 --
 -- Every fact is one row of `ledger` (global write order and broker time)
 -- plus one row of the typed table its kind names, with the same `seq`.
@@ -12,6 +12,20 @@
 -- SQLite builds an IN list's lookup table anew each time it checks a row,
 -- which made the CHECKs most of `PRAGMA quick_check` (run at every open,
 -- over every row) and a few microseconds of every insert.
+--
+-- mosaic-bus/3 drops the guards whose work another rule already does, as
+-- measured on `message.send` (bench/README.md, `schema_costs`):
+-- - `ledger.at` has no UNIQUE index. Times strictly increase with `seq`
+--   (the ledger trigger compares a new row with the row before it, found
+--   by `seq`, not with `max(at)` through an index), so none repeats; no
+--   query reads the ledger by `at`.
+-- - Typed rows no longer REFERENCES ledger(seq). Each typed table's insert
+--   trigger finds its ledger row (this `seq`, this table's kind, the same
+--   business) in one probe, so a typed row without its ledger row is
+--   refused there, and the store's open-time pass matches every typed row
+--   to its ledger row, both ways. References between records (a decision,
+--   a message, a human input) stay foreign keys, checked at insert and by
+--   `PRAGMA foreign_key_check` at open.
 
 CREATE TABLE meta (
     key TEXT PRIMARY KEY NOT NULL,
@@ -23,13 +37,13 @@ CREATE TABLE meta (
 -- row anyway, and a CHECK would have `quick_check` evaluate them again.
 CREATE TABLE ledger (
     seq INTEGER PRIMARY KEY,
-    at TEXT NOT NULL UNIQUE,
+    at TEXT NOT NULL,
     kind TEXT NOT NULL,
     business TEXT
 ) STRICT;
 
 CREATE TABLE launches (
-    seq INTEGER PRIMARY KEY REFERENCES ledger(seq),
+    seq INTEGER PRIMARY KEY,
     business TEXT NOT NULL,
     role TEXT NOT NULL,
     run TEXT NOT NULL,
@@ -42,13 +56,13 @@ CREATE INDEX launches_run ON launches(run);
 CREATE INDEX launches_role ON launches(business, role);
 
 CREATE TABLE launch_switches (
-    seq INTEGER PRIMARY KEY REFERENCES ledger(seq),
+    seq INTEGER PRIMARY KEY,
     business TEXT NOT NULL,
     state TEXT NOT NULL CHECK ((state = 'off' OR state = 'on'))
 ) STRICT;
 
 CREATE TABLE decisions (
-    seq INTEGER PRIMARY KEY REFERENCES ledger(seq),
+    seq INTEGER PRIMARY KEY,
     id TEXT NOT NULL UNIQUE CHECK (length(id) = 36),
     business TEXT NOT NULL,
     raiser_role TEXT NOT NULL,
@@ -75,7 +89,7 @@ CREATE INDEX decisions_supersedes ON decisions(supersedes) WHERE supersedes IS N
 CREATE INDEX decisions_task ON decisions(task_ref) WHERE task_ref IS NOT NULL;
 
 CREATE TABLE decision_events (
-    seq INTEGER PRIMARY KEY REFERENCES ledger(seq),
+    seq INTEGER PRIMARY KEY,
     decision TEXT NOT NULL REFERENCES decisions(id),
     business TEXT NOT NULL,
     event TEXT NOT NULL CHECK ((event = 'resolved' OR event = 'seen' OR event = 'withdrawn' OR
@@ -95,7 +109,7 @@ CREATE UNIQUE INDEX decision_events_terminal ON decision_events(decision) WHERE 
 CREATE INDEX decision_events_superseded_by ON decision_events(superseded_by) WHERE superseded_by IS NOT NULL;
 
 CREATE TABLE consumptions (
-    seq INTEGER PRIMARY KEY REFERENCES ledger(seq),
+    seq INTEGER PRIMARY KEY,
     decision TEXT NOT NULL UNIQUE REFERENCES decisions(id),
     business TEXT NOT NULL,
     role TEXT NOT NULL,
@@ -105,7 +119,7 @@ CREATE TABLE consumptions (
 ) STRICT;
 
 CREATE TABLE actions_allowed (
-    seq INTEGER PRIMARY KEY REFERENCES ledger(seq),
+    seq INTEGER PRIMARY KEY,
     business TEXT NOT NULL,
     role TEXT NOT NULL,
     run TEXT NOT NULL,
@@ -121,7 +135,7 @@ CREATE INDEX actions_allowed_decision ON actions_allowed(decision) WHERE decisio
 CREATE INDEX actions_allowed_subject ON actions_allowed(subject_kind, subject) WHERE subject IS NOT NULL;
 
 CREATE TABLE human_inputs (
-    seq INTEGER PRIMARY KEY REFERENCES ledger(seq),
+    seq INTEGER PRIMARY KEY,
     id TEXT NOT NULL UNIQUE CHECK (length(id) = 36),
     business TEXT NOT NULL,
     verb TEXT NOT NULL,
@@ -133,7 +147,7 @@ CREATE TABLE human_inputs (
 CREATE INDEX human_inputs_subject ON human_inputs(subject_kind, subject) WHERE subject IS NOT NULL;
 
 CREATE TABLE messages (
-    seq INTEGER PRIMARY KEY REFERENCES ledger(seq),
+    seq INTEGER PRIMARY KEY,
     id TEXT NOT NULL UNIQUE CHECK (length(id) = 36),
     business TEXT NOT NULL,
     -- Both NULL: sent by the human.
@@ -157,21 +171,21 @@ CREATE INDEX messages_corrects ON messages(corrects) WHERE corrects IS NOT NULL;
 CREATE INDEX messages_decision ON messages(decision) WHERE decision IS NOT NULL;
 
 CREATE TABLE deliveries (
-    seq INTEGER PRIMARY KEY REFERENCES ledger(seq),
+    seq INTEGER PRIMARY KEY,
     message TEXT NOT NULL UNIQUE REFERENCES messages(id),
     business TEXT NOT NULL,
     run TEXT NOT NULL
 ) STRICT;
 
 CREATE TABLE reads (
-    seq INTEGER PRIMARY KEY REFERENCES ledger(seq),
+    seq INTEGER PRIMARY KEY,
     message TEXT NOT NULL UNIQUE REFERENCES deliveries(message),
     business TEXT NOT NULL,
     run TEXT NOT NULL
 ) STRICT;
 
 CREATE TABLE claims (
-    seq INTEGER PRIMARY KEY REFERENCES ledger(seq),
+    seq INTEGER PRIMARY KEY,
     business TEXT NOT NULL,
     role TEXT NOT NULL,
     run TEXT NOT NULL,
@@ -183,7 +197,7 @@ CREATE INDEX claims_role ON claims(business, role, seq);
 CREATE INDEX claims_decision ON claims(decision) WHERE decision IS NOT NULL;
 
 CREATE TABLE observations (
-    seq INTEGER PRIMARY KEY REFERENCES ledger(seq),
+    seq INTEGER PRIMARY KEY,
     business TEXT NOT NULL,
     role TEXT NOT NULL,
     run TEXT NOT NULL,
@@ -202,7 +216,7 @@ CREATE TABLE observations (
 CREATE INDEX observations_subject ON observations(subject_kind, subject, seq) WHERE subject IS NOT NULL;
 
 CREATE TABLE refusals (
-    seq INTEGER PRIMARY KEY REFERENCES ledger(seq),
+    seq INTEGER PRIMARY KEY,
     business TEXT,
     role TEXT,
     run TEXT,
@@ -242,14 +256,16 @@ CREATE TRIGGER observations_no_delete BEFORE DELETE ON observations BEGIN SELECT
 CREATE TRIGGER refusals_no_update BEFORE UPDATE ON refusals BEGIN SELECT RAISE(ABORT, 'mosaic:append-only'); END;
 CREATE TRIGGER refusals_no_delete BEFORE DELETE ON refusals BEGIN SELECT RAISE(ABORT, 'mosaic:append-only'); END;
 
--- Insert guards: the ledger row must name this table's kind and business;
--- stored unique keys are never overwritten; references exist and stay in
--- their business.
+-- Insert guards: each ledger row follows the one before (`seq` + 1, a later
+-- `at`); a typed row's ledger row exists and names this table's kind and
+-- business; stored unique keys are never overwritten (the `seq` guards
+-- included: without them INSERT OR REPLACE would replace a row);
+-- references exist and stay in their business.
 CREATE TRIGGER meta_insert BEFORE INSERT ON meta BEGIN
     SELECT RAISE(ABORT, 'mosaic:duplicate') WHERE EXISTS (SELECT 1 FROM meta WHERE key = NEW.key);
 END;
 CREATE TRIGGER ledger_insert BEFORE INSERT ON ledger BEGIN
-    SELECT RAISE(ABORT, 'mosaic:non-monotonic') WHERE NEW.seq IS NOT (SELECT coalesce(max(seq), 0) + 1 FROM ledger) OR NEW.at <= (SELECT max(at) FROM ledger);
+    SELECT RAISE(ABORT, 'mosaic:non-monotonic') WHERE NEW.seq IS NOT (SELECT coalesce(max(seq), 0) + 1 FROM ledger) OR NEW.at <= (SELECT at FROM ledger WHERE seq = NEW.seq - 1);
     SELECT RAISE(ABORT, 'mosaic:malformed')
     WHERE NOT (length(NEW.at) = 24 AND NEW.at >= '1970' AND strftime('%Y-%m-%dT%H:%M:%fZ', NEW.at) IS NEW.at)
        OR NOT (NEW.kind = 'session.launched' OR NEW.kind = 'launch.revoked' OR
@@ -263,22 +279,22 @@ CREATE TRIGGER ledger_insert BEFORE INSERT ON ledger BEGIN
             NEW.kind = 'event.observed' OR NEW.kind = 'request.refused');
 END;
 CREATE TRIGGER launches_insert BEFORE INSERT ON launches BEGIN
-    SELECT RAISE(ABORT, 'mosaic:malformed') WHERE (SELECT kind FROM ledger WHERE seq = NEW.seq) IS NOT 'session.launched' OR (SELECT business FROM ledger WHERE seq = NEW.seq) IS NOT NEW.business;
+    SELECT RAISE(ABORT, 'mosaic:malformed') WHERE NOT EXISTS (SELECT 1 FROM ledger WHERE seq = NEW.seq AND kind = 'session.launched' AND business IS NEW.business);
     SELECT RAISE(ABORT, 'mosaic:duplicate') WHERE EXISTS (SELECT 1 FROM launches WHERE seq = NEW.seq);
     SELECT RAISE(ABORT, 'mosaic:duplicate') WHERE EXISTS (SELECT 1 FROM launches WHERE run = NEW.run AND (business, role, harness, address, pid, start_time) IS NOT (NEW.business, NEW.role, NEW.harness, NEW.address, NEW.pid, NEW.start_time));
 END;
 CREATE TRIGGER launch_switches_insert BEFORE INSERT ON launch_switches BEGIN
-    SELECT RAISE(ABORT, 'mosaic:malformed') WHERE (SELECT kind FROM ledger WHERE seq = NEW.seq) IS NOT CASE NEW.state WHEN 'off' THEN 'launch.revoked' ELSE 'launch.restored' END OR (SELECT business FROM ledger WHERE seq = NEW.seq) IS NOT NEW.business;
+    SELECT RAISE(ABORT, 'mosaic:malformed') WHERE NOT EXISTS (SELECT 1 FROM ledger WHERE seq = NEW.seq AND kind = CASE NEW.state WHEN 'off' THEN 'launch.revoked' ELSE 'launch.restored' END AND business IS NEW.business);
     SELECT RAISE(ABORT, 'mosaic:duplicate') WHERE EXISTS (SELECT 1 FROM launch_switches WHERE seq = NEW.seq);
 END;
 CREATE TRIGGER decisions_insert BEFORE INSERT ON decisions BEGIN
-    SELECT RAISE(ABORT, 'mosaic:malformed') WHERE (SELECT kind FROM ledger WHERE seq = NEW.seq) IS NOT 'decision.raised' OR (SELECT business FROM ledger WHERE seq = NEW.seq) IS NOT NEW.business;
+    SELECT RAISE(ABORT, 'mosaic:malformed') WHERE NOT EXISTS (SELECT 1 FROM ledger WHERE seq = NEW.seq AND kind = 'decision.raised' AND business IS NEW.business);
     SELECT RAISE(ABORT, 'mosaic:duplicate') WHERE EXISTS (SELECT 1 FROM decisions WHERE seq = NEW.seq) OR EXISTS (SELECT 1 FROM decisions WHERE id = NEW.id);
     SELECT RAISE(ABORT, 'mosaic:dangling') WHERE NEW.supersedes IS NOT NULL AND NOT EXISTS (SELECT 1 FROM decisions WHERE id = NEW.supersedes);
     SELECT RAISE(ABORT, 'mosaic:cross-business') WHERE NEW.supersedes IS NOT NULL AND (SELECT business FROM decisions WHERE id = NEW.supersedes) IS NOT NEW.business;
 END;
 CREATE TRIGGER decision_events_insert BEFORE INSERT ON decision_events BEGIN
-    SELECT RAISE(ABORT, 'mosaic:malformed') WHERE (SELECT kind FROM ledger WHERE seq = NEW.seq) IS NOT 'decision.' || NEW.event OR (SELECT business FROM ledger WHERE seq = NEW.seq) IS NOT NEW.business;
+    SELECT RAISE(ABORT, 'mosaic:malformed') WHERE NOT EXISTS (SELECT 1 FROM ledger WHERE seq = NEW.seq AND kind = 'decision.' || NEW.event AND business IS NEW.business);
     SELECT RAISE(ABORT, 'mosaic:duplicate') WHERE EXISTS (SELECT 1 FROM decision_events WHERE seq = NEW.seq) OR (NEW.event <> 'seen' AND EXISTS (SELECT 1 FROM decision_events WHERE decision = NEW.decision AND event <> 'seen'));
     SELECT RAISE(ABORT, 'mosaic:dangling') WHERE NOT EXISTS (SELECT 1 FROM decisions WHERE id = NEW.decision);
     SELECT RAISE(ABORT, 'mosaic:cross-business') WHERE (SELECT business FROM decisions WHERE id = NEW.decision) IS NOT NEW.business;
@@ -286,23 +302,23 @@ CREATE TRIGGER decision_events_insert BEFORE INSERT ON decision_events BEGIN
     SELECT RAISE(ABORT, 'mosaic:cross-business') WHERE NEW.superseded_by IS NOT NULL AND (SELECT business FROM decisions WHERE id = NEW.superseded_by) IS NOT NEW.business;
 END;
 CREATE TRIGGER consumptions_insert BEFORE INSERT ON consumptions BEGIN
-    SELECT RAISE(ABORT, 'mosaic:malformed') WHERE (SELECT kind FROM ledger WHERE seq = NEW.seq) IS NOT 'approval.consumed' OR (SELECT business FROM ledger WHERE seq = NEW.seq) IS NOT NEW.business;
+    SELECT RAISE(ABORT, 'mosaic:malformed') WHERE NOT EXISTS (SELECT 1 FROM ledger WHERE seq = NEW.seq AND kind = 'approval.consumed' AND business IS NEW.business);
     SELECT RAISE(ABORT, 'mosaic:duplicate') WHERE EXISTS (SELECT 1 FROM consumptions WHERE seq = NEW.seq) OR EXISTS (SELECT 1 FROM consumptions WHERE decision = NEW.decision);
     SELECT RAISE(ABORT, 'mosaic:dangling') WHERE NOT EXISTS (SELECT 1 FROM decisions WHERE id = NEW.decision);
     SELECT RAISE(ABORT, 'mosaic:cross-business') WHERE (SELECT business FROM decisions WHERE id = NEW.decision) IS NOT NEW.business;
 END;
 CREATE TRIGGER actions_allowed_insert BEFORE INSERT ON actions_allowed BEGIN
-    SELECT RAISE(ABORT, 'mosaic:malformed') WHERE (SELECT kind FROM ledger WHERE seq = NEW.seq) IS NOT 'action.allowed' OR (SELECT business FROM ledger WHERE seq = NEW.seq) IS NOT NEW.business;
+    SELECT RAISE(ABORT, 'mosaic:malformed') WHERE NOT EXISTS (SELECT 1 FROM ledger WHERE seq = NEW.seq AND kind = 'action.allowed' AND business IS NEW.business);
     SELECT RAISE(ABORT, 'mosaic:duplicate') WHERE EXISTS (SELECT 1 FROM actions_allowed WHERE seq = NEW.seq);
     SELECT RAISE(ABORT, 'mosaic:dangling') WHERE NEW.decision IS NOT NULL AND NOT EXISTS (SELECT 1 FROM decisions WHERE id = NEW.decision);
     SELECT RAISE(ABORT, 'mosaic:cross-business') WHERE NEW.decision IS NOT NULL AND (SELECT business FROM decisions WHERE id = NEW.decision) IS NOT NEW.business;
 END;
 CREATE TRIGGER human_inputs_insert BEFORE INSERT ON human_inputs BEGIN
-    SELECT RAISE(ABORT, 'mosaic:malformed') WHERE (SELECT kind FROM ledger WHERE seq = NEW.seq) IS NOT 'human.input' OR (SELECT business FROM ledger WHERE seq = NEW.seq) IS NOT NEW.business;
+    SELECT RAISE(ABORT, 'mosaic:malformed') WHERE NOT EXISTS (SELECT 1 FROM ledger WHERE seq = NEW.seq AND kind = 'human.input' AND business IS NEW.business);
     SELECT RAISE(ABORT, 'mosaic:duplicate') WHERE EXISTS (SELECT 1 FROM human_inputs WHERE seq = NEW.seq) OR EXISTS (SELECT 1 FROM human_inputs WHERE id = NEW.id);
 END;
 CREATE TRIGGER messages_insert BEFORE INSERT ON messages BEGIN
-    SELECT RAISE(ABORT, 'mosaic:malformed') WHERE (SELECT kind FROM ledger WHERE seq = NEW.seq) IS NOT 'message.sent' OR (SELECT business FROM ledger WHERE seq = NEW.seq) IS NOT NEW.business;
+    SELECT RAISE(ABORT, 'mosaic:malformed') WHERE NOT EXISTS (SELECT 1 FROM ledger WHERE seq = NEW.seq AND kind = 'message.sent' AND business IS NEW.business);
     SELECT RAISE(ABORT, 'mosaic:duplicate') WHERE EXISTS (SELECT 1 FROM messages WHERE seq = NEW.seq) OR EXISTS (SELECT 1 FROM messages WHERE id = NEW.id);
     SELECT RAISE(ABORT, 'mosaic:dangling') WHERE NEW.in_reply_to IS NOT NULL AND NOT EXISTS (SELECT 1 FROM messages WHERE id = NEW.in_reply_to);
     SELECT RAISE(ABORT, 'mosaic:cross-business') WHERE NEW.in_reply_to IS NOT NULL AND (SELECT business FROM messages WHERE id = NEW.in_reply_to) IS NOT NEW.business;
@@ -314,31 +330,31 @@ CREATE TRIGGER messages_insert BEFORE INSERT ON messages BEGIN
     SELECT RAISE(ABORT, 'mosaic:cross-business') WHERE NEW.request IS NOT NULL AND (SELECT business FROM human_inputs WHERE id = NEW.request) IS NOT NEW.business;
 END;
 CREATE TRIGGER deliveries_insert BEFORE INSERT ON deliveries BEGIN
-    SELECT RAISE(ABORT, 'mosaic:malformed') WHERE (SELECT kind FROM ledger WHERE seq = NEW.seq) IS NOT 'message.delivered' OR (SELECT business FROM ledger WHERE seq = NEW.seq) IS NOT NEW.business;
+    SELECT RAISE(ABORT, 'mosaic:malformed') WHERE NOT EXISTS (SELECT 1 FROM ledger WHERE seq = NEW.seq AND kind = 'message.delivered' AND business IS NEW.business);
     SELECT RAISE(ABORT, 'mosaic:duplicate') WHERE EXISTS (SELECT 1 FROM deliveries WHERE seq = NEW.seq) OR EXISTS (SELECT 1 FROM deliveries WHERE message = NEW.message);
     SELECT RAISE(ABORT, 'mosaic:dangling') WHERE NOT EXISTS (SELECT 1 FROM messages WHERE id = NEW.message);
     SELECT RAISE(ABORT, 'mosaic:cross-business') WHERE (SELECT business FROM messages WHERE id = NEW.message) IS NOT NEW.business;
 END;
 CREATE TRIGGER reads_insert BEFORE INSERT ON reads BEGIN
-    SELECT RAISE(ABORT, 'mosaic:malformed') WHERE (SELECT kind FROM ledger WHERE seq = NEW.seq) IS NOT 'message.read' OR (SELECT business FROM ledger WHERE seq = NEW.seq) IS NOT NEW.business;
+    SELECT RAISE(ABORT, 'mosaic:malformed') WHERE NOT EXISTS (SELECT 1 FROM ledger WHERE seq = NEW.seq AND kind = 'message.read' AND business IS NEW.business);
     SELECT RAISE(ABORT, 'mosaic:duplicate') WHERE EXISTS (SELECT 1 FROM reads WHERE seq = NEW.seq) OR EXISTS (SELECT 1 FROM reads WHERE message = NEW.message);
     SELECT RAISE(ABORT, 'mosaic:dangling') WHERE NOT EXISTS (SELECT 1 FROM deliveries WHERE message = NEW.message AND run = NEW.run);
     SELECT RAISE(ABORT, 'mosaic:cross-business') WHERE (SELECT business FROM deliveries WHERE message = NEW.message) IS NOT NEW.business;
 END;
 CREATE TRIGGER claims_insert BEFORE INSERT ON claims BEGIN
-    SELECT RAISE(ABORT, 'mosaic:malformed') WHERE (SELECT kind FROM ledger WHERE seq = NEW.seq) IS NOT 'role.' || NEW.event OR (SELECT business FROM ledger WHERE seq = NEW.seq) IS NOT NEW.business;
+    SELECT RAISE(ABORT, 'mosaic:malformed') WHERE NOT EXISTS (SELECT 1 FROM ledger WHERE seq = NEW.seq AND kind = 'role.' || NEW.event AND business IS NEW.business);
     SELECT RAISE(ABORT, 'mosaic:duplicate') WHERE EXISTS (SELECT 1 FROM claims WHERE seq = NEW.seq);
     SELECT RAISE(ABORT, 'mosaic:dangling') WHERE NEW.decision IS NOT NULL AND NOT EXISTS (SELECT 1 FROM decisions WHERE id = NEW.decision);
     SELECT RAISE(ABORT, 'mosaic:cross-business') WHERE NEW.decision IS NOT NULL AND (SELECT business FROM decisions WHERE id = NEW.decision) IS NOT NEW.business;
 END;
 CREATE TRIGGER observations_insert BEFORE INSERT ON observations BEGIN
-    SELECT RAISE(ABORT, 'mosaic:malformed') WHERE (SELECT kind FROM ledger WHERE seq = NEW.seq) IS NOT 'event.observed' OR (SELECT business FROM ledger WHERE seq = NEW.seq) IS NOT NEW.business;
+    SELECT RAISE(ABORT, 'mosaic:malformed') WHERE NOT EXISTS (SELECT 1 FROM ledger WHERE seq = NEW.seq AND kind = 'event.observed' AND business IS NEW.business);
     SELECT RAISE(ABORT, 'mosaic:duplicate') WHERE EXISTS (SELECT 1 FROM observations WHERE seq = NEW.seq);
     SELECT RAISE(ABORT, 'mosaic:dangling') WHERE NEW.request IS NOT NULL AND NOT EXISTS (SELECT 1 FROM human_inputs WHERE id = NEW.request);
     SELECT RAISE(ABORT, 'mosaic:cross-business') WHERE NEW.request IS NOT NULL AND (SELECT business FROM human_inputs WHERE id = NEW.request) IS NOT NEW.business;
 END;
 CREATE TRIGGER refusals_insert BEFORE INSERT ON refusals BEGIN
-    SELECT RAISE(ABORT, 'mosaic:malformed') WHERE (SELECT kind FROM ledger WHERE seq = NEW.seq) IS NOT 'request.refused' OR (SELECT business FROM ledger WHERE seq = NEW.seq) IS NOT NEW.business;
+    SELECT RAISE(ABORT, 'mosaic:malformed') WHERE NOT EXISTS (SELECT 1 FROM ledger WHERE seq = NEW.seq AND kind = 'request.refused' AND business IS NEW.business);
     SELECT RAISE(ABORT, 'mosaic:duplicate') WHERE EXISTS (SELECT 1 FROM refusals WHERE seq = NEW.seq);
 END;
 

@@ -11,7 +11,7 @@
 use sha2::{Digest, Sha256};
 
 /// The schema version recorded in `meta` under [`VERSION_KEY`].
-pub const VERSION: &str = "mosaic-bus/2";
+pub const VERSION: &str = "mosaic-bus/3";
 
 /// The `meta` key holding the schema version.
 pub const VERSION_KEY: &str = "schema_version";
@@ -20,10 +20,10 @@ pub const VERSION_KEY: &str = "schema_version";
 pub const SCHEMA_SQL: &str = include_str!("../schema.sql");
 
 /// SHA-256 of [`SCHEMA_SQL`], lowercase hex.
-pub const SCHEMA_SHA256: &str = "1655226f91d4f6d661b97009af8903d8b578e48a2f7a5c912e55940ca0cf65bd";
+pub const SCHEMA_SHA256: &str = "285cfe91d44f5878924725af3cf0a001113fd3d51d7dabc4430db03c8353d93d";
 
 /// SHA-256 of [`canonical_master`] over a database holding exactly this schema.
-pub const MASTER_SHA256: &str = "b77e29fb670b76491d5869b5337d38f782db1f0ccbaa6aae08eab390efc879fd";
+pub const MASTER_SHA256: &str = "d3f2df11202983e04071d935cf19488497acaba6816a2043c0551712ae56d59f";
 
 /// Lowercase hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {

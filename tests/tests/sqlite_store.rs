@@ -621,3 +621,117 @@ fn a_reader_polling_during_commits_never_loses_a_message() {
         "the reader polled while the writer wrote ({polls} polls)"
     );
 }
+
+/// A file of an earlier schema (`mosaic-bus/2` had `ledger.at UNIQUE` and
+/// compared times through it) refuses with `schema-mismatch`, and so does
+/// this schema recorded under an earlier version; neither file changes.
+#[test]
+fn a_store_of_an_earlier_schema_refuses_with_schema_mismatch() {
+    let current = mosaic_schema::SCHEMA_SQL;
+    let earlier = current
+        .replacen("at TEXT NOT NULL,\n", "at TEXT NOT NULL UNIQUE,\n", 1)
+        .replacen(
+            "OR NEW.at <= (SELECT at FROM ledger WHERE seq = NEW.seq - 1);",
+            "OR NEW.at <= (SELECT max(at) FROM ledger);",
+            1,
+        );
+    assert_ne!(earlier, current, "the earlier schema differs");
+    for (schema, version) in [
+        (earlier.as_str(), "mosaic-bus/2"),
+        (current, "mosaic-bus/2"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bus.sqlite");
+        let conn = raw(&path);
+        conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+        conn.execute_batch(schema).unwrap();
+        conn.execute(
+            "INSERT INTO meta (key, value) VALUES (?1, ?2)",
+            [mosaic_schema::VERSION_KEY, version],
+        )
+        .unwrap();
+        drop(conn);
+        let before = std::fs::read(&path).unwrap();
+        assert_eq!(refused_open(&path), Refusal::SchemaMismatch, "{version}");
+        assert_eq!(std::fs::read(&path).unwrap(), before);
+    }
+}
+
+/// The message a raw insert is refused with.
+#[track_caller]
+fn refused_insert(conn: &Connection, sql: &str) -> String {
+    match conn.execute_batch(sql) {
+        Ok(()) => panic!("{sql} was accepted"),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// `ledger.at` has no unique index: the ledger trigger alone keeps times
+/// strictly increasing, so a repeated time is refused at insert, by SQL
+/// that goes around the store as well as through it.
+#[test]
+fn a_repeated_or_earlier_time_is_refused_at_insert_without_a_unique_index() {
+    let (_dir, path) = populated();
+    let conn = raw(&path);
+    let rows = count(&conn, "ledger");
+    for at in [
+        "(SELECT at FROM ledger WHERE seq = (SELECT max(seq) FROM ledger))",
+        "(SELECT min(at) FROM ledger)",
+        "strftime('%Y-%m-%dT%H:%M:%fZ', (SELECT max(at) FROM ledger), '-0.001 seconds')",
+    ] {
+        let message = refused_insert(
+            &conn,
+            &format!(
+                "INSERT INTO ledger (seq, at, kind, business) VALUES ({NEXT}, {at}, 'request.refused', NULL)"
+            ),
+        );
+        assert!(message.contains("mosaic:non-monotonic"), "{at}: {message}");
+    }
+    assert_eq!(count(&conn, "ledger"), rows);
+    // A later time at the next position is fine (and then undone).
+    conn.execute_batch(&format!(
+        "SAVEPOINT s; INSERT INTO ledger (seq, at, kind, business) VALUES ({NEXT}, {LATER}, 'request.refused', NULL); \
+         ROLLBACK TO s; RELEASE s"
+    ))
+    .unwrap();
+}
+
+/// Typed rows no longer reference `ledger(seq)`: each typed table's insert
+/// trigger finds its ledger row, so a typed row without one, at the place
+/// of another kind, or under another business is refused at insert, with
+/// foreign keys on or off.
+#[test]
+fn a_typed_row_without_its_ledger_row_is_refused_at_insert_without_a_foreign_key() {
+    let (_dir, path) = populated();
+    let conn = raw(&path);
+    for fk in ["OFF", "ON"] {
+        conn.execute_batch(&format!("PRAGMA foreign_keys = {fk}"))
+            .unwrap();
+        let rows = count(&conn, "refusals");
+        // Past the ledger's end.
+        let past = refused_insert(
+            &conn,
+            "INSERT INTO refusals (seq, code) SELECT max(seq) + 1, 'bad-request' FROM ledger",
+        );
+        // At the place of a message.
+        let other_kind = refused_insert(
+            &conn,
+            "INSERT INTO refusals (seq, code) SELECT max(seq), 'bad-request' FROM messages",
+        );
+        // At a launch switch's own kind, under another business.
+        let launches = count(&conn, "launch_switches");
+        let other_business = refused_insert(
+            &conn,
+            &format!(
+                "BEGIN; INSERT INTO ledger (seq, at, kind, business) VALUES ({NEXT}, {LATER}, 'launch.revoked', 'acme'); \
+                 INSERT INTO launch_switches (seq, business, state) SELECT max(seq), 'globex', 'off' FROM ledger"
+            ),
+        );
+        conn.execute_batch("ROLLBACK").unwrap();
+        for message in [&past, &other_kind, &other_business] {
+            assert!(message.contains("mosaic:malformed"), "{fk}: {message}");
+        }
+        assert_eq!(count(&conn, "refusals"), rows);
+        assert_eq!(count(&conn, "launch_switches"), launches);
+    }
+}

@@ -98,7 +98,7 @@ pub struct SqliteStore {
     marks: RefCell<Watermarks>,
     /// The rows a restart replays, as the open-time pass found them; taken
     /// by the first replay, dropped by the first write.
-    replayable: RefCell<Option<Vec<(i64, String, String)>>>,
+    replayable: RefCell<Option<Replayable>>,
     cost: OpenCost,
 }
 
@@ -369,6 +369,9 @@ fn connect(path: &Path) -> Result<Connection, OpenError> {
     Ok(conn)
 }
 
+/// The ledger rows a restart replays, `(seq, at, kind)`, oldest first.
+type Replayable = Vec<(i64, String, String)>;
+
 /// What the open-time checks found, and what they cost.
 #[derive(Debug, Default)]
 struct Verified {
@@ -376,7 +379,7 @@ struct Verified {
     head: i64,
     /// The rows a restart replays, `(seq, at, kind)`, oldest first, until
     /// the first [`EvidenceStore::replay`] takes them.
-    replayable: Vec<(i64, String, String)>,
+    replayable: Replayable,
     cost: OpenCost,
 }
 
@@ -466,7 +469,7 @@ fn verify(conn: &Connection) -> Result<Verified, OpenError> {
 /// The schema refuses each of these at insert; this pass finds a file
 /// changed behind its triggers. It returns the ledger's head and the rows a
 /// restart replays, so the replay need not walk the ledger again.
-fn check_ledger(conn: &Connection) -> Result<(i64, Vec<(i64, String, String)>), OpenError> {
+fn check_ledger(conn: &Connection) -> Result<(i64, Replayable), OpenError> {
     let broken = |_| OpenError::IntegrityFailed;
     // One read transaction: every walk sees the same snapshot.
     let snapshot = conn.unchecked_transaction().map_err(open_failure)?;
