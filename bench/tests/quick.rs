@@ -6,7 +6,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-const FIGURES: [&str; 14] = [
+const FIGURES: [&str; 15] = [
     "environment",
     "raw_sqlite_commit",
     "message_send_1_client",
@@ -21,6 +21,7 @@ const FIGURES: [&str; 14] = [
     "broker_rss",
     "changes_wake",
     "changes_idle",
+    "boot_history",
 ];
 
 fn positive(line: &Value, key: &str) {
@@ -196,6 +197,22 @@ fn quick_run_prints_every_figure_as_json_and_cleans_up() {
         "{}",
         lines[13]
     );
+    for key in [
+        "small_boot_s",
+        "small_checks_s",
+        "large_boot_s",
+        "large_checks_s",
+        "large_limit_s",
+        "ratio_large_small",
+    ] {
+        positive(&lines[14], key);
+    }
+    assert!(
+        lines[14]["large_ledger_rows"].as_u64() > lines[14]["small_ledger_rows"].as_u64(),
+        "{}",
+        lines[14]
+    );
+    assert!(lines[14]["meets_limit"].is_boolean(), "{}", lines[14]);
     for line in &lines[1..] {
         if line.get("target").is_some() {
             assert!(line["met"].is_boolean(), "a target comes with met: {line}");
