@@ -7,7 +7,9 @@
 //! - its WAL file is deleted while it runs, then it closes or crashes.
 //!
 //! The mount tests need root (tests run as root in CI). Without it, or when
-//! `mount` is refused, they print a note and check nothing more.
+//! `mount` is refused, they print a note and check nothing more, except the
+//! storage-failure test, which then runs the real runtime over a fake store
+//! that fails on demand.
 //!
 //! Tests run one at a time ([`serial`]): some mount file systems, and a
 //! broker spawned by one test must not inherit another test's files.
@@ -19,7 +21,7 @@ use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use mosaic_domain::Refusal;
 use serde_json::{json, Value};
@@ -307,9 +309,125 @@ fn logged(log: &str, code: &str, what: &str, cause: &str) -> bool {
 #[test]
 fn a_storage_failure_reaches_the_client_as_its_code_and_the_log_with_its_cause() {
     let _serial = serial();
-    let Some(fs) = Tmpfs::mount("4m") else {
-        return;
+    match Tmpfs::mount("4m") {
+        Some(fs) => storage_failure_on_a_full_disk(&fs),
+        // Without root, the same promise over a store that fails on demand.
+        None => storage_failure_over_a_failing_store(),
+    }
+}
+
+/// Every log line of this process, as text, once [`captured_logs`] ran.
+static LOGS: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+
+/// Installs this process's log subscriber (text, no colour, `info`), which
+/// writes into [`LOGS`], and returns what it holds so far.
+fn captured_logs() -> String {
+    static INSTALL: std::sync::Once = std::sync::Once::new();
+    INSTALL.call_once(|| {
+        struct Sink;
+        impl Write for Sink {
+            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+                LOGS.lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .extend_from_slice(bytes);
+                Ok(bytes.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_writer(|| Sink)
+            .init();
+    });
+    String::from_utf8_lossy(&LOGS.lock().unwrap_or_else(PoisonError::into_inner)).into_owned()
+}
+
+/// The real runtime over the in-memory fakes, with a store that fails every
+/// write from the send on: the client gets the static code, the log the
+/// store's cause and no body.
+fn storage_failure_over_a_failing_store() {
+    use mosaic_adapters::config::{business_from_json, BootConfig};
+    use mosaic_adapters::socket::Client;
+    use mosaic_app::broker::start_runtime;
+    use mosaic_app::human_proof::BrokerExe;
+    use mosaic_app::world::{BrokerIdentity, Ports};
+    use mosaic_domain::evidence::{Harness, LaunchRecord};
+    use mosaic_domain::{BusinessId, RoleInstance, RunId, Timestamp};
+    use mosaic_ports::fakes::{
+        FakeCredentials, FakeProcess, FakeProcessTable, ManualClock, MemoryStore, SeededEntropy,
     };
+    use mosaic_ports::ExeIdentity;
+
+    captured_logs();
+    let business = business_from_json(
+        r#"{"id": "acme", "human": "alice",
+            "arbiters": {"technical": "lead", "delivery": "lead"},
+            "roles": {"lead": {"authority": {"withinRole": ["message.send"], "crossRole": []}},
+                      "dev": {"authority": {"withinRole": [], "crossRole": []}}}}"#,
+    )
+    .expect("business");
+    let dir = tempfile::tempdir().expect("a folder for the socket");
+    let store = MemoryStore::new();
+    let ports = Ports {
+        store: store.clone(),
+        clock: Arc::new(ManualClock::new(
+            Timestamp::from_unix_ms(1_767_225_600_000).expect("time"),
+        )),
+        entropy: Box::new(SeededEntropy::new(7)),
+        processes: Arc::new(
+            FakeProcessTable::new().with(FakeProcess::new(4242, 1).uid(1000).start_time(17)),
+        ),
+        credentials: Box::new(FakeCredentials::new()),
+        identity: BrokerIdentity {
+            uid: 1000,
+            exe: BrokerExe {
+                path: "/opt/mosaic-bus".into(),
+                identity: ExeIdentity { dev: 1, ino: 2 },
+            },
+        },
+    };
+    let config = BootConfig {
+        data_root: dir.path().to_owned(),
+        businesses: vec![business],
+        launches: vec![LaunchRecord {
+            business: BusinessId::parse("acme").expect("id"),
+            role: RoleInstance::parse("lead").expect("role"),
+            run: RunId::parse("lead-1").expect("run"),
+            harness: Harness::Pi,
+            address: None,
+            pid: 4242,
+            start_time: 17,
+        }],
+        ..BootConfig::default()
+    };
+    let (broker, booted) = start_runtime(ports, config).expect("the runtime starts over fakes");
+    let lead = Client::new(&booted.socket, booted.launches[0].cap.expose());
+    lead.call("role.claim", json!({})).expect("claimed");
+    store.set_unavailable(true);
+    let send = json!({"cap": booted.launches[0].cap.expose(), "verb": "message.send",
+                      "args": {"to": "dev", "body": "refused"}});
+    let answer = support::raw(&booted.socket, send.to_string().as_bytes());
+    assert_eq!(answer, json!({"ok": false, "error": "storage-unavailable"}));
+    store.set_unavailable(false);
+    broker.close().expect("closes");
+    let log = captured_logs();
+    assert!(
+        logged(
+            &log,
+            "storage-unavailable",
+            "the store",
+            "failure injected by a test"
+        ),
+        "{log}"
+    );
+    assert!(!log.contains("refused\""), "no body in the log: {log}");
+}
+
+/// The same over the real broker on a full tmpfs, then its boots on the
+/// full and on the read-only file system.
+fn storage_failure_on_a_full_disk(fs: &Tmpfs) {
     let root = fs.path();
     let cfg = acme_config(root);
     let broker = Broker::boot(root, &cfg);
