@@ -339,6 +339,7 @@ fn real_ports(root: &DataRoot, config: &BootConfig) -> Result<Ports<SqliteStore>
     let cost = store.open_cost();
     tracing::info!(
         rows = cost.rows,
+        open_ms = millis(cost.open),
         integrity_ms = millis(cost.integrity),
         ledger_ms = millis(cost.ledger),
         "store verified"

@@ -267,6 +267,19 @@ fn a_typed_row_at_the_place_of_another_kind_refuses_with_integrity_failed() {
     );
 }
 
+/// The ledger pass runs beside the integrity and schema checks, but a file
+/// broken both ways is refused with the more precise code: the schema's.
+#[test]
+fn a_changed_schema_is_named_before_a_broken_ledger() {
+    assert_tamper_refused(
+        Refusal::SchemaMismatch,
+        &format!(
+            "INSERT INTO ledger (seq, at, kind, business) VALUES ({NEXT}, {LATER}, 'message.sent', 'acme'); \
+             CREATE INDEX extra ON ledger(kind);"
+        ),
+    );
+}
+
 #[test]
 fn a_non_canonical_timestamp_inserted_with_raw_sql_refuses_at_open() {
     let (_dir, path) = populated();
