@@ -359,30 +359,6 @@ fn an_empty_existing_file_is_refused_not_initialized() {
 }
 
 #[test]
-fn a_new_store_has_the_store_page_size_and_a_store_of_another_opens() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("bus.sqlite");
-    drop(SqliteStore::create(&path).expect("new store"));
-    let size: i64 = raw(&path)
-        .query_row("PRAGMA page_size", [], |r| r.get(0))
-        .unwrap();
-    assert_eq!(size, mosaic_adapters::sqlite::PAGE_SIZE);
-
-    let other = dir.path().join("other.sqlite");
-    let conn = raw(&other);
-    conn.execute_batch("PRAGMA page_size = 4096; PRAGMA journal_mode = WAL;")
-        .unwrap();
-    conn.execute_batch(mosaic_schema::SCHEMA_SQL).unwrap();
-    conn.execute(
-        "INSERT INTO meta (key, value) VALUES (?1, ?2)",
-        [mosaic_schema::VERSION_KEY, mosaic_schema::VERSION],
-    )
-    .unwrap();
-    drop(conn);
-    assert!(SqliteStore::open(&other).is_ok(), "a 4096-byte store opens");
-}
-
-#[test]
 fn a_new_store_file_is_private() {
     use std::os::unix::fs::PermissionsExt;
     let store = TempSqlite::fresh();

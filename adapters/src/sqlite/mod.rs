@@ -188,8 +188,6 @@ impl SqliteStore {
 
     fn initialize(path: &Path) -> Result<Self, OpenError> {
         let mut conn = connect(path)?;
-        conn.pragma_update(None, "page_size", PAGE_SIZE)
-            .map_err(open_failure)?;
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(open_failure)?;
         let tx = conn
@@ -337,13 +335,6 @@ fn names_a_file(path: &Path) -> bool {
         Err(_) => std::fs::symlink_metadata(path).is_ok(),
     }
 }
-
-/// The page size of a new store, in bytes. A `message.send` writes a row
-/// into six B-trees, and its commit syncs one WAL frame for each page it
-/// dirtied: at 2048 bytes a send syncs about 16 KB instead of 29 KB, which
-/// measured 5–15 % more sends per second (`bench/README.md`). A store
-/// created with another page size opens as well.
-pub const PAGE_SIZE: i64 = 2048;
 
 /// Prepared statements each connection keeps.
 const STATEMENT_CACHE: usize = 64;
