@@ -11,9 +11,10 @@
 //! connection, then a fresh broker child's `boot`, timed from the request
 //! line to the reply line, with its phases read from the child's own log
 //! (`store verified`: `open_ms`, and inside it `integrity_ms` and
-//! `ledger_ms`, which run side by side; `state replayed`: `replay_ms`). The child is `mosaic-bus broker` when that binary sits
-//! next to the bench (the phases need its logs); otherwise the bench itself
-//! with `--broker-child`, which logs nothing, so the phases are `null`.
+//! `ledger_ms`, which run side by side; `state replayed`: `replay_ms`).
+//! The child is `mosaic-bus broker` when that binary sits next to the
+//! bench (the phases need its logs); otherwise the bench itself with
+//! `--broker-child`, which logs nothing, so the phases are `null`.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
