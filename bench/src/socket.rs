@@ -21,8 +21,13 @@ use crate::output::{round1, round3, Failure, Fields};
 use crate::stats::{percentile_us, Round, Series};
 use crate::Ctx;
 
-/// DESIGN.md §6: 16 concurrent clients reach 4 × the single-commit rate.
-const CLIENTS_TARGET: f64 = 4.0;
+/// DESIGN.md §6: one client through the socket reaches 0.5 × the
+/// single-commit rate.
+const SOCKET_TARGET: f64 = 0.5;
+/// DESIGN.md §6: 16 concurrent clients reach 2.5 × the single-commit rate,
+/// and the moonshot is 4 ×.
+const CLIENTS_TARGET: f64 = 2.5;
+const CLIENTS_MOONSHOT: f64 = 4.0;
 /// DESIGN.md §6: `inbox` with 10 k messages, p50 under 300 µs.
 const INBOX_TARGET_US: f64 = 300.0;
 
@@ -100,8 +105,11 @@ fn one_client<C: Caller>(
     let mut fields = sends.fields("requests_per_s");
     fields.extend([
         ("ratio_to_raw", round3(ratio)),
-        ("target", Value::from("ratio_to_raw >= 0.8")),
-        ("met", Value::from(ratio >= 0.8)),
+        (
+            "target",
+            Value::from(format!("ratio_to_raw >= {SOCKET_TARGET}")),
+        ),
+        ("met", Value::from(ratio >= SOCKET_TARGET)),
         ("clients", Value::from(1)),
         ("path", Value::from(path)),
     ]);
@@ -138,8 +146,13 @@ pub fn message_send_16_clients(ctx: &mut Ctx) -> Result<Fields, Failure> {
     fields.extend(split.fields(&sends, raws.rate()));
     fields.extend([
         ("ratio_to_raw", round3(ratio)),
-        ("target", Value::from("ratio_to_raw >= 4")),
+        ("target", Value::from(format!("ratio_to_raw >= {CLIENTS_TARGET}"))),
         ("met", Value::from(ratio >= CLIENTS_TARGET)),
+        (
+            "moonshot",
+            Value::from(format!("ratio_to_raw >= {CLIENTS_MOONSHOT}")),
+        ),
+        ("moonshot_met", Value::from(ratio >= CLIENTS_MOONSHOT)),
         ("clients", Value::from(sizes.clients)),
         ("requests_per_round", Value::from(per_round)),
         (

@@ -218,6 +218,13 @@ fn quick_run_prints_every_figure_as_json_and_cleans_up() {
             assert!(line["met"].is_boolean(), "a target comes with met: {line}");
         }
     }
+    let sixteen = lines
+        .iter()
+        .find(|l| l["figure"] == "message_send_16_clients")
+        .expect("the 16-client figure");
+    assert_eq!(sixteen["target"], "ratio_to_raw >= 2.5", "{sixteen}");
+    assert_eq!(sixteen["moonshot"], "ratio_to_raw >= 4", "{sixteen}");
+    assert!(sixteen["moonshot_met"].is_boolean(), "{sixteen}");
     for line in &lines {
         assert!(line.get("error").is_none(), "no figure failed: {line}");
     }
