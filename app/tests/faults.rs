@@ -6,10 +6,11 @@
 //! - its socket file is deleted while it runs;
 //! - its WAL file is deleted while it runs, then it closes or crashes.
 //!
-//! The mount tests need root (tests run as root in CI). Without it, or when
-//! `mount` is refused, they print a note and check nothing more, except the
-//! storage-failure test, which then runs the real runtime over a fake store
-//! that fails on demand.
+//! The mount tests need to mount a tmpfs. As root they do; without root (or
+//! where `mount` is refused) each runs again, whole, in a child process of
+//! this binary that is root of its own user and mount namespaces, and fails
+//! if it cannot get them. The storage-failure test also runs the real
+//! runtime over a fake store that fails on demand, in this process.
 //!
 //! Tests run one at a time ([`serial`]): some mount file systems, and a
 //! broker spawned by one test must not inherit another test's files.
@@ -52,11 +53,52 @@ struct Tmpfs {
     dir: tempfile::TempDir,
 }
 
+/// Set in a test's re-run inside its own namespaces (see [`Tmpfs::mount`]).
+const IN_NAMESPACE: &str = "MOSAIC_FAULTS_IN_NAMESPACE";
+
+/// Where the outcome of [`Tmpfs::mount`] leaves the test.
+enum Mounted {
+    /// Mounted here: the test goes on with it.
+    Here(Tmpfs),
+    /// This process may not mount, so the test ran again, whole, in a child
+    /// that may, and passed there.
+    RanInChild,
+}
+
 impl Tmpfs {
-    /// Mounts one, or prints why it cannot and returns `None`.
-    fn mount(size: &str) -> Option<Tmpfs> {
+    /// Mounts one of `size` for the test `test` (its name, as the harness
+    /// filters on). Where this process may not mount (not root, or `mount`
+    /// refused), the test runs again in a child process of this binary
+    /// that is root of its own user and mount namespaces (`unshare --user
+    /// --map-root-user --mount`), where mounting a tmpfs is allowed; a
+    /// failure in the child fails the test here.
+    fn mount(size: &str, test: &str) -> Mounted {
+        if let Some(fs) = Self::mount_here(size) {
+            return Mounted::Here(fs);
+        }
+        assert!(
+            std::env::var_os(IN_NAMESPACE).is_none(),
+            "cannot mount a tmpfs even as root of a new user namespace"
+        );
+        let exe = std::env::current_exe().expect("this test binary");
+        let status = Command::new("unshare")
+            .args(["--user", "--map-root-user", "--mount", "--"])
+            .arg(exe)
+            .args([test, "--exact", "--test-threads=1", "--nocapture"])
+            .env(IN_NAMESPACE, "1")
+            .status()
+            .expect("run unshare (util-linux)");
+        assert!(
+            status.success(),
+            "{test} failed in its user namespace ({status}); without root, the tmpfs \
+             tests need unprivileged user namespaces"
+        );
+        Mounted::RanInChild
+    }
+
+    /// Mounts one here, or returns `None` when this process may not.
+    fn mount_here(size: &str) -> Option<Tmpfs> {
         if !rustix::process::geteuid().is_root() {
-            eprintln!("note: not root: the tmpfs fault test is skipped");
             return None;
         }
         let dir = tempfile::Builder::new()
@@ -75,10 +117,7 @@ impl Tmpfs {
             .status();
         match mounted {
             Ok(status) if status.success() => Some(Tmpfs { dir }),
-            Ok(_) | Err(_) => {
-                eprintln!("note: `mount -t tmpfs` failed: the tmpfs fault test is skipped");
-                None
-            }
+            Ok(_) | Err(_) => None,
         }
     }
 
@@ -86,11 +125,12 @@ impl Tmpfs {
         self.dir.path()
     }
 
-    /// `mount -o remount,MODE`.
+    /// `mount -o remount,bind,MODE`: the mount point read-only or writable
+    /// again (a bind remount, which a user namespace may do too).
     #[track_caller]
     fn remount(&self, mode: &str) {
         let status = Command::new("mount")
-            .args(["-o", &format!("remount,{mode}")])
+            .args(["-o", &format!("remount,bind,{mode}")])
             .arg(self.path())
             .status()
             .expect("run mount");
@@ -177,8 +217,11 @@ fn a_read_only_store_refuses_the_boot_with_a_static_code_and_stays_as_it_was() {
 #[test]
 fn a_read_only_file_system_refuses_the_boot_with_storage_unavailable() {
     let _serial = serial();
-    let Some(fs) = Tmpfs::mount("4m") else {
-        return;
+    let Mounted::Here(fs) = Tmpfs::mount(
+        "4m",
+        "a_read_only_file_system_refuses_the_boot_with_storage_unavailable",
+    ) else {
+        return; // It ran, and passed, in a child that could mount.
     };
     let root = fs.path();
     let cfg = acme_config(root);
@@ -205,8 +248,11 @@ fn a_read_only_file_system_refuses_the_boot_with_storage_unavailable() {
 #[test]
 fn a_full_disk_refuses_mutations_with_storage_unavailable_keeps_reads_and_recovers() {
     let _serial = serial();
-    let Some(fs) = Tmpfs::mount("4m") else {
-        return;
+    let Mounted::Here(fs) = Tmpfs::mount(
+        "4m",
+        "a_full_disk_refuses_mutations_with_storage_unavailable_keeps_reads_and_recovers",
+    ) else {
+        return; // It ran, and passed, in a child that could mount.
     };
     let root = fs.path();
     let cfg = acme_config(root);
@@ -309,10 +355,14 @@ fn logged(log: &str, code: &str, what: &str, cause: &str) -> bool {
 #[test]
 fn a_storage_failure_reaches_the_client_as_its_code_and_the_log_with_its_cause() {
     let _serial = serial();
-    match Tmpfs::mount("4m") {
-        Some(fs) => storage_failure_on_a_full_disk(&fs),
-        // Without root, the same promise over a store that fails on demand.
-        None => storage_failure_over_a_failing_store(),
+    // The runtime over a store that fails on demand, in this process (its
+    // logs are captured here), then the real broker on a full disk.
+    storage_failure_over_a_failing_store();
+    if let Mounted::Here(fs) = Tmpfs::mount(
+        "4m",
+        "a_storage_failure_reaches_the_client_as_its_code_and_the_log_with_its_cause",
+    ) {
+        storage_failure_on_a_full_disk(&fs);
     }
 }
 
@@ -491,8 +541,11 @@ fn storage_failure_on_a_full_disk(fs: &Tmpfs) {
 #[test]
 fn a_broker_closed_on_a_full_disk_keeps_what_it_acknowledged() {
     let _serial = serial();
-    let Some(fs) = Tmpfs::mount("4m") else {
-        return;
+    let Mounted::Here(fs) = Tmpfs::mount(
+        "4m",
+        "a_broker_closed_on_a_full_disk_keeps_what_it_acknowledged",
+    ) else {
+        return; // It ran, and passed, in a child that could mount.
     };
     let root = fs.path();
     let cfg = acme_config(root);
@@ -523,8 +576,11 @@ fn a_broker_closed_on_a_full_disk_keeps_what_it_acknowledged() {
 #[test]
 fn a_browser_request_whose_authorization_cannot_be_made_durable_is_never_granted() {
     let _serial = serial();
-    let Some(fs) = Tmpfs::mount("4m") else {
-        return;
+    let Mounted::Here(fs) = Tmpfs::mount(
+        "4m",
+        "a_browser_request_whose_authorization_cannot_be_made_durable_is_never_granted",
+    ) else {
+        return; // It ran, and passed, in a child that could mount.
     };
     let root = fs.path();
     let broker = boot_shop(root, &["browser.snapshot"]);
