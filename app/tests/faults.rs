@@ -53,28 +53,20 @@ struct Tmpfs {
     dir: tempfile::TempDir,
 }
 
-/// Set in a test's re-run inside its own namespaces (see [`Tmpfs::mount`]).
+/// Set in a test's re-run inside its own namespaces (see [`Tmpfs::with`]).
 const IN_NAMESPACE: &str = "MOSAIC_FAULTS_IN_NAMESPACE";
 
-/// Where the outcome of [`Tmpfs::mount`] leaves the test.
-enum Mounted {
-    /// Mounted here: the test goes on with it.
-    Here(Tmpfs),
-    /// This process may not mount, so the test ran again, whole, in a child
-    /// that may, and passed there.
-    RanInChild,
-}
-
 impl Tmpfs {
-    /// Mounts one of `size` for the test `test` (its name, as the harness
-    /// filters on). Where this process may not mount (not root, or `mount`
-    /// refused), the test runs again in a child process of this binary
-    /// that is root of its own user and mount namespaces (`unshare --user
-    /// --map-root-user --mount`), where mounting a tmpfs is allowed; a
-    /// failure in the child fails the test here.
-    fn mount(size: &str, test: &str) -> Mounted {
+    /// Runs `body` on a tmpfs of `size` mounted for the test `test` (its
+    /// name, as the harness filters on). Where this process may not mount
+    /// (not root, or `mount` refused), the whole test runs again in a child
+    /// process of this binary that is root of its own user and mount
+    /// namespaces (`unshare --user --map-root-user --mount`), where
+    /// mounting a tmpfs is allowed; a failure in the child fails the test
+    /// here.
+    fn with(size: &str, test: &str, body: impl FnOnce(&Tmpfs)) {
         if let Some(fs) = Self::mount_here(size) {
-            return Mounted::Here(fs);
+            return body(&fs);
         }
         assert!(
             std::env::var_os(IN_NAMESPACE).is_none(),
@@ -93,7 +85,6 @@ impl Tmpfs {
             "{test} failed in its user namespace ({status}); without root, the tmpfs \
              tests need unprivileged user namespaces"
         );
-        Mounted::RanInChild
     }
 
     /// Mounts one here, or returns `None` when this process may not.
@@ -217,117 +208,119 @@ fn a_read_only_store_refuses_the_boot_with_a_static_code_and_stays_as_it_was() {
 #[test]
 fn a_read_only_file_system_refuses_the_boot_with_storage_unavailable() {
     let _serial = serial();
-    let Mounted::Here(fs) = Tmpfs::mount(
+    Tmpfs::with(
         "4m",
         "a_read_only_file_system_refuses_the_boot_with_storage_unavailable",
-    ) else {
-        return; // It ran, and passed, in a child that could mount.
-    };
-    let root = fs.path();
-    let cfg = acme_config(root);
-    let broker = Broker::boot(root, &cfg);
-    let lead = broker.agent("lead-1");
-    lead.claim();
-    for body in bodies("kept", 3) {
-        lead.send("dev", &body, json!({}));
-    }
-    broker.close();
+        |fs| {
+            let root = fs.path();
+            let cfg = acme_config(root);
+            let broker = Broker::boot(root, &cfg);
+            let lead = broker.agent("lead-1");
+            lead.claim();
+            for body in bodies("kept", 3) {
+                lead.send("dev", &body, json!({}));
+            }
+            broker.close();
 
-    // (Linux refuses to remount a file system read-only while a broker has
-    // its store open for writing, so this is the moment it can happen.)
-    fs.remount("ro");
-    Broker::boot_refused(root, &cfg, "storage-unavailable");
-    fs.remount("rw");
+            // (Linux refuses to remount a file system read-only while a broker has
+            // its store open for writing, so this is the moment it can happen.)
+            fs.remount("ro");
+            Broker::boot_refused(root, &cfg, "storage-unavailable");
+            fs.remount("rw");
 
-    let broker = Broker::boot(root, &cfg);
-    broker.close();
-    assert_eq!(stored_bodies(root), bodies("kept", 3));
-    assert_whole_transactions(root);
+            let broker = Broker::boot(root, &cfg);
+            broker.close();
+            assert_eq!(stored_bodies(root), bodies("kept", 3));
+            assert_whole_transactions(root);
+        },
+    );
 }
 
 #[test]
 fn a_full_disk_refuses_mutations_with_storage_unavailable_keeps_reads_and_recovers() {
     let _serial = serial();
-    let Mounted::Here(fs) = Tmpfs::mount(
+    Tmpfs::with(
         "4m",
         "a_full_disk_refuses_mutations_with_storage_unavailable_keeps_reads_and_recovers",
-    ) else {
-        return; // It ran, and passed, in a child that could mount.
-    };
-    let root = fs.path();
-    let cfg = acme_config(root);
-    let broker = Broker::boot(root, &cfg);
-    let (lead, dev) = (broker.agent("lead-1"), broker.agent("dev-1"));
-    lead.claim();
-    dev.claim();
-    let before: Vec<Value> = bodies("before", 20)
-        .iter()
-        .map(|body| lead.send("dev", body, json!({})))
-        .collect();
+        |fs| {
+            let root = fs.path();
+            let cfg = acme_config(root);
+            let broker = Broker::boot(root, &cfg);
+            let (lead, dev) = (broker.agent("lead-1"), broker.agent("dev-1"));
+            lead.claim();
+            dev.claim();
+            let before: Vec<Value> = bodies("before", 20)
+                .iter()
+                .map(|body| lead.send("dev", body, json!({})))
+                .collect();
 
-    let filler = fs.fill();
-    // Every mutation is refused, and not even its refusal can be recorded.
-    for body in bodies("refused", 10) {
-        lead.refused(
-            "message.send",
-            json!({"to": "dev", "body": body}),
-            "storage-unavailable",
-        );
-    }
-    lead.refused(
-        "decision.raise",
-        raise_args("repo.merge", None, json!({"question": "refused-raise"})),
-        "storage-unavailable",
-    );
-    // A hand-off is a delivery record: none is handed out unrecorded.
-    dev.refused("message.receive", json!({}), "storage-unavailable");
-    // Reads still work and see everything acknowledged.
-    let inbox = dev.ok("inbox", json!({}));
-    assert_eq!(inbox.as_array().map(Vec::len), Some(20), "{inbox}");
-    for id in &before {
-        assert_eq!(
-            lead.trail_kinds(id.as_str().expect("an id")),
-            ["message.sent"]
-        );
-    }
-    let agents = broker.reader(0).ok("agents", json!({}));
-    assert_eq!(agents.as_array().map(Vec::len), Some(7), "{agents}");
+            let filler = fs.fill();
+            // Every mutation is refused, and not even its refusal can be recorded.
+            for body in bodies("refused", 10) {
+                lead.refused(
+                    "message.send",
+                    json!({"to": "dev", "body": body}),
+                    "storage-unavailable",
+                );
+            }
+            lead.refused(
+                "decision.raise",
+                raise_args("repo.merge", None, json!({"question": "refused-raise"})),
+                "storage-unavailable",
+            );
+            // A hand-off is a delivery record: none is handed out unrecorded.
+            dev.refused("message.receive", json!({}), "storage-unavailable");
+            // Reads still work and see everything acknowledged.
+            let inbox = dev.ok("inbox", json!({}));
+            assert_eq!(inbox.as_array().map(Vec::len), Some(20), "{inbox}");
+            for id in &before {
+                assert_eq!(
+                    lead.trail_kinds(id.as_str().expect("an id")),
+                    ["message.sent"]
+                );
+            }
+            let agents = broker.reader(0).ok("agents", json!({}));
+            assert_eq!(agents.as_array().map(Vec::len), Some(7), "{agents}");
 
-    // Space freed: mutations work again, nothing was lost or invented.
-    std::fs::remove_file(filler).expect("free the space");
-    for body in bodies("after", 3) {
-        lead.send("dev", &body, json!({}));
-    }
-    let received = dev.ok("message.receive", json!({}));
-    assert_eq!(received.as_array().map(Vec::len), Some(23), "{received}");
-    // The client heard a static code; the operator reads the cause.
-    let log = broker.close();
-    assert!(
-        log.lines().any(|l| l.contains(" ERROR ")
+            // Space freed: mutations work again, nothing was lost or invented.
+            std::fs::remove_file(filler).expect("free the space");
+            for body in bodies("after", 3) {
+                lead.send("dev", &body, json!({}));
+            }
+            let received = dev.ok("message.receive", json!({}));
+            assert_eq!(received.as_array().map(Vec::len), Some(23), "{received}");
+            // The client heard a static code; the operator reads the cause.
+            let log = broker.close();
+            assert!(
+                log.lines().any(|l| {
+                    l.contains(" ERROR ")
             && l.contains(
                 " code=\"storage-unavailable\" what=\"the store\" cause=\"store unavailable: "
-            )),
-        "{log}"
-    );
+            )
+                }),
+                "{log}"
+            );
 
-    let mut expected = bodies("before", 20);
-    expected.extend(bodies("after", 3));
-    assert_eq!(stored_bodies(root), expected);
-    let db = open_db(root);
-    assert_eq!(
-        count(
-            &db,
-            "SELECT count(*) FROM decisions WHERE question = 'refused-raise'",
-            []
-        ),
-        0
+            let mut expected = bodies("before", 20);
+            expected.extend(bodies("after", 3));
+            assert_eq!(stored_bodies(root), expected);
+            let db = open_db(root);
+            assert_eq!(
+                count(
+                    &db,
+                    "SELECT count(*) FROM decisions WHERE question = 'refused-raise'",
+                    []
+                ),
+                0
+            );
+            assert_eq!(count(&db, "SELECT count(*) FROM deliveries", []), 23);
+            assert_eq!(count(&db, "SELECT count(*) FROM refusals", []), 0);
+            drop(db);
+            // 7 launches, 2 claims, 23 sends of two records, 23 deliveries.
+            assert_eq!(assert_whole_transactions(root), 7 + 2 + 23 * 2 + 23);
+            Broker::boot(root, &cfg).close();
+        },
     );
-    assert_eq!(count(&db, "SELECT count(*) FROM deliveries", []), 23);
-    assert_eq!(count(&db, "SELECT count(*) FROM refusals", []), 0);
-    drop(db);
-    // 7 launches, 2 claims, 23 sends of two records, 23 deliveries.
-    assert_eq!(assert_whole_transactions(root), 7 + 2 + 23 * 2 + 23);
-    Broker::boot(root, &cfg).close();
 }
 
 /// Boots a broker on `root` with `cfg`, expecting exactly the refusal
@@ -358,12 +351,11 @@ fn a_storage_failure_reaches_the_client_as_its_code_and_the_log_with_its_cause()
     // The runtime over a store that fails on demand, in this process (its
     // logs are captured here), then the real broker on a full disk.
     storage_failure_over_a_failing_store();
-    if let Mounted::Here(fs) = Tmpfs::mount(
+    Tmpfs::with(
         "4m",
         "a_storage_failure_reaches_the_client_as_its_code_and_the_log_with_its_cause",
-    ) {
-        storage_failure_on_a_full_disk(&fs);
-    }
+        storage_failure_on_a_full_disk,
+    );
 }
 
 /// Every log line of this process, as text, once [`captured_logs`] ran.
@@ -541,107 +533,108 @@ fn storage_failure_on_a_full_disk(fs: &Tmpfs) {
 #[test]
 fn a_broker_closed_on_a_full_disk_keeps_what_it_acknowledged() {
     let _serial = serial();
-    let Mounted::Here(fs) = Tmpfs::mount(
+    Tmpfs::with(
         "4m",
         "a_broker_closed_on_a_full_disk_keeps_what_it_acknowledged",
-    ) else {
-        return; // It ran, and passed, in a child that could mount.
-    };
-    let root = fs.path();
-    let cfg = acme_config(root);
-    let broker = Broker::boot(root, &cfg);
-    let lead = broker.agent("lead-1");
-    lead.claim();
-    for body in bodies("kept", 5) {
-        lead.send("dev", &body, json!({}));
-    }
-    let filler = fs.fill();
-    lead.refused(
-        "message.send",
-        json!({"to": "dev", "body": "refused"}),
-        "storage-unavailable",
-    );
-    // Close cannot checkpoint into a full disk; the WAL keeps the writes.
-    broker.close();
-    // Nor can a broker start: it cannot even write its lock.
-    Broker::boot_refused(root, &cfg, "storage-unavailable");
-    std::fs::remove_file(filler).expect("free the space");
+        |fs| {
+            let root = fs.path();
+            let cfg = acme_config(root);
+            let broker = Broker::boot(root, &cfg);
+            let lead = broker.agent("lead-1");
+            lead.claim();
+            for body in bodies("kept", 5) {
+                lead.send("dev", &body, json!({}));
+            }
+            let filler = fs.fill();
+            lead.refused(
+                "message.send",
+                json!({"to": "dev", "body": "refused"}),
+                "storage-unavailable",
+            );
+            // Close cannot checkpoint into a full disk; the WAL keeps the writes.
+            broker.close();
+            // Nor can a broker start: it cannot even write its lock.
+            Broker::boot_refused(root, &cfg, "storage-unavailable");
+            std::fs::remove_file(filler).expect("free the space");
 
-    let broker = Broker::boot(root, &cfg);
-    broker.close();
-    assert_eq!(stored_bodies(root), bodies("kept", 5));
-    assert_whole_transactions(root);
+            let broker = Broker::boot(root, &cfg);
+            broker.close();
+            assert_eq!(stored_bodies(root), bodies("kept", 5));
+            assert_whole_transactions(root);
+        },
+    );
 }
 
 #[test]
 fn a_browser_request_whose_authorization_cannot_be_made_durable_is_never_granted() {
     let _serial = serial();
-    let Mounted::Here(fs) = Tmpfs::mount(
+    Tmpfs::with(
         "4m",
         "a_browser_request_whose_authorization_cannot_be_made_durable_is_never_granted",
-    ) else {
-        return; // It ran, and passed, in a child that could mount.
-    };
-    let root = fs.path();
-    let broker = boot_shop(root, &["browser.snapshot"]);
-    let ui = Ui::of(&broker);
-    let web = broker.agent("web-1");
-    let mut pane = ui.listen("pane-1", true);
-    let asked = {
-        let web = web.clone();
-        move || {
-            web.call(
-                "browser.request",
-                json!({"action": "snapshot", "parameters": {}, "timeoutMs": 10_000}),
-            )
-        }
-    };
-    let filler = fs.fill();
-    let asking = std::thread::spawn(asked.clone());
-    // The request reaches the pane while its authorization syncs; the sync
-    // fails, so the pane is told to drop it and may not claim it.
-    let request = pane.next_request();
-    assert_eq!(
-        request["type"],
-        json!("browser-control-request"),
-        "{request}"
-    );
-    let id = request["properties"]["requestId"].clone();
-    let claim = json!({"requestId": id, "clientId": "pane-1"});
-    assert_eq!(
-        ui.post("/api/browser-control/claim", &claim),
-        json!({"granted": false})
-    );
-    let cancel = pane.next_request();
-    assert_eq!(
-        cancel,
-        json!({"type": "browser-control-cancel", "properties": {"requestId": id}})
-    );
-    assert_eq!(
-        asking.join().expect("agent"),
-        Err(Refusal::StorageUnavailable)
-    );
+        |fs| {
+            let root = fs.path();
+            let broker = boot_shop(root, &["browser.snapshot"]);
+            let ui = Ui::of(&broker);
+            let web = broker.agent("web-1");
+            let mut pane = ui.listen("pane-1", true);
+            let asked = {
+                let web = web.clone();
+                move || {
+                    web.call(
+                        "browser.request",
+                        json!({"action": "snapshot", "parameters": {}, "timeoutMs": 10_000}),
+                    )
+                }
+            };
+            let filler = fs.fill();
+            let asking = std::thread::spawn(asked.clone());
+            // The request reaches the pane while its authorization syncs; the sync
+            // fails, so the pane is told to drop it and may not claim it.
+            let request = pane.next_request();
+            assert_eq!(
+                request["type"],
+                json!("browser-control-request"),
+                "{request}"
+            );
+            let id = request["properties"]["requestId"].clone();
+            let claim = json!({"requestId": id, "clientId": "pane-1"});
+            assert_eq!(
+                ui.post("/api/browser-control/claim", &claim),
+                json!({"granted": false})
+            );
+            let cancel = pane.next_request();
+            assert_eq!(
+                cancel,
+                json!({"type": "browser-control-cancel", "properties": {"requestId": id}})
+            );
+            assert_eq!(
+                asking.join().expect("agent"),
+                Err(Refusal::StorageUnavailable)
+            );
 
-    // Space freed: the next request is granted, and only it is recorded.
-    std::fs::remove_file(filler).expect("free the space");
-    let asking = std::thread::spawn(asked);
-    let id = pane.next_request()["properties"]["requestId"].clone();
-    let claim = json!({"requestId": id, "clientId": "pane-1"});
-    let token = ui.post("/api/browser-control/claim", &claim)["claimToken"].clone();
-    let result = json!({"requestId": id, "claimToken": token, "ok": true, "data": {"title": "t"}});
-    assert_eq!(
-        ui.post("/api/browser-control/result", &result),
-        json!({"matched": true})
+            // Space freed: the next request is granted, and only it is recorded.
+            std::fs::remove_file(filler).expect("free the space");
+            let asking = std::thread::spawn(asked);
+            let id = pane.next_request()["properties"]["requestId"].clone();
+            let claim = json!({"requestId": id, "clientId": "pane-1"});
+            let token = ui.post("/api/browser-control/claim", &claim)["claimToken"].clone();
+            let result =
+                json!({"requestId": id, "claimToken": token, "ok": true, "data": {"title": "t"}});
+            assert_eq!(
+                ui.post("/api/browser-control/result", &result),
+                json!({"matched": true})
+            );
+            assert_eq!(asking.join().expect("agent"), Ok(json!({"title": "t"})));
+            broker.close();
+            let db = open_db(root);
+            let allowed = "SELECT count(*) FROM actions_allowed WHERE action = 'browser.snapshot'";
+            assert_eq!(count(&db, allowed, []), 1);
+            let completed = "SELECT count(*) FROM observations WHERE kind = 'browser.completed'";
+            assert_eq!(count(&db, completed, []), 1);
+            drop(db);
+            assert_whole_transactions(root);
+        },
     );
-    assert_eq!(asking.join().expect("agent"), Ok(json!({"title": "t"})));
-    broker.close();
-    let db = open_db(root);
-    let allowed = "SELECT count(*) FROM actions_allowed WHERE action = 'browser.snapshot'";
-    assert_eq!(count(&db, allowed, []), 1);
-    let completed = "SELECT count(*) FROM observations WHERE kind = 'browser.completed'";
-    assert_eq!(count(&db, completed, []), 1);
-    drop(db);
-    assert_whole_transactions(root);
 }
 
 #[test]
