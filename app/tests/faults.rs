@@ -53,7 +53,8 @@ struct Tmpfs {
     dir: tempfile::TempDir,
 }
 
-/// Set in a test's re-run inside its own namespaces (see [`Tmpfs::with`]).
+/// Set in a test's re-run inside its own namespaces (see [`Tmpfs::with`]):
+/// the file the child creates once the test's body has passed there.
 const IN_NAMESPACE: &str = "MOSAIC_FAULTS_IN_NAMESPACE";
 
 impl Tmpfs {
@@ -65,25 +66,38 @@ impl Tmpfs {
     /// mounting a tmpfs is allowed; a failure in the child fails the test
     /// here.
     fn with(size: &str, test: &str, body: impl FnOnce(&Tmpfs)) {
+        let passed = std::env::var_os(IN_NAMESPACE);
         if let Some(fs) = Self::mount_here(size) {
-            return body(&fs);
+            body(&fs);
+            if let Some(passed) = passed {
+                std::fs::write(passed, test).expect("mark the child's pass");
+            }
+            return;
         }
         assert!(
-            std::env::var_os(IN_NAMESPACE).is_none(),
+            passed.is_none(),
             "cannot mount a tmpfs even as root of a new user namespace"
         );
+        // The child marks its pass, so a name that matches no test fails.
+        let marks = tempfile::tempdir().expect("a directory for the mark");
+        let mark = marks.path().join("passed");
         let exe = std::env::current_exe().expect("this test binary");
         let status = Command::new("unshare")
             .args(["--user", "--map-root-user", "--mount", "--"])
             .arg(exe)
             .args([test, "--exact", "--test-threads=1", "--nocapture"])
-            .env(IN_NAMESPACE, "1")
+            .env(IN_NAMESPACE, &mark)
             .status()
             .expect("run unshare (util-linux)");
         assert!(
             status.success(),
             "{test} failed in its user namespace ({status}); without root, the tmpfs \
              tests need unprivileged user namespaces"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&mark).ok().as_deref(),
+            Some(test),
+            "{test} did not run in its user namespace"
         );
     }
 

@@ -27,6 +27,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use mosaic_domain::Timestamp;
 use rusqlite::config::DbConfig;
 use rusqlite::{params, Connection};
 
@@ -244,26 +245,11 @@ struct Store {
     in_sql: Duration,
 }
 
+/// The canonical form of the time `ms` milliseconds after the epoch.
 fn stamp(ms: i64) -> String {
-    let secs = ms.div_euclid(1000);
-    let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rest / 3600,
-        rest % 3600 / 60,
-        rest % 60,
-        ms.rem_euclid(1000)
-    )
+    Timestamp::from_unix_ms(ms)
+        .expect("a time within the calendar")
+        .to_string()
 }
 
 impl Store {

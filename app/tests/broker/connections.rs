@@ -40,6 +40,20 @@ fn line(cap: &str, verb: &str, args: Value) -> Vec<u8> {
     line
 }
 
+/// Two request lines of `cap`: a `changes` wait from `cursor`, then `verb`
+/// with no arguments.
+fn wait_then(cap: &str, cursor: &Value, timeout_ms: u64, verb: &str) -> Vec<u8> {
+    [
+        line(
+            cap,
+            "changes",
+            json!({"since": cursor, "timeoutMs": timeout_ms}),
+        ),
+        line(cap, verb, json!({})),
+    ]
+    .concat()
+}
+
 /// A connection with a read timeout, so a silent broker fails the test.
 fn connect(socket: &Path) -> UnixStream {
     let stream = UnixStream::connect(socket).expect("connect");
@@ -193,17 +207,7 @@ fn a_changes_wait_holds_the_lines_behind_it_until_it_is_answered() {
     let cursor = qa.ok("changes", json!({}))["cursor"].clone();
     let stream = connect(&b.socket);
     (&stream)
-        .write_all(
-            &[
-                line(
-                    &qa.cap,
-                    "changes",
-                    json!({"since": cursor, "timeoutMs": 20_000}),
-                ),
-                line(&qa.cap, "message.receive", json!({})),
-            ]
-            .concat(),
-        )
+        .write_all(&wait_then(&qa.cap, &cursor, 20_000, "message.receive"))
         .expect("write");
     // Whether or not the wait has begun, a message after its cursor wakes
     // it; `message.receive` runs only after the wait's answer, so it gets
@@ -418,17 +422,7 @@ fn a_connection_half_closed_behind_a_wait_gets_a_json_answer_for_every_line() {
     let mut stream = connect(&b.socket);
     let started = Instant::now();
     stream
-        .write_all(
-            &[
-                line(
-                    &qa.cap,
-                    "changes",
-                    json!({"since": cursor, "timeoutMs": 120_000}),
-                ),
-                line(&qa.cap, "inbox", json!({})),
-            ]
-            .concat(),
-        )
+        .write_all(&wait_then(&qa.cap, &cursor, 120_000, "inbox"))
         .expect("write");
     // The end of the stream is the client's disconnect: the wait ends at
     // once, with nothing after its cursor, and the line behind it runs.
