@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::support::{acme, acme_launches, config, data_root, message, Broker, WAIT};
+use crate::support::{acme, acme_launches, config, data_root, message, Agent, Broker, WAIT};
 
 /// The broker's read deadline, which is also its idle deadline.
 const DEADLINE: Duration = Duration::from_secs(5);
@@ -38,6 +38,14 @@ fn line(cap: &str, verb: &str, args: Value) -> Vec<u8> {
         .into_bytes();
     line.push(b'\n');
     line
+}
+
+/// `lead-1` and `qa-1`, each holding its role.
+fn lead_and_qa(b: &Broker) -> (Agent, Agent) {
+    let (lead, qa) = (b.agent("lead-1"), b.agent("qa-1"));
+    lead.claim();
+    qa.claim();
+    (lead, qa)
 }
 
 /// Two request lines of `cap`: a `changes` wait from `cursor`, then `verb`
@@ -163,9 +171,7 @@ fn lines_of_several_callers_on_one_connection_are_answered_in_order_one_each() {
 fn an_oversized_line_ends_its_connection_and_what_follows_it_never_runs() {
     let root = data_root();
     let b = broker(root.path());
-    let (lead, qa) = (b.agent("lead-1"), b.agent("qa-1"));
-    lead.claim();
-    qa.claim();
+    let (lead, qa) = lead_and_qa(&b);
     let big = "x".repeat(70_000);
     let requests = [
         line(
@@ -201,9 +207,7 @@ fn an_oversized_line_ends_its_connection_and_what_follows_it_never_runs() {
 fn a_changes_wait_holds_the_lines_behind_it_until_it_is_answered() {
     let root = data_root();
     let b = broker(root.path());
-    let (lead, qa) = (b.agent("lead-1"), b.agent("qa-1"));
-    lead.claim();
-    qa.claim();
+    let (lead, qa) = lead_and_qa(&b);
     let cursor = qa.ok("changes", json!({}))["cursor"].clone();
     let stream = connect(&b.socket);
     (&stream)
@@ -238,9 +242,7 @@ fn a_changes_wait_holds_the_lines_behind_it_until_it_is_answered() {
 fn a_quiet_connection_is_closed_after_the_deadline_and_each_line_has_a_deadline_of_its_own() {
     let root = data_root();
     let b = broker(root.path());
-    let (lead, qa) = (b.agent("lead-1"), b.agent("qa-1"));
-    lead.claim();
-    qa.claim();
+    let (lead, qa) = lead_and_qa(&b);
     let cursor = qa.ok("changes", json!({}))["cursor"].clone();
     let socket = b.socket.clone();
     let inbox = line(&lead.cap, "inbox", json!({}));
@@ -321,9 +323,7 @@ fn a_quiet_connection_is_closed_after_the_deadline_and_each_line_has_a_deadline_
 fn clients_of_one_request_per_connection_are_served_as_before() {
     let root = data_root();
     let b = broker(root.path());
-    let (lead, qa) = (b.agent("lead-1"), b.agent("qa-1"));
-    lead.claim();
-    qa.claim();
+    let (lead, qa) = lead_and_qa(&b);
 
     // One line, then the end of its stream: one answer, then the end at
     // once, without waiting for the idle deadline.
@@ -371,9 +371,7 @@ fn clients_of_one_request_per_connection_are_served_as_before() {
 fn a_close_does_not_wait_for_idle_connections_and_answers_the_wait_in_flight() {
     let root = data_root();
     let b = broker(root.path());
-    let (lead, qa) = (b.agent("lead-1"), b.agent("qa-1"));
-    lead.claim();
-    qa.claim();
+    let (lead, qa) = lead_and_qa(&b);
     let cursor = qa.ok("changes", json!({}))["cursor"].clone();
     // Three connections answered once and left open, idle.
     let idle: Vec<UnixStream> = (0..3)
