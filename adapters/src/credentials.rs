@@ -69,6 +69,8 @@ const DAY_MS: i64 = 86_400_000;
 #[derive(Debug, Clone, Default)]
 pub struct FileEnvCredentials {
     protected: Vec<PathBuf>,
+    /// The uid every credential file must belong to.
+    owner: u32,
 }
 
 /// A file reference that passed every check on its path, remembered by
@@ -89,7 +91,19 @@ impl FileEnvCredentials {
     /// A source whose token files must lie outside every root in
     /// `protected`.
     pub fn new(protected: Vec<PathBuf>) -> Self {
-        Self { protected }
+        Self {
+            protected,
+            owner: rustix::process::geteuid().as_raw(),
+        }
+    }
+
+    /// The same source, whose files must belong to `uid` instead of this
+    /// process's effective uid (a broker started for another user's files;
+    /// a test of the owner rule that needs no second user).
+    #[must_use]
+    pub fn owned_by(mut self, uid: u32) -> Self {
+        self.owner = uid;
+        self
     }
 
     /// The first step of reading a file reference: checks `path` without
@@ -99,7 +113,8 @@ impl FileEnvCredentials {
     /// - [`CredentialError::UnsafePath`]: not absolute, a symlink, not a
     ///   regular file, more than one hard link, or inside a protected root;
     /// - [`CredentialError::UnsafePermissions`]: not owned by the effective
-    ///   uid, or a mode other than exactly 0600;
+    ///   uid (or the one [`FileEnvCredentials::owned_by`] names), or a mode
+    ///   other than exactly 0600;
     /// - [`CredentialError::TooLarge`]: larger than 16 KiB;
     /// - [`CredentialError::Missing`]: nothing at `path`;
     /// - [`CredentialError::Unreadable`]: the path cannot be examined.
@@ -109,7 +124,7 @@ impl FileEnvCredentials {
             return Err(CredentialError::UnsafePath);
         }
         let meta = std::fs::symlink_metadata(path).map_err(|e| io_error(&e))?;
-        check_metadata(&meta)?;
+        check_metadata(&meta, self.owner)?;
         let canonical = std::fs::canonicalize(path).map_err(|e| io_error(&e))?;
         if self.is_protected(&canonical) {
             return Err(CredentialError::UnsafePath);
@@ -196,7 +211,7 @@ impl CheckedFile<'_> {
         if meta.dev() != self.dev || meta.ino() != self.ino {
             return Err(CredentialError::UnsafePath);
         }
-        check_metadata(&meta)?;
+        check_metadata(&meta, self.source.owner)?;
         if let Some(opened) = opened_path(&file) {
             if self.source.is_protected(&opened) {
                 return Err(CredentialError::UnsafePath);
@@ -216,11 +231,11 @@ impl Credentials for FileEnvCredentials {
 }
 
 /// The checks on a file's metadata that hold both before and after open.
-fn check_metadata(meta: &Metadata) -> Result<(), CredentialError> {
+fn check_metadata(meta: &Metadata, owner: u32) -> Result<(), CredentialError> {
     if !meta.file_type().is_file() || meta.nlink() != 1 {
         return Err(CredentialError::UnsafePath);
     }
-    if meta.uid() != rustix::process::geteuid().as_raw() || meta.mode() & 0o7777 != 0o600 {
+    if meta.uid() != owner || meta.mode() & 0o7777 != 0o600 {
         return Err(CredentialError::UnsafePermissions);
     }
     if meta.len() > MAX_CREDENTIAL_LEN as u64 {

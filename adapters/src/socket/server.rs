@@ -65,6 +65,9 @@ pub struct Limits {
     pub drain_limit: usize,
     /// How long that draining may take ([`DRAIN_DEADLINE`], 2 s).
     pub drain_deadline: Duration,
+    /// The only uid whose peers are admitted: this process's effective
+    /// uid. Any other peer is answered `bad-capability`, unread.
+    pub peer_uid: u32,
 }
 
 impl Default for Limits {
@@ -75,6 +78,7 @@ impl Default for Limits {
             max_connections: MAX_CONNECTIONS,
             drain_limit: MAX_DRAIN,
             drain_deadline: DRAIN_DEADLINE,
+            peer_uid: effective_uid(),
         }
     }
 }
@@ -219,7 +223,6 @@ pub async fn serve_with<H: Handler>(
         handler: Arc::new(handler),
         slots: Arc::new(Semaphore::new(slots_total)),
         limits,
-        broker_uid: effective_uid(),
         closing: closing_seen,
     };
     let mut shutdown = std::pin::pin!(shutdown);
@@ -255,7 +258,6 @@ struct Server<H> {
     handler: Arc<H>,
     slots: Arc<Semaphore>,
     limits: Limits,
-    broker_uid: u32,
     /// Turns true when the server stops accepting.
     closing: watch::Receiver<bool>,
 }
@@ -273,7 +275,7 @@ impl<H: Handler> Server<H> {
             refuse(stream, Refusal::BadCapability);
             return;
         };
-        if credentials.uid() != self.broker_uid {
+        if credentials.uid() != self.limits.peer_uid {
             refuse(stream, Refusal::BadCapability);
             return;
         }
