@@ -89,6 +89,9 @@ fn quick_run_prints_every_figure_as_json_and_cleans_up() {
         "raw_7_btrees_commits_per_s",
         "raw_7_btrees_p50_us",
         "raw_7_btrees_written_bytes_per_op",
+        "raw_3_btrees_commits_per_s",
+        "raw_3_btrees_p50_us",
+        "raw_3_btrees_written_bytes_per_op",
     ] {
         positive(&lines[2], key);
     }
