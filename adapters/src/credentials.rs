@@ -66,7 +66,7 @@ const DAY_MS: i64 = 86_400_000;
 /// does not exist) is first normalised lexically (`.` and `..` resolved),
 /// then its longest existing ancestor is canonicalised: `<repo>/missing/..`
 /// protects `<repo>`.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct FileEnvCredentials {
     protected: Vec<PathBuf>,
     /// The uid every credential file must belong to.
@@ -85,6 +85,13 @@ pub struct CheckedFile<'a> {
     path: PathBuf,
     dev: u64,
     ino: u64,
+}
+
+impl Default for FileEnvCredentials {
+    /// A source with no protected roots, for this process's own files.
+    fn default() -> Self {
+        Self::new(Vec::new())
+    }
 }
 
 impl FileEnvCredentials {
