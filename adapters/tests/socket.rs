@@ -1429,25 +1429,29 @@ fn a_peer_of_another_uid_is_refused_unread() {
     }
 }
 
-fn this_process_is_refused_by_a_server_for_another_uid() {
-    let name = format!("mosaic-socket-test-{}-other", std::process::id());
+/// A [`counting_echo`] server on the abstract socket `name` with
+/// `limits`, and the count of the requests its handler was called for.
+fn counting_on(name: &str, limits: Limits) -> (SocketAddr, Arc<AtomicUsize>, Running) {
     let address = SocketAddr::from_abstract_name(name.as_bytes()).expect("address");
     let listener = UnixListener::bind_addr(&address).expect("bind");
     let calls = Arc::new(AtomicUsize::new(0));
-    let counted = Arc::clone(&calls);
-    let _server = Running::start_on(
+    let server = Running::start_on(
         listener,
         PathBuf::new(),
         None,
-        move |_peer: Peer, line: Vec<u8>, _gone: Disconnect| {
-            counted.fetch_add(1, Ordering::SeqCst);
-            async move { line }
-        },
-        Limits {
-            peer_uid: own_uid() ^ 1,
-            ..Limits::default()
-        },
+        counting_echo(&calls),
+        limits,
     );
+    (address, calls, server)
+}
+
+fn this_process_is_refused_by_a_server_for_another_uid() {
+    let name = format!("mosaic-socket-test-{}-other", std::process::id());
+    let limits = Limits {
+        peer_uid: own_uid() ^ 1,
+        ..Limits::default()
+    };
+    let (address, calls, _server) = counting_on(&name, limits);
     let mut stream = UnixStream::connect_addr(&address).expect("connect");
     stream.set_read_timeout(Some(SAFETY_NET)).expect("timeout");
     stream.write_all(b"mine\n").expect("write");
@@ -1459,20 +1463,7 @@ fn a_process_of_another_uid_is_refused_unread() {
     // An abstract socket has no file permissions, so the foreign process
     // can reach it and only the server's uid check stands in its way.
     let name = format!("mosaic-socket-test-{}", std::process::id());
-    let address = SocketAddr::from_abstract_name(name.as_bytes()).expect("address");
-    let listener = UnixListener::bind_addr(&address).expect("bind");
-    let calls = Arc::new(AtomicUsize::new(0));
-    let counted = Arc::clone(&calls);
-    let _server = Running::start_on(
-        listener,
-        PathBuf::new(),
-        None,
-        move |_peer: Peer, line: Vec<u8>, _gone: Disconnect| {
-            counted.fetch_add(1, Ordering::SeqCst);
-            async move { line }
-        },
-        Limits::default(),
-    );
+    let (address, calls, _server) = counting_on(&name, Limits::default());
 
     // A copy of this test binary that uid 65534 may run, wherever the
     // build folder is.
