@@ -1,26 +1,20 @@
-//! `mosaic-app`: the broker's runtime and the wiring of mosaic-bus. The
-//! binary (`src/main.rs`) parses subcommands; this library holds what the
-//! binary, the benchmarks and the tests share: the runtime over its ports
-//! ([`world`], [`broker`]: `start_runtime`, and `start_broker` over the real
-//! adapters), one request's path (`pipeline`), the writer's loop
-//! ([`driver`]), the read side ([`reads`]) and the change feed ([`feed`]),
-//! browser control's hub ([`browser`]), the human proof ([`human_proof`]),
-//! and the subcommands' bodies ([`host`], [`up`], [`call`], [`human`],
-//! [`demo`]).
+//! `mosaic-app`: the broker's runtime and the programs of mosaic-bus.
+//!
+//! Two rooms, and one rule between them:
+//! - [`runtime`]: the broker itself, everything that runs inside a broker
+//!   process whoever started it: boot and the verified open, connections,
+//!   the request pipeline, the writer's group commit, the read side and
+//!   the change feed, the human proof, browser control's hub. Generic over
+//!   its ports, so the fakes run it as well as the real adapters.
+//! - [`commands`]: the programs a person starts, one module per
+//!   subcommand with its `clap` declaration beside it (`broker`, `up`,
+//!   `call`, `human`, `mcp`, `demo`, `unlock`).
+//!
+//! A command uses the runtime; the runtime never uses a command. The
+//! binary (`src/main.rs`) only parses and dispatches.
 #![warn(missing_docs, unreachable_pub)]
 
-pub mod broker;
-pub mod browser;
-pub mod call;
-pub mod demo;
-pub mod driver;
-pub mod feed;
+pub mod commands;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
-pub mod host;
-pub mod human;
-pub mod human_proof;
-mod pipeline;
-pub mod reads;
-pub mod up;
-pub mod world;
+pub mod runtime;

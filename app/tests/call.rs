@@ -18,7 +18,7 @@ struct Broker {
 fn boot() -> Broker {
     let dir = tempfile::tempdir().expect("temporary directory");
     let business: Value =
-        serde_json::from_str(mosaic_app::demo::EXAMPLE_BUSINESS).expect("example parses");
+        serde_json::from_str(mosaic_app::commands::demo::EXAMPLE_BUSINESS).expect("example parses");
     let business = business.get("business").cloned().unwrap_or(business);
     let config = json!({"op": "boot", "config": {
         "dataRoot": dir.path(),

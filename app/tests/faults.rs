@@ -415,9 +415,9 @@ fn captured_logs() -> String {
 fn storage_failure_over_a_failing_store() {
     use mosaic_adapters::config::{business_from_json, BootConfig};
     use mosaic_adapters::socket::Client;
-    use mosaic_app::broker::start_runtime;
-    use mosaic_app::human_proof::BrokerExe;
-    use mosaic_app::world::{BrokerIdentity, Ports};
+    use mosaic_app::runtime::human_proof::BrokerExe;
+    use mosaic_app::runtime::start_runtime;
+    use mosaic_app::runtime::world::{BrokerIdentity, Ports};
     use mosaic_domain::evidence::{Harness, LaunchRecord};
     use mosaic_domain::{BusinessId, RoleInstance, RunId, Timestamp};
     use mosaic_ports::fakes::{

@@ -22,7 +22,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 
 use mosaic_adapters::procfs::ProcFs;
-use mosaic_app::human_proof::RUN_MARKERS;
+use mosaic_app::runtime::human_proof::RUN_MARKERS;
 use mosaic_ports::ProcessTable;
 use serde_json::{json, Value};
 

@@ -1,4 +1,4 @@
-//! The human CLI's process proof ([`mosaic_app::human_proof`]).
+//! The human CLI's process proof ([`mosaic_app::runtime::human_proof`]).
 //!
 //! First over synthetic ancestries ([`FakeProcessTable`]): a clean chain
 //! peer → shell → terminal → init passes, and every rule refuses on its own,
@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use mosaic_adapters::procfs::ProcFs;
-use mosaic_app::human_proof::{
+use mosaic_app::runtime::human_proof::{
     check, fresh_nonce, prove, BrokerExe, HumanClaim, ProofFailure, MAX_ANCESTORS, NONCE_ENV,
     RUN_MARKERS,
 };

@@ -3,7 +3,7 @@
 
 use mosaic_adapters::config::boot_from_value;
 use mosaic_adapters::socket::Client;
-use mosaic_app::broker::start_broker;
+use mosaic_app::runtime::start_broker;
 use mosaic_domain::authority::Grant;
 use mosaic_domain::evidence::Subject;
 use mosaic_domain::{Action, Refusal, TaskRef};
@@ -13,7 +13,7 @@ use serde_json::json;
 fn an_in_process_host_binds_authorizes_records_and_closes() {
     let dir = tempfile::tempdir().expect("temporary directory");
     let business: serde_json::Value =
-        serde_json::from_str(mosaic_app::demo::EXAMPLE_BUSINESS).unwrap();
+        serde_json::from_str(mosaic_app::commands::demo::EXAMPLE_BUSINESS).unwrap();
     let business = business.get("business").cloned().unwrap_or(business);
     let config = boot_from_value(json!({
         "dataRoot": dir.path(),

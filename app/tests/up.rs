@@ -16,7 +16,7 @@ use std::time::Duration;
 use mosaic_adapters::config::boot_from_value;
 use mosaic_adapters::procfs::ProcFs;
 use mosaic_adapters::socket::Client;
-use mosaic_app::broker::start_broker;
+use mosaic_app::runtime::start_broker;
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_mosaic-bus");
@@ -251,7 +251,8 @@ fn the_example_agents_exchange_a_decision_and_a_message_then_up_exits() {
     }
 
     // Read the evidence back through a broker booted on the same data root.
-    let business: Value = serde_json::from_str(mosaic_app::demo::EXAMPLE_BUSINESS).unwrap();
+    let business: Value =
+        serde_json::from_str(mosaic_app::commands::demo::EXAMPLE_BUSINESS).unwrap();
     let config = boot_from_value(json!({
         "dataRoot": root.path(), "businesses": {"acme": business["business"]},
         "readers": ["acme"], "repoRoots": []

@@ -1,5 +1,5 @@
 //! The real broker, started in this process with
-//! [`mosaic_app::broker::start_broker`] on a fresh data root in the run's
+//! [`mosaic_app::runtime::start_broker`] on a fresh data root in the run's
 //! directory, and socket clients holding the capabilities it issued.
 //!
 //! Every figure that goes through the socket starts its own broker, so no
@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use mosaic_adapters::config::boot_from_value;
 use mosaic_adapters::socket::{Client, Session};
-use mosaic_app::broker::{start_broker, Broker};
+use mosaic_app::runtime::{start_broker, Broker};
 use mosaic_domain::Refusal;
 use serde_json::{json, Map, Value};
 

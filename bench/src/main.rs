@@ -21,7 +21,7 @@
 //! machines (virtual ones) where an idle CPU makes every fsync wait for a
 //! timer tick; `raw_sqlite_commit` shows whether this one does.
 //!
-//! The store figures drive [`mosaic_app::driver::Driver`] directly; the
+//! The store figures drive [`mosaic_app::runtime::Driver`] directly; the
 //! socket and browser figures start the real broker in this process, one
 //! per figure on a data root of its own ([`live`]), and speak to it as
 //! agents and panes do; `broker_rss` starts it as a child process, since

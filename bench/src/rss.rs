@@ -10,7 +10,7 @@
 //! binary (`cargo build --release -p mosaic-app` first); otherwise, and
 //! always under `--quick` (which must not depend on another package's build
 //! output), the bench binary itself with `--broker-child`, which runs the
-//! same entry point, [`mosaic_app::host::run`]. The figure names which.
+//! same entry point, [`mosaic_app::commands::host::run`]. The figure names which.
 //!
 //! With the broker booted, the bench connects the browser clients (all
 //! capable panes, so every request reaches each stream and is raced for),
@@ -47,7 +47,7 @@ const WAIT: Duration = Duration::from_secs(30);
 /// Runs the host protocol on this process's stdin and stdout, as
 /// `mosaic-bus broker` does; returns its exit code.
 pub fn child_main() -> u8 {
-    mosaic_app::host::run(
+    mosaic_app::commands::host::run(
         BufReader::new(std::io::stdin()),
         &mut std::io::stdout().lock(),
     )
@@ -64,7 +64,7 @@ pub(crate) fn program(quick: bool) -> Result<(PathBuf, &'static str, &'static st
     Ok((
         me,
         CHILD_FLAG,
-        "mosaic-bench --broker-child (mosaic_app::host::run, as mosaic-bus broker)",
+        "mosaic-bench --broker-child (mosaic_app::commands::host::run, as mosaic-bus broker)",
     ))
 }
 

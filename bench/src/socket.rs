@@ -176,7 +176,7 @@ struct BrokerCpu {
 impl BrokerCpu {
     fn now() -> Self {
         Self {
-            writer: crate::stats::named_threads_cpu_time(mosaic_app::broker::WRITER_THREAD),
+            writer: crate::stats::named_threads_cpu_time(mosaic_app::runtime::WRITER_THREAD),
             // tokio's own name for the workers of a runtime that sets none.
             workers: crate::stats::named_threads_cpu_time("tokio-rt-worker"),
         }

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use mosaic_adapters::sqlite::SqliteStore;
-use mosaic_app::driver::Driver;
+use mosaic_app::runtime::Driver;
 use mosaic_domain::bus::{Caller, Command, SendInput};
 use mosaic_domain::business::{AuthoritySpec, RoleSpec};
 use mosaic_domain::evidence::{

@@ -8,7 +8,7 @@ pub mod fixture;
 pub mod scenario;
 pub mod sqlite;
 
-pub use mosaic_app::driver::Driver;
+pub use mosaic_app::runtime::Driver;
 use mosaic_domain::{Business, Refusal};
 use mosaic_ports::EvidenceStore;
 

@@ -1,10 +1,10 @@
 //! The change feed's two sources agree: the changes the writer derives as
 //! it commits (`Driver::take_changes`, what live waits are woken with) are
 //! exactly those read back from the store after the fact
-//! (`mosaic_app::feed::history`, what a wait below the feed's memory and
+//! (`mosaic_app::runtime::feed::history`, what a wait below the feed's memory and
 //! every wait after a restart read), for every watcher, on both stores.
 
-use mosaic_app::feed::{history, Page};
+use mosaic_app::runtime::feed::{history, Page};
 use mosaic_domain::changes::{Change, Watcher};
 use mosaic_domain::{BusinessId, RoleInstance, RunId};
 use mosaic_ports::fakes::MemoryStore;

@@ -18,9 +18,9 @@ use std::time::Duration;
 use mosaic_adapters::config::{business_from_json, BootConfig};
 use mosaic_adapters::socket::Client;
 use mosaic_adapters::views::views;
-use mosaic_app::broker::start_runtime;
-use mosaic_app::human_proof::{BrokerExe, NONCE_ENV};
-use mosaic_app::world::{BrokerIdentity, Ports};
+use mosaic_app::runtime::human_proof::{BrokerExe, NONCE_ENV};
+use mosaic_app::runtime::start_runtime;
+use mosaic_app::runtime::world::{BrokerIdentity, Ports};
 use mosaic_domain::evidence::{Harness, LaunchRecord};
 use mosaic_domain::{BusinessId, Refusal, RoleInstance, RunId, Timestamp};
 use mosaic_ports::fakes::{
@@ -142,8 +142,8 @@ const SHOP: &str = r#"{"id": "shop", "human": "alice",
 
 /// A running broker over fakes, with the handles a test moves it by.
 struct Shop {
-    broker: mosaic_app::broker::Broker,
-    booted: mosaic_app::broker::Booted,
+    broker: mosaic_app::runtime::Broker,
+    booted: mosaic_app::runtime::Booted,
     store: MemoryStore,
     clock: ManualClock,
     _dir: tempfile::TempDir,

@@ -42,7 +42,7 @@ use std::time::{Duration, Instant};
 
 use mosaic_adapters::config::boot_from_value;
 use mosaic_adapters::socket::{Client, Session};
-use mosaic_app::broker::start_broker;
+use mosaic_app::runtime::start_broker;
 use mosaic_domain::Refusal;
 use serde_json::{json, Map, Value};
 

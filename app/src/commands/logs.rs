@@ -17,7 +17,7 @@
 use tracing::level_filters::LevelFilter;
 use tracing_subscriber::EnvFilter;
 
-use crate::cli::{LogArgs, LogFormat, LOG_ENV};
+use super::args::{LogArgs, LogFormat, LOG_ENV};
 
 /// The filter when `MOSAIC_LOG` is unset or empty.
 const DEFAULT_FILTER: &str = "info,rmcp=warn";

@@ -15,7 +15,7 @@
 //!    to the read side (the human's reads), or the refusal recorded.
 //!
 //! The writer commits the batch afterwards ([`commit_batch`]; see
-//! [`crate::driver`]); no answer goes out before its batch is durable.
+//! [`super::driver`]); no answer goes out before its batch is durable.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,10 +27,10 @@ use mosaic_domain::{BusinessId, Capability, Refusal};
 use mosaic_ports::{Entropy, EvidenceStore, ProcessTable, StoreReaders};
 use serde_json::Value;
 
-use crate::driver::Driver;
-use crate::human_proof::{self, HumanClaim};
-use crate::reads::{self, Reads, View};
-use crate::world::{until, BrokerIdentity, SharedEntropy, Time};
+use super::driver::Driver;
+use super::human_proof::{self, HumanClaim};
+use super::reads::{self, Reads, View};
+use super::world::{until, BrokerIdentity, SharedEntropy, Time};
 use mosaic_adapters::cause::logged;
 
 /// Who a request is from, as far as the connection's handler can tell.

@@ -1,7 +1,7 @@
 //! What the runtime reads from the world, as ports: [`Ports`] is everything
 //! a broker needs besides its configuration, so the same runtime runs over
-//! the real adapters ([`crate::broker::start_broker`]) and over the
-//! in-memory fakes of `mosaic-ports` ([`crate::broker::start_runtime`]).
+//! the real adapters ([`super::start_broker`]) and over the
+//! in-memory fakes of `mosaic-ports` ([`super::start_runtime`]).
 //!
 //! Time is the clock's: every timestamp and every deadline (evidence, a
 //! browser request's claim-by and timeout, heartbeats, credential expiry)
@@ -17,7 +17,7 @@ use mosaic_domain::Timestamp;
 use mosaic_ports::{Clock, Credentials, Entropy, EntropyError, ProcessTable};
 use tokio::sync::Notify;
 
-use crate::human_proof::BrokerExe;
+use super::human_proof::BrokerExe;
 
 /// The ports of one broker.
 pub struct Ports<S> {

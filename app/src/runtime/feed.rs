@@ -21,11 +21,10 @@ use std::time::Duration;
 use mosaic_adapters::cause::logged;
 use mosaic_domain::changes::{Change, Routing, Topic, Watcher, CHANGES_LIMIT};
 use mosaic_domain::{DecisionId, Refusal};
-use mosaic_ports::{EvidenceStore, StoreReaders};
+use mosaic_ports::EvidenceStore;
 use tokio::sync::{watch, Notify};
 
-use crate::reads::Reads;
-use crate::world::{until, Time};
+use super::world::{until, Time};
 
 /// How many changes the feed keeps in memory. A waiter further behind
 /// reads the rest from the store.
@@ -206,7 +205,7 @@ pub fn history<S: EvidenceStore>(
 }
 
 /// How a wait ended.
-pub enum Waited {
+pub(super) enum Waited {
     /// With changes, at its timeout, or because the broker closes.
     Page(Page),
     /// The caller went away; nobody is answered.
@@ -216,20 +215,25 @@ pub enum Waited {
 /// `changes {since, timeoutMs}`: the changes concerning `watcher` after
 /// `since`, as soon as there is one, else an empty page at `wait`'s end
 /// (on the clock) or when the broker closes. `gone` ends the wait when
-/// the caller disconnects.
+/// the caller disconnects. `below(after, upto)` reads one page of
+/// [`history`] from the store, for a cursor below the memory.
 ///
 /// # Errors
-/// `storage-unavailable` when the store below the memory cannot be read;
-/// `broker-unavailable` once the read side is closed.
-pub(crate) async fn wait<S: StoreReaders + Send + 'static>(
-    reads: &Arc<Reads<S>>,
+/// What `below` returns: `storage-unavailable` when the store cannot be
+/// read, `broker-unavailable` once the read side is closed.
+pub(super) async fn wait<B, F>(
+    feed: &Feed,
     time: &Time,
-    watcher: Watcher,
+    watcher: &Watcher,
     since: u64,
     wait: Duration,
     gone: impl std::future::Future<Output = ()>,
-) -> Result<Waited, Refusal> {
-    let feed = reads.feed();
+    mut below: B,
+) -> Result<Waited, Refusal>
+where
+    B: FnMut(u64, u64) -> F,
+    F: std::future::Future<Output = Result<Page, Refusal>>,
+{
     let deadline = time.now().saturating_add(wait);
     let signals: Vec<Arc<Notify>> = watcher
         .topics()
@@ -245,7 +249,7 @@ pub(crate) async fn wait<S: StoreReaders + Send + 'static>(
         for n in &mut notified {
             n.as_mut().enable();
         }
-        match feed.scan(&watcher, after) {
+        match feed.scan(watcher, after) {
             Scan::Page(page) if !page.changes.is_empty() || *closed.borrow_and_update() => {
                 return Ok(Waited::Page(page));
             }
@@ -254,7 +258,7 @@ pub(crate) async fn wait<S: StoreReaders + Send + 'static>(
                 // A long way below: one page at a time, each bounded, and
                 // the caller's disconnect and deadline heard between them.
                 let page = tokio::select! {
-                    page = below(reads, &watcher, after, start) => page?,
+                    page = below(after, start) => page?,
                     () = &mut gone => return Ok(Waited::Gone),
                 };
                 let over = time.now() >= deadline || *closed.borrow_and_update();
@@ -274,24 +278,6 @@ pub(crate) async fn wait<S: StoreReaders + Send + 'static>(
             () = &mut gone => return Ok(Waited::Gone),
         }
     }
-}
-
-/// One page of [`history`] on a reader connection, as a task while it
-/// waits for one.
-async fn below<S: StoreReaders + Send + 'static>(
-    reads: &Arc<Reads<S>>,
-    watcher: &Watcher,
-    after: u64,
-    upto: u64,
-) -> Result<Page, Refusal> {
-    let permit = reads.permit().await?;
-    let (reads, watcher) = (Arc::clone(reads), watcher.clone());
-    tokio::task::spawn_blocking(move || {
-        let _permit = permit;
-        reads.with_store(|_, store| history(store, &watcher, after, upto))
-    })
-    .await
-    .unwrap_or(Err(Refusal::BrokerUnavailable))
 }
 
 /// Completes when any of `waits` does.

@@ -8,20 +8,72 @@
 //! (same pid, same start time) sends the nonce with the request, and the
 //! broker proves from `/proc` that the connection's peer is this binary,
 //! carrying that nonce, with no agent in its ancestry
-//! ([`crate::human_proof`]). No human name is ever sent: the broker binds
+//! ([`crate::runtime::human_proof`]). No human name is ever sent: the broker binds
 //! the business's configured human after the proof.
 
 use std::io::Read;
 use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Args;
 
 use mosaic_adapters::socket::Client;
 use mosaic_adapters::system::OsEntropy;
 use mosaic_adapters::wire::{self, parse_json};
-use mosaic_domain::Refusal;
+use mosaic_domain::{CallerKind, Refusal};
 use serde_json::{json, Value};
 
-use crate::human_proof::{fresh_nonce, NONCE_ENV};
+use crate::runtime::human_proof::{fresh_nonce, NONCE_ENV};
+
+use super::args::{non_empty_path, verb_list};
+
+pub(crate) const ABOUT: &str = "\
+The human's transport: read one {\"business\", \"verb\", \"args\"?} object from \
+stdin (at most 64 KiB) and print the broker's JSON answer line on stdout.
+
+No capability and no name is sent. The command re-executes itself once with \
+a fresh nonce in its environment; the broker then proves from /proc that the \
+caller is this very binary, carrying that nonce, run by the broker's user, \
+with no agent among its ancestors, and acts as the business's configured \
+human (human-proof-failed otherwise).";
+
+/// The help after `human`'s arguments: its verbs, from the verb table.
+pub(crate) fn after() -> String {
+    format!(
+        "\
+Verbs:
+{human}
+
+Exit codes:
+  0  ok
+  1  refused: the broker's code, or human-proof-failed, broker-unavailable,
+     outcome-unknown
+  2  a usage error: bad-request (arguments, or stdin not one object with a
+     string business and verb), unknown-key, request-too-large
+
+Example:
+  echo '{{\"business\":\"acme\",\"verb\":\"inbox\"}}' | mosaic-bus human /srv/bus/bus/bus.sock
+
+Reference: docs/protocol.md.",
+        human = verb_list(CallerKind::Human),
+    )
+}
+
+/// `human`.
+#[derive(Debug, Clone, Args)]
+pub struct HumanArgs {
+    /// The broker's socket, <dataRoot>/bus/bus.sock.
+    #[arg(value_name = "SOCKET", value_parser = non_empty_path())]
+    pub socket: PathBuf,
+}
+
+/// Runs `human` and prints its line.
+pub fn main(args: HumanArgs) -> ExitCode {
+    let (line, code) = run(&args.socket, std::io::stdin());
+    println!("{line}");
+    ExitCode::from(code)
+}
 
 /// The largest request read from stdin.
 const MAX_INPUT: u64 = 64 * 1024;

@@ -6,10 +6,12 @@
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::process::ExitCode;
 
+use clap::Args;
+use mosaic_adapters::cause::logged;
 use mosaic_adapters::fs::{DataRoot, WriterLock};
 use mosaic_adapters::procfs::ProcFs;
-use mosaic_adapters::sqlite::SqliteStore;
 use mosaic_adapters::system::{OsEntropy, SystemClock};
 use mosaic_domain::authority::Grant;
 use mosaic_domain::bus::{Caller, Command, Reply, SendInput};
@@ -22,13 +24,59 @@ use mosaic_domain::{Action, Refusal, RoleInstance, RunId, Target};
 use mosaic_ports::{Clock, Entropy, EvidenceStore};
 use serde_json::json;
 
-use crate::driver::Driver;
-use crate::up::UpConfig;
+use super::args::{code_on_stderr, non_empty_path, LogArgs};
+use super::logs;
+use super::team::UpConfig;
+use crate::runtime::{open_store, Driver};
 
 /// The example configuration (`examples/business.json`), embedded at build
-/// time: `{"business": {…}, "agents": […]}`, the shape `mosaic-bus up`
-/// reads ([`crate::up::UpConfig`]); the demo plays its `business`.
-pub const EXAMPLE_BUSINESS: &str = include_str!("../../examples/business.json");
+/// time: `{"business": {…}, "agents": […]}`, the team file
+/// ([`UpConfig`]) that `mosaic-bus up` reads; the demo plays its `business`.
+pub const EXAMPLE_BUSINESS: &str = include_str!("../../../examples/business.json");
+
+pub(crate) const ABOUT: &str = "\
+Play one exchange of the example business built into this binary (acme, with \
+lead and dev) against a real data root and SQLite store: both claim their \
+roles, dev asks lead to approve a merge, lead approves, dev spends the \
+approval once (a second spend is refused), dev reports and lead \
+acknowledges. Prints one JSON line per step on stdout, then the decision's \
+trail. No broker and no socket are involved; `up` plays the same business \
+with real processes.";
+
+pub(crate) const AFTER: &str = "\
+Environment:
+{log_env}
+
+Exit codes:
+  0  the exchange was played
+  2  it could not run: one static code on the last line of stderr
+     (bad-request for a usage error, unsafe-path, lock-held, stale-lock,
+     storage-unavailable, ...)
+
+Example:
+  mosaic-bus demo --data-root ~/mosaic-demo";
+
+/// `demo`.
+#[derive(Debug, Clone, Args)]
+pub struct DemoArgs {
+    /// The data root (a private folder, mode 0700). Default: a new private
+    /// folder under the temporary directory, kept afterwards.
+    #[arg(long, value_name = "D", value_parser = non_empty_path())]
+    pub data_root: Option<PathBuf>,
+    /// Logging.
+    #[command(flatten)]
+    pub log: LogArgs,
+}
+
+/// Runs `demo`: its lines on stdout, or its code on stderr.
+pub fn main(args: DemoArgs) -> ExitCode {
+    logs::init(&args.log);
+    let mut out = std::io::stdout().lock();
+    match run(args.data_root, &mut out) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(refusal) => code_on_stderr(refusal),
+    }
+}
 
 /// Plays the exchange in `data_root` (a fresh private temporary folder when
 /// `None`, kept so the store can be inspected) and writes JSON lines to `out`.
@@ -41,13 +89,14 @@ pub fn run(data_root: Option<PathBuf>, out: &mut impl Write) -> Result<(), Refus
         None => tempfile::Builder::new()
             .prefix("mosaic-demo-")
             .tempdir()
-            .map_err(|_| Refusal::StorageUnavailable)?
+            .map_err(logged(Refusal::StorageUnavailable, "creating a data root"))?
             .keep(),
     };
     let root = DataRoot::open(&path)?;
-    let me = ProcFs::new()
-        .current()
-        .map_err(|_| Refusal::StorageUnavailable)?;
+    let me = ProcFs::new().current().map_err(logged(
+        Refusal::StorageUnavailable,
+        "reading this process in /proc",
+    ))?;
     let lock = WriterLock::acquire(&root, me.pid, me.start_time)?;
     let played = play(&root, me.pid, me.start_time, out);
     lock.release()?;
@@ -58,20 +107,18 @@ fn play(root: &DataRoot, pid: u32, start_time: u64, out: &mut impl Write) -> Res
     // The agents' commands are not run here, so no directory is needed.
     let business = UpConfig::parse(EXAMPLE_BUSINESS, std::path::Path::new("/"))?.business;
     let acme = business.id().clone();
-    let db = root.db_path();
-    if db.exists() {
-        mosaic_adapters::fs::check_private_file(&db)?;
-    }
-    let store = SqliteStore::open_or_create(&db).map_err(|e| e.refusal())?;
+    let store = open_store(root)?;
     let mut driver = Driver::open(vec![business], store)?;
     let (clock, mut entropy) = (SystemClock, OsEntropy);
-    let mut print =
-        |line: serde_json::Value| writeln!(out, "{line}").map_err(|_| Refusal::StorageUnavailable);
+    let mut print = |line: serde_json::Value| {
+        writeln!(out, "{line}").map_err(logged(Refusal::StorageUnavailable, "writing a line"))
+    };
     print(
         json!({"dataRoot": root.root().to_string_lossy(), "store": root.db_path().to_string_lossy()}),
     )?;
 
-    let ids = |e: &mut OsEntropy| e.uuid_bytes().map_err(|_| Refusal::StorageUnavailable);
+    let drawn = || logged(Refusal::StorageUnavailable, "drawing an id");
+    let ids = |e: &mut OsEntropy| e.uuid_bytes().map_err(drawn());
     let suffix = hex(&ids(&mut entropy)?[..3]);
     let agent = |role: &str| -> Result<AgentRef, Refusal> {
         Ok(AgentRef {
@@ -99,9 +146,7 @@ fn play(root: &DataRoot, pid: u32, start_time: u64, out: &mut impl Write) -> Res
     };
     let (lead_c, dev_c) = (as_caller(&lead), as_caller(&dev));
 
-    let decision = entropy
-        .decision_id()
-        .map_err(|_| Refusal::StorageUnavailable)?;
+    let decision = entropy.decision_id().map_err(drawn())?;
     let yes_no = vec![
         DecisionOption {
             key: OptionKey::yes(),
@@ -127,9 +172,7 @@ fn play(root: &DataRoot, pid: u32, start_time: u64, out: &mut impl Write) -> Res
         choice: None,
         approval_choice: None,
     };
-    let message = entropy
-        .message_id()
-        .map_err(|_| Refusal::StorageUnavailable)?;
+    let message = entropy.message_id().map_err(drawn())?;
     let send = SendInput {
         to: Recipient::Role(lead.role.clone()),
         class: None,
@@ -201,7 +244,7 @@ fn play(root: &DataRoot, pid: u32, start_time: u64, out: &mut impl Write) -> Res
     let trail = driver
         .store()
         .trail(&acme, &Subject::Decision(decision))
-        .map_err(|_| Refusal::StorageUnavailable)?;
+        .map_err(logged(Refusal::StorageUnavailable, "reading the trail"))?;
     for record in trail {
         print(
             json!({"trail": decision.to_string(), "at": record.at.to_string(), "fact": record.evidence.kind()}),

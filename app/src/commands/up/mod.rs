@@ -108,29 +108,39 @@
 //! signal. Closing closes the broker cleanly (socket and writer lock
 //! removed) and removes `reader.cap`; a failed close exits 2.
 
-use std::ffi::{OsStr, OsString};
-use std::fs::File;
-use std::io::{self, Read, Write};
+mod launch;
+mod secrets;
+
+use std::ffi::OsStr;
+use std::io::{self, Write};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::FileExt;
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, ExitCode, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use clap::builder::NonEmptyStringValueParser;
+use clap::Args;
+use mosaic_adapters::cap::{CAP_FD_ENV, SOCKET_ENV};
 use mosaic_adapters::cause::{self, logged};
-use mosaic_adapters::config::{business_from_value, BootConfig, ConfigError};
+use mosaic_adapters::config::{BootConfig, ConfigError};
 use mosaic_adapters::fs;
 use mosaic_adapters::procfs::ProcFs;
-use mosaic_adapters::system::OsEntropy;
 use mosaic_domain::evidence::{Harness, LaunchRecord};
-use mosaic_domain::{Business, BusinessId, Capability, Refusal, RoleInstance, RunId};
-use mosaic_ports::{Entropy, ProcessTable};
-use serde::Deserialize;
+use mosaic_domain::{BusinessId, Capability, Refusal, RoleInstance, RunId};
+use mosaic_ports::ProcessTable;
 use serde_json::{json, Value};
 
-use crate::broker::{start_broker, BootFailure, Broker};
-use crate::call::{CAP_FD_ENV, SOCKET_ENV};
+use super::args::{non_empty_path, LogArgs};
+use super::logs;
+use super::signals::{Event, Signals};
+use super::team::{AgentSpec, UpConfig};
+use crate::runtime::{start_broker, BootFailure, Broker};
+pub use launch::BASE_ENV;
+use launch::{
+    agent_env, cap_memfd, child_path, fill_and_seal, run_id, signal_group, spawn_inheriting,
+};
+use secrets::Secrets;
 
 /// The environment variable naming an agent's run.
 pub const RUN_ID_ENV: &str = "MOSAIC_RUN_ID";
@@ -142,163 +152,87 @@ pub const READER_CAP_FILE: &str = "reader.cap";
 /// root. `<url>/pane?token=<it>` opens the pane.
 pub const UI_TOKEN_FILE: &str = "ui.token";
 
-/// The largest configuration file read.
-const MAX_CONFIG: u64 = 1024 * 1024;
 /// How long stopping agents get between SIGTERM and SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(5);
-/// The name memfds carry (shown in `/proc/<pid>/fd`, never the secret).
-const MEMFD_NAME: &str = "mosaic-bus-cap";
 
-/// A parsed `up` configuration.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UpConfig {
-    /// The business the broker serves.
-    pub business: Business,
-    /// The agents to launch, in this order.
-    pub agents: Vec<AgentSpec>,
-}
+pub(crate) const ABOUT: &str = "\
+The standalone host: boot a broker in this process, launch the agents the \
+configuration lists, and run until SIGINT or SIGTERM, or until every agent \
+has exited.
 
-/// One agent to launch.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AgentSpec {
-    /// Its role instance.
-    pub role: RoleInstance,
-    /// Its harness.
-    pub harness: Harness,
-    /// The program: absolute, or a bare name looked up in `PATH`.
-    pub program: PathBuf,
-    /// The program's arguments.
-    pub args: Vec<String>,
-    /// The working directory: the configuration file's directory.
-    pub dir: PathBuf,
-    /// The names of `up`'s environment variables the agent also gets,
-    /// beyond [`BASE_ENV`] (`env` in the configuration).
-    pub env: Vec<String>,
-}
+The configuration is {\"business\":{id, human, arbiters, roles, launch?}, \
+\"agents\":[{role, harness, command, env?}]}: harness is pi or claude-code, \
+command a program and its arguments (no shell), env the names of this \
+process's variables the agent also needs. Each agent runs in the \
+configuration's directory with MOSAIC_RUN_ID, MOSAIC_BUS_SOCKET and \
+MOSAIC_BUS_CAP_FD, the number of an inherited sealed descriptor that holds \
+its capability (never an environment value); it must read one line, \
+\"ready\", on stdin before its first call.
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ConfigJson {
-    business: Value,
-    agents: Vec<AgentJson>,
-}
+Stdout gets exactly one line: {\"ok\":true, business, dataRoot, socket, \
+readerCap, browser?, agents:[{role, run, harness, pid}]}, never a \
+capability. The human's reader capability (reader.cap) and, with --browser, \
+the UI token (ui.token) are written to the secrets folder (mode 0600) and \
+removed on close. The agents' output is theirs: it goes where this \
+process's stdout and stderr go.";
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct AgentJson {
-    role: String,
-    harness: String,
-    command: Vec<String>,
-    #[serde(default)]
-    env: Vec<String>,
-}
+pub(crate) const AFTER: &str = "\
+Environment:
+{log_env}
+  An agent gets PATH (this binary's folder first), HOME, USER, LOGNAME,
+  SHELL, LANG, LANGUAGE, LC_*, TERM, TZ, TMPDIR and the variables its `env`
+  names, never one that a credential reference of the business names.
 
-impl UpConfig {
-    /// Parses a configuration whose file lives in `dir` (an absolute path:
-    /// relative programs and every agent's working directory are there).
-    ///
-    /// # Errors
-    /// `bad-config` for any other shape, an empty `agents` or command, an
-    /// empty or NUL-holding command word, a bad harness or role name, or an
-    /// `env` entry that is not a variable name or that names a credential
-    /// reference of the business (a service token never reaches an agent);
-    /// `unknown-role` for an agent whose role the business lacks; and the
-    /// codes of [`business_from_value`], with the reference it names.
-    pub fn parse(text: &str, dir: &Path) -> Result<Self, ConfigError> {
-        let json: ConfigJson = serde_json::from_str(text)
-            .map_err(logged(Refusal::BadConfig, "parsing the configuration"))?;
-        let business = business_from_value(json.business)?;
-        let secret = credential_env_names(&business);
-        if json.agents.is_empty() {
-            return Err(Refusal::BadConfig.into());
-        }
-        let agents = json
-            .agents
-            .into_iter()
-            .map(|agent| {
-                let role = RoleInstance::parse(&agent.role).map_err(|_| Refusal::BadConfig)?;
-                business.role(&role).ok_or(Refusal::UnknownRole)?;
-                let harness = Harness::parse(&agent.harness)?;
-                if agent
-                    .env
-                    .iter()
-                    .any(|name| !is_env_name(name) || secret.contains(name))
-                {
-                    return Err(Refusal::BadConfig);
-                }
-                if agent
-                    .command
-                    .iter()
-                    .any(|w| w.is_empty() || w.contains('\0'))
-                {
-                    return Err(Refusal::BadConfig);
-                }
-                let mut words = agent.command.into_iter();
-                let program = PathBuf::from(words.next().ok_or(Refusal::BadConfig)?);
-                let program = if program.is_relative() && program.components().count() > 1 {
-                    dir.join(program)
-                } else {
-                    program
-                };
-                Ok(AgentSpec {
-                    role,
-                    harness,
-                    program,
-                    args: words.collect(),
-                    dir: dir.to_path_buf(),
-                    env: agent.env,
-                })
-            })
-            .collect::<Result<_, Refusal>>()?;
-        Ok(Self { business, agents })
-    }
+Exit codes:
+  0  every agent exited 0, or SIGINT/SIGTERM stopped them (SIGTERM to each
+     agent's process group, 5 s, then SIGKILL; a second signal kills at once)
+  1  an agent exited non-zero on its own (named in the log)
+  2  it could not start ({\"ok\":false,\"error\":CODE} on stdout, with \"role\"
+     when an agent's launch failed), a usage error (bad-request), or the
+     close failed
 
-    /// The names of the environment variables that hold this business's
-    /// service tokens (`{"env": NAME}` references): never passed to an agent.
-    pub fn credential_env(&self) -> Vec<String> {
-        credential_env_names(&self.business)
-    }
+Example:
+  mosaic-bus up --config business.json --browser 127.0.0.1:0
 
-    /// Reads and parses the configuration file at `path`.
-    ///
-    /// # Errors
-    /// `bad-config` when it cannot be read, is larger than 1 MiB or is not
-    /// UTF-8; and the codes of [`UpConfig::parse`].
-    pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let path = std::path::absolute(path).map_err(|_| Refusal::BadConfig)?;
-        let dir = path.parent().ok_or(Refusal::BadConfig)?;
-        let mut text = String::new();
-        File::open(&path)
-            .and_then(|f| f.take(MAX_CONFIG + 1).read_to_string(&mut text))
-            .map_err(logged(Refusal::BadConfig, "reading the configuration"))?;
-        if text.len() as u64 > MAX_CONFIG {
-            return Err(Refusal::BadConfig.into());
-        }
-        Self::parse(&text, dir)
-    }
-}
+Reference: docs/agents.md, docs/browser.md, docs/operations.md.";
 
-/// The command line of `up`, as the binary parsed it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Options {
-    /// `--config FILE`.
+/// `up`.
+#[derive(Debug, Clone, Args)]
+pub struct UpArgs {
+    /// The configuration file: {"business":{...},"agents":[...]}.
+    #[arg(long, value_name = "FILE", value_parser = non_empty_path())]
     pub config: PathBuf,
-    /// `--data-root DIR`.
+    /// The data root (a private folder, mode 0700). Default: a new private
+    /// folder under the temporary directory, kept after the run.
+    #[arg(long, value_name = "DIR", value_parser = non_empty_path())]
     pub data_root: Option<PathBuf>,
-    /// `--stay`: keep serving after every agent has exited.
-    pub stay: bool,
-    /// `--browser ADDR`: serve browser control on this loopback address
-    /// (`127.0.0.1:7420`; port 0 picks a free one).
-    pub browser: Option<String>,
-    /// `--secrets-dir DIR`: where the human's reader capability and UI
-    /// token are written; outside the data root.
+    /// Where the human's reader capability and UI token are written: a
+    /// private folder of ours, not under the data root. Default: a new
+    /// private folder under the temporary directory, removed on close.
+    #[arg(long, value_name = "DIR", value_parser = non_empty_path())]
     pub secrets_dir: Option<PathBuf>,
+    /// Also serve browser control on this loopback address (port 0: any free
+    /// port); the summary line names its url, pane and token file.
+    #[arg(long, value_name = "ADDR", value_parser = NonEmptyStringValueParser::new())]
+    pub browser: Option<String>,
+    /// Keep serving after every agent has exited, until SIGINT or SIGTERM.
+    #[arg(long)]
+    pub stay: bool,
+    /// Logging.
+    #[command(flatten)]
+    pub log: LogArgs,
+}
+
+/// Runs `up` and returns its exit code.
+pub fn main(args: UpArgs) -> ExitCode {
+    logs::init(&args.log);
+    ExitCode::from(run(args, &mut std::io::stdout()))
 }
 
 /// Runs `up` with these options: prints its one JSON line on `out`,
 /// returns the exit code (0, 1 when an agent failed, 2 when `up` could not
 /// start or close).
-pub fn run(options: Options, out: &mut impl Write) -> u8 {
+pub fn run(options: UpArgs, out: &mut impl Write) -> u8 {
     let mut session = match start(options) {
         Ok(session) => session,
         Err(failure) => {
@@ -381,7 +315,7 @@ impl Failure {
 }
 
 /// Parses, boots, writes the reader capability and launches every agent.
-fn start(options: Options) -> Result<Session, Failure> {
+fn start(options: UpArgs) -> Result<Session, Failure> {
     let config = UpConfig::load(&options.config)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_io()
@@ -389,7 +323,7 @@ fn start(options: Options) -> Result<Session, Failure> {
         .build()
         .map_err(|_| Refusal::BrokerUnavailable)?;
     // Registered before any child exists, so no exit and no signal is missed.
-    let signals = Signals::register(&runtime).map_err(|_| Refusal::BrokerUnavailable)?;
+    let signals = Signals::register(&runtime, true).map_err(|_| Refusal::BrokerUnavailable)?;
     let data_root = match options.data_root {
         Some(path) => std::path::absolute(path).map_err(|_| Refusal::UnsafePath)?,
         None => tempfile::Builder::new()
@@ -440,78 +374,6 @@ fn start(options: Options) -> Result<Session, Failure> {
         session.launch(spec, &path)?;
     }
     Ok(session)
-}
-
-/// `PATH` for the agents: this executable's directory first, then ours.
-fn child_path() -> Result<OsString, Failure> {
-    let exe = std::env::current_exe().map_err(logged(
-        Refusal::StorageUnavailable,
-        "finding this executable",
-    ))?;
-    let mut dirs = vec![exe
-        .parent()
-        .ok_or(Refusal::StorageUnavailable)?
-        .to_path_buf()];
-    if let Some(path) = std::env::var_os("PATH") {
-        dirs.extend(std::env::split_paths(&path));
-    }
-    // Fails only when the directory holds a `:`, which PATH cannot express.
-    std::env::join_paths(dirs).map_err(|_| Refusal::UnsafePath.into())
-}
-
-/// The variables of `up`'s environment every agent gets, when set: who and
-/// where it is, and how text is shown. Nothing else of `up`'s environment
-/// reaches an agent unless its configuration names it in `env`; `PATH` is
-/// [`child_path`], and `LC_*` pass too.
-pub const BASE_ENV: [&str; 9] = [
-    "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TERM", "TZ", "TMPDIR",
-];
-
-/// The environment `spec`'s agent starts with (before `up`'s own
-/// `MOSAIC_*` and `PATH`): the variables of `from` that [`BASE_ENV`], `LC_*`
-/// or its `env` name, except any that holds a service token (`secret`).
-fn agent_env(
-    spec: &AgentSpec,
-    from: impl Iterator<Item = (OsString, OsString)>,
-    secret: &[String],
-) -> Vec<(OsString, OsString)> {
-    from.filter(|(name, _)| {
-        let Some(name) = name.to_str() else {
-            return false;
-        };
-        let wanted = BASE_ENV.contains(&name)
-            || name.starts_with("LC_")
-            || spec.env.iter().any(|n| n == name);
-        wanted && !secret.iter().any(|s| s == name)
-    })
-    .collect()
-}
-
-fn credential_env_names(business: &Business) -> Vec<String> {
-    use mosaic_domain::business::CredentialSource;
-    business
-        .roles()
-        .flat_map(|(_, role)| {
-            let credentials = role.credentials();
-            [
-                credentials.gitea.as_ref().map(|c| &c.source),
-                credentials.vikunja.as_ref().map(|c| &c.source),
-            ]
-        })
-        .filter_map(|source| match source {
-            Some(CredentialSource::Env(name)) => Some(name.clone()),
-            Some(CredentialSource::File(_)) | None => None,
-        })
-        .collect()
-}
-
-/// A portable environment variable name: `[A-Za-z_][A-Za-z0-9_]*`.
-fn is_env_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// One launched agent.
@@ -802,315 +664,9 @@ impl Drop for Session {
     }
 }
 
-/// The folder the human's secrets are written to: the operator's
-/// `--secrets-dir`, or a new private folder under the temporary directory.
-/// Never the data root or anything under it: every agent is told the
-/// socket's path, and so where the data root is.
-#[derive(Debug)]
-struct Secrets {
-    dir: PathBuf,
-    /// Whether `up` made the folder (and so removes it on close).
-    made: bool,
-}
-
-impl Secrets {
-    /// # Errors
-    /// `unsafe-path` for a folder under the data root, one that is not a
-    /// directory of ours with mode 0700, or one that cannot be made.
-    fn open(given: Option<PathBuf>, data_root: &Path) -> Result<Secrets, Failure> {
-        let Some(dir) = given else {
-            let dir = tempfile::Builder::new()
-                .prefix("mosaic-up-secrets-")
-                .tempdir()
-                .map_err(logged(
-                    Refusal::StorageUnavailable,
-                    "creating the secrets folder",
-                ))?
-                .keep();
-            return Ok(Secrets { dir, made: true });
-        };
-        let dir = std::fs::canonicalize(&dir).map_err(|_| Refusal::UnsafePath)?;
-        let root = std::fs::canonicalize(data_root).map_err(|_| Refusal::UnsafePath)?;
-        if dir.starts_with(&root) {
-            tracing::warn!(
-                code = Refusal::UnsafePath.code(),
-                path = &*dir.to_string_lossy(),
-                "the secrets folder is under the data root"
-            );
-            return Err(Refusal::UnsafePath.into());
-        }
-        fs::check_private_dir(&dir)?;
-        Ok(Secrets { dir, made: false })
-    }
-
-    fn remove_if_made(&mut self) {
-        if std::mem::take(&mut self.made) {
-            // Empty by now; a folder someone filled is left for them.
-            let _ = std::fs::remove_dir(&self.dir);
-        }
-    }
-}
-
 fn describe(status: Option<ExitStatus>) -> String {
     match status {
         Some(status) => format!("exited with {status}"),
         None => "exited; its status is unknown".to_owned(),
-    }
-}
-
-/// Sends `signal` to the process group `child` leads (every agent is
-/// started as the leader of its own group). Only for a child not yet
-/// reaped: its pid, and so its group id, cannot name anyone else then.
-fn signal_group(child: &Child, signal: rustix::process::Signal) {
-    let _ = rustix::process::kill_process_group(rustix::process::Pid::from_child(child), signal);
-}
-
-/// `<role>-<8 random hex digits>` (the role cut to fit the 64 characters).
-fn run_id(role: &RoleInstance) -> Result<RunId, Refusal> {
-    let bytes = OsEntropy
-        .uuid_bytes()
-        .map_err(logged(Refusal::StorageUnavailable, "drawing a run id"))?;
-    let role = role.as_str();
-    let hex: String = bytes[..4].iter().map(|b| format!("{b:02x}")).collect();
-    // Role names are ASCII, so any byte index is a character boundary.
-    RunId::parse(&format!("{}-{hex}", &role[..role.len().min(55)]))
-}
-
-/// What the main loop waits for.
-enum Event {
-    /// SIGINT or SIGTERM.
-    Stop,
-    /// SIGCHLD: some child changed state.
-    ChildExited,
-}
-
-/// SIGINT, SIGTERM and SIGCHLD as streams on `up`'s own small runtime.
-struct Signals {
-    term: tokio::signal::unix::Signal,
-    int: tokio::signal::unix::Signal,
-    child: tokio::signal::unix::Signal,
-}
-
-impl Signals {
-    fn register(runtime: &tokio::runtime::Runtime) -> io::Result<Self> {
-        use tokio::signal::unix::{signal, SignalKind};
-        let _context = runtime.enter();
-        Ok(Self {
-            term: signal(SignalKind::terminate())?,
-            int: signal(SignalKind::interrupt())?,
-            child: signal(SignalKind::child())?,
-        })
-    }
-
-    async fn next(&mut self) -> Event {
-        tokio::select! {
-            _ = self.term.recv() => Event::Stop,
-            _ = self.int.recv() => Event::Stop,
-            some = self.child.recv() => match some {
-                Some(()) => Event::ChildExited,
-                None => Event::Stop,
-            },
-        }
-    }
-}
-
-/// A new memfd for one capability: close-on-exec, sealable, empty.
-fn cap_memfd() -> io::Result<File> {
-    use rustix::fs::{memfd_create, MemfdFlags};
-    let fd = memfd_create(MEMFD_NAME, MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING)?;
-    Ok(File::from(fd))
-}
-
-/// Sets or clears `FD_CLOEXEC` on `file`.
-fn set_cloexec(file: &File, cloexec: bool) -> io::Result<()> {
-    use rustix::io::{fcntl_setfd, FdFlags};
-    let flags = if cloexec {
-        FdFlags::CLOEXEC
-    } else {
-        FdFlags::empty()
-    };
-    Ok(fcntl_setfd(file, flags)?)
-}
-
-/// Spawns `command` with `fd` inheritable for this one spawn only.
-///
-/// Safe because every spawn of this process happens on this one thread:
-/// while the flag is clear no other `fork` can happen (see the module
-/// documentation).
-fn spawn_inheriting(command: &mut Command, fd: &File) -> io::Result<Child> {
-    set_cloexec(fd, false)?;
-    let spawned = command.spawn();
-    let restored = set_cloexec(fd, true);
-    let mut child = spawned?;
-    if let Err(e) = restored {
-        let _ = child.kill();
-        let _ = child.wait();
-        return Err(e);
-    }
-    Ok(child)
-}
-
-/// Writes `cap` and a newline into the memfd, seals it for good and checks
-/// what it holds: the agent has a copy of the descriptor and could have
-/// written into it before the seals; after them nobody can.
-fn fill_and_seal(file: &File, cap: &Capability) -> io::Result<()> {
-    use rustix::fs::{fcntl_add_seals, SealFlags};
-    let text = format!("{}\n", cap.expose());
-    file.write_all_at(text.as_bytes(), 0)?;
-    file.set_len(text.len() as u64)?;
-    fcntl_add_seals(
-        file,
-        SealFlags::WRITE | SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL,
-    )?;
-    let mut back = vec![0; text.len() + 1];
-    let mut read = 0;
-    while read < back.len() {
-        match file.read_at(&mut back[read..], read as u64)? {
-            0 => break,
-            n => read += n,
-        }
-    }
-    if &back[..read] == text.as_bytes() {
-        Ok(())
-    } else {
-        Err(io::Error::other("the capability descriptor was changed"))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const BUSINESS: &str = r#"{"id":"acme","human":"alice","arbiters":{"technical":"lead","delivery":"lead"},
-        "roles":{"lead":{"authority":{"withinRole":[],"crossRole":[]}}}}"#;
-
-    fn config(agents: &str) -> String {
-        format!(r#"{{"business":{BUSINESS},"agents":{agents}}}"#)
-    }
-
-    #[test]
-    fn a_configuration_parses_and_resolves_relative_programs() {
-        let text = config(
-            r#"[{"role":"lead","harness":"pi","command":["agents/lead.sh","x"]},
-                {"role":"lead","harness":"claude-code","command":["sh","-c","true"]}]"#,
-        );
-        let parsed = UpConfig::parse(&text, Path::new("/etc/demo")).unwrap();
-        assert_eq!(parsed.business.id().as_str(), "acme");
-        assert_eq!(
-            parsed.agents[0].program,
-            PathBuf::from("/etc/demo/agents/lead.sh")
-        );
-        assert_eq!(parsed.agents[0].args, ["x"]);
-        assert_eq!(parsed.agents[0].dir, PathBuf::from("/etc/demo"));
-        assert_eq!(parsed.agents[1].program, PathBuf::from("sh"));
-        assert_eq!(parsed.agents[1].harness, Harness::ClaudeCode);
-    }
-
-    #[test]
-    fn bad_configurations_refuse_with_static_codes() {
-        let agent = r#"{"role":"lead","harness":"pi","command":["sh"]}"#;
-        let cases = [
-            (config("[]"), Refusal::BadConfig),
-            (
-                config(&format!("[{agent}]")).replace(r#""agents""#, r#""extra":1,"agents""#),
-                Refusal::BadConfig,
-            ),
-            (
-                config(&format!(
-                    "[{}]",
-                    agent.replace(r#""pi""#, r#""pi","cwd":"/""#)
-                )),
-                Refusal::BadConfig,
-            ),
-            (
-                config(&format!("[{}]", agent.replace("lead", "ghost"))),
-                Refusal::UnknownRole,
-            ),
-            (
-                config(&format!("[{}]", agent.replace("lead", "A B"))),
-                Refusal::BadConfig,
-            ),
-            (
-                config(&format!("[{}]", agent.replace("pi", "codex"))),
-                Refusal::BadConfig,
-            ),
-            (
-                config(&format!("[{}]", agent.replace(r#"["sh"]"#, "[]"))),
-                Refusal::BadConfig,
-            ),
-            (
-                config(&format!("[{}]", agent.replace(r#"["sh"]"#, r#"["sh",""]"#))),
-                Refusal::BadConfig,
-            ),
-            (
-                config(&format!("[{}]", agent.replace(r#"["sh"]"#, r#""sh""#))),
-                Refusal::BadConfig,
-            ),
-            (format!(r#"{{"agents":[{agent}]}}"#), Refusal::BadConfig),
-            (
-                config(&format!("[{agent}]"))
-                    .replace(r#""delivery":"lead""#, r#""delivery":"ghost""#),
-                Refusal::UnknownRole,
-            ),
-            ("[]".to_owned(), Refusal::BadConfig),
-        ];
-        for (text, code) in cases {
-            assert_eq!(
-                UpConfig::parse(&text, Path::new("/"))
-                    .map_err(Refusal::from)
-                    .err(),
-                Some(code),
-                "{text}"
-            );
-        }
-    }
-
-    #[test]
-    fn the_example_configuration_parses() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
-        let parsed = UpConfig::load(&dir.join("business.json")).unwrap();
-        let roles: Vec<&str> = parsed.agents.iter().map(|a| a.role.as_str()).collect();
-        assert_eq!(roles, ["lead", "dev"]);
-        for agent in &parsed.agents {
-            let script = agent.dir.join(&agent.args[0]);
-            assert!(script.is_file(), "{}", script.display());
-        }
-    }
-
-    #[test]
-    fn run_ids_are_valid_and_fresh() {
-        let long = RoleInstance::parse(&"a".repeat(64)).unwrap();
-        for role in [RoleInstance::parse("lead").unwrap(), long] {
-            let (a, b) = (run_id(&role).unwrap(), run_id(&role).unwrap());
-            assert_ne!(a, b);
-            assert!(a.as_str().starts_with(&role.as_str()[..4]));
-        }
-    }
-
-    #[test]
-    fn a_sealed_capability_descriptor_cannot_change_and_reads_again() {
-        let file = cap_memfd().unwrap();
-        let cap = Capability::from_random([9; 32]);
-        fill_and_seal(&file, &cap).unwrap();
-        assert!(file.write_at(b"x", 0).is_err(), "sealed against writes");
-        assert!(file.set_len(0).is_err(), "sealed against shrinking");
-        assert!(file.set_len(100).is_err(), "sealed against growing");
-        // Reopened through /proc, as `mosaic-bus call` does: from the start.
-        let mut text = String::new();
-        File::open(format!("/proc/self/fd/{}", file.as_raw_fd()))
-            .unwrap()
-            .read_to_string(&mut text)
-            .unwrap();
-        assert_eq!(text, format!("{}\n", cap.expose()));
-        let flags = rustix::io::fcntl_getfd(&file).unwrap();
-        assert!(flags.contains(rustix::io::FdFlags::CLOEXEC));
-    }
-
-    #[test]
-    fn a_descriptor_written_by_someone_else_is_refused() {
-        let file = cap_memfd().unwrap();
-        file.write_all_at(&[b'x'; 200], 0).unwrap();
-        rustix::fs::fcntl_add_seals(&file, rustix::fs::SealFlags::WRITE).unwrap();
-        assert!(fill_and_seal(&file, &Capability::from_random([1; 32])).is_err());
     }
 }

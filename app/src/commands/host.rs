@@ -8,7 +8,10 @@
 //! gone: close, exit 2) and SIGTERM or SIGINT (close, exit 0).
 
 use std::io::{BufRead, Read, Write};
+use std::process::ExitCode;
 use std::sync::mpsc;
+
+use clap::Args;
 
 use mosaic_adapters::config::ConfigError;
 use mosaic_adapters::wire::host::{
@@ -17,7 +20,64 @@ use mosaic_adapters::wire::host::{
 use mosaic_domain::{Refusal, RunId};
 use serde_json::Value;
 
-use crate::broker::{start_broker, BootFailure, Broker};
+use crate::runtime::{start_broker, BootFailure, Broker};
+
+use super::args::LogArgs;
+use super::{logs, signals};
+
+pub(crate) const ABOUT: &str = "\
+Run the broker for a trusted host, which speaks newline-delimited JSON to it: \
+requests on stdin, one answer line each on stdout. Logs go to stderr and \
+never hold a capability or a token.
+
+The first line must be {\"op\":\"boot\",\"config\":{dataRoot, businesses, \
+launches, readers, repoRoots, projectRoots?, sync?, browser?}}; it is \
+answered {\"ok\":true,\"path\":SOCKET,\"launches\":[{business,run,cap}],\
+\"readers\":[{business,cap}]}, and with \"browser\":{\"listen\":\"127.0.0.1:0\"} \
+also \"browser\":{url,token}. Then any number of {\"op\":\"bindLaunch\",\
+\"record\":{business,role,run,harness,address?,pid,startTime}}, each answered \
+{\"ok\":true,\"launch\":{business,run,cap}} or {\"ok\":false,\"error\":CODE}; \
+and {\"op\":\"close\"}. A launch record's startTime is field 22 of \
+/proc/<pid>/stat. The agents reach the broker on the socket \
+<dataRoot>/bus/bus.sock (mode 0600).";
+
+pub(crate) const AFTER: &str = "\
+Environment:
+{log_env}
+
+Exit codes:
+  0  closed by {\"op\":\"close\"}, SIGTERM or SIGINT
+  2  end of stdin (the host is gone: the broker closes); a boot failure or a
+     malformed host line ({\"ok\":false,\"error\":CODE} on stdout, with
+     \"reference\" for a bad credential reference or \"run\" for a boot
+     launch); a usage error (bad-request); a failed close
+
+Example (a host's side of the channel):
+  > {\"op\":\"boot\",\"config\":{\"dataRoot\":\"/srv/bus\",\"businesses\":{\"acme\":{...}},
+     \"launches\":[],\"readers\":[\"acme\"],\"repoRoots\":[]}}
+  < {\"ok\":true,\"path\":\"/srv/bus/bus/bus.sock\",\"launches\":[],
+     \"readers\":[{\"business\":\"acme\",\"cap\":\"<64 hex>\"}]}
+  > {\"op\":\"close\"}
+
+Reference: docs/host.md.";
+
+/// `broker`.
+#[derive(Debug, Clone, Args)]
+pub struct BrokerArgs {
+    /// Logging.
+    #[command(flatten)]
+    pub log: LogArgs,
+}
+
+/// Runs the host channel on stdin and stdout.
+pub fn main(args: BrokerArgs) -> ExitCode {
+    logs::init(&args.log);
+    let code = run(
+        std::io::BufReader::new(std::io::stdin()),
+        &mut std::io::stdout().lock(),
+    );
+    ExitCode::from(code)
+}
 
 /// The longest host line accepted (a boot configuration with many businesses).
 const MAX_HOST_LINE: usize = 16 * 1024 * 1024;
@@ -33,7 +93,7 @@ enum Event {
 pub fn run(input: impl BufRead + Send + 'static, out: &mut impl Write) -> u8 {
     let (events, inbox) = mpsc::channel();
     spawn_reader(input, events.clone());
-    if spawn_signals(events).is_err() {
+    if signals::Signals::on_stop(move || drop(events.send(Event::Signal))).is_err() {
         return fail(out, Refusal::BrokerUnavailable.into());
     }
     let broker = match inbox.recv() {
@@ -225,33 +285,4 @@ fn spawn_reader(mut input: impl BufRead + Send + 'static, events: mpsc::Sender<E
             return;
         }
     });
-}
-
-/// Turns SIGTERM and SIGINT into events, on a small runtime of their own.
-fn spawn_signals(events: mpsc::Sender<Event>) -> Result<(), Refusal> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .build()
-        .map_err(|_| Refusal::BrokerUnavailable)?;
-    // Registered before this returns, so a signal sent right after boot is
-    // never missed.
-    let (mut term, mut int) = runtime
-        .block_on(async {
-            Ok::<_, std::io::Error>((
-                signal(SignalKind::terminate())?,
-                signal(SignalKind::interrupt())?,
-            ))
-        })
-        .map_err(|_| Refusal::BrokerUnavailable)?;
-    std::thread::spawn(move || {
-        runtime.block_on(async {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = int.recv() => {}
-            }
-        });
-        let _ = events.send(Event::Signal);
-    });
-    Ok(())
 }

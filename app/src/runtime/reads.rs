@@ -10,6 +10,10 @@
 //! caller always reads at least its own acknowledged writes. A read may see
 //! store facts a little newer than the view (a commit between the two
 //! lookups); it never sees anything uncommitted.
+//!
+//! `changes` is not a read here: it waits on the change feed
+//! ([`super::changes`]), which `Reads` holds, and uses the view only to
+//! know who is waiting ([`View::watcher`]).
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Condvar, Mutex, RwLock};
@@ -21,15 +25,15 @@ use mosaic_domain::claims::Occupancy;
 use mosaic_domain::decisions::{Decision, Status};
 use mosaic_domain::evidence::{LaunchRecord, Recipient, Route, Subject};
 use mosaic_domain::messages::{MessageFacts, INBOX_LIMIT};
-use mosaic_domain::{BusinessId, Refusal, RoleInstance};
+use mosaic_domain::{BusinessId, Refusal, RoleInstance, Verb};
 use mosaic_ports::{EvidenceStore, StoreReaders};
 
-use crate::feed::{self, Feed, Page};
+use super::feed::Feed;
 use serde_json::Value;
 
 /// The bus state reads need, as of one committed batch.
 #[derive(Debug, Clone)]
-pub struct View {
+pub(crate) struct View {
     /// Every open decision, ordered by id.
     open: Vec<Decision>,
     /// Every bound run's record, whether it holds its role and whether it
@@ -41,7 +45,7 @@ pub struct View {
 
 impl View {
     /// The view of `bus`, sharing the role list of an earlier view.
-    pub fn of(bus: &Bus, roles: Arc<BTreeSet<(BusinessId, RoleInstance)>>) -> Self {
+    pub(crate) fn of(bus: &Bus, roles: Arc<BTreeSet<(BusinessId, RoleInstance)>>) -> Self {
         let mut open: Vec<Decision> = bus
             .decisions()
             .iter()
@@ -72,7 +76,7 @@ impl View {
     }
 
     /// The view of `bus`, with its own role list.
-    pub fn first(bus: &Bus, businesses: &[BusinessId]) -> Self {
+    pub(crate) fn first(bus: &Bus, businesses: &[BusinessId]) -> Self {
         let roles = businesses
             .iter()
             .filter_map(|id| bus.business(id))
@@ -82,19 +86,23 @@ impl View {
     }
 
     /// Whether the process `pid` started at `start_time` is a bound launch.
-    pub fn is_launch(&self, pid: u32, start_time: u64) -> bool {
+    pub(crate) fn is_launch(&self, pid: u32, start_time: u64) -> bool {
         self.agents
             .iter()
             .any(|(r, ..)| r.pid == pid && r.start_time == start_time)
     }
 
     /// Who `caller` waits for changes as: an agent that holds its role, or
-    /// a reader.
+    /// a reader. Whether a caller kind may wait at all is the verb table's
+    /// ([`Verb::serves`]).
     ///
     /// # Errors
     /// `not-holder` for an agent that does not hold its role now;
-    /// `not-authorized` for the human (the feed is for agents and readers).
-    pub fn watcher(&self, caller: &Caller) -> Result<Watcher, Refusal> {
+    /// `not-authorized` for a caller kind the table does not serve.
+    pub(crate) fn watcher(&self, caller: &Caller) -> Result<Watcher, Refusal> {
+        if !Verb::Changes.serves(caller.kind()) {
+            return Err(Refusal::NotAuthorized);
+        }
         match caller {
             Caller::Agent { business, agent } => {
                 let holds = self.agents.iter().any(|(r, holding, _)| {
@@ -109,15 +117,15 @@ impl View {
                     run: agent.run.clone(),
                 })
             }
-            Caller::Reader { business } => Ok(Watcher::Reader {
+            // The human, where the table serves it, has a reader's audience.
+            Caller::Reader { business } | Caller::Human { business, .. } => Ok(Watcher::Reader {
                 business: business.clone(),
             }),
-            Caller::Human { .. } => Err(Refusal::NotAuthorized),
         }
     }
 
     /// The role list, for the next view.
-    pub fn roles(&self) -> Arc<BTreeSet<(BusinessId, RoleInstance)>> {
+    pub(crate) fn roles(&self) -> Arc<BTreeSet<(BusinessId, RoleInstance)>> {
         Arc::clone(&self.roles)
     }
 }
@@ -126,7 +134,7 @@ impl View {
 ///
 /// # Errors
 /// `cross-business`, `unknown-reference`, `storage-unavailable`.
-pub fn kind_of<S: EvidenceStore>(
+pub(crate) fn kind_of<S: EvidenceStore>(
     store: &S,
     business: &BusinessId,
     uuid: &UuidRef,
@@ -152,7 +160,7 @@ pub fn kind_of<S: EvidenceStore>(
 /// # Errors
 /// `unknown-role` for a trail of a role the business lacks;
 /// `storage-unavailable`.
-pub fn read<S: EvidenceStore>(
+pub(crate) fn read<S: EvidenceStore>(
     view: &View,
     store: &S,
     caller: &Caller,
@@ -190,25 +198,12 @@ pub fn read<S: EvidenceStore>(
             let records = store.trail(business, &subject).map_err(storage)?;
             Value::Array(records.iter().map(wire::record_json).collect())
         }
-        // Without the feed's memory (the socket's waits use it): what the
-        // store holds after `since`, at once.
-        Query::Changes { since, .. } => {
-            let watcher = view.watcher(caller)?;
-            let head = store.head().map_err(storage)?;
-            let page = match since {
-                None => Page {
-                    cursor: head,
-                    changes: Vec::new(),
-                },
-                Some(mut after) => loop {
-                    let page = feed::history(store, &watcher, after, head)?;
-                    if !page.changes.is_empty() || page.cursor >= head {
-                        break page;
-                    }
-                    after = page.cursor;
-                },
-            };
-            wire::changes_json(page.cursor, &page.changes)
+        // `changes` has one way in, `super::changes::page`, which every
+        // caller of the runtime takes before a read.
+        // A caller the verb table does not serve is refused as everywhere.
+        Query::Changes { .. } => {
+            view.watcher(caller)?;
+            return Err(Refusal::BadRequest);
         }
     })
 }
@@ -218,7 +213,7 @@ pub fn read<S: EvidenceStore>(
 ///
 /// # Errors
 /// As [`read`].
-pub fn read_text<S: EvidenceStore>(
+pub(crate) fn read_text<S: EvidenceStore>(
     view: &View,
     store: &S,
     caller: &Caller,
@@ -268,7 +263,7 @@ fn inbox<'v, S: EvidenceStore>(
 
 /// Reader connections per broker: enough for both cores and a read or two
 /// waiting on a page fault.
-pub const READERS: usize = 4;
+pub(crate) const READERS: usize = 4;
 
 /// The broker's read side: the latest view and a fixed pool of reader
 /// connections.
@@ -280,7 +275,7 @@ pub const READERS: usize = 4;
 /// [`Reads::close`] drops them all before the writer's own connection
 /// closes, so the writer's close is the last and checkpoints the WAL.
 #[derive(Debug)]
-pub struct Reads<S> {
+pub(crate) struct Reads<S> {
     view: RwLock<Arc<View>>,
     pool: Mutex<Option<Vec<S>>>,
     free: Condvar,
@@ -297,7 +292,7 @@ impl<S: StoreReaders> Reads<S> {
     ///
     /// # Errors
     /// `storage-unavailable` when a reader handle cannot be opened.
-    pub fn open(store: &S, view: View, head: u64) -> Result<Self, Refusal> {
+    pub(crate) fn open(store: &S, view: View, head: u64) -> Result<Self, Refusal> {
         let pool = (0..READERS)
             .map(|_| {
                 store.reader().map_err(mosaic_adapters::cause::logged(
@@ -316,19 +311,19 @@ impl<S: StoreReaders> Reads<S> {
     }
 
     /// The change feed.
-    pub fn feed(&self) -> &Arc<Feed> {
+    pub(crate) fn feed(&self) -> &Arc<Feed> {
         &self.feed
     }
 
     /// Replaces the view (the writer, after a batch changed machine state).
-    pub fn publish(&self, view: View) {
+    pub(crate) fn publish(&self, view: View) {
         if let Ok(mut current) = self.view.write() {
             *current = Arc::new(view);
         }
     }
 
     /// The latest view.
-    pub fn view(&self) -> Option<Arc<View>> {
+    pub(crate) fn view(&self) -> Option<Arc<View>> {
         self.view.read().ok().map(|v| Arc::clone(&v))
     }
 
@@ -338,7 +333,7 @@ impl<S: StoreReaders> Reads<S> {
     ///
     /// # Errors
     /// `broker-unavailable` once the pool is closed.
-    pub async fn permit(&self) -> Result<tokio::sync::OwnedSemaphorePermit, Refusal> {
+    pub(crate) async fn permit(&self) -> Result<tokio::sync::OwnedSemaphorePermit, Refusal> {
         Arc::clone(&self.permits)
             .acquire_owned()
             .await
@@ -350,7 +345,7 @@ impl<S: StoreReaders> Reads<S> {
     ///
     /// # Errors
     /// `broker-unavailable` once the pool is closed; what `read` returns.
-    pub fn with_store<T>(
+    pub(crate) fn with_store<T>(
         &self,
         read: impl FnOnce(&View, &S) -> Result<T, Refusal>,
     ) -> Result<T, Refusal> {
@@ -394,7 +389,7 @@ impl<S: StoreReaders> Reads<S> {
 
     /// Closes every idle reader connection; later reads are refused, and
     /// every wait for changes ends.
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         self.feed.close();
         self.permits.close();
         if let Ok(mut pool) = self.pool.lock() {

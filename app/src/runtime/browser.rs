@@ -58,7 +58,7 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use tokio::sync::{oneshot, watch, Notify};
 
-use crate::world::{until, SharedEntropy, Time};
+use super::world::{until, SharedEntropy, Time};
 
 /// How often every connected client gets a `heartbeat` event.
 const HEARTBEAT: Duration = Duration::from_secs(5);
@@ -78,10 +78,10 @@ struct HubState {
 
 /// Whether bytes hold a secret (a loaded service token) that must never be
 /// emitted or stored.
-pub type Secrets = Arc<dyn Fn(&[u8]) -> bool + Send + Sync>;
+pub(super) type Secrets = Arc<dyn Fn(&[u8]) -> bool + Send + Sync>;
 
 /// The browser request machine with its clients and waiting agents.
-pub struct BrowserHub {
+pub(super) struct BrowserHub {
     state: Mutex<HubState>,
     secrets: Secrets,
     /// Every deadline and heartbeat is this clock's.
@@ -102,7 +102,7 @@ impl std::fmt::Debug for BrowserHub {
 }
 
 /// A request in flight: its id and the agent's answer to come.
-pub struct Pending {
+pub(super) struct Pending {
     id: BrowserRequestId,
     answer: oneshot::Receiver<Result<Value, Refusal>>,
 }
@@ -143,7 +143,7 @@ impl BrowserHub {
     /// `credential-leak` when its parameters hold a secret (no event is
     /// sent); `no-browser-client` at once when nobody can serve it;
     /// `storage-unavailable` when no request id can be drawn.
-    pub fn start(
+    pub(super) fn start(
         &self,
         action: BrowserAction,
         timeout: Duration,
@@ -175,7 +175,7 @@ impl BrowserHub {
     }
 
     /// Ends a live request as `browser-aborted`.
-    pub fn abort(&self, id: BrowserRequestId) {
+    pub(super) fn abort(&self, id: BrowserRequestId) {
         let mut state = self.lock();
         state.machine.handle_abort(id);
         drain(&mut state);
@@ -239,7 +239,7 @@ impl BrowserHub {
 
     /// Runs deadlines and heartbeats, both on the hub's clock, until the
     /// hub is dropped by everyone else.
-    pub async fn run_timers(self: Arc<Self>) {
+    pub(super) async fn run_timers(self: Arc<Self>) {
         let mut beat = self.time.now();
         loop {
             let now = self.time.now();
@@ -326,7 +326,7 @@ async fn durable(mut authority: watch::Receiver<Option<bool>>) -> bool {
 /// Returns the request's id (none when it was refused before delivery) and
 /// its outcome, the result as JSON text (written once: a snapshot may be a
 /// megabyte).
-pub async fn request(
+pub(super) async fn request(
     hub: &BrowserHub,
     call: &BrowserCall,
     gone: &Disconnect,
@@ -414,7 +414,7 @@ fn finish(
 }
 
 /// The SHA-256 of `bytes`, as lowercase hex.
-pub fn hex_digest(bytes: &[u8]) -> String {
+pub(super) fn hex_digest(bytes: &[u8]) -> String {
     Sha256::digest(bytes)
         .iter()
         .map(|b| format!("{b:02x}"))
@@ -446,7 +446,7 @@ fn store(files: &Path, name: &str, bytes: &[u8]) -> Result<String, Refusal> {
 
 /// The sentence that goes with `no-browser-client`, describing who is
 /// connected.
-pub fn no_client_sentence(hub: &BrowserHub, action: &BrowserAction) -> String {
+pub(super) fn no_client_sentence(hub: &BrowserHub, action: &BrowserAction) -> String {
     let (all, capable) = hub.census();
     let needs = if action.needs_capable_client() {
         "a pane that opened its event stream with browser=1"

@@ -1,0 +1,275 @@
+//! The team configuration: the file `up` launches and `demo` plays,
+//! `{"business": {…}, "agents": […]}`. See `up`'s module documentation for
+//! what each key means.
+
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use mosaic_adapters::cause::logged;
+use mosaic_adapters::config::{business_from_value, ConfigError};
+use mosaic_domain::evidence::Harness;
+use mosaic_domain::{Business, Refusal, RoleInstance};
+use serde::Deserialize;
+use serde_json::Value;
+
+/// The largest configuration file read.
+const MAX_CONFIG: u64 = 1024 * 1024;
+
+/// A parsed `up` configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UpConfig {
+    /// The business the broker serves.
+    pub business: Business,
+    /// The agents to launch, in this order.
+    pub agents: Vec<AgentSpec>,
+}
+
+/// One agent to launch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentSpec {
+    /// Its role instance.
+    pub role: RoleInstance,
+    /// Its harness.
+    pub harness: Harness,
+    /// The program: absolute, or a bare name looked up in `PATH`.
+    pub program: PathBuf,
+    /// The program's arguments.
+    pub args: Vec<String>,
+    /// The working directory: the configuration file's directory.
+    pub dir: PathBuf,
+    /// The names of `up`'s environment variables the agent also gets,
+    /// beyond `up`'s base environment (`env` in the configuration).
+    pub env: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigJson {
+    business: Value,
+    agents: Vec<AgentJson>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AgentJson {
+    role: String,
+    harness: String,
+    command: Vec<String>,
+    #[serde(default)]
+    env: Vec<String>,
+}
+
+impl UpConfig {
+    /// Parses a configuration whose file lives in `dir` (an absolute path:
+    /// relative programs and every agent's working directory are there).
+    ///
+    /// # Errors
+    /// `bad-config` for any other shape, an empty `agents` or command, an
+    /// empty or NUL-holding command word, a bad harness or role name, or an
+    /// `env` entry that is not a variable name or that names a credential
+    /// reference of the business (a service token never reaches an agent);
+    /// `unknown-role` for an agent whose role the business lacks; and the
+    /// codes of [`business_from_value`], with the reference it names.
+    pub fn parse(text: &str, dir: &Path) -> Result<Self, ConfigError> {
+        let json: ConfigJson = serde_json::from_str(text)
+            .map_err(logged(Refusal::BadConfig, "parsing the configuration"))?;
+        let business = business_from_value(json.business)?;
+        let secret = credential_env_names(&business);
+        if json.agents.is_empty() {
+            return Err(Refusal::BadConfig.into());
+        }
+        let agents = json
+            .agents
+            .into_iter()
+            .map(|agent| {
+                let role = RoleInstance::parse(&agent.role).map_err(|_| Refusal::BadConfig)?;
+                business.role(&role).ok_or(Refusal::UnknownRole)?;
+                let harness = Harness::parse(&agent.harness)?;
+                if agent
+                    .env
+                    .iter()
+                    .any(|name| !is_env_name(name) || secret.contains(name))
+                {
+                    return Err(Refusal::BadConfig);
+                }
+                if agent
+                    .command
+                    .iter()
+                    .any(|w| w.is_empty() || w.contains('\0'))
+                {
+                    return Err(Refusal::BadConfig);
+                }
+                let mut words = agent.command.into_iter();
+                let program = PathBuf::from(words.next().ok_or(Refusal::BadConfig)?);
+                let program = if program.is_relative() && program.components().count() > 1 {
+                    dir.join(program)
+                } else {
+                    program
+                };
+                Ok(AgentSpec {
+                    role,
+                    harness,
+                    program,
+                    args: words.collect(),
+                    dir: dir.to_path_buf(),
+                    env: agent.env,
+                })
+            })
+            .collect::<Result<_, Refusal>>()?;
+        Ok(Self { business, agents })
+    }
+
+    /// The names of the environment variables that hold this business's
+    /// service tokens (`{"env": NAME}` references): never passed to an agent.
+    pub fn credential_env(&self) -> Vec<String> {
+        credential_env_names(&self.business)
+    }
+
+    /// Reads and parses the configuration file at `path`.
+    ///
+    /// # Errors
+    /// `bad-config` when it cannot be read, is larger than 1 MiB or is not
+    /// UTF-8; and the codes of [`UpConfig::parse`].
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let path = std::path::absolute(path).map_err(|_| Refusal::BadConfig)?;
+        let dir = path.parent().ok_or(Refusal::BadConfig)?;
+        let mut text = String::new();
+        File::open(&path)
+            .and_then(|f| f.take(MAX_CONFIG + 1).read_to_string(&mut text))
+            .map_err(logged(Refusal::BadConfig, "reading the configuration"))?;
+        if text.len() as u64 > MAX_CONFIG {
+            return Err(Refusal::BadConfig.into());
+        }
+        Self::parse(&text, dir)
+    }
+}
+
+/// The environment variables that hold `business`'s service tokens.
+fn credential_env_names(business: &Business) -> Vec<String> {
+    use mosaic_domain::business::CredentialSource;
+    business
+        .roles()
+        .flat_map(|(_, role)| {
+            let credentials = role.credentials();
+            [
+                credentials.gitea.as_ref().map(|c| &c.source),
+                credentials.vikunja.as_ref().map(|c| &c.source),
+            ]
+        })
+        .filter_map(|source| match source {
+            Some(CredentialSource::Env(name)) => Some(name.clone()),
+            Some(CredentialSource::File(_)) | None => None,
+        })
+        .collect()
+}
+
+/// A portable environment variable name: `[A-Za-z_][A-Za-z0-9_]*`.
+fn is_env_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BUSINESS: &str = r#"{"id":"acme","human":"alice","arbiters":{"technical":"lead","delivery":"lead"},
+        "roles":{"lead":{"authority":{"withinRole":[],"crossRole":[]}}}}"#;
+
+    fn config(agents: &str) -> String {
+        format!(r#"{{"business":{BUSINESS},"agents":{agents}}}"#)
+    }
+
+    #[test]
+    fn a_configuration_parses_and_resolves_relative_programs() {
+        let text = config(
+            r#"[{"role":"lead","harness":"pi","command":["agents/lead.sh","x"]},
+                {"role":"lead","harness":"claude-code","command":["sh","-c","true"]}]"#,
+        );
+        let parsed = UpConfig::parse(&text, Path::new("/etc/demo")).unwrap();
+        assert_eq!(parsed.business.id().as_str(), "acme");
+        assert_eq!(
+            parsed.agents[0].program,
+            PathBuf::from("/etc/demo/agents/lead.sh")
+        );
+        assert_eq!(parsed.agents[0].args, ["x"]);
+        assert_eq!(parsed.agents[0].dir, PathBuf::from("/etc/demo"));
+        assert_eq!(parsed.agents[1].program, PathBuf::from("sh"));
+        assert_eq!(parsed.agents[1].harness, Harness::ClaudeCode);
+    }
+
+    #[test]
+    fn bad_configurations_refuse_with_static_codes() {
+        let agent = r#"{"role":"lead","harness":"pi","command":["sh"]}"#;
+        let cases = [
+            (config("[]"), Refusal::BadConfig),
+            (
+                config(&format!("[{agent}]")).replace(r#""agents""#, r#""extra":1,"agents""#),
+                Refusal::BadConfig,
+            ),
+            (
+                config(&format!(
+                    "[{}]",
+                    agent.replace(r#""pi""#, r#""pi","cwd":"/""#)
+                )),
+                Refusal::BadConfig,
+            ),
+            (
+                config(&format!("[{}]", agent.replace("lead", "ghost"))),
+                Refusal::UnknownRole,
+            ),
+            (
+                config(&format!("[{}]", agent.replace("lead", "A B"))),
+                Refusal::BadConfig,
+            ),
+            (
+                config(&format!("[{}]", agent.replace("pi", "codex"))),
+                Refusal::BadConfig,
+            ),
+            (
+                config(&format!("[{}]", agent.replace(r#"["sh"]"#, "[]"))),
+                Refusal::BadConfig,
+            ),
+            (
+                config(&format!("[{}]", agent.replace(r#"["sh"]"#, r#"["sh",""]"#))),
+                Refusal::BadConfig,
+            ),
+            (
+                config(&format!("[{}]", agent.replace(r#"["sh"]"#, r#""sh""#))),
+                Refusal::BadConfig,
+            ),
+            (format!(r#"{{"agents":[{agent}]}}"#), Refusal::BadConfig),
+            (
+                config(&format!("[{agent}]"))
+                    .replace(r#""delivery":"lead""#, r#""delivery":"ghost""#),
+                Refusal::UnknownRole,
+            ),
+            ("[]".to_owned(), Refusal::BadConfig),
+        ];
+        for (text, code) in cases {
+            assert_eq!(
+                UpConfig::parse(&text, Path::new("/"))
+                    .map_err(Refusal::from)
+                    .err(),
+                Some(code),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_example_configuration_parses() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+        let parsed = UpConfig::load(&dir.join("business.json")).unwrap();
+        let roles: Vec<&str> = parsed.agents.iter().map(|a| a.role.as_str()).collect();
+        assert_eq!(roles, ["lead", "dev"]);
+        for agent in &parsed.agents {
+            let script = agent.dir.join(&agent.args[0]);
+            assert!(script.is_file(), "{}", script.display());
+        }
+    }
+}

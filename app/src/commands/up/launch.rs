@@ -1,0 +1,191 @@
+//! How `up` starts one agent process: its environment, its run id, the
+//! capability's memfd (inheritable for exactly one spawn, then sealed), and
+//! signals to its process group. See the module documentation of `up` for
+//! the order of a launch and why the capability reaches only its agent.
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::process::{Child, Command};
+
+use mosaic_adapters::cause::logged;
+use mosaic_adapters::system::OsEntropy;
+use mosaic_domain::{Capability, Refusal, RoleInstance, RunId};
+use mosaic_ports::Entropy;
+
+use crate::commands::team::AgentSpec;
+
+/// The name memfds carry (shown in `/proc/<pid>/fd`, never the secret).
+const MEMFD_NAME: &str = "mosaic-bus-cap";
+
+/// `PATH` for the agents: this executable's directory first, then ours.
+pub(super) fn child_path() -> Result<OsString, Refusal> {
+    let exe = std::env::current_exe().map_err(logged(
+        Refusal::StorageUnavailable,
+        "finding this executable",
+    ))?;
+    let mut dirs = vec![exe
+        .parent()
+        .ok_or(Refusal::StorageUnavailable)?
+        .to_path_buf()];
+    if let Some(path) = std::env::var_os("PATH") {
+        dirs.extend(std::env::split_paths(&path));
+    }
+    // Fails only when the directory holds a `:`, which PATH cannot express.
+    std::env::join_paths(dirs).map_err(|_| Refusal::UnsafePath)
+}
+
+/// The variables of `up`'s environment every agent gets, when set: who and
+/// where it is, and how text is shown. Nothing else of `up`'s environment
+/// reaches an agent unless its configuration names it in `env`; `PATH` is
+/// [`child_path`], and `LC_*` pass too.
+pub const BASE_ENV: [&str; 9] = [
+    "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TERM", "TZ", "TMPDIR",
+];
+
+/// The environment `spec`'s agent starts with (before `up`'s own
+/// `MOSAIC_*` and `PATH`): the variables of `from` that [`BASE_ENV`], `LC_*`
+/// or its `env` name, except any that holds a service token (`secret`).
+pub(super) fn agent_env(
+    spec: &AgentSpec,
+    from: impl Iterator<Item = (OsString, OsString)>,
+    secret: &[String],
+) -> Vec<(OsString, OsString)> {
+    from.filter(|(name, _)| {
+        let Some(name) = name.to_str() else {
+            return false;
+        };
+        let wanted = BASE_ENV.contains(&name)
+            || name.starts_with("LC_")
+            || spec.env.iter().any(|n| n == name);
+        wanted && !secret.iter().any(|s| s == name)
+    })
+    .collect()
+}
+
+/// Sends `signal` to the process group `child` leads (every agent is
+/// started as the leader of its own group). Only for a child not yet
+/// reaped: its pid, and so its group id, cannot name anyone else then.
+pub(super) fn signal_group(child: &Child, signal: rustix::process::Signal) {
+    let _ = rustix::process::kill_process_group(rustix::process::Pid::from_child(child), signal);
+}
+
+/// `<role>-<8 random hex digits>` (the role cut to fit the 64 characters).
+pub(super) fn run_id(role: &RoleInstance) -> Result<RunId, Refusal> {
+    let bytes = OsEntropy
+        .uuid_bytes()
+        .map_err(logged(Refusal::StorageUnavailable, "drawing a run id"))?;
+    let role = role.as_str();
+    let hex: String = bytes[..4].iter().map(|b| format!("{b:02x}")).collect();
+    // Role names are ASCII, so any byte index is a character boundary.
+    RunId::parse(&format!("{}-{hex}", &role[..role.len().min(55)]))
+}
+
+/// A new memfd for one capability: close-on-exec, sealable, empty.
+pub(super) fn cap_memfd() -> io::Result<File> {
+    use rustix::fs::{memfd_create, MemfdFlags};
+    let fd = memfd_create(MEMFD_NAME, MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING)?;
+    Ok(File::from(fd))
+}
+
+/// Sets or clears `FD_CLOEXEC` on `file`.
+fn set_cloexec(file: &File, cloexec: bool) -> io::Result<()> {
+    use rustix::io::{fcntl_setfd, FdFlags};
+    let flags = if cloexec {
+        FdFlags::CLOEXEC
+    } else {
+        FdFlags::empty()
+    };
+    Ok(fcntl_setfd(file, flags)?)
+}
+
+/// Spawns `command` with `fd` inheritable for this one spawn only.
+///
+/// Safe because every spawn of this process happens on this one thread:
+/// while the flag is clear no other `fork` can happen (see the module
+/// documentation).
+pub(super) fn spawn_inheriting(command: &mut Command, fd: &File) -> io::Result<Child> {
+    set_cloexec(fd, false)?;
+    let spawned = command.spawn();
+    let restored = set_cloexec(fd, true);
+    let mut child = spawned?;
+    if let Err(e) = restored {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(e);
+    }
+    Ok(child)
+}
+
+/// Writes `cap` and a newline into the memfd, seals it for good and checks
+/// what it holds: the agent has a copy of the descriptor and could have
+/// written into it before the seals; after them nobody can.
+pub(super) fn fill_and_seal(file: &File, cap: &Capability) -> io::Result<()> {
+    use rustix::fs::{fcntl_add_seals, SealFlags};
+    let text = format!("{}\n", cap.expose());
+    file.write_all_at(text.as_bytes(), 0)?;
+    file.set_len(text.len() as u64)?;
+    fcntl_add_seals(
+        file,
+        SealFlags::WRITE | SealFlags::SHRINK | SealFlags::GROW | SealFlags::SEAL,
+    )?;
+    let mut back = vec![0; text.len() + 1];
+    let mut read = 0;
+    while read < back.len() {
+        match file.read_at(&mut back[read..], read as u64)? {
+            0 => break,
+            n => read += n,
+        }
+    }
+    if &back[..read] == text.as_bytes() {
+        Ok(())
+    } else {
+        Err(io::Error::other("the capability descriptor was changed"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+
+    use super::*;
+
+    #[test]
+    fn run_ids_are_valid_and_fresh() {
+        let long = RoleInstance::parse(&"a".repeat(64)).unwrap();
+        for role in [RoleInstance::parse("lead").unwrap(), long] {
+            let (a, b) = (run_id(&role).unwrap(), run_id(&role).unwrap());
+            assert_ne!(a, b);
+            assert!(a.as_str().starts_with(&role.as_str()[..4]));
+        }
+    }
+
+    #[test]
+    fn a_sealed_capability_descriptor_cannot_change_and_reads_again() {
+        let file = cap_memfd().unwrap();
+        let cap = Capability::from_random([9; 32]);
+        fill_and_seal(&file, &cap).unwrap();
+        assert!(file.write_at(b"x", 0).is_err(), "sealed against writes");
+        assert!(file.set_len(0).is_err(), "sealed against shrinking");
+        assert!(file.set_len(100).is_err(), "sealed against growing");
+        // Reopened through /proc, as `mosaic-bus call` does: from the start.
+        let mut text = String::new();
+        File::open(format!("/proc/self/fd/{}", file.as_raw_fd()))
+            .unwrap()
+            .read_to_string(&mut text)
+            .unwrap();
+        assert_eq!(text, format!("{}\n", cap.expose()));
+        let flags = rustix::io::fcntl_getfd(&file).unwrap();
+        assert!(flags.contains(rustix::io::FdFlags::CLOEXEC));
+    }
+
+    #[test]
+    fn a_descriptor_written_by_someone_else_is_refused() {
+        let file = cap_memfd().unwrap();
+        file.write_all_at(&[b'x'; 200], 0).unwrap();
+        rustix::fs::fcntl_add_seals(&file, rustix::fs::SealFlags::WRITE).unwrap();
+        assert!(fill_and_seal(&file, &Capability::from_random([1; 32])).is_err());
+    }
+}

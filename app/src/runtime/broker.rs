@@ -1,0 +1,328 @@
+//! [`Broker`]: a running broker, and its synchronous API for the process
+//! that started it (binding launches, the trusted adapter calls, close).
+//! Built by [`super::boot`].
+
+use std::path::PathBuf;
+use std::sync::{mpsc, Arc, Mutex};
+use std::thread::JoinHandle;
+
+use mosaic_adapters::cause::logged;
+use mosaic_adapters::credentials::{CredentialStatus, CredentialStore, Service};
+use mosaic_adapters::fs::WriterLock;
+use mosaic_domain::authority::Grant;
+use mosaic_domain::bus::{Command, Reply};
+use mosaic_domain::evidence::{LaunchRecord, Subject};
+use mosaic_domain::{Action, Capability, DecisionId, EventId, Refusal, Target, TaskRef};
+use mosaic_ports::Entropy;
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use super::browsing::Serving;
+use super::feed::Feed;
+use super::launch::{agent_binding, IssuedLaunch, LaunchCheck, Registry};
+use super::world::{SharedEntropy, Time};
+use super::writer::{ask_blocking, Job};
+
+/// A running broker.
+///
+/// Its parts are set once, by the boot that built it.
+pub struct Broker {
+    pub(super) registry: Arc<Registry>,
+    pub(super) jobs: Option<mpsc::Sender<Job>>,
+    pub(super) writer: Option<JoinHandle<()>>,
+    pub(super) runtime: Option<tokio::runtime::Runtime>,
+    pub(super) stop: Option<oneshot::Sender<()>>,
+    pub(super) server: Option<tokio::task::JoinHandle<Result<(), Refusal>>>,
+    pub(super) browser: Option<Serving>,
+    pub(super) lock: Option<WriterLock>,
+    pub(super) socket: PathBuf,
+    pub(super) entropy: Mutex<SharedEntropy>,
+    pub(super) credentials: Arc<CredentialStore>,
+    pub(super) time: Time,
+    pub(super) launch_check: LaunchCheck,
+    /// Closed first on shutdown, so no wait for changes holds it up.
+    pub(super) feed: Arc<Feed>,
+}
+
+impl std::fmt::Debug for Broker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Broker")
+            .field("socket", &self.socket)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Broker {
+    /// The socket path.
+    pub fn socket(&self) -> &std::path::Path {
+        &self.socket
+    }
+
+    /// Binds a launch the host performed and issues its capability. A run
+    /// bound again (with the identical record) gets a new capability; its
+    /// old one stops working.
+    ///
+    /// # Errors
+    /// The process check's refusal (`launch-not-running`,
+    /// `launch-start-mismatch`, `launch-foreign-user`), then the binding's
+    /// (`launch-mismatch`, `launch-revoked`, `unknown-role`, `bad-config`,
+    /// `storage-unavailable`); the broker keeps running.
+    pub fn bind_launch(&self, record: LaunchRecord) -> Result<IssuedLaunch, Refusal> {
+        let fields = (
+            record.business.clone(),
+            record.role.clone(),
+            record.run.clone(),
+        );
+        let pid = record.pid;
+        let bound = self.bind(record);
+        let (business, role, run) = (fields.0.as_str(), fields.1.as_str(), fields.2.as_str());
+        match &bound {
+            Ok(_) => tracing::info!(business, role, run, pid, "launch bound"),
+            Err(refusal) => tracing::warn!(
+                code = refusal.code(),
+                business,
+                role,
+                run,
+                pid,
+                "bindLaunch refused"
+            ),
+        }
+        bound
+    }
+
+    /// [`Broker::bind_launch`] before it is logged.
+    fn bind(&self, record: LaunchRecord) -> Result<IssuedLaunch, Refusal> {
+        self.launch_check.check(&record)?;
+        ask_blocking(self.jobs.as_ref(), |reply| Job::Bind {
+            record: record.clone(),
+            reply,
+        })?;
+        let cap = self
+            .entropy
+            .lock()
+            .map_err(|_| Refusal::BrokerUnavailable)?
+            .capability()
+            .map_err(logged(Refusal::StorageUnavailable, "drawing a capability"))?;
+        let binding = agent_binding(&record);
+        let mut registry = self
+            .registry
+            .write()
+            .map_err(|_| Refusal::BrokerUnavailable)?;
+        registry.retain(|_, b| b != &binding);
+        registry.insert(cap.clone(), binding);
+        Ok(IssuedLaunch {
+            business: record.business,
+            run: record.run,
+            cap,
+        })
+    }
+
+    /// The trusted adapter API `authorize(cap, action, {decision, target})`
+    /// (never a socket verb): checks that the capability's run holds its
+    /// role and that `action` on `target` is within-role or approved by
+    /// `decision`, spends that approval, and records `action.allowed`, in
+    /// one transaction. It is not itself an external executor: a caller must
+    /// not treat an earlier grant as authority after an await or a holder
+    /// change.
+    ///
+    /// # Errors
+    /// `bad-capability`, `not-holder`, and the authorization refusals
+    /// (`not-authorized`, `decision-consumed`, `decision-mismatch`, …).
+    pub fn authorize(
+        &self,
+        cap: &Capability,
+        action: Action,
+        target: Option<Target>,
+        decision: Option<DecisionId>,
+    ) -> Result<Grant, Refusal> {
+        match self.trusted(
+            cap,
+            Command::Authorize {
+                action,
+                target,
+                decision,
+            },
+        )? {
+            Reply::Authorized(grant) => Ok(grant),
+            Reply::Claimed(_)
+            | Reply::Done
+            | Reply::Decision(_)
+            | Reply::Sent { .. }
+            | Reply::Received(_) => Err(Refusal::BadRequest),
+        }
+    }
+
+    /// The trusted adapter API `record_event(cap, {kind, body, subject})`:
+    /// stamps the capability's identity, in its own transaction. `body` must
+    /// be a JSON object; a `task_ref` in it must equal a task `subject`;
+    /// `task.created` needs `body.request` (a human input of this business)
+    /// and `body.requirement`. Human input, launch control, the bus's own
+    /// kinds and `browser.*` (the broker's own record of a browser
+    /// request's outcome) refuse.
+    ///
+    /// # Errors
+    /// `bad-capability`, `not-holder`, `bad-request` for a body or subject
+    /// breaking the rules, `not-authorized` for a reserved kind, and
+    /// `unknown-reference` / `cross-business` for a `request` that names no
+    /// human input of this business.
+    pub fn record_event(
+        &self,
+        cap: &Capability,
+        kind: &str,
+        body: &Value,
+        subject: Option<Subject>,
+    ) -> Result<(), Refusal> {
+        let kind = Action::parse(kind)?;
+        let object = body.as_object().ok_or(Refusal::BadRequest)?;
+        if let Some(task) = object.get("task_ref") {
+            let task = TaskRef::parse(task.as_str().ok_or(Refusal::BadRequest)?)?;
+            if subject != Some(Subject::Task(task)) {
+                return Err(Refusal::BadRequest);
+            }
+        }
+        let request = if kind.as_str() == "task.created" {
+            let requirement = object
+                .get("requirement")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            if requirement.is_empty() {
+                return Err(Refusal::BadRequest);
+            }
+            let request = object
+                .get("request")
+                .and_then(Value::as_str)
+                .ok_or(Refusal::BadRequest)?;
+            Some(EventId::parse(request)?)
+        } else {
+            None
+        };
+        let command = Command::RecordEvent {
+            kind,
+            body: body.to_string(),
+            subject,
+            request,
+        };
+        self.trusted(cap, command).map(|_| ())
+    }
+
+    /// The trusted adapter API `credentials.use(key, service, callback)`:
+    /// calls `callback` with the token of `service` for `key`
+    /// (`business/instance`, or `business/@sync` for the read-only tracker
+    /// identity). Only that in-process callback sees the token; it must not
+    /// spawn children with it, log it or persist it. Socket clients never
+    /// reach this.
+    ///
+    /// # Errors
+    /// - `unknown-reference`: no such credential;
+    /// - `credential-expired`: a Vikunja token from midnight UTC of its
+    ///   expiry date (the callback is not called);
+    /// - `service-failed`: the callback failed (none of its error is kept);
+    /// - `credential-leak`: the returned value (keys included) contains a
+    ///   loaded token; it is dropped.
+    pub fn use_credential<E>(
+        &self,
+        key: &str,
+        service: Service,
+        callback: impl FnOnce(&[u8]) -> Result<Value, E>,
+    ) -> Result<Value, Refusal> {
+        let value = self
+            .credentials
+            .use_token(key, service, self.time.now(), callback)?;
+        if self
+            .credentials
+            .contains_known_token(value.to_string().as_bytes())
+        {
+            return Err(Refusal::CredentialLeak);
+        }
+        Ok(value)
+    }
+
+    /// The trusted adapter API `credentials.status()`: metadata only
+    /// (valid, expiring, expired, rotation-due) for a notifier.
+    pub fn credential_status(&self) -> Vec<CredentialStatus> {
+        self.credentials.status(self.time.now())
+    }
+
+    fn trusted(&self, cap: &Capability, command: Command) -> Result<Reply, Refusal> {
+        let binding = self
+            .registry
+            .read()
+            .ok()
+            .and_then(|r| r.get(cap).cloned())
+            .ok_or(Refusal::BadCapability)?;
+        ask_blocking(self.jobs.as_ref(), |reply| Job::Command {
+            caller: binding.caller(),
+            command,
+            reply,
+        })
+    }
+
+    /// Stops serving, lets requests in flight finish, closes the store, and
+    /// removes the socket and the writer lock.
+    ///
+    /// # Errors
+    /// `storage-unavailable` when the socket or the lock cannot be removed.
+    pub fn close(mut self) -> Result<(), Refusal> {
+        self.shut_down()
+    }
+
+    fn shut_down(&mut self) -> Result<(), Refusal> {
+        // `close` and then `Drop` both come here; only the first closes.
+        if self.jobs.is_none() {
+            return Ok(());
+        }
+        let closed = self.close_all();
+        match &closed {
+            Ok(()) => tracing::info!(socket = &*self.socket.to_string_lossy(), "broker closed"),
+            Err(refusal) => tracing::error!(
+                code = refusal.code(),
+                socket = &*self.socket.to_string_lossy(),
+                "the broker's close failed"
+            ),
+        }
+        closed
+    }
+
+    fn close_all(&mut self) -> Result<(), Refusal> {
+        self.feed.close();
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let (Some(runtime), Some(browser)) = (self.runtime.as_ref(), self.browser.take()) {
+            let _ = browser.stop.send(());
+            // Open event streams would hold a graceful shutdown forever.
+            browser.server.abort();
+            let _ = runtime.block_on(browser.server);
+        }
+        if let (Some(runtime), Some(server)) = (self.runtime.as_ref(), self.server.take()) {
+            let _ = runtime.block_on(server);
+        }
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+        self.registry.write().map(|mut r| r.clear()).ok();
+        drop(self.jobs.take());
+        if let Some(writer) = self.writer.take() {
+            let _ = writer.join();
+        }
+        let Some(lock) = self.lock.take() else {
+            return Ok(());
+        };
+        // A socket someone already deleted is as good as removed.
+        let socket = match std::fs::remove_file(&self.socket) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            removed => removed,
+        };
+        let released = lock.release();
+        socket.map_err(logged(Refusal::StorageUnavailable, "removing the socket"))?;
+        released
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        // A broker dropped without `close` (an error path, a panic unwinding)
+        // still closes cleanly; only a crash leaves the lock behind.
+        let _ = self.shut_down();
+    }
+}

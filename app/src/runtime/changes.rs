@@ -1,0 +1,83 @@
+//! `changes`, the one way in: the socket's connections and the fuzz
+//! harness both ask [`page`], which checks the caller, then answers at once
+//! without `since`, or waits on the [`Feed`](super::feed::Feed) beside the
+//! writer (reading the store below its memory on a reader connection).
+//! Reading changes records nothing; a refusal is recorded by whoever asked,
+//! on the writer.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mosaic_domain::bus::Caller;
+use mosaic_domain::changes::Watcher;
+use mosaic_domain::Refusal;
+use mosaic_ports::StoreReaders;
+
+use super::feed::{self, history, Page, Waited};
+use super::reads::Reads;
+use super::world::Time;
+
+/// A `changes` call: who asks, after which cursor, and how long it waits.
+pub(crate) struct Asked {
+    pub(crate) caller: Caller,
+    pub(crate) since: Option<u64>,
+    pub(crate) wait: Duration,
+}
+
+/// Answers `changes`: at once without `since`, else when a change
+/// concerning the caller lies after it, or at the wait's end. A caller
+/// that disconnects (`gone`) ends its wait; its answer is the empty page
+/// at `since`, which nobody may read.
+///
+/// # Errors
+/// The caller's refusal (`not-holder`, `not-authorized`), for the asker to
+/// record; `storage-unavailable` when the store below the feed's memory
+/// cannot be read; `broker-unavailable` once the read side is closed.
+pub(crate) async fn page<S: StoreReaders + Send + 'static>(
+    reads: &Arc<Reads<S>>,
+    time: &Time,
+    asked: Asked,
+    gone: impl std::future::Future<Output = ()>,
+) -> Result<Page, Refusal> {
+    let Asked {
+        caller,
+        since,
+        wait,
+    } = asked;
+    let watcher = reads
+        .view()
+        .ok_or(Refusal::BrokerUnavailable)?
+        .watcher(&caller)?;
+    let Some(since) = since else {
+        return Ok(Page {
+            cursor: reads.feed().head(),
+            changes: Vec::new(),
+        });
+    };
+    let below = |after, upto| below(reads, &watcher, after, upto);
+    match feed::wait(reads.feed(), time, &watcher, since, wait, gone, below).await? {
+        Waited::Page(page) => Ok(page),
+        Waited::Gone => Ok(Page {
+            cursor: since,
+            changes: Vec::new(),
+        }),
+    }
+}
+
+/// One page of [`history`] on a reader connection, as a task while it
+/// waits for one.
+async fn below<S: StoreReaders + Send + 'static>(
+    reads: &Arc<Reads<S>>,
+    watcher: &Watcher,
+    after: u64,
+    upto: u64,
+) -> Result<Page, Refusal> {
+    let permit = reads.permit().await?;
+    let (reads, watcher) = (Arc::clone(reads), watcher.clone());
+    tokio::task::spawn_blocking(move || {
+        let _permit = permit;
+        reads.with_store(|_, store| history(store, &watcher, after, upto))
+    })
+    .await
+    .unwrap_or(Err(Refusal::BrokerUnavailable))
+}

@@ -1,0 +1,268 @@
+//! One socket connection's requests: each line is admitted, then read
+//! beside the writer, waited on the change feed, or handed to the writer
+//! (a `browser.request` also to a pane), and answered with one line.
+//! A token is refused on the way in, before anything is written or
+//! emitted, and on the way out, should one ever be stored.
+
+use std::sync::{mpsc, Arc};
+
+use mosaic_adapters::credentials::CredentialStore;
+use mosaic_adapters::socket::{Disconnect, Handler, Peer};
+use mosaic_adapters::wire::browser as browser_wire;
+use mosaic_adapters::wire::{self, Call};
+use mosaic_domain::bus::Caller;
+use mosaic_domain::{CallerKind, Capability, Refusal, Verb};
+use mosaic_ports::StoreReaders;
+use tokio::sync::{oneshot, watch};
+
+use super::browser::BrowserHub;
+use super::browsing::browse;
+use super::changes::{self, Asked};
+use super::launch::{Binding, Registry};
+use super::pipeline::{self, admit, read_now, Admitted, Prover, Who};
+use super::reads::Reads;
+use super::world::Time;
+use super::writer::{ask, Early, Job, ReplyTo};
+
+/// What every connection's handler shares.
+pub(super) struct Shared<S> {
+    pub(super) registry: Arc<Registry>,
+    pub(super) jobs: mpsc::Sender<Job>,
+    pub(super) reads: Arc<Reads<S>>,
+    pub(super) hub: Option<Arc<BrowserHub>>,
+    pub(super) credentials: Arc<CredentialStore>,
+    pub(super) prover: Arc<Prover>,
+    pub(super) time: Time,
+}
+
+/// The socket server's handler: one answer line per request line.
+pub(super) struct Connections<S>(pub(super) Arc<Shared<S>>);
+
+impl<S: StoreReaders + Send + 'static> Handler for Connections<S> {
+    fn handle(
+        &self,
+        peer: Peer,
+        line: Vec<u8>,
+        gone: Disconnect,
+    ) -> impl std::future::Future<Output = Vec<u8>> + Send {
+        let shared = Arc::clone(&self.0);
+        async move {
+            let started = std::time::Instant::now();
+            let mut seen = Seen::default();
+            let mut response = answer(&shared, peer, &line, gone, &mut seen).await;
+            if shared.credentials.contains_known_token(response.as_bytes()) {
+                response = wire::err(Refusal::CredentialLeak);
+            }
+            if tracing::enabled!(tracing::Level::DEBUG) {
+                seen.log(&response, started.elapsed());
+            }
+            response.into_bytes()
+        }
+    }
+}
+
+/// What the request's log line says of it, learned as it is admitted.
+#[derive(Debug, Default)]
+struct Seen {
+    verb: Option<&'static str>,
+    caller: Option<&'static str>,
+}
+
+impl Seen {
+    /// Learns the verb and the caller's kind of an admitted request.
+    fn admitted(&mut self, admitted: &Admitted) {
+        self.verb = Some(admitted.verb);
+        self.caller = Some(match &admitted.who {
+            Who::Known(caller) => match caller.kind() {
+                CallerKind::Agent => "agent",
+                CallerKind::Reader => "reader",
+                CallerKind::Human => "human",
+            },
+            Who::Human { .. } => "human",
+        });
+    }
+
+    /// One debug line per request: verb, caller kind, the answer's code
+    /// (`ok` or the refusal's) and how long it took. Never the line itself,
+    /// which holds the capability, nor its arguments or result.
+    fn log(&self, response: &str, took: std::time::Duration) {
+        #[derive(serde::Deserialize)]
+        struct Outcome<'a> {
+            ok: bool,
+            #[serde(borrow)]
+            error: Option<&'a str>,
+        }
+        let outcome = serde_json::from_str::<Outcome<'_>>(response).ok();
+        let code = match &outcome {
+            Some(Outcome { ok: true, .. }) => "ok",
+            Some(Outcome {
+                ok: false,
+                error: Some(code),
+            }) => code,
+            Some(Outcome {
+                ok: false,
+                error: None,
+            })
+            | None => "?",
+        };
+        tracing::debug!(
+            verb = self.verb,
+            caller = self.caller,
+            code,
+            micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX),
+            "request"
+        );
+    }
+}
+
+/// Answers one request line: [`admit`] it, then run a read beside the
+/// writer, wait for changes, or hand it to the writer (a `browser.request`
+/// also to a pane).
+async fn answer<S: StoreReaders + Send + 'static>(
+    shared: &Shared<S>,
+    peer: Peer,
+    line: &[u8],
+    gone: Disconnect,
+    seen: &mut Seen,
+) -> String {
+    let Shared {
+        registry,
+        jobs,
+        reads,
+        hub,
+        credentials,
+        prover,
+        time,
+    } = shared;
+    let secrets = |bytes: &[u8]| credentials.contains_known_token(bytes);
+    let secrets = (!credentials.is_empty()).then_some(&secrets as &pipeline::Secrets<'_>);
+    let lookup = |cap: &Capability| {
+        let registry = registry.read().ok()?;
+        registry.get(cap).map(Binding::caller)
+    };
+    let admitted = match admit(line, peer, secrets, lookup) {
+        Ok(admitted) => admitted,
+        Err(refusal) => return wire::err(refusal),
+    };
+    seen.admitted(&admitted);
+    if let (Ok(Call::Changes { since, timeout_ms }), Who::Known(caller)) =
+        (&admitted.call, &admitted.who)
+    {
+        let asked = Asked {
+            caller: caller.clone(),
+            since: *since,
+            wait: mosaic_domain::changes::wait(*timeout_ms),
+        };
+        let page = changes::page(reads, time, asked, gone.disconnected()).await;
+        return match page {
+            Ok(page) => wire::ok(wire::changes_json(page.cursor, &page.changes)),
+            Err(refusal) => {
+                record_refusal(jobs, caller.clone(), Verb::Changes.as_str(), refusal).await
+            }
+        };
+    }
+    if let Some((caller, call)) = admitted.read_beside_writer() {
+        let (caller, call) = (caller.clone(), call.clone());
+        return read_beside_writer(reads, jobs, caller, admitted.verb, call).await;
+    }
+    let browser = match (&admitted.call, &admitted.who) {
+        (Ok(Call::BrowserRequest(call)), Who::Known(caller @ Caller::Agent { .. })) => {
+            Some((call.clone(), caller.clone()))
+        }
+        (Ok(_) | Err(_), Who::Known(_) | Who::Human { .. }) => None,
+    };
+    let Admitted { who, verb, call } = admitted;
+    let who = prover.prove(reads, who).await;
+    let Some((browser, caller)) = browser else {
+        let answer = ask(jobs, |reply| Job::Request {
+            who,
+            verb,
+            call,
+            reply,
+            early: None,
+        })
+        .await;
+        return wire::response(answer);
+    };
+    let (staged, on_staged) = oneshot::channel();
+    let (durable, authority) = watch::channel(None);
+    let (reply, answered) = oneshot::channel();
+    let job = Job::Request {
+        who,
+        verb,
+        call,
+        reply: ReplyTo::Task(reply),
+        early: Some(Early { staged, durable }),
+    };
+    if jobs.send(job).is_err() {
+        return browser_wire::error_response(Refusal::BrokerUnavailable, None);
+    }
+    let answered = async {
+        answered
+            .await
+            .unwrap_or(Err(Refusal::BrokerUnavailable))
+            .map(drop)
+    };
+    let hub = hub.as_deref();
+    if on_staged.await.is_ok() {
+        return browse(jobs, hub, &gone, &browser, caller, authority, answered).await;
+    }
+    // Refused while staging, or the writer is gone: nothing was delivered.
+    match answered.await {
+        Err(refusal) => browser_wire::error_response(refusal, None),
+        Ok(()) => {
+            browse(jobs, hub, &gone, &browser, caller, authority, async {
+                Ok(())
+            })
+            .await
+        }
+    }
+}
+
+/// Answers an agent's or reader's read on a reader connection, on a
+/// blocking thread once a connection is free, never behind the writer;
+/// only a refusal goes to the writer, to be recorded.
+async fn read_beside_writer<S: StoreReaders + Send + 'static>(
+    reads: &Arc<Reads<S>>,
+    jobs: &mpsc::Sender<Job>,
+    caller: Caller,
+    verb: &'static str,
+    call: Call,
+) -> String {
+    // Waiting here holds no thread: only `READERS` reads take one at a time.
+    let permit = match reads.permit().await {
+        Ok(permit) => permit,
+        Err(refusal) => return wire::err(refusal),
+    };
+    let answer = {
+        let (reads, caller) = (Arc::clone(reads), caller.clone());
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            reads.with_store(|view, store| read_now(view, store, &caller, call))
+        })
+        .await
+        .unwrap_or(Err(Refusal::BrokerUnavailable))
+    };
+    match answer {
+        Ok(text) => wire::ok_text(&text),
+        Err(refusal) => record_refusal(jobs, caller, verb, refusal).await,
+    }
+}
+
+/// Records the refusal of a read beside the writer, on the writer, and
+/// answers with it (or with `storage-unavailable` when it was not stored).
+async fn record_refusal(
+    jobs: &mpsc::Sender<Job>,
+    caller: Caller,
+    verb: &'static str,
+    refusal: Refusal,
+) -> String {
+    let recorded = ask(jobs, |reply| Job::Refuse {
+        caller,
+        verb,
+        refusal,
+        reply,
+    })
+    .await;
+    wire::response(recorded)
+}
