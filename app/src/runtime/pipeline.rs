@@ -1,5 +1,7 @@
-//! One request's path, the same for every caller of the runtime: the
-//! socket server, the trusted in-process API and the fuzz harness.
+//! One wire request's path, the same for the socket's connections and the
+//! fuzz harness. (The trusted in-process API, `Broker::authorize` and
+//! `record_event`, is not a wire request: its typed commands go straight
+//! to the writer as `Job::Command`.)
 //!
 //! 1. [`admit`]: the envelope (cap, verb, the shape of args), the service
 //!    token guard on the line as sent and as decoded, the caller (a
@@ -7,7 +9,8 @@
 //!    arguments. A refusal before a caller is known is answered and never
 //!    recorded; one after it is recorded as that caller's.
 //! 2. An agent's or reader's read runs beside the writer ([`read_now`]) on
-//!    a reader handle; only its refusal is recorded.
+//!    a reader handle, and `changes` waits beside it
+//!    ([`super::changes::page`]); only their refusals are recorded.
 //! 3. A human request is proven beside the writer ([`Prover::prove`]),
 //!    bounded in time, so a stalled `/proc` read holds up only itself.
 //! 4. Everything else is staged on the writer ([`stage_request`]): the
@@ -169,8 +172,8 @@ pub(crate) struct Admitted {
 }
 
 /// Step 1 of every request. `secrets` says whether bytes hold a loaded
-/// service token (`None` when none is loaded: nothing to look for)
-/// service token; `lookup` is the capability registry.
+/// service token (`None` when none is loaded: nothing to look for);
+/// `lookup` is the capability registry.
 ///
 /// # Errors
 /// The envelope's refusal, `credential-leak` for a line that is not even an
@@ -242,7 +245,7 @@ pub(crate) fn read_now<S: EvidenceStore>(
     }
 }
 
-/// Step 3, on the writer: names the caller (a human whose proof passed,
+/// Step 4, on the writer: names the caller (a human whose proof passed,
 /// with a fresh `human.input` id), then stages the call in the open batch,
 /// or its refusal. Returns the provisional answer.
 pub(crate) fn stage_request<S: StoreReaders>(
