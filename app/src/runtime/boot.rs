@@ -201,9 +201,9 @@ pub fn open_store(root: &DataRoot) -> Result<SqliteStore, Refusal> {
 /// use mosaic_adapters::config::business_from_json;
 /// use mosaic_adapters::config::BootConfig;
 /// use mosaic_adapters::socket::Client;
-/// use mosaic_app::broker::start_runtime;
-/// use mosaic_app::human_proof::BrokerExe;
-/// use mosaic_app::world::{BrokerIdentity, Ports};
+/// use mosaic_app::runtime::start_runtime;
+/// use mosaic_app::runtime::human_proof::BrokerExe;
+/// use mosaic_app::runtime::{BrokerIdentity, Ports};
 /// use mosaic_domain::evidence::{Harness, LaunchRecord};
 /// use mosaic_domain::{BusinessId, RoleInstance, RunId, Timestamp, Verb};
 /// use mosaic_ports::fakes::{
