@@ -99,7 +99,9 @@ fn paths(code: &str) -> Vec<Vec<String>> {
                 i += 1;
             }
             let word: String = bytes[start..i].iter().collect();
-            if word.contains("::") && (start == 0 || !matches!(bytes[start - 1], ':' | '.')) {
+            // A word that ends in `::` opens a `use` tree, read above.
+            let path = word.contains("::") && !word.ends_with("::");
+            if path && (start == 0 || !matches!(bytes[start - 1], ':' | '.')) {
                 found.push(
                     word.split("::")
                         .filter(|s| !s.is_empty())
@@ -120,6 +122,7 @@ fn expand(tree: &str, out: &mut Vec<Vec<String>>) {
         let path = tree.split(" as ").next().unwrap_or(tree);
         out.push(
             path.split("::")
+                .map(str::trim)
                 .filter(|s| !s.is_empty())
                 .map(str::to_owned)
                 .collect(),

@@ -7,7 +7,8 @@
 //!
 //! One request's life:
 //! 1. the agent's `browser.request` is authorized on the writer like any
-//!    action (`action.allowed` is staged) — see `broker.rs`;
+//!    action (`action.allowed` is staged), see [`super::writer`] and
+//!    [`super::browsing`];
 //! 2. once it is staged, and while its commit syncs, [`BrowserHub::start`]
 //!    hands it to the machine with the clients connected right now: nobody
 //!    able to serve is an immediate `no-browser-client` (answered once the
