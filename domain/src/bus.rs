@@ -23,7 +23,7 @@ use crate::evidence::{
 };
 use crate::journal::Mark;
 use crate::messages::{self, MessageFacts};
-use crate::verb::{CallerKind, Verb, AUTHORIZE, RECORD_EVENT};
+use crate::verb::{CallerKind, Verb, AUTHORIZE, RECORD_EVENT, TRUSTED_CALLERS};
 use crate::{
     Action, ActionClass, BrokerClock, Business, BusinessId, DecisionId, EventId, MessageId,
     Refusal, Target, Timestamp,
@@ -238,25 +238,57 @@ impl Command {
     /// The name of the verb this command serves, for refusal records: the
     /// verb table's wire name, or the trusted call's own name.
     pub fn verb(&self) -> &'static str {
-        match self {
-            Command::Claim => Verb::RoleClaim.as_str(),
-            Command::Release => Verb::RoleRelease.as_str(),
-            Command::Revoke { .. } => Verb::RoleRevoke.as_str(),
-            Command::Raise { .. } => Verb::DecisionRaise.as_str(),
-            Command::Resolve { .. } => Verb::DecisionResolve.as_str(),
-            Command::Seen { .. } => Verb::DecisionSeen.as_str(),
-            Command::Withdraw { .. } => Verb::DecisionWithdraw.as_str(),
-            Command::Send { .. } => Verb::MessageSend.as_str(),
-            Command::Receive { .. } => Verb::MessageReceive.as_str(),
-            Command::Read { .. } => Verb::MessageRead.as_str(),
-            Command::EmitRoutine { .. } => Verb::EventEmit.as_str(),
-            Command::LaunchRevoke => Verb::LaunchRevoke.as_str(),
-            Command::LaunchRestore => Verb::LaunchRestore.as_str(),
-            Command::Authorize { .. } => AUTHORIZE,
-            Command::RecordEvent { .. } => RECORD_EVENT,
-            Command::RecordBrowserOutcome { .. } => Verb::BrowserRequest.as_str(),
+        match self.row() {
+            Row::Verb(verb) => verb.as_str(),
+            Row::Trusted(name) => name,
         }
     }
+
+    /// Who may send this command: its verb's callers in the verb table, or
+    /// those of the trusted calls.
+    pub fn callers(&self) -> &'static [CallerKind] {
+        match self.row() {
+            Row::Verb(verb) => verb.callers(),
+            Row::Trusted(_) => TRUSTED_CALLERS,
+        }
+    }
+
+    /// Refuses a caller kind that may not send this command.
+    ///
+    /// # Errors
+    /// `human-only` or `not-authorized`, as [`crate::verb::admit`].
+    pub fn admit(&self, caller: CallerKind) -> Result<(), Refusal> {
+        crate::verb::admit(self.callers(), caller)
+    }
+
+    /// The row of the verb table this command serves, or the trusted call
+    /// it is: the one place a command is tied to its verb.
+    fn row(&self) -> Row {
+        match self {
+            Command::Claim => Row::Verb(Verb::RoleClaim),
+            Command::Release => Row::Verb(Verb::RoleRelease),
+            Command::Revoke { .. } => Row::Verb(Verb::RoleRevoke),
+            Command::Raise { .. } => Row::Verb(Verb::DecisionRaise),
+            Command::Resolve { .. } => Row::Verb(Verb::DecisionResolve),
+            Command::Seen { .. } => Row::Verb(Verb::DecisionSeen),
+            Command::Withdraw { .. } => Row::Verb(Verb::DecisionWithdraw),
+            Command::Send { .. } => Row::Verb(Verb::MessageSend),
+            Command::Receive { .. } => Row::Verb(Verb::MessageReceive),
+            Command::Read { .. } => Row::Verb(Verb::MessageRead),
+            Command::EmitRoutine { .. } => Row::Verb(Verb::EventEmit),
+            Command::LaunchRevoke => Row::Verb(Verb::LaunchRevoke),
+            Command::LaunchRestore => Row::Verb(Verb::LaunchRestore),
+            Command::Authorize { .. } => Row::Trusted(AUTHORIZE),
+            Command::RecordEvent { .. } => Row::Trusted(RECORD_EVENT),
+            Command::RecordBrowserOutcome { .. } => Row::Verb(Verb::BrowserRequest),
+        }
+    }
+}
+
+/// What a command serves: a row of the verb table or a trusted call.
+enum Row {
+    Verb(Verb),
+    Trusted(&'static str),
 }
 
 /// What an accepted verb answers (sent only after the commit).
@@ -500,7 +532,8 @@ impl Bus {
 }
 
 impl Bus {
-    /// Checks who may use the verb, then drives the machines.
+    /// Checks who may use the verb (the verb table decides, through
+    /// [`Command::admit`]), then drives the machines.
     fn dispatch(&mut self, caller: &Caller, command: Command) -> Result<Reply, Refusal> {
         let business = self
             .businesses
@@ -510,34 +543,24 @@ impl Bus {
         match caller {
             Caller::Agent { agent, .. } => {
                 business.role(&agent.role).ok_or(Refusal::UnknownRole)?;
-                let holds = self.claims.holds(business.id(), agent);
-                if matches!(command, Command::LaunchRevoke | Command::LaunchRestore) {
-                    return Err(Refusal::HumanOnly);
-                }
+                command.admit(CallerKind::Agent)?;
                 // Everything but claiming needs the role held right now.
-                if !holds && !matches!(command, Command::Claim) {
+                if !self.claims.holds(business.id(), agent) && !matches!(command, Command::Claim) {
                     return Err(Refusal::NotHolder);
                 }
                 self.agent_verb(&business, agent, command)
             }
-            Caller::Human { input, .. } => self.human_verb(&business, *input, command),
-            Caller::Reader { .. } => match command {
-                Command::LaunchRevoke | Command::LaunchRestore => Err(Refusal::HumanOnly),
-                Command::Claim
-                | Command::Release
-                | Command::Revoke { .. }
-                | Command::Raise { .. }
-                | Command::Resolve { .. }
-                | Command::Seen { .. }
-                | Command::Withdraw { .. }
-                | Command::Send { .. }
-                | Command::Receive { .. }
-                | Command::Read { .. }
-                | Command::EmitRoutine { .. }
-                | Command::Authorize { .. }
-                | Command::RecordEvent { .. }
-                | Command::RecordBrowserOutcome { .. } => Err(Refusal::NotAuthorized),
-            },
+            Caller::Human { input, .. } => {
+                command.admit(CallerKind::Human)?;
+                self.human_verb(&business, *input, command)
+            }
+            Caller::Reader { .. } => {
+                command.admit(CallerKind::Reader)?;
+                // Readers only read, and reads never reach the bus: were the
+                // table to give them a write, the bus would have nothing to
+                // drive (the caller test in `tests/rules` fails first).
+                Err(Refusal::NotAuthorized)
+            }
         }
     }
 
@@ -679,6 +702,8 @@ impl Bus {
                 }));
                 Reply::Done
             }
+            // The verb table gives the launch switch to the human only, so
+            // `dispatch` refused it already.
             Command::LaunchRevoke | Command::LaunchRestore => return Err(Refusal::HumanOnly),
         };
         self.drain();
@@ -727,6 +752,8 @@ impl Bus {
                     .handle_switch(b, matches!(command, Command::LaunchRestore));
                 (None, Reply::Done)
             }
+            // The verb table serves these to agents only, so `dispatch`
+            // refused them already.
             Command::Claim
             | Command::Release
             | Command::Revoke { .. }
