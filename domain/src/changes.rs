@@ -152,7 +152,7 @@ impl Change {
     pub fn of(record: &Evidence, routing: Option<Routing>) -> Option<Change> {
         let business = record.business()?.clone();
         let mut change = Change {
-            kind: record.kind(),
+            kind: record.kind().as_str(),
             business,
             message: None,
             decision: None,

@@ -524,35 +524,122 @@ pub enum Evidence {
     Refused(RefusalRecord),
 }
 
-/// The kind of the record `decision.seen` writes: named after its verb.
-pub const DECISION_SEEN: &str = Verb::DecisionSeen.as_str();
-/// The kind of the record `message.read` writes: named after its verb.
-pub const MESSAGE_READ: &str = Verb::MessageRead.as_str();
+/// Declares [`EvidenceKind`] from one row per kind of record: its name in
+/// the ledger, whether a restart replays it, and whether it can make a
+/// change of the feed. The store's kind lists and its decoding come from
+/// these rows, so a new kind cannot be stored yet left out of them.
+macro_rules! evidence_kinds {
+    ($($name:ident => $wire:expr, $replay:ident, $feed:ident, $meaning:literal;)*) => {
+        /// The kind of a record: the name the ledger, the trail and the
+        /// human-facing output use, one per shape of [`Evidence`].
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum EvidenceKind {
+            $(#[doc = $meaning] $name,)*
+        }
+
+        impl EvidenceKind {
+            /// Every kind, in the table's order.
+            pub const ALL: &'static [EvidenceKind] = &[$(EvidenceKind::$name,)*];
+
+            /// The ledger name, for example `"message.sent"`.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $(EvidenceKind::$name => $wire,)*
+                }
+            }
+
+            /// Whether a machine's state depends on records of this kind, so
+            /// a restart must replay them. Messages, observations and
+            /// refusals are read from the store on demand instead, which
+            /// keeps memory flat as the record grows.
+            pub const fn is_machine_state(self) -> bool {
+                match self {
+                    $(EvidenceKind::$name => evidence_kinds!(@replay $replay),)*
+                }
+            }
+
+            /// Whether a record of this kind can make a change of the feed
+            /// ([`crate::changes::Change::of`]); the feed reads no other kind.
+            pub const fn can_be_change(self) -> bool {
+                match self {
+                    $(EvidenceKind::$name => evidence_kinds!(@feed $feed),)*
+                }
+            }
+        }
+    };
+    (@replay replayed) => { true };
+    (@replay on_demand) => { false };
+    (@feed feed) => { true };
+    (@feed quiet) => { false };
+}
+
+evidence_kinds! {
+    SessionLaunched => "session.launched", replayed, feed, "A launch was bound.";
+    LaunchRevoked => "launch.revoked", replayed, feed, "The human switched launching off.";
+    LaunchRestored => "launch.restored", replayed, feed, "The human switched launching back on.";
+    RoleClaimed => "role.claimed", replayed, feed, "A run took a vacant role.";
+    RoleReleased => "role.released", replayed, feed, "The holder gave its role up.";
+    RoleRevoked => "role.revoked", replayed, feed, "The holder was revoked.";
+    DecisionRaised => "decision.raised", replayed, feed, "A decision was raised.";
+    DecisionResolved => "decision.resolved", replayed, feed, "A decision was resolved.";
+    DecisionSeen => Verb::DecisionSeen.as_str(), replayed, feed,
+        "A decision was acknowledged; named after its verb.";
+    DecisionWithdrawn => "decision.withdrawn", replayed, feed, "A decision was withdrawn.";
+    DecisionSuperseded => "decision.superseded", replayed, feed, "A decision was replaced.";
+    ApprovalConsumed => "approval.consumed", replayed, quiet, "An approval was spent.";
+    ActionAllowed => "action.allowed", on_demand, quiet, "An agent was allowed an action.";
+    MessageSent => "message.sent", on_demand, feed, "A message was sent.";
+    MessageDelivered => "message.delivered", on_demand, quiet, "A message was handed to a run.";
+    MessageRead => Verb::MessageRead.as_str(), on_demand, quiet,
+        "A message was acknowledged; named after its verb.";
+    HumanInput => "human.input", on_demand, quiet, "The proven human did something.";
+    EventObserved => "event.observed", on_demand, feed, "An observation or an adapter's event.";
+    RequestRefused => "request.refused", on_demand, quiet, "A request was refused.";
+}
+
+impl EvidenceKind {
+    /// The kind with this ledger name, if there is one.
+    pub fn parse(text: &str) -> Option<EvidenceKind> {
+        EvidenceKind::ALL
+            .iter()
+            .copied()
+            .find(|k| k.as_str() == text)
+    }
+}
+
+impl fmt::Display for EvidenceKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 impl Evidence {
-    /// The fact's kind, for example `message.sent`: the name the ledger,
-    /// the trail and the human-facing output use.
-    pub fn kind(&self) -> &'static str {
+    /// The fact's kind, for example `message.sent`.
+    pub fn kind(&self) -> EvidenceKind {
         match self {
-            Evidence::Launch(LaunchEvidence::Launched(_)) => "session.launched",
-            Evidence::Launch(LaunchEvidence::Revoked { .. }) => "launch.revoked",
-            Evidence::Launch(LaunchEvidence::Restored { .. }) => "launch.restored",
-            Evidence::Claim(ClaimEvidence::Claimed { .. }) => "role.claimed",
-            Evidence::Claim(ClaimEvidence::Released { .. }) => "role.released",
-            Evidence::Claim(ClaimEvidence::Revoked { .. }) => "role.revoked",
-            Evidence::Decision(DecisionEvidence::Raised(_)) => "decision.raised",
-            Evidence::Decision(DecisionEvidence::Resolved { .. }) => "decision.resolved",
-            Evidence::Decision(DecisionEvidence::Seen { .. }) => DECISION_SEEN,
-            Evidence::Decision(DecisionEvidence::Withdrawn { .. }) => "decision.withdrawn",
-            Evidence::Decision(DecisionEvidence::Superseded { .. }) => "decision.superseded",
-            Evidence::Consumed(_) => "approval.consumed",
-            Evidence::Allowed(_) => "action.allowed",
-            Evidence::Message(MessageEvidence::Sent(_)) => "message.sent",
-            Evidence::Message(MessageEvidence::Delivered { .. }) => "message.delivered",
-            Evidence::Message(MessageEvidence::Read { .. }) => MESSAGE_READ,
-            Evidence::Human(_) => "human.input",
-            Evidence::Observed(_) => "event.observed",
-            Evidence::Refused(_) => "request.refused",
+            Evidence::Launch(LaunchEvidence::Launched(_)) => EvidenceKind::SessionLaunched,
+            Evidence::Launch(LaunchEvidence::Revoked { .. }) => EvidenceKind::LaunchRevoked,
+            Evidence::Launch(LaunchEvidence::Restored { .. }) => EvidenceKind::LaunchRestored,
+            Evidence::Claim(ClaimEvidence::Claimed { .. }) => EvidenceKind::RoleClaimed,
+            Evidence::Claim(ClaimEvidence::Released { .. }) => EvidenceKind::RoleReleased,
+            Evidence::Claim(ClaimEvidence::Revoked { .. }) => EvidenceKind::RoleRevoked,
+            Evidence::Decision(DecisionEvidence::Raised(_)) => EvidenceKind::DecisionRaised,
+            Evidence::Decision(DecisionEvidence::Resolved { .. }) => EvidenceKind::DecisionResolved,
+            Evidence::Decision(DecisionEvidence::Seen { .. }) => EvidenceKind::DecisionSeen,
+            Evidence::Decision(DecisionEvidence::Withdrawn { .. }) => {
+                EvidenceKind::DecisionWithdrawn
+            }
+            Evidence::Decision(DecisionEvidence::Superseded { .. }) => {
+                EvidenceKind::DecisionSuperseded
+            }
+            Evidence::Consumed(_) => EvidenceKind::ApprovalConsumed,
+            Evidence::Allowed(_) => EvidenceKind::ActionAllowed,
+            Evidence::Message(MessageEvidence::Sent(_)) => EvidenceKind::MessageSent,
+            Evidence::Message(MessageEvidence::Delivered { .. }) => EvidenceKind::MessageDelivered,
+            Evidence::Message(MessageEvidence::Read { .. }) => EvidenceKind::MessageRead,
+            Evidence::Human(_) => EvidenceKind::HumanInput,
+            Evidence::Observed(_) => EvidenceKind::EventObserved,
+            Evidence::Refused(_) => EvidenceKind::RequestRefused,
         }
     }
 
@@ -582,20 +669,9 @@ impl Evidence {
     }
 
     /// Whether a machine's state depends on this fact, so a restart must
-    /// replay it. Messages, observations and refusals are read from the store
-    /// on demand instead, which keeps memory flat as the record grows.
+    /// replay it ([`EvidenceKind::is_machine_state`]).
     pub fn is_machine_state(&self) -> bool {
-        match self {
-            Evidence::Launch(_)
-            | Evidence::Claim(_)
-            | Evidence::Decision(_)
-            | Evidence::Consumed(_) => true,
-            Evidence::Allowed(_)
-            | Evidence::Message(_)
-            | Evidence::Human(_)
-            | Evidence::Observed(_)
-            | Evidence::Refused(_) => false,
-        }
+        self.kind().is_machine_state()
     }
 }
 

@@ -4,11 +4,12 @@
 
 use mosaic_domain::evidence::{
     ActionAllowed, AgentRef, ClaimEvidence, Consumption, DecisionActor, DecisionEvidence,
-    DecisionOption, DecisionRecord, Evidence, Harness, HumanInput, LaunchEvidence, LaunchRecord,
-    MessageEvidence, MessageRecord, Observation, OptionKey, Recipient, RefusalRecord, Route,
-    Sender, Subject,
+    DecisionOption, DecisionRecord, Evidence, EvidenceKind, Harness, HumanInput, LaunchEvidence,
+    LaunchRecord, MessageEvidence, MessageRecord, Observation, OptionKey, Recipient, RefusalRecord,
+    Route, Sender, Subject,
 };
 use mosaic_domain::*;
+use std::collections::HashSet;
 
 fn acme() -> BusinessId {
     BusinessId::parse("acme").unwrap()
@@ -359,7 +360,7 @@ fn a_restart_replays_launches_claims_decisions_and_spent_approvals_only() {
     for (name, record, _) in records() {
         assert_eq!(
             record.is_machine_state(),
-            REPLAYED.contains(&record.kind()),
+            REPLAYED.contains(&record.kind().as_str()),
             "{name}: {}",
             record.kind()
         );
@@ -368,7 +369,10 @@ fn a_restart_replays_launches_claims_decisions_and_spent_approvals_only() {
 
 #[test]
 fn every_record_names_its_kind_and_its_business() {
-    let kinds: Vec<&str> = records().iter().map(|(_, r, _)| r.kind()).collect();
+    let kinds: Vec<&str> = records()
+        .iter()
+        .map(|(_, r, _)| r.kind().as_str())
+        .collect();
     for kind in REPLAYED.iter().chain(&[
         "action.allowed",
         "message.sent",
@@ -434,4 +438,46 @@ fn message_classes_and_harnesses_have_one_wire_name_each() {
     for bad in ["", "Pi", "claude"] {
         assert_eq!(Harness::parse(bad), Err(Refusal::BadConfig), "{bad}");
     }
+}
+
+#[test]
+fn every_evidence_kind_has_one_name_that_parses_back_and_a_record_here() {
+    let sampled: HashSet<EvidenceKind> = records().iter().map(|(_, r, _)| r.kind()).collect();
+    let mut names = HashSet::new();
+    for &kind in EvidenceKind::ALL {
+        assert!(names.insert(kind.as_str()), "{kind} is named once");
+        assert_eq!(EvidenceKind::parse(kind.as_str()), Some(kind));
+        assert!(sampled.contains(&kind), "{kind} has a record in `records`");
+    }
+    assert_eq!(EvidenceKind::parse("Message.sent"), None);
+    assert_eq!(
+        EvidenceKind::DecisionSeen.as_str(),
+        Verb::DecisionSeen.as_str()
+    );
+    assert_eq!(
+        EvidenceKind::MessageRead.as_str(),
+        Verb::MessageRead.as_str()
+    );
+}
+
+#[test]
+fn the_kinds_marked_as_changes_are_exactly_those_whose_records_make_one() {
+    // Every decision event is given a routing, so each can make a change.
+    let routing = || {
+        Some(changes::Routing {
+            route: Route::Human,
+            raiser: dev(),
+        })
+    };
+    let changing: HashSet<EvidenceKind> = records()
+        .iter()
+        .filter(|(_, r, _)| changes::Change::of(r, routing()).is_some())
+        .map(|(_, r, _)| r.kind())
+        .collect();
+    let marked: HashSet<EvidenceKind> = EvidenceKind::ALL
+        .iter()
+        .copied()
+        .filter(|k| k.can_be_change())
+        .collect();
+    assert_eq!(changing, marked);
 }
