@@ -721,3 +721,245 @@ impl Evidence {
         }
     }
 }
+
+impl Evidence {
+    /// Calls `f` with every text the record holds: each string and each
+    /// name (business, role, run, action, target, option key), whoever gave
+    /// it. Numbers, broker-drawn ids and our own static names (harnesses,
+    /// classes, refusal codes) hold no text a caller chose and are skipped.
+    /// The writer's leak guard looks for credential tokens in exactly these,
+    /// so every struct is taken apart field by field: a new field does not
+    /// compile until it is visited or skipped here.
+    pub fn texts(&self, mut f: impl FnMut(&str)) {
+        let f = &mut f;
+        match self {
+            Evidence::Launch(LaunchEvidence::Launched(LaunchRecord {
+                business,
+                role,
+                run,
+                harness: _,
+                address,
+                pid: _,
+                start_time: _,
+            })) => {
+                f(business.as_str());
+                f(role.as_str());
+                f(run.as_str());
+                address.iter().for_each(|a| f(a));
+            }
+            Evidence::Launch(
+                LaunchEvidence::Revoked { business } | LaunchEvidence::Restored { business },
+            ) => f(business.as_str()),
+            Evidence::Claim(
+                ClaimEvidence::Claimed { business, agent }
+                | ClaimEvidence::Released { business, agent }
+                | ClaimEvidence::Revoked {
+                    business,
+                    agent,
+                    decision: _,
+                },
+            ) => {
+                f(business.as_str());
+                agent_texts(agent, f);
+            }
+            Evidence::Decision(DecisionEvidence::Raised(record)) => decision_texts(record, f),
+            Evidence::Decision(DecisionEvidence::Resolved {
+                business,
+                id: _,
+                choice,
+                by,
+                note,
+            }) => {
+                f(business.as_str());
+                f(choice.as_str());
+                actor_texts(by, f);
+                note.iter().for_each(|n| f(n));
+            }
+            Evidence::Decision(
+                DecisionEvidence::Seen {
+                    business,
+                    id: _,
+                    by,
+                    note,
+                }
+                | DecisionEvidence::Withdrawn {
+                    business,
+                    id: _,
+                    by,
+                    note,
+                },
+            ) => {
+                f(business.as_str());
+                actor_texts(by, f);
+                note.iter().for_each(|n| f(n));
+            }
+            Evidence::Decision(DecisionEvidence::Superseded {
+                business,
+                id: _,
+                by: _,
+            }) => f(business.as_str()),
+            Evidence::Consumed(Consumption {
+                business,
+                decision: _,
+                agent,
+                action,
+                target,
+            }) => {
+                f(business.as_str());
+                agent_texts(agent, f);
+                f(action.as_str());
+                target.iter().for_each(|t| f(t.as_str()));
+            }
+            Evidence::Allowed(ActionAllowed {
+                business,
+                agent,
+                action,
+                target,
+                decision: _,
+                subject,
+            }) => {
+                f(business.as_str());
+                agent_texts(agent, f);
+                f(action.as_str());
+                target.iter().for_each(|t| f(t.as_str()));
+                subject_texts(subject.as_ref(), f);
+            }
+            Evidence::Message(MessageEvidence::Sent(record)) => message_texts(record, f),
+            Evidence::Message(
+                MessageEvidence::Delivered {
+                    business,
+                    message: _,
+                    run,
+                }
+                | MessageEvidence::Read {
+                    business,
+                    message: _,
+                    run,
+                },
+            ) => {
+                f(business.as_str());
+                f(run.as_str());
+            }
+            Evidence::Human(HumanInput {
+                id: _,
+                business,
+                verb,
+                subject,
+            }) => {
+                f(business.as_str());
+                f(verb);
+                subject_texts(subject.as_ref(), f);
+            }
+            Evidence::Observed(Observation {
+                business,
+                agent,
+                kind,
+                body,
+                subject,
+                request: _,
+            }) => {
+                f(business.as_str());
+                agent_texts(agent, f);
+                f(kind);
+                f(body);
+                subject_texts(subject.as_ref(), f);
+            }
+            Evidence::Refused(RefusalRecord {
+                business,
+                agent,
+                verb,
+                refusal: _,
+            }) => {
+                business.iter().for_each(|b| f(b.as_str()));
+                agent.iter().for_each(|a| agent_texts(a, f));
+                verb.iter().for_each(|v| f(v));
+            }
+        }
+    }
+}
+
+fn agent_texts(agent: &AgentRef, f: &mut impl FnMut(&str)) {
+    let AgentRef { role, run } = agent;
+    f(role.as_str());
+    f(run.as_str());
+}
+
+fn actor_texts(actor: &DecisionActor, f: &mut impl FnMut(&str)) {
+    match actor {
+        DecisionActor::Agent(agent) => agent_texts(agent, f),
+        DecisionActor::Human => {}
+    }
+}
+
+fn subject_texts(subject: Option<&Subject>, f: &mut impl FnMut(&str)) {
+    match subject {
+        Some(Subject::Role(role)) => f(role.as_str()),
+        Some(Subject::Task(_) | Subject::Decision(_) | Subject::Message(_)) | None => {}
+    }
+}
+
+fn decision_texts(record: &DecisionRecord, f: &mut impl FnMut(&str)) {
+    let DecisionRecord {
+        id: _,
+        business,
+        raiser,
+        action,
+        target,
+        question,
+        options,
+        recommendation,
+        blocking: _,
+        technical: _,
+        project,
+        task_ref: _,
+        requirement_ref,
+        supersedes: _,
+        approval_choice,
+        class: _,
+        route,
+        holder,
+    } = record;
+    f(business.as_str());
+    agent_texts(raiser, f);
+    f(action.as_str());
+    target.iter().for_each(|t| f(t.as_str()));
+    f(question);
+    for DecisionOption { key, text } in options {
+        f(key.as_str());
+        f(text);
+    }
+    f(recommendation);
+    project.iter().for_each(|p| f(p));
+    requirement_ref.iter().for_each(|r| f(r));
+    f(approval_choice.as_str());
+    match route {
+        Route::Role(role) => f(role.as_str()),
+        Route::Human => {}
+    }
+    holder.iter().for_each(|h| f(h.as_str()));
+}
+
+fn message_texts(record: &MessageRecord, f: &mut impl FnMut(&str)) {
+    let MessageRecord {
+        id: _,
+        business,
+        from,
+        to,
+        class: _,
+        body,
+        in_reply_to: _,
+        corrects: _,
+        decision: _,
+        request: _,
+    } = record;
+    f(business.as_str());
+    match from {
+        Sender::Agent(agent) => agent_texts(agent, f),
+        Sender::Human => {}
+    }
+    match to {
+        Recipient::Role(role) => f(role.as_str()),
+        Recipient::Human => {}
+    }
+    f(body);
+}

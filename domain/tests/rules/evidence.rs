@@ -481,3 +481,110 @@ fn the_kinds_marked_as_changes_are_exactly_those_whose_records_make_one() {
         .collect();
     assert_eq!(changing, marked);
 }
+
+/// Records whose every optional text is given, beside [`records`].
+fn records_with_every_text() -> Vec<Evidence> {
+    let note = Some("a note".to_owned());
+    let by = DecisionActor::Agent(dev());
+    let target = Some(Target::parse("https://example.com/t").unwrap());
+    let Evidence::Decision(DecisionEvidence::Raised(decision)) = raised(1, Some(2), Some(task(1)))
+    else {
+        panic!("a raise")
+    };
+    let mut decision = *decision;
+    decision.project = Some("the project".into());
+    decision.requirement_ref = Some("REQ-1".into());
+    decision.holder = Some(run("h1"));
+    decision.options.push(DecisionOption {
+        key: OptionKey::parse("no").unwrap(),
+        text: "No".into(),
+    });
+    vec![
+        Evidence::Launch(LaunchEvidence::Launched(LaunchRecord {
+            business: acme(),
+            role: role("dev"),
+            run: run("r1"),
+            harness: Harness::ClaudeCode,
+            address: Some("pane-7".into()),
+            pid: 7,
+            start_time: 1,
+        })),
+        Evidence::Decision(DecisionEvidence::Raised(Box::new(decision))),
+        Evidence::Decision(DecisionEvidence::Resolved {
+            business: acme(),
+            id: did(1),
+            choice: OptionKey::parse("no").unwrap(),
+            by: by.clone(),
+            note: note.clone(),
+        }),
+        Evidence::Decision(DecisionEvidence::Seen {
+            business: acme(),
+            id: did(1),
+            by: by.clone(),
+            note: note.clone(),
+        }),
+        Evidence::Decision(DecisionEvidence::Withdrawn {
+            business: acme(),
+            id: did(1),
+            by,
+            note,
+        }),
+        Evidence::Consumed(Consumption {
+            business: acme(),
+            decision: did(1),
+            agent: dev(),
+            action: act("repo.merge"),
+            target: target.clone(),
+        }),
+        Evidence::Allowed(ActionAllowed {
+            business: acme(),
+            agent: dev(),
+            action: act("repo.merge"),
+            target,
+            decision: Some(did(1)),
+            subject: Some(Subject::Role(role("lead"))),
+        }),
+        Evidence::Human(HumanInput {
+            id: EventId::from_random([4; 16]),
+            business: acme(),
+            verb: "message.send".into(),
+            subject: Some(Subject::Role(role("ops"))),
+        }),
+        Evidence::Observed(Observation {
+            business: acme(),
+            agent: dev(),
+            kind: "review.noted".into(),
+            body: "{}".into(),
+            subject: Some(Subject::Role(role("qa"))),
+            request: None,
+        }),
+        Evidence::Refused(RefusalRecord {
+            business: Some(acme()),
+            agent: Some(dev()),
+            verb: Some("role.claim".into()),
+            refusal: Refusal::RunRevoked,
+        }),
+    ]
+}
+
+#[test]
+fn the_texts_of_a_record_are_every_text_field_it_shows() {
+    // `Debug` quotes every string and name and nothing else, so the quoted
+    // parts of a record's `Debug` are the texts the leak guard must see.
+    let full = records_with_every_text();
+    let every = records().into_iter().map(|(_, r, _)| r).chain(full);
+    for record in every {
+        let shown = format!("{record:?}");
+        let mut quoted: Vec<String> = shown
+            .split('"')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_owned)
+            .collect();
+        let mut visited = Vec::new();
+        record.texts(|text| visited.push(text.to_owned()));
+        quoted.sort();
+        visited.sort();
+        assert_eq!(visited, quoted, "{shown}");
+    }
+}
