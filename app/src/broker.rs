@@ -39,7 +39,7 @@ use mosaic_domain::authority::Grant;
 use mosaic_domain::bus::{Caller, Command, Reply};
 use mosaic_domain::evidence::{AgentRef, LaunchRecord, Subject};
 use mosaic_domain::{
-    Action, BusinessId, CallerKind, Capability, DecisionId, EventId, Refusal, Target, TaskRef, Verb,
+    Action, BusinessId, CallerKind, Capability, DecisionId, Refusal, Target, Verb,
 };
 use mosaic_ports::{BrowserControl, BrowserTransport, Entropy, ProcessTable, StoreReaders};
 use serde_json::Value;
@@ -1335,36 +1335,22 @@ impl Broker {
         body: &Value,
         subject: Option<Subject>,
     ) -> Result<(), Refusal> {
+        use mosaic_domain::bus::{BodyField, EventBody};
         let kind = Action::parse(kind)?;
+        // The body's rules are the domain's (`Command::record_event`); only
+        // reading JSON is done here.
         let object = body.as_object().ok_or(Refusal::BadRequest)?;
-        if let Some(task) = object.get("task_ref") {
-            let task = TaskRef::parse(task.as_str().ok_or(Refusal::BadRequest)?)?;
-            if subject != Some(Subject::Task(task)) {
-                return Err(Refusal::BadRequest);
-            }
-        }
-        let request = if kind.as_str() == "task.created" {
-            let requirement = object
-                .get("requirement")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            if requirement.is_empty() {
-                return Err(Refusal::BadRequest);
-            }
-            let request = object
-                .get("request")
-                .and_then(Value::as_str)
-                .ok_or(Refusal::BadRequest)?;
-            Some(EventId::parse(request)?)
-        } else {
-            None
+        let field = |name: &str| match object.get(name) {
+            None => BodyField::Absent,
+            Some(value) => value.as_str().map_or(BodyField::NotText, BodyField::Text),
         };
-        let command = Command::RecordEvent {
-            kind,
-            body: body.to_string(),
-            subject,
-            request,
+        let body = EventBody {
+            text: body.to_string(),
+            task_ref: field("task_ref"),
+            requirement: field("requirement"),
+            request: field("request"),
         };
+        let command = Command::record_event(kind, body, subject)?;
         self.trusted(cap, command).map(|_| ())
     }
 

@@ -26,7 +26,7 @@ use crate::messages::{self, MessageFacts};
 use crate::verb::{CallerKind, Verb, AUTHORIZE, RECORD_EVENT, TRUSTED_CALLERS};
 use crate::{
     Action, ActionClass, BrokerClock, Business, BusinessId, DecisionId, EventId, MessageId,
-    Refusal, Target, Timestamp,
+    Refusal, Target, TaskRef, Timestamp,
 };
 
 /// Who is calling, as the runtime established it (from a capability or the
@@ -183,12 +183,14 @@ pub enum Command {
         /// The approving decision, if any.
         decision: Option<DecisionId>,
     },
-    /// The trusted adapter API `record_event(cap, {kind, body, subject})`.
+    /// The trusted adapter API `record_event(cap, {kind, body, subject})`,
+    /// as [`Command::record_event`] builds it.
     RecordEvent {
         /// The event kind; human input, launch control, the bus's own and
         /// `browser.` kinds refuse.
         kind: Action,
-        /// The JSON body as text (checked by the adapter).
+        /// The JSON body as text (its rules checked by
+        /// [`Command::record_event`]).
         body: String,
         /// What to file it under; `task.*` kinds must name their task.
         subject: Option<Subject>,
@@ -289,6 +291,85 @@ impl Command {
 enum Row {
     Verb(Verb),
     Trusted(&'static str),
+}
+
+/// The kind of the event that files a task. It names the human input that
+/// asked for the task, and only it does.
+pub const TASK_CREATED: &str = "task.created";
+
+/// A field of a `record_event` body, as the adapter found it in the JSON
+/// object: the domain parses no JSON, but the body's rules read three fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyField<'a> {
+    /// The object has no such key.
+    Absent,
+    /// A JSON string.
+    Text(&'a str),
+    /// Any other JSON value.
+    NotText,
+}
+
+/// A `record_event` body: the JSON object as text, and the fields its
+/// rules read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventBody<'a> {
+    /// The JSON object, as text; the store keeps it as given.
+    pub text: String,
+    /// `task_ref`.
+    pub task_ref: BodyField<'a>,
+    /// `requirement`.
+    pub requirement: BodyField<'a>,
+    /// `request`.
+    pub request: BodyField<'a>,
+}
+
+impl Command {
+    /// The trusted `record_event` call as a command, once its body keeps
+    /// its rules: a `task_ref` is text naming the task the event is filed
+    /// under; a [`TASK_CREATED`] event has a non-empty `requirement` and, in
+    /// `request`, the id of the human input that asked for the task. These
+    /// refuse before the caller is known; the bus then checks the caller,
+    /// the kind and the subject, and the store that `request` is a human
+    /// input of the caller's business.
+    ///
+    /// # Errors
+    /// `bad-request` for a body breaking the rules, or the refusal of
+    /// parsing `task_ref` or `request`.
+    pub fn record_event(
+        kind: Action,
+        body: EventBody<'_>,
+        subject: Option<Subject>,
+    ) -> Result<Command, Refusal> {
+        match body.task_ref {
+            BodyField::Absent => {}
+            BodyField::Text(task) => {
+                if subject != Some(Subject::Task(TaskRef::parse(task)?)) {
+                    return Err(Refusal::BadRequest);
+                }
+            }
+            BodyField::NotText => return Err(Refusal::BadRequest),
+        }
+        let request = if kind.as_str() == TASK_CREATED {
+            match body.requirement {
+                BodyField::Text(requirement) if !requirement.is_empty() => {}
+                BodyField::Text(_) | BodyField::Absent | BodyField::NotText => {
+                    return Err(Refusal::BadRequest)
+                }
+            }
+            match body.request {
+                BodyField::Text(request) => Some(EventId::parse(request)?),
+                BodyField::Absent | BodyField::NotText => return Err(Refusal::BadRequest),
+            }
+        } else {
+            None
+        };
+        Ok(Command::RecordEvent {
+            kind,
+            body: body.text,
+            subject,
+            request,
+        })
+    }
 }
 
 /// What an accepted verb answers (sent only after the commit).
@@ -672,11 +753,13 @@ impl Bus {
                 {
                     return Err(Refusal::NotAuthorized);
                 }
-                // Task events are filed under their task, and a created task
-                // names the human input that asked for it.
+                // Task events are filed under their task, and only a created
+                // task names the human input that asked for it: what
+                // `Command::record_event` builds, checked again for a
+                // command built by hand.
                 let task_subject = matches!(subject, Some(Subject::Task(_)));
                 if (k.starts_with("task.") && !task_subject)
-                    || ((k == "task.created") != request.is_some())
+                    || ((k == TASK_CREATED) != request.is_some())
                 {
                     return Err(Refusal::BadRequest);
                 }

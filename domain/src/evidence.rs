@@ -484,7 +484,7 @@ pub struct Observation {
     /// What the trail files it under.
     pub subject: Option<Subject>,
     /// For `task.created`: the same-business human input that asked for the
-    /// task (the adapter takes it from the body's `request`).
+    /// task (`Command::record_event` takes it from the body's `request`).
     pub request: Option<EventId>,
 }
 

@@ -1,7 +1,7 @@
 //! The bus's verbs, one rule per test, with exact replies and exact evidence.
 
 use mosaic_domain::authority::Grant;
-use mosaic_domain::bus::{Bus, Caller, Command, Reply, SendInput};
+use mosaic_domain::bus::{BodyField, Bus, Caller, Command, EventBody, Reply, SendInput};
 use mosaic_domain::business::{AuthoritySpec, RoleSpec};
 use mosaic_domain::claims::{BindReply, ClaimReply};
 use mosaic_domain::decisions::{RaiseInput, Status};
@@ -1493,4 +1493,89 @@ fn the_bus_and_the_change_feed_serve_exactly_the_callers_the_verb_table_lists() 
             "changes",
         );
     }
+}
+
+/// A `record_event` body with these fields, the text standing for them.
+fn body<'a>(
+    task_ref: BodyField<'a>,
+    requirement: BodyField<'a>,
+    request: BodyField<'a>,
+) -> EventBody<'a> {
+    EventBody {
+        text: "{}".into(),
+        task_ref,
+        requirement,
+        request,
+    }
+}
+
+#[test]
+fn a_task_ref_in_a_body_is_text_naming_the_task_the_event_is_filed_under() {
+    use BodyField::{Absent, NotText, Text};
+    let task = Some(Subject::Task(TaskRef::parse("vikunja:3/41").unwrap()));
+    let event = |task_ref, subject| {
+        Command::record_event(act("task.updated"), body(task_ref, Absent, Absent), subject)
+    };
+    assert_eq!(
+        event(Text("vikunja:3/41"), task.clone()),
+        Ok(Command::RecordEvent {
+            kind: act("task.updated"),
+            body: "{}".into(),
+            subject: task.clone(),
+            request: None,
+        })
+    );
+    assert_eq!(event(Absent, task.clone()).map(|_| ()), Ok(()));
+    assert_eq!(event(NotText, task.clone()), Err(Refusal::BadRequest));
+    assert_eq!(
+        event(Text("vikunja:3/42"), task.clone()),
+        Err(Refusal::BadRequest)
+    );
+    assert_eq!(event(Text("vikunja:3/41"), None), Err(Refusal::BadRequest));
+    assert_eq!(
+        event(Text("no task"), task),
+        Err(TaskRef::parse("no task").unwrap_err())
+    );
+}
+
+#[test]
+fn a_created_task_names_a_requirement_and_the_human_input_that_asked_for_it() {
+    use BodyField::{Absent, NotText, Text};
+    let task = Some(Subject::Task(TaskRef::parse("vikunja:3/41").unwrap()));
+    let input = EventId::from_random([7; 16]).to_string();
+    let created = |kind: &str, requirement, request| {
+        Command::record_event(act(kind), body(Absent, requirement, request), task.clone())
+    };
+    assert_eq!(
+        created("task.created", Text("R-1"), Text(&input)),
+        Ok(Command::RecordEvent {
+            kind: act("task.created"),
+            body: "{}".into(),
+            subject: task.clone(),
+            request: Some(EventId::from_random([7; 16])),
+        })
+    );
+    for requirement in [Absent, NotText, Text("")] {
+        assert_eq!(
+            created("task.created", requirement, Text(&input)),
+            Err(Refusal::BadRequest),
+            "{requirement:?}"
+        );
+    }
+    for request in [Absent, NotText] {
+        assert_eq!(
+            created("task.created", Text("R-1"), request),
+            Err(Refusal::BadRequest),
+            "{request:?}"
+        );
+    }
+    assert_eq!(
+        created("task.created", Text("R-1"), Text("not an id")),
+        Err(EventId::parse("not an id").unwrap_err())
+    );
+    // Other kinds name no request, whatever their body holds.
+    assert_eq!(
+        created("task.updated", Absent, Text(&input)),
+        Ok(record("task.updated", task.clone(), None))
+    );
 }
