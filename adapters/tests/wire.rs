@@ -1747,7 +1747,7 @@ fn every_evidence_kind_encodes_as_a_trail_record() {
     let mut kinds = std::collections::BTreeSet::new();
     for (i, (evidence, fields)) in cases.into_iter().enumerate() {
         let stamp = Timestamp::from_unix_ms(1_767_225_600_000 + i as i64).unwrap();
-        let kind = evidence.kind();
+        let kind = evidence.kind().as_str();
         kinds.insert(kind);
         let got = record_json(&Stamped {
             at: stamp,

@@ -217,28 +217,35 @@ mod tests {
     fn a_thread_blocked_on_a_socket_reads_as_asleep_in_its_read() {
         use std::io::{Read, Write};
         let (mut a, mut b) = std::os::unix::net::UnixStream::pair().expect("a pair");
+        let (started, has_started) = std::sync::mpsc::channel();
         let reader = std::thread::Builder::new()
             .name("probe-reader".into())
             .spawn(move || {
+                started.send(()).expect("the test waits for this");
                 let mut byte = [0u8; 1];
                 a.read_exact(&mut byte).map(|()| byte[0])
             })
             .expect("a thread");
+        // A thread is named before its closure runs, so once it has said it
+        // started, /proc lists it under its name; it lives until it reads
+        // the byte written below. Looking it up before that signal raced
+        // its start: an empty selection of threads reads as quiet.
+        has_started.recv().expect("the reader started");
         let dir = proc_dir(None);
-        let probe = |t: &Task| t.comm == "probe-reader";
-        wait_quiet(
-            &dir,
-            probe,
-            Duration::from_secs(10),
-            "the reader never slept",
-        )
-        .expect("quiet");
         let tid = tasks(&dir)
             .expect("threads")
             .into_iter()
-            .find(probe)
+            .find(|t| t.comm == "probe-reader")
             .expect("the reader")
             .tid;
+        // What the test waits for: the reader asleep, its run time still.
+        wait_quiet(
+            &dir,
+            |t| t.tid == tid,
+            Duration::from_secs(60),
+            "the reader never slept",
+        )
+        .expect("quiet");
         if let Some(w) = wchan(&dir, tid) {
             assert_eq!(w, UNIX_READ);
         }

@@ -23,10 +23,10 @@ use crate::evidence::{
 };
 use crate::journal::Mark;
 use crate::messages::{self, MessageFacts};
-use crate::verb::{CallerKind, Verb, AUTHORIZE, RECORD_EVENT};
+use crate::verb::{CallerKind, Verb, AUTHORIZE, RECORD_EVENT, TRUSTED_CALLERS};
 use crate::{
     Action, ActionClass, BrokerClock, Business, BusinessId, DecisionId, EventId, MessageId,
-    Refusal, Target, Timestamp,
+    Refusal, Target, TaskRef, Timestamp,
 };
 
 /// Who is calling, as the runtime established it (from a capability or the
@@ -183,12 +183,14 @@ pub enum Command {
         /// The approving decision, if any.
         decision: Option<DecisionId>,
     },
-    /// The trusted adapter API `record_event(cap, {kind, body, subject})`.
+    /// The trusted adapter API `record_event(cap, {kind, body, subject})`,
+    /// as [`Command::record_event`] builds it.
     RecordEvent {
         /// The event kind; human input, launch control, the bus's own and
         /// `browser.` kinds refuse.
         kind: Action,
-        /// The JSON body as text (checked by the adapter).
+        /// The JSON body as text (its rules checked by
+        /// [`Command::record_event`]).
         body: String,
         /// What to file it under; `task.*` kinds must name their task.
         subject: Option<Subject>,
@@ -238,24 +240,135 @@ impl Command {
     /// The name of the verb this command serves, for refusal records: the
     /// verb table's wire name, or the trusted call's own name.
     pub fn verb(&self) -> &'static str {
-        match self {
-            Command::Claim => Verb::RoleClaim.as_str(),
-            Command::Release => Verb::RoleRelease.as_str(),
-            Command::Revoke { .. } => Verb::RoleRevoke.as_str(),
-            Command::Raise { .. } => Verb::DecisionRaise.as_str(),
-            Command::Resolve { .. } => Verb::DecisionResolve.as_str(),
-            Command::Seen { .. } => Verb::DecisionSeen.as_str(),
-            Command::Withdraw { .. } => Verb::DecisionWithdraw.as_str(),
-            Command::Send { .. } => Verb::MessageSend.as_str(),
-            Command::Receive { .. } => Verb::MessageReceive.as_str(),
-            Command::Read { .. } => Verb::MessageRead.as_str(),
-            Command::EmitRoutine { .. } => Verb::EventEmit.as_str(),
-            Command::LaunchRevoke => Verb::LaunchRevoke.as_str(),
-            Command::LaunchRestore => Verb::LaunchRestore.as_str(),
-            Command::Authorize { .. } => AUTHORIZE,
-            Command::RecordEvent { .. } => RECORD_EVENT,
-            Command::RecordBrowserOutcome { .. } => Verb::BrowserRequest.as_str(),
+        match self.row() {
+            Row::Verb(verb) => verb.as_str(),
+            Row::Trusted(name) => name,
         }
+    }
+
+    /// Who may send this command: its verb's callers in the verb table, or
+    /// those of the trusted calls.
+    pub fn callers(&self) -> &'static [CallerKind] {
+        match self.row() {
+            Row::Verb(verb) => verb.callers(),
+            Row::Trusted(_) => TRUSTED_CALLERS,
+        }
+    }
+
+    /// Refuses a caller kind that may not send this command.
+    ///
+    /// # Errors
+    /// `human-only` or `not-authorized`, as [`crate::verb::admit`].
+    pub fn admit(&self, caller: CallerKind) -> Result<(), Refusal> {
+        crate::verb::admit(self.callers(), caller)
+    }
+
+    /// The row of the verb table this command serves, or the trusted call
+    /// it is: the one place a command is tied to its verb.
+    fn row(&self) -> Row {
+        match self {
+            Command::Claim => Row::Verb(Verb::RoleClaim),
+            Command::Release => Row::Verb(Verb::RoleRelease),
+            Command::Revoke { .. } => Row::Verb(Verb::RoleRevoke),
+            Command::Raise { .. } => Row::Verb(Verb::DecisionRaise),
+            Command::Resolve { .. } => Row::Verb(Verb::DecisionResolve),
+            Command::Seen { .. } => Row::Verb(Verb::DecisionSeen),
+            Command::Withdraw { .. } => Row::Verb(Verb::DecisionWithdraw),
+            Command::Send { .. } => Row::Verb(Verb::MessageSend),
+            Command::Receive { .. } => Row::Verb(Verb::MessageReceive),
+            Command::Read { .. } => Row::Verb(Verb::MessageRead),
+            Command::EmitRoutine { .. } => Row::Verb(Verb::EventEmit),
+            Command::LaunchRevoke => Row::Verb(Verb::LaunchRevoke),
+            Command::LaunchRestore => Row::Verb(Verb::LaunchRestore),
+            Command::Authorize { .. } => Row::Trusted(AUTHORIZE),
+            Command::RecordEvent { .. } => Row::Trusted(RECORD_EVENT),
+            Command::RecordBrowserOutcome { .. } => Row::Verb(Verb::BrowserRequest),
+        }
+    }
+}
+
+/// What a command serves: a row of the verb table or a trusted call.
+enum Row {
+    Verb(Verb),
+    Trusted(&'static str),
+}
+
+/// The kind of the event that files a task. It names the human input that
+/// asked for the task, and only it does.
+pub const TASK_CREATED: &str = "task.created";
+
+/// A field of a `record_event` body, as the adapter found it in the JSON
+/// object: the domain parses no JSON, but the body's rules read three fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyField<'a> {
+    /// The object has no such key.
+    Absent,
+    /// A JSON string.
+    Text(&'a str),
+    /// Any other JSON value.
+    NotText,
+}
+
+/// A `record_event` body: the JSON object as text, and the fields its
+/// rules read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventBody<'a> {
+    /// The JSON object, as text; the store keeps it as given.
+    pub text: String,
+    /// `task_ref`.
+    pub task_ref: BodyField<'a>,
+    /// `requirement`.
+    pub requirement: BodyField<'a>,
+    /// `request`.
+    pub request: BodyField<'a>,
+}
+
+impl Command {
+    /// The trusted `record_event` call as a command, once its body keeps
+    /// its rules: a `task_ref` is text naming the task the event is filed
+    /// under; a [`TASK_CREATED`] event has a non-empty `requirement` and, in
+    /// `request`, the id of the human input that asked for the task. These
+    /// refuse before the caller is known; the bus then checks the caller,
+    /// the kind and the subject, and the store that `request` is a human
+    /// input of the caller's business.
+    ///
+    /// # Errors
+    /// `bad-request` for a body breaking the rules, or the refusal of
+    /// parsing `task_ref` or `request`.
+    pub fn record_event(
+        kind: Action,
+        body: EventBody<'_>,
+        subject: Option<Subject>,
+    ) -> Result<Command, Refusal> {
+        match body.task_ref {
+            BodyField::Absent => {}
+            BodyField::Text(task) => {
+                if subject != Some(Subject::Task(TaskRef::parse(task)?)) {
+                    return Err(Refusal::BadRequest);
+                }
+            }
+            BodyField::NotText => return Err(Refusal::BadRequest),
+        }
+        let request = if kind.as_str() == TASK_CREATED {
+            match body.requirement {
+                BodyField::Text(requirement) if !requirement.is_empty() => {}
+                BodyField::Text(_) | BodyField::Absent | BodyField::NotText => {
+                    return Err(Refusal::BadRequest)
+                }
+            }
+            match body.request {
+                BodyField::Text(request) => Some(EventId::parse(request)?),
+                BodyField::Absent | BodyField::NotText => return Err(Refusal::BadRequest),
+            }
+        } else {
+            None
+        };
+        Ok(Command::RecordEvent {
+            kind,
+            body: body.text,
+            subject,
+            request,
+        })
     }
 }
 
@@ -500,7 +613,8 @@ impl Bus {
 }
 
 impl Bus {
-    /// Checks who may use the verb, then drives the machines.
+    /// Checks who may use the verb (the verb table decides, through
+    /// [`Command::admit`]), then drives the machines.
     fn dispatch(&mut self, caller: &Caller, command: Command) -> Result<Reply, Refusal> {
         let business = self
             .businesses
@@ -510,34 +624,24 @@ impl Bus {
         match caller {
             Caller::Agent { agent, .. } => {
                 business.role(&agent.role).ok_or(Refusal::UnknownRole)?;
-                let holds = self.claims.holds(business.id(), agent);
-                if matches!(command, Command::LaunchRevoke | Command::LaunchRestore) {
-                    return Err(Refusal::HumanOnly);
-                }
+                command.admit(CallerKind::Agent)?;
                 // Everything but claiming needs the role held right now.
-                if !holds && !matches!(command, Command::Claim) {
+                if !self.claims.holds(business.id(), agent) && !matches!(command, Command::Claim) {
                     return Err(Refusal::NotHolder);
                 }
                 self.agent_verb(&business, agent, command)
             }
-            Caller::Human { input, .. } => self.human_verb(&business, *input, command),
-            Caller::Reader { .. } => match command {
-                Command::LaunchRevoke | Command::LaunchRestore => Err(Refusal::HumanOnly),
-                Command::Claim
-                | Command::Release
-                | Command::Revoke { .. }
-                | Command::Raise { .. }
-                | Command::Resolve { .. }
-                | Command::Seen { .. }
-                | Command::Withdraw { .. }
-                | Command::Send { .. }
-                | Command::Receive { .. }
-                | Command::Read { .. }
-                | Command::EmitRoutine { .. }
-                | Command::Authorize { .. }
-                | Command::RecordEvent { .. }
-                | Command::RecordBrowserOutcome { .. } => Err(Refusal::NotAuthorized),
-            },
+            Caller::Human { input, .. } => {
+                command.admit(CallerKind::Human)?;
+                self.human_verb(&business, *input, command)
+            }
+            Caller::Reader { .. } => {
+                command.admit(CallerKind::Reader)?;
+                // Readers only read, and reads never reach the bus: were the
+                // table to give them a write, the bus would have nothing to
+                // drive (the caller test in `tests/rules` fails first).
+                Err(Refusal::NotAuthorized)
+            }
         }
     }
 
@@ -649,11 +753,13 @@ impl Bus {
                 {
                     return Err(Refusal::NotAuthorized);
                 }
-                // Task events are filed under their task, and a created task
-                // names the human input that asked for it.
+                // Task events are filed under their task, and only a created
+                // task names the human input that asked for it: what
+                // `Command::record_event` builds, checked again for a
+                // command built by hand.
                 let task_subject = matches!(subject, Some(Subject::Task(_)));
                 if (k.starts_with("task.") && !task_subject)
-                    || ((k == "task.created") != request.is_some())
+                    || ((k == TASK_CREATED) != request.is_some())
                 {
                     return Err(Refusal::BadRequest);
                 }
@@ -679,6 +785,8 @@ impl Bus {
                 }));
                 Reply::Done
             }
+            // The verb table gives the launch switch to the human only, so
+            // `dispatch` refused it already.
             Command::LaunchRevoke | Command::LaunchRestore => return Err(Refusal::HumanOnly),
         };
         self.drain();
@@ -727,6 +835,8 @@ impl Bus {
                     .handle_switch(b, matches!(command, Command::LaunchRestore));
                 (None, Reply::Done)
             }
+            // The verb table serves these to agents only, so `dispatch`
+            // refused them already.
             Command::Claim
             | Command::Release
             | Command::Revoke { .. }

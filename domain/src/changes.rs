@@ -10,11 +10,12 @@
 
 use std::time::Duration;
 
+use crate::bus::Caller;
 use crate::evidence::{
     AgentRef, ClaimEvidence, DecisionEvidence, DecisionRecord, Evidence, LaunchEvidence,
     MessageEvidence, Recipient, Route, Subject,
 };
-use crate::{BusinessId, DecisionId, MessageId, RoleInstance, RunId, TaskRef};
+use crate::{BusinessId, DecisionId, MessageId, Refusal, RoleInstance, RunId, TaskRef, Verb};
 
 /// The most changes one answer carries; the answer's cursor is then the
 /// position of the last one, and the caller asks again from there.
@@ -151,7 +152,7 @@ impl Change {
     pub fn of(record: &Evidence, routing: Option<Routing>) -> Option<Change> {
         let business = record.business()?.clone();
         let mut change = Change {
-            kind: record.kind(),
+            kind: record.kind().as_str(),
             business,
             message: None,
             decision: None,
@@ -258,6 +259,37 @@ impl Change {
 }
 
 impl Watcher {
+    /// The watcher `caller` is on the change feed. The verb table decides
+    /// who may wait for changes; an agent must also hold its role now,
+    /// which `holds` answers from the runtime's view of the claims.
+    ///
+    /// # Errors
+    /// `not-authorized` for a caller kind `changes` does not serve;
+    /// `not-holder` for an agent whose run does not hold its role.
+    pub fn of(
+        caller: &Caller,
+        holds: impl FnOnce(&BusinessId, &AgentRef) -> bool,
+    ) -> Result<Watcher, Refusal> {
+        Verb::Changes.admit(caller.kind())?;
+        match caller {
+            Caller::Agent { business, agent } => {
+                if !holds(business, agent) {
+                    return Err(Refusal::NotHolder);
+                }
+                Ok(Watcher::Agent {
+                    business: business.clone(),
+                    role: agent.role.clone(),
+                    run: agent.run.clone(),
+                })
+            }
+            // The human, wherever the table serves it the feed, waits with
+            // a reader's audience (DESIGN.md §4): what changes its inbox.
+            Caller::Reader { business } | Caller::Human { business, .. } => Ok(Watcher::Reader {
+                business: business.clone(),
+            }),
+        }
+    }
+
     /// The topics this watcher listens to.
     pub fn topics(&self) -> Vec<Topic> {
         match self {

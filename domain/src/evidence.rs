@@ -484,7 +484,7 @@ pub struct Observation {
     /// What the trail files it under.
     pub subject: Option<Subject>,
     /// For `task.created`: the same-business human input that asked for the
-    /// task (the adapter takes it from the body's `request`).
+    /// task (`Command::record_event` takes it from the body's `request`).
     pub request: Option<EventId>,
 }
 
@@ -524,35 +524,122 @@ pub enum Evidence {
     Refused(RefusalRecord),
 }
 
-/// The kind of the record `decision.seen` writes: named after its verb.
-pub const DECISION_SEEN: &str = Verb::DecisionSeen.as_str();
-/// The kind of the record `message.read` writes: named after its verb.
-pub const MESSAGE_READ: &str = Verb::MessageRead.as_str();
+/// Declares [`EvidenceKind`] from one row per kind of record: its name in
+/// the ledger, whether a restart replays it, and whether it can make a
+/// change of the feed. The store's kind lists and its decoding come from
+/// these rows, so a new kind cannot be stored yet left out of them.
+macro_rules! evidence_kinds {
+    ($($name:ident => $wire:expr, $replay:ident, $feed:ident, $meaning:literal;)*) => {
+        /// The kind of a record: the name the ledger, the trail and the
+        /// human-facing output use, one per shape of [`Evidence`].
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum EvidenceKind {
+            $(#[doc = $meaning] $name,)*
+        }
+
+        impl EvidenceKind {
+            /// Every kind, in the table's order.
+            pub const ALL: &'static [EvidenceKind] = &[$(EvidenceKind::$name,)*];
+
+            /// The ledger name, for example `"message.sent"`.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $(EvidenceKind::$name => $wire,)*
+                }
+            }
+
+            /// Whether a machine's state depends on records of this kind, so
+            /// a restart must replay them. Messages, observations and
+            /// refusals are read from the store on demand instead, which
+            /// keeps memory flat as the record grows.
+            pub const fn is_machine_state(self) -> bool {
+                match self {
+                    $(EvidenceKind::$name => evidence_kinds!(@replay $replay),)*
+                }
+            }
+
+            /// Whether a record of this kind can make a change of the feed
+            /// ([`crate::changes::Change::of`]); the feed reads no other kind.
+            pub const fn can_be_change(self) -> bool {
+                match self {
+                    $(EvidenceKind::$name => evidence_kinds!(@feed $feed),)*
+                }
+            }
+        }
+    };
+    (@replay replayed) => { true };
+    (@replay on_demand) => { false };
+    (@feed feed) => { true };
+    (@feed quiet) => { false };
+}
+
+evidence_kinds! {
+    SessionLaunched => "session.launched", replayed, feed, "A launch was bound.";
+    LaunchRevoked => "launch.revoked", replayed, feed, "The human switched launching off.";
+    LaunchRestored => "launch.restored", replayed, feed, "The human switched launching back on.";
+    RoleClaimed => "role.claimed", replayed, feed, "A run took a vacant role.";
+    RoleReleased => "role.released", replayed, feed, "The holder gave its role up.";
+    RoleRevoked => "role.revoked", replayed, feed, "The holder was revoked.";
+    DecisionRaised => "decision.raised", replayed, feed, "A decision was raised.";
+    DecisionResolved => "decision.resolved", replayed, feed, "A decision was resolved.";
+    DecisionSeen => Verb::DecisionSeen.as_str(), replayed, feed,
+        "A decision was acknowledged; named after its verb.";
+    DecisionWithdrawn => "decision.withdrawn", replayed, feed, "A decision was withdrawn.";
+    DecisionSuperseded => "decision.superseded", replayed, feed, "A decision was replaced.";
+    ApprovalConsumed => "approval.consumed", replayed, quiet, "An approval was spent.";
+    ActionAllowed => "action.allowed", on_demand, quiet, "An agent was allowed an action.";
+    MessageSent => "message.sent", on_demand, feed, "A message was sent.";
+    MessageDelivered => "message.delivered", on_demand, quiet, "A message was handed to a run.";
+    MessageRead => Verb::MessageRead.as_str(), on_demand, quiet,
+        "A message was acknowledged; named after its verb.";
+    HumanInput => "human.input", on_demand, quiet, "The proven human did something.";
+    EventObserved => "event.observed", on_demand, feed, "An observation or an adapter's event.";
+    RequestRefused => "request.refused", on_demand, quiet, "A request was refused.";
+}
+
+impl EvidenceKind {
+    /// The kind with this ledger name, if there is one.
+    pub fn parse(text: &str) -> Option<EvidenceKind> {
+        EvidenceKind::ALL
+            .iter()
+            .copied()
+            .find(|k| k.as_str() == text)
+    }
+}
+
+impl fmt::Display for EvidenceKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 impl Evidence {
-    /// The fact's kind, for example `message.sent`: the name the ledger,
-    /// the trail and the human-facing output use.
-    pub fn kind(&self) -> &'static str {
+    /// The fact's kind, for example `message.sent`.
+    pub fn kind(&self) -> EvidenceKind {
         match self {
-            Evidence::Launch(LaunchEvidence::Launched(_)) => "session.launched",
-            Evidence::Launch(LaunchEvidence::Revoked { .. }) => "launch.revoked",
-            Evidence::Launch(LaunchEvidence::Restored { .. }) => "launch.restored",
-            Evidence::Claim(ClaimEvidence::Claimed { .. }) => "role.claimed",
-            Evidence::Claim(ClaimEvidence::Released { .. }) => "role.released",
-            Evidence::Claim(ClaimEvidence::Revoked { .. }) => "role.revoked",
-            Evidence::Decision(DecisionEvidence::Raised(_)) => "decision.raised",
-            Evidence::Decision(DecisionEvidence::Resolved { .. }) => "decision.resolved",
-            Evidence::Decision(DecisionEvidence::Seen { .. }) => DECISION_SEEN,
-            Evidence::Decision(DecisionEvidence::Withdrawn { .. }) => "decision.withdrawn",
-            Evidence::Decision(DecisionEvidence::Superseded { .. }) => "decision.superseded",
-            Evidence::Consumed(_) => "approval.consumed",
-            Evidence::Allowed(_) => "action.allowed",
-            Evidence::Message(MessageEvidence::Sent(_)) => "message.sent",
-            Evidence::Message(MessageEvidence::Delivered { .. }) => "message.delivered",
-            Evidence::Message(MessageEvidence::Read { .. }) => MESSAGE_READ,
-            Evidence::Human(_) => "human.input",
-            Evidence::Observed(_) => "event.observed",
-            Evidence::Refused(_) => "request.refused",
+            Evidence::Launch(LaunchEvidence::Launched(_)) => EvidenceKind::SessionLaunched,
+            Evidence::Launch(LaunchEvidence::Revoked { .. }) => EvidenceKind::LaunchRevoked,
+            Evidence::Launch(LaunchEvidence::Restored { .. }) => EvidenceKind::LaunchRestored,
+            Evidence::Claim(ClaimEvidence::Claimed { .. }) => EvidenceKind::RoleClaimed,
+            Evidence::Claim(ClaimEvidence::Released { .. }) => EvidenceKind::RoleReleased,
+            Evidence::Claim(ClaimEvidence::Revoked { .. }) => EvidenceKind::RoleRevoked,
+            Evidence::Decision(DecisionEvidence::Raised(_)) => EvidenceKind::DecisionRaised,
+            Evidence::Decision(DecisionEvidence::Resolved { .. }) => EvidenceKind::DecisionResolved,
+            Evidence::Decision(DecisionEvidence::Seen { .. }) => EvidenceKind::DecisionSeen,
+            Evidence::Decision(DecisionEvidence::Withdrawn { .. }) => {
+                EvidenceKind::DecisionWithdrawn
+            }
+            Evidence::Decision(DecisionEvidence::Superseded { .. }) => {
+                EvidenceKind::DecisionSuperseded
+            }
+            Evidence::Consumed(_) => EvidenceKind::ApprovalConsumed,
+            Evidence::Allowed(_) => EvidenceKind::ActionAllowed,
+            Evidence::Message(MessageEvidence::Sent(_)) => EvidenceKind::MessageSent,
+            Evidence::Message(MessageEvidence::Delivered { .. }) => EvidenceKind::MessageDelivered,
+            Evidence::Message(MessageEvidence::Read { .. }) => EvidenceKind::MessageRead,
+            Evidence::Human(_) => EvidenceKind::HumanInput,
+            Evidence::Observed(_) => EvidenceKind::EventObserved,
+            Evidence::Refused(_) => EvidenceKind::RequestRefused,
         }
     }
 
@@ -582,20 +669,9 @@ impl Evidence {
     }
 
     /// Whether a machine's state depends on this fact, so a restart must
-    /// replay it. Messages, observations and refusals are read from the store
-    /// on demand instead, which keeps memory flat as the record grows.
+    /// replay it ([`EvidenceKind::is_machine_state`]).
     pub fn is_machine_state(&self) -> bool {
-        match self {
-            Evidence::Launch(_)
-            | Evidence::Claim(_)
-            | Evidence::Decision(_)
-            | Evidence::Consumed(_) => true,
-            Evidence::Allowed(_)
-            | Evidence::Message(_)
-            | Evidence::Human(_)
-            | Evidence::Observed(_)
-            | Evidence::Refused(_) => false,
-        }
+        self.kind().is_machine_state()
     }
 }
 
@@ -644,4 +720,246 @@ impl Evidence {
             Evidence::Refused(_) => false,
         }
     }
+}
+
+impl Evidence {
+    /// Calls `f` with every text the record holds: each string and each
+    /// name (business, role, run, action, target, option key), whoever gave
+    /// it. Numbers, broker-drawn ids and our own static names (harnesses,
+    /// classes, refusal codes) hold no text a caller chose and are skipped.
+    /// The writer's leak guard looks for credential tokens in exactly these,
+    /// so every struct is taken apart field by field: a new field does not
+    /// compile until it is visited or skipped here.
+    pub fn texts(&self, mut f: impl FnMut(&str)) {
+        let f = &mut f;
+        match self {
+            Evidence::Launch(LaunchEvidence::Launched(LaunchRecord {
+                business,
+                role,
+                run,
+                harness: _,
+                address,
+                pid: _,
+                start_time: _,
+            })) => {
+                f(business.as_str());
+                f(role.as_str());
+                f(run.as_str());
+                address.iter().for_each(|a| f(a));
+            }
+            Evidence::Launch(
+                LaunchEvidence::Revoked { business } | LaunchEvidence::Restored { business },
+            ) => f(business.as_str()),
+            Evidence::Claim(
+                ClaimEvidence::Claimed { business, agent }
+                | ClaimEvidence::Released { business, agent }
+                | ClaimEvidence::Revoked {
+                    business,
+                    agent,
+                    decision: _,
+                },
+            ) => {
+                f(business.as_str());
+                agent_texts(agent, f);
+            }
+            Evidence::Decision(DecisionEvidence::Raised(record)) => decision_texts(record, f),
+            Evidence::Decision(DecisionEvidence::Resolved {
+                business,
+                id: _,
+                choice,
+                by,
+                note,
+            }) => {
+                f(business.as_str());
+                f(choice.as_str());
+                actor_texts(by, f);
+                note.iter().for_each(|n| f(n));
+            }
+            Evidence::Decision(
+                DecisionEvidence::Seen {
+                    business,
+                    id: _,
+                    by,
+                    note,
+                }
+                | DecisionEvidence::Withdrawn {
+                    business,
+                    id: _,
+                    by,
+                    note,
+                },
+            ) => {
+                f(business.as_str());
+                actor_texts(by, f);
+                note.iter().for_each(|n| f(n));
+            }
+            Evidence::Decision(DecisionEvidence::Superseded {
+                business,
+                id: _,
+                by: _,
+            }) => f(business.as_str()),
+            Evidence::Consumed(Consumption {
+                business,
+                decision: _,
+                agent,
+                action,
+                target,
+            }) => {
+                f(business.as_str());
+                agent_texts(agent, f);
+                f(action.as_str());
+                target.iter().for_each(|t| f(t.as_str()));
+            }
+            Evidence::Allowed(ActionAllowed {
+                business,
+                agent,
+                action,
+                target,
+                decision: _,
+                subject,
+            }) => {
+                f(business.as_str());
+                agent_texts(agent, f);
+                f(action.as_str());
+                target.iter().for_each(|t| f(t.as_str()));
+                subject_texts(subject.as_ref(), f);
+            }
+            Evidence::Message(MessageEvidence::Sent(record)) => message_texts(record, f),
+            Evidence::Message(
+                MessageEvidence::Delivered {
+                    business,
+                    message: _,
+                    run,
+                }
+                | MessageEvidence::Read {
+                    business,
+                    message: _,
+                    run,
+                },
+            ) => {
+                f(business.as_str());
+                f(run.as_str());
+            }
+            Evidence::Human(HumanInput {
+                id: _,
+                business,
+                verb,
+                subject,
+            }) => {
+                f(business.as_str());
+                f(verb);
+                subject_texts(subject.as_ref(), f);
+            }
+            Evidence::Observed(Observation {
+                business,
+                agent,
+                kind,
+                body,
+                subject,
+                request: _,
+            }) => {
+                f(business.as_str());
+                agent_texts(agent, f);
+                f(kind);
+                f(body);
+                subject_texts(subject.as_ref(), f);
+            }
+            Evidence::Refused(RefusalRecord {
+                business,
+                agent,
+                verb,
+                refusal: _,
+            }) => {
+                business.iter().for_each(|b| f(b.as_str()));
+                agent.iter().for_each(|a| agent_texts(a, f));
+                verb.iter().for_each(|v| f(v));
+            }
+        }
+    }
+}
+
+fn agent_texts(agent: &AgentRef, f: &mut impl FnMut(&str)) {
+    let AgentRef { role, run } = agent;
+    f(role.as_str());
+    f(run.as_str());
+}
+
+fn actor_texts(actor: &DecisionActor, f: &mut impl FnMut(&str)) {
+    match actor {
+        DecisionActor::Agent(agent) => agent_texts(agent, f),
+        DecisionActor::Human => {}
+    }
+}
+
+fn subject_texts(subject: Option<&Subject>, f: &mut impl FnMut(&str)) {
+    match subject {
+        Some(Subject::Role(role)) => f(role.as_str()),
+        Some(Subject::Task(_) | Subject::Decision(_) | Subject::Message(_)) | None => {}
+    }
+}
+
+fn decision_texts(record: &DecisionRecord, f: &mut impl FnMut(&str)) {
+    let DecisionRecord {
+        id: _,
+        business,
+        raiser,
+        action,
+        target,
+        question,
+        options,
+        recommendation,
+        blocking: _,
+        technical: _,
+        project,
+        task_ref: _,
+        requirement_ref,
+        supersedes: _,
+        approval_choice,
+        class: _,
+        route,
+        holder,
+    } = record;
+    f(business.as_str());
+    agent_texts(raiser, f);
+    f(action.as_str());
+    target.iter().for_each(|t| f(t.as_str()));
+    f(question);
+    for DecisionOption { key, text } in options {
+        f(key.as_str());
+        f(text);
+    }
+    f(recommendation);
+    project.iter().for_each(|p| f(p));
+    requirement_ref.iter().for_each(|r| f(r));
+    f(approval_choice.as_str());
+    match route {
+        Route::Role(role) => f(role.as_str()),
+        Route::Human => {}
+    }
+    holder.iter().for_each(|h| f(h.as_str()));
+}
+
+fn message_texts(record: &MessageRecord, f: &mut impl FnMut(&str)) {
+    let MessageRecord {
+        id: _,
+        business,
+        from,
+        to,
+        class: _,
+        body,
+        in_reply_to: _,
+        corrects: _,
+        decision: _,
+        request: _,
+    } = record;
+    f(business.as_str());
+    match from {
+        Sender::Agent(agent) => agent_texts(agent, f),
+        Sender::Human => {}
+    }
+    match to {
+        Recipient::Role(role) => f(role.as_str()),
+        Recipient::Human => {}
+    }
+    f(body);
 }

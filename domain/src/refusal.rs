@@ -5,8 +5,9 @@ use std::fmt;
 
 /// Declares [`Refusal`] with its wire codes and meanings in one list, so
 /// the enum, its codes, its meanings and [`Refusal::ALL`] can never drift
-/// apart. The meaning is the variant's doc, the README's table (a test
-/// checks it) and the first sentence of an MCP tool error.
+/// apart. The meaning is the variant's doc, the refusal table of
+/// `docs/protocol.md` (`tests/tests/docs.rs` checks it) and the first
+/// sentence of an MCP tool error.
 macro_rules! refusals {
     ($($name:ident => $code:literal, $meaning:literal,)*) => {
         /// A refusal with a static code. Never carries driver or OS text.

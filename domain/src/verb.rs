@@ -5,9 +5,12 @@
 //! Everything else that names a verb comes from this table or is checked
 //! against it by a test: the bus's command names ([`crate::bus::Command::verb`]),
 //! the wire parser and each verb's argument type (`mosaic_adapters::wire`),
-//! the MCP tools, the help of `mosaic-bus call` and `human`, and the README's
-//! verb tables. The two trusted in-process calls are not socket verbs; their
-//! names are [`AUTHORIZE`] and [`RECORD_EVENT`].
+//! the MCP tools, the help of `mosaic-bus call` and `human`, and the verb
+//! tables of `docs/protocol.md` and `docs/agents.md` (`tests/tests/docs.rs`).
+//! Who may call a verb is decided here and nowhere else: the bus and the
+//! change feed ask [`Verb::admit`]. The two trusted in-process calls are not
+//! socket verbs; their names are [`AUTHORIZE`] and [`RECORD_EVENT`], and
+//! their callers [`TRUSTED_CALLERS`].
 
 use std::fmt;
 
@@ -18,9 +21,12 @@ use crate::Refusal;
 pub const AUTHORIZE: &str = "authorize";
 /// The name of the trusted in-process API `record_event`. Not a socket verb.
 pub const RECORD_EVENT: &str = "record_event";
+/// Who may use the trusted in-process calls: each acts for the agent whose
+/// capability it carries.
+pub const TRUSTED_CALLERS: &[CallerKind] = &[CallerKind::Agent];
 
-/// Who a verb serves. A caller of another kind is refused by the bus
-/// (`human-only` for the launch switch, `not-authorized` otherwise).
+/// Who a verb serves. A caller of another kind is refused ([`admit`]:
+/// `human-only` for the launch switch, `not-authorized` otherwise).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CallerKind {
     /// An agent run, through its capability.
@@ -142,6 +148,30 @@ impl Verb {
     pub fn serves(self, caller: CallerKind) -> bool {
         self.callers().contains(&caller)
     }
+
+    /// Refuses a caller the verb does not serve, as [`admit`] does.
+    ///
+    /// # Errors
+    /// `human-only` or `not-authorized`, as [`admit`].
+    pub fn admit(self, caller: CallerKind) -> Result<(), Refusal> {
+        admit(self.callers(), caller)
+    }
+}
+
+/// Refuses `caller` unless it is one of `callers`: `human-only` when only the
+/// human may (the launch switch), so the caller learns who can, and
+/// `not-authorized` otherwise.
+///
+/// # Errors
+/// `human-only` or `not-authorized` for a caller not listed.
+pub fn admit(callers: &[CallerKind], caller: CallerKind) -> Result<(), Refusal> {
+    if callers.contains(&caller) {
+        Ok(())
+    } else if callers == [CallerKind::Human] {
+        Err(Refusal::HumanOnly)
+    } else {
+        Err(Refusal::NotAuthorized)
+    }
 }
 
 impl fmt::Display for Verb {
@@ -178,5 +208,18 @@ mod tests {
         assert_eq!(serves(Verb::MessageSend), [true, false, true]);
         assert_eq!(serves(Verb::Inbox), [true, true, true]);
         assert_eq!(Verb::DecisionResolve.to_string(), "decision.resolve");
+    }
+
+    #[test]
+    fn a_caller_not_served_is_refused_human_only_where_only_the_human_is() {
+        let of = |verb: Verb| CallerKind::ALL.map(|c| verb.admit(c));
+        let (no, human_only) = (Err(Refusal::NotAuthorized), Err(Refusal::HumanOnly));
+        assert_eq!(of(Verb::RoleClaim), [Ok(()), no, no]);
+        assert_eq!(of(Verb::LaunchRevoke), [human_only, human_only, Ok(())]);
+        assert_eq!(of(Verb::Changes), [Ok(()), Ok(()), no]);
+        assert_eq!(
+            CallerKind::ALL.map(|c| admit(TRUSTED_CALLERS, c)),
+            [Ok(()), no, no]
+        );
     }
 }

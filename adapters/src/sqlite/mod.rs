@@ -33,7 +33,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use mosaic_domain::evidence::{DecisionRecord, Recipient, Stamped, Subject};
+use mosaic_domain::evidence::{DecisionRecord, EvidenceKind, Recipient, Stamped, Subject};
 use mosaic_domain::messages::MessageFacts;
 use mosaic_domain::{
     BusinessId, DecisionId, MessageId, Refusal, RoleInstance, RunId, TaskRef, Timestamp,
@@ -534,7 +534,8 @@ fn check_ledger(conn: &Connection) -> Result<(i64, Replayable), OpenError> {
             .get_ref(2)
             .and_then(|v| Ok(v.as_str()?))
             .map_err(broken)?;
-        let table = rows::table_of(kind).ok_or(OpenError::IntegrityFailed)?;
+        let kind = EvidenceKind::parse(kind).ok_or(OpenError::IntegrityFailed)?;
+        let table = Table::of(kind);
         let slot = table as usize;
         if seq != head + 1
             || Timestamp::parse(at).is_err()
@@ -544,8 +545,8 @@ fn check_ledger(conn: &Connection) -> Result<(i64, Replayable), OpenError> {
             return Err(OpenError::IntegrityFailed);
         }
         pending[slot] = next_typed(&mut typed[slot])?;
-        if table.is_machine_state() {
-            replayable.push((seq, at.to_owned(), kind.to_owned()));
+        if kind.is_machine_state() {
+            replayable.push((seq, at.to_owned(), kind.as_str().to_owned()));
         }
         at.clone_into(&mut last_at);
         head = seq;
@@ -809,7 +810,7 @@ impl EvidenceStore for SqliteStore {
         }
         let sql = format!(
             "SELECT seq, at, kind FROM ledger WHERE kind IN ({}) ORDER BY seq",
-            rows::MACHINE_KINDS
+            rows::MACHINE_KINDS.as_str()
         );
         let mut st = self.conn.prepare(&sql).map_err(read_failure)?;
         let mut ledger = st.query([]).map_err(read_failure)?;
@@ -846,7 +847,7 @@ impl EvidenceStore for SqliteStore {
             .prepare_cached(&format!(
                 "SELECT seq, at, kind FROM ledger WHERE seq > ?1 AND seq <= ?2 AND business = ?3 \
                  AND kind IN ({}) ORDER BY seq LIMIT ?4",
-                rows::CHANGE_KINDS
+                rows::CHANGE_KINDS.as_str()
             ))
             .map_err(read_failure)?;
         let ledger: Vec<(i64, String, String)> = st

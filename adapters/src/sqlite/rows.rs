@@ -4,15 +4,16 @@
 use mosaic_domain::business::ActionClass;
 use mosaic_domain::evidence::{
     ActionAllowed, AgentRef, ClaimEvidence, Consumption, DecisionActor, DecisionEvidence,
-    DecisionOption, DecisionRecord, Evidence, Harness, HumanInput, LaunchEvidence, LaunchRecord,
-    MessageClass, MessageEvidence, MessageRecord, Observation, OptionKey, Recipient, RefusalRecord,
-    Route, Sender, Stamped, Subject, DECISION_SEEN, MESSAGE_READ,
+    DecisionOption, DecisionRecord, Evidence, EvidenceKind, Harness, HumanInput, LaunchEvidence,
+    LaunchRecord, MessageClass, MessageEvidence, MessageRecord, Observation, OptionKey, Recipient,
+    RefusalRecord, Route, Sender, Stamped, Subject,
 };
 use mosaic_domain::{
     Action, BusinessId, DecisionId, EventId, MessageId, Refusal, RoleInstance, RunId, Target,
     TaskRef, Timestamp,
 };
-use rusqlite::{params, Connection, OptionalExtension, Row};
+use rusqlite::{params, CachedStatement, Connection, OptionalExtension, Row};
+use std::sync::LazyLock;
 
 /// A stored row that does not decode into a domain value: the file was
 /// changed behind the store's back.
@@ -29,36 +30,27 @@ pub(crate) enum ReadError {
     Undecodable(#[from] Undecodable),
 }
 
-/// The ledger kinds a restart replays (`Evidence::is_machine_state`).
-pub(crate) const MACHINE_KINDS: &str = "'session.launched', 'launch.revoked', 'launch.restored', \
-    'role.claimed', 'role.released', 'role.revoked', 'decision.raised', 'decision.resolved', \
-    'decision.seen', 'decision.withdrawn', 'decision.superseded', 'approval.consumed'";
-
-/// The typed table each ledger kind's row lives in, `None` for a kind this
-/// schema does not have.
-pub(crate) fn table_of(kind: &str) -> Option<Table> {
-    let table = match kind {
-        "session.launched" => Table::Launches,
-        "launch.revoked" | "launch.restored" => Table::LaunchSwitches,
-        "role.claimed" | "role.released" | "role.revoked" => Table::Claims,
-        "decision.raised" => Table::Decisions,
-        "decision.resolved" | "decision.seen" | "decision.withdrawn" | "decision.superseded" => {
-            Table::DecisionEvents
-        }
-        "approval.consumed" => Table::Consumptions,
-        "action.allowed" => Table::ActionsAllowed,
-        "message.sent" => Table::Messages,
-        "message.delivered" => Table::Deliveries,
-        "message.read" => Table::Reads,
-        "human.input" => Table::HumanInputs,
-        "event.observed" => Table::Observations,
-        "request.refused" => Table::Refusals,
-        _ => return None,
-    };
-    Some(table)
+/// `'a', 'b', …`: the ledger names of the kinds `pick` keeps, for a
+/// `kind IN (…)` clause.
+fn kinds_where(pick: fn(EvidenceKind) -> bool) -> String {
+    let names: Vec<String> = EvidenceKind::ALL
+        .iter()
+        .filter(|k| pick(**k))
+        .map(|k| format!("'{k}'"))
+        .collect();
+    names.join(", ")
 }
 
-/// The typed tables, one per family of ledger kinds ([`table_of`]).
+/// The ledger kinds a restart replays ([`EvidenceKind::is_machine_state`]).
+pub(crate) static MACHINE_KINDS: LazyLock<String> =
+    LazyLock::new(|| kinds_where(EvidenceKind::is_machine_state));
+
+/// The ledger kinds that can make a change of the feed
+/// ([`EvidenceKind::can_be_change`]).
+pub(crate) static CHANGE_KINDS: LazyLock<String> =
+    LazyLock::new(|| kinds_where(EvidenceKind::can_be_change));
+
+/// The typed tables, one per family of ledger kinds ([`Table::of`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Table {
     Launches,
@@ -112,19 +104,31 @@ impl Table {
             Table::Refusals => "refusals",
         }
     }
+}
 
-    /// Whether a restart replays this table's records
-    /// (`Evidence::is_machine_state`).
-    pub(crate) fn is_machine_state(self) -> bool {
-        matches!(
-            self,
-            Table::Launches
-                | Table::LaunchSwitches
-                | Table::Claims
-                | Table::Decisions
-                | Table::DecisionEvents
-                | Table::Consumptions
-        )
+impl Table {
+    /// The typed table a kind's rows live in.
+    pub(crate) fn of(kind: EvidenceKind) -> Table {
+        match kind {
+            EvidenceKind::SessionLaunched => Table::Launches,
+            EvidenceKind::LaunchRevoked | EvidenceKind::LaunchRestored => Table::LaunchSwitches,
+            EvidenceKind::RoleClaimed | EvidenceKind::RoleReleased | EvidenceKind::RoleRevoked => {
+                Table::Claims
+            }
+            EvidenceKind::DecisionRaised => Table::Decisions,
+            EvidenceKind::DecisionResolved
+            | EvidenceKind::DecisionSeen
+            | EvidenceKind::DecisionWithdrawn
+            | EvidenceKind::DecisionSuperseded => Table::DecisionEvents,
+            EvidenceKind::ApprovalConsumed => Table::Consumptions,
+            EvidenceKind::ActionAllowed => Table::ActionsAllowed,
+            EvidenceKind::MessageSent => Table::Messages,
+            EvidenceKind::MessageDelivered => Table::Deliveries,
+            EvidenceKind::MessageRead => Table::Reads,
+            EvidenceKind::HumanInput => Table::HumanInputs,
+            EvidenceKind::EventObserved => Table::Observations,
+            EvidenceKind::RequestRefused => Table::Refusals,
+        }
     }
 }
 
@@ -160,7 +164,12 @@ pub(crate) fn insert(conn: &Connection, seq: i64, record: &Stamped) -> rusqlite:
     let e = &record.evidence;
     let business = e.business().map(ToString::to_string);
     conn.prepare_cached("INSERT INTO ledger (seq, at, kind, business) VALUES (?1, ?2, ?3, ?4)")?
-        .execute(params![seq, record.at.to_string(), e.kind(), business])?;
+        .execute(params![
+            seq,
+            record.at.to_string(),
+            e.kind().as_str(),
+            business
+        ])?;
     match e {
         Evidence::Launch(LaunchEvidence::Launched(l)) => conn
             .prepare_cached(
@@ -449,7 +458,8 @@ pub(crate) fn subject(
     }))
 }
 
-/// Reads the fact stored under ledger row `seq` of kind `kind`.
+/// Reads the fact stored under ledger row `seq` of kind `kind`: the kind
+/// names the typed table and the shape, one arm per kind.
 pub(crate) fn load(
     conn: &Connection,
     seq: i64,
@@ -457,262 +467,352 @@ pub(crate) fn load(
     kind: &str,
 ) -> Result<Stamped, ReadError> {
     let at = parse(at, Timestamp::parse, "at")?;
-    let one = |sql: &str| -> Result<rusqlite::CachedStatement<'_>, rusqlite::Error> {
-        conn.prepare_cached(sql)
-    };
+    let kind = EvidenceKind::parse(kind).ok_or(bad("ledger kind"))?;
     let evidence = match kind {
-        "session.launched" => {
-            let mut st = one("SELECT business, role, run, harness, address, pid, start_time FROM launches WHERE seq = ?1")?;
-            st.query_row([seq], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get::<_, String>(3)?,
-                    r.get::<_, Option<String>>(4)?,
-                    r.get::<_, i64>(5)?,
-                    r.get::<_, i64>(6)?,
-                ))
-            })
-            .map_err(ReadError::from)
-            .and_then(|(b, role, run, harness, address, pid, start)| {
-                Ok(Evidence::Launch(LaunchEvidence::Launched(LaunchRecord {
-                    business: business(&b)?,
-                    role: parse(&role, RoleInstance::parse, "role")?,
-                    run: parse(&run, RunId::parse, "run")?,
-                    harness: parse(&harness, Harness::parse, "harness")?,
-                    address,
-                    pid: u32::try_from(pid).map_err(|_| bad("pid"))?,
-                    start_time: u64::try_from(start).map_err(|_| bad("start time"))?,
-                })))
-            })?
+        EvidenceKind::SessionLaunched => {
+            Evidence::Launch(LaunchEvidence::Launched(load_launch(conn, seq)?))
         }
-        "launch.revoked" | "launch.restored" => {
-            let b: String = one("SELECT business FROM launch_switches WHERE seq = ?1")?
-                .query_row([seq], |r| r.get(0))?;
-            let business = business(&b)?;
-            if kind == "launch.revoked" {
-                Evidence::Launch(LaunchEvidence::Revoked { business })
-            } else {
-                Evidence::Launch(LaunchEvidence::Restored { business })
-            }
+        EvidenceKind::LaunchRevoked => Evidence::Launch(LaunchEvidence::Revoked {
+            business: load_switch(conn, seq)?,
+        }),
+        EvidenceKind::LaunchRestored => Evidence::Launch(LaunchEvidence::Restored {
+            business: load_switch(conn, seq)?,
+        }),
+        EvidenceKind::RoleClaimed => {
+            let (business, agent, _) = load_claim(conn, seq)?;
+            Evidence::Claim(ClaimEvidence::Claimed { business, agent })
         }
-        "role.claimed" | "role.released" | "role.revoked" => {
-            let (b, role, run, decision): (String, String, String, Option<String>) =
-                one("SELECT business, role, run, decision FROM claims WHERE seq = ?1")?
-                    .query_row([seq], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
-            let (business, agent) = (business(&b)?, agent(&role, &run)?);
-            Evidence::Claim(match kind {
-                "role.claimed" => ClaimEvidence::Claimed { business, agent },
-                "role.released" => ClaimEvidence::Released { business, agent },
-                "role.revoked" => ClaimEvidence::Revoked {
-                    business,
-                    agent,
-                    decision: parse_opt(decision, DecisionId::parse, "decision")?
-                        .ok_or(bad("decision"))?,
-                },
-                _ => return Err(bad("claim kind").into()),
+        EvidenceKind::RoleReleased => {
+            let (business, agent, _) = load_claim(conn, seq)?;
+            Evidence::Claim(ClaimEvidence::Released { business, agent })
+        }
+        EvidenceKind::RoleRevoked => {
+            let (business, agent, decision) = load_claim(conn, seq)?;
+            let decision = decision.ok_or(bad("decision"))?;
+            Evidence::Claim(ClaimEvidence::Revoked {
+                business,
+                agent,
+                decision,
             })
         }
-        "decision.raised" => Evidence::Decision(DecisionEvidence::Raised(Box::new(load_decision(
-            conn, seq,
-        )?))),
-        "decision.resolved" | DECISION_SEEN | "decision.withdrawn" | "decision.superseded" => {
-            #[allow(clippy::type_complexity)]
-            let (b, id, choice, by_role, by_run, note, superseded_by): (
-                String,
-                String,
-                Option<String>,
-                Option<String>,
-                Option<String>,
-                Option<String>,
-                Option<String>,
-            ) = one(
-                "SELECT business, decision, choice, by_role, by_run, note, superseded_by FROM decision_events \
-                 WHERE seq = ?1",
-            )?
-            .query_row([seq], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?)))?;
-            let (business, id) = (business(&b)?, parse(&id, DecisionId::parse, "decision")?);
-            Evidence::Decision(match kind {
-                "decision.resolved" => DecisionEvidence::Resolved {
-                    business,
-                    id,
-                    choice: parse_opt(choice, OptionKey::parse, "choice")?.ok_or(bad("choice"))?,
-                    by: actor(by_role, by_run)?,
-                    note,
-                },
-                DECISION_SEEN => DecisionEvidence::Seen {
-                    business,
-                    id,
-                    by: actor(by_role, by_run)?,
-                    note,
-                },
-                "decision.withdrawn" => DecisionEvidence::Withdrawn {
-                    business,
-                    id,
-                    by: actor(by_role, by_run)?,
-                    note,
-                },
-                "decision.superseded" => DecisionEvidence::Superseded {
-                    business,
-                    id,
-                    by: parse_opt(superseded_by, DecisionId::parse, "superseded by")?
-                        .ok_or(bad("superseded by"))?,
-                },
-                _ => return Err(bad("decision kind").into()),
+        EvidenceKind::DecisionRaised => Evidence::Decision(DecisionEvidence::Raised(Box::new(
+            load_decision(conn, seq)?,
+        ))),
+        EvidenceKind::DecisionResolved => {
+            let e = load_decision_event(conn, seq)?;
+            Evidence::Decision(DecisionEvidence::Resolved {
+                choice: parse_opt(e.choice, OptionKey::parse, "choice")?.ok_or(bad("choice"))?,
+                by: actor(e.by_role, e.by_run)?,
+                business: e.business,
+                id: e.id,
+                note: e.note,
             })
         }
-        "approval.consumed" => {
-            let (d, b, role, run, action, target): (String, String, String, String, String, Option<String>) =
-                one("SELECT decision, business, role, run, action, target FROM consumptions WHERE seq = ?1")?
-                    .query_row([seq], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))?;
-            Evidence::Consumed(Consumption {
-                business: business(&b)?,
-                decision: parse(&d, DecisionId::parse, "decision")?,
-                agent: agent(&role, &run)?,
-                action: parse(&action, Action::parse, "action")?,
-                target: parse_opt(target, Target::parse, "target")?,
+        EvidenceKind::DecisionSeen => {
+            let e = load_decision_event(conn, seq)?;
+            Evidence::Decision(DecisionEvidence::Seen {
+                by: actor(e.by_role, e.by_run)?,
+                business: e.business,
+                id: e.id,
+                note: e.note,
             })
         }
-        "action.allowed" => {
-            #[allow(clippy::type_complexity)]
-            let (b, role, run, action, target, decision, sk, s): (
-                String,
-                String,
-                String,
-                String,
-                Option<String>,
-                Option<String>,
-                Option<String>,
-                Option<String>,
-            ) = one(
-                "SELECT business, role, run, action, target, decision, subject_kind, subject FROM actions_allowed \
-                 WHERE seq = ?1",
-            )?
-            .query_row([seq], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?))
-            })?;
-            Evidence::Allowed(ActionAllowed {
-                business: business(&b)?,
-                agent: agent(&role, &run)?,
-                action: parse(&action, Action::parse, "action")?,
-                target: parse_opt(target, Target::parse, "target")?,
-                decision: parse_opt(decision, DecisionId::parse, "decision")?,
-                subject: subject(sk, s)?,
+        EvidenceKind::DecisionWithdrawn => {
+            let e = load_decision_event(conn, seq)?;
+            Evidence::Decision(DecisionEvidence::Withdrawn {
+                by: actor(e.by_role, e.by_run)?,
+                business: e.business,
+                id: e.id,
+                note: e.note,
             })
         }
-        "message.sent" => {
-            let mut st = one(&format!(
-                "SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.seq = ?1"
-            ))?;
+        EvidenceKind::DecisionSuperseded => {
+            let e = load_decision_event(conn, seq)?;
+            Evidence::Decision(DecisionEvidence::Superseded {
+                by: parse_opt(e.superseded_by, DecisionId::parse, "superseded by")?
+                    .ok_or(bad("superseded by"))?,
+                business: e.business,
+                id: e.id,
+            })
+        }
+        EvidenceKind::ApprovalConsumed => Evidence::Consumed(load_consumption(conn, seq)?),
+        EvidenceKind::ActionAllowed => Evidence::Allowed(load_allowed(conn, seq)?),
+        EvidenceKind::MessageSent => {
+            let mut st = one(
+                conn,
+                &format!("SELECT {MESSAGE_COLUMNS} FROM messages m WHERE m.seq = ?1"),
+            )?;
             let record = st
                 .query_row([seq], |r| Ok(message_row(r)))
                 .optional()?
                 .ok_or(bad("message"))??;
             Evidence::Message(MessageEvidence::Sent(Box::new(record)))
         }
-        "message.delivered" | MESSAGE_READ => {
-            let table = if kind == "message.delivered" {
-                "deliveries"
-            } else {
-                "reads"
-            };
-            let (m, b, run): (String, String, String) = one(&format!(
-                "SELECT message, business, run FROM {table} WHERE seq = ?1"
-            ))?
-            .query_row([seq], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
-            let (business, message, run) = (
-                business(&b)?,
-                parse(&m, MessageId::parse, "message")?,
-                parse(&run, RunId::parse, "run")?,
-            );
-            Evidence::Message(if kind == "message.delivered" {
-                MessageEvidence::Delivered {
-                    business,
-                    message,
-                    run,
-                }
-            } else {
-                MessageEvidence::Read {
-                    business,
-                    message,
-                    run,
-                }
+        EvidenceKind::MessageDelivered => {
+            let (business, message, run) = load_hand_off(conn, seq, Table::Deliveries)?;
+            Evidence::Message(MessageEvidence::Delivered {
+                business,
+                message,
+                run,
             })
         }
-        "human.input" => {
-            let (id, b, verb, sk, s): (String, String, String, Option<String>, Option<String>) =
-                one("SELECT id, business, verb, subject_kind, subject FROM human_inputs WHERE seq = ?1")?
-                    .query_row([seq], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))?;
-            Evidence::Human(HumanInput {
-                id: parse(&id, EventId::parse, "input id")?,
-                business: business(&b)?,
-                verb,
-                subject: subject(sk, s)?,
+        EvidenceKind::MessageRead => {
+            let (business, message, run) = load_hand_off(conn, seq, Table::Reads)?;
+            Evidence::Message(MessageEvidence::Read {
+                business,
+                message,
+                run,
             })
         }
-        "event.observed" => {
-            #[allow(clippy::type_complexity)]
-            let (b, role, run, k, body, sk, s, request): (
-                String,
-                String,
-                String,
-                String,
-                String,
-                Option<String>,
-                Option<String>,
-                Option<String>,
-            ) = one(
-                "SELECT business, role, run, kind, body, subject_kind, subject, request FROM observations \
-                 WHERE seq = ?1",
-            )?
-            .query_row([seq], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?))
-            })?;
-            Evidence::Observed(Observation {
-                business: business(&b)?,
-                agent: agent(&role, &run)?,
-                kind: k,
-                body,
-                subject: subject(sk, s)?,
-                request: parse_opt(request, EventId::parse, "request")?,
-            })
-        }
-        "request.refused" => {
-            #[allow(clippy::type_complexity)]
-            let (b, role, run, verb, code): (
-                Option<String>,
-                Option<String>,
-                Option<String>,
-                Option<String>,
-                String,
-            ) = one("SELECT business, role, run, verb, code FROM refusals WHERE seq = ?1")?
-                .query_row([seq], |r| {
-                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
-                })?;
-            let agent = match (role, run) {
-                (Some(role), Some(run)) => Some(agent(&role, &run)?),
-                (None, None) => None,
-                (Some(_), None) | (None, Some(_)) => return Err(bad("refused agent").into()),
-            };
-            Evidence::Refused(RefusalRecord {
-                business: b.as_deref().map(business).transpose()?,
-                agent,
-                verb,
-                refusal: Refusal::from_code(&code).ok_or(bad("refusal code"))?,
-            })
-        }
-        _ => return Err(bad("ledger kind").into()),
+        EvidenceKind::HumanInput => Evidence::Human(load_human_input(conn, seq)?),
+        EvidenceKind::EventObserved => Evidence::Observed(load_observation(conn, seq)?),
+        EvidenceKind::RequestRefused => Evidence::Refused(load_refusal(conn, seq)?),
     };
     Ok(Stamped { at, evidence })
 }
 
-/// The ledger kinds that can make a change of the feed (`Change::of`):
-/// every kind but deliveries, reads, spent approvals, allowed actions,
-/// human inputs and refusals.
-pub(crate) const CHANGE_KINDS: &str = "'session.launched', 'launch.revoked', 'launch.restored', \
-    'role.claimed', 'role.released', 'role.revoked', 'decision.raised', 'decision.resolved', \
-    'decision.seen', 'decision.withdrawn', 'decision.superseded', 'message.sent', 'event.observed'";
+fn one<'c>(conn: &'c Connection, sql: &str) -> rusqlite::Result<CachedStatement<'c>> {
+    conn.prepare_cached(sql)
+}
+
+fn load_launch(conn: &Connection, seq: i64) -> Result<LaunchRecord, ReadError> {
+    let mut st = one(
+        conn,
+        "SELECT business, role, run, harness, address, pid, start_time FROM launches WHERE seq = ?1",
+    )?;
+    let (b, role, run, harness, address, pid, start) = st.query_row([seq], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, String>(2)?,
+            r.get::<_, String>(3)?,
+            r.get::<_, Option<String>>(4)?,
+            r.get::<_, i64>(5)?,
+            r.get::<_, i64>(6)?,
+        ))
+    })?;
+    Ok(LaunchRecord {
+        business: business(&b)?,
+        role: parse(&role, RoleInstance::parse, "role")?,
+        run: parse(&run, RunId::parse, "run")?,
+        harness: parse(&harness, Harness::parse, "harness")?,
+        address,
+        pid: u32::try_from(pid).map_err(|_| bad("pid"))?,
+        start_time: u64::try_from(start).map_err(|_| bad("start time"))?,
+    })
+}
+
+/// The business of a `launch_switches` row.
+fn load_switch(conn: &Connection, seq: i64) -> Result<BusinessId, ReadError> {
+    let b: String = one(conn, "SELECT business FROM launch_switches WHERE seq = ?1")?
+        .query_row([seq], |r| r.get(0))?;
+    Ok(business(&b)?)
+}
+
+/// A `claims` row: its business, agent and (for a revocation) decision.
+fn load_claim(
+    conn: &Connection,
+    seq: i64,
+) -> Result<(BusinessId, AgentRef, Option<DecisionId>), ReadError> {
+    let (b, role, run, decision): (String, String, String, Option<String>) = one(
+        conn,
+        "SELECT business, role, run, decision FROM claims WHERE seq = ?1",
+    )?
+    .query_row([seq], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
+    Ok((
+        business(&b)?,
+        agent(&role, &run)?,
+        parse_opt(decision, DecisionId::parse, "decision")?,
+    ))
+}
+
+/// A `decision_events` row, its keys decoded; each kind decodes the
+/// columns it uses.
+struct DecisionEventColumns {
+    business: BusinessId,
+    id: DecisionId,
+    choice: Option<String>,
+    by_role: Option<String>,
+    by_run: Option<String>,
+    note: Option<String>,
+    superseded_by: Option<String>,
+}
+
+fn load_decision_event(conn: &Connection, seq: i64) -> Result<DecisionEventColumns, ReadError> {
+    let mut st = one(
+        conn,
+        "SELECT business, decision, choice, by_role, by_run, note, superseded_by FROM decision_events \
+         WHERE seq = ?1",
+    )?;
+    let (b, id, choice, by_role, by_run, note, superseded_by) = st.query_row([seq], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            r.get(2)?,
+            r.get(3)?,
+            r.get(4)?,
+            r.get(5)?,
+            r.get(6)?,
+        ))
+    })?;
+    Ok(DecisionEventColumns {
+        business: business(&b)?,
+        id: parse(&id, DecisionId::parse, "decision")?,
+        choice,
+        by_role,
+        by_run,
+        note,
+        superseded_by,
+    })
+}
+
+fn load_consumption(conn: &Connection, seq: i64) -> Result<Consumption, ReadError> {
+    let mut st = one(
+        conn,
+        "SELECT decision, business, role, run, action, target FROM consumptions WHERE seq = ?1",
+    )?;
+    let (d, b, role, run, action, target) = st.query_row([seq], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, String>(2)?,
+            r.get::<_, String>(3)?,
+            r.get::<_, String>(4)?,
+            r.get::<_, Option<String>>(5)?,
+        ))
+    })?;
+    Ok(Consumption {
+        business: business(&b)?,
+        decision: parse(&d, DecisionId::parse, "decision")?,
+        agent: agent(&role, &run)?,
+        action: parse(&action, Action::parse, "action")?,
+        target: parse_opt(target, Target::parse, "target")?,
+    })
+}
+
+fn load_allowed(conn: &Connection, seq: i64) -> Result<ActionAllowed, ReadError> {
+    let mut st = one(
+        conn,
+        "SELECT business, role, run, action, target, decision, subject_kind, subject FROM actions_allowed \
+         WHERE seq = ?1",
+    )?;
+    let (b, role, run, action, target, decision, sk, s) = st.query_row([seq], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, String>(2)?,
+            r.get::<_, String>(3)?,
+            r.get::<_, Option<String>>(4)?,
+            r.get::<_, Option<String>>(5)?,
+            r.get::<_, Option<String>>(6)?,
+            r.get::<_, Option<String>>(7)?,
+        ))
+    })?;
+    Ok(ActionAllowed {
+        business: business(&b)?,
+        agent: agent(&role, &run)?,
+        action: parse(&action, Action::parse, "action")?,
+        target: parse_opt(target, Target::parse, "target")?,
+        decision: parse_opt(decision, DecisionId::parse, "decision")?,
+        subject: subject(sk, s)?,
+    })
+}
+
+/// A `deliveries` or `reads` row: the business, the message and the run.
+fn load_hand_off(
+    conn: &Connection,
+    seq: i64,
+    table: Table,
+) -> Result<(BusinessId, MessageId, RunId), ReadError> {
+    let sql = format!(
+        "SELECT message, business, run FROM {} WHERE seq = ?1",
+        table.name()
+    );
+    let (m, b, run): (String, String, String) =
+        one(conn, &sql)?.query_row([seq], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+    Ok((
+        business(&b)?,
+        parse(&m, MessageId::parse, "message")?,
+        parse(&run, RunId::parse, "run")?,
+    ))
+}
+
+fn load_human_input(conn: &Connection, seq: i64) -> Result<HumanInput, ReadError> {
+    let mut st = one(
+        conn,
+        "SELECT id, business, verb, subject_kind, subject FROM human_inputs WHERE seq = ?1",
+    )?;
+    let (id, b, verb, sk, s) = st.query_row([seq], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, String>(2)?,
+            r.get::<_, Option<String>>(3)?,
+            r.get::<_, Option<String>>(4)?,
+        ))
+    })?;
+    Ok(HumanInput {
+        id: parse(&id, EventId::parse, "input id")?,
+        business: business(&b)?,
+        verb,
+        subject: subject(sk, s)?,
+    })
+}
+
+fn load_observation(conn: &Connection, seq: i64) -> Result<Observation, ReadError> {
+    let mut st = one(
+        conn,
+        "SELECT business, role, run, kind, body, subject_kind, subject, request FROM observations \
+         WHERE seq = ?1",
+    )?;
+    let (b, role, run, kind, body, sk, s, request) = st.query_row([seq], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, String>(2)?,
+            r.get::<_, String>(3)?,
+            r.get::<_, String>(4)?,
+            r.get::<_, Option<String>>(5)?,
+            r.get::<_, Option<String>>(6)?,
+            r.get::<_, Option<String>>(7)?,
+        ))
+    })?;
+    Ok(Observation {
+        business: business(&b)?,
+        agent: agent(&role, &run)?,
+        kind,
+        body,
+        subject: subject(sk, s)?,
+        request: parse_opt(request, EventId::parse, "request")?,
+    })
+}
+
+fn load_refusal(conn: &Connection, seq: i64) -> Result<RefusalRecord, ReadError> {
+    let mut st = one(
+        conn,
+        "SELECT business, role, run, verb, code FROM refusals WHERE seq = ?1",
+    )?;
+    let (b, role, run, verb, code) = st.query_row([seq], |r| {
+        Ok((
+            r.get::<_, Option<String>>(0)?,
+            r.get::<_, Option<String>>(1)?,
+            r.get::<_, Option<String>>(2)?,
+            r.get::<_, Option<String>>(3)?,
+            r.get::<_, String>(4)?,
+        ))
+    })?;
+    let agent = match (role, run) {
+        (Some(role), Some(run)) => Some(agent(&role, &run)?),
+        (None, None) => None,
+        (Some(_), None) | (None, Some(_)) => return Err(bad("refused agent").into()),
+    };
+    Ok(RefusalRecord {
+        business: b.as_deref().map(business).transpose()?,
+        agent,
+        verb,
+        refusal: Refusal::from_code(&code).ok_or(bad("refusal code"))?,
+    })
+}
 
 /// The record of the raised decision `id`, if there is one.
 pub(crate) fn decision_by_id(
@@ -828,4 +928,56 @@ pub(crate) fn message_row(r: &Row<'_>) -> Result<MessageRecord, ReadError> {
         decision: parse_opt(r.get(9)?, DecisionId::parse, "decision")?,
         request: parse_opt(r.get(10)?, EventId::parse, "request")?,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    /// The names in a `'a', 'b'` list or in `kind = 'a' OR …` text.
+    fn quoted(text: &str) -> BTreeSet<&str> {
+        text.split('\'').skip(1).step_by(2).collect()
+    }
+
+    fn kinds(pick: fn(EvidenceKind) -> bool) -> BTreeSet<&'static str> {
+        EvidenceKind::ALL
+            .iter()
+            .filter(|k| pick(**k))
+            .map(|k| k.as_str())
+            .collect()
+    }
+
+    #[test]
+    fn the_schema_and_the_store_lists_name_exactly_the_domain_kinds() {
+        // The ledger's insert trigger lists the kinds the schema stores.
+        let sql = mosaic_schema::SCHEMA_SQL;
+        let trigger = &sql[sql.find("CREATE TRIGGER ledger_insert").unwrap()..];
+        let known = &trigger[trigger.find("NOT (NEW.kind").unwrap()..trigger.find("END;").unwrap()];
+        assert_eq!(quoted(known), kinds(|_| true), "the schema's ledger kinds");
+        assert_eq!(
+            quoted(&MACHINE_KINDS),
+            kinds(EvidenceKind::is_machine_state),
+            "the kinds a restart replays"
+        );
+        assert_eq!(
+            quoted(&CHANGE_KINDS),
+            kinds(EvidenceKind::can_be_change),
+            "the kinds the feed reads"
+        );
+        // Each table's insert trigger names its kinds, whole or as their
+        // family followed by the row's event (`'role.' || NEW.event`).
+        for &kind in EvidenceKind::ALL {
+            let table = Table::of(kind).name();
+            let head = format!("CREATE TRIGGER {table}_insert BEFORE INSERT ON {table} BEGIN");
+            let body = &sql[sql.find(&head).unwrap_or_else(|| panic!("{head}"))..];
+            let body = &body[..body.find("END;").unwrap()];
+            let (family, _) = kind.as_str().split_once('.').unwrap();
+            assert!(
+                body.contains(&format!("'{kind}'"))
+                    || body.contains(&format!("'{family}.' || NEW.event")),
+                "{table} is where {kind} is stored"
+            );
+        }
+    }
 }

@@ -387,7 +387,7 @@ pub fn record_json(record: &Stamped) -> Value {
     };
     let mut out = Map::new();
     out.insert("at".into(), json!(record.at.to_string()));
-    out.insert("kind".into(), json!(e.kind()));
+    out.insert("kind".into(), json!(e.kind().as_str()));
     out.insert("business".into(), text(e.business()));
     if let Value::Object(fields) = fields {
         out.extend(fields);

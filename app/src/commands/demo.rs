@@ -247,7 +247,7 @@ fn play(root: &DataRoot, pid: u32, start_time: u64, out: &mut impl Write) -> Res
         .map_err(logged(Refusal::StorageUnavailable, "reading the trail"))?;
     for record in trail {
         print(
-            json!({"trail": decision.to_string(), "at": record.at.to_string(), "fact": record.evidence.kind()}),
+            json!({"trail": decision.to_string(), "at": record.at.to_string(), "fact": record.evidence.kind().as_str()}),
         )?;
     }
     Ok(())

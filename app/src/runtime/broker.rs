@@ -10,9 +10,9 @@ use mosaic_adapters::cause::logged;
 use mosaic_adapters::credentials::{CredentialStatus, CredentialStore, Service};
 use mosaic_adapters::fs::WriterLock;
 use mosaic_domain::authority::Grant;
-use mosaic_domain::bus::{Command, Reply};
+use mosaic_domain::bus::{BodyField, Command, EventBody, Reply};
 use mosaic_domain::evidence::{LaunchRecord, Subject};
-use mosaic_domain::{Action, Capability, DecisionId, EventId, Refusal, Target, TaskRef};
+use mosaic_domain::{Action, Capability, DecisionId, Refusal, Target};
 use mosaic_ports::Entropy;
 use serde_json::Value;
 use tokio::sync::oneshot;
@@ -173,35 +173,20 @@ impl Broker {
         subject: Option<Subject>,
     ) -> Result<(), Refusal> {
         let kind = Action::parse(kind)?;
+        // The body's rules are the domain's (`Command::record_event`); only
+        // reading JSON is done here.
         let object = body.as_object().ok_or(Refusal::BadRequest)?;
-        if let Some(task) = object.get("task_ref") {
-            let task = TaskRef::parse(task.as_str().ok_or(Refusal::BadRequest)?)?;
-            if subject != Some(Subject::Task(task)) {
-                return Err(Refusal::BadRequest);
-            }
-        }
-        let request = if kind.as_str() == "task.created" {
-            let requirement = object
-                .get("requirement")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            if requirement.is_empty() {
-                return Err(Refusal::BadRequest);
-            }
-            let request = object
-                .get("request")
-                .and_then(Value::as_str)
-                .ok_or(Refusal::BadRequest)?;
-            Some(EventId::parse(request)?)
-        } else {
-            None
+        let field = |name: &str| match object.get(name) {
+            None => BodyField::Absent,
+            Some(value) => value.as_str().map_or(BodyField::NotText, BodyField::Text),
         };
-        let command = Command::RecordEvent {
-            kind,
-            body: body.to_string(),
-            subject,
-            request,
+        let body = EventBody {
+            text: body.to_string(),
+            task_ref: field("task_ref"),
+            requirement: field("requirement"),
+            request: field("request"),
         };
+        let command = Command::record_event(kind, body, subject)?;
         self.trusted(cap, command).map(|_| ())
     }
 

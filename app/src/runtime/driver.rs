@@ -290,9 +290,15 @@ impl<S: EvidenceStore> Driver<S> {
             return Ok(());
         }
         if let Some(guard) = &self.guard {
-            // Every text field shows in `Debug`; token characters are never
-            // escaped there.
-            if records.iter().any(|r| guard(format!("{r:?}").as_bytes())) {
+            // `Evidence::texts` visits every text field of a record, as
+            // stored: no formatting to escape or shorten a token.
+            let leaks = |r: &Stamped| {
+                let mut leak = false;
+                r.evidence
+                    .texts(|text| leak = leak || guard(text.as_bytes()));
+                leak
+            };
+            if records.iter().any(leaks) {
                 self.bus.rollback_to(mark);
                 return Err(Refusal::CredentialLeak);
             }

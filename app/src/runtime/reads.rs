@@ -25,7 +25,7 @@ use mosaic_domain::claims::Occupancy;
 use mosaic_domain::decisions::{Decision, Status};
 use mosaic_domain::evidence::{LaunchRecord, Recipient, Route, Subject};
 use mosaic_domain::messages::{MessageFacts, INBOX_LIMIT};
-use mosaic_domain::{BusinessId, Refusal, RoleInstance, Verb};
+use mosaic_domain::{BusinessId, Refusal, RoleInstance};
 use mosaic_ports::{EvidenceStore, StoreReaders};
 
 use super::feed::Feed;
@@ -94,34 +94,17 @@ impl View {
 
     /// Who `caller` waits for changes as: an agent that holds its role, or
     /// a reader. Whether a caller kind may wait at all is the verb table's
-    /// ([`Verb::serves`]).
+    /// ([`Watcher::of`] asks it).
     ///
     /// # Errors
     /// `not-holder` for an agent that does not hold its role now;
     /// `not-authorized` for a caller kind the table does not serve.
     pub(crate) fn watcher(&self, caller: &Caller) -> Result<Watcher, Refusal> {
-        if !Verb::Changes.serves(caller.kind()) {
-            return Err(Refusal::NotAuthorized);
-        }
-        match caller {
-            Caller::Agent { business, agent } => {
-                let holds = self.agents.iter().any(|(r, holding, _)| {
-                    *holding && &r.business == business && r.run == agent.run
-                });
-                if !holds {
-                    return Err(Refusal::NotHolder);
-                }
-                Ok(Watcher::Agent {
-                    business: business.clone(),
-                    role: agent.role.clone(),
-                    run: agent.run.clone(),
-                })
-            }
-            // The human, where the table serves it, has a reader's audience.
-            Caller::Reader { business } | Caller::Human { business, .. } => Ok(Watcher::Reader {
-                business: business.clone(),
-            }),
-        }
+        Watcher::of(caller, |business, agent| {
+            self.agents
+                .iter()
+                .any(|(r, holding, _)| *holding && &r.business == business && r.run == agent.run)
+        })
     }
 
     /// The role list, for the next view.

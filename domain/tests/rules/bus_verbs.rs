@@ -1,7 +1,7 @@
 //! The bus's verbs, one rule per test, with exact replies and exact evidence.
 
 use mosaic_domain::authority::Grant;
-use mosaic_domain::bus::{Bus, Caller, Command, Reply, SendInput};
+use mosaic_domain::bus::{BodyField, Bus, Caller, Command, EventBody, Reply, SendInput};
 use mosaic_domain::business::{AuthoritySpec, RoleSpec};
 use mosaic_domain::claims::{BindReply, ClaimReply};
 use mosaic_domain::decisions::{RaiseInput, Status};
@@ -1348,4 +1348,234 @@ fn a_refusal_is_recorded_with_its_caller_and_verb_at_the_next_write_time() {
         .bus
         .business(&BusinessId::parse("globex").unwrap())
         .is_none());
+}
+
+/// A bus where each verb has something to act on, for the caller test:
+/// dev/r1, lead/l1 and ops/o1 hold their roles; decision 1 (dev's merge)
+/// is routed to lead; decision 2 (lead's merge) to the human; decision 3
+/// (revoking ops) is approved by the human.
+fn callers_fixture() -> Fixture {
+    let mut f = Fixture::new();
+    f.claim("dev", "r1");
+    f.claim("lead", "l1");
+    f.claim("ops", "o1");
+    f.raise("dev", "r1", 1, raise("repo.merge", None));
+    f.raise("lead", "l1", 2, raise("repo.merge", None));
+    f.raise("lead", "l1", 3, raise("role.revoke", Some("ops")));
+    f.ok(&human(3), resolve(3, "yes"));
+    f
+}
+
+/// The commands that serve `verb`, from a caller of `kind`, each valid in
+/// [`callers_fixture`]: a caller the table lists can only be refused by
+/// the bus disagreeing with the table. Reads never reach the bus.
+fn serving(verb: Verb, kind: CallerKind) -> Vec<(Caller, Command)> {
+    let dev = caller("dev", "r1");
+    let by = match kind {
+        CallerKind::Agent => dev.clone(),
+        CallerKind::Reader => Caller::Reader { business: acme() },
+        CallerKind::Human => human(50),
+    };
+    // An agent resolves as lead and withdraws as dev, the raiser, the
+    // decision routed to lead; the others act on the human's. An agent
+    // writes to another role, the others to dev.
+    let (decision, to) = match kind {
+        CallerKind::Agent => (1, "lead"),
+        CallerKind::Reader | CallerKind::Human => (2, "dev"),
+    };
+    let as_lead = |command| match kind {
+        CallerKind::Agent => vec![(caller("lead", "l1"), command)],
+        CallerKind::Reader | CallerKind::Human => vec![(by.clone(), command)],
+    };
+    let note = None;
+    let command = match verb {
+        Verb::RoleClaim => Command::Claim,
+        Verb::RoleRelease => Command::Release,
+        Verb::RoleRevoke => {
+            return as_lead(Command::Revoke {
+                role: role("ops"),
+                decision: did(3),
+            })
+        }
+        Verb::DecisionRaise => raising(9, raise("repo.merge", None)),
+        Verb::DecisionResolve => return as_lead(resolve(decision, "yes")),
+        Verb::DecisionSeen => {
+            return as_lead(Command::Seen {
+                id: did(decision),
+                note,
+            })
+        }
+        Verb::DecisionWithdraw => Command::Withdraw {
+            id: did(decision),
+            note,
+        },
+        Verb::MessageSend => send(5, to, None),
+        Verb::MessageReceive => Command::Receive { batch: Vec::new() },
+        Verb::MessageRead => {
+            let mut facts = stored(6, "acme");
+            facts.delivered_to = Some(RunId::parse("r1").unwrap());
+            Command::Read {
+                id: facts.record.id,
+                known: Some(facts),
+            }
+        }
+        Verb::EventEmit => Command::EmitRoutine {
+            target: None,
+            subject: None,
+        },
+        Verb::LaunchRevoke => Command::LaunchRevoke,
+        Verb::LaunchRestore => Command::LaunchRestore,
+        Verb::BrowserRequest => Command::RecordBrowserOutcome { body: "{}".into() },
+        Verb::Inbox | Verb::Tasks | Verb::Agents | Verb::Trail | Verb::Changes => {
+            return Vec::new()
+        }
+    };
+    vec![(by, command)]
+}
+
+/// What a caller of `kind` gets from a bus that agrees with `callers`.
+#[track_caller]
+fn assert_agrees(callers: &[CallerKind], kind: CallerKind, got: Result<(), Refusal>, what: &str) {
+    if callers.contains(&kind) {
+        assert_eq!(
+            got,
+            Ok(()),
+            "{what} from {kind:?}: the table lists the caller"
+        );
+    } else if callers == [CallerKind::Human] {
+        assert_eq!(got, Err(Refusal::HumanOnly), "{what} from {kind:?}");
+    } else {
+        assert_eq!(got, Err(Refusal::NotAuthorized), "{what} from {kind:?}");
+    }
+}
+
+#[test]
+fn the_bus_and_the_change_feed_serve_exactly_the_callers_the_verb_table_lists() {
+    for &verb in Verb::ALL {
+        for kind in CallerKind::ALL {
+            let commands = serving(verb, kind);
+            assert!(verb.is_read() || !commands.is_empty(), "{verb} is tested");
+            for (caller, command) in commands {
+                let got = callers_fixture().run(&caller, command).0;
+                assert_agrees(verb.callers(), kind, got.map(|_| ()), verb.as_str());
+            }
+        }
+    }
+    let trusted = [
+        Command::Authorize {
+            action: act("repo.push"),
+            target: None,
+            decision: None,
+        },
+        record("review.noted", None, None),
+    ];
+    for command in trusted {
+        for (kind, caller) in [
+            (CallerKind::Agent, caller("dev", "r1")),
+            (CallerKind::Reader, Caller::Reader { business: acme() }),
+            (CallerKind::Human, human(50)),
+        ] {
+            let got = callers_fixture().run(&caller, command.clone()).0;
+            let trusted = mosaic_domain::verb::TRUSTED_CALLERS;
+            assert_agrees(trusted, kind, got.map(|_| ()), command.verb());
+        }
+    }
+    for (kind, caller) in [
+        (CallerKind::Agent, caller("dev", "r1")),
+        (CallerKind::Reader, Caller::Reader { business: acme() }),
+        (CallerKind::Human, human(50)),
+    ] {
+        let watcher = mosaic_domain::changes::Watcher::of(&caller, |_, _| true);
+        assert_agrees(
+            Verb::Changes.callers(),
+            kind,
+            watcher.map(|_| ()),
+            "changes",
+        );
+    }
+}
+
+/// A `record_event` body with these fields, the text standing for them.
+fn body<'a>(
+    task_ref: BodyField<'a>,
+    requirement: BodyField<'a>,
+    request: BodyField<'a>,
+) -> EventBody<'a> {
+    EventBody {
+        text: "{}".into(),
+        task_ref,
+        requirement,
+        request,
+    }
+}
+
+#[test]
+fn a_task_ref_in_a_body_is_text_naming_the_task_the_event_is_filed_under() {
+    use BodyField::{Absent, NotText, Text};
+    let task = Some(Subject::Task(TaskRef::parse("vikunja:3/41").unwrap()));
+    let event = |task_ref, subject| {
+        Command::record_event(act("task.updated"), body(task_ref, Absent, Absent), subject)
+    };
+    assert_eq!(
+        event(Text("vikunja:3/41"), task.clone()),
+        Ok(Command::RecordEvent {
+            kind: act("task.updated"),
+            body: "{}".into(),
+            subject: task.clone(),
+            request: None,
+        })
+    );
+    assert_eq!(event(Absent, task.clone()).map(|_| ()), Ok(()));
+    assert_eq!(event(NotText, task.clone()), Err(Refusal::BadRequest));
+    assert_eq!(
+        event(Text("vikunja:3/42"), task.clone()),
+        Err(Refusal::BadRequest)
+    );
+    assert_eq!(event(Text("vikunja:3/41"), None), Err(Refusal::BadRequest));
+    assert_eq!(
+        event(Text("no task"), task),
+        Err(TaskRef::parse("no task").unwrap_err())
+    );
+}
+
+#[test]
+fn a_created_task_names_a_requirement_and_the_human_input_that_asked_for_it() {
+    use BodyField::{Absent, NotText, Text};
+    let task = Some(Subject::Task(TaskRef::parse("vikunja:3/41").unwrap()));
+    let input = EventId::from_random([7; 16]).to_string();
+    let created = |kind: &str, requirement, request| {
+        Command::record_event(act(kind), body(Absent, requirement, request), task.clone())
+    };
+    assert_eq!(
+        created("task.created", Text("R-1"), Text(&input)),
+        Ok(Command::RecordEvent {
+            kind: act("task.created"),
+            body: "{}".into(),
+            subject: task.clone(),
+            request: Some(EventId::from_random([7; 16])),
+        })
+    );
+    for requirement in [Absent, NotText, Text("")] {
+        assert_eq!(
+            created("task.created", requirement, Text(&input)),
+            Err(Refusal::BadRequest),
+            "{requirement:?}"
+        );
+    }
+    for request in [Absent, NotText] {
+        assert_eq!(
+            created("task.created", Text("R-1"), request),
+            Err(Refusal::BadRequest),
+            "{request:?}"
+        );
+    }
+    assert_eq!(
+        created("task.created", Text("R-1"), Text("not an id")),
+        Err(EventId::parse("not an id").unwrap_err())
+    );
+    // Other kinds name no request, whatever their body holds.
+    assert_eq!(
+        created("task.updated", Absent, Text(&input)),
+        Ok(record("task.updated", task.clone(), None))
+    );
 }

@@ -4,11 +4,12 @@
 
 use mosaic_domain::evidence::{
     ActionAllowed, AgentRef, ClaimEvidence, Consumption, DecisionActor, DecisionEvidence,
-    DecisionOption, DecisionRecord, Evidence, Harness, HumanInput, LaunchEvidence, LaunchRecord,
-    MessageEvidence, MessageRecord, Observation, OptionKey, Recipient, RefusalRecord, Route,
-    Sender, Subject,
+    DecisionOption, DecisionRecord, Evidence, EvidenceKind, Harness, HumanInput, LaunchEvidence,
+    LaunchRecord, MessageEvidence, MessageRecord, Observation, OptionKey, Recipient, RefusalRecord,
+    Route, Sender, Subject,
 };
 use mosaic_domain::*;
+use std::collections::HashSet;
 
 fn acme() -> BusinessId {
     BusinessId::parse("acme").unwrap()
@@ -359,7 +360,7 @@ fn a_restart_replays_launches_claims_decisions_and_spent_approvals_only() {
     for (name, record, _) in records() {
         assert_eq!(
             record.is_machine_state(),
-            REPLAYED.contains(&record.kind()),
+            REPLAYED.contains(&record.kind().as_str()),
             "{name}: {}",
             record.kind()
         );
@@ -368,7 +369,10 @@ fn a_restart_replays_launches_claims_decisions_and_spent_approvals_only() {
 
 #[test]
 fn every_record_names_its_kind_and_its_business() {
-    let kinds: Vec<&str> = records().iter().map(|(_, r, _)| r.kind()).collect();
+    let kinds: Vec<&str> = records()
+        .iter()
+        .map(|(_, r, _)| r.kind().as_str())
+        .collect();
     for kind in REPLAYED.iter().chain(&[
         "action.allowed",
         "message.sent",
@@ -433,5 +437,154 @@ fn message_classes_and_harnesses_have_one_wire_name_each() {
     }
     for bad in ["", "Pi", "claude"] {
         assert_eq!(Harness::parse(bad), Err(Refusal::BadConfig), "{bad}");
+    }
+}
+
+#[test]
+fn every_evidence_kind_has_one_name_that_parses_back_and_a_record_here() {
+    let sampled: HashSet<EvidenceKind> = records().iter().map(|(_, r, _)| r.kind()).collect();
+    let mut names = HashSet::new();
+    for &kind in EvidenceKind::ALL {
+        assert!(names.insert(kind.as_str()), "{kind} is named once");
+        assert_eq!(EvidenceKind::parse(kind.as_str()), Some(kind));
+        assert!(sampled.contains(&kind), "{kind} has a record in `records`");
+    }
+    assert_eq!(EvidenceKind::parse("Message.sent"), None);
+    assert_eq!(
+        EvidenceKind::DecisionSeen.as_str(),
+        Verb::DecisionSeen.as_str()
+    );
+    assert_eq!(
+        EvidenceKind::MessageRead.as_str(),
+        Verb::MessageRead.as_str()
+    );
+}
+
+#[test]
+fn the_kinds_marked_as_changes_are_exactly_those_whose_records_make_one() {
+    // Every decision event is given a routing, so each can make a change.
+    let routing = || {
+        Some(changes::Routing {
+            route: Route::Human,
+            raiser: dev(),
+        })
+    };
+    let changing: HashSet<EvidenceKind> = records()
+        .iter()
+        .filter(|(_, r, _)| changes::Change::of(r, routing()).is_some())
+        .map(|(_, r, _)| r.kind())
+        .collect();
+    let marked: HashSet<EvidenceKind> = EvidenceKind::ALL
+        .iter()
+        .copied()
+        .filter(|k| k.can_be_change())
+        .collect();
+    assert_eq!(changing, marked);
+}
+
+/// Records whose every optional text is given, beside [`records`].
+fn records_with_every_text() -> Vec<Evidence> {
+    let note = Some("a note".to_owned());
+    let by = DecisionActor::Agent(dev());
+    let target = Some(Target::parse("https://example.com/t").unwrap());
+    let Evidence::Decision(DecisionEvidence::Raised(decision)) = raised(1, Some(2), Some(task(1)))
+    else {
+        panic!("a raise")
+    };
+    let mut decision = *decision;
+    decision.project = Some("the project".into());
+    decision.requirement_ref = Some("REQ-1".into());
+    decision.holder = Some(run("h1"));
+    decision.options.push(DecisionOption {
+        key: OptionKey::parse("no").unwrap(),
+        text: "No".into(),
+    });
+    vec![
+        Evidence::Launch(LaunchEvidence::Launched(LaunchRecord {
+            business: acme(),
+            role: role("dev"),
+            run: run("r1"),
+            harness: Harness::ClaudeCode,
+            address: Some("pane-7".into()),
+            pid: 7,
+            start_time: 1,
+        })),
+        Evidence::Decision(DecisionEvidence::Raised(Box::new(decision))),
+        Evidence::Decision(DecisionEvidence::Resolved {
+            business: acme(),
+            id: did(1),
+            choice: OptionKey::parse("no").unwrap(),
+            by: by.clone(),
+            note: note.clone(),
+        }),
+        Evidence::Decision(DecisionEvidence::Seen {
+            business: acme(),
+            id: did(1),
+            by: by.clone(),
+            note: note.clone(),
+        }),
+        Evidence::Decision(DecisionEvidence::Withdrawn {
+            business: acme(),
+            id: did(1),
+            by,
+            note,
+        }),
+        Evidence::Consumed(Consumption {
+            business: acme(),
+            decision: did(1),
+            agent: dev(),
+            action: act("repo.merge"),
+            target: target.clone(),
+        }),
+        Evidence::Allowed(ActionAllowed {
+            business: acme(),
+            agent: dev(),
+            action: act("repo.merge"),
+            target,
+            decision: Some(did(1)),
+            subject: Some(Subject::Role(role("lead"))),
+        }),
+        Evidence::Human(HumanInput {
+            id: EventId::from_random([4; 16]),
+            business: acme(),
+            verb: "message.send".into(),
+            subject: Some(Subject::Role(role("ops"))),
+        }),
+        Evidence::Observed(Observation {
+            business: acme(),
+            agent: dev(),
+            kind: "review.noted".into(),
+            body: "{}".into(),
+            subject: Some(Subject::Role(role("qa"))),
+            request: None,
+        }),
+        Evidence::Refused(RefusalRecord {
+            business: Some(acme()),
+            agent: Some(dev()),
+            verb: Some("role.claim".into()),
+            refusal: Refusal::RunRevoked,
+        }),
+    ]
+}
+
+#[test]
+fn the_texts_of_a_record_are_every_text_field_it_shows() {
+    // `Debug` quotes every string and name and nothing else, so the quoted
+    // parts of a record's `Debug` are the texts the leak guard must see.
+    let full = records_with_every_text();
+    let every = records().into_iter().map(|(_, r, _)| r).chain(full);
+    for record in every {
+        let shown = format!("{record:?}");
+        let mut quoted: Vec<String> = shown
+            .split('"')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_owned)
+            .collect();
+        let mut visited = Vec::new();
+        record.texts(|text| visited.push(text.to_owned()));
+        quoted.sort();
+        visited.sort();
+        assert_eq!(visited, quoted, "{shown}");
     }
 }

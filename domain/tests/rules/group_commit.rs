@@ -234,7 +234,7 @@ fn a_request_rolled_back_to_its_mark_vanishes_and_earlier_ones_stay() {
     // The batch then commits what is left, and the store sees exactly it.
     let mut records = Vec::new();
     while let Some(s) = bus.poll_effect() {
-        records.push(s.evidence.kind());
+        records.push(s.evidence.kind().as_str());
     }
     assert_eq!(records, ["session.launched", "role.claimed"]);
 }

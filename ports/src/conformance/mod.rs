@@ -10,8 +10,9 @@
 //!
 //! ```text
 //! #[test]
-//! fn sqlite_store_conforms() {
-//!     mosaic_ports::conformance::store::run(|| SqliteStore::open_temporary().unwrap());
+//! fn the_sqlite_store_passes_the_store_suite() {
+//!     // `TempSqlite` (mosaic-tests): a `SqliteStore` in its own temporary directory.
+//!     mosaic_ports::conformance::store::run(TempSqlite::fresh);
 //! }
 //! ```
 
