@@ -28,7 +28,8 @@
 //!   programs are there), the agent's `read` paths read-only, its `workdir`
 //!   and `write` paths writable, then the configuration file read-only again
 //!   (an agent must not change how the next `up` starts it), and last the
-//!   one socket path inside the data root;
+//!   one socket path inside the data root, after which the tmpfs over the
+//!   data root and the secrets folder are made read-only;
 //! - a home of its own, [`SANDBOX_HOME`] in the tmpfs, which `HOME` names.
 //!
 //! bwrap sets `no_new_privs` itself. [`check_paths`] refuses (`unsafe-path`)
@@ -271,6 +272,11 @@ pub(super) fn bwrap_args(
         places.socket.as_os_str(),
         places.socket.as_os_str(),
     ]);
+    // The tmpfs over the data root and the secrets folder stay empty: an
+    // agent cannot even leave files where the broker's would be.
+    for hidden in [&places.data_root, &places.secrets] {
+        push(&["--remount-ro".as_ref(), hidden.as_os_str()]);
+    }
     push(&["--dir".as_ref(), SANDBOX_HOME.as_ref()]);
     let workdir = binds
         .iter()
@@ -416,7 +422,9 @@ mod tests {
         let workdir = at(&["--bind", &work, &work]);
         let config_ro = at(&["--ro-bind", &config, &config]);
         let socket_ro = at(&["--ro-bind", &socket, &socket]);
+        let read_only = at(&["--remount-ro", &data]);
         assert!(tmpfs_data < workdir && workdir < config_ro && config_ro < socket_ro);
+        assert!(socket_ro < read_only);
         at(&["--chdir", &work]);
         assert_eq!(text.last().map(String::as_str), Some("--"));
         agent.network = Network::None;
