@@ -21,9 +21,25 @@
 //! strict: unknown
 //! keys, wrong types and bad names refuse with `bad-config` (or the
 //! business's own codes, `unknown-role` for an agent of no such role). Every
-//! agent runs in the configuration file's directory, and a relative program
-//! path (one with a `/`) is resolved against that directory too; a bare
-//! program name is looked up in the agent's `PATH`.
+//! agent runs in its `workdir` (by default the configuration file's
+//! directory), and a relative program path (one with a `/`) is resolved
+//! against the configuration's directory; a bare program name is looked up
+//! in the agent's `PATH`.
+//!
+//! # The sandbox
+//!
+//! `"sandbox"` at the top (`required`, `auto`, the default, or `off`)
+//! decides whether each agent starts in a bubblewrap sandbox
+//! ([`sandbox`]), configured per agent by `workdir`, `network` (`host` or
+//! `none`) and the extra paths `read` and `write`. A working `bwrap` on
+//! `PATH` is checked once, before the broker boots: without one,
+//! `required` refuses with `sandbox-unavailable` and `auto` logs one
+//! warning and starts the agents as before. Every agent's bound paths are
+//! checked (`unsafe-path` when one would show the data root or the secrets
+//! folder) before the first launch. In a sandbox, step 2 below spawns
+//! bwrap, which runs `mosaic-bus sandbox-exec` and then the command, and
+//! steps 3 and 4 bind bwrap's pid and start time: see [`sandbox`] for why
+//! that pid is the one to bind.
 //!
 //! # One launch, in order
 //!
@@ -96,7 +112,7 @@
 //! (`unsafe-path`) otherwise.
 //!
 //! On stdout, exactly one line: `{"ok":true,"business","dataRoot","socket",
-//! "readerCap","agents":[{role,run,harness,pid}]}` (never a capability), or
+//! "readerCap","agents":[{role,run,harness,pid,sandboxed}]}` (never a capability), or
 //! on a startup failure `{"ok":false,"error":CODE}` (plus `"role"` when one
 //! agent's launch failed) with exit 2. An agent that exits non-zero on its
 //! own is reported on stderr and makes the exit code 1. SIGINT or SIGTERM
@@ -169,17 +185,23 @@ The standalone host: boot a broker in this process, launch the agents the \
 configuration lists, and run until SIGINT or SIGTERM, or until every agent \
 has exited.
 
-The configuration is {\"business\":{id, human, arbiters, roles, launch?}, \
-\"agents\":[{role, harness, command, env?}]}: harness is pi or claude-code, \
-command a program and its arguments (no shell), env the names of this \
-process's variables the agent also needs. Each agent runs in the \
-configuration's directory with MOSAIC_RUN_ID, MOSAIC_BUS_SOCKET and \
+The configuration is {\"sandbox\"?, \"business\":{id, human, arbiters, roles, \
+launch?}, \"agents\":[{role, harness, command, env?, workdir?, network?, read?, \
+write?}]}: harness is pi or claude-code, command a program and its \
+arguments (no shell), env the names of this process's variables the agent \
+also needs. sandbox is auto (the default: a bubblewrap sandbox per agent \
+when bwrap works, else one warning), required (else sandbox-unavailable) \
+or off. In its sandbox an agent sees the system read-only, its workdir \
+(default: the configuration's directory) and write paths writable, its \
+read paths, the socket, and nothing of the data root, the secrets or the \
+human's home; network none gives it loopback only. Each agent runs in its \
+workdir with MOSAIC_RUN_ID, MOSAIC_BUS_SOCKET and \
 MOSAIC_BUS_CAP_FD, the number of an inherited sealed descriptor that holds \
 its capability (never an environment value); it must read one line, \
 \"ready\", on stdin before its first call.
 
 Stdout gets exactly one line: {\"ok\":true, business, dataRoot, socket, \
-readerCap, browser?, agents:[{role, run, harness, pid}]}, never a \
+readerCap, browser?, agents:[{role, run, harness, pid, sandboxed}]}, never a \
 capability. The human's reader capability (reader.cap) and, with --browser, \
 the UI token (ui.token) are written to the secrets folder (mode 0600) and \
 removed on close. The agents' output is theirs: it goes where this \
@@ -190,7 +212,9 @@ Environment:
 {log_env}
   An agent gets PATH (this binary's folder first), HOME, USER, LOGNAME,
   SHELL, LANG, LANGUAGE, LC_*, TERM, TZ, TMPDIR and the variables its `env`
-  names, never one that a credential reference of the business names.
+  names, never one that a credential reference of the business names; in
+  a sandbox HOME is /home/agent and TMPDIR /tmp. PATH also decides where
+  bwrap is found.
 
 Exit codes:
   0  every agent exited 0, or SIGINT/SIGTERM stopped them (SIGTERM to each
