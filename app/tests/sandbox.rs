@@ -36,6 +36,7 @@ say() { printf '%s=%s\n' "$1" "$2" >>"$R"; }
 # `N->target`; ls's own folder descriptor shows as /proc/<pid>/fd.
 say fds "$(ls -l /proc/self/fd | awk 'NR>1 {printf "%s->%s ", $9, $11}')"
 say capeff "$(awk '/^CapEff/ {print $2}' /proc/self/status)"
+say seccomp "$(awk '/^Seccomp:/ {print $2}' /proc/self/status)"
 own=$(cat "/proc/self/fd/$MOSAIC_BUS_CAP_FD")
 # The human CLI, detached (`setsid -f env -i`) and double-forked without
 # the run marker; each answer is read from a fifo, bounded by `timeout`.
@@ -268,6 +269,8 @@ fn every_detour_fails_in_the_sandbox_and_launching_stays_on() {
     // capability's descriptor (not the 7 that `up` inherited).
     assert_eq!(r["unshare"], "failed", "{r:?}");
     assert_eq!(r["capeff"], "0000000000000000", "{r:?}");
+    // A seccomp filter (mode 2) is in force.
+    assert_eq!(r["seccomp"], "2", "{r:?}");
     let fds = &r["fds"];
     assert_eq!(extra_fds(fds, &cap_fd(fds)), Vec::<String>::new(), "{fds}");
     // Launching stays on: no human input, no switch; both proofs refused,
@@ -306,6 +309,7 @@ fn without_the_sandbox_the_same_probes_get_through() {
     assert_eq!(r["kill_outside"], "ok", "{r:?}");
     assert_eq!(r["db_read"], "ok", "{r:?}");
     assert_eq!(r["reader_cap"], "ok", "{r:?}");
+    assert_eq!(r["seccomp"], "0", "{r:?}");
     let fds = &r["fds"];
     assert!(
         extra_fds(fds, &cap_fd(fds))

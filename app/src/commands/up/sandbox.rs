@@ -32,7 +32,9 @@
 //!   data root and the secrets folder are made read-only;
 //! - a home of its own, [`SANDBOX_HOME`] in the tmpfs, which `HOME` names.
 //!
-//! bwrap sets `no_new_privs` itself. [`check_paths`] refuses (`unsafe-path`)
+//! bwrap sets `no_new_privs` itself; `sandbox-exec` adds a seccomp
+//! filter ([`seccomp_filters`]: no `ptrace`, `process_vm_*`, `TIOCSTI`,
+//! `TIOCLINUX`, `io_uring_*`, `unshare`, `setns` or namespace `clone`). [`check_paths`] refuses (`unsafe-path`)
 //! a bound path that lies in the data root or the secrets folder, or holds
 //! either: the tmpfs hides them only where they are not bound again.
 //!
@@ -307,9 +309,100 @@ pub(super) fn exec_main(args: SandboxExecArgs) -> std::process::ExitCode {
     std::process::ExitCode::from(exec(args.keep_fd, program, rest))
 }
 
+/// The namespace flags of `clone` that the filter refuses.
+const NAMESPACE_FLAGS: [u64; 8] = [
+    libc::CLONE_NEWNS as u64,
+    libc::CLONE_NEWCGROUP as u64,
+    libc::CLONE_NEWUTS as u64,
+    libc::CLONE_NEWIPC as u64,
+    libc::CLONE_NEWUSER as u64,
+    libc::CLONE_NEWPID as u64,
+    libc::CLONE_NEWNET as u64,
+    libc::CLONE_NEWTIME as u64,
+];
+
+/// The seccomp filters `sandbox-exec` installs before it executes the
+/// agent, which its every descendant keeps. The first refuses with `EPERM`:
+/// `ptrace`, `process_vm_readv` and `process_vm_writev` (reading or
+/// steering another process), `ioctl` `TIOCSTI` and `TIOCLINUX` (typing
+/// into a terminal), `io_uring_*` (system calls this filter could not
+/// see), `unshare`, `setns` and a `clone` that asks for a new namespace.
+/// The second answers `clone3` with `ENOSYS`: its flags lie in memory a
+/// filter cannot read, and C libraries then fall back to `clone`, which
+/// the first filter sees.
+///
+/// # Errors
+/// When this architecture has no seccomp support in the crate, or a rule
+/// does not compile: the sandbox then refuses to start the agent.
+// `TIOCSTI`'s C type differs between architectures, so its cast to the
+// argument's `u64` is needed on some and not on others.
+#[allow(clippy::unnecessary_cast)]
+fn seccomp_filters() -> Result<[seccompiler::BpfProgram; 2], seccompiler::Error> {
+    use seccompiler::{
+        BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+        SeccompRule,
+    };
+    use std::collections::BTreeMap;
+    let arch = std::env::consts::ARCH.try_into()?;
+    let always = Vec::new;
+    let mut denied: BTreeMap<i64, Vec<SeccompRule>> = [
+        libc::SYS_ptrace,
+        libc::SYS_process_vm_readv,
+        libc::SYS_process_vm_writev,
+        libc::SYS_io_uring_setup,
+        libc::SYS_io_uring_enter,
+        libc::SYS_io_uring_register,
+        libc::SYS_unshare,
+        libc::SYS_setns,
+    ]
+    .into_iter()
+    .map(|call| (call, always()))
+    .collect();
+    let ioctl = [libc::TIOCSTI, libc::TIOCLINUX]
+        .into_iter()
+        .map(|request| {
+            SeccompRule::new(vec![SeccompCondition::new(
+                1,
+                SeccompCmpArgLen::Dword,
+                SeccompCmpOp::Eq,
+                request as u64,
+            )?])
+        })
+        .collect::<Result<_, _>>()?;
+    denied.insert(libc::SYS_ioctl, ioctl);
+    let clone = NAMESPACE_FLAGS
+        .into_iter()
+        .map(|flag| {
+            SeccompRule::new(vec![SeccompCondition::new(
+                0,
+                SeccompCmpArgLen::Qword,
+                SeccompCmpOp::MaskedEq(flag),
+                flag,
+            )?])
+        })
+        .collect::<Result<_, _>>()?;
+    denied.insert(libc::SYS_clone, clone);
+    let deny = SeccompFilter::new(
+        denied,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    )?;
+    let clone3 = SeccompFilter::new(
+        BTreeMap::from([(libc::SYS_clone3, always())]),
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::ENOSYS as u32),
+        arch,
+    )?;
+    Ok([BpfProgram::try_from(deny)?, BpfProgram::try_from(clone3)?])
+}
+
 /// `sandbox-exec`, inside the sandbox: closes every descriptor above 2
-/// except `keep`, then executes `program` with `args`. Returns only when
-/// that fails, with the exit code 127 (a shell's "cannot execute").
+/// except `keep`, installs the seccomp filters ([`seccomp_filters`], with
+/// `no_new_privs`, which bwrap has set already), then executes `program`
+/// with `args`. Returns only when one of these fails, with the exit code
+/// 127 (a shell's "cannot execute"): an agent never starts with less of
+/// its sandbox than this.
 pub(super) fn exec(keep: i32, program: &OsStr, args: &[OsString]) -> u8 {
     use std::os::unix::process::CommandExt;
     // Listed first and closed after: closing while reading the folder
@@ -328,6 +421,15 @@ pub(super) fn exec(keep: i32, program: &OsStr, args: &[OsString]) -> u8 {
         // inherited across `exec`. The folder's own is already closed, so
         // its number fails with EBADF, which is harmless.
         let _ = nix::unistd::close(fd);
+    }
+    let installed = seccomp_filters().and_then(|filters| {
+        filters
+            .iter()
+            .try_for_each(|filter| seccompiler::apply_filter(filter))
+    });
+    if let Err(e) = installed {
+        eprintln!("mosaic-bus sandbox-exec: installing the seccomp filter: {e}");
+        return 127;
     }
     let error = Command::new(program).args(args).exec();
     eprintln!(
@@ -430,6 +532,12 @@ mod tests {
         agent.network = Network::None;
         let args = bwrap_args(&agent, &places, &binds);
         assert!(args.iter().any(|a| a == "--unshare-net"));
+    }
+
+    #[test]
+    fn the_seccomp_filters_compile_for_this_architecture() {
+        let [deny, clone3] = seccomp_filters().expect("the filters compile");
+        assert!(!deny.is_empty() && !clone3.is_empty());
     }
 
     #[test]
