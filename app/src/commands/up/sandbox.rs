@@ -188,7 +188,9 @@ pub(super) struct Places {
 ///
 /// # Errors
 /// `bad-config` when one does not exist; `unsafe-path` when one lies in the
-/// data root or the secrets folder, or holds either.
+/// data root or the secrets folder, or holds either, or when it is the
+/// human's home or holds it (the agent's home must be its own; a path
+/// inside the human's home, a harness's folder say, may be bound).
 pub(super) fn check_paths(
     spec: &AgentSpec,
     places: &Places,
@@ -221,6 +223,19 @@ pub(super) fn check_paths(
                 role = spec.role.as_str(),
                 path = &*resolved.to_string_lossy(),
                 "a path the sandbox would bind shows the data root or the secrets folder"
+            );
+            return Err(Refusal::UnsafePath);
+        }
+        let home = places
+            .human_home
+            .as_deref()
+            .and_then(|h| std::fs::canonicalize(h).ok());
+        if home.is_some_and(|home| home.starts_with(&resolved)) {
+            tracing::warn!(
+                code = Refusal::UnsafePath.code(),
+                role = spec.role.as_str(),
+                path = &*resolved.to_string_lossy(),
+                "a path the sandbox would bind shows the human's home"
             );
             return Err(Refusal::UnsafePath);
         }
@@ -466,14 +481,14 @@ mod tests {
             socket: root.join("data/bus/bus.sock"),
             data_root: root.join("data"),
             secrets: root.join("secrets"),
-            human_home: Some(PathBuf::from("/root")),
+            human_home: Some(root.join("home")),
             config_file: Some(root.join("work/team.json")),
         }
     }
 
     fn tree() -> tempfile::TempDir {
         let root = tempfile::tempdir().unwrap();
-        for dir in ["data/bus", "secrets", "work", "other"] {
+        for dir in ["data/bus", "secrets", "work", "other", "home/alice/tool"] {
             std::fs::create_dir_all(root.path().join(dir)).unwrap();
         }
         root
@@ -520,7 +535,8 @@ mod tests {
         at(&["--uid", "1000", "--gid", "1000"]);
         at(&["--cap-drop", "ALL"]);
         let tmpfs_data = at(&["--tmpfs", &data]);
-        at(&["--tmpfs", "/root"]);
+        let home = root.join("home").to_string_lossy().into_owned();
+        at(&["--tmpfs", &home]);
         let workdir = at(&["--bind", &work, &work]);
         let config_ro = at(&["--ro-bind", &config, &config]);
         let socket_ro = at(&["--ro-bind", &socket, &socket]);
@@ -551,6 +567,8 @@ mod tests {
             ("read", root.join("data/bus")),
             ("write", root.join("secrets")),
             ("read", root.to_path_buf()),
+            ("workdir", root.join("home")),
+            ("read", root.join("home/alice/..")),
         ] {
             let mut agent = spec(&root.join("work"));
             match field {
@@ -564,6 +582,10 @@ mod tests {
                 "{field} {path:?}"
             );
         }
+        // A folder inside the human's home may be bound: a harness's own.
+        let mut agent = spec(&root.join("work"));
+        agent.read = vec![root.join("home/alice/tool")];
+        assert!(check_paths(&agent, &places).is_ok());
         let mut agent = spec(&root.join("work"));
         agent.read = vec![root.join("missing")];
         assert_eq!(check_paths(&agent, &places).err(), Some(Refusal::BadConfig));
