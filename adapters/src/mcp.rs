@@ -380,6 +380,7 @@ fn what_to_do(refusal: Refusal) -> &'static str {
         | Refusal::LaunchStartMismatch
         | Refusal::LaunchForeignUser => "This is the host's problem: tell the human.",
         Refusal::LaunchFailed
+        | Refusal::SandboxUnavailable
         | Refusal::ServiceFailed
         | Refusal::CredentialExpired
         | Refusal::UnsafePath

@@ -29,10 +29,13 @@
 //!   resolves it to the very file the process mapped at `exec`, so device
 //!   and inode are those of the running image. `O_PATH` needs no read
 //!   permission on the file, only the kernel's ptrace check on the link.
+//! - The namespaces: `fstat` of the `ns/pid`, `ns/mnt` and `ns/user` links
+//!   opened the same way; the crate's `namespaces` reads the links' text
+//!   through a path, not through the pinned descriptor.
 //!
 //! Errors: a missing file (`ENOENT`) or a vanished process (`ESRCH`) is
 //! [`ProcessError::Gone`]; `EACCES` on `environ` and `EACCES` or `EPERM` on
-//! `exe` are [`ProcessError::Denied`];
+//! `exe` or a namespace link are [`ProcessError::Denied`];
 //! everything else, including text that does not parse, is
 //! [`ProcessError::Unreadable`] with the cause attached as its source (never
 //! shown on the wire).
@@ -43,7 +46,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 
 use mosaic_ports::process::Environ;
-use mosaic_ports::{ExeIdentity, ProcessError, ProcessInfo, ProcessTable};
+use mosaic_ports::{ExeIdentity, NamespaceId, Namespaces, ProcessError, ProcessInfo, ProcessTable};
 use procfs::process::Process;
 use procfs::ProcError;
 use rustix::fs::OFlags;
@@ -87,6 +90,21 @@ impl ProcFs {
     }
 }
 
+/// The namespace of `kind` (`pid`, `mnt`, `user`) of an opened process:
+/// `fstat` of its `ns/<kind>` link opened (`O_PATH`, followed), which the
+/// kernel resolves to the namespace itself, as for `exe`.
+fn namespace(process: &Process, kind: &str) -> Result<NamespaceId, ProcessError> {
+    let meta = process
+        .open_relative_flags(format!("ns/{kind}"), OFlags::PATH | OFlags::CLOEXEC)
+        .map_err(Fault::Namespace.map())?
+        .metadata()
+        .map_err(|e| Fault::Namespace.io_error(e))?;
+    Ok(NamespaceId {
+        dev: meta.dev(),
+        ino: meta.ino(),
+    })
+}
+
 impl ProcessTable for ProcFs {
     fn process(&self, pid: u32) -> Result<ProcessInfo, ProcessError> {
         read_process(&self.open(pid)?, pid)
@@ -128,6 +146,17 @@ impl ProcessTable for ProcFs {
             },
             Err(e) => Err(e),
         }
+    }
+
+    fn namespaces(&self, pid: u32) -> Result<Namespaces, ProcessError> {
+        // Through the one descriptor of `/proc/<pid>`: a pid reused
+        // meanwhile fails as gone instead of naming the newcomer's.
+        let process = self.open(pid)?;
+        Ok(Namespaces {
+            pid: namespace(&process, "pid")?,
+            mnt: namespace(&process, "mnt")?,
+            user: namespace(&process, "user")?,
+        })
     }
 }
 
@@ -178,6 +207,7 @@ enum Fault {
     Read,
     Environ,
     Exe,
+    Namespace,
 }
 
 impl Fault {
@@ -214,7 +244,7 @@ impl Fault {
 
     fn denied(self, cause: Box<dyn std::error::Error + Send + Sync>) -> ProcessError {
         match self {
-            Fault::Environ | Fault::Exe => ProcessError::Denied,
+            Fault::Environ | Fault::Exe | Fault::Namespace => ProcessError::Denied,
             Fault::Read => ProcessError::Unreadable(cause),
         }
     }
@@ -418,6 +448,22 @@ mod tests {
         }
     }
 
+    /// This process's namespaces, by `stat` of `/proc/self/ns/*`.
+    fn own_namespaces() -> Namespaces {
+        let id = |kind: &str| {
+            let meta = std::fs::metadata(format!("/proc/self/ns/{kind}")).expect("ns");
+            NamespaceId {
+                dev: meta.dev(),
+                ino: meta.ino(),
+            }
+        };
+        Namespaces {
+            pid: id("pid"),
+            mnt: id("mnt"),
+            user: id("user"),
+        }
+    }
+
     #[test]
     fn proc_table_conforms() {
         let current_exe = std::env::current_exe().expect("current_exe");
@@ -464,6 +510,14 @@ mod tests {
                 (std::process::id(), identity_of(&current_exe)),
                 (odd.id(), identity_of(Path::new("/bin/cat"))),
             ],
+            // The child shares this process's namespaces.
+            namespaces: vec![
+                (std::process::id(), own_namespaces()),
+                (odd.id(), own_namespaces()),
+            ],
+            // A process in another PID namespace is app/tests/sandbox.rs's
+            // (under bubblewrap, through the human proof).
+            elsewhere: None,
         };
         let outcome = std::panic::catch_unwind(|| run(ProcFs::new, &fixture));
 

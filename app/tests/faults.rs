@@ -451,6 +451,7 @@ fn storage_failure_over_a_failing_store() {
                 path: "/opt/mosaic-bus".into(),
                 identity: ExeIdentity { dev: 1, ino: 2 },
             },
+            namespaces: mosaic_ports::fakes::HOST_NAMESPACES,
         },
     };
     let config = BootConfig {

@@ -24,10 +24,10 @@ use mosaic_app::runtime::human_proof::{
 };
 use mosaic_domain::Refusal;
 use mosaic_ports::fakes::{
-    FailingEntropy, FakeEnviron, FakeProcess, FakeProcessTable, SeededEntropy,
+    FailingEntropy, FakeEnviron, FakeProcess, FakeProcessTable, SeededEntropy, HOST_NAMESPACES,
 };
 use mosaic_ports::process::Environ;
-use mosaic_ports::{ExeIdentity, ProcessError, ProcessInfo, ProcessTable};
+use mosaic_ports::{ExeIdentity, NamespaceId, Namespaces, ProcessError, ProcessInfo, ProcessTable};
 
 // ---------------------------------------------------------------------------
 // The synthetic chain: init (1) → terminal (5) → shell (10) → peer (20).
@@ -100,6 +100,7 @@ fn claim() -> HumanClaim {
             path: PathBuf::from(EXE),
             identity: EXE_FILE,
         },
+        namespaces: HOST_NAMESPACES,
         nonce: NONCE.to_owned(),
     }
 }
@@ -291,6 +292,45 @@ fn no_reason_shows_environment_values() {
 
 // ---------------------------------------------------------------------------
 // The peer.
+
+#[test]
+fn a_peer_in_another_namespace_is_refused_naming_which() {
+    let other = NamespaceId { dev: 4, ino: 99 };
+    let cases = [
+        (
+            Namespaces {
+                pid: other,
+                ..HOST_NAMESPACES
+            },
+            "pid",
+        ),
+        (
+            Namespaces {
+                mnt: other,
+                ..HOST_NAMESPACES
+            },
+            "mount",
+        ),
+        (
+            Namespaces {
+                user: other,
+                ..HOST_NAMESPACES
+            },
+            "user",
+        ),
+    ];
+    for (namespaces, kind) in cases {
+        // Everything else about the peer is the human's own CLI.
+        let table = chain().with(peer().namespaces(namespaces));
+        assert_refused(&table, ProofFailure::OtherNamespace { kind });
+        assert_eq!(
+            ProofFailure::OtherNamespace { kind }.to_string(),
+            format!("the peer is in another {kind} namespace than the broker")
+        );
+    }
+    let table = chain().with(peer().namespaces_denied());
+    assert_refused(&table, ProofFailure::NamespacesUnreadable);
+}
 
 #[test]
 fn a_peer_of_another_user_by_its_credentials_is_refused() {
@@ -663,6 +703,10 @@ impl ProcessTable for ReplacedMidWalk {
     fn exe_identity(&self, pid: u32) -> Result<ExeIdentity, ProcessError> {
         self.table.exe_identity(pid)
     }
+
+    fn namespaces(&self, pid: u32) -> Result<Namespaces, ProcessError> {
+        self.table.namespaces(pid)
+    }
 }
 
 #[test]
@@ -793,6 +837,10 @@ fn cat_claim(peer: u32) -> HumanClaim {
             path: std::fs::canonicalize("/bin/cat").expect("cat"),
             identity: identity_of(Path::new("/bin/cat")),
         },
+        // This test process's, which the peers started here share.
+        namespaces: ProcFs::new()
+            .namespaces(std::process::id())
+            .expect("our namespaces"),
         nonce: NONCE.to_owned(),
     }
 }

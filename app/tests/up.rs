@@ -162,18 +162,39 @@ fn entry<'a>(trail: &'a Value, kind: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no {kind} in {trail}"))
 }
 
+/// A copy of the example (its configuration and its agents) in `dir`,
+/// with an empty `dump` folder beside it: in a sandbox only the agents'
+/// `workdir`, the configuration's folder, is theirs to write.
+fn copy_example(dir: &Path) -> (PathBuf, PathBuf) {
+    let examples = example().parent().expect("examples").to_owned();
+    std::fs::create_dir(dir.join("agents")).expect("mkdir agents");
+    for name in ["lib.sh", "lead.sh", "dev.sh"] {
+        std::fs::copy(
+            examples.join("agents").join(name),
+            dir.join("agents").join(name),
+        )
+        .expect("copy an agent");
+    }
+    let config = dir.join("business.json");
+    std::fs::copy(example(), &config).expect("copy the configuration");
+    let dump = dir.join("dump");
+    std::fs::create_dir(&dump).expect("mkdir dump");
+    (config, dump)
+}
+
 #[test]
 fn the_example_agents_exchange_a_decision_and_a_message_then_up_exits() {
     let root = tempfile::tempdir().expect("data root");
-    let dump = tempfile::tempdir().expect("dump folder");
+    let work = tempfile::tempdir().expect("a copy of the example");
+    let (config, dump) = copy_example(work.path());
     let up = Up::start(
         &[
             "--config".as_ref(),
-            example().as_os_str(),
+            config.as_os_str(),
             "--data-root".as_ref(),
             root.path().as_os_str(),
         ],
-        Some(dump.path()),
+        Some(&dump),
     );
     let summary: Value = serde_json::from_str(&up.line()).expect("the first line is JSON");
     let (status, rest, stderr) = up.finish();
@@ -206,6 +227,9 @@ fn the_example_agents_exchange_a_decision_and_a_message_then_up_exits() {
     for (i, name) in [&lead, &dev].into_iter().enumerate() {
         assert!(rest.contains(&format!("[{name}]:")), "{name} in {rest}");
         assert_eq!(agents[i]["harness"], "pi");
+        // bwrap is installed wherever these tests run (CI installs it), so
+        // the example's default, `auto`, sandboxes every agent.
+        assert_eq!(agents[i]["sandboxed"], true, "{summary}");
     }
     assert!(
         !has_capability_shape(&rest) && !has_capability_shape(&summary.to_string()),
@@ -232,7 +256,7 @@ fn the_example_agents_exchange_a_decision_and_a_message_then_up_exits() {
     // Each agent's environment carries no capability, only the descriptor's
     // number, and each agent holds exactly one capability descriptor.
     for name in [&lead, &dev] {
-        let env = std::fs::read_to_string(dump.path().join(format!("{name}.env"))).expect("env");
+        let env = std::fs::read_to_string(dump.join(format!("{name}.env"))).expect("env");
         assert!(!has_capability_shape(&env), "a capability in {name}'s env");
         assert!(env.contains(&format!("MOSAIC_RUN_ID={name}\n")));
         assert!(env.contains(&format!("MOSAIC_BUS_SOCKET={}\n", socket.display())));
@@ -240,7 +264,7 @@ fn the_example_agents_exchange_a_decision_and_a_message_then_up_exits() {
             .lines()
             .find_map(|l| l.strip_prefix("MOSAIC_BUS_CAP_FD="))
             .expect("MOSAIC_BUS_CAP_FD");
-        let fds = std::fs::read_to_string(dump.path().join(format!("{name}.fds"))).expect("fds");
+        let fds = std::fs::read_to_string(dump.join(format!("{name}.fds"))).expect("fds");
         let memfds: Vec<&str> = fds.lines().filter(|l| l.contains("memfd:")).collect();
         assert_eq!(memfds.len(), 1, "{name} holds one memfd: {fds}");
         assert!(
@@ -311,8 +335,10 @@ fn the_example_agents_exchange_a_decision_and_a_message_then_up_exits() {
     assert_eq!(r[1]["run"], json!(dev));
     assert_eq!(r[2]["run"], json!(dev));
 
-    // Both launches were bound with the real child: the pid up printed, the
-    // pid the script saw as its own, and a start time after this test began.
+    // Both launches were bound with the real child: the pid up printed (in
+    // a sandbox, its bwrap's, from which every process inside descends),
+    // which unsandboxed is the pid the script saw as its own, and a start
+    // time after this test began.
     let test_started = ProcFs::new().current().expect("/proc").start_time;
     let bound = reader.call("agents", json!({})).expect("agents");
     for (i, name) in [&lead, &dev].into_iter().enumerate() {
@@ -322,12 +348,18 @@ fn the_example_agents_exchange_a_decision_and_a_message_then_up_exits() {
             .iter()
             .find(|a| a["run"] == json!(name))
             .unwrap_or_else(|| panic!("{name} bound"));
-        let own: u64 = std::fs::read_to_string(dump.path().join(format!("{name}.pid")))
+        let own: u64 = std::fs::read_to_string(dump.join(format!("{name}.pid")))
             .expect("pid")
             .trim()
             .parse()
             .expect("a pid");
-        assert_eq!(record["pid"], json!(own));
+        if agents[i]["sandboxed"] == json!(true) {
+            // Its own pid inside the sandbox's PID namespace, which the
+            // broker never sees.
+            assert!(own > 0, "{own}");
+        } else {
+            assert_eq!(record["pid"], json!(own));
+        }
         assert_eq!(record["pid"], agents[i]["pid"]);
         assert!(record["start_time"].as_u64().expect("start time") >= test_started);
         let launched = trail(record["role"].as_str().unwrap());

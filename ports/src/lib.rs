@@ -28,5 +28,5 @@ pub use browser::{BrowserControl, BrowserTransport, Claimed, PaneEvent, Transpor
 pub use clock::Clock;
 pub use credentials::{CredentialError, Credentials};
 pub use entropy::{Entropy, EntropyError};
-pub use process::{ExeIdentity, ProcessError, ProcessInfo, ProcessTable};
+pub use process::{ExeIdentity, NamespaceId, Namespaces, ProcessError, ProcessInfo, ProcessTable};
 pub use store::{EvidenceStore, StoreError, StoreReaders, TaskView};

@@ -29,6 +29,31 @@ pub struct ExeIdentity {
     pub ino: u64,
 }
 
+/// One namespace, named by the kernel's device and inode numbers of its
+/// `/proc/<pid>/ns/<kind>` file: two processes are in the same namespace of
+/// a kind exactly when these are equal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct NamespaceId {
+    /// The namespace file system's device (`st_dev`).
+    pub dev: u64,
+    /// The namespace's inode number (`st_ino`).
+    pub ino: u64,
+}
+
+/// The namespaces of a process that decide what it can see and who it is:
+/// a peer in another of them than the broker's is not the human's own
+/// process, whatever its ancestry looks like from there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Namespaces {
+    /// Its PID namespace (`ns/pid`: the one the process itself is in, not
+    /// `pid_for_children`).
+    pub pid: NamespaceId,
+    /// Its mount namespace (`ns/mnt`).
+    pub mnt: NamespaceId,
+    /// Its user namespace (`ns/user`).
+    pub user: NamespaceId,
+}
+
 /// A process environment: `(name, value)` pairs of raw bytes, in kernel
 /// order.
 pub type Environ = Vec<(Vec<u8>, Vec<u8>)>;
@@ -88,4 +113,22 @@ pub trait ProcessTable: Send + Sync {
     /// [`ProcessError::Unreadable`] otherwise, including a process that has
     /// no executable (a kernel thread).
     fn exe_identity(&self, pid: u32) -> Result<ExeIdentity, ProcessError>;
+
+    /// The PID, mount and user namespaces of `pid`.
+    ///
+    /// Each MUST be the namespace the process is in (on Linux: `stat`,
+    /// following the link, of `/proc/<pid>/ns/pid`, `ns/mnt` and
+    /// `ns/user`), so two processes report equal [`Namespaces`] exactly
+    /// when they share all three. The answer MUST belong to the process
+    /// `pid` named when the call began: a pid reused during the read is
+    /// [`ProcessError::Gone`], not another process's namespaces. It MUST
+    /// NOT be guessed: when one of the three cannot be read, the call
+    /// fails.
+    ///
+    /// # Errors
+    /// [`ProcessError::Gone`] when there is no such process;
+    /// [`ProcessError::Denied`] when the kernel refuses to show them
+    /// (`EACCES`, `EPERM`: a process it will not let us inspect);
+    /// [`ProcessError::Unreadable`] otherwise.
+    fn namespaces(&self, pid: u32) -> Result<Namespaces, ProcessError>;
 }

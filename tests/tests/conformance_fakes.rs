@@ -18,12 +18,13 @@ use mosaic_ports::conformance::process::ProcessFixture;
 use mosaic_ports::conformance::{browser, clock, credentials, entropy, process, store};
 use mosaic_ports::fakes::{
     FailingEntropy, FakeBrowserTransport, FakeCredentials, FakeEnviron, FakeProcess,
-    FakeProcessTable, InjectedFailure, ManualClock, MemoryStore, SeededEntropy,
+    FakeProcessTable, InjectedFailure, ManualClock, MemoryStore, SeededEntropy, HOST_NAMESPACES,
 };
 use mosaic_ports::process::Environ;
 use mosaic_ports::{
     BrowserTransport, Clock, CredentialError, Credentials, Entropy, EvidenceStore, ExeIdentity,
-    PaneEvent, ProcessError, ProcessInfo, ProcessTable, StoreError, TaskView, TransportError,
+    NamespaceId, Namespaces, PaneEvent, ProcessError, ProcessInfo, ProcessTable, StoreError,
+    TaskView, TransportError,
 };
 
 // --- Conformance ------------------------------------------------------------
@@ -64,6 +65,13 @@ fn seeded_entropy_conforms() {
     });
 }
 
+/// The namespaces of a fake process in a sandbox: others than the host's.
+const SANDBOX: Namespaces = Namespaces {
+    pid: NamespaceId { dev: 4, ino: 11 },
+    mnt: NamespaceId { dev: 4, ino: 12 },
+    user: NamespaceId { dev: 4, ino: 13 },
+};
+
 #[test]
 fn fake_process_table_conforms() {
     let fixture = ProcessFixture {
@@ -98,6 +106,8 @@ fn fake_process_table_conforms() {
             (1, ExeIdentity { dev: 8, ino: 12 }),
             (100, ExeIdentity { dev: 8, ino: 4711 }),
         ],
+        namespaces: vec![(1, HOST_NAMESPACES), (100, HOST_NAMESPACES), (300, SANDBOX)],
+        elsewhere: Some(300),
     };
     process::run(
         || {
@@ -121,6 +131,7 @@ fn fake_process_table_conforms() {
                         .start_time(40)
                         .environ(FakeEnviron::Denied),
                 )
+                .with(FakeProcess::new(300, 100).namespaces(SANDBOX))
         },
         &fixture,
     );

@@ -171,6 +171,7 @@ impl Shop {
                         ino: EXE_INO,
                     },
                 },
+                namespaces: mosaic_ports::fakes::HOST_NAMESPACES,
             },
         };
         let config = BootConfig {
@@ -360,6 +361,10 @@ impl ProcessTable for Stalling {
 
     fn exe_identity(&self, pid: u32) -> Result<ExeIdentity, ProcessError> {
         self.table.exe_identity(pid)
+    }
+
+    fn namespaces(&self, pid: u32) -> Result<mosaic_ports::Namespaces, ProcessError> {
+        self.table.namespaces(pid)
     }
 
     fn environ(&self, pid: u32) -> Result<Environ, ProcessError> {

@@ -105,6 +105,9 @@ pub enum Command {
     Unlock(unlock::UnlockArgs),
     /// Print the version.
     Version,
+    /// Inside an agent's sandbox: close inherited descriptors, run the agent.
+    #[command(hide = true, name = "sandbox-exec")]
+    SandboxExec(up::SandboxExecArgs),
 }
 
 impl Command {
@@ -156,7 +159,8 @@ mod tests {
             | Command::Human(_)
             | Command::Demo(_)
             | Command::Unlock(_)
-            | Command::Version => None,
+            | Command::Version
+            | Command::SandboxExec(_) => None,
         }
     }
 

@@ -23,6 +23,38 @@ pub struct UpConfig {
     pub business: Business,
     /// The agents to launch, in this order.
     pub agents: Vec<AgentSpec>,
+    /// Whether the agents run in a sandbox (`sandbox`, default `auto`).
+    pub sandbox: SandboxMode,
+    /// The configuration file itself, absolute when loaded from a file: a
+    /// sandbox binds it read-only even inside a writable `workdir`, so an
+    /// agent cannot change how the next `up` starts it.
+    pub file: Option<PathBuf>,
+}
+
+/// The top-level `sandbox` key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SandboxMode {
+    /// Every agent in a sandbox, or `up` refuses to start
+    /// (`sandbox-unavailable`).
+    Required,
+    /// A sandbox when bubblewrap can make one; otherwise the agents run
+    /// unsandboxed, with one warning.
+    #[default]
+    Auto,
+    /// No sandbox: the agents run as `up`'s user in `up`'s namespaces.
+    Off,
+}
+
+/// An agent's `network` key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Network {
+    /// The host's network, which harnesses need to reach their model's API.
+    #[default]
+    Host,
+    /// A network namespace of its own with loopback only.
+    None,
 }
 
 /// One agent to launch.
@@ -36,11 +68,20 @@ pub struct AgentSpec {
     pub program: PathBuf,
     /// The program's arguments.
     pub args: Vec<String>,
-    /// The working directory: the configuration file's directory.
+    /// The working directory (`workdir`, absolute; by default the
+    /// configuration file's directory), writable in a sandbox.
     pub dir: PathBuf,
+    /// The configuration file's directory, where relative programs are.
+    pub config_dir: PathBuf,
     /// The names of `up`'s environment variables the agent also gets,
     /// beyond `up`'s base environment (`env` in the configuration).
     pub env: Vec<String>,
+    /// Its network in a sandbox.
+    pub network: Network,
+    /// Extra paths a sandbox binds read-only (absolute).
+    pub read: Vec<PathBuf>,
+    /// Extra paths a sandbox binds writable (absolute).
+    pub write: Vec<PathBuf>,
 }
 
 #[derive(Deserialize)]
@@ -48,6 +89,8 @@ pub struct AgentSpec {
 struct ConfigJson {
     business: Value,
     agents: Vec<AgentJson>,
+    #[serde(default)]
+    sandbox: SandboxMode,
 }
 
 #[derive(Deserialize)]
@@ -58,17 +101,44 @@ struct AgentJson {
     command: Vec<String>,
     #[serde(default)]
     env: Vec<String>,
+    workdir: Option<String>,
+    #[serde(default)]
+    network: Network,
+    #[serde(default)]
+    read: Vec<String>,
+    #[serde(default)]
+    write: Vec<String>,
+}
+
+/// A path of the configuration: non-empty, without NUL, resolved against
+/// the configuration's directory when relative, and without `..` (so what
+/// a sandbox binds is what the text says, checked against the data root
+/// and the secrets folder before anything is bound).
+fn config_path(text: &str, dir: &Path) -> Result<PathBuf, Refusal> {
+    let path = Path::new(text);
+    if text.is_empty()
+        || text.contains('\0')
+        || path
+            .components()
+            .any(|c| matches!(c, std::path::Component::ParentDir))
+    {
+        return Err(Refusal::BadConfig);
+    }
+    Ok(dir.join(path))
 }
 
 impl UpConfig {
     /// Parses a configuration whose file lives in `dir` (an absolute path:
-    /// relative programs and every agent's working directory are there).
+    /// relative programs, relative paths and by default every agent's
+    /// working directory are there).
     ///
     /// # Errors
     /// `bad-config` for any other shape, an empty `agents` or command, an
-    /// empty or NUL-holding command word, a bad harness or role name, or an
+    /// empty or NUL-holding command word, a bad harness or role name, an
     /// `env` entry that is not a variable name or that names a credential
-    /// reference of the business (a service token never reaches an agent);
+    /// reference of the business (a service token never reaches an agent),
+    /// a `sandbox` or `network` of another value, or a `workdir`, `read` or
+    /// `write` path that is empty or holds `..` or NUL;
     /// `unknown-role` for an agent whose role the business lacks; and the
     /// codes of [`business_from_value`], with the reference it names.
     pub fn parse(text: &str, dir: &Path) -> Result<Self, ConfigError> {
@@ -107,17 +177,35 @@ impl UpConfig {
                 } else {
                     program
                 };
+                let paths = |texts: Vec<String>| {
+                    texts
+                        .iter()
+                        .map(|text| config_path(text, dir))
+                        .collect::<Result<Vec<_>, _>>()
+                };
                 Ok(AgentSpec {
                     role,
                     harness,
                     program,
                     args: words.collect(),
-                    dir: dir.to_path_buf(),
+                    dir: match agent.workdir {
+                        Some(workdir) => config_path(&workdir, dir)?,
+                        None => dir.to_path_buf(),
+                    },
+                    config_dir: dir.to_path_buf(),
                     env: agent.env,
+                    network: agent.network,
+                    read: paths(agent.read)?,
+                    write: paths(agent.write)?,
                 })
             })
             .collect::<Result<_, Refusal>>()?;
-        Ok(Self { business, agents })
+        Ok(Self {
+            business,
+            agents,
+            sandbox: json.sandbox,
+            file: None,
+        })
     }
 
     /// The names of the environment variables that hold this business's
@@ -141,7 +229,9 @@ impl UpConfig {
         if text.len() as u64 > MAX_CONFIG {
             return Err(Refusal::BadConfig.into());
         }
-        Self::parse(&text, dir)
+        let mut config = Self::parse(&text, dir)?;
+        config.file = Some(path.clone());
+        Ok(config)
     }
 }
 
@@ -200,6 +290,43 @@ mod tests {
         assert_eq!(parsed.agents[0].dir, PathBuf::from("/etc/demo"));
         assert_eq!(parsed.agents[1].program, PathBuf::from("sh"));
         assert_eq!(parsed.agents[1].harness, Harness::ClaudeCode);
+        // The sandbox's defaults: `auto`, the host's network, the
+        // configuration's folder as the workdir, nothing extra bound.
+        assert_eq!(parsed.sandbox, SandboxMode::Auto);
+        assert_eq!(parsed.agents[0].network, Network::Host);
+        assert!(parsed.agents[0].read.is_empty() && parsed.agents[0].write.is_empty());
+    }
+
+    #[test]
+    fn the_sandbox_keys_parse_and_resolve_their_paths() {
+        let text = config(
+            r#"[{"role":"lead","harness":"pi","command":["sh"],"workdir":"work",
+                 "network":"none","read":["/opt/tools"],"write":["cache","/var/tmp/x"]}]"#,
+        )
+        .replacen('{', r#"{"sandbox":"required","#, 1);
+        let parsed = UpConfig::parse(&text, Path::new("/etc/demo")).unwrap();
+        assert_eq!(parsed.sandbox, SandboxMode::Required);
+        let agent = &parsed.agents[0];
+        assert_eq!(agent.dir, PathBuf::from("/etc/demo/work"));
+        assert_eq!(agent.config_dir, PathBuf::from("/etc/demo"));
+        assert_eq!(agent.network, Network::None);
+        assert_eq!(agent.read, [PathBuf::from("/opt/tools")]);
+        assert_eq!(
+            agent.write,
+            [
+                PathBuf::from("/etc/demo/cache"),
+                PathBuf::from("/var/tmp/x")
+            ]
+        );
+        let off = config(r#"[{"role":"lead","harness":"pi","command":["sh"]}]"#).replacen(
+            '{',
+            r#"{"sandbox":"off","#,
+            1,
+        );
+        assert_eq!(
+            UpConfig::parse(&off, Path::new("/")).unwrap().sandbox,
+            SandboxMode::Off
+        );
     }
 
     #[test]
@@ -249,6 +376,38 @@ mod tests {
                 Refusal::UnknownRole,
             ),
             ("[]".to_owned(), Refusal::BadConfig),
+            (
+                config(&format!("[{agent}]")).replacen('{', r#"{"sandbox":"maybe","#, 1),
+                Refusal::BadConfig,
+            ),
+            (
+                config(&format!(
+                    "[{}]",
+                    agent.replace(r#""pi""#, r#""pi","network":"lan""#)
+                )),
+                Refusal::BadConfig,
+            ),
+            (
+                config(&format!(
+                    "[{}]",
+                    agent.replace(r#""pi""#, r#""pi","workdir":"../up""#)
+                )),
+                Refusal::BadConfig,
+            ),
+            (
+                config(&format!(
+                    "[{}]",
+                    agent.replace(r#""pi""#, r#""pi","read":[""]"#)
+                )),
+                Refusal::BadConfig,
+            ),
+            (
+                config(&format!(
+                    "[{}]",
+                    agent.replace(r#""pi""#, r#""pi","write":"/x""#)
+                )),
+                Refusal::BadConfig,
+            ),
         ];
         for (text, code) in cases {
             assert_eq!(

@@ -460,6 +460,7 @@ impl World {
                 path: EXE.into(),
                 identity: EXE_FILE,
             },
+            namespaces: mosaic_ports::fakes::HOST_NAMESPACES,
         };
         let writer = WriterWorld {
             time: Time::new(Arc::new(clock.clone())),

@@ -21,7 +21,7 @@ use mosaic_adapters::socket;
 use mosaic_adapters::sqlite::SqliteStore;
 use mosaic_adapters::system::{OsEntropy, SystemClock};
 use mosaic_domain::{BusinessId, Capability, Refusal};
-use mosaic_ports::{Entropy, StoreReaders};
+use mosaic_ports::{Entropy, ProcessTable, StoreReaders};
 use tokio::sync::oneshot;
 
 use super::broker::Broker;
@@ -154,6 +154,13 @@ fn real_ports(root: &DataRoot, config: &BootConfig) -> Result<Ports<SqliteStore>
         identity: BrokerIdentity {
             uid: rustix::process::geteuid().as_raw(),
             exe: BrokerExe::of(&ProcFs::new(), std::process::id())?,
+            // Without its own namespaces no proof could pass: refuse to boot.
+            namespaces: ProcFs::new()
+                .namespaces(std::process::id())
+                .map_err(logged(
+                    Refusal::StorageUnavailable,
+                    "reading the broker's namespaces",
+                ))?,
         },
     })
 }
@@ -208,6 +215,7 @@ pub fn open_store(root: &DataRoot) -> Result<SqliteStore, Refusal> {
 /// use mosaic_domain::{BusinessId, RoleInstance, RunId, Timestamp, Verb};
 /// use mosaic_ports::fakes::{
 ///     FakeCredentials, FakeProcess, FakeProcessTable, ManualClock, MemoryStore, SeededEntropy,
+///     HOST_NAMESPACES,
 /// };
 /// use mosaic_ports::ExeIdentity;
 ///
@@ -226,6 +234,7 @@ pub fn open_store(root: &DataRoot) -> Result<SqliteStore, Refusal> {
 ///     identity: BrokerIdentity {
 ///         uid: 1000,
 ///         exe: BrokerExe { path: "/opt/mosaic-bus".into(), identity: ExeIdentity { dev: 1, ino: 2 } },
+///         namespaces: HOST_NAMESPACES,
 ///     },
 /// };
 /// let launch = LaunchRecord {

@@ -8,7 +8,9 @@
 //! production, synthetic ancestries in tests) and accepts a request only when
 //! all of this holds at the time of the request:
 //!
-//! - the peer (pid and uid from `SO_PEERCRED`) runs as the broker's user and
+//! - the peer (pid and uid from `SO_PEERCRED`) runs as the broker's user, in
+//!   the broker's own PID, mount and user namespaces
+//!   ([`ProcessTable::namespaces`], taken for the broker once at boot), and
 //!   is exactly the broker's own executable ([`HumanClaim::exe`]): the same
 //!   path, and the same file by device and inode
 //!   ([`ProcessTable::exe_identity`]), both taken from the broker's running
@@ -41,13 +43,14 @@
 //! This is a check against *cooperative* agents, inside the trust limit the
 //! spec states ("Human and reader paths", lead decision 62):
 //!
-//! - A process running as the same user can detach from its agent and clear
-//!   its environment (for example `setsid -f env -i mosaic-bus human …`):
-//!   once reparented to init with no marker left, nothing in `/proc`
-//!   distinguishes it from the human, and it passes. Likewise a same-user
-//!   process can race pid reuse or rewrite what it exposes. Closing this is
-//!   S6's job: managed agents run in their own PID namespace or as their own
-//!   user, without the human socket mounted.
+//! - A process running as the same user *in the broker's namespaces* can
+//!   detach from its agent and clear its environment (for example
+//!   `setsid -f env -i mosaic-bus human …`): once reparented to init with no
+//!   marker left, nothing in `/proc` distinguishes it from the human, and it
+//!   passes. Likewise a same-user process can race pid reuse or rewrite
+//!   what it exposes. The agents `up` starts in its sandbox are in other
+//!   namespaces, so the namespace rule refuses everything they run; an
+//!   agent that a host starts unsandboxed still has this opening.
 //! - Markers are the ones listed in [`RUN_MARKERS`]; a harness that sets none
 //!   of them is only caught by the launch registry.
 //! - Replacing the binary at its path while the broker runs (a rename or a
@@ -71,7 +74,7 @@ use std::path::PathBuf;
 
 use mosaic_domain::Refusal;
 use mosaic_ports::process::Environ;
-use mosaic_ports::{Entropy, ExeIdentity, ProcessError, ProcessInfo, ProcessTable};
+use mosaic_ports::{Entropy, ExeIdentity, Namespaces, ProcessError, ProcessInfo, ProcessTable};
 
 /// The variable the human CLI puts its nonce in when it re-executes itself.
 pub const NONCE_ENV: &str = "MOSAIC_HUMAN_NONCE";
@@ -138,6 +141,9 @@ pub struct HumanClaim {
     /// The exact executable the CLI must be: the broker's own, taken at
     /// boot.
     pub exe: BrokerExe,
+    /// The broker's own PID, mount and user namespaces, taken at boot: the
+    /// CLI must be in the very same ones.
+    pub namespaces: Namespaces,
     /// The nonce sent in the request.
     pub nonce: String,
 }
@@ -182,6 +188,7 @@ impl fmt::Debug for HumanClaim {
             .field("peer_uid", &self.peer_uid)
             .field("broker_uid", &self.broker_uid)
             .field("exe", &self.exe)
+            .field("namespaces", &self.namespaces)
             .field("nonce", &"<redacted>")
             .finish()
     }
@@ -197,6 +204,13 @@ pub enum ProofFailure {
     /// The peer does not run as the broker's user (by `SO_PEERCRED` or by
     /// `/proc`).
     UidMismatch,
+    /// The peer is in another namespace than the broker: a sandbox's, say.
+    OtherNamespace {
+        /// Which: `pid`, `mount` or `user`.
+        kind: &'static str,
+    },
+    /// The peer's namespaces could not be read.
+    NamespacesUnreadable,
     /// The peer's executable (its path, or its device and inode) is
     /// unreadable.
     ExeMissing,
@@ -275,6 +289,12 @@ impl fmt::Display for ProofFailure {
         match *self {
             ProofFailure::NonceMalformed => f.write_str("the request's nonce is malformed"),
             ProofFailure::UidMismatch => f.write_str("the peer is not the broker's user"),
+            ProofFailure::OtherNamespace { kind } => {
+                write!(f, "the peer is in another {kind} namespace than the broker")
+            }
+            ProofFailure::NamespacesUnreadable => {
+                f.write_str("the peer's namespaces are unreadable")
+            }
             ProofFailure::ExeMissing => f.write_str("the peer's executable is unreadable"),
             ProofFailure::ExeMismatch => f.write_str("the peer is not the broker's executable"),
             ProofFailure::ExeReplaced => {
@@ -355,6 +375,26 @@ pub fn check(
     let peer = read(table, claim.peer_pid)?;
     if peer.uid != claim.broker_uid {
         return Err(ProofFailure::UidMismatch);
+    }
+    // Seen from another namespace, the ancestry, the environment and even
+    // the executable can be whatever its maker chose (a sandbox's own
+    // init, a fresh `/proc`): only the broker's own namespaces are the
+    // human's. A pid reused since `read` is caught by the walk.
+    match table.namespaces(peer.pid) {
+        Ok(ns) if ns.pid != claim.namespaces.pid => {
+            return Err(ProofFailure::OtherNamespace { kind: "pid" })
+        }
+        Ok(ns) if ns.mnt != claim.namespaces.mnt => {
+            return Err(ProofFailure::OtherNamespace { kind: "mount" })
+        }
+        Ok(ns) if ns.user != claim.namespaces.user => {
+            return Err(ProofFailure::OtherNamespace { kind: "user" })
+        }
+        Ok(_) => {}
+        Err(ProcessError::Gone) => return Err(ProofFailure::Gone { pid: peer.pid }),
+        Err(ProcessError::Denied | ProcessError::Unreadable(_)) => {
+            return Err(ProofFailure::NamespacesUnreadable)
+        }
     }
     match &peer.exe {
         None => return Err(ProofFailure::ExeMissing),

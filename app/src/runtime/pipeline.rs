@@ -155,6 +155,7 @@ pub(crate) fn prove_now(
         peer_uid: peer.uid,
         broker_uid: identity.uid,
         exe: identity.exe.clone(),
+        namespaces: identity.namespaces,
         nonce,
     };
     human_proof::prove(processes, &claim, &|pid, start| view.is_launch(pid, start))

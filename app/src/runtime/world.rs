@@ -51,6 +51,9 @@ pub struct BrokerIdentity {
     pub uid: u32,
     /// The executable a human CLI must be: its path and the file itself.
     pub exe: BrokerExe,
+    /// The broker's PID, mount and user namespaces: a human CLI must be in
+    /// the same.
+    pub namespaces: mosaic_ports::Namespaces,
 }
 
 /// One entropy source shared by the writer, the browser hub and the

@@ -1,7 +1,7 @@
 //! The [`ProcessTable`] suite.
 
 use super::{check, check_eq, fail, run_checks, Check};
-use crate::process::{Environ, ExeIdentity, ProcessError, ProcessInfo, ProcessTable};
+use crate::process::{Environ, ExeIdentity, Namespaces, ProcessError, ProcessInfo, ProcessTable};
 
 /// Processes the harness prepared for the suite. For the `/proc` adapter:
 /// the test process itself (or a child it spawned with a known environment)
@@ -25,6 +25,14 @@ pub struct ProcessFixture {
     /// for example the test process itself with the device and inode of
     /// its `current_exe`; `alive` SHOULD be among them.
     pub exe_identities: Vec<(u32, ExeIdentity)>,
+    /// Processes and the [`Namespaces`] the table MUST report for each,
+    /// for example the test process with those of `/proc/self/ns/*`;
+    /// `alive` SHOULD be among them.
+    pub namespaces: Vec<(u32, Namespaces)>,
+    /// A process in other namespaces than `alive` (a child in a new PID
+    /// namespace, say), when the harness can provide one: the table MUST
+    /// tell the two apart.
+    pub elsewhere: Option<u32>,
 }
 
 /// Runs every process-table check, each on a fresh table from `make`,
@@ -44,6 +52,10 @@ pub fn run<P: ProcessTable>(mut make: impl FnMut() -> P, fixture: &ProcessFixtur
         Check::new("expected_exe_identities", expected_exe_identities::<P>),
         Check::new("exe_identity_is_stable", exe_identity_is_stable::<P>),
         Check::new("gone_exe_identity", gone_exe_identity::<P>),
+        Check::new("expected_namespaces", expected_namespaces::<P>),
+        Check::new("namespaces_are_stable", namespaces_are_stable::<P>),
+        Check::new("gone_namespaces", gone_namespaces::<P>),
+        Check::new("other_namespaces_differ", other_namespaces_differ::<P>),
     ];
     run_checks("process table", checks, || Subject {
         table: make(),
@@ -165,4 +177,49 @@ fn gone_exe_identity<P: ProcessTable>(s: &mut Subject<'_, P>) {
         s.table.exe_identity(pid).map_err(|e| kind(&e)),
         Err::<ExeIdentity, &str>("Gone"),
     );
+}
+
+fn expected_namespaces<P: ProcessTable>(s: &mut Subject<'_, P>) {
+    for &(pid, expected) in &s.fixture.namespaces {
+        check_eq(
+            &format!("namespaces({pid})"),
+            s.table.namespaces(pid).map_err(|e| kind(&e)),
+            Ok(expected),
+        );
+    }
+}
+
+fn namespaces_are_stable<P: ProcessTable>(s: &mut Subject<'_, P>) {
+    let pid = s.fixture.alive;
+    let first = s.table.namespaces(pid).map_err(|e| kind(&e));
+    check(&format!("namespaces({pid}) read"), first.is_ok());
+    check_eq(
+        &format!("a second namespaces({pid})"),
+        s.table.namespaces(pid).map_err(|e| kind(&e)),
+        first,
+    );
+}
+
+fn gone_namespaces<P: ProcessTable>(s: &mut Subject<'_, P>) {
+    let pid = s.fixture.gone;
+    check_eq(
+        &format!("namespaces({pid}) of a free pid"),
+        s.table.namespaces(pid).map_err(|e| kind(&e)),
+        Err::<Namespaces, &str>("Gone"),
+    );
+}
+
+fn other_namespaces_differ<P: ProcessTable>(s: &mut Subject<'_, P>) {
+    let Some(other) = s.fixture.elsewhere else {
+        return;
+    };
+    let alive = s.fixture.alive;
+    let (a, b) = (s.table.namespaces(alive), s.table.namespaces(other));
+    match (a, b) {
+        (Ok(a), Ok(b)) => check(
+            &format!("namespaces({other}) differ from namespaces({alive}): {b:?} {a:?}"),
+            a.pid != b.pid,
+        ),
+        (a, b) => fail(format_args!("namespaces read: {a:?} {b:?}")),
+    }
 }

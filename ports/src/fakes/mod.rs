@@ -30,7 +30,7 @@ pub use self::browser::FakeBrowserTransport;
 pub use self::clock::ManualClock;
 pub use self::credentials::FakeCredentials;
 pub use self::entropy::{FailingEntropy, SeededEntropy};
-pub use self::process::{FakeEnviron, FakeProcess, FakeProcessTable};
+pub use self::process::{FakeEnviron, FakeProcess, FakeProcessTable, HOST_NAMESPACES};
 pub use self::store::MemoryStore;
 
 /// The source error of every failure a fake reports because a test asked it

@@ -6,7 +6,17 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use super::{lock, InjectedFailure};
-use crate::process::{Environ, ExeIdentity, ProcessError, ProcessInfo, ProcessTable};
+use crate::process::{
+    Environ, ExeIdentity, NamespaceId, Namespaces, ProcessError, ProcessInfo, ProcessTable,
+};
+
+/// The namespaces every [`FakeProcess`] is in unless it is given others:
+/// those of the host, which a fake broker shares.
+pub const HOST_NAMESPACES: Namespaces = Namespaces {
+    pid: NamespaceId { dev: 4, ino: 1 },
+    mnt: NamespaceId { dev: 4, ino: 2 },
+    user: NamespaceId { dev: 4, ino: 3 },
+};
 
 /// What [`ProcessTable::environ`] reports for a [`FakeProcess`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,7 +37,7 @@ pub enum FakeEnviron {
 ///
 /// Defaults: uid 1000, start time 1, no readable executable (neither its
 /// path nor its [`ExeIdentity`]), an empty environment, readable `stat`,
-/// never vanishes.
+/// never vanishes, the [`HOST_NAMESPACES`].
 ///
 /// ```
 /// use mosaic_ports::fakes::{FakeEnviron, FakeProcess, FakeProcessTable};
@@ -49,6 +59,8 @@ pub struct FakeProcess {
     environ: FakeEnviron,
     stat_unreadable: bool,
     gone_after: Option<usize>,
+    /// `None`: denied.
+    namespaces: Option<Namespaces>,
 }
 
 impl FakeProcess {
@@ -67,7 +79,23 @@ impl FakeProcess {
             environ: FakeEnviron::Vars(Vec::new()),
             stat_unreadable: false,
             gone_after: None,
+            namespaces: Some(HOST_NAMESPACES),
         }
+    }
+
+    /// Sets the namespaces [`ProcessTable::namespaces`] reports, as for a
+    /// process in a sandbox.
+    pub fn namespaces(mut self, namespaces: Namespaces) -> Self {
+        self.namespaces = Some(namespaces);
+        self
+    }
+
+    /// Makes [`ProcessTable::namespaces`] fail with
+    /// [`ProcessError::Denied`], as for a process the kernel will not let
+    /// us inspect.
+    pub fn namespaces_denied(mut self) -> Self {
+        self.namespaces = None;
+        self
     }
 
     /// Sets the owning real user id.
@@ -231,5 +259,14 @@ impl ProcessTable for FakeProcessTable {
             .process
             .exe_identity
             .ok_or_else(|| ProcessError::Unreadable(Box::new(InjectedFailure)))
+    }
+
+    fn namespaces(&self, pid: u32) -> Result<Namespaces, ProcessError> {
+        let table = lock(&self.inner);
+        let entry = table.get(&pid).ok_or(ProcessError::Gone)?;
+        if entry.gone() {
+            return Err(ProcessError::Gone);
+        }
+        entry.process.namespaces.ok_or(ProcessError::Denied)
     }
 }

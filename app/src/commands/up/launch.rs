@@ -3,10 +3,11 @@
 //! signals to its process group. See the module documentation of `up` for
 //! the order of a launch and why the capability reaches only its agent.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
 use std::process::{Child, Command};
 
 use mosaic_adapters::cause::logged;
@@ -69,6 +70,44 @@ pub(super) fn agent_env(
 /// reaped: its pid, and so its group id, cannot name anyone else then.
 pub(super) fn signal_group(child: &Child, signal: rustix::process::Signal) {
     let _ = rustix::process::kill_process_group(rustix::process::Pid::from_child(child), signal);
+}
+
+/// Ends the sandbox whose bwrap is `child`: SIGKILL to bwrap's children,
+/// the init of its PID namespace, which takes every process of the
+/// namespace with it. bwrap's `--die-with-parent` would do the same when
+/// bwrap ends, but it arms that in the child after the `clone`, so a bwrap
+/// killed during its first instants could leave the sandbox behind. Only
+/// for a child not yet reaped: while bwrap lives, its children are its own.
+pub(super) fn kill_sandbox(child: &Child) {
+    let pid = child.id();
+    let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")) else {
+        return;
+    };
+    for init in text
+        .split_whitespace()
+        .filter_map(|p| p.parse::<i32>().ok())
+        .filter_map(rustix::process::Pid::from_raw)
+    {
+        let _ = rustix::process::kill_process(init, rustix::process::Signal::KILL);
+    }
+}
+
+/// The program `spec` names, as `exec` would find it: a path with a `/`
+/// as it is, a bare name in the directories of `path`. `None` when it is
+/// not an executable file. A sandboxed agent's program is looked up here,
+/// before bwrap starts, so a missing one fails the launch
+/// (`launch-failed`) as it does without a sandbox.
+pub(super) fn find_program(program: &std::path::Path, path: &OsStr) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &std::path::Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.as_os_str().as_encoded_bytes().contains(&b'/') {
+        return executable(program).then(|| program.to_path_buf());
+    }
+    std::env::split_paths(path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| executable(candidate))
 }
 
 /// `<role>-<8 random hex digits>` (the role cut to fit the 64 characters).

@@ -21,9 +21,25 @@
 //! strict: unknown
 //! keys, wrong types and bad names refuse with `bad-config` (or the
 //! business's own codes, `unknown-role` for an agent of no such role). Every
-//! agent runs in the configuration file's directory, and a relative program
-//! path (one with a `/`) is resolved against that directory too; a bare
-//! program name is looked up in the agent's `PATH`.
+//! agent runs in its `workdir` (by default the configuration file's
+//! directory), and a relative program path (one with a `/`) is resolved
+//! against the configuration's directory; a bare program name is looked up
+//! in the agent's `PATH`.
+//!
+//! # The sandbox
+//!
+//! `"sandbox"` at the top (`required`, `auto`, the default, or `off`)
+//! decides whether each agent starts in a bubblewrap sandbox
+//! ([`sandbox`]), configured per agent by `workdir`, `network` (`host` or
+//! `none`) and the extra paths `read` and `write`. A working `bwrap` on
+//! `PATH` is checked once, before the broker boots: without one,
+//! `required` refuses with `sandbox-unavailable` and `auto` logs one
+//! warning and starts the agents as before. Every agent's bound paths are
+//! checked (`unsafe-path` when one would show the data root or the secrets
+//! folder) before the first launch. In a sandbox, step 2 below spawns
+//! bwrap, which runs `mosaic-bus sandbox-exec` and then the command, and
+//! steps 3 and 4 bind bwrap's pid and start time: see [`sandbox`] for why
+//! that pid is the one to bind.
 //!
 //! # One launch, in order
 //!
@@ -96,7 +112,7 @@
 //! (`unsafe-path`) otherwise.
 //!
 //! On stdout, exactly one line: `{"ok":true,"business","dataRoot","socket",
-//! "readerCap","agents":[{role,run,harness,pid}]}` (never a capability), or
+//! "readerCap","agents":[{role,run,harness,pid,sandboxed}]}` (never a capability), or
 //! on a startup failure `{"ok":false,"error":CODE}` (plus `"role"` when one
 //! agent's launch failed) with exit 2. An agent that exits non-zero on its
 //! own is reported on stderr and makes the exit code 1. SIGINT or SIGTERM
@@ -109,6 +125,7 @@
 //! removed) and removes `reader.cap`; a failed close exits 2.
 
 mod launch;
+mod sandbox;
 mod secrets;
 
 use std::ffi::OsStr;
@@ -134,13 +151,21 @@ use serde_json::{json, Value};
 use super::args::{non_empty_path, LogArgs};
 use super::logs;
 use super::signals::{Event, Signals};
-use super::team::{AgentSpec, UpConfig};
+use super::team::{AgentSpec, SandboxMode, UpConfig};
 use crate::runtime::{start_broker, BootFailure, Broker};
 pub use launch::BASE_ENV;
 use launch::{
-    agent_env, cap_memfd, child_path, fill_and_seal, run_id, signal_group, spawn_inheriting,
+    agent_env, cap_memfd, child_path, fill_and_seal, find_program, kill_sandbox, run_id,
+    signal_group, spawn_inheriting,
 };
+use sandbox::{Bwrap, Places};
+pub use sandbox::{SandboxExecArgs, SANDBOX_HOME, SANDBOX_UID};
 use secrets::Secrets;
+
+/// `sandbox-exec`, run by bwrap inside an agent's sandbox.
+pub fn sandbox_exec(args: SandboxExecArgs) -> ExitCode {
+    sandbox::exec_main(args)
+}
 
 /// The environment variable naming an agent's run.
 pub const RUN_ID_ENV: &str = "MOSAIC_RUN_ID";
@@ -160,17 +185,23 @@ The standalone host: boot a broker in this process, launch the agents the \
 configuration lists, and run until SIGINT or SIGTERM, or until every agent \
 has exited.
 
-The configuration is {\"business\":{id, human, arbiters, roles, launch?}, \
-\"agents\":[{role, harness, command, env?}]}: harness is pi or claude-code, \
-command a program and its arguments (no shell), env the names of this \
-process's variables the agent also needs. Each agent runs in the \
-configuration's directory with MOSAIC_RUN_ID, MOSAIC_BUS_SOCKET and \
+The configuration is {\"sandbox\"?, \"business\":{id, human, arbiters, roles, \
+launch?}, \"agents\":[{role, harness, command, env?, workdir?, network?, read?, \
+write?}]}: harness is pi or claude-code, command a program and its \
+arguments (no shell), env the names of this process's variables the agent \
+also needs. sandbox is auto (the default: a bubblewrap sandbox per agent \
+when bwrap works, else one warning), required (else sandbox-unavailable) \
+or off. In its sandbox an agent sees the system read-only, its workdir \
+(default: the configuration's directory) and write paths writable, its \
+read paths, the socket, and nothing of the data root, the secrets or the \
+human's home; network none gives it loopback only. Each agent runs in its \
+workdir with MOSAIC_RUN_ID, MOSAIC_BUS_SOCKET and \
 MOSAIC_BUS_CAP_FD, the number of an inherited sealed descriptor that holds \
 its capability (never an environment value); it must read one line, \
 \"ready\", on stdin before its first call.
 
 Stdout gets exactly one line: {\"ok\":true, business, dataRoot, socket, \
-readerCap, browser?, agents:[{role, run, harness, pid}]}, never a \
+readerCap, browser?, agents:[{role, run, harness, pid, sandboxed}]}, never a \
 capability. The human's reader capability (reader.cap) and, with --browser, \
 the UI token (ui.token) are written to the secrets folder (mode 0600) and \
 removed on close. The agents' output is theirs: it goes where this \
@@ -181,7 +212,9 @@ Environment:
 {log_env}
   An agent gets PATH (this binary's folder first), HOME, USER, LOGNAME,
   SHELL, LANG, LANGUAGE, LC_*, TERM, TZ, TMPDIR and the variables its `env`
-  names, never one that a credential reference of the business names.
+  names, never one that a credential reference of the business names; in
+  a sandbox HOME is /home/agent and TMPDIR /tmp. PATH also decides where
+  bwrap is found.
 
 Exit codes:
   0  every agent exited 0, or SIGINT/SIGTERM stopped them (SIGTERM to each
@@ -317,6 +350,34 @@ impl Failure {
 /// Parses, boots, writes the reader capability and launches every agent.
 fn start(options: UpArgs) -> Result<Session, Failure> {
     let config = UpConfig::load(&options.config)?;
+    let exe = std::env::current_exe()
+        .map_err(logged(Refusal::LaunchFailed, "finding this executable"))?;
+    let bwrap = match config.sandbox {
+        SandboxMode::Off => None,
+        SandboxMode::Required | SandboxMode::Auto => {
+            let found = Bwrap::find(std::env::var_os("PATH").as_deref(), &exe);
+            match (found, config.sandbox) {
+                (Some(bwrap), _) => Some(bwrap),
+                (None, SandboxMode::Required) => {
+                    tracing::error!(
+                        code = Refusal::SandboxUnavailable.code(),
+                        "the configuration requires a sandbox, and no bwrap on PATH can make one \
+                         (install the bubblewrap package; user namespaces must be allowed)"
+                    );
+                    return Err(Refusal::SandboxUnavailable.into());
+                }
+                (None, SandboxMode::Auto | SandboxMode::Off) => {
+                    tracing::warn!(
+                        "no bwrap on PATH can make a sandbox, so the agents run unsandboxed, \
+                         as this user: an agent can then act as the human by detaching from \
+                         its ancestry, and read the data root; install the bubblewrap package \
+                         (or set \"sandbox\": \"required\" to refuse to start without it)"
+                    );
+                    None
+                }
+            }
+        }
+    };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .enable_time()
@@ -345,6 +406,29 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
         browser_listen: options.browser.clone(),
     })?;
     let secrets = Secrets::open(options.secrets_dir, &data_root)?;
+    let sandbox = bwrap.map(|bwrap| Sandbox {
+        bwrap,
+        places: Places {
+            exe,
+            socket: booted.socket.clone(),
+            data_root: data_root.clone(),
+            secrets: secrets.dir.clone(),
+            human_home: std::env::var_os("HOME").map(PathBuf::from),
+            config_file: config.file.clone(),
+        },
+    });
+    // Every agent's paths are checked before the first launches, so a
+    // refused path starts nobody.
+    let binds = config
+        .agents
+        .iter()
+        .map(|spec| match &sandbox {
+            Some(sandbox) => sandbox::check_paths(spec, &sandbox.places)
+                .map(Some)
+                .map_err(|r| Failure::of(&spec.role, r)),
+            None => Ok(None),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let mut session = Session {
         runtime,
         signals,
@@ -359,6 +443,7 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
         agents: Vec::new(),
         stay: options.stay,
         secret_env,
+        sandbox,
     };
     let reader = booted
         .readers
@@ -370,8 +455,8 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
         session.ui_token = Some(session.write_secret(UI_TOKEN_FILE, &browser.token)?);
     }
     let path = child_path()?;
-    for spec in &config.agents {
-        session.launch(spec, &path)?;
+    for (spec, binds) in config.agents.iter().zip(&binds) {
+        session.launch(spec, binds.as_deref(), &path)?;
     }
     Ok(session)
 }
@@ -382,6 +467,8 @@ struct Agent {
     role: RoleInstance,
     run: RunId,
     harness: Harness,
+    /// Whether it runs in a sandbox (then `child` is its bwrap).
+    sandboxed: bool,
     child: Child,
     stdin: Option<ChildStdin>,
     exited: bool,
@@ -410,6 +497,15 @@ struct Session {
     stay: bool,
     /// The environment variables holding service tokens: never passed on.
     secret_env: Vec<String>,
+    /// The sandbox the agents start in, unless there is none.
+    sandbox: Option<Sandbox>,
+}
+
+/// A working bubblewrap and where things are for it.
+#[derive(Debug)]
+struct Sandbox {
+    bwrap: Bwrap,
+    places: Places,
 }
 
 impl Session {
@@ -438,23 +534,60 @@ impl Session {
         Ok(path)
     }
 
-    /// One launch, steps 1 to 4 of the module documentation.
-    fn launch(&mut self, spec: &AgentSpec, path: &OsStr) -> Result<(), Failure> {
+    /// One launch, steps 1 to 4 of the module documentation; `binds` are
+    /// the checked paths of its sandbox, when it has one.
+    fn launch(
+        &mut self,
+        spec: &AgentSpec,
+        binds: Option<&[(PathBuf, bool)]>,
+        path: &OsStr,
+    ) -> Result<(), Failure> {
         let failed = |e: io::Error| {
             cause::log(Refusal::LaunchFailed, "launching an agent", &e);
             Failure::of(&spec.role, Refusal::LaunchFailed)
         };
         let run = run_id(&spec.role).map_err(|r| Failure::of(&spec.role, r))?;
         let memfd = cap_memfd().map_err(failed)?;
-        let mut command = Command::new(&spec.program);
+        let fd = memfd.as_raw_fd().to_string();
+        let (mut command, sandboxed) = match (&self.sandbox, binds) {
+            (Some(sandbox), Some(binds)) => {
+                let program = find_program(&spec.program, path).ok_or_else(|| {
+                    tracing::warn!(
+                        code = Refusal::LaunchFailed.code(),
+                        role = spec.role.as_str(),
+                        program = &*spec.program.to_string_lossy(),
+                        "the agent's program is not an executable file"
+                    );
+                    Failure::of(&spec.role, Refusal::LaunchFailed)
+                })?;
+                let mut command = Command::new(sandbox.bwrap.path());
+                command
+                    .args(sandbox::bwrap_args(spec, &sandbox.places, binds))
+                    .arg(&sandbox.places.exe)
+                    .args([sandbox::EXEC_SUBCOMMAND, "--keep-fd", &fd, "--"])
+                    .arg(program)
+                    .args(&spec.args)
+                    // bwrap's own; the agent's is its `--chdir`.
+                    .current_dir("/");
+                (command, true)
+            }
+            (Some(_) | None, _) => {
+                let mut command = Command::new(&spec.program);
+                command.args(&spec.args).current_dir(&spec.dir);
+                (command, false)
+            }
+        };
         command
-            .args(&spec.args)
-            .current_dir(&spec.dir)
             .env_clear()
-            .envs(agent_env(spec, std::env::vars_os(), &self.secret_env))
+            .envs(agent_env(spec, std::env::vars_os(), &self.secret_env));
+        if sandboxed {
+            // The human's home and temporary folder are hidden in there.
+            command.env("HOME", SANDBOX_HOME).env("TMPDIR", "/tmp");
+        }
+        command
             .env(RUN_ID_ENV, run.as_str())
             .env(SOCKET_ENV, &self.socket)
-            .env(CAP_FD_ENV, memfd.as_raw_fd().to_string())
+            .env(CAP_FD_ENV, &fd)
             .env("PATH", path)
             .stdin(Stdio::piped())
             .process_group(0);
@@ -464,6 +597,7 @@ impl Session {
             role: spec.role.clone(),
             run: run.clone(),
             harness: spec.harness,
+            sandboxed,
             stdin: child.stdin.take(),
             child,
             exited: false,
@@ -510,6 +644,7 @@ impl Session {
                 "run": a.run.as_str(),
                 "harness": a.harness.as_str(),
                 "pid": a.child.id(),
+                "sandboxed": a.sandboxed,
             })).collect::<Vec<_>>(),
         })
     }
@@ -583,6 +718,12 @@ impl Session {
         }
         tracing::info!(agents = running.len(), "stopping the agents");
         for agent in running {
+            if agent.sandboxed {
+                // A sandbox ends at once (see `sandbox`'s documentation),
+                // and before bwrap: once bwrap is gone, its child is no
+                // longer listed as its own.
+                kill_sandbox(&agent.child);
+            }
             signal_group(&agent.child, rustix::process::Signal::TERM);
         }
         let deadline = Instant::now() + STOP_GRACE;
@@ -611,6 +752,9 @@ impl Session {
     /// its input could otherwise still start something.
     fn kill_agents(&mut self) {
         for agent in self.agents.iter_mut().filter(|a| !a.exited) {
+            if agent.sandboxed {
+                kill_sandbox(&agent.child);
+            }
             signal_group(&agent.child, rustix::process::Signal::KILL);
             let _ = agent.child.kill();
             let _ = agent.child.wait();
