@@ -401,7 +401,8 @@ fn silence_after_a_partial_line_times_out_while_other_clients_are_served() {
     let root = data_root();
     let b = broker(root.path());
     let cap = b.agent("lead-1").cap;
-    // The one slow client: half a request, then nothing, for the real 5 s.
+    // The one slow client: half a request, then nothing, for the real 1 s
+    // a connection has for its first line.
     let socket = b.socket.clone();
     let silent = std::thread::spawn(move || {
         let started = Instant::now();
@@ -458,7 +459,7 @@ fn silence_after_a_partial_line_times_out_while_other_clients_are_served() {
     let (timed_out, waited) = silent.join().expect("the silent client");
     assert_eq!(timed_out, json!({"ok": false, "error": "request-timeout"}));
     assert!(
-        waited >= Duration::from_millis(4_900) && waited < Duration::from_secs(15),
+        waited >= Duration::from_millis(900) && waited < Duration::from_secs(15),
         "answered after {waited:?}"
     );
     assert_eq!(lead.ok("role.claim", json!({})), json!({"status": "held"}));
@@ -751,8 +752,15 @@ fn thousands_of_connections_opened_and_dropped_leave_it_serving_in_bounded_memor
     let root = data_root();
     let b = broker(root.path());
     let lead = b.agent("lead-1");
+    // A process holds at most 256 connections waiting for their first
+    // line at once, and this one churns faster than the broker answers: a
+    // call of its own every 200 connections keeps it under that, as a real
+    // client would be, being a process of its own.
     let churn = |rounds: usize| {
         for i in 0..rounds {
+            if i % 200 == 199 {
+                lead.ok("inbox", json!({}));
+            }
             let mut stream = UnixStream::connect(&b.socket).expect("connect");
             // Dropped at every stage: before a byte, mid-line, and after a
             // whole line without reading the answer.

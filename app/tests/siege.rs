@@ -1,0 +1,328 @@
+//! The human cannot be locked out: black-box floods against the real
+//! broker over real sockets, each scaled to run in seconds, while the
+//! human CLI and an agent (`mosaic-bus call`, a process of its own) are
+//! timed. Every flood loop is bounded in count and in time; nothing
+//! sleeps in place of waiting for an event.
+//!
+//! The human's answer is `ok` where a human CLI started from here can pass
+//! the proof, and `human-proof-failed` where this process or an ancestor
+//! carries a run marker: either way it is an answer of the broker, never
+//! `broker-unavailable` or `outcome-unknown`, and it comes within
+//! [`ANSWER_WITHIN`].
+
+#[path = "support/mod.rs"]
+mod support;
+
+use std::collections::VecDeque;
+use std::io::{Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use mosaic_adapters::procfs::ProcFs;
+use mosaic_app::runtime::human_proof::RUN_MARKERS;
+use mosaic_ports::ProcessTable;
+use serde_json::{json, Value};
+
+use support::{acme, acme_launches, config, data_root, Broker, BIN, WAIT};
+
+/// How long the human and the agent may take to be answered under a flood.
+const ANSWER_WITHIN: Duration = Duration::from_secs(1);
+
+/// How many junk connections the socket flood holds open at once: more
+/// than the broker's 4,096 places, as the security probe used.
+const JUNK_CONNECTIONS: usize = 4_200;
+
+/// The longest a flood may run, whatever happens.
+const FLOOD_LIMIT: Duration = Duration::from_secs(60);
+
+/// The run marker this process or one of its readable ancestors carries,
+/// if any: no human CLI started from here can pass the proof then.
+fn marker_here() -> Option<String> {
+    let is_marker = |name: &[u8]| RUN_MARKERS.iter().any(|m| m.as_bytes() == name);
+    let table = ProcFs::new();
+    let mut pid = std::process::id();
+    for _ in 0..4096 {
+        let info = table.process(pid).ok()?;
+        if let Ok(environ) = table.environ(pid) {
+            if let Some((name, _)) = environ.iter().find(|(name, _)| is_marker(name)) {
+                return Some(String::from_utf8_lossy(name).into_owned());
+            }
+        }
+        if info.pid == 1 || info.ppid == 0 {
+            return None;
+        }
+        pid = info.ppid;
+    }
+    None
+}
+
+/// What the human's `inbox` must answer here.
+fn expected_human_inbox() -> Value {
+    match marker_here() {
+        None => json!({"ok": true, "result": []}),
+        Some(marker) => {
+            eprintln!("NOTE: {marker} (a run marker) is set here: the human is refused its proof");
+            json!({"ok": false, "error": "human-proof-failed"})
+        }
+    }
+}
+
+/// Runs `command` with `input` on stdin; its one stdout line, parsed, and
+/// how long it took from spawn to exit (at most [`WAIT`]).
+#[track_caller]
+fn timed(command: &mut Command, input: &[u8]) -> (Value, Duration) {
+    let started = Instant::now();
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let pid = child.id();
+    {
+        let mut stdin = child.stdin.take().expect("stdin");
+        // A child that exits before reading everything closes the pipe.
+        let _ = stdin.write_all(input);
+    }
+    let (done, finished) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(child.wait_with_output());
+    });
+    let Ok(output) = finished.recv_timeout(WAIT) else {
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+        panic!("pid {pid} did not exit within {WAIT:?}");
+    };
+    let took = started.elapsed();
+    let stdout = String::from_utf8(output.expect("wait").stdout).expect("UTF-8");
+    let reply = serde_json::from_str(stdout.trim()).expect("one JSON line");
+    (reply, took)
+}
+
+/// The human CLI's `inbox` for acme, from a clean environment.
+fn human_inbox(socket: &Path) -> (Value, Duration) {
+    let mut command = Command::new(BIN);
+    command.arg("human").arg(socket).env_clear();
+    timed(
+        &mut command,
+        br#"{"business":"acme","verb":"inbox","args":{}}"#,
+    )
+}
+
+/// `mosaic-bus call inbox` with the capability in a private file: an agent
+/// that is a process of its own, as a real agent is.
+fn agent_inbox(socket: &Path, cap_file: &Path) -> (Value, Duration) {
+    let mut command = Command::new(BIN);
+    command
+        .arg("call")
+        .arg("inbox")
+        .arg("--cap-file")
+        .arg(cap_file)
+        .arg("--socket")
+        .arg(socket)
+        .env_clear();
+    timed(&mut command, b"")
+}
+
+/// `cap` in a private file under `dir`.
+fn cap_file(dir: &Path, cap: &str) -> PathBuf {
+    let path = dir.join("cap");
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)
+        .expect("cap file");
+    writeln!(file, "{cap}").expect("write cap");
+    path
+}
+
+/// acme with its runs, `dev-1` holding its role, and dev-1's capability in
+/// a private file for `mosaic-bus call`.
+fn broker_with_agent(root: &Path, scratch: &Path) -> (Broker, PathBuf) {
+    let broker = Broker::boot(root, &config(root, &[acme()], &acme_launches(), &["acme"]));
+    broker.agent("dev-1").claim();
+    let file = cap_file(scratch, &broker.cap("dev-1"));
+    (broker, file)
+}
+
+/// A flood on its own thread, stopped and joined when dropped.
+struct Flood {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<usize>>,
+}
+
+impl Flood {
+    /// Starts `flood` with a stop flag and a sender to say "in full swing"
+    /// once; waits (at most [`WAIT`]) until it has said so.
+    #[track_caller]
+    fn start(flood: impl FnOnce(&AtomicBool, mpsc::Sender<()>) -> usize + Send + 'static) -> Flood {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (full, in_full_swing) = mpsc::channel();
+        let flag = Arc::clone(&stop);
+        let thread = std::thread::spawn(move || flood(&flag, full));
+        assert_eq!(
+            in_full_swing.recv_timeout(WAIT),
+            Ok(()),
+            "the flood never got going"
+        );
+        Flood {
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// Stops the flood; how many connections it opened.
+    fn stop(mut self) -> usize {
+        self.stop.store(true, Ordering::SeqCst);
+        self.thread
+            .take()
+            .map_or(0, |thread| thread.join().expect("the flood thread"))
+    }
+}
+
+impl Drop for Flood {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Junk socket connections, [`JUNK_CONNECTIONS`] held open at once, the
+/// oldest dropped for each new one: a third silent, a third with the line
+/// `x` (not a request), a third with half a request that never ends. Says
+/// "in full swing" once that many were opened; runs until stopped, or
+/// [`FLOOD_LIMIT`].
+fn junk_socket_flood(socket: PathBuf) -> impl FnOnce(&AtomicBool, mpsc::Sender<()>) -> usize {
+    move |stop, full| {
+        let started = Instant::now();
+        let mut held = VecDeque::with_capacity(JUNK_CONNECTIONS);
+        let mut opened = 0usize;
+        while !stop.load(Ordering::SeqCst) && started.elapsed() < FLOOD_LIMIT {
+            let Ok(mut stream) = UnixStream::connect(&socket) else {
+                continue;
+            };
+            let _ = match opened % 3 {
+                0 => Ok(()),
+                1 => stream.write_all(b"x\n"),
+                _ => stream.write_all(br#"{"cap":"#),
+            };
+            held.push_back(stream);
+            if held.len() > JUNK_CONNECTIONS {
+                held.pop_front();
+            }
+            opened += 1;
+            if opened == JUNK_CONNECTIONS {
+                let _ = full.send(());
+            }
+        }
+        opened
+    }
+}
+
+/// The human and the agent, each asked three times during the flood.
+#[track_caller]
+fn both_answered_in_time(socket: &Path, cap: &Path, human_expected: &Value, when: &str) {
+    for round in 0..3 {
+        let (human, took) = human_inbox(socket);
+        eprintln!("{when}: the human answered in {took:?}");
+        assert_eq!(&human, human_expected, "the human, round {round}");
+        assert!(
+            took < ANSWER_WITHIN,
+            "the human took {took:?} in round {round}"
+        );
+        let (agent, took) = agent_inbox(socket, cap);
+        eprintln!("{when}: the agent answered in {took:?}");
+        assert_eq!(agent, json!({"ok": true, "result": []}), "round {round}");
+        assert!(
+            took < ANSWER_WITHIN,
+            "the agent took {took:?} in round {round}"
+        );
+    }
+}
+
+#[test]
+fn the_human_and_an_agent_are_answered_within_a_second_under_4200_junk_socket_connections() {
+    let root = data_root();
+    let scratch = tempfile::tempdir().expect("scratch");
+    let (broker, cap) = broker_with_agent(root.path(), scratch.path());
+    let human_expected = expected_human_inbox();
+    // Quiet first: the same calls, so a slow machine fails here, not
+    // under the flood.
+    both_answered_in_time(&broker.socket, &cap, &human_expected, "quiet");
+
+    let flood = Flood::start(junk_socket_flood(broker.socket.clone()));
+    both_answered_in_time(&broker.socket, &cap, &human_expected, "junk socket flood");
+    let opened = flood.stop();
+    assert!(opened >= JUNK_CONNECTIONS, "{opened} junk connections");
+    broker.close();
+}
+
+/// A junk connection that sent `x` is answered `bad-request` and closed at
+/// once, and a silent one is answered `request-timeout` within about a
+/// second, far before the 5 s idle limit.
+#[test]
+fn a_connection_that_has_not_authenticated_is_answered_and_closed_quickly() {
+    let root = data_root();
+    let broker = Broker::boot(
+        root.path(),
+        &config(root.path(), &[acme()], &acme_launches(), &["acme"]),
+    );
+    let read_to_end = |stream: &mut UnixStream| {
+        stream.set_read_timeout(Some(WAIT)).expect("timeout");
+        let started = Instant::now();
+        let mut all = Vec::new();
+        stream.read_to_end(&mut all).expect("the end of the stream");
+        (String::from_utf8(all).expect("UTF-8"), started.elapsed())
+    };
+
+    let mut junk = UnixStream::connect(&broker.socket).expect("connect");
+    junk.write_all(b"x\n").expect("write");
+    let (said, took) = read_to_end(&mut junk);
+    assert_eq!(said, "{\"ok\":false,\"error\":\"bad-request\"}\n");
+    assert!(took < ANSWER_WITHIN, "closed after {took:?}");
+
+    let mut forged = UnixStream::connect(&broker.socket).expect("connect");
+    let line = format!(
+        "{}\n",
+        json!({"cap": "0".repeat(64), "verb": "inbox", "args": {}})
+    );
+    forged.write_all(line.as_bytes()).expect("write");
+    let (said, took) = read_to_end(&mut forged);
+    assert_eq!(said, "{\"ok\":false,\"error\":\"bad-capability\"}\n");
+    assert!(took < ANSWER_WITHIN, "closed after {took:?}");
+
+    let mut silent = UnixStream::connect(&broker.socket).expect("connect");
+    let (said, took) = read_to_end(&mut silent);
+    assert_eq!(said, "{\"ok\":false,\"error\":\"request-timeout\"}\n");
+    assert!(
+        took < Duration::from_secs(2),
+        "a silent connection was answered after {took:?}"
+    );
+
+    // An agent's connection stays open after a refused line: it is
+    // authenticated by its first.
+    let agent = broker.agent("dev-1");
+    let mut open = UnixStream::connect(&broker.socket).expect("connect");
+    let claim = json!({"cap": agent.cap, "verb": "role.claim", "args": {}});
+    open.write_all(format!("{claim}\nx\n{claim}\n").as_bytes())
+        .expect("write");
+    open.shutdown(std::net::Shutdown::Write)
+        .expect("half-close");
+    let (said, _) = read_to_end(&mut open);
+    assert_eq!(
+        said,
+        "{\"ok\":true,\"result\":{\"status\":\"claimed\"}}\n\
+         {\"ok\":false,\"error\":\"bad-request\"}\n\
+         {\"ok\":true,\"result\":{\"status\":\"held\"}}\n"
+    );
+    broker.close();
+}
