@@ -24,7 +24,7 @@
 //!    whose uid is not the broker's effective uid gets
 //!    `{"ok":false,"error":"bad-capability"}` and is closed unread;
 //! 2. takes a place among the connections that have not authenticated yet
-//!    ([`Limits::max_unauthenticated`], 256). When all are taken it takes
+//!    ([`Limits::max_unauthenticated`], 1024). When all are taken it takes
 //!    the place of the oldest connection still waiting for its first line
 //!    of the peer process (`SO_PEERCRED` pid) that holds the most places,
 //!    if that is more than the newcomer's process holds (the evicted one is
@@ -139,9 +139,11 @@ pub const MAX_CONNECTIONS: usize = 4096;
 
 /// How many connections may wait for their first line at once by default,
 /// apart from the authenticated ones ([`Limits::max_unauthenticated`]):
-/// a client sends its line as it connects, so a few hundred is room for a
-/// burst of one-shot calls, and small beside the descriptors they cost.
-pub const MAX_UNAUTHENTICATED: usize = 256;
+/// a client sends its line as it connects, so a quarter of
+/// [`MAX_CONNECTIONS`] is room for a burst of a whole team's waits opened
+/// at once from one process, and each place is held for at most
+/// [`FIRST_LINE_DEADLINE`] before its line is read.
+pub const MAX_UNAUTHENTICATED: usize = 1024;
 
 /// How long a new connection has to deliver its first line by default
 /// ([`Limits::first_line_deadline`]): 1 s, well under [`READ_DEADLINE`],

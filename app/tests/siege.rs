@@ -13,7 +13,6 @@
 #[path = "support/mod.rs"]
 mod support;
 
-use std::collections::VecDeque;
 use std::io::{Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::net::UnixStream;
@@ -196,35 +195,67 @@ impl Drop for Flood {
     }
 }
 
-/// Junk socket connections, [`JUNK_CONNECTIONS`] held open at once, the
-/// oldest dropped for each new one: a third silent, a third with the line
-/// `x` (not a request), a third with half a request that never ends. Says
-/// "in full swing" once that many were opened; runs until stopped, or
-/// [`FLOOD_LIMIT`].
+/// Junk socket connections, [`JUNK_CONNECTIONS`] held open at once, as a
+/// hostile peer would hold them: each one the broker answers or closes is
+/// replaced at once by a new one. Most are silent or hold half a request
+/// that never ends; one in ten sends the line `x` (not a request). Says
+/// "in full swing" once that many are open and the broker has turned one
+/// away as busy (`broker-unavailable`): every place open to this process
+/// is taken. Runs until stopped, or [`FLOOD_LIMIT`].
 fn junk_socket_flood(socket: PathBuf) -> impl FnOnce(&AtomicBool, mpsc::Sender<()>) -> usize {
     move |stop, full| {
         let started = Instant::now();
-        let mut held = VecDeque::with_capacity(JUNK_CONNECTIONS);
         let mut opened = 0usize;
-        while !stop.load(Ordering::SeqCst) && started.elapsed() < FLOOD_LIMIT {
-            let Ok(mut stream) = UnixStream::connect(&socket) else {
-                continue;
-            };
-            let _ = match opened % 3 {
-                0 => Ok(()),
-                1 => stream.write_all(b"x\n"),
-                _ => stream.write_all(br#"{"cap":"#),
-            };
-            held.push_back(stream);
-            if held.len() > JUNK_CONNECTIONS {
-                held.pop_front();
+        let open = |opened: &mut usize| loop {
+            if let Ok(mut stream) = UnixStream::connect(&socket) {
+                let _ = match *opened % 10 {
+                    0 => stream.write_all(b"x\n"),
+                    1..=5 => stream.write_all(br#"{"cap":"#),
+                    _ => Ok(()),
+                };
+                let _ = stream.set_nonblocking(true);
+                *opened += 1;
+                return stream;
             }
-            opened += 1;
-            if opened == JUNK_CONNECTIONS {
-                let _ = full.send(());
+        };
+        let mut held: Vec<UnixStream> = (0..JUNK_CONNECTIONS).map(|_| open(&mut opened)).collect();
+        let mut said = false;
+        while !stop.load(Ordering::SeqCst) && started.elapsed() < FLOOD_LIMIT {
+            for stream in &mut held {
+                match answered(stream) {
+                    Answered::Nothing => continue,
+                    Answered::Busy if !said => {
+                        said = true;
+                        let _ = full.send(());
+                    }
+                    Answered::Busy | Answered::Other => {}
+                }
+                *stream = open(&mut opened);
             }
         }
         opened
+    }
+}
+
+/// What a junk connection has been told.
+enum Answered {
+    /// Nothing yet: it still holds its place.
+    Nothing,
+    /// `broker-unavailable`: it was turned away.
+    Busy,
+    /// Something else, or the end: it is done.
+    Other,
+}
+
+/// What `stream` has been told so far (read without waiting).
+fn answered(stream: &UnixStream) -> Answered {
+    let mut answer = [0u8; 64];
+    match (&*stream).read(&mut answer) {
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Answered::Nothing,
+        Ok(read) if answer[..read].starts_with(br#"{"ok":false,"error":"broker-unavailable"}"#) => {
+            Answered::Busy
+        }
+        Ok(_) | Err(_) => Answered::Other,
     }
 }
 

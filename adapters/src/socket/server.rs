@@ -23,6 +23,14 @@ use super::{
 /// pause at once.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 
+/// How many connections the kernel keeps waiting for `accept`. The accept
+/// loop takes them in order, so a client that connects behind a flood
+/// waits for every connection queued before it: with the kernel's usual
+/// 4096 that was most of a second. A short queue keeps that wait short;
+/// a client finding it full waits in `connect` for room (our client does,
+/// within its timeout) beside the flood, not behind it.
+const ACCEPT_BACKLOG: i32 = 128;
+
 /// Stands in for a deadline too far away to represent.
 const FAR_FUTURE: Duration = Duration::from_secs(10 * 365 * 24 * 60 * 60);
 
@@ -65,7 +73,7 @@ pub struct Limits {
     /// [`Limits::human_reserve`]).
     pub max_connections: usize,
     /// How many connections may wait for their first line at once
-    /// ([`MAX_UNAUTHENTICATED`], 256; never more than
+    /// ([`MAX_UNAUTHENTICATED`], 1024; never more than
     /// [`Limits::max_connections`]), apart from the authenticated ones.
     /// When they are all taken, a new connection takes the place of the
     /// oldest one still waiting of the peer process (`SO_PEERCRED` pid)
@@ -271,8 +279,11 @@ pub async fn serve_with<H: Handler>(
     limits: Limits,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), Refusal> {
-    listener
-        .set_nonblocking(true)
+    // Listening again only sets the accept queue's length (see
+    // `ACCEPT_BACKLOG`).
+    socket2::SockRef::from(&listener)
+        .listen(ACCEPT_BACKLOG)
+        .and_then(|()| listener.set_nonblocking(true))
         .map_err(|_| Refusal::BrokerUnavailable)?;
     let listener = UnixListener::from_std(listener).map_err(|_| Refusal::BrokerUnavailable)?;
     let permits = |wanted: usize| wanted.min(Semaphore::MAX_PERMITS);
