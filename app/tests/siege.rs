@@ -13,7 +13,8 @@
 #[path = "support/mod.rs"]
 mod support;
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
@@ -27,6 +28,7 @@ use mosaic_app::runtime::human_proof::RUN_MARKERS;
 use mosaic_ports::ProcessTable;
 use serde_json::{json, Value};
 
+use support::pane::Ui;
 use support::{acme, acme_launches, config, data_root, Broker, BIN, WAIT};
 
 /// How long the human and the agent may take to be answered under a flood.
@@ -35,6 +37,14 @@ const ANSWER_WITHIN: Duration = Duration::from_secs(1);
 /// How many junk connections the socket flood holds open at once: more
 /// than the broker's 4,096 places, as the security probe used.
 const JUNK_CONNECTIONS: usize = 4_200;
+
+/// How many partial HTTP requests the HTTP flood holds open at once.
+const PARTIAL_REQUESTS: usize = 5_000;
+
+/// The HTTP port's caps (`mosaic_adapters::http`), which the broker's open
+/// files must stay within whatever floods the port.
+const HTTP_CONNECTIONS: usize = mosaic_adapters::http::MAX_HTTP_CONNECTIONS;
+const EVENT_STREAMS: usize = mosaic_adapters::http::MAX_EVENT_STREAMS;
 
 /// The longest a flood may run, whatever happens.
 const FLOOD_LIMIT: Duration = Duration::from_secs(60);
@@ -145,7 +155,10 @@ fn cap_file(dir: &Path, cap: &str) -> PathBuf {
 /// acme with its runs, `dev-1` holding its role, and dev-1's capability in
 /// a private file for `mosaic-bus call`.
 fn broker_with_agent(root: &Path, scratch: &Path) -> (Broker, PathBuf) {
-    let broker = Broker::boot(root, &config(root, &[acme()], &acme_launches(), &["acme"]));
+    let mut config = config(root, &[acme()], &acme_launches(), &["acme"]);
+    // Browser control too, on a free loopback port, for the HTTP floods.
+    config["browser"] = json!({"listen": "127.0.0.1:0"});
+    let broker = Broker::boot(root, &config);
     broker.agent("dev-1").claim();
     let file = cap_file(scratch, &broker.cap("dev-1"));
     (broker, file)
@@ -207,6 +220,10 @@ fn junk_socket_flood(socket: PathBuf) -> impl FnOnce(&AtomicBool, mpsc::Sender<(
         let started = Instant::now();
         let mut opened = 0usize;
         let open = |opened: &mut usize| loop {
+            assert!(
+                started.elapsed() < FLOOD_LIMIT,
+                "the socket flood ran out of time"
+            );
             if let Ok(mut stream) = UnixStream::connect(&socket) {
                 let _ = match *opened % 10 {
                     0 => stream.write_all(b"x\n"),
@@ -355,5 +372,150 @@ fn a_connection_that_has_not_authenticated_is_answered_and_closed_quickly() {
          {\"ok\":false,\"error\":\"bad-request\"}\n\
          {\"ok\":true,\"result\":{\"status\":\"held\"}}\n"
     );
+    broker.close();
+}
+
+/// Partial HTTP requests (`GET / HTTP/1.1` and no more), [`PARTIAL_REQUESTS`]
+/// held open at once, each one the broker answers or closes replaced at
+/// once. Says "in full swing" once that many were opened and the broker
+/// has turned one away (503 `broker-unavailable`). Runs until stopped, or
+/// [`FLOOD_LIMIT`].
+fn partial_http_flood(address: String) -> impl FnOnce(&AtomicBool, mpsc::Sender<()>) -> usize {
+    move |stop, full| {
+        let started = Instant::now();
+        let mut opened = 0usize;
+        let open = |opened: &mut usize| loop {
+            assert!(
+                started.elapsed() < FLOOD_LIMIT,
+                "the HTTP flood ran out of time"
+            );
+            if let Ok(mut stream) = TcpStream::connect(&address) {
+                let _ = stream.write_all(b"GET / HTTP/1.1\r\n");
+                let _ = stream.set_nonblocking(true);
+                *opened += 1;
+                return stream;
+            }
+        };
+        let mut held: Vec<TcpStream> = (0..PARTIAL_REQUESTS).map(|_| open(&mut opened)).collect();
+        let mut said = false;
+        while !stop.load(Ordering::SeqCst) && started.elapsed() < FLOOD_LIMIT {
+            for stream in &mut held {
+                let mut answer = [0u8; 256];
+                let busy = match (&*stream).read(&mut answer) {
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                    Ok(read) => {
+                        let text = String::from_utf8_lossy(&answer[..read]);
+                        text.starts_with("HTTP/1.1 503 ") && text.contains("broker-unavailable")
+                    }
+                    Err(_) => false,
+                };
+                if busy && !said {
+                    said = true;
+                    let _ = full.send(());
+                }
+                *stream = open(&mut opened);
+            }
+        }
+        opened
+    }
+}
+
+#[test]
+fn the_human_and_an_agent_are_answered_within_a_second_under_5000_partial_http_requests() {
+    let root = data_root();
+    let scratch = tempfile::tempdir().expect("scratch");
+    let (broker, cap) = broker_with_agent(root.path(), scratch.path());
+    let human_expected = expected_human_inbox();
+    both_answered_in_time(&broker.socket, &cap, &human_expected, "quiet");
+    let quiet_files = broker.fd_count();
+
+    let ui = Ui::of(&broker);
+    let flood = Flood::start(partial_http_flood(ui.address.clone()));
+    both_answered_in_time(&broker.socket, &cap, &human_expected, "partial HTTP flood");
+    // The port holds what its cap allows, not what the flood opened.
+    let files = broker.fd_count();
+    let opened = flood.stop();
+    eprintln!(
+        "partial HTTP flood: {opened} opened, the broker held {files} files (quiet: {quiet_files})"
+    );
+    assert!(opened >= PARTIAL_REQUESTS, "{opened} partial requests");
+    assert!(
+        files <= quiet_files + HTTP_CONNECTIONS + 16,
+        "the broker held {files} files under the flood, {quiet_files} before"
+    );
+    broker.close();
+}
+
+/// A connection that sends only the start of a header is closed once the
+/// header deadline (5 s) has passed, not held for ever.
+#[test]
+fn a_partial_http_header_is_closed_at_the_header_deadline() {
+    let root = data_root();
+    let scratch = tempfile::tempdir().expect("scratch");
+    let (broker, _cap) = broker_with_agent(root.path(), scratch.path());
+    let ui = Ui::of(&broker);
+    let started = Instant::now();
+    let mut stream = TcpStream::connect(&ui.address).expect("connect");
+    stream.write_all(b"GET / HTTP/1.1\r\n").expect("write");
+    stream.set_read_timeout(Some(WAIT)).expect("timeout");
+    let mut rest = Vec::new();
+    let ended = match stream.read_to_end(&mut rest) {
+        Ok(_) => true,
+        Err(e) => e.kind() == std::io::ErrorKind::ConnectionReset,
+    };
+    let took = started.elapsed();
+    assert!(ended, "the connection was still open after {took:?}");
+    assert!(
+        took >= Duration::from_secs(4) && took < Duration::from_secs(10),
+        "closed after {took:?}"
+    );
+    broker.close();
+}
+
+/// Event streams have their own cap: with that many open, one more is
+/// refused 503 `broker-unavailable`.
+#[test]
+fn event_streams_beyond_their_cap_are_refused() {
+    let root = data_root();
+    let scratch = tempfile::tempdir().expect("scratch");
+    let (broker, _cap) = broker_with_agent(root.path(), scratch.path());
+    let ui = Ui::of(&broker);
+    let streams: Vec<_> = (0..EVENT_STREAMS)
+        .map(|i| ui.listen(&format!("pane-{i}"), true))
+        .collect();
+    // One more, read as far as its head and body (a stream that was let in
+    // would never end, so the read is bounded by its length and WAIT).
+    let mut one_more = TcpStream::connect(&ui.address).expect("connect");
+    write!(
+        one_more,
+        "GET /api/events?browser=1&clientId=one-more&token={} HTTP/1.1\r\nHost: {}\r\n\r\n",
+        ui.token, ui.address
+    )
+    .expect("request");
+    one_more.set_read_timeout(Some(WAIT)).expect("timeout");
+    let mut reader = BufReader::new(one_more);
+    let mut status = String::new();
+    reader.read_line(&mut status).expect("a status line");
+    let mut length = 0usize;
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).expect("a header line");
+        if line.trim_end().is_empty() {
+            break;
+        }
+        if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+            length = value.trim().parse().expect("a length");
+        }
+    }
+    let mut body = vec![0u8; length];
+    reader.read_exact(&mut body).expect("the body");
+    assert_eq!(
+        (status.trim_end(), String::from_utf8_lossy(&body).as_ref()),
+        (
+            "HTTP/1.1 503 Service Unavailable",
+            r#"{"error":"broker-unavailable"}"#
+        )
+    );
+    drop(streams);
     broker.close();
 }
