@@ -519,3 +519,115 @@ fn event_streams_beyond_their_cap_are_refused() {
     drop(streams);
     broker.close();
 }
+
+/// How deep the chain of shells under the forged human lines is.
+const CHAIN_DEPTH: usize = 100;
+
+/// How many forged human lines the deepest shell sends, one after another.
+const FORGED_LINES: usize = 10;
+
+/// Bytes this process's files have read so far (`rchar` of
+/// `/proc/<pid>/io`): every `/proc` read of a proof counts.
+fn bytes_read(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/io"))
+        .expect("the broker's /proc io")
+        .lines()
+        .find_map(|line| line.strip_prefix("rchar:"))
+        .and_then(|value| value.trim().parse().ok())
+        .expect("rchar")
+}
+
+/// Forged human lines from under a chain of [`CHAIN_DEPTH`] shells, each
+/// with 600 KiB of environment (more than the 256 KiB a proof reads of
+/// one): each is refused `human-proof-failed` having read little, the
+/// human meanwhile is answered within a second, and once the broker is
+/// quiet no proof is still reading.
+#[test]
+fn forged_human_lines_under_a_deep_chain_of_large_environments_cost_little_and_leave_no_work() {
+    let root = data_root();
+    let scratch = tempfile::tempdir().expect("scratch");
+    let (broker, _cap) = broker_with_agent(root.path(), scratch.path());
+    let human_expected = expected_human_inbox();
+    broker.wait_quiet();
+    let before = bytes_read(broker.pid());
+
+    // `$1` levels of shells, each the parent of the next (`exit $?` keeps
+    // it from exec-ing its last command); the deepest sends the lines with
+    // a clean environment of its own, so only its ancestors are large.
+    let script = r#"
+        depth=$1
+        if [ "$depth" -gt 0 ]; then sh -c "$0" "$0" "$((depth - 1))" "$2" "$3" "$4"; exit $?; fi
+        i=0
+        while [ "$i" -lt "$4" ]; do
+            echo '{"business":"acme","verb":"inbox","args":{}}' | env -i "$2" human "$3"
+            i=$((i + 1))
+        done
+        exit 0
+    "#;
+    let big = "y".repeat(120 * 1024);
+    let mut chain = Command::new("sh");
+    chain
+        .arg("-c")
+        .arg(script)
+        .arg(script)
+        .arg(CHAIN_DEPTH.to_string())
+        .arg(BIN)
+        .arg(&broker.socket)
+        .arg(FORGED_LINES.to_string())
+        .env_clear()
+        .env(
+            "PATH",
+            std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()),
+        );
+    for i in 0..5 {
+        chain.env(format!("BIG{i}"), &big);
+    }
+    let chain = chain
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn the chain");
+    let (done, finished) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(chain.wait_with_output());
+    });
+
+    for round in 0..3 {
+        let (human, took) = human_inbox(&broker.socket);
+        eprintln!("forged human lines: the human answered in {took:?}");
+        assert_eq!(human, human_expected, "round {round}");
+        assert!(
+            took < ANSWER_WITHIN,
+            "the human took {took:?} in round {round}"
+        );
+    }
+    let output = finished
+        .recv_timeout(WAIT)
+        .expect("the chain finished")
+        .expect("the chain's output");
+    let replies: Vec<Value> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("a JSON line"))
+        .collect();
+    assert_eq!(
+        replies,
+        vec![json!({"ok": false, "error": "human-proof-failed"}); FORGED_LINES]
+    );
+
+    broker.wait_quiet();
+    let read = bytes_read(broker.pid()) - before;
+    eprintln!("forged human lines: the broker read {read} bytes for {FORGED_LINES} lines");
+    // The peer's own small environment and one capped ancestor's, about
+    // 0.3 MiB, per line; walking every ancestor would be 60 MB a line.
+    let bound = u64::try_from(FORGED_LINES).expect("a count") * 1024 * 1024;
+    assert!(read < bound, "the broker read {read} bytes");
+    // Quiet: no proof is still reading; nothing more is read from here on.
+    broker.wait_quiet();
+    assert_eq!(
+        bytes_read(broker.pid()) - before,
+        read,
+        "proof work went on"
+    );
+    broker.close();
+}
