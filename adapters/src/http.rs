@@ -19,9 +19,9 @@
 //! must arrive within [`HEADER_DEADLINE`] (5 s) and a claim or result,
 //! body included, within [`BODY_DEADLINE`] (10 s, else 408
 //! `request-timeout`); at most [`MAX_HTTP_CONNECTIONS`] connections at
-//! once (256, far below the broker's descriptor budget), of which at most
-//! [`MAX_HTTP_UNAUTHENTICATED`] (64) have not yet presented the UI token,
-//! and at most [`MAX_EVENT_STREAMS`] (32) event streams. A connection
+//! once (512, far below the broker's descriptor budget), of which at most
+//! [`MAX_HTTP_UNAUTHENTICATED`] (128) have not yet presented the UI token,
+//! and at most [`MAX_EVENT_STREAMS`] (128) event streams. A connection
 //! beyond a cap is answered 503 `broker-unavailable` and closed unread.
 
 use std::collections::{BTreeMap, HashMap};
@@ -69,19 +69,23 @@ pub const HEADER_DEADLINE: Duration = Duration::from_secs(5);
 /// Past it: 408 `request-timeout`, and the connection closes.
 pub const BODY_DEADLINE: Duration = Duration::from_secs(10);
 
-/// How many connections the HTTP port holds at once: a few panes need a
-/// handful each (an event stream, keep-alive requests), and 256 stays far
-/// below the broker's descriptor budget whatever floods the port.
-pub const MAX_HTTP_CONNECTIONS: usize = 256;
+/// How many connections the HTTP port holds at once: each pane needs an
+/// event stream and a connection or two for its claims and results, so a
+/// hundred racing panes fit, and 512 stays far below the broker's
+/// descriptor budget whatever floods the port.
+pub const MAX_HTTP_CONNECTIONS: usize = 512;
 
 /// How many of those may not yet have presented the UI token: a flood
 /// without the token takes at most these places, and the rest stay free
-/// for panes that proved themselves.
-pub const MAX_HTTP_UNAUTHENTICATED: usize = 64;
+/// for panes that proved themselves. A connection leaves this count with
+/// its first request that carries the token, so a hundred panes claiming
+/// at once on new connections still fit.
+pub const MAX_HTTP_UNAUTHENTICATED: usize = 128;
 
 /// How many event streams (`GET /api/events`) are open at once, each one
-/// connection held for as long as the pane lives.
-pub const MAX_EVENT_STREAMS: usize = 32;
+/// connection held for as long as the pane lives: room for a hundred
+/// panes (the benchmark's racing hundred).
+pub const MAX_EVENT_STREAMS: usize = 128;
 
 /// How long the accept loop pauses after a failed `accept` (for example
 /// `EMFILE`), so a persistent error does not spin.
