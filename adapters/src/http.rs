@@ -13,12 +13,23 @@
 //! [`BrowserControl`] seam; the runtime sends events through the
 //! transport. `GET /api/events` registers a client for as long as its
 //! stream is open.
+//!
+//! The accept loop is ours, on hyper's connection builder, so that every
+//! resource a peer without the token can hold is bounded: request headers
+//! must arrive within [`HEADER_DEADLINE`] (5 s) and a claim or result,
+//! body included, within [`BODY_DEADLINE`] (10 s, else 408
+//! `request-timeout`); at most [`MAX_HTTP_CONNECTIONS`] connections at
+//! once (512, far below the broker's descriptor budget), of which at most
+//! [`MAX_HTTP_UNAUTHENTICATED`] (128) have not yet presented the UI token,
+//! and at most [`MAX_EVENT_STREAMS`] (128) event streams. A connection
+//! beyond a cap is answered 503 `broker-unavailable` and closed unread.
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Query, Request, State};
@@ -27,14 +38,17 @@ use axum::middleware::{self, Next};
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::{Extension, Json, Router};
 use base64::Engine;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
 use mosaic_domain::browser::ClientInfo;
 use mosaic_domain::{Capability, ClientId, Refusal};
 use mosaic_ports::{BrowserControl, BrowserTransport, PaneEvent, TransportError};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
 use tokio_stream::wrappers::UnboundedReceiverStream;
 use tokio_stream::Stream;
 
@@ -44,6 +58,38 @@ use crate::wire::browser::{
     cancel_event, claim_body, claim_reply, heartbeat_event, request_event, result_body,
     result_reply, MAX_CLAIM_BODY, MAX_RESULT_BODY,
 };
+
+/// How long a client has to send a request's whole header, from the
+/// connection's start or from the previous answer: a connection that sends
+/// `GET / HTTP/1.1` and no more is closed then.
+pub const HEADER_DEADLINE: Duration = Duration::from_secs(5);
+
+/// How long a claim or a result may take, its body included: ample for
+/// 16 MiB over loopback, and a bound on a client that trickles its body.
+/// Past it: 408 `request-timeout`, and the connection closes.
+pub const BODY_DEADLINE: Duration = Duration::from_secs(10);
+
+/// How many connections the HTTP port holds at once: each pane needs an
+/// event stream and a connection or two for its claims and results, so a
+/// hundred racing panes fit, and 512 stays far below the broker's
+/// descriptor budget whatever floods the port.
+pub const MAX_HTTP_CONNECTIONS: usize = 512;
+
+/// How many of those may not yet have presented the UI token: a flood
+/// without the token takes at most these places, and the rest stay free
+/// for panes that proved themselves. A connection leaves this count with
+/// its first request that carries the token, so a hundred panes claiming
+/// at once on new connections still fit.
+pub const MAX_HTTP_UNAUTHENTICATED: usize = 128;
+
+/// How many event streams (`GET /api/events`) are open at once, each one
+/// connection held for as long as the pane lives: room for a hundred
+/// panes (the benchmark's racing hundred).
+pub const MAX_EVENT_STREAMS: usize = 128;
+
+/// How long the accept loop pauses after a failed `accept` (for example
+/// `EMFILE`), so a persistent error does not spin.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 
 /// The pane client, served at `/pane`.
 const PANE_HTML: &str = include_str!("../../web/pane.html");
@@ -183,6 +229,21 @@ struct Server {
     control: Arc<dyn BrowserControl<Value>>,
     transport: Arc<SseTransport>,
     token: Arc<Capability>,
+    /// The places of event streams ([`MAX_EVENT_STREAMS`]).
+    streams: Arc<Semaphore>,
+}
+
+/// A connection's place among those that have not presented the UI token
+/// ([`MAX_HTTP_UNAUTHENTICATED`]), given back by its first request that
+/// does.
+#[derive(Clone)]
+struct Unproven(Arc<Mutex<Option<OwnedSemaphorePermit>>>);
+
+impl Unproven {
+    /// The connection presented the token: its place is free.
+    fn proven(&self) {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).take();
+    }
 }
 
 /// Binds browser control on a loopback address (port 0 picks a free one).
@@ -227,6 +288,7 @@ pub async fn serve(
         control,
         transport,
         token: Arc::new(token),
+        streams: Arc::new(Semaphore::new(MAX_EVENT_STREAMS)),
     };
     let app = Router::new()
         .route("/pane", get(pane))
@@ -234,20 +296,117 @@ pub async fn serve(
         .route("/api/events", get(events))
         .route(
             "/api/browser-control/claim",
-            post(claim).layer(DefaultBodyLimit::max(MAX_CLAIM_BODY)),
+            post(claim)
+                .layer(DefaultBodyLimit::max(MAX_CLAIM_BODY))
+                .layer(middleware::from_fn(body_deadline)),
         )
         // Read under its own bound (`read_bounded`), so a 413 survives.
-        .route("/api/browser-control/result", post(result))
+        .route(
+            "/api/browser-control/result",
+            post(result).layer(middleware::from_fn(body_deadline)),
+        )
         .layer(middleware::from_fn_with_state(server.clone(), authorize))
         .layer(middleware::from_fn(harden))
         .with_state(server);
-    axum::serve(listener, app)
-        .with_graceful_shutdown(stop)
-        .await
-        .map_err(logged(
-            Refusal::BrokerUnavailable,
-            "serving browser control",
-        ))
+    accept_loop(listener, app, stop).await;
+    Ok(())
+}
+
+/// Accepts connections until `stop` completes, each within the caps (see
+/// the module documentation), then lets every connection finish its
+/// answer in flight and returns once all are closed.
+async fn accept_loop(
+    listener: tokio::net::TcpListener,
+    app: Router,
+    stop: impl std::future::Future<Output = ()>,
+) {
+    let all = Arc::new(Semaphore::new(MAX_HTTP_CONNECTIONS));
+    let unproven = Arc::new(Semaphore::new(MAX_HTTP_UNAUTHENTICATED));
+    let (closing, closing_seen) = watch::channel(false);
+    // Every connection task holds a clone of `live` until it is done, so
+    // the channel closes when none is left.
+    let (live, mut all_done) = mpsc::channel::<()>(1);
+    let mut stop = std::pin::pin!(stop);
+    loop {
+        let accepted = tokio::select! {
+            biased;
+            () = &mut stop => break,
+            accepted = listener.accept() => accepted,
+        };
+        let Ok((tcp, _peer)) = accepted else {
+            tokio::select! {
+                biased;
+                () = &mut stop => break,
+                () = tokio::time::sleep(ACCEPT_BACKOFF) => {}
+            }
+            continue;
+        };
+        let places = Arc::clone(&all)
+            .try_acquire_owned()
+            .ok()
+            .zip(Arc::clone(&unproven).try_acquire_owned().ok());
+        let Some((place, unproven_place)) = places else {
+            busy(&tcp);
+            continue;
+        };
+        let unproven = Unproven(Arc::new(Mutex::new(Some(unproven_place))));
+        let service = TowerToHyperService::new(app.clone().layer(Extension(unproven)));
+        let mut closing = closing_seen.clone();
+        let live = live.clone();
+        tokio::spawn(async move {
+            let mut builder = http1::Builder::new();
+            builder
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEADER_DEADLINE);
+            let connection = builder.serve_connection(TokioIo::new(tcp), service);
+            let mut connection = std::pin::pin!(connection);
+            let closed = async move {
+                // The guard `wait_for` returns must not live across an await.
+                let _closed = closing.wait_for(|closing| *closing).await.is_ok();
+            };
+            tokio::select! {
+                _ = connection.as_mut() => {}
+                () = closed => {
+                    connection.as_mut().graceful_shutdown();
+                    let _ = connection.await;
+                }
+            }
+            drop(place);
+            drop(live);
+        });
+    }
+    drop(listener);
+    closing.send_replace(true);
+    drop(live);
+    let _all_closed = all_done.recv().await;
+}
+
+/// Answers a connection beyond a cap `503 broker-unavailable` without
+/// waiting (a peer whose buffer is full loses only the explanation) and
+/// closes it unread.
+fn busy(tcp: &tokio::net::TcpStream) {
+    let body = format!(r#"{{"error":"{}"}}"#, Refusal::BrokerUnavailable.code());
+    let answer = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n\
+         content-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = tcp.try_write(answer.as_bytes());
+}
+
+/// A claim or a result must be whole, and answered, within
+/// [`BODY_DEADLINE`]; past it the client hears 408 `request-timeout` and
+/// the connection closes (its unread body is of no use).
+async fn body_deadline(request: Request, next: Next) -> Response {
+    match tokio::time::timeout(BODY_DEADLINE, next.run(request)).await {
+        Ok(response) => response,
+        Err(_elapsed) => (
+            StatusCode::REQUEST_TIMEOUT,
+            [(header::CONNECTION, "close")],
+            Json(json!({"error": Refusal::RequestTimeout.code()})),
+        )
+            .into_response(),
+    }
 }
 
 /// The UI token, as `Authorization: Bearer` or `?token=`; 401 otherwise.
@@ -263,7 +422,12 @@ async fn authorize(State(server): State<Server>, request: Request, next: Next) -
         .and_then(|q| q.split('&').find_map(|pair| pair.strip_prefix("token=")));
     let presented = bearer.or(query).and_then(|t| Capability::parse(t).ok());
     match presented {
-        Some(token) if token.ct_eq(&server.token) => next.run(request).await,
+        Some(token) if token.ct_eq(&server.token) => {
+            if let Some(unproven) = request.extensions().get::<Unproven>() {
+                unproven.proven();
+            }
+            next.run(request).await
+        }
         Some(_) | None => (
             StatusCode::UNAUTHORIZED,
             Json(json!({"error": "bad-capability"})),
@@ -363,6 +527,13 @@ async fn events(
     let Some(id) = query.get("clientId").and_then(|c| ClientId::parse(c).ok()) else {
         return bad_request(Refusal::BadRequest);
     };
+    let Ok(place) = Arc::clone(&server.streams).try_acquire_owned() else {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({"error": Refusal::BrokerUnavailable.code()})),
+        )
+            .into_response();
+    };
     let capable = query.get("browser").is_some_and(|b| b == "1");
     let (connection, stream) = server.transport.connect(id.clone(), capable);
     let stream = EventStream {
@@ -370,6 +541,7 @@ async fn events(
         transport: Arc::clone(&server.transport),
         client: id,
         connection,
+        _place: place,
     };
     Sse::new(stream).into_response()
 }
@@ -381,6 +553,8 @@ struct EventStream {
     transport: Arc<SseTransport>,
     client: ClientId,
     connection: u64,
+    /// Its place among [`MAX_EVENT_STREAMS`], free when the stream ends.
+    _place: OwnedSemaphorePermit,
 }
 
 impl Stream for EventStream {

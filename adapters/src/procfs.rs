@@ -16,7 +16,8 @@
 //! and `status` (the real uid is the first number of its `Uid:` line).
 //!
 //! What stays hand-written, because the crate cannot express it:
-//! - `environ`: [`procfs::process::Process::environ`] returns a hash map,
+//! - `environ`, read up to [`MAX_ENVIRON`] and refused past it:
+//!   [`procfs::process::Process::environ`] returns a hash map,
 //!   which loses the kernel's order, merges repeated names and drops an
 //!   entry without `=`; the port wants the pairs in kernel order, and a
 //!   bare name kept (with an empty value) so that a presence check errs on
@@ -45,7 +46,7 @@ use std::io::{self, Read};
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 
-use mosaic_ports::process::Environ;
+use mosaic_ports::process::{Environ, MAX_ENVIRON};
 use mosaic_ports::{ExeIdentity, NamespaceId, Namespaces, ProcessError, ProcessInfo, ProcessTable};
 use procfs::process::Process;
 use procfs::ProcError;
@@ -112,12 +113,18 @@ impl ProcessTable for ProcFs {
 
     fn environ(&self, pid: u32) -> Result<Environ, ProcessError> {
         let process = self.open(pid)?;
-        let mut file = process
+        let file = process
             .open_relative("environ")
             .map_err(Fault::Environ.map())?;
+        // One byte past the cap is enough to know it was passed, and no
+        // more is read: an environment may be megabytes.
         let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes)
+        file.take(u64::try_from(MAX_ENVIRON + 1).unwrap_or(u64::MAX))
+            .read_to_end(&mut bytes)
             .map_err(|e| Fault::Environ.io_error(e))?;
+        if bytes.len() > MAX_ENVIRON {
+            return Err(unexpected("the environment is larger than its cap"));
+        }
         Ok(parse_environ(&bytes))
     }
 

@@ -9,8 +9,8 @@
 //!
 //! - this file: the wire limits, [`bind_private`], [`error_line`] and the two
 //!   libc calls (`umask`, `geteuid`) that `std` does not offer;
-//! - `server`: [`serve`] / [`serve_with`], the [`Handler`] trait, [`Peer`],
-//!   [`Disconnect`] and [`Limits`] (tokio);
+//! - `server`: [`serve`] / [`serve_with`], the [`Handler`] trait and its
+//!   [`Standing`], [`Peer`], [`Disconnect`] and [`Limits`] (tokio);
 //! - `client`: the synchronous [`Client`] (no tokio), one connection per
 //!   call, used by the CLI and by code that has no runtime;
 //! - `session`: the synchronous [`Session`], a [`Client`] that keeps its
@@ -23,12 +23,19 @@
 //! 1. reads the peer's credentials from the kernel (`SO_PEERCRED`); a peer
 //!    whose uid is not the broker's effective uid gets
 //!    `{"ok":false,"error":"bad-capability"}` and is closed unread;
-//! 2. takes one of [`Limits::max_connections`] slots; with none free it
-//!    answers `{"ok":false,"error":"broker-unavailable"}` and closes unread,
-//!    so a flood of connections costs neither tasks nor buffers;
+//! 2. takes a place among the connections that have not authenticated yet
+//!    ([`Limits::max_unauthenticated`], 1024). When all are taken it takes
+//!    the place of the oldest connection still waiting for its first line
+//!    of the peer process (`SO_PEERCRED` pid) that holds the most places,
+//!    if that is more than the newcomer's process holds (the evicted one is
+//!    answered `broker-unavailable`); otherwise it answers
+//!    `{"ok":false,"error":"broker-unavailable"}` and closes unread, so a
+//!    flood of connections costs neither tasks nor buffers, and cannot keep
+//!    out a process that holds no place, such as the human CLI;
 //! 3. spawns one task for the connection, which, line after line:
-//!    - reads one line within [`Limits::read_deadline`] (the first from the
-//!      accept, each next one from the previous answer): at most
+//!    - reads one line within [`Limits::read_deadline`] (the first within
+//!      [`Limits::first_line_deadline`], 1 s, of the accept; each next one
+//!      from the previous answer): at most
 //!      [`MAX_REQUEST`] bytes before the `\n` (one byte more:
 //!      `request-too-large`), silence or a partial line past the deadline:
 //!      `request-timeout`, end of stream before the `\n`: `bad-request`.
@@ -42,6 +49,13 @@
 //!      not reset the connection and the client reads the answer; these
 //!      end the connection, since where the next line would begin is
 //!      unknown;
+//!    - asks the handler the first line's [`Standing`]: a line of nobody
+//!      (not a request, or a capability never issued) is answered and then
+//!      the connection closes; a caller's or a human line moves the
+//!      connection to the authenticated places ([`Limits::max_connections`],
+//!      4096; none free: `broker-unavailable`, unhandled), and a human line
+//!      that finds none free is served from the human reserve
+//!      ([`Limits::human_reserve`], 16) for that one line;
 //!    - hands the line (without `\n`), the [`Peer`] and a [`Disconnect`]
 //!      signal to the [`Handler`], and while the handler works keeps reading
 //!      the connection: bytes are the client's next lines, kept in order;
@@ -49,9 +63,9 @@
 //!      closing its connection aborts its request;
 //!    - writes the handler's bytes plus `\n` within [`Limits::write_deadline`]
 //!      (a client that does not take it loses the connection), then goes
-//!      on with the next line. A line the handler refuses (not JSON, an
-//!      unknown verb) is answered like any other, and the connection goes
-//!      on.
+//!      on with the next line. On an authenticated connection a line the
+//!      handler refuses (not JSON, an unknown verb) is answered like any
+//!      other, and the connection goes on.
 //!
 //! Lines are handled one at a time, so answers come in the order of their
 //! lines, and nothing is bound to the connection: each line carries its own
@@ -78,7 +92,7 @@ use mosaic_domain::Refusal;
 use crate::fs;
 
 pub use client::{broker_wait, parse_response, Client};
-pub use server::{serve, serve_with, Disconnect, Handler, Limits, Peer};
+pub use server::{serve, serve_with, Disconnect, Handler, Limits, Peer, Standing};
 pub use session::Session;
 
 /// The longest request line, in bytes before its `\n`: 64 KiB. A line of
@@ -122,6 +136,26 @@ pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(5);
 /// for their other calls. Each needs an open file: see
 /// [`raise_open_file_limit`].
 pub const MAX_CONNECTIONS: usize = 4096;
+
+/// How many connections may wait for their first line at once by default,
+/// apart from the authenticated ones ([`Limits::max_unauthenticated`]):
+/// a client sends its line as it connects, so a quarter of
+/// [`MAX_CONNECTIONS`] is room for a burst of a whole team's waits opened
+/// at once from one process, and each place is held for at most
+/// [`FIRST_LINE_DEADLINE`] before its line is read.
+pub const MAX_UNAUTHENTICATED: usize = 1024;
+
+/// How long a new connection has to deliver its first line by default
+/// ([`Limits::first_line_deadline`]): 1 s, well under [`READ_DEADLINE`],
+/// since a client writes its request as it connects and a connection that
+/// sends nothing has not earned a place.
+pub const FIRST_LINE_DEADLINE: Duration = Duration::from_secs(1);
+
+/// How many human lines are served beyond [`MAX_CONNECTIONS`] when every
+/// authenticated place is taken ([`Limits::human_reserve`]), each for its
+/// one request, so that agents holding every place cannot keep the human
+/// out.
+pub const HUMAN_RESERVE: usize = 16;
 
 /// Raises this process's soft limit of open files to its hard limit, so
 /// [`MAX_CONNECTIONS`] connections fit where the soft limit is the common

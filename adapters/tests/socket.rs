@@ -2,7 +2,8 @@
 //! the bound socket's mode, request framing and limits, deadlines, several
 //! requests on one connection (order, limits per line, the idle deadline,
 //! the cap), many and hostile connections, the disconnect signal,
-//! shutdown, the client and the session against the real server and
+//! shutdown, the places of connections that have not authenticated and
+//! the human reserve, the client and the session against the real server and
 //! against scripted fake brokers, and a peer of another uid (a child
 //! process that drops to uid 65534).
 //!
@@ -26,7 +27,7 @@ use std::time::Duration;
 use mosaic_adapters::fs::check_private_socket;
 use mosaic_adapters::socket::{
     bind_private, error_line, serve_with, Client, Disconnect, Handler, Limits, Peer, Session,
-    MAX_DRAIN, MAX_REQUEST, MAX_RESPONSE, READ_DEADLINE,
+    Standing, MAX_DRAIN, MAX_REQUEST, MAX_RESPONSE, READ_DEADLINE,
 };
 use mosaic_domain::Refusal;
 use serde_json::json;
@@ -826,6 +827,117 @@ fn sixty_four_concurrent_clients_are_all_answered() {
         let (i, reply) = caller.join().expect("caller");
         assert_line(&reply.expect("reply"), format!("client {i}").as_bytes());
     }
+}
+
+// ---------------------------------------------------------------- connections that have not authenticated
+
+/// Echoes every line; a line starting `cap` names a caller, one starting
+/// `human` is a human line, any other is nobody's.
+struct Standings;
+
+impl Handler for Standings {
+    fn standing(&self, _peer: Peer, line: &[u8]) -> Standing {
+        if line.starts_with(b"cap") {
+            Standing::Caller
+        } else if line.starts_with(b"human") {
+            Standing::Human
+        } else {
+            Standing::Nobody
+        }
+    }
+
+    async fn handle(&self, _peer: Peer, line: Vec<u8>, _gone: Disconnect) -> Vec<u8> {
+        line
+    }
+}
+
+#[test]
+fn a_first_line_of_nobody_is_answered_then_the_connection_closes() {
+    let server = Running::start(Standings, Limits::default());
+    let mut stream = server.raw();
+    stream.write_all(b"junk\ncap after junk\n").expect("write");
+    // The answer, then the end: the second line is never handled.
+    assert_line(&read_all(&stream), b"junk\n");
+}
+
+#[test]
+fn a_connection_authenticated_by_its_first_line_stays_open_after_a_line_of_nobody() {
+    let server = Running::start(Standings, Limits::default());
+    let mut stream = server.raw();
+    stream.write_all(b"cap 1\njunk\ncap 2\n").expect("write");
+    stream
+        .shutdown(std::net::Shutdown::Write)
+        .expect("half-close");
+    assert_line(&read_all(&stream), b"cap 1\njunk\ncap 2\n");
+}
+
+#[test]
+fn the_first_line_has_its_own_shorter_deadline() {
+    let first = Duration::from_millis(150);
+    let server = Running::start(
+        Standings,
+        Limits {
+            first_line_deadline: first,
+            ..Limits::default()
+        },
+    );
+    let started = std::time::Instant::now();
+    let stream = server.raw();
+    assert_line(&read_all(&stream), &wire_refusal(Refusal::RequestTimeout));
+    let took = started.elapsed();
+    assert!(
+        took >= first && took < READ_DEADLINE,
+        "refused after {took:?}"
+    );
+}
+
+#[test]
+fn a_human_line_is_served_from_the_reserve_when_every_place_is_taken() {
+    let server = Running::start(
+        Standings,
+        Limits {
+            max_connections: 1,
+            ..Limits::default()
+        },
+    );
+    // A caller holds the one authenticated place.
+    let held = server.raw();
+    let mut reader = BufReader::new(&held);
+    (&held).write_all(b"cap held\n").expect("write");
+    assert_line(&next_answer(&mut reader), b"cap held\n");
+
+    // Another caller is told the broker is busy, unhandled; its place
+    // among the unauthenticated is free once it sees the end.
+    let mut refused = server.raw();
+    refused.write_all(b"cap refused\n").expect("write");
+    assert_line(
+        &read_all(&refused),
+        &wire_refusal(Refusal::BrokerUnavailable),
+    );
+    // The human is served from the reserve, for its one line.
+    let mut human = server.raw();
+    human.write_all(b"human\nhuman again\n").expect("write");
+    assert_line(&read_all(&human), b"human\n");
+}
+
+#[test]
+fn without_a_reserve_the_human_is_refused_when_every_place_is_taken() {
+    let server = Running::start(
+        Standings,
+        Limits {
+            max_connections: 1,
+            human_reserve: 0,
+            ..Limits::default()
+        },
+    );
+    let held = server.raw();
+    let mut reader = BufReader::new(&held);
+    (&held).write_all(b"cap held\n").expect("write");
+    assert_line(&next_answer(&mut reader), b"cap held\n");
+    assert_eq!(
+        server.client().call_line(b"human"),
+        Ok(error_line(Refusal::BrokerUnavailable))
+    );
 }
 
 // ---------------------------------------------------------------- disconnect and shutdown

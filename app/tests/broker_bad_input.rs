@@ -401,7 +401,8 @@ fn silence_after_a_partial_line_times_out_while_other_clients_are_served() {
     let root = data_root();
     let b = broker(root.path());
     let cap = b.agent("lead-1").cap;
-    // The one slow client: half a request, then nothing, for the real 5 s.
+    // The one slow client: half a request, then nothing, for the real 1 s
+    // a connection has for its first line.
     let socket = b.socket.clone();
     let silent = std::thread::spawn(move || {
         let started = Instant::now();
@@ -458,7 +459,7 @@ fn silence_after_a_partial_line_times_out_while_other_clients_are_served() {
     let (timed_out, waited) = silent.join().expect("the silent client");
     assert_eq!(timed_out, json!({"ok": false, "error": "request-timeout"}));
     assert!(
-        waited >= Duration::from_millis(4_900) && waited < Duration::from_secs(15),
+        waited >= Duration::from_millis(900) && waited < Duration::from_secs(15),
         "answered after {waited:?}"
     );
     assert_eq!(lead.ok("role.claim", json!({})), json!({"status": "held"}));

@@ -19,8 +19,8 @@ use std::sync::Mutex;
 
 use mosaic_adapters::procfs::ProcFs;
 use mosaic_app::runtime::human_proof::{
-    check, fresh_nonce, prove, BrokerExe, HumanClaim, ProofFailure, MAX_ANCESTORS, NONCE_ENV,
-    RUN_MARKERS,
+    check, check_until, fresh_nonce, prove, BrokerExe, HumanClaim, ProofFailure, MAX_ANCESTORS,
+    NONCE_ENV, RUN_MARKERS,
 };
 use mosaic_domain::Refusal;
 use mosaic_ports::fakes::{
@@ -660,6 +660,78 @@ fn the_walk_is_bounded() {
     // Init is an ancestor too.
     assert_proven(&tall_chain(bound - 1));
     assert_refused(&tall_chain(bound), ProofFailure::AncestryTooLong);
+}
+
+#[test]
+fn the_walk_stops_far_below_four_thousand_ancestors() {
+    assert_eq!(MAX_ANCESTORS, 64);
+}
+
+/// A [`FakeProcessTable`] that counts its reads and, at the `nth`, gives
+/// the proof up (as the broker does at the proof's deadline).
+struct GivesUp {
+    table: FakeProcessTable,
+    nth: usize,
+    reads: AtomicUsize,
+    given_up: std::sync::atomic::AtomicBool,
+}
+
+impl GivesUp {
+    fn count(&self) {
+        if self.reads.fetch_add(1, Ordering::SeqCst) + 1 == self.nth {
+            self.given_up.store(true, Ordering::SeqCst);
+        }
+    }
+}
+
+impl ProcessTable for GivesUp {
+    fn process(&self, pid: u32) -> Result<ProcessInfo, ProcessError> {
+        self.count();
+        self.table.process(pid)
+    }
+
+    fn environ(&self, pid: u32) -> Result<Environ, ProcessError> {
+        self.count();
+        self.table.environ(pid)
+    }
+
+    fn exe_identity(&self, pid: u32) -> Result<ExeIdentity, ProcessError> {
+        self.count();
+        self.table.exe_identity(pid)
+    }
+
+    fn namespaces(&self, pid: u32) -> Result<Namespaces, ProcessError> {
+        self.count();
+        self.table.namespaces(pid)
+    }
+}
+
+#[test]
+fn a_proof_given_up_reads_nothing_more() {
+    let table = GivesUp {
+        table: tall_chain(40),
+        nth: 9,
+        reads: AtomicUsize::new(0),
+        given_up: std::sync::atomic::AtomicBool::new(false),
+    };
+    let abandoned = || table.given_up.load(Ordering::SeqCst);
+    assert_eq!(
+        check_until(&table, &claim(), &no_launch, &abandoned),
+        Err(ProofFailure::Abandoned)
+    );
+    // The read that gave it up was the last one.
+    assert_eq!(table.reads.load(Ordering::SeqCst), 9);
+}
+
+#[test]
+fn an_ancestor_environment_past_its_cap_is_unreadable() {
+    let big = "x".repeat(mosaic_ports::process::MAX_ENVIRON);
+    let table = FakeProcessTable::new()
+        .with(init())
+        .with(terminal())
+        .with(shell().env([("BIG", big.as_str())]))
+        .with(peer());
+    assert_refused(&table, ProofFailure::EnvironUnreadable { pid: SHELL });
 }
 
 /// A [`FakeProcessTable`] in which process `pid` is replaced by

@@ -58,6 +58,11 @@ pub struct Namespaces {
 /// order.
 pub type Environ = Vec<(Vec<u8>, Vec<u8>)>;
 
+/// The most bytes of one environment a [`ProcessTable`] reads: 256 KiB,
+/// many times a developer's environment, and a bound on what one request
+/// can make the broker read (an environment may be megabytes).
+pub const MAX_ENVIRON: usize = 256 * 1024;
+
 /// Why a process could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum ProcessError {
@@ -89,10 +94,15 @@ pub trait ProcessTable: Send + Sync {
 
     /// The environment of `pid` as `(name, value)` pairs, in kernel order.
     ///
+    /// It MUST NOT read more than [`MAX_ENVIRON`] + 1 bytes of it: an
+    /// environment larger than [`MAX_ENVIRON`] is unreadable, never cut
+    /// short (a marker past the cut would go unseen).
+    ///
     /// # Errors
     /// [`ProcessError::Denied`] when the kernel refuses (`EACCES`), which
     /// callers treat differently from every other failure;
-    /// [`ProcessError::Gone`]; [`ProcessError::Unreadable`].
+    /// [`ProcessError::Gone`]; [`ProcessError::Unreadable`], also for an
+    /// environment larger than [`MAX_ENVIRON`].
     fn environ(&self, pid: u32) -> Result<Environ, ProcessError>;
 
     /// The device and inode of the file `pid` executes.

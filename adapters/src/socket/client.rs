@@ -156,14 +156,15 @@ impl Client {
     ///
     /// # Errors
     /// - `broker-unavailable` when the connection cannot be made (no socket,
-    ///   nobody listening, the broker's accept queue full); nothing was sent;
+    ///   nobody listening, the broker's accept queue full until the call's
+    ///   timeout); nothing was sent;
     /// - `response-too-large` when the response exceeds 4 MiB before its
     ///   `\n`;
     /// - `outcome-unknown` when the connection ends, fails or times out
     ///   before a whole response line arrived.
     pub fn call_line(&self, line: &[u8]) -> Result<Vec<u8>, Refusal> {
         let deadline = deadline_after(self.timeout);
-        let socket = connect(&self.path)?;
+        let socket = connect(&self.path, deadline)?;
         let request = with_newline(line);
         // A failed send is not the end: a broker that refuses a request
         // (too large, foreign, busy) answers and closes while we still
@@ -215,17 +216,22 @@ pub fn broker_wait(verb: &str, args: &Map<String, Value>) -> Option<Duration> {
     )
 }
 
-/// Connects without ever blocking: a Unix socket connects at once or fails
-/// at once (`EAGAIN` when the broker's accept queue is full), so the call's
-/// timeout needs no part here.
-pub(super) fn connect(path: &Path) -> Result<Socket, Refusal> {
+/// Connects, waiting for room in the broker's accept queue until
+/// `deadline` at the latest: a Unix socket connects at once while the
+/// queue has room, fails at once when nobody listens, and otherwise waits
+/// beside every other connecting process (`SO_SNDTIMEO` bounds that wait;
+/// `EAGAIN` when it runs out). Waiting is not a retry: nothing was sent. A
+/// client that gave up at once would lose to any flood that keeps the
+/// queue full, since the flood's own connects wait and take each free
+/// place first.
+pub(super) fn connect(path: &Path, deadline: Instant) -> Result<Socket, Refusal> {
     let address = SockAddr::unix(path).map_err(|_| Refusal::BrokerUnavailable)?;
     let socket =
         Socket::new(Domain::UNIX, Type::STREAM, None).map_err(|_| Refusal::BrokerUnavailable)?;
+    let wait = time_left(deadline).ok_or(Refusal::BrokerUnavailable)?;
     socket
-        .set_nonblocking(true)
+        .set_write_timeout(Some(wait))
         .and_then(|()| socket.connect(&address))
-        .and_then(|()| socket.set_nonblocking(false))
         .map_err(|_| Refusal::BrokerUnavailable)?;
     Ok(socket)
 }

@@ -1,26 +1,35 @@
 //! The tokio server: the accept loop and the per-connection task described in
 //! the parent module.
 
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::io::Write as _;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use mosaic_domain::Refusal;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{UnixListener, UnixStream};
-use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{mpsc, oneshot, watch, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
 use super::{
-    effective_uid, error_line, DRAIN_DEADLINE, MAX_CONNECTIONS, MAX_DRAIN, MAX_REQUEST,
-    READ_DEADLINE, WRITE_DEADLINE,
+    effective_uid, error_line, DRAIN_DEADLINE, FIRST_LINE_DEADLINE, HUMAN_RESERVE, MAX_CONNECTIONS,
+    MAX_DRAIN, MAX_REQUEST, MAX_UNAUTHENTICATED, READ_DEADLINE, WRITE_DEADLINE,
 };
 
 /// How long the accept loop pauses after a failed `accept` (for example
 /// `EMFILE`), so a persistent error does not spin; shutdown still ends the
 /// pause at once.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+
+/// How many connections the kernel keeps waiting for `accept`. The accept
+/// loop takes them in order, so a client that connects behind a flood
+/// waits for every connection queued before it: with the kernel's usual
+/// 4096 that was most of a second. A short queue keeps that wait short;
+/// a client finding it full waits in `connect` for room (our client does,
+/// within its timeout) beside the flood, not behind it.
+const ACCEPT_BACKLOG: i32 = 128;
 
 /// Stands in for a deadline too far away to represent.
 const FAR_FUTURE: Duration = Duration::from_secs(10 * 365 * 24 * 60 * 60);
@@ -55,10 +64,33 @@ pub struct Limits {
     /// ([`WRITE_DEADLINE`], 5 s), so a client that never reads cannot hold
     /// its slot either. The handler's own time is not limited here.
     pub write_deadline: Duration,
-    /// How many connections are served at once ([`MAX_CONNECTIONS`],
-    /// 4096), idle ones between requests included. Beyond it a new
-    /// connection is answered `broker-unavailable` and closed unread.
+    /// How many authenticated connections are served at once
+    /// ([`MAX_CONNECTIONS`], 4096), idle ones between requests included: a
+    /// connection is authenticated once its first line named a caller
+    /// ([`Standing::Caller`] or [`Standing::Human`]). A line that would
+    /// authenticate one more is answered `broker-unavailable`, unhandled,
+    /// and its connection closed (a human line first tries the reserve,
+    /// [`Limits::human_reserve`]).
     pub max_connections: usize,
+    /// How many connections may wait for their first line at once
+    /// ([`MAX_UNAUTHENTICATED`], 1024; never more than
+    /// [`Limits::max_connections`]), apart from the authenticated ones.
+    /// When they are all taken, a new connection takes the place of the
+    /// oldest one still waiting of the peer process (`SO_PEERCRED` pid)
+    /// that holds the most, if that is more than the newcomer's process
+    /// holds; otherwise the newcomer is answered `broker-unavailable` and
+    /// closed unread. So one process, or many, flooding the socket cannot
+    /// keep a process that holds none (the human CLI) out.
+    pub max_unauthenticated: usize,
+    /// How long a new connection has to deliver its first line whole
+    /// ([`FIRST_LINE_DEADLINE`], 1 s; never longer than
+    /// [`Limits::read_deadline`]): a client that connects sends at once,
+    /// and a connection nobody has vouched for should not hold its place.
+    pub first_line_deadline: Duration,
+    /// How many connections whose first line is a human line are served
+    /// beyond [`Limits::max_connections`] when those are all taken
+    /// ([`HUMAN_RESERVE`], 16); each carries its one request and closes.
+    pub human_reserve: usize,
     /// How many bytes of a refused request are still read and discarded
     /// after the answer ([`MAX_DRAIN`], 16 MiB), so the client can finish
     /// writing and read the answer.
@@ -76,6 +108,9 @@ impl Default for Limits {
             read_deadline: READ_DEADLINE,
             write_deadline: WRITE_DEADLINE,
             max_connections: MAX_CONNECTIONS,
+            max_unauthenticated: MAX_UNAUTHENTICATED,
+            first_line_deadline: FIRST_LINE_DEADLINE,
+            human_reserve: HUMAN_RESERVE,
             drain_limit: MAX_DRAIN,
             drain_deadline: DRAIN_DEADLINE,
             peer_uid: effective_uid(),
@@ -132,14 +167,49 @@ impl Disconnect {
     }
 }
 
+/// What a connection's first line shows of who sent it, as the handler
+/// tells the server ([`Handler::standing`]) before it handles the line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Standing {
+    /// The handler will refuse the line before it knows a caller: not a
+    /// request (`bad-request`), or a capability it never issued
+    /// (`bad-capability`). The line is answered, then the connection
+    /// closes.
+    Nobody,
+    /// The line presents a capability the handler issued. The connection
+    /// is authenticated and stays open for more lines.
+    Caller,
+    /// The line is a human line (its proof is the handler's business).
+    /// The connection is authenticated; when every authenticated place is
+    /// taken, it is served from the human reserve, for this one line.
+    Human,
+}
+
 /// Answers one request line. One handler serves every connection, each on
 /// its own task, so it is shared (`Send + Sync + 'static`); a connection's
 /// lines reach it one at a time, each after the previous answer was
 /// written, with the same [`Peer`].
 ///
 /// Any `Fn(Peer, Vec<u8>, Disconnect) -> impl Future<Output = Vec<u8>>`
-/// closure is a handler.
+/// closure is a handler, whose every line is [`Standing::Caller`].
 pub trait Handler: Send + Sync + 'static {
+    /// Says who sent the first line of a connection, before
+    /// [`Handler::handle`] gets it; the server asks only for a connection's
+    /// first line, and places the connection by the answer (see
+    /// [`Standing`] and [`Limits`]).
+    ///
+    /// It MUST answer [`Standing::Nobody`] for every line the handler will
+    /// refuse without naming a caller, MUST NOT answer it for a line whose
+    /// caller the handler will name, and MUST answer [`Standing::Human`]
+    /// only for a human line. It MUST be cheap and MUST NOT wait: it runs
+    /// on the connection's task before the line is handled, and no
+    /// refusal is recorded here. The default is [`Standing::Caller`], for
+    /// handlers that have no notion of a caller.
+    fn standing(&self, peer: Peer, line: &[u8]) -> Standing {
+        let _ = (peer, line);
+        Standing::Caller
+    }
+
     /// Answers the request `line` (its bytes before the `\n`, which are not
     /// checked in any way) from `peer`.
     ///
@@ -209,21 +279,28 @@ pub async fn serve_with<H: Handler>(
     limits: Limits,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), Refusal> {
-    listener
-        .set_nonblocking(true)
+    // Listening again only sets the accept queue's length (see
+    // `ACCEPT_BACKLOG`).
+    socket2::SockRef::from(&listener)
+        .listen(ACCEPT_BACKLOG)
+        .and_then(|()| listener.set_nonblocking(true))
         .map_err(|_| Refusal::BrokerUnavailable)?;
     let listener = UnixListener::from_std(listener).map_err(|_| Refusal::BrokerUnavailable)?;
-    // Capped so that `acquire_many` below can name every slot at once.
-    let slots_total = limits
-        .max_connections
-        .min(Semaphore::MAX_PERMITS)
-        .min(usize::try_from(u32::MAX).unwrap_or(usize::MAX));
+    let permits = |wanted: usize| wanted.min(Semaphore::MAX_PERMITS);
     let (closing, closing_seen) = watch::channel(false);
+    // Every connection task holds a clone of `live` until it is done, so
+    // the channel closes when none is left in flight.
+    let (live, mut all_done) = mpsc::channel::<()>(1);
     let server = Server {
         handler: Arc::new(handler),
-        slots: Arc::new(Semaphore::new(slots_total)),
+        authenticated: Arc::new(Semaphore::new(permits(limits.max_connections))),
+        reserve: Arc::new(Semaphore::new(permits(limits.human_reserve))),
+        waiting: Arc::new(Mutex::new(Waiting::new(
+            limits.max_unauthenticated.min(limits.max_connections),
+        ))),
         limits,
         closing: closing_seen,
+        live,
     };
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
@@ -246,30 +323,34 @@ pub async fn serve_with<H: Handler>(
     // Idle connections close now; one whose request is in flight closes
     // once its answer is written.
     closing.send_replace(true);
-    // Every connection task holds one slot until it is done, so holding all
-    // of them means none is left in flight.
-    let all = u32::try_from(slots_total).unwrap_or(u32::MAX);
-    let _in_flight_done = server.slots.acquire_many(all).await;
+    let Server { live, .. } = server;
+    drop(live);
+    let _in_flight_done = all_done.recv().await;
     Ok(())
 }
 
 /// What the accept loop shares with every connection task.
 struct Server<H> {
     handler: Arc<H>,
-    slots: Arc<Semaphore>,
+    /// The places of authenticated connections ([`Limits::max_connections`]).
+    authenticated: Arc<Semaphore>,
+    /// The human reserve ([`Limits::human_reserve`]).
+    reserve: Arc<Semaphore>,
+    /// The connections that have not authenticated yet.
+    waiting: Arc<Mutex<Waiting>>,
     limits: Limits,
     /// Turns true when the server stops accepting.
     closing: watch::Receiver<bool>,
+    /// Cloned into every connection task (see [`serve_with`]).
+    live: mpsc::Sender<()>,
 }
 
 impl<H: Handler> Server<H> {
     /// Decides about a freshly accepted connection without waiting: refuse
-    /// it on the spot, or give it a slot and a task.
+    /// it on the spot, or give it a place among the unauthenticated
+    /// connections (perhaps another's) and a task.
     fn admit(&self, stream: UnixStream) {
         let accepted = Instant::now();
-        let read_until = accepted
-            .checked_add(self.limits.read_deadline)
-            .unwrap_or_else(|| accepted + FAR_FUTURE);
         let Ok(credentials) = stream.peer_cred() else {
             // Without the kernel's word on who this is, it is nobody we serve.
             refuse(stream, Refusal::BadCapability);
@@ -279,12 +360,6 @@ impl<H: Handler> Server<H> {
             refuse(stream, Refusal::BadCapability);
             return;
         }
-        let Ok(slot) = Arc::clone(&self.slots).try_acquire_owned() else {
-            // Busy. The request was not read, so nothing happened: exactly
-            // what `broker-unavailable` tells a client.
-            refuse(stream, Refusal::BrokerUnavailable);
-            return;
-        };
         let peer = Peer {
             uid: credentials.uid(),
             pid: credentials
@@ -292,20 +367,184 @@ impl<H: Handler> Server<H> {
                 .and_then(|pid| u32::try_from(pid).ok())
                 .filter(|&pid| pid != 0),
         };
+        let Some((place, evicted)) = Waiting::enter(&self.waiting, peer.pid) else {
+            // Busy. The request was not read, so nothing happened: exactly
+            // what `broker-unavailable` tells a client.
+            refuse(stream, Refusal::BrokerUnavailable);
+            return;
+        };
+        let pools = Pools {
+            authenticated: Arc::clone(&self.authenticated),
+            reserve: Arc::clone(&self.reserve),
+        };
         let handler = Arc::clone(&self.handler);
         let limits = self.limits;
         let closing = self.closing.clone();
+        let live = self.live.clone();
         tokio::spawn(async move {
-            let stream = connection(stream, peer, &*handler, limits, read_until, closing).await;
-            release(slot, stream);
+            let first = First {
+                accepted,
+                place,
+                evicted,
+                pools,
+            };
+            let (stream, held) = connection(stream, peer, &*handler, limits, first, closing).await;
+            release(held, stream);
+            drop(live);
         });
     }
 }
 
-/// Frees the slot before closing the connection, so a client that has seen
-/// its connection end can count on the slot being free again.
-fn release(slot: OwnedSemaphorePermit, stream: UnixStream) {
-    drop(slot);
+/// The connections that have not authenticated yet, with the peer process
+/// each came from, so that a full pool gives way to a process that holds
+/// less of it (see [`Limits::max_unauthenticated`]).
+struct Waiting {
+    cap: usize,
+    next: u64,
+    /// Every unauthenticated connection by its age (the order of accept).
+    members: BTreeMap<u64, Member>,
+    /// How many of `members` each peer process holds.
+    held: HashMap<Option<u32>, usize>,
+}
+
+struct Member {
+    pid: Option<u32>,
+    /// Present while the connection still waits for its first line, the
+    /// only time it may be evicted; firing it tells its task.
+    evict: Option<oneshot::Sender<()>>,
+}
+
+impl Waiting {
+    fn new(cap: usize) -> Waiting {
+        Waiting {
+            cap,
+            next: 0,
+            members: BTreeMap::new(),
+            held: HashMap::new(),
+        }
+    }
+
+    /// A place for a new connection of `pid`, evicting another if the pool
+    /// is full and the newcomer's process holds less than the process that
+    /// holds the most; `None` when there is none for it.
+    fn enter(
+        waiting: &Arc<Mutex<Waiting>>,
+        pid: Option<u32>,
+    ) -> Option<(Place, oneshot::Receiver<()>)> {
+        let mut pool = waiting.lock().unwrap_or_else(PoisonError::into_inner);
+        if pool.members.len() >= pool.cap && !pool.evict_for(pid) {
+            return None;
+        }
+        let id = pool.next;
+        pool.next += 1;
+        let (evict, evicted) = oneshot::channel();
+        pool.members.insert(
+            id,
+            Member {
+                pid,
+                evict: Some(evict),
+            },
+        );
+        *pool.held.entry(pid).or_insert(0) += 1;
+        let place = Place {
+            waiting: Arc::clone(waiting),
+            id,
+        };
+        Some((place, evicted))
+    }
+
+    /// Evicts the oldest connection still waiting for its first line of
+    /// the process that holds the most, if that is more than `pid` holds.
+    /// The victim's place is freed at once; its task answers it
+    /// `broker-unavailable` and closes it.
+    fn evict_for(&mut self, pid: Option<u32>) -> bool {
+        let mine = self.held.get(&pid).copied().unwrap_or(0);
+        let mut victim: Option<(u64, usize)> = None;
+        for (&id, member) in &self.members {
+            if member.evict.is_none() {
+                continue;
+            }
+            let holds = self.held.get(&member.pid).copied().unwrap_or(0);
+            if victim.is_none_or(|(_, most)| holds > most) {
+                victim = Some((id, holds));
+            }
+        }
+        let Some((id, _most)) = victim.filter(|&(_, most)| most > mine) else {
+            return false;
+        };
+        if let Some(evict) = self.leave(id).and_then(|member| member.evict) {
+            // A task already gone has nothing left to close.
+            let _ = evict.send(());
+        }
+        true
+    }
+
+    /// Takes `id` out of the pool.
+    fn leave(&mut self, id: u64) -> Option<Member> {
+        let member = self.members.remove(&id)?;
+        if let Some(count) = self.held.get_mut(&member.pid) {
+            *count -= 1;
+            if *count == 0 {
+                self.held.remove(&member.pid);
+            }
+        }
+        Some(member)
+    }
+}
+
+/// A connection's place among the unauthenticated ones, given back when
+/// dropped (unless it was evicted, which gave it back already).
+struct Place {
+    waiting: Arc<Mutex<Waiting>>,
+    id: u64,
+}
+
+impl Place {
+    /// The first line was read whole: from now on the connection is no
+    /// longer evicted (its answer is on its way).
+    fn line_read(&self) {
+        let mut pool = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(member) = pool.members.get_mut(&self.id) {
+            member.evict = None;
+        }
+    }
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        let mut pool = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
+        pool.leave(self.id);
+    }
+}
+
+/// The pools a connection moves to once its first line authenticated it.
+struct Pools {
+    authenticated: Arc<Semaphore>,
+    reserve: Arc<Semaphore>,
+}
+
+/// What a new connection brings to its task.
+struct First {
+    accepted: Instant,
+    place: Place,
+    evicted: oneshot::Receiver<()>,
+    pools: Pools,
+}
+
+/// The place a connection holds, given back when it is dropped.
+enum Held {
+    /// Among the unauthenticated ones.
+    Unauthenticated(#[expect(dead_code, reason = "held for its drop")] Place),
+    /// Among the authenticated ones, or in the human reserve.
+    Authenticated(#[expect(dead_code, reason = "held for its drop")] OwnedSemaphorePermit),
+    /// None: the connection was evicted, which freed its place.
+    Nothing,
+}
+
+/// Frees the place before closing the connection, so a client that has seen
+/// its connection end can count on the place being free again.
+fn release(held: Held, stream: UnixStream) {
+    drop(held);
     drop(stream);
 }
 
@@ -385,50 +624,138 @@ impl Input {
 }
 
 /// Serves one admitted connection, one request line after another, and
-/// gives it back for closing.
+/// gives it back for closing, with the place it holds.
 ///
-/// The first line must be whole by `read_until` (the accept plus the read
-/// deadline); each next line by the read deadline counted from the
-/// previous answer. A connection that, by then, has sent nothing of a next
-/// line is idle and is closed without an answer, as it is when the server
-/// shuts down; one that sent part of a line is answered `request-timeout`.
+/// The first line must be whole by the accept plus the first-line deadline
+/// (the shorter of [`Limits::first_line_deadline`] and
+/// [`Limits::read_deadline`]); until then the connection may be evicted
+/// (answered `broker-unavailable`). The first line's [`Standing`] places
+/// the connection: among the authenticated ones, in the human reserve for
+/// that one line, or nowhere (answered, then closed). Each next line must
+/// be whole by the read deadline counted from the previous answer. A
+/// connection that, by then, has sent nothing of a next line is idle and is
+/// closed without an answer, as it is when the server shuts down; one that
+/// sent part of a line is answered `request-timeout`.
 async fn connection<H: Handler>(
     mut stream: UnixStream,
     peer: Peer,
     handler: &H,
     limits: Limits,
-    mut read_until: Instant,
+    first: First,
     mut closing: watch::Receiver<bool>,
-) -> UnixStream {
+) -> (UnixStream, Held) {
+    let First {
+        accepted,
+        place,
+        mut evicted,
+        pools,
+    } = first;
     let mut input = Input::default();
-    let mut first = true;
-    loop {
-        let next = next_line(&mut stream, &mut input, read_until, first, &mut closing).await;
-        let line = match next {
-            Ok(line) => line,
-            Err(Unreadable::TooLarge) => {
-                refuse_unread(&mut stream, Refusal::RequestTooLarge, limits).await;
-                return stream;
-            }
-            Err(Unreadable::TimedOut) => {
-                refuse_unread(&mut stream, Refusal::RequestTimeout, limits).await;
-                return stream;
-            }
-            Err(Unreadable::Ended) => {
-                reply(&mut stream, error_line(Refusal::BadRequest), limits).await;
-                return stream;
-            }
-            Err(Unreadable::Idle | Unreadable::Broken) => return stream,
-        };
-        let response = handle(&mut stream, &mut input, peer, handler, line).await;
-        if !reply(&mut stream, response, limits).await || input.broken || *closing.borrow() {
-            return stream;
+    let first_deadline = limits.first_line_deadline.min(limits.read_deadline);
+    let mut read_until = accepted
+        .checked_add(first_deadline)
+        .unwrap_or_else(|| accepted + FAR_FUTURE);
+    let first_line = tokio::select! {
+        biased;
+        Ok(()) = &mut evicted => {
+            reply(&mut stream, error_line(Refusal::BrokerUnavailable), limits).await;
+            return (stream, Held::Nothing);
         }
-        first = false;
+        line = read_line(&mut stream, &mut input, read_until, true, &mut closing, limits) => line,
+    };
+    let Some(line) = first_line else {
+        return (stream, Held::Unauthenticated(place));
+    };
+    place.line_read();
+    // Authenticated connections go on after their answer; the others (and
+    // the human reserve) carry this one line.
+    let (held, mut last) = match handler.standing(peer, &line) {
+        Standing::Nobody => (Held::Unauthenticated(place), true),
+        Standing::Caller => match pools.authenticated.try_acquire_owned() {
+            Ok(slot) => {
+                drop(place);
+                (Held::Authenticated(slot), false)
+            }
+            Err(_) => {
+                reply(&mut stream, error_line(Refusal::BrokerUnavailable), limits).await;
+                return (stream, Held::Unauthenticated(place));
+            }
+        },
+        Standing::Human => match Arc::clone(&pools.authenticated).try_acquire_owned() {
+            Ok(slot) => {
+                drop(place);
+                (Held::Authenticated(slot), false)
+            }
+            Err(_) => match pools.reserve.try_acquire_owned() {
+                Ok(slot) => {
+                    drop(place);
+                    (Held::Authenticated(slot), true)
+                }
+                Err(_) => {
+                    reply(&mut stream, error_line(Refusal::BrokerUnavailable), limits).await;
+                    return (stream, Held::Unauthenticated(place));
+                }
+            },
+        },
+    };
+    let mut line = Some(line);
+    loop {
+        let request = match line.take() {
+            Some(request) => request,
+            None => {
+                let next = read_line(
+                    &mut stream,
+                    &mut input,
+                    read_until,
+                    false,
+                    &mut closing,
+                    limits,
+                )
+                .await;
+                let Some(request) = next else {
+                    return (stream, held);
+                };
+                request
+            }
+        };
+        let response = handle(&mut stream, &mut input, peer, handler, request).await;
+        if !reply(&mut stream, response, limits).await || last || input.broken || *closing.borrow()
+        {
+            return (stream, held);
+        }
+        last = false;
         let answered = Instant::now();
         read_until = answered
             .checked_add(limits.read_deadline)
             .unwrap_or_else(|| answered + FAR_FUTURE);
+    }
+}
+
+/// Reads the next request line, or answers why there is none (as
+/// [`next_line`] reports it) and returns `None`: the connection ends.
+async fn read_line(
+    stream: &mut UnixStream,
+    input: &mut Input,
+    until: Instant,
+    first: bool,
+    closing: &mut watch::Receiver<bool>,
+    limits: Limits,
+) -> Option<Vec<u8>> {
+    match next_line(stream, input, until, first, closing).await {
+        Ok(line) => Some(line),
+        Err(Unreadable::TooLarge) => {
+            refuse_unread(stream, Refusal::RequestTooLarge, limits).await;
+            None
+        }
+        Err(Unreadable::TimedOut) => {
+            refuse_unread(stream, Refusal::RequestTimeout, limits).await;
+            None
+        }
+        Err(Unreadable::Ended) => {
+            reply(stream, error_line(Refusal::BadRequest), limits).await;
+            None
+        }
+        Err(Unreadable::Idle | Unreadable::Broken) => None,
     }
 }
 
@@ -570,4 +897,83 @@ async fn reply(stream: &mut UnixStream, mut line: Vec<u8>, limits: Limits) -> bo
         tokio::time::timeout(limits.write_deadline, stream.write_all(&line)).await,
         Ok(Ok(()))
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pool of `cap` places and the places taken in it, each with its
+    /// eviction signal, kept alive as a connection task would keep them.
+    struct Pool {
+        waiting: Arc<Mutex<Waiting>>,
+        taken: Vec<(Option<u32>, Place, oneshot::Receiver<()>)>,
+    }
+
+    impl Pool {
+        fn new(cap: usize) -> Pool {
+            Pool {
+                waiting: Arc::new(Mutex::new(Waiting::new(cap))),
+                taken: Vec::new(),
+            }
+        }
+
+        /// Whether a connection of `pid` got a place.
+        fn enter(&mut self, pid: u32) -> bool {
+            match Waiting::enter(&self.waiting, Some(pid)) {
+                Some((place, evicted)) => {
+                    self.taken.push((Some(pid), place, evicted));
+                    true
+                }
+                None => false,
+            }
+        }
+
+        /// The pids of the places evicted since the last call, in the order
+        /// taken.
+        fn evicted(&mut self) -> Vec<Option<u32>> {
+            self.taken
+                .iter_mut()
+                .filter_map(|(pid, _, evicted)| evicted.try_recv().is_ok().then_some(*pid))
+                .collect()
+        }
+    }
+
+    #[test]
+    fn one_process_cannot_take_more_than_the_pool_and_another_still_gets_in() {
+        let mut pool = Pool::new(3);
+        assert!((0..3).all(|_| pool.enter(7)));
+        // The flooding process is refused once it holds every place.
+        assert!(!pool.enter(7));
+        assert_eq!(pool.evicted(), []);
+        // A process holding none takes the oldest place of the flood.
+        assert!(pool.enter(8));
+        assert_eq!(pool.evicted(), [Some(7)]);
+        // The pool balances: a process gives way to one that holds less,
+        // never to one that holds as much.
+        assert!(pool.enter(8));
+        assert_eq!(pool.evicted(), [Some(7)]);
+        assert!(!pool.enter(8));
+        assert!(pool.enter(7));
+        assert_eq!(pool.evicted(), [Some(8)]);
+    }
+
+    #[test]
+    fn a_connection_whose_line_was_read_is_never_evicted() {
+        let mut pool = Pool::new(2);
+        assert!(pool.enter(7) && pool.enter(7));
+        for (_, place, _) in &pool.taken {
+            place.line_read();
+        }
+        assert!(!pool.enter(8));
+        assert_eq!(pool.evicted(), []);
+    }
+
+    #[test]
+    fn a_place_given_back_is_free_again() {
+        let mut pool = Pool::new(1);
+        assert!(pool.enter(7));
+        pool.taken.clear();
+        assert!(pool.enter(7));
+    }
 }

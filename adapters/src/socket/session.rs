@@ -143,7 +143,7 @@ impl Session {
                 Sent::TimedOut => return Err(Refusal::OutcomeUnknown),
             }
         }
-        let socket = connect(self.client.path())?;
+        let socket = connect(self.client.path(), deadline)?;
         // As in `Client::call_line`: a broker that refuses a new
         // connection answers while we may still write.
         let _sent = send_all(&socket, &request, deadline);

@@ -576,7 +576,9 @@ impl World {
                 business,
             } => {
                 let view = self.reads.view().expect("the world has a view");
-                let proof = prove_now(&self.processes, &self.identity, &view, peer, nonce);
+                let proof = prove_now(&self.processes, &self.identity, &view, peer, nonce, &|| {
+                    false
+                });
                 Proven::Human { business, proof }
             }
         };

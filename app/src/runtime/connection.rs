@@ -7,9 +7,9 @@
 use std::sync::{mpsc, Arc};
 
 use mosaic_adapters::credentials::CredentialStore;
-use mosaic_adapters::socket::{Disconnect, Handler, Peer};
+use mosaic_adapters::socket::{Disconnect, Handler, Peer, Standing};
 use mosaic_adapters::wire::browser as browser_wire;
-use mosaic_adapters::wire::{self, Call};
+use mosaic_adapters::wire::{self, Call, Envelope, Presenter};
 use mosaic_domain::bus::Caller;
 use mosaic_domain::{CallerKind, Capability, Refusal, Verb};
 use mosaic_ports::StoreReaders;
@@ -39,6 +39,33 @@ pub(super) struct Shared<S> {
 pub(super) struct Connections<S>(pub(super) Arc<Shared<S>>);
 
 impl<S: StoreReaders + Send + 'static> Handler for Connections<S> {
+    /// The caller [`admit`] will name, told ahead: a line that is no
+    /// envelope, or whose capability was never issued, is refused before
+    /// any caller is known (and its connection then closes); a capability
+    /// of the registry or a human line authenticates the connection. The
+    /// envelope is parsed again by `admit`; only a connection's first line
+    /// pays for that.
+    fn standing(&self, _peer: Peer, line: &[u8]) -> Standing {
+        let Ok(envelope) = Envelope::parse(line) else {
+            return Standing::Nobody;
+        };
+        match envelope.presenter() {
+            Presenter::Capability(cap) => {
+                let known = self
+                    .0
+                    .registry
+                    .read()
+                    .is_ok_and(|registry| registry.get(cap).is_some());
+                if known {
+                    Standing::Caller
+                } else {
+                    Standing::Nobody
+                }
+            }
+            Presenter::Human { .. } => Standing::Human,
+        }
+    }
+
     fn handle(
         &self,
         peer: Peer,

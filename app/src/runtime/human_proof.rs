@@ -116,9 +116,12 @@ pub const RUN_MARKERS: &[&str] = &[
     "PI_CODING_AGENT",
 ];
 
-/// How many ancestors the walk reads before it refuses: far beyond any real
-/// process tree, and a bound on the work one request can cause.
-pub const MAX_ANCESTORS: usize = 4096;
+/// How many ancestors the walk reads before it refuses: a terminal, a
+/// multiplexer, shells and editors nest a dozen or two deep, and each
+/// ancestor costs reads (its environment up to
+/// [`mosaic_ports::process::MAX_ENVIRON`]), so this bounds the work one
+/// request can cause.
+pub const MAX_ANCESTORS: usize = 64;
 
 /// The shortest nonce accepted: 128 bits as lowercase hex.
 pub const NONCE_MIN_LEN: usize = 32;
@@ -277,11 +280,15 @@ pub enum ProofFailure {
         marker: &'static str,
     },
     /// An environment (the peer's or an ancestor's) could not be read for a
-    /// reason other than `EACCES` or the process being gone.
+    /// reason other than `EACCES` or the process being gone, or is larger
+    /// than [`mosaic_ports::process::MAX_ENVIRON`].
     EnvironUnreadable {
         /// The process.
         pid: u32,
     },
+    /// The proof was given up (its deadline passed, or its request went
+    /// away) before it was done: nothing more was read.
+    Abandoned,
 }
 
 impl fmt::Display for ProofFailure {
@@ -327,6 +334,7 @@ impl fmt::Display for ProofFailure {
             ProofFailure::EnvironUnreadable { pid } => {
                 write!(f, "the environment of pid {pid} is unreadable")
             }
+            ProofFailure::Abandoned => f.write_str("the proof was given up before it was done"),
         }
     }
 }
@@ -345,7 +353,21 @@ pub fn prove(
     claim: &HumanClaim,
     launched: &dyn Fn(u32, u64) -> bool,
 ) -> Result<(), Refusal> {
-    check(table, claim, launched).map_err(|failure| {
+    prove_until(table, claim, launched, &|| false)
+}
+
+/// [`prove`], given up as soon as `abandoned()` says so: it is asked
+/// before every read of the process table, so no read starts after it.
+///
+/// # Errors
+/// [`Refusal::HumanProofFailed`], whatever the reason.
+pub fn prove_until(
+    table: &dyn ProcessTable,
+    claim: &HumanClaim,
+    launched: &dyn Fn(u32, u64) -> bool,
+    abandoned: &(dyn Fn() -> bool + Sync),
+) -> Result<(), Refusal> {
+    check_until(table, claim, launched, abandoned).map_err(|failure| {
         tracing::warn!(
             code = Refusal::HumanProofFailed.code(),
             peer = claim.peer_pid,
@@ -362,6 +384,35 @@ pub fn prove(
 /// # Errors
 /// The [`ProofFailure`] of the first failed rule.
 pub fn check(
+    table: &dyn ProcessTable,
+    claim: &HumanClaim,
+    launched: &dyn Fn(u32, u64) -> bool,
+) -> Result<(), ProofFailure> {
+    check_until(table, claim, launched, &|| false)
+}
+
+/// [`check`], given up with [`ProofFailure::Abandoned`] as soon as
+/// `abandoned()` says so; it is asked before every read of the process
+/// table.
+///
+/// # Errors
+/// The [`ProofFailure`] of the first failed rule, or
+/// [`ProofFailure::Abandoned`].
+pub fn check_until(
+    table: &dyn ProcessTable,
+    claim: &HumanClaim,
+    launched: &dyn Fn(u32, u64) -> bool,
+    abandoned: &(dyn Fn() -> bool + Sync),
+) -> Result<(), ProofFailure> {
+    let table = Abandonable { table, abandoned };
+    match checked(&table, claim, launched) {
+        Err(_) if abandoned() => Err(ProofFailure::Abandoned),
+        outcome => outcome,
+    }
+}
+
+/// The rules of [`check`], in order, over `table`.
+fn checked(
     table: &dyn ProcessTable,
     claim: &HumanClaim,
     launched: &dyn Fn(u32, u64) -> bool,
@@ -428,6 +479,57 @@ pub fn check(
     }
     nonce_matches(&environ, &claim.nonce)?;
     walk(table, peer, launched)
+}
+
+/// A process table that refuses every read once its proof was given up,
+/// so the walk stops at its next read.
+struct Abandonable<'a> {
+    table: &'a dyn ProcessTable,
+    abandoned: &'a (dyn Fn() -> bool + Sync),
+}
+
+/// Why a read was not made: the proof was given up.
+#[derive(Debug)]
+struct GivenUp;
+
+impl fmt::Display for GivenUp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the proof was given up")
+    }
+}
+
+impl std::error::Error for GivenUp {}
+
+impl Abandonable<'_> {
+    /// `Err` (a [`GivenUp`] source) once the proof was given up.
+    fn go_on(&self) -> Result<(), ProcessError> {
+        if (self.abandoned)() {
+            return Err(ProcessError::Unreadable(Box::new(GivenUp)));
+        }
+        Ok(())
+    }
+}
+
+impl ProcessTable for Abandonable<'_> {
+    fn process(&self, pid: u32) -> Result<ProcessInfo, ProcessError> {
+        self.go_on()?;
+        self.table.process(pid)
+    }
+
+    fn environ(&self, pid: u32) -> Result<Environ, ProcessError> {
+        self.go_on()?;
+        self.table.environ(pid)
+    }
+
+    fn exe_identity(&self, pid: u32) -> Result<ExeIdentity, ProcessError> {
+        self.go_on()?;
+        self.table.exe_identity(pid)
+    }
+
+    fn namespaces(&self, pid: u32) -> Result<Namespaces, ProcessError> {
+        self.go_on()?;
+        self.table.namespaces(pid)
+    }
 }
 
 /// A fresh nonce for the CLI's re-execution: 256 random bits as 64

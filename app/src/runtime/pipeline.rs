@@ -20,6 +20,7 @@
 //! The writer commits the batch afterwards ([`commit_batch`]; see
 //! [`super::driver`]); no answer goes out before its batch is durable.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -107,6 +108,11 @@ impl Prover {
             } => (peer, nonce, business),
         };
         let deadline = self.time.now().saturating_add(PROOF_LIMIT);
+        // Set when this future ends, done or not: at the limit, or when its
+        // request goes away. The walk asks before each read, so the
+        // blocking thread stops at its next read instead of going on.
+        let abandoned = GiveUpOnDrop(Arc::new(AtomicBool::new(false)));
+        let flag = Arc::clone(&abandoned.0);
         let proof = async {
             let _turn = self
                 .turns
@@ -116,7 +122,8 @@ impl Prover {
             let view = reads.view().ok_or(Refusal::BrokerUnavailable)?;
             let (processes, identity) = (Arc::clone(&self.processes), self.identity.clone());
             tokio::task::spawn_blocking(move || {
-                prove_now(&*processes, &identity, &view, peer, nonce)
+                let abandoned = || flag.load(Ordering::SeqCst);
+                prove_now(&*processes, &identity, &view, peer, nonce, &abandoned)
             })
             .await
             .unwrap_or(Err(Refusal::HumanProofFailed))
@@ -132,13 +139,24 @@ impl Prover {
                 Err(Refusal::HumanProofFailed)
             }
         };
+        drop(abandoned);
         Proven::Human { business, proof }
+    }
+}
+
+/// Tells a proof's blocking thread to stop when dropped.
+struct GiveUpOnDrop(Arc<AtomicBool>);
+
+impl Drop for GiveUpOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
     }
 }
 
 /// The human proof of one request, synchronously: the peer must be this
 /// broker's executable with the request's nonce, and neither it nor an
-/// ancestor an agent (a bound launch of `view`, or a run marker).
+/// ancestor an agent (a bound launch of `view`, or a run marker). Given up
+/// at the next read once `abandoned()` says so.
 ///
 /// # Errors
 /// `human-proof-failed`, whatever the reason (logged).
@@ -148,6 +166,7 @@ pub(crate) fn prove_now(
     view: &View,
     peer: Peer,
     nonce: String,
+    abandoned: &(dyn Fn() -> bool + Sync),
 ) -> Result<(), Refusal> {
     let peer_pid = peer.pid.ok_or(Refusal::HumanProofFailed)?;
     let claim = HumanClaim {
@@ -158,7 +177,12 @@ pub(crate) fn prove_now(
         namespaces: identity.namespaces,
         nonce,
     };
-    human_proof::prove(processes, &claim, &|pid, start| view.is_launch(pid, start))
+    human_proof::prove_until(
+        processes,
+        &claim,
+        &|pid, start| view.is_launch(pid, start),
+        abandoned,
+    )
 }
 
 /// Whether bytes hold a loaded service token.

@@ -242,6 +242,16 @@ impl ProcessTable for FakeProcessTable {
             return Err(ProcessError::Gone);
         }
         match &entry.process.environ {
+            // As the kernel lays it out: `NAME=VALUE\0` per entry.
+            FakeEnviron::Vars(vars)
+                if vars
+                    .iter()
+                    .map(|(n, v)| n.len() + v.len() + 2)
+                    .sum::<usize>()
+                    > super::super::process::MAX_ENVIRON =>
+            {
+                Err(ProcessError::Unreadable(Box::new(InjectedFailure)))
+            }
             FakeEnviron::Vars(vars) => Ok(vars.clone()),
             FakeEnviron::Denied => Err(ProcessError::Denied),
             FakeEnviron::Gone => Err(ProcessError::Gone),

@@ -1,0 +1,633 @@
+//! The human cannot be locked out: black-box floods against the real
+//! broker over real sockets, each scaled to run in seconds, while the
+//! human CLI and an agent (`mosaic-bus call`, a process of its own) are
+//! timed. Every flood loop is bounded in count and in time; nothing
+//! sleeps in place of waiting for an event.
+//!
+//! The human's answer is `ok` where a human CLI started from here can pass
+//! the proof, and `human-proof-failed` where this process or an ancestor
+//! carries a run marker: either way it is an answer of the broker, never
+//! `broker-unavailable` or `outcome-unknown`, and it comes within
+//! [`ANSWER_WITHIN`].
+
+#[path = "support/mod.rs"]
+mod support;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use mosaic_adapters::procfs::ProcFs;
+use mosaic_app::runtime::human_proof::RUN_MARKERS;
+use mosaic_ports::ProcessTable;
+use serde_json::{json, Value};
+
+use support::pane::Ui;
+use support::{acme, acme_launches, config, data_root, Broker, BIN, WAIT};
+
+/// How long the human and the agent may take to be answered under a flood.
+const ANSWER_WITHIN: Duration = Duration::from_secs(1);
+
+/// How many junk connections the socket flood holds open at once: more
+/// than the broker's 4,096 places, as the security probe used.
+const JUNK_CONNECTIONS: usize = 4_200;
+
+/// How many partial HTTP requests the HTTP flood holds open at once.
+const PARTIAL_REQUESTS: usize = 5_000;
+
+/// The HTTP port's caps (`mosaic_adapters::http`), which the broker's open
+/// files must stay within whatever floods the port.
+const HTTP_CONNECTIONS: usize = mosaic_adapters::http::MAX_HTTP_CONNECTIONS;
+const EVENT_STREAMS: usize = mosaic_adapters::http::MAX_EVENT_STREAMS;
+
+/// The longest a flood may run, whatever happens.
+const FLOOD_LIMIT: Duration = Duration::from_secs(60);
+
+/// The run marker this process or one of its readable ancestors carries,
+/// if any: no human CLI started from here can pass the proof then.
+fn marker_here() -> Option<String> {
+    let is_marker = |name: &[u8]| RUN_MARKERS.iter().any(|m| m.as_bytes() == name);
+    let table = ProcFs::new();
+    let mut pid = std::process::id();
+    for _ in 0..4096 {
+        let info = table.process(pid).ok()?;
+        if let Ok(environ) = table.environ(pid) {
+            if let Some((name, _)) = environ.iter().find(|(name, _)| is_marker(name)) {
+                return Some(String::from_utf8_lossy(name).into_owned());
+            }
+        }
+        if info.pid == 1 || info.ppid == 0 {
+            return None;
+        }
+        pid = info.ppid;
+    }
+    None
+}
+
+/// What the human's `inbox` must answer here.
+fn expected_human_inbox() -> Value {
+    match marker_here() {
+        None => json!({"ok": true, "result": []}),
+        Some(marker) => {
+            eprintln!("NOTE: {marker} (a run marker) is set here: the human is refused its proof");
+            json!({"ok": false, "error": "human-proof-failed"})
+        }
+    }
+}
+
+/// Runs `command` with `input` on stdin; its one stdout line, parsed, and
+/// how long it took from spawn to exit (at most [`WAIT`]).
+#[track_caller]
+fn timed(command: &mut Command, input: &[u8]) -> (Value, Duration) {
+    let started = Instant::now();
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let pid = child.id();
+    {
+        let mut stdin = child.stdin.take().expect("stdin");
+        // A child that exits before reading everything closes the pipe.
+        let _ = stdin.write_all(input);
+    }
+    let (done, finished) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(child.wait_with_output());
+    });
+    let Ok(output) = finished.recv_timeout(WAIT) else {
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+        panic!("pid {pid} did not exit within {WAIT:?}");
+    };
+    let took = started.elapsed();
+    let stdout = String::from_utf8(output.expect("wait").stdout).expect("UTF-8");
+    let reply = serde_json::from_str(stdout.trim()).expect("one JSON line");
+    (reply, took)
+}
+
+/// The human CLI's `inbox` for acme, from a clean environment.
+fn human_inbox(socket: &Path) -> (Value, Duration) {
+    let mut command = Command::new(BIN);
+    command.arg("human").arg(socket).env_clear();
+    timed(
+        &mut command,
+        br#"{"business":"acme","verb":"inbox","args":{}}"#,
+    )
+}
+
+/// `mosaic-bus call inbox` with the capability in a private file: an agent
+/// that is a process of its own, as a real agent is.
+fn agent_inbox(socket: &Path, cap_file: &Path) -> (Value, Duration) {
+    let mut command = Command::new(BIN);
+    command
+        .arg("call")
+        .arg("inbox")
+        .arg("--cap-file")
+        .arg(cap_file)
+        .arg("--socket")
+        .arg(socket)
+        .env_clear();
+    timed(&mut command, b"")
+}
+
+/// `cap` in a private file under `dir`.
+fn cap_file(dir: &Path, cap: &str) -> PathBuf {
+    let path = dir.join("cap");
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)
+        .expect("cap file");
+    writeln!(file, "{cap}").expect("write cap");
+    path
+}
+
+/// acme with its runs, `dev-1` holding its role, and dev-1's capability in
+/// a private file for `mosaic-bus call`.
+fn broker_with_agent(root: &Path, scratch: &Path) -> (Broker, PathBuf) {
+    let mut config = config(root, &[acme()], &acme_launches(), &["acme"]);
+    // Browser control too, on a free loopback port, for the HTTP floods.
+    config["browser"] = json!({"listen": "127.0.0.1:0"});
+    let broker = Broker::boot(root, &config);
+    broker.agent("dev-1").claim();
+    let file = cap_file(scratch, &broker.cap("dev-1"));
+    (broker, file)
+}
+
+/// A flood on its own thread, stopped and joined when dropped.
+struct Flood {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<usize>>,
+}
+
+impl Flood {
+    /// Starts `flood` with a stop flag and a sender to say "in full swing"
+    /// once; waits (at most [`WAIT`]) until it has said so.
+    #[track_caller]
+    fn start(flood: impl FnOnce(&AtomicBool, mpsc::Sender<()>) -> usize + Send + 'static) -> Flood {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (full, in_full_swing) = mpsc::channel();
+        let flag = Arc::clone(&stop);
+        let thread = std::thread::spawn(move || flood(&flag, full));
+        assert_eq!(
+            in_full_swing.recv_timeout(WAIT),
+            Ok(()),
+            "the flood never got going"
+        );
+        Flood {
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// Stops the flood; how many connections it opened.
+    fn stop(mut self) -> usize {
+        self.stop.store(true, Ordering::SeqCst);
+        self.thread
+            .take()
+            .map_or(0, |thread| thread.join().expect("the flood thread"))
+    }
+}
+
+impl Drop for Flood {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Junk socket connections, [`JUNK_CONNECTIONS`] held open at once, as a
+/// hostile peer would hold them: each one the broker answers or closes is
+/// replaced at once by a new one. Most are silent or hold half a request
+/// that never ends; one in ten sends the line `x` (not a request). Says
+/// "in full swing" once that many are open and the broker has turned one
+/// away as busy (`broker-unavailable`): every place open to this process
+/// is taken. Runs until stopped, or [`FLOOD_LIMIT`].
+fn junk_socket_flood(socket: PathBuf) -> impl FnOnce(&AtomicBool, mpsc::Sender<()>) -> usize {
+    move |stop, full| {
+        let started = Instant::now();
+        let mut opened = 0usize;
+        let open = |opened: &mut usize| loop {
+            assert!(
+                started.elapsed() < FLOOD_LIMIT,
+                "the socket flood ran out of time"
+            );
+            if let Ok(mut stream) = UnixStream::connect(&socket) {
+                let _ = match *opened % 10 {
+                    0 => stream.write_all(b"x\n"),
+                    1..=5 => stream.write_all(br#"{"cap":"#),
+                    _ => Ok(()),
+                };
+                let _ = stream.set_nonblocking(true);
+                *opened += 1;
+                return stream;
+            }
+        };
+        let mut held: Vec<UnixStream> = (0..JUNK_CONNECTIONS).map(|_| open(&mut opened)).collect();
+        let mut said = false;
+        while !stop.load(Ordering::SeqCst) && started.elapsed() < FLOOD_LIMIT {
+            for stream in &mut held {
+                match answered(stream) {
+                    Answered::Nothing => continue,
+                    Answered::Busy if !said => {
+                        said = true;
+                        let _ = full.send(());
+                    }
+                    Answered::Busy | Answered::Other => {}
+                }
+                *stream = open(&mut opened);
+            }
+        }
+        opened
+    }
+}
+
+/// What a junk connection has been told.
+enum Answered {
+    /// Nothing yet: it still holds its place.
+    Nothing,
+    /// `broker-unavailable`: it was turned away.
+    Busy,
+    /// Something else, or the end: it is done.
+    Other,
+}
+
+/// What `stream` has been told so far (read without waiting).
+fn answered(stream: &UnixStream) -> Answered {
+    let mut answer = [0u8; 64];
+    match (&*stream).read(&mut answer) {
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Answered::Nothing,
+        Ok(read) if answer[..read].starts_with(br#"{"ok":false,"error":"broker-unavailable"}"#) => {
+            Answered::Busy
+        }
+        Ok(_) | Err(_) => Answered::Other,
+    }
+}
+
+/// The human and the agent, each asked three times during the flood.
+#[track_caller]
+fn both_answered_in_time(socket: &Path, cap: &Path, human_expected: &Value, when: &str) {
+    for round in 0..3 {
+        let (human, took) = human_inbox(socket);
+        eprintln!("{when}: the human answered in {took:?}");
+        assert_eq!(&human, human_expected, "the human, round {round}");
+        assert!(
+            took < ANSWER_WITHIN,
+            "the human took {took:?} in round {round}"
+        );
+        let (agent, took) = agent_inbox(socket, cap);
+        eprintln!("{when}: the agent answered in {took:?}");
+        assert_eq!(agent, json!({"ok": true, "result": []}), "round {round}");
+        assert!(
+            took < ANSWER_WITHIN,
+            "the agent took {took:?} in round {round}"
+        );
+    }
+}
+
+#[test]
+fn the_human_and_an_agent_are_answered_within_a_second_under_4200_junk_socket_connections() {
+    let root = data_root();
+    let scratch = tempfile::tempdir().expect("scratch");
+    let (broker, cap) = broker_with_agent(root.path(), scratch.path());
+    let human_expected = expected_human_inbox();
+    // Quiet first: the same calls, so a slow machine fails here, not
+    // under the flood.
+    both_answered_in_time(&broker.socket, &cap, &human_expected, "quiet");
+
+    let flood = Flood::start(junk_socket_flood(broker.socket.clone()));
+    both_answered_in_time(&broker.socket, &cap, &human_expected, "junk socket flood");
+    let opened = flood.stop();
+    assert!(opened >= JUNK_CONNECTIONS, "{opened} junk connections");
+    broker.close();
+}
+
+/// A junk connection that sent `x` is answered `bad-request` and closed at
+/// once, and a silent one is answered `request-timeout` within about a
+/// second, far before the 5 s idle limit.
+#[test]
+fn a_connection_that_has_not_authenticated_is_answered_and_closed_quickly() {
+    let root = data_root();
+    let broker = Broker::boot(
+        root.path(),
+        &config(root.path(), &[acme()], &acme_launches(), &["acme"]),
+    );
+    let read_to_end = |stream: &mut UnixStream| {
+        stream.set_read_timeout(Some(WAIT)).expect("timeout");
+        let started = Instant::now();
+        let mut all = Vec::new();
+        stream.read_to_end(&mut all).expect("the end of the stream");
+        (String::from_utf8(all).expect("UTF-8"), started.elapsed())
+    };
+
+    let mut junk = UnixStream::connect(&broker.socket).expect("connect");
+    junk.write_all(b"x\n").expect("write");
+    let (said, took) = read_to_end(&mut junk);
+    assert_eq!(said, "{\"ok\":false,\"error\":\"bad-request\"}\n");
+    assert!(took < ANSWER_WITHIN, "closed after {took:?}");
+
+    let mut forged = UnixStream::connect(&broker.socket).expect("connect");
+    let line = format!(
+        "{}\n",
+        json!({"cap": "0".repeat(64), "verb": "inbox", "args": {}})
+    );
+    forged.write_all(line.as_bytes()).expect("write");
+    let (said, took) = read_to_end(&mut forged);
+    assert_eq!(said, "{\"ok\":false,\"error\":\"bad-capability\"}\n");
+    assert!(took < ANSWER_WITHIN, "closed after {took:?}");
+
+    let mut silent = UnixStream::connect(&broker.socket).expect("connect");
+    let (said, took) = read_to_end(&mut silent);
+    assert_eq!(said, "{\"ok\":false,\"error\":\"request-timeout\"}\n");
+    assert!(
+        took < Duration::from_secs(2),
+        "a silent connection was answered after {took:?}"
+    );
+
+    // An agent's connection stays open after a refused line: it is
+    // authenticated by its first.
+    let agent = broker.agent("dev-1");
+    let mut open = UnixStream::connect(&broker.socket).expect("connect");
+    let claim = json!({"cap": agent.cap, "verb": "role.claim", "args": {}});
+    open.write_all(format!("{claim}\nx\n{claim}\n").as_bytes())
+        .expect("write");
+    open.shutdown(std::net::Shutdown::Write)
+        .expect("half-close");
+    let (said, _) = read_to_end(&mut open);
+    assert_eq!(
+        said,
+        "{\"ok\":true,\"result\":{\"status\":\"claimed\"}}\n\
+         {\"ok\":false,\"error\":\"bad-request\"}\n\
+         {\"ok\":true,\"result\":{\"status\":\"held\"}}\n"
+    );
+    broker.close();
+}
+
+/// Partial HTTP requests (`GET / HTTP/1.1` and no more), [`PARTIAL_REQUESTS`]
+/// held open at once, each one the broker answers or closes replaced at
+/// once. Says "in full swing" once that many were opened and the broker
+/// has turned one away (503 `broker-unavailable`). Runs until stopped, or
+/// [`FLOOD_LIMIT`].
+fn partial_http_flood(address: String) -> impl FnOnce(&AtomicBool, mpsc::Sender<()>) -> usize {
+    move |stop, full| {
+        let started = Instant::now();
+        let mut opened = 0usize;
+        let open = |opened: &mut usize| loop {
+            assert!(
+                started.elapsed() < FLOOD_LIMIT,
+                "the HTTP flood ran out of time"
+            );
+            if let Ok(mut stream) = TcpStream::connect(&address) {
+                let _ = stream.write_all(b"GET / HTTP/1.1\r\n");
+                let _ = stream.set_nonblocking(true);
+                *opened += 1;
+                return stream;
+            }
+        };
+        let mut held: Vec<TcpStream> = (0..PARTIAL_REQUESTS).map(|_| open(&mut opened)).collect();
+        let mut said = false;
+        while !stop.load(Ordering::SeqCst) && started.elapsed() < FLOOD_LIMIT {
+            for stream in &mut held {
+                let mut answer = [0u8; 256];
+                let busy = match (&*stream).read(&mut answer) {
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                    Ok(read) => {
+                        let text = String::from_utf8_lossy(&answer[..read]);
+                        text.starts_with("HTTP/1.1 503 ") && text.contains("broker-unavailable")
+                    }
+                    Err(_) => false,
+                };
+                if busy && !said {
+                    said = true;
+                    let _ = full.send(());
+                }
+                *stream = open(&mut opened);
+            }
+        }
+        opened
+    }
+}
+
+#[test]
+fn the_human_and_an_agent_are_answered_within_a_second_under_5000_partial_http_requests() {
+    let root = data_root();
+    let scratch = tempfile::tempdir().expect("scratch");
+    let (broker, cap) = broker_with_agent(root.path(), scratch.path());
+    let human_expected = expected_human_inbox();
+    both_answered_in_time(&broker.socket, &cap, &human_expected, "quiet");
+    let quiet_files = broker.fd_count();
+
+    let ui = Ui::of(&broker);
+    let flood = Flood::start(partial_http_flood(ui.address.clone()));
+    both_answered_in_time(&broker.socket, &cap, &human_expected, "partial HTTP flood");
+    // The port holds what its cap allows, not what the flood opened.
+    let files = broker.fd_count();
+    let opened = flood.stop();
+    eprintln!(
+        "partial HTTP flood: {opened} opened, the broker held {files} files (quiet: {quiet_files})"
+    );
+    assert!(opened >= PARTIAL_REQUESTS, "{opened} partial requests");
+    assert!(
+        files <= quiet_files + HTTP_CONNECTIONS + 16,
+        "the broker held {files} files under the flood, {quiet_files} before"
+    );
+    broker.close();
+}
+
+/// A connection that sends only the start of a header is closed once the
+/// header deadline (5 s) has passed, not held for ever.
+#[test]
+fn a_partial_http_header_is_closed_at_the_header_deadline() {
+    let root = data_root();
+    let scratch = tempfile::tempdir().expect("scratch");
+    let (broker, _cap) = broker_with_agent(root.path(), scratch.path());
+    let ui = Ui::of(&broker);
+    let started = Instant::now();
+    let mut stream = TcpStream::connect(&ui.address).expect("connect");
+    stream.write_all(b"GET / HTTP/1.1\r\n").expect("write");
+    stream.set_read_timeout(Some(WAIT)).expect("timeout");
+    let mut rest = Vec::new();
+    let ended = match stream.read_to_end(&mut rest) {
+        Ok(_) => true,
+        Err(e) => e.kind() == std::io::ErrorKind::ConnectionReset,
+    };
+    let took = started.elapsed();
+    assert!(ended, "the connection was still open after {took:?}");
+    assert!(
+        took >= Duration::from_secs(4) && took < Duration::from_secs(10),
+        "closed after {took:?}"
+    );
+    broker.close();
+}
+
+/// Event streams have their own cap: with that many open, one more is
+/// refused 503 `broker-unavailable`.
+#[test]
+fn event_streams_beyond_their_cap_are_refused() {
+    let root = data_root();
+    let scratch = tempfile::tempdir().expect("scratch");
+    let (broker, _cap) = broker_with_agent(root.path(), scratch.path());
+    let ui = Ui::of(&broker);
+    let streams: Vec<_> = (0..EVENT_STREAMS)
+        .map(|i| ui.listen(&format!("pane-{i}"), true))
+        .collect();
+    // One more, read as far as its head and body (a stream that was let in
+    // would never end, so the read is bounded by its length and WAIT).
+    let mut one_more = TcpStream::connect(&ui.address).expect("connect");
+    write!(
+        one_more,
+        "GET /api/events?browser=1&clientId=one-more&token={} HTTP/1.1\r\nHost: {}\r\n\r\n",
+        ui.token, ui.address
+    )
+    .expect("request");
+    one_more.set_read_timeout(Some(WAIT)).expect("timeout");
+    let mut reader = BufReader::new(one_more);
+    let mut status = String::new();
+    reader.read_line(&mut status).expect("a status line");
+    let mut length = 0usize;
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).expect("a header line");
+        if line.trim_end().is_empty() {
+            break;
+        }
+        if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+            length = value.trim().parse().expect("a length");
+        }
+    }
+    let mut body = vec![0u8; length];
+    reader.read_exact(&mut body).expect("the body");
+    assert_eq!(
+        (status.trim_end(), String::from_utf8_lossy(&body).as_ref()),
+        (
+            "HTTP/1.1 503 Service Unavailable",
+            r#"{"error":"broker-unavailable"}"#
+        )
+    );
+    drop(streams);
+    broker.close();
+}
+
+/// How deep the chain of shells under the forged human lines is.
+const CHAIN_DEPTH: usize = 100;
+
+/// How many forged human lines the deepest shell sends, one after another.
+const FORGED_LINES: usize = 10;
+
+/// Bytes this process's files have read so far (`rchar` of
+/// `/proc/<pid>/io`): every `/proc` read of a proof counts.
+fn bytes_read(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/io"))
+        .expect("the broker's /proc io")
+        .lines()
+        .find_map(|line| line.strip_prefix("rchar:"))
+        .and_then(|value| value.trim().parse().ok())
+        .expect("rchar")
+}
+
+/// Forged human lines from under a chain of [`CHAIN_DEPTH`] shells, each
+/// with 600 KiB of environment (more than the 256 KiB a proof reads of
+/// one): each is refused `human-proof-failed` having read little, the
+/// human meanwhile is answered within a second, and once the broker is
+/// quiet no proof is still reading.
+#[test]
+fn forged_human_lines_under_a_deep_chain_of_large_environments_cost_little_and_leave_no_work() {
+    let root = data_root();
+    let scratch = tempfile::tempdir().expect("scratch");
+    let (broker, _cap) = broker_with_agent(root.path(), scratch.path());
+    let human_expected = expected_human_inbox();
+    broker.wait_quiet();
+    let before = bytes_read(broker.pid());
+
+    // `$1` levels of shells, each the parent of the next (`exit $?` keeps
+    // it from exec-ing its last command); the deepest sends the lines with
+    // a clean environment of its own, so only its ancestors are large.
+    let script = r#"
+        depth=$1
+        if [ "$depth" -gt 0 ]; then sh -c "$0" "$0" "$((depth - 1))" "$2" "$3" "$4"; exit $?; fi
+        i=0
+        while [ "$i" -lt "$4" ]; do
+            echo '{"business":"acme","verb":"inbox","args":{}}' | env -i "$2" human "$3"
+            i=$((i + 1))
+        done
+        exit 0
+    "#;
+    let big = "y".repeat(120 * 1024);
+    let mut chain = Command::new("sh");
+    chain
+        .arg("-c")
+        .arg(script)
+        .arg(script)
+        .arg(CHAIN_DEPTH.to_string())
+        .arg(BIN)
+        .arg(&broker.socket)
+        .arg(FORGED_LINES.to_string())
+        .env_clear()
+        .env(
+            "PATH",
+            std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()),
+        );
+    for i in 0..5 {
+        chain.env(format!("BIG{i}"), &big);
+    }
+    let chain = chain
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn the chain");
+    let (done, finished) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(chain.wait_with_output());
+    });
+
+    for round in 0..3 {
+        let (human, took) = human_inbox(&broker.socket);
+        eprintln!("forged human lines: the human answered in {took:?}");
+        assert_eq!(human, human_expected, "round {round}");
+        assert!(
+            took < ANSWER_WITHIN,
+            "the human took {took:?} in round {round}"
+        );
+    }
+    let output = finished
+        .recv_timeout(WAIT)
+        .expect("the chain finished")
+        .expect("the chain's output");
+    let replies: Vec<Value> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("a JSON line"))
+        .collect();
+    assert_eq!(
+        replies,
+        vec![json!({"ok": false, "error": "human-proof-failed"}); FORGED_LINES]
+    );
+
+    broker.wait_quiet();
+    let read = bytes_read(broker.pid()) - before;
+    eprintln!("forged human lines: the broker read {read} bytes for {FORGED_LINES} lines");
+    // The peer's own small environment and one capped ancestor's, about
+    // 0.3 MiB, per line; walking every ancestor would be 60 MB a line.
+    let bound = u64::try_from(FORGED_LINES).expect("a count") * 1024 * 1024;
+    assert!(read < bound, "the broker read {read} bytes");
+    // Quiet: no proof is still reading; nothing more is read from here on.
+    broker.wait_quiet();
+    assert_eq!(
+        bytes_read(broker.pid()) - before,
+        read,
+        "proof work went on"
+    );
+    broker.close();
+}
