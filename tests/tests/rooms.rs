@@ -118,34 +118,39 @@ fn paths(code: &str) -> Vec<Vec<String>> {
 
 /// Expands one `use` tree into its paths.
 fn expand(tree: &str, out: &mut Vec<Vec<String>>) {
-    let Some(open) = tree.find('{') else {
-        let path = tree.split(" as ").next().unwrap_or(tree);
-        out.push(
-            path.split("::")
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(str::to_owned)
-                .collect(),
-        );
-        return;
-    };
-    let prefix = &tree[..open];
-    let inner = &tree[open + 1..tree.rfind('}').unwrap_or(tree.len())];
-    let mut depth = 0;
-    let mut start = 0;
-    for (i, c) in inner.char_indices() {
-        match c {
-            '{' => depth += 1,
-            '}' => depth -= 1,
-            ',' if depth == 0 => {
-                expand(&format!("{prefix}{}", &inner[start..i]), out);
-                start = i + 1;
-            }
-            _ => {}
+    match tree.find('{') {
+        // A plain path.
+        None => {
+            let path = tree.split(" as ").next().unwrap_or(tree);
+            out.push(
+                path.split("::")
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_owned)
+                    .collect(),
+            );
         }
-    }
-    if start < inner.len() {
-        expand(&format!("{prefix}{}", &inner[start..]), out);
+        // `prefix::{a, b::{c}}`: each item at depth 0, after the prefix.
+        Some(open) => {
+            let prefix = &tree[..open];
+            let inner = &tree[open + 1..tree.rfind('}').unwrap_or(tree.len())];
+            let mut depth = 0;
+            let mut start = 0;
+            for (i, c) in inner.char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => {
+                        expand(&format!("{prefix}{}", &inner[start..i]), out);
+                        start = i + 1;
+                    }
+                    _ => {}
+                }
+            }
+            if start < inner.len() {
+                expand(&format!("{prefix}{}", &inner[start..]), out);
+            }
+        }
     }
 }
 
