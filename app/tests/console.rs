@@ -135,7 +135,13 @@ fn a_gated_decision_appears_within_a_second_and_the_keys_resolve_it() {
     let b = acme_broker(root.path());
     let ops = b.agent("ops-1");
     ops.claim();
-    let tmux = Tmux::start(&console_command(&b.socket), 120, 40);
+    let notified = root.path().join("notified.env");
+    let command = format!(
+        "{} --notify 'env >>{}'",
+        console_command(&b.socket),
+        notified.display()
+    );
+    let tmux = Tmux::start(&command, 120, 40);
     tmux.wait_for("Nothing is waiting on you", WAIT);
 
     // ops' gated send to qa goes to the human.
@@ -145,6 +151,26 @@ fn a_gated_decision_appears_within_a_second_and_the_keys_resolve_it() {
         (&json!("gated"), &json!("human"))
     );
     tmux.wait_for("ops/ops-1 asks message.send on qa", Duration::from_secs(1));
+
+    // --notify ran once, with the four variables and no other of ours.
+    let id = d["id"].as_str().expect("an id");
+    let deadline = Instant::now() + WAIT;
+    let env = loop {
+        let env = std::fs::read_to_string(&notified).unwrap_or_default();
+        if env.ends_with('\n') && env.contains("MOSAIC_RAISER=") {
+            break env;
+        }
+        assert!(Instant::now() < deadline, "--notify did not run: {env:?}");
+    };
+    let mut ours: Vec<&str> = env.lines().filter(|l| l.starts_with("MOSAIC_")).collect();
+    ours.sort_unstable();
+    let expected = [
+        "MOSAIC_ACTION=message.send".to_owned(),
+        format!("MOSAIC_DECISION_ID={id}"),
+        "MOSAIC_RAISER=ops/ops-1".to_owned(),
+        "MOSAIC_TARGET=qa".to_owned(),
+    ];
+    assert_eq!(ours, expected, "{env}");
 
     // The raiser waits on its changes for the answer.
     let cursor = ops.ok("changes", json!({}))["cursor"].clone();
