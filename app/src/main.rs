@@ -39,6 +39,7 @@ fn main() -> ExitCode {
         Some(Command::Call(args)) => commands::call::main(args),
         Some(Command::Mcp(args)) => commands::mcp::main(args),
         Some(Command::Human(args)) => commands::human::main(args),
+        Some(Command::Console(args)) => commands::console::main(args),
         Some(Command::Demo(args)) => commands::demo::main(args),
         Some(Command::Unlock(args)) => commands::unlock::main(args),
         Some(Command::SandboxExec(args)) => commands::up::sandbox_exec(args),

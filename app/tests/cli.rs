@@ -19,8 +19,8 @@ const BIN: &str = env!("CARGO_BIN_EXE_mosaic-bus");
 const WAIT: Duration = Duration::from_secs(20);
 
 /// Every subcommand, as the global help must list it.
-const SUBCOMMANDS: [&str; 9] = [
-    "broker", "up", "call", "mcp", "human", "demo", "unlock", "version", "help",
+const SUBCOMMANDS: [&str; 10] = [
+    "broker", "up", "call", "mcp", "human", "console", "demo", "unlock", "version", "help",
 ];
 
 /// What a finished run printed.
@@ -163,6 +163,7 @@ fn the_global_help_lists_every_subcommand_and_names_no_file_a_user_lacks() {
                 "docs/agents.md",
                 "docs/operations.md",
                 "docs/browser.md",
+                "docs/human.md",
             ]
             .contains(&page),
             "the help names {page}"

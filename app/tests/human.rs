@@ -476,6 +476,47 @@ fn a_cli_from_a_clean_environment_resolves_a_gated_decision_as_the_human() {
 }
 
 #[test]
+fn the_humans_changes_wakes_on_a_decision_routed_to_the_human_and_records_nothing() {
+    let root = data_root();
+    let b = acme_broker(root.path());
+    let [ops] = claimed(&b, ["ops-1"]);
+    // An agent's marker is refused, as for every verb.
+    run(
+        human_cli(&b.socket).env("MOSAIC_RUN_ID", "1"),
+        &acme_request("changes", json!({})),
+    )
+    .refused("human-proof-failed", 1);
+    if !positive("the_humans_changes…") {
+        return;
+    }
+    let now = human(&b.socket, &acme_request("changes", json!({}))).ok();
+    assert_eq!(now["changes"], json!([]), "{now}");
+    let since = now["cursor"].as_u64().expect("a cursor");
+    // A wait that the raise wakes: stdin given at once, the answer later.
+    let waiting = Pending::start(&mut human_cli(&b.socket));
+    let wait = acme_request("changes", json!({"since": since, "timeoutMs": 60_000}));
+    let (done, answered) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(waiting.finish(format!("{wait}\n").as_bytes()));
+    });
+    let d = gated_send(&ops);
+    let woke = answered.recv_timeout(WAIT).expect("the wait answers").ok();
+    let changes = woke["changes"].as_array().expect("changes");
+    assert!(
+        changes
+            .iter()
+            .any(|c| c["kind"] == "decision.raised" && c["decision"] == d["id"]),
+        "{woke}"
+    );
+    assert!(woke["cursor"].as_u64() > Some(since), "{woke}");
+    // An unknown business is refused after the proof, as for every verb.
+    let globex = json!({"business": "nobody", "verb": "changes", "args": {}});
+    human(&b.socket, &globex).refused("bad-request", 1);
+    b.close();
+    assert_eq!(human_inputs(root.path()), []);
+}
+
+#[test]
 fn a_cli_whose_ancestor_is_a_bound_launch_is_refused() {
     let root = data_root();
     let mut b = acme_broker(root.path());

@@ -125,7 +125,7 @@ verbs! {
         "The bound runs of the business: role, harness, pid, holding, revoked.";
     Trail => "trail", [Agent, Reader, Human], read,
         "Every record linked to a task, decision, message or role, in write order.";
-    Changes => "changes", [Agent, Reader], read,
+    Changes => "changes", [Agent, Reader, Human], read,
         "Wait for what concerns you after a cursor: pointers to messages, decisions and roles, never their content.";
     BrowserRequest => "browser.request", [Agent], write,
         "Ask the in-app browser pane to perform one action and wait for its result.";
@@ -216,7 +216,7 @@ mod tests {
         let (no, human_only) = (Err(Refusal::NotAuthorized), Err(Refusal::HumanOnly));
         assert_eq!(of(Verb::RoleClaim), [Ok(()), no, no]);
         assert_eq!(of(Verb::LaunchRevoke), [human_only, human_only, Ok(())]);
-        assert_eq!(of(Verb::Changes), [Ok(()), Ok(()), no]);
+        assert_eq!(of(Verb::Changes), [Ok(()), Ok(()), Ok(())]);
         assert_eq!(
             CallerKind::ALL.map(|c| admit(TRUSTED_CALLERS, c)),
             [Ok(()), no, no]

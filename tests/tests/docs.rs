@@ -1,7 +1,8 @@
 //! The user docs say what the code says, and stay a user's docs.
 //!
 //! - `docs/protocol.md`'s tables: every refusal code with its meaning
-//!   (`mosaic_domain::Refusal`) and every socket verb (`mosaic_domain::Verb`);
+//!   (`mosaic_domain::Refusal`), every socket verb (`mosaic_domain::Verb`)
+//!   and who may call it (agent, reader, human: `Verb::callers`);
 //! - `docs/agents.md`'s MCP table: every tool with its arguments (the verbs
 //!   agents may call, each with its argument type's keys, optional ones
 //!   marked `?`);
@@ -113,6 +114,23 @@ fn the_socket_verb_table_lists_exactly_the_verbs() {
     let listed: Vec<String> = rows.iter().flat_map(|row| names(&row[0])).collect();
     let expected: Vec<String> = Verb::ALL.iter().map(|v| v.as_str().to_owned()).collect();
     assert_eq!(listed, expected);
+}
+
+#[test]
+fn the_caller_table_says_who_may_call_each_verb() {
+    let rows = table(&protocol(), "| verb | agent | reader | human |");
+    let mut listed = Vec::new();
+    for row in &rows {
+        let [verb, callers @ ..] = row.as_slice() else {
+            panic!("four cells: {row:?}");
+        };
+        let [verb] = names(verb).try_into().expect("one verb per row");
+        let verb = Verb::parse(&verb).expect("a verb");
+        let served = CallerKind::ALL.map(|kind| if verb.serves(kind) { "yes" } else { "no" });
+        assert_eq!(callers, served, "who may call {verb}");
+        listed.push(verb);
+    }
+    assert_eq!(listed, Verb::ALL);
 }
 
 #[test]

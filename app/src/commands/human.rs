@@ -11,6 +11,7 @@
 //! ([`crate::runtime::human_proof`]). No human name is ever sent: the broker binds
 //! the business's configured human after the proof.
 
+use std::ffi::OsStr;
 use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -18,11 +19,11 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use mosaic_adapters::socket::Client;
+use mosaic_adapters::socket::{broker_wait, Client, CLIENT_TIMEOUT};
 use mosaic_adapters::system::OsEntropy;
 use mosaic_adapters::wire::{self, parse_json};
 use mosaic_domain::{CallerKind, Refusal};
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use crate::runtime::human_proof::{fresh_nonce, NONCE_ENV};
 
@@ -82,41 +83,79 @@ const MAX_INPUT: u64 = 64 * 1024;
 /// Returns only after the re-execution (or when it failed). The binary
 /// refuses a command line without exactly one socket (exit 2) before this.
 pub fn run(socket: &Path, input: impl Read) -> (String, u8) {
-    let Some(nonce) = std::env::var_os(NONCE_ENV) else {
-        // First start: put a fresh nonce into our own environment by
-        // re-executing; `exec` only returns on failure.
-        let proof = fresh_nonce(&mut OsEntropy).and_then(|nonce| {
-            let exe = std::env::current_exe().map_err(|_| Refusal::HumanProofFailed)?;
-            let _ = std::process::Command::new(exe)
-                .arg("human")
-                .arg(socket)
-                .env(NONCE_ENV, nonce)
-                .exec();
-            Err(Refusal::HumanProofFailed)
-        });
-        return match proof {
-            Ok(()) | Err(_) => (wire::err(Refusal::HumanProofFailed), 1),
-        };
-    };
-    let Some(nonce) = nonce.to_str() else {
-        return (wire::err(Refusal::HumanProofFailed), 1);
+    let nonce = match nonce(&[OsStr::new("human"), socket.as_os_str()]) {
+        Ok(nonce) => nonce,
+        Err(refusal) => return (wire::err(refusal), 1),
     };
     let request = match read_request(input) {
-        Ok(request) => request,
+        Ok(Value::Object(request)) => request,
+        Ok(_) => return (wire::err(Refusal::BadRequest), 2),
         Err(refusal) => return (wire::err(refusal), 2),
     };
-    let mut line = json!({"human": {"nonce": nonce}});
-    if let (Value::Object(line), Value::Object(request)) = (&mut line, request) {
-        line.extend(request);
-    }
-    let answer = Client::new(socket, String::new()).call_line(line.to_string().as_bytes());
-    match answer.map(|bytes| parse_json(&bytes)) {
-        Ok(Ok(reply)) => {
+    match send(socket, &nonce, request) {
+        Ok(reply) => {
             let ok = reply.get("ok") == Some(&Value::Bool(true));
             (reply.to_string(), if ok { 0 } else { 1 })
         }
-        Ok(Err(_)) => (wire::err(Refusal::OutcomeUnknown), 1),
         Err(refusal) => (wire::err(refusal), 1),
+    }
+}
+
+/// This process's nonce, for the proof. On the first start there is none:
+/// the binary re-executes itself once with `args` and a fresh nonce in its
+/// own environment (same pid, same start time), and this returns only if
+/// that failed. `human` and `console` both take it from here.
+///
+/// # Errors
+/// `human-proof-failed` when the re-execution failed, or the nonce is not
+/// text.
+pub(crate) fn nonce(args: &[&OsStr]) -> Result<String, Refusal> {
+    let Some(nonce) = std::env::var_os(NONCE_ENV) else {
+        // First start: put a fresh nonce into our own environment by
+        // re-executing; `exec` only returns on failure.
+        let nonce = fresh_nonce(&mut OsEntropy).map_err(|_| Refusal::HumanProofFailed)?;
+        let exe = std::env::current_exe().map_err(|_| Refusal::HumanProofFailed)?;
+        let _ = std::process::Command::new(exe)
+            .args(args)
+            .env(NONCE_ENV, nonce)
+            .exec();
+        return Err(Refusal::HumanProofFailed);
+    };
+    nonce.into_string().map_err(|_| Refusal::HumanProofFailed)
+}
+
+/// Sends one `{business, verb, args?}` request as the human carrying
+/// `nonce`, over a new connection, and returns the broker's answer object
+/// (`ok` or a refusal). A verb that waits at the broker (`changes`) gets
+/// its wait on top of the usual timeout, as every client does.
+///
+/// # Errors
+/// `broker-unavailable` (nothing was sent), `response-too-large`, and
+/// `outcome-unknown` when no readable answer came back.
+pub(crate) fn send(
+    socket: &Path,
+    nonce: &str,
+    request: Map<String, Value>,
+) -> Result<Value, Refusal> {
+    let verb = request
+        .get("verb")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let wait = match request.get("args") {
+        Some(Value::Object(args)) => broker_wait(verb, args),
+        Some(_) | None => broker_wait(verb, &Map::new()),
+    };
+    let mut client = Client::new(socket, String::new());
+    if let Some(wait) = wait {
+        client = client.with_timeout(wait + CLIENT_TIMEOUT);
+    }
+    let mut line = Map::new();
+    line.insert("human".to_owned(), json!({"nonce": nonce}));
+    line.extend(request);
+    let answer = client.call_line(Value::Object(line).to_string().as_bytes())?;
+    match parse_json(&answer) {
+        Ok(reply @ Value::Object(_)) => Ok(reply),
+        Ok(_) | Err(_) => Err(Refusal::OutcomeUnknown),
     }
 }
 

@@ -24,6 +24,7 @@ use args::with_log_env;
 
 mod args;
 pub mod call;
+pub mod console;
 pub mod demo;
 pub mod host;
 pub mod human;
@@ -43,7 +44,7 @@ One broker per data root keeps the evidence of a business (its roles, \
 claims, messages, decisions and authorizations) in a SQLite store, and \
 serves agents on a private Unix socket. A host starts it (`broker`), or \
 `up` starts it with the agents of a configuration file; agents talk to it \
-with `call` or through `mcp`, the human with `human`.";
+with `call` or through `mcp`, the human with `human` or `console`.";
 
 const AFTER_HELP: &str = "\
 Run `mosaic-bus <COMMAND> --help` for a command's arguments, environment,
@@ -97,6 +98,9 @@ pub enum Command {
     /// Send one request as the business's human, proven from /proc.
     #[command(long_about = human::ABOUT, after_help = human::after())]
     Human(human::HumanArgs),
+    /// The human's terminal UI over one business, proven as `human` is.
+    #[command(long_about = console::ABOUT, after_help = console::after())]
+    Console(console::ConsoleArgs),
     /// Play one exchange of the built-in example business on a real store.
     #[command(long_about = demo::ABOUT, after_help = with_log_env(demo::AFTER))]
     Demo(demo::DemoArgs),
@@ -116,7 +120,7 @@ impl Command {
         match name {
             "broker" | "up" | "call" | "human" => Some(Contract::JsonLine),
             "unlock" => Some(Contract::JsonLineOnly),
-            "mcp" | "demo" => Some(Contract::CodeOnStderr),
+            "mcp" | "demo" | "console" => Some(Contract::CodeOnStderr),
             _ => None,
         }
     }
@@ -157,6 +161,7 @@ mod tests {
             | Command::Call(_)
             | Command::Mcp(_)
             | Command::Human(_)
+            | Command::Console(_)
             | Command::Demo(_)
             | Command::Unlock(_)
             | Command::Version

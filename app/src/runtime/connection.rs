@@ -11,7 +11,7 @@ use mosaic_adapters::socket::{Disconnect, Handler, Peer, Standing};
 use mosaic_adapters::wire::browser as browser_wire;
 use mosaic_adapters::wire::{self, Call, Envelope, Presenter};
 use mosaic_domain::bus::Caller;
-use mosaic_domain::{CallerKind, Capability, Refusal, Verb};
+use mosaic_domain::{CallerKind, Capability, EventId, Refusal, Verb};
 use mosaic_ports::StoreReaders;
 use tokio::sync::{oneshot, watch};
 
@@ -19,7 +19,7 @@ use super::browser::BrowserHub;
 use super::browsing::browse;
 use super::changes::{self, Asked};
 use super::launch::{Binding, Registry};
-use super::pipeline::{self, admit, read_now, Admitted, Prover, Who};
+use super::pipeline::{self, admit, read_now, Admitted, Proven, Prover, Who};
 use super::reads::Reads;
 use super::world::Time;
 use super::writer::{ask, Early, Job, ReplyTo};
@@ -188,6 +188,9 @@ async fn answer<S: StoreReaders + Send + 'static>(
             }
         };
     }
+    if let (Ok(Call::Changes { .. }), Who::Human { .. }) = (&admitted.call, &admitted.who) {
+        return human_changes(shared, admitted, gone).await;
+    }
     if let Some((caller, call)) = admitted.read_beside_writer() {
         let (caller, call) = (caller.clone(), call.clone());
         return read_beside_writer(reads, jobs, caller, admitted.verb, call).await;
@@ -243,6 +246,56 @@ async fn answer<S: StoreReaders + Send + 'static>(
             })
             .await
         }
+    }
+}
+
+/// The human's `changes`: proven as every human request is, then waited
+/// on the feed with a reader's audience. A failed proof, an unknown
+/// business or a refusal of the wait goes to the writer, which records it
+/// as it records any human request's.
+async fn human_changes<S: StoreReaders + Send + 'static>(
+    shared: &Shared<S>,
+    admitted: Admitted,
+    gone: Disconnect,
+) -> String {
+    let Admitted { who, verb, call } = admitted;
+    let (since, timeout_ms) = match &call {
+        Ok(Call::Changes { since, timeout_ms }) => (*since, *timeout_ms),
+        Ok(_) | Err(_) => (None, None),
+    };
+    let who = shared.prover.prove(&shared.reads, who).await;
+    let to_writer = |who, call| {
+        ask(&shared.jobs, |reply| Job::Request {
+            who,
+            verb,
+            call,
+            reply,
+            early: None,
+        })
+    };
+    let business = match &who {
+        Proven::Human {
+            business,
+            proof: Ok(()),
+        } if shared.reads.view().is_some_and(|v| v.knows(business)) => business.clone(),
+        Proven::Human { .. } | Proven::Known(_) => {
+            return wire::response(to_writer(who, call).await);
+        }
+    };
+    // A wait records nothing, so it draws no `human.input` id; the
+    // watcher is the business's, whoever the input would have been.
+    let caller = Caller::Human {
+        business,
+        input: EventId::from_random([0; 16]),
+    };
+    let asked = Asked {
+        caller,
+        since,
+        wait: mosaic_domain::changes::wait(timeout_ms),
+    };
+    match changes::page(&shared.reads, &shared.time, asked, gone.disconnected()).await {
+        Ok(page) => wire::ok(wire::changes_json(page.cursor, &page.changes)),
+        Err(refusal) => wire::response(to_writer(who, Err(refusal)).await),
     }
 }
 

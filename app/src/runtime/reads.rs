@@ -85,6 +85,11 @@ impl View {
         Self::of(bus, Arc::new(roles))
     }
 
+    /// Whether `business` is one of the broker's.
+    pub(crate) fn knows(&self, business: &BusinessId) -> bool {
+        self.roles.iter().any(|(b, _)| b == business)
+    }
+
     /// Whether the process `pid` started at `start_time` is a bound launch.
     pub(crate) fn is_launch(&self, pid: u32, start_time: u64) -> bool {
         self.agents

@@ -1,0 +1,500 @@
+//! The console's state machine with exact effects, its link's interactions
+//! (mocked with `mockall`), and its drawing as `insta` snapshots of
+//! ratatui's `TestBackend`.
+
+use mockall::predicate::eq;
+use mosaic_domain::{Refusal, Verb};
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+use serde_json::{json, Value};
+
+use super::render;
+use super::state::{Effect, Key, Notice, Standing, State, View};
+use super::{pump, MockLink};
+
+const ID: &str = "0190a2b4-0000-7000-8000-000000000001";
+const OTHER: &str = "0190a2b4-0000-7000-8000-000000000002";
+/// 2026-01-01T10:00:00Z, and ten minutes later.
+const RAISED_AT: &str = "2026-01-01T10:00:00.000Z";
+const NOW_MS: i64 = 1_767_261_600_000 + 600_000;
+
+fn decision(id: &str, action: &str, blocking: bool) -> Value {
+    json!({
+        "type": "decision", "id": id, "action": action, "target": "fix-42",
+        "question": "Publish the fix?", "options": [
+            {"key": "yes", "text": "publish it"},
+            {"key": "no", "text": "hold it back"}],
+        "recommendation": "yes", "blocking": blocking, "domain": "delivery",
+        "project": null, "task_ref": null, "requirement_ref": null, "supersedes": null,
+        "class": "gated", "route": "human", "holder": null,
+        "raisedBy": {"role": "dev", "run": "dev-1"},
+        "authorization": {"action": action, "target": "fix-42", "approvalChoice": "yes"},
+        "status": "open", "choice": null, "superseded_by": null
+    })
+}
+
+fn raised(id: &str) -> Value {
+    let mut record = decision(id, "release.publish", true);
+    record["kind"] = json!("decision.raised");
+    record["at"] = json!(RAISED_AT);
+    record
+}
+
+/// Every effect the state asks for now.
+fn drain(state: &mut State) -> Vec<Effect> {
+    std::iter::from_fn(|| state.poll_effect()).collect()
+}
+
+fn keys(state: &mut State, keys: &[Key]) {
+    for key in keys {
+        state.handle_key(*key);
+    }
+}
+
+/// A console whose first reads answered: one decision waiting, `dev-1`.
+fn loaded(inbox: Vec<Value>) -> State {
+    let mut state = State::new("acme");
+    assert_eq!(
+        drain(&mut state),
+        [
+            Effect::Send(Verb::Inbox, json!({})),
+            Effect::Send(Verb::Agents, json!({}))
+        ]
+    );
+    state.handle_reply(Verb::Inbox, &json!({}), Ok(Value::Array(inbox)));
+    state.handle_reply(
+        Verb::Agents,
+        &json!({}),
+        Ok(
+            json!([{"role": "dev", "run": "dev-1", "harness": "generic", "pid": 4242,
+                   "holding": true, "revoked": false}]),
+        ),
+    );
+    for effect in drain(&mut state) {
+        let Effect::Send(Verb::Trail, args) = effect else {
+            panic!("only trails after the first inbox: {effect:?}");
+        };
+        let id = args["subject"].as_str().unwrap().to_owned();
+        state.handle_reply(Verb::Trail, &args, Ok(json!([raised(&id)])));
+    }
+    state
+}
+
+/// `]` opened the first decision; its trail read.
+fn opened() -> State {
+    let mut state = loaded(vec![decision(ID, "release.publish", true)]);
+    state.handle_key(Key::Char(']'));
+    assert_eq!(state.view, View::Decision);
+    let effects = drain(&mut state);
+    assert_eq!(effects, [Effect::Send(Verb::Trail, json!({"subject": ID}))]);
+    state.handle_reply(
+        Verb::Trail,
+        &json!({"subject": ID}),
+        Ok(json!([raised(ID)])),
+    );
+    state
+}
+
+#[test]
+fn a_digit_alone_sends_nothing() {
+    let mut state = opened();
+    state.handle_key(Key::Char('1'));
+    assert_eq!(drain(&mut state), []);
+    assert_eq!(state.open.as_ref().unwrap().chosen, Some(0));
+    state.handle_key(Key::Enter);
+    assert_eq!(drain(&mut state), [], "Enter only asks");
+}
+
+#[test]
+fn digit_enter_y_sends_exactly_one_resolve_with_the_key_and_the_note() {
+    let mut state = opened();
+    keys(&mut state, &[Key::Char('2'), Key::Enter]);
+    let super::state::Prompt::Confirm(act) = &state.prompt else {
+        panic!("asks: {:?}", state.prompt);
+    };
+    assert_eq!(
+        act.question(),
+        "Resolve Publish the fix? with no? y/n, e adds a note"
+    );
+    keys(&mut state, &[Key::Char('e')]);
+    keys(
+        &mut state,
+        &"not yet".chars().map(Key::Char).collect::<Vec<_>>(),
+    );
+    keys(&mut state, &[Key::Enter, Key::Char('y')]);
+    assert_eq!(
+        drain(&mut state),
+        [Effect::Send(
+            Verb::DecisionResolve,
+            json!({"id": ID, "choice": "no", "note": "not yet"})
+        )]
+    );
+    // A second y is no second resolve: the question is gone.
+    state.handle_key(Key::Char('y'));
+    assert_eq!(drain(&mut state), []);
+}
+
+#[test]
+fn n_or_esc_cancels_and_sends_nothing() {
+    let mut state = opened();
+    keys(&mut state, &[Key::Char('1'), Key::Enter, Key::Char('n')]);
+    keys(&mut state, &[Key::Enter, Key::Esc]);
+    assert_eq!(drain(&mut state), []);
+    assert_eq!(state.status, "cancelled: nothing was sent");
+}
+
+#[test]
+fn nothing_resolves_from_the_inbox_view() {
+    let mut state = loaded(vec![decision(ID, "release.publish", true)]);
+    keys(
+        &mut state,
+        &[
+            Key::Char('1'),
+            Key::Char('y'),
+            Key::Char('s'),
+            Key::Char('w'),
+        ],
+    );
+    assert_eq!(state.view, View::Inbox);
+    assert_eq!(drain(&mut state), []);
+    // Enter opens it; only then do digits count.
+    state.handle_key(Key::Enter);
+    assert_eq!(state.view, View::Decision);
+}
+
+#[test]
+fn a_decision_closed_while_on_screen_is_no_longer_waiting_and_cannot_be_resolved() {
+    let mut state = opened();
+    state.handle_key(Key::Char('1'));
+    state.handle_change(&json!({"cursor": 9, "changes": [
+        {"seq": 9, "kind": "decision.withdrawn", "decision": ID}]}));
+    assert_eq!(state.open.as_ref().unwrap().standing, Standing::Gone);
+    let refreshed = drain(&mut state);
+    assert!(refreshed
+        .iter()
+        .all(|e| matches!(e, Effect::Send(Verb::Inbox | Verb::Agents | Verb::Trail, _))));
+    keys(&mut state, &[Key::Enter, Key::Char('y'), Key::Char('s')]);
+    assert_eq!(drain(&mut state), []);
+    assert_eq!(state.status, "no longer waiting: its keys are disabled");
+}
+
+#[test]
+fn a_decision_gone_from_the_inbox_goes_stale_even_while_asked() {
+    let mut state = opened();
+    keys(&mut state, &[Key::Char('1'), Key::Enter]);
+    state.handle_reply(Verb::Inbox, &json!({}), Ok(json!([])));
+    state.handle_key(Key::Char('y'));
+    assert_eq!(drain(&mut state), []);
+    assert_eq!(state.status, "no longer waiting: nothing was sent");
+}
+
+#[test]
+fn outcome_unknown_opens_the_trail_and_nothing_is_resent() {
+    let mut state = opened();
+    keys(&mut state, &[Key::Char('1'), Key::Enter, Key::Char('y')]);
+    let effects: [Effect; 1] = drain(&mut state).try_into().expect("one effect");
+    let [Effect::Send(verb, args)] = effects else {
+        panic!("one send");
+    };
+    state.handle_reply(verb, &args, Err(Refusal::OutcomeUnknown));
+    assert_eq!(state.view, View::Trail);
+    assert_eq!(state.open.as_ref().unwrap().standing, Standing::Unknown);
+    assert_eq!(
+        drain(&mut state),
+        [Effect::Send(Verb::Trail, json!({"subject": ID}))]
+    );
+    assert!(
+        state.status.starts_with("outcome-unknown: "),
+        "{}",
+        state.status
+    );
+}
+
+#[test]
+fn a_refusal_shows_its_code_and_one_sentence() {
+    let mut state = opened();
+    state.handle_reply(
+        Verb::DecisionResolve,
+        &json!({"id": ID, "choice": "yes"}),
+        Err(Refusal::DecisionClosed),
+    );
+    assert_eq!(
+        state.status,
+        format!("decision-closed: {}", Refusal::DecisionClosed.meaning())
+    );
+}
+
+#[test]
+fn a_new_decision_rings_the_bell_and_notifies_once_and_the_first_load_does_not() {
+    let mut state = loaded(vec![decision(ID, "release.publish", true)]);
+    state.handle_change(&json!({"cursor": 3, "changes": [
+        {"seq": 3, "kind": "decision.raised", "decision": OTHER}]}));
+    assert_eq!(
+        drain(&mut state),
+        [
+            Effect::Send(Verb::Inbox, json!({})),
+            Effect::Send(Verb::Agents, json!({}))
+        ]
+    );
+    let inbox = json!([
+        decision(ID, "release.publish", true),
+        decision(OTHER, "repo.merge", false)
+    ]);
+    state.handle_reply(Verb::Inbox, &json!({}), Ok(inbox.clone()));
+    assert_eq!(
+        drain(&mut state),
+        [
+            Effect::Send(Verb::Trail, json!({"subject": OTHER})),
+            Effect::Bell,
+            Effect::Notify(Notice {
+                decision: OTHER.to_owned(),
+                action: "repo.merge".to_owned(),
+                target: "fix-42".to_owned(),
+                raiser: "dev/dev-1".to_owned(),
+            })
+        ]
+    );
+    state.handle_reply(Verb::Inbox, &json!({}), Ok(inbox));
+    assert_eq!(drain(&mut state), [], "no second bell");
+}
+
+#[test]
+fn bracket_opens_the_oldest_blocking_decision_first() {
+    let mut state = loaded(vec![
+        decision(OTHER, "repo.merge", false),
+        decision(ID, "release.publish", true),
+    ]);
+    state.handle_key(Key::Char(']'));
+    assert_eq!(state.open.as_ref().unwrap().decision.id(), ID);
+    drain(&mut state);
+    state.handle_key(Key::Char(']'));
+    assert_eq!(state.open.as_ref().unwrap().decision.id(), OTHER);
+}
+
+#[test]
+fn the_other_acts_each_ask_first() {
+    let mut state = opened();
+    keys(&mut state, &[Key::Char('s')]);
+    assert_eq!(drain(&mut state), []);
+    keys(&mut state, &[Key::Char('y')]);
+    assert_eq!(
+        drain(&mut state),
+        [Effect::Send(Verb::DecisionSeen, json!({"id": ID}))]
+    );
+    keys(&mut state, &[Key::Char('w'), Key::Char('y')]);
+    assert_eq!(
+        drain(&mut state),
+        [Effect::Send(Verb::DecisionWithdraw, json!({"id": ID}))]
+    );
+    keys(&mut state, &[Key::Char('m')]);
+    keys(&mut state, &"qa".chars().map(Key::Char).collect::<Vec<_>>());
+    keys(
+        &mut state,
+        &[Key::Enter, Key::Char('h'), Key::Char('i'), Key::Enter],
+    );
+    assert_eq!(drain(&mut state), []);
+    keys(&mut state, &[Key::Char('y')]);
+    assert_eq!(
+        drain(&mut state),
+        [Effect::Send(
+            Verb::MessageSend,
+            json!({"to": "qa", "body": "hi"})
+        )]
+    );
+    keys(&mut state, &[Key::Char('L'), Key::Char('y')]);
+    assert_eq!(
+        drain(&mut state),
+        [Effect::Send(Verb::LaunchRevoke, json!({}))]
+    );
+    state.handle_reply(Verb::LaunchRevoke, &json!({}), Ok(json!({})));
+    keys(&mut state, &[Key::Char('L'), Key::Char('y')]);
+    assert_eq!(
+        drain(&mut state),
+        [Effect::Send(Verb::LaunchRestore, json!({}))]
+    );
+}
+
+#[test]
+fn q_quits_and_help_comes_from_the_key_map() {
+    let mut state = loaded(Vec::new());
+    state.handle_key(Key::Char('?'));
+    assert!(state.help);
+    state.handle_key(Key::Char('x'));
+    assert!(!state.help);
+    state.handle_key(Key::Char('q'));
+    assert_eq!(drain(&mut state), [Effect::Quit]);
+    let help = super::after();
+    for (key, what) in super::state::KEYS {
+        assert!(help.contains(&format!("{key:<9} {what}")), "{key}");
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The link's interactions, mocked.
+
+/// The inbox and agents a mock answers with, and trails.
+fn answering(link: &mut MockLink, inbox: Value) {
+    link.expect_call()
+        .with(eq(Verb::Inbox), eq(json!({})))
+        .returning(move |_, _| Ok(inbox.clone()));
+    link.expect_call()
+        .with(eq(Verb::Agents), eq(json!({})))
+        .returning(|_, _| Ok(json!([])));
+    link.expect_call()
+        .withf(|verb, _| *verb == Verb::Trail)
+        .returning(|_, args| Ok(json!([raised(args["subject"].as_str().unwrap())])));
+}
+
+#[test]
+fn one_resolve_goes_over_the_link_exactly_once() {
+    let mut link = MockLink::new();
+    answering(&mut link, json!([decision(ID, "release.publish", true)]));
+    link.expect_call()
+        .with(
+            eq(Verb::DecisionResolve),
+            eq(json!({"id": ID, "choice": "yes"})),
+        )
+        .times(1)
+        .returning(|_, _| Ok(json!({"choice": "yes", "status": "resolved"})));
+    let mut state = State::new("acme");
+    let mut other = Vec::new();
+    pump(&mut state, &link, &mut |e| other.push(e));
+    for key in [Key::Char(']'), Key::Char('1'), Key::Enter, Key::Char('y')] {
+        state.handle_key(key);
+        pump(&mut state, &link, &mut |e| other.push(e));
+    }
+    assert_eq!(state.status, "resolved with yes");
+    assert_eq!(state.open.as_ref().unwrap().standing, Standing::Gone);
+    // Again: the decision's keys are off; the mock allows one resolve.
+    for key in [Key::Char('1'), Key::Enter, Key::Char('y')] {
+        state.handle_key(key);
+        pump(&mut state, &link, &mut |e| other.push(e));
+    }
+    assert_eq!(other, []);
+    link.checkpoint();
+}
+
+#[test]
+fn nothing_is_sent_after_outcome_unknown() {
+    let mut link = MockLink::new();
+    answering(&mut link, json!([decision(ID, "release.publish", true)]));
+    link.expect_call()
+        .withf(|verb, _| *verb == Verb::DecisionResolve)
+        .times(1)
+        .returning(|_, _| Err(Refusal::OutcomeUnknown));
+    let mut state = State::new("acme");
+    pump(&mut state, &link, &mut |_| {});
+    for key in [Key::Char(']'), Key::Char('1'), Key::Enter, Key::Char('y')] {
+        state.handle_key(key);
+        pump(&mut state, &link, &mut |_| {});
+    }
+    // Every key again: the decision's keys are off, nothing goes out.
+    for key in [
+        Key::Esc,
+        Key::Char(']'),
+        Key::Char('1'),
+        Key::Enter,
+        Key::Char('y'),
+    ] {
+        state.handle_key(key);
+        pump(&mut state, &link, &mut |_| {});
+    }
+    assert_eq!(state.open.as_ref().unwrap().standing, Standing::Unknown);
+}
+
+#[test]
+fn no_send_on_a_stale_decision() {
+    let mut link = MockLink::new();
+    answering(&mut link, json!([decision(ID, "release.publish", true)]));
+    link.expect_call()
+        .withf(|verb, _| *verb == Verb::DecisionResolve)
+        .never();
+    let mut state = State::new("acme");
+    pump(&mut state, &link, &mut |_| {});
+    for key in [Key::Char(']'), Key::Char('1'), Key::Enter] {
+        state.handle_key(key);
+        pump(&mut state, &link, &mut |_| {});
+    }
+    state.handle_change(&json!({"cursor": 5, "changes": [
+        {"seq": 5, "kind": "decision.resolved", "decision": ID}]}));
+    pump(&mut state, &link, &mut |_| {});
+    state.handle_key(Key::Char('y'));
+    pump(&mut state, &link, &mut |_| {});
+    assert_eq!(state.status, "no longer waiting: nothing was sent");
+}
+
+// ---------------------------------------------------------------------------
+// Drawing.
+
+/// The screen as text, one line per row.
+fn screen(state: &State, width: u16, height: u16) -> String {
+    let mut terminal = Terminal::new(TestBackend::new(width, height)).expect("a terminal");
+    terminal
+        .draw(|frame| render::draw(frame, state, NOW_MS))
+        .expect("draws");
+    let buffer = terminal.backend().buffer();
+    (0..height)
+        .map(|y| {
+            (0..width)
+                .map(|x| buffer[(x, y)].symbol())
+                .collect::<String>()
+                .trim_end()
+                .to_owned()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Snapshots `state` at 80×24 and 120×40, ids and times filtered out.
+fn snapshots(name: &str, state: &State) {
+    insta::with_settings!({filters => vec![
+        (r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "[id]"),
+        (r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z", "[time]"),
+        (r"\b\d+[smhd]\b", "[age]"),
+    ]}, {
+        insta::assert_snapshot!(format!("{name}_80x24"), screen(state, 80, 24));
+        insta::assert_snapshot!(format!("{name}_120x40"), screen(state, 120, 40));
+    });
+}
+
+#[test]
+fn the_inbox_draws() {
+    let mut state = loaded(vec![
+        decision(ID, "release.publish", true),
+        decision(OTHER, "repo.merge", false),
+    ]);
+    state.handle_reply(
+        Verb::Inbox,
+        &json!({}),
+        Ok(json!([decision(ID, "release.publish", true),
+                  {"type": "message", "id": OTHER, "from": "qa", "class": "INFO",
+                   "body": "tests are green"}])),
+    );
+    snapshots("inbox", &state);
+}
+
+#[test]
+fn a_decision_draws_with_its_authorization_and_asks() {
+    let mut state = opened();
+    keys(&mut state, &[Key::Char('1'), Key::Enter]);
+    snapshots("decision_asking", &state);
+}
+
+#[test]
+fn a_stale_decision_draws_as_no_longer_waiting() {
+    let mut state = opened();
+    state.handle_change(&json!({"cursor": 9, "changes": [
+        {"seq": 9, "kind": "decision.resolved", "decision": ID}]}));
+    drain(&mut state);
+    snapshots("decision_stale", &state);
+}
+
+#[test]
+fn the_agents_and_the_help_draw() {
+    let mut state = loaded(vec![decision(ID, "release.publish", true)]);
+    keys(&mut state, &[Key::Tab]);
+    assert_eq!(state.view, View::Agents);
+    snapshots("agents", &state);
+    state.handle_key(Key::Char('?'));
+    snapshots("help", &state);
+}

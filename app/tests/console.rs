@@ -1,0 +1,279 @@
+//! `mosaic-bus console` end to end in a real terminal: a real broker (the
+//! built binary, booted over its host channel), real processes bound as
+//! launches, and the console in a private tmux server (its own `-L` name
+//! and `TMUX_TMPDIR`, no `TMUX` inherited), driven with `send-keys` and
+//! read with `capture-pane`. Every wait is a deadline on what the screen
+//! or a process shows; nothing sleeps.
+
+#[path = "support/mod.rs"]
+mod support;
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use mosaic_adapters::procfs::ProcFs;
+use mosaic_ports::ProcessTable;
+use serde_json::{json, Value};
+
+use support::{acme, acme_launches, config, data_root, Broker, BIN, WAIT};
+
+/// A private tmux server running one session, `console`.
+struct Tmux {
+    name: String,
+    dir: tempfile::TempDir,
+}
+
+impl Tmux {
+    /// A detached session of `width`×`height` running `command`, started
+    /// with an empty environment but `PATH` and `TERM`: the tmux server
+    /// detaches, so the test process is not among the console's ancestors.
+    fn start(command: &str, width: u16, height: u16) -> Tmux {
+        let dir = tempfile::tempdir().expect("a tmux folder");
+        let tmux = Tmux {
+            name: format!("mosaic-console-{}", std::process::id()),
+            dir,
+        };
+        let started = tmux
+            .command()
+            .args(["new-session", "-d", "-s", "console", "-x"])
+            .arg(width.to_string())
+            .arg("-y")
+            .arg(height.to_string())
+            .arg(command)
+            .status()
+            .expect("tmux");
+        assert!(started.success(), "tmux new-session: {started}");
+        tmux
+    }
+
+    fn command(&self) -> Command {
+        let mut command = Command::new("tmux");
+        command
+            .arg("-L")
+            .arg(&self.name)
+            .arg("-f")
+            .arg("/dev/null")
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("TERM", "xterm-256color")
+            .env("TMUX_TMPDIR", self.dir.path())
+            .stdin(Stdio::null());
+        command
+    }
+
+    /// `send-keys` of tmux key names (`Enter`, `]`, `y`).
+    fn keys(&self, keys: &[&str]) {
+        let sent = self
+            .command()
+            .args(["send-keys", "-t", "console"])
+            .args(keys)
+            .status()
+            .expect("tmux send-keys");
+        assert!(sent.success(), "send-keys {keys:?}");
+    }
+
+    /// The screen's text, or `None` once the session is gone.
+    fn screen(&self) -> Option<String> {
+        let Output { status, stdout, .. } = self
+            .command()
+            .args(["capture-pane", "-p", "-t", "console"])
+            .output()
+            .expect("tmux capture-pane");
+        status
+            .success()
+            .then(|| String::from_utf8_lossy(&stdout).into_owned())
+    }
+
+    /// Reads the screen until it shows `text`, within `within`.
+    #[track_caller]
+    fn wait_for(&self, text: &str, within: Duration) -> String {
+        let deadline = Instant::now() + within;
+        loop {
+            let screen = self.screen().unwrap_or_default();
+            if screen.contains(text) {
+                return screen;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{text:?} not on screen within {within:?}:\n{screen}"
+            );
+        }
+    }
+
+    /// Reads the screen until the session has ended, within [`WAIT`].
+    #[track_caller]
+    fn wait_gone(&self) {
+        let deadline = Instant::now() + WAIT;
+        while let Some(screen) = self.screen() {
+            assert!(Instant::now() < deadline, "still running:\n{screen}");
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.command().arg("kill-server").status();
+    }
+}
+
+fn acme_broker(root: &Path) -> Broker {
+    Broker::boot(root, &config(root, &[acme()], &acme_launches(), &["acme"]))
+}
+
+fn console_command(socket: &Path) -> String {
+    format!(
+        "{BIN} console --socket {} --business acme",
+        socket.display()
+    )
+}
+
+#[test]
+fn a_gated_decision_appears_within_a_second_and_the_keys_resolve_it() {
+    let root = data_root();
+    let b = acme_broker(root.path());
+    let ops = b.agent("ops-1");
+    ops.claim();
+    let notified = root.path().join("notified.env");
+    let command = format!(
+        "{} --notify 'env >>{}'",
+        console_command(&b.socket),
+        notified.display()
+    );
+    let tmux = Tmux::start(&command, 120, 40);
+    tmux.wait_for("Nothing is waiting on you", WAIT);
+
+    // ops' gated send to qa goes to the human.
+    let d = ops.raise("message.send", Some("qa"), json!({}));
+    assert_eq!(
+        (&d["class"], &d["route"]),
+        (&json!("gated"), &json!("human"))
+    );
+    tmux.wait_for("ops/ops-1 asks message.send on qa", Duration::from_secs(1));
+
+    // --notify ran once, with the four variables and no other of ours.
+    let id = d["id"].as_str().expect("an id");
+    let deadline = Instant::now() + WAIT;
+    let env = loop {
+        let env = std::fs::read_to_string(&notified).unwrap_or_default();
+        if env.ends_with('\n') && env.contains("MOSAIC_RAISER=") {
+            break env;
+        }
+        assert!(Instant::now() < deadline, "--notify did not run: {env:?}");
+    };
+    let mut ours: Vec<&str> = env.lines().filter(|l| l.starts_with("MOSAIC_")).collect();
+    ours.sort_unstable();
+    let expected = [
+        "MOSAIC_ACTION=message.send".to_owned(),
+        format!("MOSAIC_DECISION_ID={id}"),
+        "MOSAIC_RAISER=ops/ops-1".to_owned(),
+        "MOSAIC_TARGET=qa".to_owned(),
+    ];
+    assert_eq!(ours, expected, "{env}");
+
+    // The raiser waits on its changes for the answer.
+    let cursor = ops.ok("changes", json!({}))["cursor"].clone();
+    let waiter = b.agent("ops-1");
+    let (done, answered) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(waiter.call("changes", json!({"since": cursor, "timeoutMs": 60_000})));
+    });
+
+    tmux.keys(&["]"]);
+    tmux.wait_for("Question: ", WAIT);
+    tmux.wait_for("grants one use of message.send on qa to ops/ops-1", WAIT);
+    tmux.keys(&["1"]);
+    tmux.wait_for("selected yes", WAIT);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("with yes? y/n, e adds a note", WAIT);
+    tmux.keys(&["y"]);
+    tmux.wait_for("resolved with yes", WAIT);
+    tmux.wait_for("the human resolved it with yes", WAIT);
+
+    let page = answered
+        .recv_timeout(WAIT)
+        .expect("the raiser's changes answers")
+        .expect("ok");
+    let changes = page["changes"].as_array().expect("changes");
+    assert!(
+        changes
+            .iter()
+            .any(|c| c["kind"] == "decision.resolved" && c["decision"] == d["id"]),
+        "{page}"
+    );
+    let trail = b.reader(0).trail(d["id"].as_str().expect("an id"));
+    let kinds: Vec<&Value> = trail.iter().map(|r| &r["kind"]).collect();
+    assert_eq!(
+        kinds,
+        ["decision.raised", "human.input", "decision.resolved"]
+    );
+    assert_eq!(
+        (&trail[2]["by"], &trail[2]["choice"]),
+        (&json!("human"), &json!("yes"))
+    );
+    tmux.keys(&["q"]);
+    tmux.wait_gone();
+    b.close();
+}
+
+#[test]
+fn a_console_inside_a_launched_agents_ancestry_does_not_open() {
+    let root = data_root();
+    let mut b = acme_broker(root.path());
+    // A shell that waits for one line, then runs the console as its child.
+    let script = r#"read _; "$0" console --socket "$1" --business acme; exit $?"#;
+    let mut shell = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .arg(BIN)
+        .arg(&b.socket)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("sh");
+    let pid = shell.id();
+    let start_time = ProcFs::new().process(pid).expect("the shell").start_time;
+    b.bind_ok(&json!({"business": "acme", "role": "dev", "run": "dev-8",
+                      "harness": "pi", "pid": pid, "startTime": start_time}));
+    shell
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(b"go\n")
+        .expect("go");
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(shell.wait_with_output());
+    });
+    let output = finished
+        .recv_timeout(WAIT)
+        .expect("the console exits")
+        .expect("wait");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.starts_with("human-proof-failed: the broker could not prove"),
+        "{stdout:?}"
+    );
+    assert_eq!(stdout.lines().count(), 1, "{stdout:?}");
+    let stderr = b.close();
+    let line = format!("reason=\"ancestor {pid} is a bound launch\"\n");
+    assert!(stderr.contains(&line), "{line:?} in {stderr}");
+}
+
+#[test]
+fn help_exits_0_and_shows_the_keys() {
+    let output = Command::new(BIN)
+        .args(["console", "--help"])
+        .output()
+        .expect("help");
+    assert_eq!(output.status.code(), Some(0));
+    let help = String::from_utf8_lossy(&output.stdout);
+    for key in ["j / Down", "Enter", "Esc", "]", "1-9", "?", "q", "--notify"] {
+        assert!(help.contains(key), "{key} in {help}");
+    }
+}
