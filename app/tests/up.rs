@@ -230,6 +230,30 @@ fn the_example_agents_exchange_a_decision_and_a_message_then_up_exits() {
         // bwrap is installed wherever these tests run (CI installs it), so
         // the example's default, `auto`, sandboxes every agent.
         assert_eq!(agents[i]["sandboxed"], true, "{summary}");
+        // Which it is depends on the kernel's Landlock: app/tests/sandbox.rs
+        // checks each against what the agent can reach.
+        assert!(
+            ["closed", "open"].contains(&agents[i]["abstractSockets"].as_str().unwrap_or("")),
+            "{summary}"
+        );
+        let mut keys: Vec<&str> = agents[i]
+            .as_object()
+            .expect("an agent")
+            .keys()
+            .map(String::as_str)
+            .collect();
+        keys.sort_unstable();
+        assert_eq!(
+            keys,
+            [
+                "abstractSockets",
+                "harness",
+                "pid",
+                "role",
+                "run",
+                "sandboxed"
+            ]
+        );
     }
     assert!(
         !has_capability_shape(&rest) && !has_capability_shape(&summary.to_string()),

@@ -39,7 +39,10 @@
 //! folder) before the first launch. In a sandbox, step 2 below spawns
 //! bwrap, which runs `mosaic-bus sandbox-exec` and then the command, and
 //! steps 3 and 4 bind bwrap's pid and start time: see [`sandbox`] for why
-//! that pid is the one to bind.
+//! that pid is the one to bind. Whether the kernel has Landlock's scopes is
+//! checked once too: where it does not, the sandboxed agents with
+//! `"network": "host"` can reach abstract Unix sockets outside, which their
+//! `abstractSockets` on the first line and one warning say.
 //!
 //! # One launch, in order
 //!
@@ -112,10 +115,11 @@
 //! (`unsafe-path`) otherwise.
 //!
 //! On stdout, exactly one line: `{"ok":true,"business","dataRoot","socket",
-//! "readerCap","agents":[{role,run,harness,pid,sandboxed}]}` (never a capability), or
-//! on a startup failure `{"ok":false,"error":CODE}` (plus `"role"` when one
-//! agent's launch failed) with exit 2. An agent that exits non-zero on its
-//! own is reported on stderr and makes the exit code 1. SIGINT or SIGTERM
+//! "readerCap","agents":[{role,run,harness,pid,sandboxed,abstractSockets}]}`
+//! (never a capability), or on a startup failure
+//! `{"ok":false,"error":CODE}` (plus `"role"` when one agent's launch
+//! failed) with exit 2. An agent that exits non-zero on its own is
+//! reported on stderr and makes the exit code 1. SIGINT or SIGTERM
 //! (a terminal's Ctrl-C reaches `up` alone, the agents being in groups of
 //! their own) sends SIGTERM to the process groups of the agents still
 //! running, waits for them (5 s, or until a second signal, then SIGKILL)
@@ -158,7 +162,7 @@ use launch::{
     agent_env, cap_memfd, child_path, fill_and_seal, find_program, kill_sandbox, run_id,
     signal_group, spawn_inheriting,
 };
-use sandbox::{Bwrap, Places};
+use sandbox::{AbstractSockets, Bwrap, Places};
 pub use sandbox::{SandboxExecArgs, SANDBOX_HOME, SANDBOX_UID};
 use secrets::Secrets;
 
@@ -201,9 +205,11 @@ its capability (never an environment value); it must read one line, \
 \"ready\", on stdin before its first call.
 
 Stdout gets exactly one line: {\"ok\":true, business, dataRoot, socket, \
-readerCap, browser?, agents:[{role, run, harness, pid, sandboxed}]}, never a \
-capability. The human's reader capability (reader.cap) and, with --browser, \
-the UI token (ui.token) are written to the secrets folder (mode 0600) and \
+readerCap, browser?, agents:[{role, run, harness, pid, sandboxed, \
+abstractSockets}]}, never a capability; abstractSockets is closed when the \
+agent cannot reach abstract Unix sockets outside its sandbox (network none, \
+or a Landlock scope), open otherwise. The human's reader capability \
+(reader.cap) and, with --browser, the UI token (ui.token) are written to the secrets folder (mode 0600) and \
 removed on close. The agents' output is theirs: it goes where this \
 process's stdout and stderr go.";
 
@@ -408,6 +414,7 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
     let secrets = Secrets::open(options.secrets_dir, &data_root)?;
     let sandbox = bwrap.map(|bwrap| Sandbox {
         bwrap,
+        landlock: sandbox::landlock_scopes(),
         places: Places {
             exe,
             socket: booted.socket.clone(),
@@ -417,6 +424,24 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
             config_file: config.file.clone(),
         },
     });
+    if let Some(sandbox) = sandbox.as_ref().filter(|s| !s.landlock) {
+        let open = config
+            .agents
+            .iter()
+            .filter(|spec| {
+                AbstractSockets::of(true, spec.network, sandbox.landlock) == AbstractSockets::Open
+            })
+            .count();
+        if open > 0 {
+            tracing::warn!(
+                agents = open,
+                "this kernel has no Landlock scopes (Linux 6.12 or later has them), so the \
+                 sandboxed agents with \"network\": \"host\" can reach abstract Unix sockets \
+                 outside their sandbox, a desktop session's say (\"abstractSockets\": \"open\" \
+                 on the first line); \"network\": \"none\" closes them"
+            );
+        }
+    }
     // Every agent's paths are checked before the first launches, so a
     // refused path starts nobody.
     let binds = config
@@ -469,6 +494,8 @@ struct Agent {
     harness: Harness,
     /// Whether it runs in a sandbox (then `child` is its bwrap).
     sandboxed: bool,
+    /// Whether abstract Unix sockets outside are in its reach.
+    abstract_sockets: AbstractSockets,
     child: Child,
     stdin: Option<ChildStdin>,
     exited: bool,
@@ -505,6 +532,9 @@ struct Session {
 #[derive(Debug)]
 struct Sandbox {
     bwrap: Bwrap,
+    /// Whether the kernel has Landlock's scopes, which `sandbox-exec` then
+    /// applies (`--landlock`).
+    landlock: bool,
     places: Places,
 }
 
@@ -549,6 +579,7 @@ impl Session {
         let run = run_id(&spec.role).map_err(|r| Failure::of(&spec.role, r))?;
         let memfd = cap_memfd().map_err(failed)?;
         let fd = memfd.as_raw_fd().to_string();
+        let landlock = self.sandbox.as_ref().is_some_and(|s| s.landlock);
         let (mut command, sandboxed) = match (&self.sandbox, binds) {
             (Some(sandbox), Some(binds)) => {
                 let program = find_program(&spec.program, path).ok_or_else(|| {
@@ -564,7 +595,9 @@ impl Session {
                 command
                     .args(sandbox::bwrap_args(spec, &sandbox.places, binds))
                     .arg(&sandbox.places.exe)
-                    .args([sandbox::EXEC_SUBCOMMAND, "--keep-fd", &fd, "--"])
+                    .args([sandbox::EXEC_SUBCOMMAND, "--keep-fd", &fd])
+                    .args(sandbox.landlock.then_some("--landlock"))
+                    .arg("--")
                     .arg(program)
                     .args(&spec.args)
                     // bwrap's own; the agent's is its `--chdir`.
@@ -598,6 +631,7 @@ impl Session {
             run: run.clone(),
             harness: spec.harness,
             sandboxed,
+            abstract_sockets: AbstractSockets::of(sandboxed, spec.network, landlock),
             stdin: child.stdin.take(),
             child,
             exited: false,
@@ -645,6 +679,7 @@ impl Session {
                 "harness": a.harness.as_str(),
                 "pid": a.child.id(),
                 "sandboxed": a.sandboxed,
+                "abstractSockets": a.abstract_sockets.as_str(),
             })).collect::<Vec<_>>(),
         })
     }

@@ -20,7 +20,8 @@
 //!   sandbox's own processes: no other agent's `/proc/<pid>/fd` or
 //!   `environ`, no `up`'s) and a minimal `/dev`;
 //! - empty tmpfs over `/tmp`, `/run`, `/home`, the human's `HOME`, the data
-//!   root and the secrets folder: no `bus.sqlite`, no `writer.lock`, no
+//!   root and the secrets folder (unless one of the others hides it, so no
+//!   mount point shows even its name): no `bus.sqlite`, no `writer.lock`, no
 //!   `reader.cap`, no tmux or session-bus socket, no shell start-up file of
 //!   the human's;
 //! - this executable bound read-only at its own path (the agents call
@@ -34,9 +35,16 @@
 //!
 //! bwrap sets `no_new_privs` itself; `sandbox-exec` adds a seccomp
 //! filter ([`seccomp_filters`]: no `ptrace`, `process_vm_*`, `TIOCSTI`,
-//! `TIOCLINUX`, `io_uring_*`, `unshare`, `setns` or namespace `clone`). [`check_paths`] refuses (`unsafe-path`)
-//! a bound path that lies in the data root or the secrets folder, or holds
-//! either: the tmpfs hides them only where they are not bound again.
+//! `TIOCLINUX`, `io_uring_*`, `unshare`, `setns` or namespace `clone`)
+//! and, where the kernel has them (Landlock ABI 6, Linux 6.12), Landlock's
+//! scopes ([`restrict_scopes`]): no `connect` to an abstract Unix socket
+//! and no signal outside the sandbox. Abstract sockets are named in the
+//! network namespace, not in the files, so with `"network": "host"` and no
+//! Landlock the host's stay in reach ([`AbstractSockets`]).
+//!
+//! [`check_paths`] refuses (`unsafe-path`) a bound path that lies in the
+//! data root or the secrets folder, or holds either: the tmpfs hides them
+//! only where they are not bound again.
 //!
 //! # Descriptors
 //!
@@ -264,8 +272,16 @@ pub(super) fn bwrap_args(
             .as_deref()
             .filter(|h| h.is_absolute() && *h != Path::new("/")),
     );
-    empty.extend([places.data_root.as_path(), places.secrets.as_path()]);
-    for path in empty {
+    // The secrets folder gets a tmpfs of its own only where none of these
+    // hides it already (the default one, under `/tmp`, say): a mount point
+    // would show its name. Nothing bound later shows it again, since
+    // `check_paths` refuses a bound path that holds it.
+    let secrets_hidden = beneath_any(&places.secrets, &empty);
+    empty.push(places.data_root.as_path());
+    if !secrets_hidden {
+        empty.push(places.secrets.as_path());
+    }
+    for path in &empty {
         push(&["--tmpfs".as_ref(), path.as_os_str()]);
     }
     push(&[
@@ -291,8 +307,9 @@ pub(super) fn bwrap_args(
     ]);
     // The tmpfs over the data root and the secrets folder stay empty: an
     // agent cannot even leave files where the broker's would be.
-    for hidden in [&places.data_root, &places.secrets] {
-        push(&["--remount-ro".as_ref(), hidden.as_os_str()]);
+    push(&["--remount-ro".as_ref(), places.data_root.as_os_str()]);
+    if !secrets_hidden {
+        push(&["--remount-ro".as_ref(), places.secrets.as_os_str()]);
     }
     push(&["--dir".as_ref(), SANDBOX_HOME.as_ref()]);
     let workdir = binds
@@ -304,6 +321,83 @@ pub(super) fn bwrap_args(
     args
 }
 
+/// Whether the abstract Unix sockets outside an agent's sandbox (a desktop
+/// session's, say: they are named in the network namespace, not in the
+/// files) are out of its reach; `abstractSockets` in `up`'s first line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum AbstractSockets {
+    /// Out of reach: a network namespace of its own, or a Landlock scope.
+    Closed,
+    /// In reach: no sandbox, or the host's network without Landlock's
+    /// scopes.
+    Open,
+}
+
+impl AbstractSockets {
+    /// For an agent, sandboxed or not, with `network`, on a kernel that has
+    /// Landlock's scopes (`scopes`, [`landlock_scopes`]) or not.
+    pub(super) fn of(sandboxed: bool, network: Network, scopes: bool) -> Self {
+        match (sandboxed, network) {
+            (false, _) => AbstractSockets::Open,
+            (true, Network::None) => AbstractSockets::Closed,
+            (true, Network::Host) if scopes => AbstractSockets::Closed,
+            (true, Network::Host) => AbstractSockets::Open,
+        }
+    }
+
+    /// Its name on the first line.
+    pub(super) fn as_str(self) -> &'static str {
+        match self {
+            AbstractSockets::Closed => "closed",
+            AbstractSockets::Open => "open",
+        }
+    }
+}
+
+/// The Landlock scopes `sandbox-exec --landlock` applies: no `connect` to
+/// an abstract Unix socket, and no signal, to a process outside the
+/// sandbox's Landlock domain. ABI 6 (Linux 6.12) has both.
+fn scopes() -> landlock::BitFlags<landlock::Scope> {
+    landlock::Scope::AbstractUnixSocket | landlock::Scope::Signal
+}
+
+/// Whether this kernel has the Landlock scopes [`scopes`] names. `up`
+/// asks once, and then tells `sandbox-exec` to apply them (`--landlock`),
+/// which refuses to start the agent when it cannot: an agent never starts
+/// with less than `up`'s first line says.
+pub(super) fn landlock_scopes() -> bool {
+    use landlock::{CompatLevel, Compatible, Ruleset, RulesetAttr};
+    Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .scope(scopes())
+        .is_ok()
+}
+
+/// Restricts this process, and so the agent it executes and everything
+/// the agent starts, with the scopes [`scopes`] names, all of them or none
+/// (an error).
+fn restrict_scopes() -> Result<(), landlock::RulesetError> {
+    use landlock::{CompatLevel, Compatible, Ruleset, RulesetAttr};
+    Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .scope(scopes())?
+        .create()?
+        .restrict_self()
+        .map(drop)
+}
+
+/// Whether `path` lies in one of `folders`, all resolved (symbolic links
+/// followed); `false` when `path` cannot be resolved.
+fn beneath_any(path: &Path, folders: &[&Path]) -> bool {
+    let Ok(path) = std::fs::canonicalize(path) else {
+        return false;
+    };
+    folders
+        .iter()
+        .filter_map(|folder| std::fs::canonicalize(folder).ok())
+        .any(|folder| path.starts_with(folder))
+}
+
 /// `sandbox-exec`: what bwrap runs inside an agent's sandbox. Not for
 /// people; hidden from the help.
 #[derive(Debug, Clone, clap::Args)]
@@ -311,6 +405,10 @@ pub struct SandboxExecArgs {
     /// The one descriptor above 2 kept open: the capability's.
     #[arg(long, value_name = "FD")]
     pub keep_fd: i32,
+    /// Apply the Landlock scopes (abstract Unix sockets and signals), or
+    /// refuse to execute the program.
+    #[arg(long)]
+    pub landlock: bool,
     /// The agent's program and its arguments.
     #[arg(last = true, required = true, num_args = 1.., value_name = "COMMAND")]
     pub command: Vec<OsString>,
@@ -321,7 +419,7 @@ pub(super) fn exec_main(args: SandboxExecArgs) -> std::process::ExitCode {
     let Some((program, rest)) = args.command.split_first() else {
         return std::process::ExitCode::from(127);
     };
-    std::process::ExitCode::from(exec(args.keep_fd, program, rest))
+    std::process::ExitCode::from(exec(args.keep_fd, args.landlock, program, rest))
 }
 
 /// The namespace flags of `clone` that the filter refuses.
@@ -413,12 +511,13 @@ fn seccomp_filters() -> Result<[seccompiler::BpfProgram; 2], seccompiler::Error>
 }
 
 /// `sandbox-exec`, inside the sandbox: closes every descriptor above 2
-/// except `keep`, installs the seccomp filters ([`seccomp_filters`], with
-/// `no_new_privs`, which bwrap has set already), then executes `program`
-/// with `args`. Returns only when one of these fails, with the exit code
-/// 127 (a shell's "cannot execute"): an agent never starts with less of
-/// its sandbox than this.
-pub(super) fn exec(keep: i32, program: &OsStr, args: &[OsString]) -> u8 {
+/// except `keep`, applies the Landlock scopes when `landlock` asks for
+/// them ([`restrict_scopes`]), installs the seccomp filters
+/// ([`seccomp_filters`], with `no_new_privs`, which bwrap has set
+/// already), then executes `program` with `args`. Returns only when one of
+/// these fails, with the exit code 127 (a shell's "cannot execute"): an
+/// agent never starts with less of its sandbox than this.
+pub(super) fn exec(keep: i32, landlock: bool, program: &OsStr, args: &[OsString]) -> u8 {
     use std::os::unix::process::CommandExt;
     // Listed first and closed after: closing while reading the folder
     // would close the folder's own descriptor under the reader.
@@ -436,6 +535,12 @@ pub(super) fn exec(keep: i32, program: &OsStr, args: &[OsString]) -> u8 {
         // inherited across `exec`. The folder's own is already closed, so
         // its number fails with EBADF, which is harmless.
         let _ = nix::unistd::close(fd);
+    }
+    if landlock {
+        if let Err(e) = restrict_scopes() {
+            eprintln!("mosaic-bus sandbox-exec: applying the Landlock scopes: {e}");
+            return 127;
+        }
     }
     let installed = seccomp_filters().and_then(|filters| {
         filters
@@ -545,9 +650,56 @@ mod tests {
         assert!(socket_ro < read_only);
         at(&["--chdir", &work]);
         assert_eq!(text.last().map(String::as_str), Some("--"));
+        // A secrets folder in the human's home is hidden by the home's
+        // tmpfs: no mount point shows its name.
+        let in_home = Places {
+            secrets: root.join("home/alice"),
+            ..places.clone()
+        };
+        let secrets = root.join("home/alice").to_string_lossy().into_owned();
+        let text: Vec<String> = bwrap_args(&agent, &in_home, &binds)
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert!(!text.contains(&secrets), "{text:?}");
         agent.network = Network::None;
         let args = bwrap_args(&agent, &places, &binds);
         assert!(args.iter().any(|a| a == "--unshare-net"));
+        // Elsewhere it gets a tmpfs of its own, read-only.
+        let elsewhere = Places {
+            secrets: PathBuf::from("/srv/mosaic-secrets"),
+            ..places
+        };
+        let text: Vec<String> = bwrap_args(&agent, &elsewhere, &binds)
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        for flag in ["--tmpfs", "--remount-ro"] {
+            assert!(
+                text.windows(2).any(|w| w == [flag, "/srv/mosaic-secrets"]),
+                "{flag} in {text:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn abstract_sockets_are_open_only_without_a_sandbox_or_a_scope_on_the_host_network() {
+        use AbstractSockets::{Closed, Open};
+        for (sandboxed, network, scopes, expected) in [
+            (false, Network::Host, true, Open),
+            (false, Network::None, true, Open),
+            (true, Network::Host, true, Closed),
+            (true, Network::Host, false, Open),
+            (true, Network::None, false, Closed),
+            (true, Network::None, true, Closed),
+        ] {
+            assert_eq!(
+                AbstractSockets::of(sandboxed, network, scopes),
+                expected,
+                "{sandboxed} {network:?} {scopes}"
+            );
+        }
+        assert_eq!((Closed.as_str(), Open.as_str()), ("closed", "open"));
     }
 
     #[test]
