@@ -210,7 +210,9 @@ fn evidence(work: &Path) -> (i64, i64, i64) {
     (
         count("SELECT count(*) FROM human_inputs"),
         count("SELECT count(*) FROM launch_switches"),
-        count("SELECT count(*) FROM refusals WHERE code = 'human-proof-failed'"),
+        count(
+            "SELECT coalesce(sum(count), 0) FROM refusal_tally WHERE code = 'human-proof-failed'",
+        ),
     )
 }
 

@@ -36,6 +36,11 @@ use super::reads::{Reads, View};
 use super::world::{BrokerIdentity, Ports, SharedEntropy, Time};
 use super::writer::{write_loop, WRITER_THREAD};
 
+/// The most blocking threads the socket runtime keeps: human proofs and
+/// reads beside the writer take turns of their own (4 each), so these are
+/// never all busy; a cap keeps a flood from growing them.
+const BLOCKING_THREADS: usize = 32;
+
 /// What a successful boot hands the host.
 #[derive(Debug, Clone)]
 pub struct Booted {
@@ -396,8 +401,12 @@ where
         Refusal::StorageUnavailable,
         "starting the writer thread",
     ))?;
+    // Blocking threads (proofs, reads beside the writer: each bounded by
+    // its own turns) are few and go back within a second of a flood.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        .max_blocking_threads(BLOCKING_THREADS)
+        .thread_keep_alive(std::time::Duration::from_secs(1))
         .enable_all()
         .build()
         .map_err(logged(
