@@ -835,3 +835,79 @@ fn a_flood_of_100000_refusals_of_nobody_is_counted_in_windows_and_grows_the_stor
     let windows = i64::try_from(flooded.as_secs()).expect("seconds") + 2;
     assert!(rows <= 2 * windows, "{rows} rows for {sent} refusals");
 }
+
+/// The open-file limit the descriptor test gives the broker: far below
+/// what its default places need.
+const FEW_FILES: u64 = 400;
+
+/// With only [`FEW_FILES`] open files, the broker sizes its places to fit
+/// (`mosaic_adapters::socket::budget`): more agent connections than fit
+/// are refused `broker-unavailable`, more junk connections than fit are
+/// turned away, its open files stay below the limit, and the human and an
+/// agent are still answered within a second.
+#[test]
+fn with_few_open_files_the_places_fit_and_the_human_is_answered() {
+    let root = data_root();
+    let scratch = tempfile::tempdir().expect("scratch");
+    let config = config(root.path(), &[acme()], &acme_launches(), &["acme"]);
+    let broker = Broker::boot_with_open_files(root.path(), &config, FEW_FILES);
+    broker.agent("dev-1").claim();
+    let cap = cap_file(scratch.path(), &broker.cap("dev-1"));
+    let human_expected = expected_human_inbox();
+    both_answered_in_time(&broker.socket, &cap, &human_expected, "quiet, few files");
+
+    // Agent connections, each authenticated by an `inbox` and then held,
+    // more than the limit allows: the last are refused, none breaks.
+    let limits = mosaic_adapters::socket::budget(Some(FEW_FILES), 0);
+    let line = format!(
+        "{}\n",
+        json!({"cap": broker.cap("dev-1"), "verb": "inbox", "args": {}})
+    );
+    let mut held = Vec::new();
+    let mut refused = 0;
+    for _ in 0..usize::try_from(FEW_FILES).expect("a count") {
+        let stream = UnixStream::connect(&broker.socket).expect("connect");
+        (&stream).write_all(line.as_bytes()).expect("write");
+        stream.set_read_timeout(Some(WAIT)).expect("timeout");
+        let mut answer = String::new();
+        BufReader::new(&stream)
+            .read_line(&mut answer)
+            .expect("an answer");
+        if answer.trim_end() == r#"{"ok":false,"error":"broker-unavailable"}"# {
+            refused += 1;
+        } else {
+            assert_eq!(answer.trim_end(), r#"{"ok":true,"result":[]}"#);
+            held.push(stream);
+        }
+    }
+    eprintln!(
+        "few files: {} agent connections held, {refused} refused; places {} + {}",
+        held.len(),
+        limits.max_connections,
+        limits.max_unauthenticated
+    );
+    assert_eq!(held.len(), limits.max_connections, "{refused} refused");
+    // Every place is taken: the human is served from its reserve.
+    for round in 0..3 {
+        let (human, took) = human_inbox(&broker.socket);
+        assert_eq!(human, human_expected, "round {round}");
+        assert!(took < ANSWER_WITHIN, "the human took {took:?}");
+    }
+    let files = broker.fd_count();
+    assert!(
+        (files as u64) < FEW_FILES,
+        "{files} files open of {FEW_FILES}"
+    );
+    drop(held);
+
+    // Junk connections, more than fit in the files: turned away as busy.
+    let flood = Flood::start(junk_socket_flood(broker.socket.clone()));
+    let files = broker.fd_count();
+    both_answered_in_time(&broker.socket, &cap, &human_expected, "junk, few files");
+    flood.stop();
+    assert!(
+        (files as u64) < FEW_FILES,
+        "{files} files open of {FEW_FILES}"
+    );
+    broker.close();
+}

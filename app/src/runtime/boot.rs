@@ -124,7 +124,7 @@ fn boot_real(config: BootConfig) -> Result<(Broker, Booted), BootFailure> {
         tracing::warn!(
             open_files = files,
             connections = socket::MAX_CONNECTIONS,
-            "the open-file limit is below the connection limit"
+            "the open-file limit is below the connection limit: fewer places"
         );
     }
     let started = real_ports(&root, &config).and_then(|ports| serve(&root, ports, config));
@@ -424,9 +424,23 @@ where
         time: time.clone(),
     };
     let (stop, stopped) = oneshot::channel::<()>();
-    let server = runtime.spawn(socket::serve(
+    // The socket's places fit in the open files left once the store, the
+    // listeners, the human's reserve and the HTTP port's cap are counted.
+    let http = if panes.is_some() {
+        mosaic_adapters::http::MAX_HTTP_CONNECTIONS
+    } else {
+        0
+    };
+    let limits = socket::budget(socket::open_file_limit(), http);
+    tracing::debug!(
+        connections = limits.max_connections,
+        unauthenticated = limits.max_unauthenticated,
+        "socket places"
+    );
+    let server = runtime.spawn(socket::serve_with(
         listener,
         Connections(Arc::new(shared)),
+        limits,
         async move {
             let _ = stopped.await;
         },
