@@ -1,4 +1,4 @@
--- mosaic-bus evidence store, schema mosaic-bus/3.
+-- mosaic-bus evidence store, schema mosaic-bus/4.
 --
 -- Every fact is one row of `ledger` (global write order and broker time)
 -- plus one row of the typed table its kind names, with the same `seq`.
@@ -26,6 +26,11 @@
 --   to its ledger row, both ways. References between records (a decision,
 --   a message, a human input) stay foreign keys, checked at insert and by
 --   `PRAGMA foreign_key_check` at open.
+--
+-- mosaic-bus/4 (refusal counts) adds `refusal_counts` and the kind
+-- `refusals.counted`: past the first rows of a window, refusals are
+-- counted, one row per window and kind of refusal (docs/operations.md),
+-- and the view `refusal_tally` shows every refusal with its count.
 
 CREATE TABLE meta (
     key TEXT PRIMARY KEY NOT NULL,
@@ -276,7 +281,8 @@ CREATE TRIGGER ledger_insert BEFORE INSERT ON ledger BEGIN
             NEW.kind = 'approval.consumed' OR NEW.kind = 'action.allowed' OR
             NEW.kind = 'message.sent' OR NEW.kind = 'message.delivered' OR
             NEW.kind = 'message.read' OR NEW.kind = 'human.input' OR
-            NEW.kind = 'event.observed' OR NEW.kind = 'request.refused');
+            NEW.kind = 'event.observed' OR NEW.kind = 'request.refused' OR
+            NEW.kind = 'refusals.counted');
 END;
 CREATE TRIGGER launches_insert BEFORE INSERT ON launches BEGIN
     SELECT RAISE(ABORT, 'mosaic:malformed') WHERE NOT EXISTS (SELECT 1 FROM ledger WHERE seq = NEW.seq AND kind = 'session.launched' AND business IS NEW.business);
@@ -357,6 +363,38 @@ CREATE TRIGGER refusals_insert BEFORE INSERT ON refusals BEGIN
     SELECT RAISE(ABORT, 'mosaic:malformed') WHERE NOT EXISTS (SELECT 1 FROM ledger WHERE seq = NEW.seq AND kind = 'request.refused' AND business IS NEW.business);
     SELECT RAISE(ABORT, 'mosaic:duplicate') WHERE EXISTS (SELECT 1 FROM refusals WHERE seq = NEW.seq);
 END;
+
+-- mosaic-bus/4, refusal counts: begin.
+-- `count` more refusals like the row's (business, agent, verb, code), in
+-- the window that began at `since`, past the window's rows of their own.
+CREATE TABLE refusal_counts (
+    seq INTEGER PRIMARY KEY,
+    business TEXT,
+    role TEXT,
+    run TEXT,
+    verb TEXT,
+    code TEXT NOT NULL,
+    since TEXT NOT NULL,
+    count INTEGER NOT NULL CHECK (count > 0)
+) STRICT;
+CREATE TRIGGER refusal_counts_no_update BEFORE UPDATE ON refusal_counts BEGIN SELECT RAISE(ABORT, 'mosaic:append-only'); END;
+CREATE TRIGGER refusal_counts_no_delete BEFORE DELETE ON refusal_counts BEGIN SELECT RAISE(ABORT, 'mosaic:append-only'); END;
+CREATE TRIGGER refusal_counts_insert BEFORE INSERT ON refusal_counts BEGIN
+    SELECT RAISE(ABORT, 'mosaic:malformed') WHERE NOT EXISTS (SELECT 1 FROM ledger WHERE seq = NEW.seq AND kind = 'refusals.counted' AND business IS NEW.business);
+    SELECT RAISE(ABORT, 'mosaic:malformed') WHERE NOT (length(NEW.since) = 24 AND strftime('%Y-%m-%dT%H:%M:%fZ', NEW.since) IS NEW.since);
+    SELECT RAISE(ABORT, 'mosaic:duplicate') WHERE EXISTS (SELECT 1 FROM refusal_counts WHERE seq = NEW.seq);
+END;
+
+-- Every refusal with how many it stands for: 1 for a row of its own, the
+-- count for a window's count; `at` is when it was written, `since` the
+-- time of the first refusal it stands for.
+CREATE VIEW refusal_tally AS
+SELECT r.seq, l.at, l.at AS since, r.business, r.role, r.run, r.verb, r.code, 1 AS count
+FROM refusals r JOIN ledger l ON l.seq = r.seq
+UNION ALL
+SELECT c.seq, l.at, c.since, c.business, c.role, c.run, c.verb, c.code, c.count
+FROM refusal_counts c JOIN ledger l ON l.seq = c.seq;
+-- mosaic-bus/4, refusal counts: end.
 
 -- Projections. Each reads only stored rows; none is a source of truth.
 

@@ -174,6 +174,41 @@ pub fn raise_open_file_limit() -> Option<u64> {
     limit.current
 }
 
+/// The open files kept for everything but connections: the store (the
+/// writer's and the readers' connections, each with its log and shared
+/// memory), the listeners, stdio, the logs, the human proofs' reads of
+/// `/proc` and the host channel, with room to spare.
+pub const KEPT_FILES: usize = 64;
+
+/// The open-file limit in force (the soft limit), if it can be read.
+pub fn open_file_limit() -> Option<u64> {
+    rustix::process::getrlimit(rustix::process::Resource::Nofile).current
+}
+
+/// The socket's [`Limits`] within a budget of `files` open files (`None`:
+/// unknown, the defaults), of which `others` are taken by other
+/// connections (the HTTP port's cap). [`KEPT_FILES`] and the human
+/// reserve ([`HUMAN_RESERVE`]) come first, so the store, the listeners and
+/// the human can always open; of what is left, a quarter at most goes to
+/// connections that have not authenticated and the rest to those that
+/// have, each within its default. So running out of places refuses that
+/// connection (`broker-unavailable`) before the process runs out of
+/// files, and never the human.
+pub fn budget(files: Option<u64>, others: usize) -> Limits {
+    let mut limits = Limits::default();
+    let Some(files) = files else {
+        return limits;
+    };
+    let files = usize::try_from(files).unwrap_or(usize::MAX);
+    let spare = files.saturating_sub(KEPT_FILES + others + limits.human_reserve);
+    limits.max_unauthenticated = limits.max_unauthenticated.min(spare / 4).max(1);
+    limits.max_connections = limits
+        .max_connections
+        .min(spare.saturating_sub(limits.max_unauthenticated))
+        .max(1);
+    limits
+}
+
 /// The error reply for `refusal`, without the trailing `\n`:
 /// `{"ok":false,"error":"<code>"}`.
 ///

@@ -16,8 +16,8 @@ use mosaic_domain::decisions::{Decision, RaiseInput, Status};
 use mosaic_domain::evidence::{
     ActionAllowed, AgentRef, ClaimEvidence, Consumption, DecisionActor, DecisionEvidence,
     DecisionOption, DecisionRecord, Evidence, Harness, HumanInput, LaunchEvidence, LaunchRecord,
-    MessageClass, MessageEvidence, MessageRecord, Observation, OptionKey, Recipient, RefusalRecord,
-    Route, Sender, Stamped, Subject,
+    MessageClass, MessageEvidence, MessageRecord, Observation, OptionKey, Recipient, RefusalCount,
+    RefusalRecord, Route, Sender, Stamped, Subject,
 };
 use mosaic_domain::messages::MessageFacts;
 use mosaic_domain::{
@@ -1743,6 +1743,20 @@ fn every_evidence_kind_encodes_as_a_trail_record() {
             json!({"role": "lead", "run": "run-1", "verb": "role.revoke",
                    "code": "decision-consumed"}),
         ),
+        (
+            Evidence::RefusalsCounted(RefusalCount {
+                refused: RefusalRecord {
+                    business: Some(acme.clone()),
+                    agent: Some(lead()),
+                    verb: Some("role.revoke".into()),
+                    refusal: Refusal::NotAuthorized,
+                },
+                since: at("2026-01-01T00:00:00.000Z"),
+                count: 7,
+            }),
+            json!({"role": "lead", "run": "run-1", "verb": "role.revoke",
+                   "code": "not-authorized", "since": "2026-01-01T00:00:00.000Z", "count": 7}),
+        ),
     ];
     let mut kinds = std::collections::BTreeSet::new();
     for (i, (evidence, fields)) in cases.into_iter().enumerate() {
@@ -1759,7 +1773,7 @@ fn every_evidence_kind_encodes_as_a_trail_record() {
         );
         assert_eq!(got, expected, "{kind}");
     }
-    assert_eq!(kinds.len(), 19, "every kind of Evidence::kind is covered");
+    assert_eq!(kinds.len(), 20, "every kind of Evidence::kind is covered");
     // A refusal of an unknown caller has no business, role, run or verb.
     let anonymous = record_json(&Stamped {
         at: at("2026-01-01T00:00:00.000Z"),

@@ -312,16 +312,21 @@ fn human_inputs(root: &Path) -> Vec<(String, Option<String>, Option<String>)> {
 /// A recorded refusal: `(business, role, verb, code)`.
 type Refused = (Option<String>, Option<String>, Option<String>, String);
 
-/// The recorded refusals of a closed data root, in write order.
+/// The recorded refusals of a closed data root, in write order, a
+/// window's count (`refusal_tally`) standing for that many.
 fn refusals(root: &Path) -> Vec<Refused> {
     let db = open_db(root);
     let mut rows = db
-        .prepare("SELECT business, role, verb, code FROM refusals ORDER BY seq")
+        .prepare("SELECT business, role, verb, code, count FROM refusal_tally ORDER BY seq")
         .expect("prepare");
-    rows.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
-        .expect("query")
-        .map(|r| r.expect("a row"))
-        .collect()
+    rows.query_map([], |r| {
+        let refused: Refused = (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
+        let count: i64 = r.get(4)?;
+        Ok(vec![refused; usize::try_from(count).expect("a count")])
+    })
+    .expect("query")
+    .flat_map(|r| r.expect("a row"))
+    .collect()
 }
 
 /// A `human-proof-failed` refusal as recorded: of nobody, for `verb`.

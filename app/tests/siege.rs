@@ -29,7 +29,7 @@ use mosaic_ports::ProcessTable;
 use serde_json::{json, Value};
 
 use support::pane::Ui;
-use support::{acme, acme_launches, config, data_root, Broker, BIN, WAIT};
+use support::{acme, acme_launches, config, data_root, open_db, Broker, BIN, WAIT};
 
 /// How long the human and the agent may take to be answered under a flood.
 const ANSWER_WITHIN: Duration = Duration::from_secs(1);
@@ -48,6 +48,79 @@ const EVENT_STREAMS: usize = mosaic_adapters::http::MAX_EVENT_STREAMS;
 
 /// The longest a flood may run, whatever happens.
 const FLOOD_LIMIT: Duration = Duration::from_secs(60);
+
+/// How long the broker may take after a flood to be back at its baseline.
+const BASELINE_WITHIN: Duration = Duration::from_secs(5);
+
+/// How much more resident memory than its baseline the broker may keep
+/// after a flood (the allocator keeps some of what it freed).
+const RSS_SLACK_KIB: u64 = 16 * 1024;
+
+/// How many forged human lines the refusal flood sends.
+const REFUSAL_LINES: usize = 100_000;
+
+/// Over how many connections, each sending its lines in runs of
+/// [`REFUSAL_RUN`] before it reads their answers.
+const REFUSAL_CONNECTIONS: usize = 16;
+const REFUSAL_RUN: usize = 64;
+
+/// The longest the refusal flood may run: its lines are counted, not timed.
+const REFUSAL_LIMIT: Duration = Duration::from_secs(300);
+
+/// How much the store may grow under [`REFUSAL_LINES`] refusals of nobody.
+const REFUSAL_GROWTH: u64 = 1024 * 1024;
+
+/// What the broker holds: threads, open files and resident memory.
+#[derive(Debug, Clone, Copy)]
+struct Footprint {
+    threads: u64,
+    files: usize,
+    rss_kib: u64,
+}
+
+impl Footprint {
+    fn of(broker: &Broker) -> Footprint {
+        Footprint {
+            threads: broker.threads(),
+            files: broker.fd_count(),
+            rss_kib: broker.rss_kib(),
+        }
+    }
+
+    /// Whether `self` is no more than `baseline` (memory within
+    /// [`RSS_SLACK_KIB`]).
+    fn within(&self, baseline: &Footprint) -> bool {
+        self.threads <= baseline.threads
+            && self.files <= baseline.files
+            && self.rss_kib <= baseline.rss_kib + RSS_SLACK_KIB
+    }
+}
+
+/// Waits, at most [`BASELINE_WITHIN`] from `stopped` (the flood's end),
+/// until the broker holds no more threads and files than at `baseline`
+/// and about as much memory; then that it goes quiet: no proof or other
+/// work is left running.
+#[track_caller]
+fn back_to_baseline(broker: &Broker, baseline: &Footprint, stopped: Instant, what: &str) {
+    let deadline = stopped + BASELINE_WITHIN;
+    loop {
+        let now = Footprint::of(broker);
+        if now.within(baseline) {
+            eprintln!(
+                "{what}: back to {now:?} (baseline {baseline:?}) after {:?}",
+                stopped.elapsed()
+            );
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what}: the broker holds {now:?} {:?} after the flood, baseline {baseline:?}",
+            stopped.elapsed()
+        );
+        std::thread::yield_now();
+    }
+    broker.wait_quiet();
+}
 
 /// The run marker this process or one of its readable ancestors carries,
 /// if any: no human CLI started from here can pass the proof then.
@@ -190,6 +263,13 @@ impl Flood {
         }
     }
 
+    /// Waits for the flood to end by itself; what it returned.
+    fn finish(mut self) -> usize {
+        self.thread
+            .take()
+            .map_or(0, |thread| thread.join().expect("the flood thread"))
+    }
+
     /// Stops the flood; how many connections it opened.
     fn stop(mut self) -> usize {
         self.stop.store(true, Ordering::SeqCst);
@@ -306,11 +386,14 @@ fn the_human_and_an_agent_are_answered_within_a_second_under_4200_junk_socket_co
     // Quiet first: the same calls, so a slow machine fails here, not
     // under the flood.
     both_answered_in_time(&broker.socket, &cap, &human_expected, "quiet");
+    broker.wait_quiet();
+    let baseline = Footprint::of(&broker);
 
     let flood = Flood::start(junk_socket_flood(broker.socket.clone()));
     both_answered_in_time(&broker.socket, &cap, &human_expected, "junk socket flood");
     let opened = flood.stop();
     assert!(opened >= JUNK_CONNECTIONS, "{opened} junk connections");
+    back_to_baseline(&broker, &baseline, Instant::now(), "junk socket flood");
     broker.close();
 }
 
@@ -427,7 +510,9 @@ fn the_human_and_an_agent_are_answered_within_a_second_under_5000_partial_http_r
     let (broker, cap) = broker_with_agent(root.path(), scratch.path());
     let human_expected = expected_human_inbox();
     both_answered_in_time(&broker.socket, &cap, &human_expected, "quiet");
-    let quiet_files = broker.fd_count();
+    broker.wait_quiet();
+    let baseline = Footprint::of(&broker);
+    let quiet_files = baseline.files;
 
     let ui = Ui::of(&broker);
     let flood = Flood::start(partial_http_flood(ui.address.clone()));
@@ -443,6 +528,7 @@ fn the_human_and_an_agent_are_answered_within_a_second_under_5000_partial_http_r
         files <= quiet_files + HTTP_CONNECTIONS + 16,
         "the broker held {files} files under the flood, {quiet_files} before"
     );
+    back_to_baseline(&broker, &baseline, Instant::now(), "partial HTTP flood");
     broker.close();
 }
 
@@ -546,9 +632,11 @@ fn bytes_read(pid: u32) -> u64 {
 fn forged_human_lines_under_a_deep_chain_of_large_environments_cost_little_and_leave_no_work() {
     let root = data_root();
     let scratch = tempfile::tempdir().expect("scratch");
-    let (broker, _cap) = broker_with_agent(root.path(), scratch.path());
+    let (broker, cap) = broker_with_agent(root.path(), scratch.path());
     let human_expected = expected_human_inbox();
+    both_answered_in_time(&broker.socket, &cap, &human_expected, "quiet");
     broker.wait_quiet();
+    let baseline = Footprint::of(&broker);
     let before = bytes_read(broker.pid());
 
     // `$1` levels of shells, each the parent of the next (`exit $?` keeps
@@ -593,19 +681,12 @@ fn forged_human_lines_under_a_deep_chain_of_large_environments_cost_little_and_l
         let _ = done.send(chain.wait_with_output());
     });
 
-    for round in 0..3 {
-        let (human, took) = human_inbox(&broker.socket);
-        eprintln!("forged human lines: the human answered in {took:?}");
-        assert_eq!(human, human_expected, "round {round}");
-        assert!(
-            took < ANSWER_WITHIN,
-            "the human took {took:?} in round {round}"
-        );
-    }
+    both_answered_in_time(&broker.socket, &cap, &human_expected, "forged human lines");
     let output = finished
         .recv_timeout(WAIT)
         .expect("the chain finished")
         .expect("the chain's output");
+    let stopped = Instant::now();
     let replies: Vec<Value> = String::from_utf8_lossy(&output.stdout)
         .lines()
         .map(|line| serde_json::from_str(line).expect("a JSON line"))
@@ -628,6 +709,205 @@ fn forged_human_lines_under_a_deep_chain_of_large_environments_cost_little_and_l
         bytes_read(broker.pid()) - before,
         read,
         "proof work went on"
+    );
+    back_to_baseline(&broker, &baseline, stopped, "forged human lines");
+    broker.close();
+}
+
+/// A forged human line: no capability, a nonce no process of the broker's
+/// executable carries.
+fn forged_human_line() -> String {
+    let line = json!({
+        "human": {"nonce": "0".repeat(64)},
+        "business": "acme",
+        "verb": "inbox",
+        "args": {},
+    });
+    format!("{line}\n")
+}
+
+/// [`REFUSAL_LINES`] forged human lines over [`REFUSAL_CONNECTIONS`]
+/// connections, each answer read and checked to be `human-proof-failed`.
+/// Says "in full swing" once the first run of lines is answered. Ends when
+/// every line is answered, when stopped, or at [`REFUSAL_LIMIT`]; returns
+/// how many were answered.
+fn refusal_flood(socket: PathBuf) -> impl FnOnce(&AtomicBool, mpsc::Sender<()>) -> usize {
+    move |stop, full| {
+        let started = Instant::now();
+        let run = forged_human_line().repeat(REFUSAL_RUN);
+        let expected = "{\"ok\":false,\"error\":\"human-proof-failed\"}";
+        std::thread::scope(|scope| {
+            let threads: Vec<_> = (0..REFUSAL_CONNECTIONS)
+                .map(|n| {
+                    let (socket, run, full) = (&socket, &run, full.clone());
+                    scope.spawn(move || {
+                        let stream = UnixStream::connect(socket).expect("connect");
+                        stream.set_read_timeout(Some(WAIT)).expect("timeout");
+                        let mut lines = BufReader::new(stream.try_clone().expect("clone"));
+                        let mut stream = stream;
+                        let share = REFUSAL_LINES / REFUSAL_CONNECTIONS;
+                        let mut answered = 0;
+                        while answered < share
+                            && !stop.load(Ordering::SeqCst)
+                            && started.elapsed() < REFUSAL_LIMIT
+                        {
+                            let now = REFUSAL_RUN.min(share - answered);
+                            let bytes = &run.as_bytes()[..now * (run.len() / REFUSAL_RUN)];
+                            stream.write_all(bytes).expect("write a run");
+                            for _ in 0..now {
+                                let mut answer = String::new();
+                                lines.read_line(&mut answer).expect("an answer");
+                                assert_eq!(answer.trim_end(), expected);
+                            }
+                            answered += now;
+                            if n == 0 && answered == now {
+                                let _ = full.send(());
+                            }
+                        }
+                        answered
+                    })
+                })
+                .collect();
+            threads
+                .into_iter()
+                .map(|t| t.join().expect("a flood connection"))
+                .sum()
+        })
+    }
+}
+
+/// The store's size in bytes, as its pages (`page_count` times
+/// `page_size`, the write-ahead log's committed pages included): what it
+/// holds, however the log was checkpointed.
+fn store_bytes(root: &Path) -> u64 {
+    let db = open_db(root);
+    let pages: i64 = db
+        .query_row("PRAGMA page_count", [], |r| r.get(0))
+        .expect("page_count");
+    let size: i64 = db
+        .query_row("PRAGMA page_size", [], |r| r.get(0))
+        .expect("page_size");
+    u64::try_from(pages * size).expect("a size")
+}
+
+/// 100,000 forged human lines, with no capability, each refused
+/// `human-proof-failed`: the human and an agent are answered within a
+/// second meanwhile, the store grows by at most 1 MB, every one of the
+/// refusals is in the evidence (`refusal_tally` counts them all, in a few
+/// rows), and the broker is back at its baseline afterwards.
+#[test]
+fn a_flood_of_100000_refusals_of_nobody_is_counted_in_windows_and_grows_the_store_little() {
+    let root = data_root();
+    let scratch = tempfile::tempdir().expect("scratch");
+    let (broker, cap) = broker_with_agent(root.path(), scratch.path());
+    let human_expected = expected_human_inbox();
+    both_answered_in_time(&broker.socket, &cap, &human_expected, "quiet");
+    broker.wait_quiet();
+    let baseline = Footprint::of(&broker);
+    let before = store_bytes(root.path());
+
+    let started = Instant::now();
+    let flood = Flood::start(refusal_flood(broker.socket.clone()));
+    both_answered_in_time(&broker.socket, &cap, &human_expected, "refusal flood");
+    let answered = flood.finish();
+    let stopped = Instant::now();
+    let flooded = stopped - started;
+    eprintln!("refusal flood: {answered} lines answered in {flooded:?}");
+    assert_eq!(answered, REFUSAL_LINES, "within {REFUSAL_LIMIT:?}");
+    back_to_baseline(&broker, &baseline, stopped, "refusal flood");
+    broker.close();
+
+    let grown = store_bytes(root.path()).saturating_sub(before);
+    eprintln!("refusal flood: the store grew by {grown} bytes");
+    assert!(grown <= REFUSAL_GROWTH, "the store grew by {grown} bytes");
+    let db = open_db(root.path());
+    let (counted, rows): (i64, i64) = db
+        .query_row(
+            "SELECT sum(count), count(*) FROM refusal_tally \
+             WHERE business IS NULL AND verb = 'inbox' AND code = 'human-proof-failed'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .expect("the refusal tally");
+    let sent = i64::try_from(answered).expect("a count");
+    assert_eq!(counted, sent, "every refusal answered is in the evidence");
+    // One row and one count a window, windows of a second.
+    let windows = i64::try_from(flooded.as_secs()).expect("seconds") + 2;
+    assert!(rows <= 2 * windows, "{rows} rows for {sent} refusals");
+}
+
+/// The open-file limit the descriptor test gives the broker: far below
+/// what its default places need.
+const FEW_FILES: u64 = 400;
+
+/// With only [`FEW_FILES`] open files, the broker sizes its places to fit
+/// (`mosaic_adapters::socket::budget`): more agent connections than fit
+/// are refused `broker-unavailable`, more junk connections than fit are
+/// turned away, its open files stay below the limit, and the human and an
+/// agent are still answered within a second.
+#[test]
+fn with_few_open_files_the_places_fit_and_the_human_is_answered() {
+    let root = data_root();
+    let scratch = tempfile::tempdir().expect("scratch");
+    let config = config(root.path(), &[acme()], &acme_launches(), &["acme"]);
+    let broker = Broker::boot_with_open_files(root.path(), &config, FEW_FILES);
+    broker.agent("dev-1").claim();
+    let cap = cap_file(scratch.path(), &broker.cap("dev-1"));
+    let human_expected = expected_human_inbox();
+    both_answered_in_time(&broker.socket, &cap, &human_expected, "quiet, few files");
+
+    // Agent connections, each authenticated by an `inbox` and then held,
+    // more than the limit allows: the last are refused, none breaks.
+    let limits = mosaic_adapters::socket::budget(Some(FEW_FILES), 0);
+    let line = format!(
+        "{}\n",
+        json!({"cap": broker.cap("dev-1"), "verb": "inbox", "args": {}})
+    );
+    let mut held = Vec::new();
+    let mut refused = 0;
+    for _ in 0..usize::try_from(FEW_FILES).expect("a count") {
+        let stream = UnixStream::connect(&broker.socket).expect("connect");
+        (&stream).write_all(line.as_bytes()).expect("write");
+        stream.set_read_timeout(Some(WAIT)).expect("timeout");
+        let mut answer = String::new();
+        BufReader::new(&stream)
+            .read_line(&mut answer)
+            .expect("an answer");
+        if answer.trim_end() == r#"{"ok":false,"error":"broker-unavailable"}"# {
+            refused += 1;
+        } else {
+            assert_eq!(answer.trim_end(), r#"{"ok":true,"result":[]}"#);
+            held.push(stream);
+        }
+    }
+    eprintln!(
+        "few files: {} agent connections held, {refused} refused; places {} + {}",
+        held.len(),
+        limits.max_connections,
+        limits.max_unauthenticated
+    );
+    assert_eq!(held.len(), limits.max_connections, "{refused} refused");
+    // Every place is taken: the human is served from its reserve.
+    for round in 0..3 {
+        let (human, took) = human_inbox(&broker.socket);
+        assert_eq!(human, human_expected, "round {round}");
+        assert!(took < ANSWER_WITHIN, "the human took {took:?}");
+    }
+    let files = broker.fd_count();
+    assert!(
+        (files as u64) < FEW_FILES,
+        "{files} files open of {FEW_FILES}"
+    );
+    drop(held);
+
+    // Junk connections, more than fit in the files: turned away as busy.
+    let flood = Flood::start(junk_socket_flood(broker.socket.clone()));
+    let files = broker.fd_count();
+    both_answered_in_time(&broker.socket, &cap, &human_expected, "junk, few files");
+    flood.stop();
+    assert!(
+        (files as u64) < FEW_FILES,
+        "{files} files open of {FEW_FILES}"
     );
     broker.close();
 }

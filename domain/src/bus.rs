@@ -19,7 +19,7 @@ use crate::claims::{BindReply, ClaimReply, Claims, Launches};
 use crate::decisions::{Decision, Decisions, RaiseInput};
 use crate::evidence::{
     AgentRef, DecisionActor, Evidence, HumanInput, LaunchRecord, MessageClass, MessageEvidence,
-    MessageRecord, Observation, Recipient, RefusalRecord, Stamped, Subject,
+    MessageRecord, Observation, Recipient, RefusalCount, RefusalRecord, Stamped, Subject,
 };
 use crate::journal::Mark;
 use crate::messages::{self, MessageFacts};
@@ -491,7 +491,8 @@ impl Bus {
             | Evidence::Message(_)
             | Evidence::Human(_)
             | Evidence::Observed(_)
-            | Evidence::Refused(_) => {}
+            | Evidence::Refused(_)
+            | Evidence::RefusalsCounted(_) => {}
         }
     }
 
@@ -564,21 +565,20 @@ impl Bus {
         verb: Option<&str>,
         refusal: Refusal,
     ) {
-        let agent = match caller {
-            Some(Caller::Agent { agent, .. }) => Some(agent.clone()),
-            Some(Caller::Reader { .. } | Caller::Human { .. }) | None => None,
-        };
-        let record = RefusalRecord {
-            business: caller.map(|c| c.business().clone()),
-            agent,
-            verb: verb.map(str::to_owned),
-            refusal,
-        };
+        let record = RefusalRecord::of(caller, verb, refusal);
+        self.record(now, Evidence::Refused(record));
+    }
+
+    /// Stages the count of a window's refusals
+    /// ([`crate::refusal_counts`]).
+    pub fn handle_refusals_counted(&mut self, now: Timestamp, count: RefusalCount) {
+        self.record(now, Evidence::RefusalsCounted(count));
+    }
+
+    /// Queues `evidence`, stamped by the clock.
+    fn record(&mut self, now: Timestamp, evidence: Evidence) {
         let at = self.clock.stamp(now);
-        self.outbox.push_back(Stamped {
-            at,
-            evidence: Evidence::Refused(record),
-        });
+        self.outbox.push_back(Stamped { at, evidence });
     }
 
     /// Moves the machines' queued evidence to the outbox, stamped, or undoes

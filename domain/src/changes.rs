@@ -140,7 +140,8 @@ impl Change {
             | Evidence::Message(_)
             | Evidence::Human(_)
             | Evidence::Observed(_)
-            | Evidence::Refused(_) => None,
+            | Evidence::Refused(_)
+            | Evidence::RefusalsCounted(_) => None,
         }
     }
 
@@ -217,7 +218,8 @@ impl Change {
             | Evidence::Allowed(_)
             | Evidence::Message(MessageEvidence::Delivered { .. } | MessageEvidence::Read { .. })
             | Evidence::Human(_)
-            | Evidence::Refused(_) => return None,
+            | Evidence::Refused(_)
+            | Evidence::RefusalsCounted(_) => return None,
         };
         Some(change)
     }

@@ -6,6 +6,8 @@
 
 use std::fmt;
 
+use crate::bus::Caller;
+
 use crate::{
     Action, ActionClass, BusinessId, DecisionId, EventId, MessageId, Refusal, RoleInstance, RunId,
     Target, TaskRef, Timestamp, Verb,
@@ -489,7 +491,7 @@ pub struct Observation {
 }
 
 /// A refusal, recorded in its own transaction.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct RefusalRecord {
     /// The caller's business, when the capability identified one.
     pub business: Option<BusinessId>,
@@ -499,6 +501,36 @@ pub struct RefusalRecord {
     pub verb: Option<String>,
     /// The refusal.
     pub refusal: Refusal,
+}
+
+impl RefusalRecord {
+    /// The record of `refusal`, answered to `caller` (none: a caller not
+    /// known, such as a failed human proof) for `verb`.
+    pub fn of(caller: Option<&Caller>, verb: Option<&str>, refusal: Refusal) -> Self {
+        let agent = match caller {
+            Some(Caller::Agent { agent, .. }) => Some(agent.clone()),
+            Some(Caller::Reader { .. } | Caller::Human { .. }) | None => None,
+        };
+        RefusalRecord {
+            business: caller.map(|c| c.business().clone()),
+            agent,
+            verb: verb.map(str::to_owned),
+            refusal,
+        }
+    }
+}
+
+/// Refusals counted in a window rather than written a row each
+/// ([`crate::refusal_counts`]): `count` more refusals like `refused`, from
+/// `since` until the window closed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefusalCount {
+    /// What each of them was.
+    pub refused: RefusalRecord,
+    /// The start of the window (the time of its first refusal).
+    pub since: Timestamp,
+    /// How many, past the window's rows of their own; at least one.
+    pub count: u64,
 }
 
 /// Every kind of fact the broker records.
@@ -522,6 +554,8 @@ pub enum Evidence {
     Observed(Observation),
     /// A refusal.
     Refused(RefusalRecord),
+    /// Refusals counted in a window.
+    RefusalsCounted(RefusalCount),
 }
 
 /// Declares [`EvidenceKind`] from one row per kind of record: its name in
@@ -595,6 +629,8 @@ evidence_kinds! {
     HumanInput => "human.input", on_demand, quiet, "The proven human did something.";
     EventObserved => "event.observed", on_demand, feed, "An observation or an adapter's event.";
     RequestRefused => "request.refused", on_demand, quiet, "A request was refused.";
+    RefusalsCounted => "refusals.counted", on_demand, quiet,
+        "Refusals past their window's rows, counted.";
 }
 
 impl EvidenceKind {
@@ -640,6 +676,7 @@ impl Evidence {
             Evidence::Human(_) => EvidenceKind::HumanInput,
             Evidence::Observed(_) => EvidenceKind::EventObserved,
             Evidence::Refused(_) => EvidenceKind::RequestRefused,
+            Evidence::RefusalsCounted(_) => EvidenceKind::RefusalsCounted,
         }
     }
 
@@ -665,6 +702,7 @@ impl Evidence {
             Evidence::Human(h) => Some(&h.business),
             Evidence::Observed(o) => Some(&o.business),
             Evidence::Refused(r) => r.business.as_ref(),
+            Evidence::RefusalsCounted(c) => c.refused.business.as_ref(),
         }
     }
 
@@ -717,7 +755,7 @@ impl Evidence {
             | Evidence::Message(MessageEvidence::Read { message: id, .. }) => message(id),
             Evidence::Human(h) => filed(&h.subject),
             Evidence::Observed(o) => filed(&o.subject),
-            Evidence::Refused(_) => false,
+            Evidence::Refused(_) | Evidence::RefusalsCounted(_) => false,
         }
     }
 }
@@ -869,6 +907,17 @@ impl Evidence {
                 agent,
                 verb,
                 refusal: _,
+            })
+            | Evidence::RefusalsCounted(RefusalCount {
+                refused:
+                    RefusalRecord {
+                        business,
+                        agent,
+                        verb,
+                        refusal: _,
+                    },
+                since: _,
+                count: _,
             }) => {
                 business.iter().for_each(|b| f(b.as_str()));
                 agent.iter().for_each(|a| agent_texts(a, f));

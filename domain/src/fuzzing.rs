@@ -738,7 +738,8 @@ mod machines {
                     | Evidence::Allowed(_)
                     | Evidence::Human(_)
                     | Evidence::Observed(_)
-                    | Evidence::Refused(_) => {}
+                    | Evidence::Refused(_)
+                    | Evidence::RefusalsCounted(_) => {}
                 }
                 self.log.push(record);
             }

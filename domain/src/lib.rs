@@ -51,3 +51,4 @@ pub mod evidence;
 pub mod fuzzing;
 pub mod journal;
 pub mod messages;
+pub mod refusal_counts;

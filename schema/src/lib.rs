@@ -11,7 +11,7 @@
 use sha2::{Digest, Sha256};
 
 /// The schema version recorded in `meta` under [`VERSION_KEY`].
-pub const VERSION: &str = "mosaic-bus/3";
+pub const VERSION: &str = "mosaic-bus/4";
 
 /// The `meta` key holding the schema version.
 pub const VERSION_KEY: &str = "schema_version";
@@ -20,10 +20,10 @@ pub const VERSION_KEY: &str = "schema_version";
 pub const SCHEMA_SQL: &str = include_str!("../schema.sql");
 
 /// SHA-256 of [`SCHEMA_SQL`], lowercase hex.
-pub const SCHEMA_SHA256: &str = "285cfe91d44f5878924725af3cf0a001113fd3d51d7dabc4430db03c8353d93d";
+pub const SCHEMA_SHA256: &str = "e7e59a56a0045b2ce2e98e25aefd7f15ec297beaee6de2e3c1c8084cf3b5e100";
 
 /// SHA-256 of [`canonical_master`] over a database holding exactly this schema.
-pub const MASTER_SHA256: &str = "d3f2df11202983e04071d935cf19488497acaba6816a2043c0551712ae56d59f";
+pub const MASTER_SHA256: &str = "156dabe9b6b827ff9fae0e4b46289f16c9c35bbf6b4f1ee3e5656e2afff97039";
 
 /// Lowercase hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {

@@ -24,6 +24,23 @@ fn populated() -> (tempfile::TempDir, PathBuf) {
     (dir, path)
 }
 
+/// [`populated`], then three failed proofs in one window: a row, then a
+/// count of two. Every table holds a row.
+fn populated_with_refusal_counts() -> (tempfile::TempDir, PathBuf) {
+    let (dir, path) = populated();
+    let store = SqliteStore::open(&path).expect("the store opens");
+    let mut driver = Driver::open(policy_a(), store).expect("opens");
+    let now = t(9_000_000_000_000);
+    for _ in 0..3 {
+        let refused = driver.refuse(now, None, "inbox", Refusal::HumanProofFailed);
+        assert_eq!(refused, Refusal::HumanProofFailed);
+    }
+    driver.stage_refusal_counts(now, true);
+    driver.finish().expect("the count is written");
+    drop(driver);
+    (dir, path)
+}
+
 /// A raw connection with none of the store's protections, as an attacker
 /// with file access would use.
 fn raw(path: &Path) -> Connection {
@@ -57,10 +74,10 @@ fn refused_open(path: &Path) -> Refusal {
 
 #[test]
 fn every_table_refuses_update_delete_and_insert_or_replace_with_recursive_triggers_on_and_off() {
-    let (_dir, path) = populated();
+    let (_dir, path) = populated_with_refusal_counts();
     let conn = raw(&path);
     let names = tables(&conn);
-    assert_eq!(names.len(), 15, "{names:?}");
+    assert_eq!(names.len(), 16, "{names:?}");
     for recursive in ["OFF", "ON"] {
         conn.execute_batch(&format!("PRAGMA recursive_triggers = {recursive}"))
             .unwrap();
@@ -89,6 +106,38 @@ fn every_table_refuses_update_delete_and_insert_or_replace_with_recursive_trigge
             }
         }
     }
+}
+
+/// The view `refusal_tally` shows a window's first refusal as a row and the
+/// rest as its count; the store reads both back.
+#[test]
+fn refusal_tally_shows_a_window_as_its_row_and_its_count() {
+    let (_dir, path) = populated_with_refusal_counts();
+    let conn = raw(&path);
+    let tally: Vec<(String, i64)> = conn
+        .prepare(
+            "SELECT kind, count FROM refusal_tally JOIN ledger USING (seq) \
+             WHERE code = 'human-proof-failed' ORDER BY seq",
+        )
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(
+        tally,
+        [
+            ("request.refused".to_owned(), 1),
+            ("refusals.counted".to_owned(), 2)
+        ]
+    );
+    let since: String = conn
+        .query_row("SELECT since FROM refusal_counts", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(since, t(9_000_000_000_000).to_string());
+    drop(conn);
+    // The open-time ledger pass matches the count's row to its ledger row.
+    SqliteStore::open(&path).expect("the store opens");
 }
 
 /// Applies `tamper` through a raw connection, then checks the store refuses

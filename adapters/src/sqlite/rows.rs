@@ -6,7 +6,7 @@ use mosaic_domain::evidence::{
     ActionAllowed, AgentRef, ClaimEvidence, Consumption, DecisionActor, DecisionEvidence,
     DecisionOption, DecisionRecord, Evidence, EvidenceKind, Harness, HumanInput, LaunchEvidence,
     LaunchRecord, MessageClass, MessageEvidence, MessageRecord, Observation, OptionKey, Recipient,
-    RefusalRecord, Route, Sender, Stamped, Subject,
+    RefusalCount, RefusalRecord, Route, Sender, Stamped, Subject,
 };
 use mosaic_domain::{
     Action, BusinessId, DecisionId, EventId, MessageId, Refusal, RoleInstance, RunId, Target,
@@ -66,11 +66,12 @@ pub(crate) enum Table {
     HumanInputs,
     Observations,
     Refusals,
+    RefusalCounts,
 }
 
 impl Table {
     /// Every typed table, in the order of the enum.
-    pub(crate) const ALL: [Table; 13] = [
+    pub(crate) const ALL: [Table; 14] = [
         Table::Launches,
         Table::LaunchSwitches,
         Table::Claims,
@@ -84,6 +85,7 @@ impl Table {
         Table::HumanInputs,
         Table::Observations,
         Table::Refusals,
+        Table::RefusalCounts,
     ];
 
     /// The table's SQL name.
@@ -102,6 +104,7 @@ impl Table {
             Table::HumanInputs => "human_inputs",
             Table::Observations => "observations",
             Table::Refusals => "refusals",
+            Table::RefusalCounts => "refusal_counts",
         }
     }
 }
@@ -128,6 +131,7 @@ impl Table {
             EvidenceKind::HumanInput => Table::HumanInputs,
             EvidenceKind::EventObserved => Table::Observations,
             EvidenceKind::RequestRefused => Table::Refusals,
+            EvidenceKind::RefusalsCounted => Table::RefusalCounts,
         }
     }
 }
@@ -322,6 +326,21 @@ pub(crate) fn insert(conn: &Connection, seq: i64, record: &Stamped) -> rusqlite:
                 r.agent.as_ref().map(|a| a.run.as_str()),
                 r.verb,
                 r.refusal.code()
+            ]),
+        Evidence::RefusalsCounted(c) => conn
+            .prepare_cached(
+                "INSERT INTO refusal_counts (seq, business, role, run, verb, code, since, count) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            )?
+            .execute(params![
+                seq,
+                opt(c.refused.business.as_ref()),
+                c.refused.agent.as_ref().map(|a| a.role.as_str()),
+                c.refused.agent.as_ref().map(|a| a.run.as_str()),
+                c.refused.verb,
+                c.refused.refusal.code(),
+                c.since.to_string(),
+                i64::try_from(c.count).unwrap_or(i64::MAX)
             ]),
     }?;
     Ok(())
@@ -567,6 +586,7 @@ pub(crate) fn load(
         EvidenceKind::HumanInput => Evidence::Human(load_human_input(conn, seq)?),
         EvidenceKind::EventObserved => Evidence::Observed(load_observation(conn, seq)?),
         EvidenceKind::RequestRefused => Evidence::Refused(load_refusal(conn, seq)?),
+        EvidenceKind::RefusalsCounted => Evidence::RefusalsCounted(load_refusal_count(conn, seq)?),
     };
     Ok(Stamped { at, evidence })
 }
@@ -792,19 +812,49 @@ fn load_refusal(conn: &Connection, seq: i64) -> Result<RefusalRecord, ReadError>
         conn,
         "SELECT business, role, run, verb, code FROM refusals WHERE seq = ?1",
     )?;
-    let (b, role, run, verb, code) = st.query_row([seq], |r| {
+    let columns = st.query_row([seq], refusal_columns)?;
+    Ok(refusal_record(columns)?)
+}
+
+fn load_refusal_count(conn: &Connection, seq: i64) -> Result<RefusalCount, ReadError> {
+    let mut st = one(
+        conn,
+        "SELECT business, role, run, verb, code, since, count FROM refusal_counts WHERE seq = ?1",
+    )?;
+    let (columns, since, count) = st.query_row([seq], |r| {
         Ok((
-            r.get::<_, Option<String>>(0)?,
-            r.get::<_, Option<String>>(1)?,
-            r.get::<_, Option<String>>(2)?,
-            r.get::<_, Option<String>>(3)?,
-            r.get::<_, String>(4)?,
+            refusal_columns(r)?,
+            r.get::<_, String>(5)?,
+            r.get::<_, i64>(6)?,
         ))
     })?;
+    Ok(RefusalCount {
+        refused: refusal_record(columns)?,
+        since: parse(&since, Timestamp::parse, "since")?,
+        count: u64::try_from(count).map_err(|_| bad("count"))?,
+    })
+}
+
+/// A refusal's `business, role, run, verb, code` columns, first in a row.
+type RefusalColumns = (
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    String,
+);
+
+fn refusal_columns(r: &rusqlite::Row<'_>) -> rusqlite::Result<RefusalColumns> {
+    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+}
+
+fn refusal_record(
+    (b, role, run, verb, code): RefusalColumns,
+) -> Result<RefusalRecord, Undecodable> {
     let agent = match (role, run) {
         (Some(role), Some(run)) => Some(agent(&role, &run)?),
         (None, None) => None,
-        (Some(_), None) | (None, Some(_)) => return Err(bad("refused agent").into()),
+        (Some(_), None) | (None, Some(_)) => return Err(bad("refused agent")),
     };
     Ok(RefusalRecord {
         business: b.as_deref().map(business).transpose()?,

@@ -384,6 +384,14 @@ pub fn record_json(record: &Stamped) -> Value {
             "verb": r.verb,
             "code": r.refusal.code(),
         }),
+        Evidence::RefusalsCounted(c) => json!({
+            "role": c.refused.agent.as_ref().map(|a| a.role.as_str()),
+            "run": c.refused.agent.as_ref().map(|a| a.run.as_str()),
+            "verb": c.refused.verb,
+            "code": c.refused.refusal.code(),
+            "since": c.since.to_string(),
+            "count": c.count,
+        }),
     };
     let mut out = Map::new();
     out.insert("at".into(), json!(record.at.to_string()));

@@ -36,6 +36,11 @@ use super::reads::{Reads, View};
 use super::world::{BrokerIdentity, Ports, SharedEntropy, Time};
 use super::writer::{write_loop, WRITER_THREAD};
 
+/// The most blocking threads the socket runtime keeps: human proofs and
+/// reads beside the writer take turns of their own (4 each), so these are
+/// never all busy; a cap keeps a flood from growing them.
+const BLOCKING_THREADS: usize = 32;
+
 /// What a successful boot hands the host.
 #[derive(Debug, Clone)]
 pub struct Booted {
@@ -119,7 +124,7 @@ fn boot_real(config: BootConfig) -> Result<(Broker, Booted), BootFailure> {
         tracing::warn!(
             open_files = files,
             connections = socket::MAX_CONNECTIONS,
-            "the open-file limit is below the connection limit"
+            "the open-file limit is below the connection limit: fewer places"
         );
     }
     let started = real_ports(&root, &config).and_then(|ports| serve(&root, ports, config));
@@ -396,8 +401,12 @@ where
         Refusal::StorageUnavailable,
         "starting the writer thread",
     ))?;
+    // Blocking threads (proofs, reads beside the writer: each bounded by
+    // its own turns) are few and go back within a second of a flood.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        .max_blocking_threads(BLOCKING_THREADS)
+        .thread_keep_alive(std::time::Duration::from_secs(1))
         .enable_all()
         .build()
         .map_err(logged(
@@ -415,9 +424,23 @@ where
         time: time.clone(),
     };
     let (stop, stopped) = oneshot::channel::<()>();
-    let server = runtime.spawn(socket::serve(
+    // The socket's places fit in the open files left once the store, the
+    // listeners, the human's reserve and the HTTP port's cap are counted.
+    let http = if panes.is_some() {
+        mosaic_adapters::http::MAX_HTTP_CONNECTIONS
+    } else {
+        0
+    };
+    let limits = socket::budget(socket::open_file_limit(), http);
+    tracing::debug!(
+        connections = limits.max_connections,
+        unauthenticated = limits.max_unauthenticated,
+        "socket places"
+    );
+    let server = runtime.spawn(socket::serve_with(
         listener,
         Connections(Arc::new(shared)),
+        limits,
         async move {
             let _ = stopped.await;
         },

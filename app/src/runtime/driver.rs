@@ -14,13 +14,16 @@
 //! every answer of the batch is `storage-unavailable` and the bus is exactly
 //! as after the previous batch. The one-request methods (`call`, `refuse`,
 //! `bind`) are a stage plus a finish. A refusal is recorded as evidence in
-//! its own stage.
+//! its own stage, or counted in its window ([`mosaic_domain::refusal_counts`]):
+//! a counted refusal is answered with its batch, and the window's count is
+//! staged by [`Driver::stage_refusal_counts`] once the window is over.
 
 use mosaic_domain::bus::{Bus, BusMark, Caller, Command, Reply};
 use mosaic_domain::changes::{Change, Routing};
 use mosaic_domain::claims::BindReply;
-use mosaic_domain::evidence::{LaunchRecord, Stamped};
+use mosaic_domain::evidence::{LaunchRecord, RefusalCount, RefusalRecord, Stamped};
 use mosaic_domain::messages::{receive_batch, RECEIVE_LIMIT};
+use mosaic_domain::refusal_counts::{RefusalWindows, Tally};
 use mosaic_domain::{Business, Refusal, Timestamp};
 use mosaic_ports::{EvidenceStore, StoreError};
 
@@ -46,6 +49,10 @@ pub struct Driver<S> {
     /// The changes of the batches committed since the last
     /// [`Driver::take_changes`], at their positions.
     committed: Vec<(u64, Change)>,
+    /// The windows refusals are counted in.
+    windows: RefusalWindows,
+    /// The windows' counts the open batch writes.
+    writing: Vec<RefusalCount>,
 }
 
 impl<S: EvidenceStore> Driver<S> {
@@ -68,6 +75,8 @@ impl<S: EvidenceStore> Driver<S> {
             head,
             batch: (0, Vec::new()),
             committed: Vec::new(),
+            windows: RefusalWindows::default(),
+            writing: Vec::new(),
         })
     }
 
@@ -188,7 +197,10 @@ impl<S: EvidenceStore> Driver<S> {
         }
     }
 
-    /// [`Driver::refuse`] inside the open batch.
+    /// [`Driver::refuse`] inside the open batch: a row of its own, or, for
+    /// a refusal of nobody past its window's first row, counted in its
+    /// window (then answered with its batch, the count written when the
+    /// window is over).
     pub fn stage_refusal(
         &mut self,
         now: Timestamp,
@@ -199,12 +211,50 @@ impl<S: EvidenceStore> Driver<S> {
         if self.broken {
             return Refusal::StorageUnavailable;
         }
+        // Only refusals of nobody are counted: a known caller's are each a
+        // row, durable before their answer, as the crash campaign checks.
+        if caller.is_none() {
+            let record = RefusalRecord::of(None, Some(verb), refusal);
+            if self.windows.tally(now, &record) == Tally::Counted {
+                return refusal;
+            }
+        }
         let mark = self.bus.mark();
         self.bus.handle_refused(now, caller, Some(verb), refusal);
         match self.stage(mark) {
             Ok(()) => refusal,
             Err(_) => Refusal::StorageUnavailable,
         }
+    }
+
+    /// Stages, in the open batch, the counts of the refusal windows that
+    /// are over at `now` (every window's, when `all`: at shutdown). A count
+    /// that cannot be staged, or whose batch fails, is written with the
+    /// next batch that succeeds.
+    pub fn stage_refusal_counts(&mut self, now: Timestamp, all: bool) {
+        let counts = if all {
+            self.windows.close_all()
+        } else {
+            self.windows.close(now)
+        };
+        for count in counts {
+            if self.broken {
+                self.windows.unwritten(vec![count]);
+                continue;
+            }
+            let mark = self.bus.mark();
+            self.bus.handle_refusals_counted(now, count.clone());
+            match self.stage(mark) {
+                Ok(()) => self.writing.push(count),
+                Err(_) => self.windows.unwritten(vec![count]),
+            }
+        }
+    }
+
+    /// Whether no refusal window is open and no count waits: the writer
+    /// need not come back unless a job arrives.
+    pub fn refusal_counts_idle(&self) -> bool {
+        self.windows.is_idle()
     }
 
     /// [`Driver::bind`] inside the open batch. A refused binding is not
@@ -241,6 +291,11 @@ impl<S: EvidenceStore> Driver<S> {
             self.store.commit_staged().map_err(storage)
         };
         let (records, changes) = std::mem::take(&mut self.batch);
+        self.windows.committed(committed.is_ok());
+        let written = std::mem::take(&mut self.writing);
+        if committed.is_err() {
+            self.windows.unwritten(written);
+        }
         match committed {
             Ok(()) => {
                 self.bus.handle_committed();

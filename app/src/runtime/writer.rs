@@ -5,13 +5,17 @@
 //! in its own savepoint; commit the batch with one sync; publish the view
 //! if machine state changed, and the batch's changes to the feed; only then
 //! send the answers. Alone, a request commits at once; requests that
-//! arrive while a commit syncs form the next batch.
+//! arrive while a commit syncs form the next batch. Each batch also writes
+//! the counts of the refusal windows that are over; while one is open the
+//! writer comes back within a window even when no job arrives, and at the
+//! end it writes every window's count before the store closes.
 
 use std::sync::{mpsc, Arc};
 
 use mosaic_adapters::wire::Call;
 use mosaic_domain::bus::{Caller, Command, Reply};
 use mosaic_domain::evidence::LaunchRecord;
+use mosaic_domain::refusal_counts::WINDOW;
 use mosaic_domain::Refusal;
 use mosaic_ports::StoreReaders;
 use serde_json::Value;
@@ -120,8 +124,22 @@ pub(super) fn write_loop<S: StoreReaders>(
     reads: Arc<Reads<S>>,
 ) {
     let mut answers = Vec::with_capacity(MAX_BATCH);
-    while let Ok(first) = queue.recv() {
-        let mut next = Some(first);
+    loop {
+        // With a refusal window open, come back when it may be over even
+        // if nothing arrives, to write its count.
+        let first = if driver.refusal_counts_idle() {
+            match queue.recv() {
+                Ok(job) => Some(job),
+                Err(mpsc::RecvError) => break,
+            }
+        } else {
+            match queue.recv_timeout(WINDOW) {
+                Ok(job) => Some(job),
+                Err(mpsc::RecvTimeoutError::Timeout) => None,
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+        };
+        let mut next = first;
         while let Some(job) = next {
             let writer = Writer {
                 driver: &mut driver,
@@ -135,11 +153,20 @@ pub(super) fn write_loop<S: StoreReaders>(
                 None
             };
         }
+        driver.stage_refusal_counts(world.time.now(), false);
         // The view is published before any answer goes out.
         let durable = commit_batch(&mut driver, &reads);
         for answer in answers.drain(..) {
             answer.send(durable);
         }
+    }
+    // The windows still open are written before the store closes.
+    driver.stage_refusal_counts(world.time.now(), true);
+    if let Err(refusal) = commit_batch(&mut driver, &reads) {
+        tracing::error!(
+            code = refusal.code(),
+            "the refusal counts of the last windows were not written"
+        );
     }
     // The writer's connection must close last: its close checkpoints.
     reads.close();

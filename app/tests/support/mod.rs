@@ -260,6 +260,26 @@ impl Broker {
         broker
     }
 
+    /// As [`Broker::boot`], with the broker's open-file limit (soft and
+    /// hard) set to `files` before it boots (`prlimit --pid`), so it can
+    /// raise it no further.
+    #[track_caller]
+    pub fn boot_with_open_files(root: &Path, config: &Value, files: u64) -> Broker {
+        let mut broker = Broker::spawn(root);
+        let status = Command::new("prlimit")
+            .arg("--pid")
+            .arg(broker.pid().to_string())
+            .arg(format!("--nofile={files}:{files}"))
+            .status()
+            .expect("run prlimit");
+        assert!(status.success(), "prlimit: {status}");
+        let reply = broker.host(&boot_line(config));
+        assert_eq!(reply["ok"], json!(true), "boot refused: {reply}");
+        broker.socket = PathBuf::from(reply["path"].as_str().expect("a path"));
+        broker.boot = reply;
+        broker
+    }
+
     /// Boots with `config`, expecting the refusal line `{"ok":false,"error":
     /// code}` and exit 2 with nothing else on stdout.
     #[track_caller]

@@ -5,8 +5,8 @@
 use mosaic_domain::evidence::{
     ActionAllowed, AgentRef, ClaimEvidence, Consumption, DecisionActor, DecisionEvidence,
     DecisionOption, DecisionRecord, Evidence, EvidenceKind, Harness, HumanInput, LaunchEvidence,
-    LaunchRecord, MessageEvidence, MessageRecord, Observation, OptionKey, Recipient, RefusalRecord,
-    Route, Sender, Subject,
+    LaunchRecord, MessageEvidence, MessageRecord, Observation, OptionKey, Recipient, RefusalCount,
+    RefusalRecord, Route, Sender, Subject,
 };
 use mosaic_domain::*;
 use std::collections::HashSet;
@@ -322,6 +322,20 @@ fn records() -> Vec<(&'static str, Evidence, Vec<Subject>)> {
             }),
             vec![],
         ),
+        (
+            "refusals counted",
+            Evidence::RefusalsCounted(RefusalCount {
+                refused: RefusalRecord {
+                    business: Some(acme()),
+                    agent: Some(dev()),
+                    verb: Some("role.claim".into()),
+                    refusal: Refusal::RoleHeld,
+                },
+                since: Timestamp::from_unix_ms(1_767_225_600_000).unwrap(),
+                count: 12,
+            }),
+            vec![],
+        ),
     ]
 }
 
@@ -381,6 +395,7 @@ fn every_record_names_its_kind_and_its_business() {
         "human.input",
         "event.observed",
         "request.refused",
+        "refusals.counted",
     ]) {
         assert!(kinds.contains(kind), "no record of kind {kind}");
     }
@@ -563,6 +578,16 @@ fn records_with_every_text() -> Vec<Evidence> {
             agent: Some(dev()),
             verb: Some("role.claim".into()),
             refusal: Refusal::RunRevoked,
+        }),
+        Evidence::RefusalsCounted(RefusalCount {
+            refused: RefusalRecord {
+                business: Some(acme()),
+                agent: Some(dev()),
+                verb: Some("role.claim".into()),
+                refusal: Refusal::RunRevoked,
+            },
+            since: Timestamp::from_unix_ms(1_767_225_600_000).unwrap(),
+            count: 3,
         }),
     ]
 }

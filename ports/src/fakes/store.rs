@@ -441,7 +441,8 @@ impl State {
             | Evidence::Claim(_)
             | Evidence::Decision(DecisionEvidence::Seen { .. })
             | Evidence::Allowed(_)
-            | Evidence::Refused(_) => {}
+            | Evidence::Refused(_)
+            | Evidence::RefusalsCounted(_) => {}
         }
         self.records.push(record.clone());
     }
@@ -673,7 +674,8 @@ impl<'a> Staged<'a> {
             | Evidence::Launch(LaunchEvidence::Restored { .. })
             | Evidence::Claim(ClaimEvidence::Claimed { .. })
             | Evidence::Claim(ClaimEvidence::Released { .. })
-            | Evidence::Refused(_) => {}
+            | Evidence::Refused(_)
+            | Evidence::RefusalsCounted(_) => {}
         }
         self.last = Some(record.at);
         Ok(())

@@ -3,13 +3,13 @@
 use mosaic_domain::evidence::{
     ActionAllowed, AgentRef, ClaimEvidence, Consumption, DecisionActor, DecisionEvidence,
     DecisionOption, DecisionRecord, Evidence, Harness, HumanInput, LaunchEvidence, LaunchRecord,
-    MessageClass, MessageEvidence, MessageRecord, Observation, OptionKey, Recipient, RefusalRecord,
-    Route, Sender, Subject,
+    MessageClass, MessageEvidence, MessageRecord, Observation, OptionKey, Recipient, RefusalCount,
+    RefusalRecord, Route, Sender, Subject,
 };
 use mosaic_domain::messages::MessageFacts;
 use mosaic_domain::{
     Action, ActionClass, BusinessId, DecisionId, EventId, MessageId, Refusal, RoleInstance, RunId,
-    TaskRef,
+    TaskRef, Timestamp,
 };
 
 // --- The universe -----------------------------------------------------------
@@ -316,6 +316,19 @@ pub(super) fn refused(b: Option<BusinessId>) -> Evidence {
     })
 }
 
+pub(super) fn counted(b: Option<BusinessId>) -> Evidence {
+    Evidence::RefusalsCounted(RefusalCount {
+        refused: RefusalRecord {
+            business: b,
+            agent: Some(agent("dev", "run-1")),
+            verb: Some("message.send".to_owned()),
+            refusal: Refusal::NotAuthorized,
+        },
+        since: Timestamp::from_unix_ms(1_767_225_600_000).expect("a time"),
+        count: 41,
+    })
+}
+
 pub(super) fn facts(record: MessageRecord, delivered_to: Option<&str>, read: bool) -> MessageFacts {
     MessageFacts {
         record,
@@ -351,6 +364,7 @@ pub(super) fn varied_history() -> Vec<Vec<Evidence>> {
                 business: a.clone(),
             }),
             refused(None),
+            counted(None),
             refused(Some(a.clone())),
         ],
         vec![
@@ -415,6 +429,7 @@ pub(super) fn varied_history() -> Vec<Vec<Evidence>> {
             observed(&a, "review", Some(Subject::Role(role("dev")))),
             allowed(&a, None, Some(Subject::Message(mid(3)))),
             refused(Some(b.clone())),
+            counted(Some(b.clone())),
         ],
     ]
 }

@@ -840,7 +840,8 @@ fn decision_records<S: EvidenceStore>(store: &mut S) {
             | Evidence::Message(_)
             | Evidence::Human(_)
             | Evidence::Observed(_)
-            | Evidence::Refused(_) => None,
+            | Evidence::Refused(_)
+            | Evidence::RefusalsCounted(_) => None,
         });
         found += usize::from(raised.is_some());
         let got = sc
