@@ -1,4 +1,4 @@
--- mosaic-bus evidence store, schema mosaic-bus/3.
+-- mosaic-bus evidence store, schema mosaic-bus/4.
 --
 -- Every fact is one row of `ledger` (global write order and broker time)
 -- plus one row of the typed table its kind names, with the same `seq`.
@@ -26,6 +26,15 @@
 --   to its ledger row, both ways. References between records (a decision,
 --   a message, a human input) stay foreign keys, checked at insert and by
 --   `PRAGMA foreign_key_check` at open.
+--
+-- mosaic-bus/4, the hash chain (begin):
+-- - `ledger.hash` is SHA-256(0x01 || the previous row's hash || the
+--   encoding of this ledger row and its typed row), one field per stored
+--   column, as the store's `chain` module writes and every verifier reads
+--   it. The first row's previous hash comes from the random `store_id` in
+--   `meta`. The writer extends the chain in the record's transaction; every
+--   open recomputes it.
+-- mosaic-bus/4, the hash chain (end).
 
 CREATE TABLE meta (
     key TEXT PRIMARY KEY NOT NULL,
@@ -39,7 +48,9 @@ CREATE TABLE ledger (
     seq INTEGER PRIMARY KEY,
     at TEXT NOT NULL,
     kind TEXT NOT NULL,
-    business TEXT
+    business TEXT,
+    -- mosaic-bus/4: the chain link (see the top of this file).
+    hash BLOB NOT NULL
 ) STRICT;
 
 CREATE TABLE launches (

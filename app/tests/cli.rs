@@ -19,8 +19,8 @@ const BIN: &str = env!("CARGO_BIN_EXE_mosaic-bus");
 const WAIT: Duration = Duration::from_secs(20);
 
 /// Every subcommand, as the global help must list it.
-const SUBCOMMANDS: [&str; 9] = [
-    "broker", "up", "call", "mcp", "human", "demo", "unlock", "version", "help",
+const SUBCOMMANDS: [&str; 11] = [
+    "broker", "up", "call", "mcp", "human", "demo", "unlock", "backup", "verify", "version", "help",
 ];
 
 /// What a finished run printed.
@@ -317,6 +317,19 @@ fn usage_errors_keep_each_subcommands_contract() {
         let out = refused_on_stdout(args, sorted);
         assert_eq!(out.stderr, "", "{args:?}");
     }
+    // `verify`: its one line and nothing else.
+    for args in [
+        &["verify"][..],
+        &["verify", "--db"],
+        &["verify", "--db", ""],
+        &["verify", "--db", "/s", "--head"],
+    ] {
+        let out = refused_on_stdout(args, sorted);
+        assert_eq!(out.stderr, "", "{args:?}");
+    }
+    // `backup` prints a note on stdout: the code on stderr.
+    refused_on_stderr(&["backup", "--data-root", "/d"], "bad-request");
+    refused_on_stderr(&["backup", "--to", "/f", "extra"], "bad-request");
     // `mcp` (stdout is MCP's) and `demo` (stdout is its steps): the code on
     // stderr.
     refused_on_stderr(&["mcp"], "bad-request");

@@ -11,19 +11,23 @@
 use sha2::{Digest, Sha256};
 
 /// The schema version recorded in `meta` under [`VERSION_KEY`].
-pub const VERSION: &str = "mosaic-bus/3";
+pub const VERSION: &str = "mosaic-bus/4";
 
 /// The `meta` key holding the schema version.
 pub const VERSION_KEY: &str = "schema_version";
+
+/// The `meta` key holding the store's random id, whose hash is the chain's
+/// first previous hash (`mosaic-bus/4`).
+pub const STORE_ID_KEY: &str = "store_id";
 
 /// The schema source.
 pub const SCHEMA_SQL: &str = include_str!("../schema.sql");
 
 /// SHA-256 of [`SCHEMA_SQL`], lowercase hex.
-pub const SCHEMA_SHA256: &str = "285cfe91d44f5878924725af3cf0a001113fd3d51d7dabc4430db03c8353d93d";
+pub const SCHEMA_SHA256: &str = "ae6e3afeb2fc5634ef4c63a2aa1ee6cc2c8be1c3c57471dfce0d0e23cf9267e1";
 
 /// SHA-256 of [`canonical_master`] over a database holding exactly this schema.
-pub const MASTER_SHA256: &str = "d3f2df11202983e04071d935cf19488497acaba6816a2043c0551712ae56d59f";
+pub const MASTER_SHA256: &str = "ca50c074fd45c9b80b1f323cb477095d95a8b808aa74907f15737c30d0b42624";
 
 /// Lowercase hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {

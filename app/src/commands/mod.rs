@@ -23,6 +23,7 @@ use clap::{Parser, Subcommand};
 use args::with_log_env;
 
 mod args;
+pub mod backup;
 pub mod call;
 pub mod demo;
 pub mod host;
@@ -33,6 +34,7 @@ mod signals;
 pub mod team;
 pub mod unlock;
 pub mod up;
+pub mod verify;
 
 const ABOUT: &str = "mosaic-bus: a local coordination broker for teams of AI coding agents";
 
@@ -103,6 +105,12 @@ pub enum Command {
     /// After a crash: prove the broker gone, keep the evidence, remove the lock.
     #[command(long_about = unlock::ABOUT, after_help = unlock::AFTER)]
     Unlock(unlock::UnlockArgs),
+    /// Copy the store while the broker runs, verify the copy, print its note.
+    #[command(long_about = backup::ABOUT, after_help = backup::AFTER)]
+    Backup(backup::BackupArgs),
+    /// Verify a store file offline: every open-time check, the hash chain, notes.
+    #[command(long_about = verify::ABOUT, after_help = verify::AFTER)]
+    Verify(verify::VerifyArgs),
     /// Print the version.
     Version,
     /// Inside an agent's sandbox: close inherited descriptors, run the agent.
@@ -115,8 +123,8 @@ impl Command {
     pub fn contract(name: &str) -> Option<Contract> {
         match name {
             "broker" | "up" | "call" | "human" => Some(Contract::JsonLine),
-            "unlock" => Some(Contract::JsonLineOnly),
-            "mcp" | "demo" => Some(Contract::CodeOnStderr),
+            "unlock" | "verify" => Some(Contract::JsonLineOnly),
+            "mcp" | "demo" | "backup" => Some(Contract::CodeOnStderr),
             _ => None,
         }
     }
@@ -159,6 +167,8 @@ mod tests {
             | Command::Human(_)
             | Command::Demo(_)
             | Command::Unlock(_)
+            | Command::Verify(_)
+            | Command::Backup(_)
             | Command::Version
             | Command::SandboxExec(_) => None,
         }
