@@ -43,6 +43,7 @@ fn main() -> ExitCode {
         Some(Command::Unlock(args)) => commands::unlock::main(args),
         Some(Command::Verify(args)) => commands::verify::main(args),
         Some(Command::Backup(args)) => commands::backup::main(args),
+        Some(Command::Head(args)) => commands::head::main(args),
         Some(Command::SandboxExec(args)) => commands::up::sandbox_exec(args),
     }
 }

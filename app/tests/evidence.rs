@@ -297,3 +297,48 @@ fn verify_reports_truncated_forked_and_usage_with_its_exit_codes() {
         "{\"ok\":false,\"error\":\"truncated\"}\n"
     );
 }
+
+/// `head` answers readers with the chain's size, head and note; the note
+/// is the one `verify` finds on the closed store. Agents may not ask.
+#[test]
+fn head_gives_readers_the_note_verify_finds() {
+    let root = support::data_root();
+    let broker = Broker::boot(root.path(), &cfg(root.path()));
+    let w0 = broker.agent("r0");
+    w0.claim();
+    w0.ok("message.send", json!({"to": "w1", "body": "kept"}));
+    let head = broker.reader(0).ok("head", json!({}));
+    let size = ledger_size(root.path());
+    assert_eq!(head["size"], json!(size), "{head}");
+    let note = head["note"].as_str().expect("a note").to_owned();
+    let lines: Vec<&str> = note.lines().collect();
+    assert_eq!(lines.len(), 3, "{note:?}");
+    assert_eq!(lines[1], size.to_string());
+    assert_eq!(Some(lines[2]), head["head"].as_str());
+    // `mosaic-bus head` prints the same note, from a reader's cap file.
+    let cap_file = root.path().join("reader.cap");
+    std::fs::write(&cap_file, &broker.reader(0).cap).unwrap();
+    std::fs::set_permissions(&cap_file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let out = run(&[
+        "head",
+        "--socket",
+        broker.socket.to_str().unwrap(),
+        "--cap-file",
+        cap_file.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), note);
+    // (Its refusal is a record too: the store grows past the note.)
+    w0.refused("head", json!({}), "not-authorized");
+    broker.close();
+    let note_file = root.path().join("head.note");
+    std::fs::write(&note_file, &note).unwrap();
+    let (line, code) = verify(&root.path().join("bus").join("bus.sqlite"), &[&note_file]);
+    assert_eq!(code, Some(0), "the store extends the note: {line}");
+    assert_eq!(line["size"], json!(size + 1));
+}

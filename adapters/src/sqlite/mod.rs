@@ -40,7 +40,7 @@ use mosaic_domain::messages::MessageFacts;
 use mosaic_domain::{
     BusinessId, DecisionId, MessageId, Refusal, RoleInstance, RunId, TaskRef, Timestamp,
 };
-use mosaic_ports::{EvidenceStore, StoreError, StoreReaders, TaskView};
+use mosaic_ports::{EvidenceStore, StoreError, StoreHead, StoreReaders, TaskView};
 use rusqlite::config::DbConfig;
 use rusqlite::types::ValueRef;
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior};
@@ -1159,6 +1159,28 @@ impl EvidenceStore for SqliteStore {
             .and_then(|mut st| st.query_row([], |r| r.get(0)))
             .map_err(read_failure)?;
         u64::try_from(head).map_err(|_| read_failure(Undecodable("seq")))
+    }
+
+    fn chain_head(&self) -> Result<StoreHead, StoreError> {
+        let (store_id, size, hash): (String, Option<i64>, Option<Hash>) = self
+            .conn
+            .prepare_cached(
+                "SELECT (SELECT value FROM meta WHERE key = ?1), \
+                 (SELECT seq FROM ledger ORDER BY seq DESC LIMIT 1), \
+                 (SELECT hash FROM ledger ORDER BY seq DESC LIMIT 1)",
+            )
+            .and_then(|mut st| {
+                st.query_row([mosaic_schema::STORE_ID_KEY], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })
+            })
+            .map_err(read_failure)?;
+        let hash = hash.unwrap_or_else(|| chain::genesis(&store_id));
+        Ok(StoreHead {
+            size: u64::try_from(size.unwrap_or(0)).map_err(|_| read_failure(Undecodable("seq")))?,
+            store_id,
+            hash,
+        })
     }
 
     fn ledger(

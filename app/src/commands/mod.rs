@@ -26,6 +26,7 @@ mod args;
 pub mod backup;
 pub mod call;
 pub mod demo;
+pub mod head;
 pub mod host;
 pub mod human;
 mod logs;
@@ -105,6 +106,9 @@ pub enum Command {
     /// After a crash: prove the broker gone, keep the evidence, remove the lock.
     #[command(long_about = unlock::ABOUT, after_help = unlock::AFTER)]
     Unlock(unlock::UnlockArgs),
+    /// Print the note of the evidence's hash chain, as a reader asks the broker.
+    #[command(long_about = head::ABOUT, after_help = head::AFTER)]
+    Head(head::HeadArgs),
     /// Copy the store while the broker runs, verify the copy, print its note.
     #[command(long_about = backup::ABOUT, after_help = backup::AFTER)]
     Backup(backup::BackupArgs),
@@ -124,7 +128,7 @@ impl Command {
         match name {
             "broker" | "up" | "call" | "human" => Some(Contract::JsonLine),
             "unlock" | "verify" => Some(Contract::JsonLineOnly),
-            "mcp" | "demo" | "backup" => Some(Contract::CodeOnStderr),
+            "mcp" | "demo" | "backup" | "head" => Some(Contract::CodeOnStderr),
             _ => None,
         }
     }
@@ -168,6 +172,7 @@ mod tests {
             | Command::Demo(_)
             | Command::Unlock(_)
             | Command::Verify(_)
+            | Command::Head(_)
             | Command::Backup(_)
             | Command::Version
             | Command::SandboxExec(_) => None,
