@@ -31,6 +31,14 @@
 -- `refusals.counted`: past the first rows of a window, refusals are
 -- counted, one row per window and kind of refusal (docs/operations.md),
 -- and the view `refusal_tally` shows every refusal with its count.
+-- mosaic-bus/4, the hash chain (begin):
+-- - `ledger.hash` is SHA-256(0x01 || the previous row's hash || the
+--   encoding of this ledger row and its typed row), one field per stored
+--   column, as the store's `chain` module writes and every verifier reads
+--   it. The first row's previous hash comes from the random `store_id` in
+--   `meta`. The writer extends the chain in the record's transaction; every
+--   open recomputes it.
+-- mosaic-bus/4, the hash chain (end).
 
 CREATE TABLE meta (
     key TEXT PRIMARY KEY NOT NULL,
@@ -44,7 +52,9 @@ CREATE TABLE ledger (
     seq INTEGER PRIMARY KEY,
     at TEXT NOT NULL,
     kind TEXT NOT NULL,
-    business TEXT
+    business TEXT,
+    -- mosaic-bus/4: the chain link (see the top of this file).
+    hash BLOB NOT NULL
 ) STRICT;
 
 CREATE TABLE launches (

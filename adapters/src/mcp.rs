@@ -312,6 +312,7 @@ fn after_outcome_unknown(tool: Tool, args: &JsonObject) -> String {
         | Verb::Tasks
         | Verb::Agents
         | Verb::Trail
+        | Verb::Head
         | Verb::Changes
         | Verb::LaunchRevoke
         | Verb::LaunchRestore => involved,

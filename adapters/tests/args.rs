@@ -18,7 +18,8 @@ fn full(verb: Verb) -> Value {
         | Verb::LaunchRestore
         | Verb::Inbox
         | Verb::Tasks
-        | Verb::Agents => json!({}),
+        | Verb::Agents
+        | Verb::Head => json!({}),
         Verb::RoleRevoke => json!({"role": "dev", "decision": ID}),
         Verb::DecisionRaise => json!({
             "action": "repo.merge", "question": "q", "options": [{"key": "yes", "text": "y"}],

@@ -306,6 +306,7 @@ fn verbs_without_arguments_take_no_args_or_an_empty_object() {
         (Verb::Inbox, Call::Inbox),
         (Verb::Tasks, Call::Tasks),
         (Verb::Agents, Call::Agents),
+        (Verb::Head, Call::Head),
     ];
     for (verb, expected) in none {
         let v = verb.as_str();
@@ -369,6 +370,7 @@ fn the_verb_table_is_exactly_the_specs() {
             "tasks",
             "agents",
             "trail",
+            "head",
             "changes",
             "browser.request",
         ]

@@ -42,6 +42,9 @@ fn main() -> ExitCode {
         Some(Command::Console(args)) => commands::console::main(args),
         Some(Command::Demo(args)) => commands::demo::main(args),
         Some(Command::Unlock(args)) => commands::unlock::main(args),
+        Some(Command::Verify(args)) => commands::verify::main(args),
+        Some(Command::Backup(args)) => commands::backup::main(args),
+        Some(Command::Head(args)) => commands::head::main(args),
         Some(Command::SandboxExec(args)) => commands::up::sandbox_exec(args),
     }
 }

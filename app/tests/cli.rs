@@ -19,8 +19,9 @@ const BIN: &str = env!("CARGO_BIN_EXE_mosaic-bus");
 const WAIT: Duration = Duration::from_secs(20);
 
 /// Every subcommand, as the global help must list it.
-const SUBCOMMANDS: [&str; 10] = [
-    "broker", "up", "call", "mcp", "human", "console", "demo", "unlock", "version", "help",
+const SUBCOMMANDS: [&str; 13] = [
+    "broker", "up", "call", "mcp", "human", "console", "demo", "unlock", "head", "backup",
+    "verify", "version", "help",
 ];
 
 /// What a finished run printed.
@@ -318,6 +319,21 @@ fn usage_errors_keep_each_subcommands_contract() {
         let out = refused_on_stdout(args, sorted);
         assert_eq!(out.stderr, "", "{args:?}");
     }
+    // `verify`: its one line and nothing else.
+    for args in [
+        &["verify"][..],
+        &["verify", "--db"],
+        &["verify", "--db", ""],
+        &["verify", "--db", "/s", "--head"],
+    ] {
+        let out = refused_on_stdout(args, sorted);
+        assert_eq!(out.stderr, "", "{args:?}");
+    }
+    // `head` and `backup` print a note on stdout: the code on stderr.
+    refused_on_stderr(&["head", "--socket"], "bad-request");
+    refused_on_stderr(&["head", "--socket", "/s", "extra"], "bad-request");
+    refused_on_stderr(&["backup", "--data-root", "/d"], "bad-request");
+    refused_on_stderr(&["backup", "--to", "/f", "extra"], "bad-request");
     // `mcp` (stdout is MCP's) and `demo` (stdout is its steps): the code on
     // stderr.
     refused_on_stderr(&["mcp"], "bad-request");

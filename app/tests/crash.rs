@@ -112,6 +112,22 @@ fn launches() -> Vec<Value> {
         .collect()
 }
 
+/// `mosaic-bus verify` recomputes the hash chain over every record of the
+/// closed store, crashes and all: `ok`, at the ledger's size.
+#[track_caller]
+fn assert_chain_verifies(root: &std::path::Path, ledger_rows: i64) {
+    let out = std::process::Command::new(support::BIN)
+        .arg("verify")
+        .arg("--db")
+        .arg(root.join("bus").join("bus.sqlite"))
+        .output()
+        .expect("run mosaic-bus verify");
+    let line: Value = serde_json::from_slice(&out.stdout).expect("one JSON line");
+    assert_eq!(out.status.code(), Some(0), "verify: {line}");
+    assert_eq!(line["ok"], json!(true), "{line}");
+    assert_eq!(line["size"], json!(ledger_rows), "{line}");
+}
+
 /// A tiny xorshift64 generator: reproducible choices without a dependency.
 struct Rng(u64);
 
@@ -504,6 +520,7 @@ fn acknowledged_requests_survive_sigkill_exactly_once() {
 
     // The closed store.
     let ledger_rows = assert_whole_transactions(root.path());
+    assert_chain_verifies(root.path(), ledger_rows);
     let db = open_db(root.path());
     let snapshot = Snapshot::read(&db);
     let mut problems: Vec<String> = Vec::new();
@@ -923,7 +940,8 @@ fn changes_waiters_resume_across_sigkill_without_loss_or_repeat() {
     broker.close();
 
     // The closed store: every message to each waiter, in write order.
-    assert_whole_transactions(root.path());
+    let ledger_rows = assert_whole_transactions(root.path());
+    assert_chain_verifies(root.path(), ledger_rows);
     let db = open_db(root.path());
     let stored: Vec<Vec<(String, String)>> = (0..WAITERS)
         .map(|k| {

@@ -259,7 +259,7 @@ impl Store {
         let c = &self.conn;
         c.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
         c.prepare_cached("SAVEPOINT stage")?.execute([])?;
-        let ledger = "INSERT INTO ledger (seq, at, kind, business) VALUES (?1, ?2, ?3, ?4)";
+        let ledger = "INSERT INTO ledger (seq, at, kind, business, hash) VALUES (?1, ?2, ?3, ?4, zeroblob(32))";
         self.seq += 1;
         self.at_ms += 1;
         c.prepare_cached(ledger)?.execute(params![

@@ -567,9 +567,12 @@ mod machines {
                     target: Self::target(u)?,
                     decision: Self::option(u, |u| self.decision(u))?,
                 },
-                Verb::Inbox | Verb::Tasks | Verb::Agents | Verb::Trail | Verb::Changes => {
-                    return Ok(None)
-                }
+                Verb::Inbox
+                | Verb::Tasks
+                | Verb::Agents
+                | Verb::Trail
+                | Verb::Head
+                | Verb::Changes => return Ok(None),
             }))
         }
 

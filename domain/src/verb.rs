@@ -125,6 +125,8 @@ verbs! {
         "The bound runs of the business: role, harness, pid, holding, revoked.";
     Trail => "trail", [Agent, Reader, Human], read,
         "Every record linked to a task, decision, message or role, in write order.";
+    Head => "head", [Reader, Human], read,
+        "The head of the evidence's hash chain: its size, its hash, and the note to keep outside the store.";
     Changes => "changes", [Agent, Reader, Human], read,
         "Wait for what concerns you after a cursor: pointers to messages, decisions and roles, never their content.";
     BrowserRequest => "browser.request", [Agent], write,

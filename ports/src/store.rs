@@ -42,6 +42,17 @@ pub enum StoreError {
     Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
+/// The head of the store's hash chain: what to keep outside it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreHead {
+    /// The store's random id.
+    pub store_id: String,
+    /// The number of committed records.
+    pub size: u64,
+    /// The hash of the newest record (of the store id, for an empty store).
+    pub hash: [u8; 32],
+}
+
 /// The current state of a task, from the newest `task.*` observation filed
 /// under it. A `task.deleted` observation is a tombstone, reported as such.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -204,6 +215,13 @@ pub trait EvidenceStore {
     /// # Errors
     /// [`StoreError::Unavailable`].
     fn head(&self) -> Result<u64, StoreError>;
+
+    /// The head of the store's hash chain, read in one snapshot: its size
+    /// (as [`EvidenceStore::head`]) and the hash of the record there.
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`], also for a store that keeps no chain.
+    fn chain_head(&self) -> Result<StoreHead, StoreError>;
 
     /// The committed records of `business` at positions after `after` and
     /// at most `upto`, each with its position, in commit order; at most

@@ -16,14 +16,18 @@ pub const VERSION: &str = "mosaic-bus/4";
 /// The `meta` key holding the schema version.
 pub const VERSION_KEY: &str = "schema_version";
 
+/// The `meta` key holding the store's random id, whose hash is the chain's
+/// first previous hash (`mosaic-bus/4`).
+pub const STORE_ID_KEY: &str = "store_id";
+
 /// The schema source.
 pub const SCHEMA_SQL: &str = include_str!("../schema.sql");
 
 /// SHA-256 of [`SCHEMA_SQL`], lowercase hex.
-pub const SCHEMA_SHA256: &str = "e7e59a56a0045b2ce2e98e25aefd7f15ec297beaee6de2e3c1c8084cf3b5e100";
+pub const SCHEMA_SHA256: &str = "f9af35dc69ca3d0438b733d39bb484810f8e5596580f24c776555bfb6de21e02";
 
 /// SHA-256 of [`canonical_master`] over a database holding exactly this schema.
-pub const MASTER_SHA256: &str = "156dabe9b6b827ff9fae0e4b46289f16c9c35bbf6b4f1ee3e5656e2afff97039";
+pub const MASTER_SHA256: &str = "6a2a89fa820cca9189711e819193d565f406316608ab8430d0a702945f8ca2c9";
 
 /// Lowercase hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {

@@ -101,6 +101,10 @@ impl EvidenceStore for TempSqlite {
         self.store.head()
     }
 
+    fn chain_head(&self) -> Result<mosaic_ports::StoreHead, StoreError> {
+        self.store.chain_head()
+    }
+
     fn ledger(
         &self,
         business: &BusinessId,

@@ -233,7 +233,7 @@ fn the_ledger_refuses_a_non_canonical_time_or_an_unknown_kind_at_insert() {
     ] {
         let refused = conn
             .execute_batch(&format!(
-                "INSERT INTO ledger (seq, at, kind, business) VALUES ({NEXT}, {at}, {kind}, NULL)"
+                "INSERT INTO ledger (hash, seq, at, kind, business) VALUES (zeroblob(32), {NEXT}, {at}, {kind}, NULL)"
             ))
             .expect_err("the ledger refuses the row");
         assert!(
@@ -249,14 +249,14 @@ fn the_ledger_refuses_a_non_canonical_time_or_an_unknown_kind_at_insert() {
 fn every_ledger_rule_broken_behind_the_triggers_refuses_with_integrity_failed() {
     let refusal = |seq: &str, at: &str| {
         format!(
-            "INSERT INTO ledger (seq, at, kind, business) VALUES ({seq}, {at}, 'request.refused', NULL); \
+            "INSERT INTO ledger (hash, seq, at, kind, business) VALUES (zeroblob(32), {seq}, {at}, 'request.refused', NULL); \
              INSERT INTO refusals (seq, code) SELECT max(seq), 'bad-request' FROM ledger"
         )
     };
     let cases = [
         // A ledger row without its typed row.
         format!(
-            "INSERT INTO ledger (seq, at, kind, business) VALUES ({NEXT}, {LATER}, 'message.sent', 'acme')"
+            "INSERT INTO ledger (hash, seq, at, kind, business) VALUES (zeroblob(32), {NEXT}, {LATER}, 'message.sent', 'acme')"
         ),
         // A gap in the sequence.
         behind(
@@ -275,7 +275,7 @@ fn every_ledger_rule_broken_behind_the_triggers_refuses_with_integrity_failed() 
         behind(
             "ledger_insert",
             &format!(
-                "INSERT INTO ledger (seq, at, kind, business) VALUES ({NEXT}, {LATER}, 'request.ignored', NULL)"
+                "INSERT INTO ledger (hash, seq, at, kind, business) VALUES (zeroblob(32), {NEXT}, {LATER}, 'request.ignored', NULL)"
             ),
         ),
         // A typed row deleted from under its ledger row.
@@ -305,7 +305,7 @@ fn a_typed_row_at_the_place_of_another_kind_refuses_with_integrity_failed() {
     assert_tamper_refused(
         Refusal::IntegrityFailed,
         &format!(
-            "INSERT INTO ledger (seq, at, kind, business) VALUES ({NEXT}, {LATER}, 'request.refused', NULL); \
+            "INSERT INTO ledger (hash, seq, at, kind, business) VALUES (zeroblob(32), {NEXT}, {LATER}, 'request.refused', NULL); \
              INSERT INTO refusals (seq, code) SELECT max(seq), 'bad-request' FROM ledger; {}",
             behind(
                 "launch_switches_insert",
@@ -323,7 +323,7 @@ fn a_changed_schema_is_named_before_a_broken_ledger() {
     assert_tamper_refused(
         Refusal::SchemaMismatch,
         &format!(
-            "INSERT INTO ledger (seq, at, kind, business) VALUES ({NEXT}, {LATER}, 'message.sent', 'acme'); \
+            "INSERT INTO ledger (hash, seq, at, kind, business) VALUES (zeroblob(32), {NEXT}, {LATER}, 'message.sent', 'acme'); \
              CREATE INDEX extra ON ledger(kind);"
         ),
     );
@@ -347,7 +347,7 @@ fn a_non_canonical_timestamp_inserted_with_raw_sql_refuses_at_open() {
     // Behind the ledger's insert trigger, which checks the form.
     conn.execute_batch("DROP TRIGGER ledger_insert").unwrap();
     conn.execute(
-        "INSERT INTO ledger (seq, at, kind, business) VALUES (?1, ?2, 'request.refused', NULL)",
+        "INSERT INTO ledger (hash, seq, at, kind, business) VALUES (zeroblob(32), ?1, ?2, 'request.refused', NULL)",
         rusqlite::params![seq, bad],
     )
     .unwrap();
@@ -744,7 +744,7 @@ fn a_repeated_or_earlier_time_is_refused_at_insert_without_a_unique_index() {
         let message = refused_insert(
             &conn,
             &format!(
-                "INSERT INTO ledger (seq, at, kind, business) VALUES ({NEXT}, {at}, 'request.refused', NULL)"
+                "INSERT INTO ledger (hash, seq, at, kind, business) VALUES (zeroblob(32), {NEXT}, {at}, 'request.refused', NULL)"
             ),
         );
         assert!(message.contains("mosaic:non-monotonic"), "{at}: {message}");
@@ -752,7 +752,7 @@ fn a_repeated_or_earlier_time_is_refused_at_insert_without_a_unique_index() {
     assert_eq!(count(&conn, "ledger"), rows);
     // A later time at the next position is fine (and then undone).
     conn.execute_batch(&format!(
-        "SAVEPOINT s; INSERT INTO ledger (seq, at, kind, business) VALUES ({NEXT}, {LATER}, 'request.refused', NULL); \
+        "SAVEPOINT s; INSERT INTO ledger (hash, seq, at, kind, business) VALUES (zeroblob(32), {NEXT}, {LATER}, 'request.refused', NULL); \
          ROLLBACK TO s; RELEASE s"
     ))
     .unwrap();
@@ -785,7 +785,7 @@ fn a_typed_row_without_its_ledger_row_is_refused_at_insert_without_a_foreign_key
         let other_business = refused_insert(
             &conn,
             &format!(
-                "BEGIN; INSERT INTO ledger (seq, at, kind, business) VALUES ({NEXT}, {LATER}, 'launch.revoked', 'acme'); \
+                "BEGIN; INSERT INTO ledger (hash, seq, at, kind, business) VALUES (zeroblob(32), {NEXT}, {LATER}, 'launch.revoked', 'acme'); \
                  INSERT INTO launch_switches (seq, business, state) SELECT max(seq), 'globex', 'off' FROM ledger"
             ),
         );

@@ -24,6 +24,8 @@
 //! a cost that does not grow with the table; the open-time ledger pass checks
 //! the same for every stored row.
 
+mod backup;
+mod chain;
 mod rows;
 
 use std::cell::RefCell;
@@ -38,10 +40,13 @@ use mosaic_domain::messages::MessageFacts;
 use mosaic_domain::{
     BusinessId, DecisionId, MessageId, Refusal, RoleInstance, RunId, TaskRef, Timestamp,
 };
-use mosaic_ports::{EvidenceStore, StoreError, StoreReaders, TaskView};
+use mosaic_ports::{EvidenceStore, StoreError, StoreHead, StoreReaders, TaskView};
 use rusqlite::config::DbConfig;
+use rusqlite::types::ValueRef;
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior};
 
+pub use backup::backup;
+use chain::{Hash, Link};
 use rows::{ReadError, Table, Undecodable};
 
 /// Why a store could not be opened or created. Each maps to one static code.
@@ -200,6 +205,11 @@ impl SqliteStore {
             params![mosaic_schema::VERSION_KEY, mosaic_schema::VERSION],
         )
         .map_err(open_failure)?;
+        tx.execute(
+            "INSERT INTO meta (key, value) VALUES (?1, ?2)",
+            params![mosaic_schema::STORE_ID_KEY, new_store_id()?],
+        )
+        .map_err(open_failure)?;
         tx.commit().map_err(open_failure)?;
         Self::verified(conn, path)
     }
@@ -312,6 +322,22 @@ impl SqliteStore {
         self.conn.prepare_cached(sql)?.execute([]).map(drop)
     }
 
+    /// The hash of the ledger row before `seq`, read from the store (inside
+    /// the open transaction, so a staged row counts): the genesis of the
+    /// store id for the first row.
+    fn hash_before(&self, seq: i64) -> rusqlite::Result<Hash> {
+        if seq <= 1 {
+            let id: String = self
+                .conn
+                .prepare_cached("SELECT value FROM meta WHERE key = ?1")?
+                .query_row([mosaic_schema::STORE_ID_KEY], |r| r.get(0))?;
+            return Ok(chain::genesis(&id));
+        }
+        self.conn
+            .prepare_cached("SELECT hash FROM ledger WHERE seq = ?1")?
+            .query_row([seq - 1], |r| r.get(0))
+    }
+
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.path
@@ -334,6 +360,14 @@ fn names_a_file(path: &Path) -> bool {
         Err(rustix::io::Errno::NOENT) => false,
         Err(_) => std::fs::symlink_metadata(path).is_ok(),
     }
+}
+
+/// A new store's random id: 16 bytes from the system's entropy, in
+/// lowercase hex.
+fn new_store_id() -> Result<String, OpenError> {
+    let mut bytes = [0_u8; 16];
+    getrandom::fill(&mut bytes).map_err(|e| OpenError::Unavailable(Box::new(e)))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// Prepared statements each connection keeps.
@@ -373,7 +407,7 @@ fn connect(path: &Path) -> Result<Connection, OpenError> {
 type Replayable = Vec<(i64, String, String)>;
 
 /// What the open-time checks found, and what they cost.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Verified {
     /// The newest ledger row's sequence number (0: an empty ledger).
     head: i64,
@@ -400,10 +434,11 @@ pub struct OpenCost {
 /// The open-time checks. The ledger pass runs on a second, read-only
 /// connection beside the integrity checks (each is one CPU's work, and
 /// boot waits for both), and the failures are reported in the order that
-/// gives the most precise code: integrity, schema, then the ledger.
+/// gives the most precise code: integrity, schema, then the ledger. A
+/// record that breaks the ledger is logged by its `seq`.
 fn verify(conn: &Connection, path: &Path) -> Result<Verified, OpenError> {
     let started = Instant::now();
-    std::thread::scope(|scope| {
+    let verified = std::thread::scope(|scope| {
         let ledger = scope.spawn(|| {
             let started = Instant::now();
             let reader = connect(path)?;
@@ -411,32 +446,129 @@ fn verify(conn: &Connection, path: &Path) -> Result<Verified, OpenError> {
                 .pragma_update(None, "query_only", true)
                 .map_err(open_failure)?;
             let found = check_ledger(&reader)?;
-            Ok::<_, OpenError>((found, started.elapsed()))
+            Ok::<_, Broken>((found, started.elapsed()))
         });
-        let checked = check_integrity_and_schema(conn);
+        let checked = check_integrity_and_schema(conn, Journal::Pragma);
         // Both have finished before either answer is read.
         let walked = ledger
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         let (integrity, schema) = checked?;
-        let ((head, replayable), pass) = walked?;
-        Ok(Verified {
-            head,
+        let (walked, pass) = walked?;
+        Ok::<_, Broken>(Verified {
+            head: walked.head,
             cost: OpenCost {
                 open: started.elapsed(),
                 integrity,
                 ledger: schema + pass,
-                rows: u64::try_from(head).unwrap_or(0),
+                rows: u64::try_from(walked.head).unwrap_or(0),
             },
-            replayable,
+            replayable: walked.replayable,
         })
+    });
+    verified.map_err(|broken| {
+        if let Some(seq) = broken.seq {
+            tracing::error!(seq, "the ledger record does not check: refusing the store");
+        }
+        broken.error
     })
+}
+
+/// Why a verification failed, and at which record when one is to blame.
+#[derive(Debug)]
+pub struct Broken {
+    /// The refusal.
+    pub error: OpenError,
+    /// The ledger `seq` of the first record that does not check.
+    pub seq: Option<u64>,
+}
+
+impl From<OpenError> for Broken {
+    fn from(error: OpenError) -> Self {
+        Broken { error, seq: None }
+    }
+}
+
+impl Broken {
+    /// `integrity-failed` at ledger row `seq`.
+    fn at(seq: i64) -> Broken {
+        Broken {
+            error: OpenError::IntegrityFailed,
+            seq: u64::try_from(seq).ok(),
+        }
+    }
+}
+
+/// A chain's head: what to keep outside the store, as a note.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChainHead {
+    /// The store's random id (`meta`'s `store_id`).
+    pub store_id: String,
+    /// The number of ledger rows.
+    pub size: u64,
+    /// The hash of the newest row (the genesis hash when there is none).
+    pub hash: [u8; 32],
+}
+
+impl ChainHead {
+    /// The hash in base64 (standard, padded).
+    pub fn hash_base64(&self) -> String {
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD.encode(self.hash)
+    }
+
+    /// The note: `mosaic-bus/<store id>\n<size>\n<base64 head>\n`.
+    pub fn note(&self) -> String {
+        format!(
+            "mosaic-bus/{}\n{}\n{}\n",
+            self.store_id,
+            self.size,
+            self.hash_base64()
+        )
+    }
+
+    /// Parses a note (as [`ChainHead::note`] writes it); `None` when it is
+    /// not one.
+    pub fn parse_note(text: &str) -> Option<ChainHead> {
+        use base64::Engine as _;
+        let mut lines = text.strip_suffix('\n')?.split('\n');
+        let store_id = lines.next()?.strip_prefix("mosaic-bus/")?;
+        let size = lines.next()?;
+        let hash = base64::engine::general_purpose::STANDARD
+            .decode(lines.next()?)
+            .ok()?;
+        if lines.next().is_some()
+            || store_id.is_empty()
+            || size.is_empty()
+            || !size.bytes().all(|b| b.is_ascii_digit())
+        {
+            return None;
+        }
+        Some(ChainHead {
+            store_id: store_id.to_owned(),
+            size: size.parse().ok()?,
+            hash: hash.try_into().ok()?,
+        })
+    }
+}
+
+/// Where the WAL mode check looks.
+#[derive(Debug, Clone, Copy)]
+enum Journal {
+    /// `PRAGMA journal_mode`, on a connection that can use the WAL.
+    Pragma,
+    /// What the file's header says (bytes 18 and 19 are 2 in WAL mode):
+    /// an immutable connection reports no WAL mode whatever the file is.
+    Header(bool),
 }
 
 /// `quick_check`, the schema pin, the version, WAL mode and
 /// `foreign_key_check`, in that order; what the integrity checks and the
 /// schema checks took.
-fn check_integrity_and_schema(conn: &Connection) -> Result<(Duration, Duration), OpenError> {
+fn check_integrity_and_schema(
+    conn: &Connection,
+    journal: Journal,
+) -> Result<(Duration, Duration), OpenError> {
     let started = Instant::now();
     let quick: String = conn
         .query_row("PRAGMA quick_check", [], |r| r.get(0))
@@ -469,10 +601,14 @@ fn check_integrity_and_schema(conn: &Connection) -> Result<(Duration, Duration),
     if version.as_deref() != Some(mosaic_schema::VERSION) {
         return Err(OpenError::SchemaMismatch);
     }
-    let mode: String = conn
-        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
-        .map_err(open_failure)?;
-    if !mode.eq_ignore_ascii_case("wal") {
+    let wal = match journal {
+        Journal::Pragma => conn
+            .query_row("PRAGMA journal_mode", [], |r| r.get::<_, String>(0))
+            .map_err(open_failure)?
+            .eq_ignore_ascii_case("wal"),
+        Journal::Header(wal) => wal,
+    };
+    if !wal {
         return Err(OpenError::SchemaMismatch);
     }
     let schema = started.elapsed();
@@ -488,24 +624,190 @@ fn check_integrity_and_schema(conn: &Connection) -> Result<(Duration, Duration),
     Ok((integrity, schema))
 }
 
+/// A store file verified offline and read-only ([`verify_file`]): every
+/// open-time check passed and the whole chain was recomputed.
+#[derive(Debug)]
+pub struct Verification {
+    conn: Connection,
+    head: ChainHead,
+}
+
+/// How a store falls short of a note kept outside it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoteMismatch {
+    /// The store is shorter than the note's size: `truncated`.
+    Truncated,
+    /// The store's hash at the note's size differs, or the note is of
+    /// another store: `forked`.
+    Forked,
+}
+
+impl NoteMismatch {
+    /// The static code `mosaic-bus verify` reports.
+    pub fn code(self) -> &'static str {
+        match self {
+            NoteMismatch::Truncated => "truncated",
+            NoteMismatch::Forked => "forked",
+        }
+    }
+}
+
+impl Verification {
+    /// The chain's head.
+    pub fn head(&self) -> &ChainHead {
+        &self.head
+    }
+
+    /// Whether this store extends `note`: the same store, at least its
+    /// size, and the same hash at that size.
+    ///
+    /// # Errors
+    /// [`OpenError::Unavailable`] when the file cannot be read.
+    pub fn check(&self, note: &ChainHead) -> Result<Option<NoteMismatch>, OpenError> {
+        if note.store_id != self.head.store_id {
+            return Ok(Some(NoteMismatch::Forked));
+        }
+        if note.size > self.head.size {
+            return Ok(Some(NoteMismatch::Truncated));
+        }
+        let hash = match i64::try_from(note.size) {
+            Ok(0) => chain::genesis(&self.head.store_id),
+            Ok(seq) => self
+                .conn
+                .query_row("SELECT hash FROM ledger WHERE seq = ?1", [seq], |r| {
+                    r.get(0)
+                })
+                .map_err(open_failure)?,
+            Err(_) => return Ok(Some(NoteMismatch::Truncated)),
+        };
+        Ok((hash != note.hash).then_some(NoteMismatch::Forked))
+    }
+}
+
+/// Verifies the store file at `path` without writing to it: every
+/// open-time check, and the whole chain recomputed, on a read-only
+/// connection. With no WAL beside the file, the connection is immutable,
+/// so SQLite creates no WAL or SHM either; with a WAL and its SHM (a
+/// running broker's file) it reads them; a WAL without its SHM is refused,
+/// since reading it would create one.
+///
+/// # Errors
+/// [`OpenError::WrongState`] when `path` is not a file;
+/// [`OpenError::Unavailable`] when it cannot be read (or a WAL has no
+/// SHM); `IntegrityFailed` (with the first record that does not check) or
+/// `SchemaMismatch` when a check fails.
+pub fn verify_file(path: &Path) -> Result<Verification, Broken> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_file() => {}
+        Ok(_) => return Err(OpenError::WrongState.into()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(OpenError::WrongState.into())
+        }
+        Err(e) => return Err(OpenError::Unavailable(Box::new(e)).into()),
+    }
+    let (conn, wal) = read_only(path)?;
+    check_integrity_and_schema(&conn, Journal::Header(wal))?;
+    let walked = check_ledger(&conn)?;
+    Ok(Verification {
+        conn,
+        head: walked.chain,
+    })
+}
+
+/// A read-only connection to the existing file at `path` that creates
+/// nothing beside it, and whether its header says WAL mode. With no WAL
+/// beside the file it is immutable; with a WAL and its SHM (a running
+/// broker's file) it reads them; a WAL without its SHM is refused, since
+/// reading it would create one.
+fn read_only(path: &Path) -> Result<(Connection, bool), OpenError> {
+    let beside = |suffix: &str| {
+        let mut p = path.as_os_str().to_owned();
+        p.push(suffix);
+        names_a_file(Path::new(&p))
+    };
+    let query = match (beside("-wal"), beside("-shm")) {
+        (false, _) => "immutable=1",
+        (true, true) => "mode=ro",
+        (true, false) => {
+            return Err(OpenError::Unavailable(
+                "a WAL without its SHM beside the file".into(),
+            ))
+        }
+    };
+    let mut header = [0_u8; 100];
+    let wal = {
+        use std::io::Read as _;
+        let mut file =
+            std::fs::File::open(path).map_err(|e| OpenError::Unavailable(Box::new(e)))?;
+        file.read_exact(&mut header).is_ok() && header[18] == 2 && header[19] == 2
+    };
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+        | OpenFlags::SQLITE_OPEN_URI
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        | OpenFlags::SQLITE_OPEN_NOFOLLOW;
+    let conn = Connection::open_with_flags(format!("{}?{query}", file_uri(path)), flags)
+        .map_err(open_failure)?;
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true)
+        .map_err(open_failure)?;
+    conn.pragma_update(None, "trusted_schema", false)
+        .map_err(open_failure)?;
+    conn.pragma_update(None, "query_only", true)
+        .map_err(open_failure)?;
+    Ok((conn, wal))
+}
+
+/// `path` as an SQLite `file:` URI: every byte but the unreserved ones
+/// and `/` percent-encoded, so `?`, `#` and `%` in a name stay in the name.
+fn file_uri(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt as _;
+    let mut uri = String::from("file:");
+    for &b in path.as_os_str().as_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
+            uri.push(char::from(b));
+        } else {
+            uri.push_str(&format!("%{b:02X}"));
+        }
+    }
+    uri
+}
+
+/// What the ledger pass found.
+struct Walked {
+    head: i64,
+    chain: ChainHead,
+    replayable: Replayable,
+}
+
 /// The ledger rules, in one pass over the ledger and every typed table in
 /// `seq` order, each a walk along its own B-tree with nothing looked up:
 /// - `seq` runs 1, 2, 3… with no gap;
 /// - every timestamp is canonical and later than the one before;
 /// - every row's kind is one the schema has, and its typed table holds a
 ///   row at its `seq`;
-/// - no typed row stands at the `seq` of another kind, or past the ledger.
+/// - no typed row stands at the `seq` of another kind, or past the ledger;
+/// - every row's `hash` is the chain's link over the row before, this
+///   ledger row and its typed row, as SQLite returns their columns
+///   ([`chain`]).
 ///
-/// The schema refuses each of these at insert; this pass finds a file
-/// changed behind its triggers. It returns the ledger's head and the rows a
+/// The schema refuses the first four at insert; this pass finds a file
+/// changed behind its triggers, and names the first record that does not
+/// check. It returns the ledger's head, the chain there, and the rows a
 /// restart replays, so the replay need not walk the ledger again.
-fn check_ledger(conn: &Connection) -> Result<(i64, Replayable), OpenError> {
-    let broken = |_| OpenError::IntegrityFailed;
+fn check_ledger(conn: &Connection) -> Result<Walked, Broken> {
     // One read transaction: every walk sees the same snapshot.
     let snapshot = conn.unchecked_transaction().map_err(open_failure)?;
+    let store_id: String = conn
+        .query_row(
+            "SELECT value FROM meta WHERE key = ?1",
+            [mosaic_schema::STORE_ID_KEY],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(open_failure)?
+        .ok_or(OpenError::IntegrityFailed)?;
     let mut walks = Table::ALL
         .iter()
-        .map(|t| conn.prepare(&format!("SELECT seq FROM {} ORDER BY seq", t.name())))
+        .map(|t| conn.prepare(&format!("SELECT * FROM {} ORDER BY seq", t.name())))
         .collect::<Result<Vec<_>, _>>()
         .map_err(open_failure)?;
     let mut typed = walks
@@ -513,18 +815,19 @@ fn check_ledger(conn: &Connection) -> Result<(i64, Replayable), OpenError> {
         .map(|st| st.query([]))
         .collect::<Result<Vec<_>, _>>()
         .map_err(open_failure)?;
-    // The first row of each table not yet matched to its ledger row.
-    let mut pending = typed
-        .iter_mut()
-        .map(next_typed)
-        .collect::<Result<Vec<_>, _>>()?;
     let mut ledger = conn
-        .prepare("SELECT seq, at, kind FROM ledger ORDER BY seq")
+        .prepare(&format!(
+            "SELECT {}, hash FROM ledger ORDER BY seq",
+            chain::LEDGER_COLUMNS.join(", ")
+        ))
         .map_err(open_failure)?;
+    let hash_column = chain::LEDGER_COLUMNS.len();
     let mut rows = ledger.query([]).map_err(open_failure)?;
     let (mut head, mut last_at) = (0_i64, String::new());
+    let mut prev = chain::genesis(&store_id);
     let mut replayable = Vec::new();
     while let Some(row) = rows.next().map_err(open_failure)? {
+        let broken = |_| Broken::at(head + 1);
         let seq: i64 = row.get(0).map_err(broken)?;
         let at = row
             .get_ref(1)
@@ -534,37 +837,51 @@ fn check_ledger(conn: &Connection) -> Result<(i64, Replayable), OpenError> {
             .get_ref(2)
             .and_then(|v| Ok(v.as_str()?))
             .map_err(broken)?;
-        let kind = EvidenceKind::parse(kind).ok_or(OpenError::IntegrityFailed)?;
+        let kind = EvidenceKind::parse(kind).ok_or(Broken::at(seq))?;
         let table = Table::of(kind);
-        let slot = table as usize;
-        if seq != head + 1
-            || Timestamp::parse(at).is_err()
-            || at <= last_at.as_str()
-            || pending[slot] != Some(seq)
-        {
-            return Err(OpenError::IntegrityFailed);
+        if seq != head + 1 || Timestamp::parse(at).is_err() || at <= last_at.as_str() {
+            return Err(Broken::at(seq));
         }
-        pending[slot] = next_typed(&mut typed[slot])?;
+        let mut link = Link::after(&prev);
+        link.stored("ledger", row, hash_column).map_err(broken)?;
+        let typed_row = typed[table as usize]
+            .next()
+            .map_err(open_failure)?
+            .ok_or(Broken::at(seq))?;
+        if typed_row.get::<_, i64>(0).map_err(broken)? != seq {
+            return Err(Broken::at(seq));
+        }
+        let columns = typed_row.as_ref().column_count();
+        link.stored(table.name(), typed_row, columns)
+            .map_err(broken)?;
+        let hash = link.finish();
+        if row.get_ref(hash_column).map_err(broken)? != ValueRef::Blob(&hash) {
+            return Err(Broken::at(seq));
+        }
+        prev = hash;
         if kind.is_machine_state() {
             replayable.push((seq, at.to_owned(), kind.as_str().to_owned()));
         }
         at.clone_into(&mut last_at);
         head = seq;
     }
-    if pending.iter().any(Option::is_some) {
-        return Err(OpenError::IntegrityFailed);
+    // A typed row left over stands past the ledger or at another kind's place.
+    for rows in &mut typed {
+        if let Some(row) = rows.next().map_err(open_failure)? {
+            return Err(Broken::at(row.get(0).unwrap_or(head + 1)));
+        }
     }
     drop((rows, typed));
     snapshot.commit().map_err(open_failure)?;
-    Ok((head, replayable))
-}
-
-/// The next `seq` of a typed table's walk.
-fn next_typed(rows: &mut rusqlite::Rows<'_>) -> Result<Option<i64>, OpenError> {
-    match rows.next().map_err(open_failure)? {
-        Some(row) => row.get(0).map(Some).map_err(|_| OpenError::IntegrityFailed),
-        None => Ok(None),
-    }
+    Ok(Walked {
+        head,
+        chain: ChainHead {
+            store_id,
+            size: u64::try_from(head).unwrap_or(0),
+            hash: prev,
+        },
+        replayable,
+    })
 }
 
 /// Maps a failed write onto the port's error kinds. The schema's triggers
@@ -750,15 +1067,25 @@ impl EvidenceStore for SqliteStore {
         self.staged_seq = Some(staged);
         self.control("SAVEPOINT stage").map_err(write_failure)?;
         let mut seq = staged;
-        for record in records {
-            if let Err(e) = rows::insert(&self.conn, seq, record) {
-                // Undo this stage only; a failure that already ended the
-                // transaction (disk full, I/O) fails this too, and the caller
-                // abandons the batch.
-                let _ = self
-                    .control("ROLLBACK TO stage")
-                    .and_then(|()| self.control("RELEASE stage"));
+        let mut prev = match self.hash_before(seq) {
+            Ok(prev) => prev,
+            Err(e) => {
+                let _ = self.control("RELEASE stage");
                 return Err(write_failure(e));
+            }
+        };
+        for record in records {
+            match rows::insert(&self.conn, seq, record, &prev) {
+                Ok(hash) => prev = hash,
+                Err(e) => {
+                    // Undo this stage only; a failure that already ended the
+                    // transaction (disk full, I/O) fails this too, and the caller
+                    // abandons the batch.
+                    let _ = self
+                        .control("ROLLBACK TO stage")
+                        .and_then(|()| self.control("RELEASE stage"));
+                    return Err(write_failure(e));
+                }
             }
             seq += 1;
         }
@@ -832,6 +1159,28 @@ impl EvidenceStore for SqliteStore {
             .and_then(|mut st| st.query_row([], |r| r.get(0)))
             .map_err(read_failure)?;
         u64::try_from(head).map_err(|_| read_failure(Undecodable("seq")))
+    }
+
+    fn chain_head(&self) -> Result<StoreHead, StoreError> {
+        let (store_id, size, hash): (String, Option<i64>, Option<Hash>) = self
+            .conn
+            .prepare_cached(
+                "SELECT (SELECT value FROM meta WHERE key = ?1), \
+                 (SELECT seq FROM ledger ORDER BY seq DESC LIMIT 1), \
+                 (SELECT hash FROM ledger ORDER BY seq DESC LIMIT 1)",
+            )
+            .and_then(|mut st| {
+                st.query_row([mosaic_schema::STORE_ID_KEY], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })
+            })
+            .map_err(read_failure)?;
+        let hash = hash.unwrap_or_else(|| chain::genesis(&store_id));
+        Ok(StoreHead {
+            size: u64::try_from(size.unwrap_or(0)).map_err(|_| read_failure(Undecodable("seq")))?,
+            store_id,
+            hash,
+        })
     }
 
     fn ledger(

@@ -1,6 +1,7 @@
 //! Evidence to rows and back. One function writes each kind of fact into the
 //! ledger and its typed table; one function reads a ledger entry back.
 
+use super::chain::{Hash, Link};
 use mosaic_domain::business::ActionClass;
 use mosaic_domain::evidence::{
     ActionAllowed, AgentRef, ClaimEvidence, Consumption, DecisionActor, DecisionEvidence,
@@ -12,7 +13,7 @@ use mosaic_domain::{
     Action, BusinessId, DecisionId, EventId, MessageId, Refusal, RoleInstance, RunId, Target,
     TaskRef, Timestamp,
 };
-use rusqlite::{params, CachedStatement, Connection, OptionalExtension, Row};
+use rusqlite::{params, CachedStatement, Connection, OptionalExtension, Row, ToSql};
 use std::sync::LazyLock;
 
 /// A stored row that does not decode into a domain value: the file was
@@ -163,25 +164,65 @@ fn opt<T: ToString>(v: Option<&T>) -> Option<String> {
     v.map(ToString::to_string)
 }
 
-/// Writes one fact as ledger row `seq` plus its typed row.
-pub(crate) fn insert(conn: &Connection, seq: i64, record: &Stamped) -> rusqlite::Result<()> {
-    let e = &record.evidence;
-    let business = e.business().map(ToString::to_string);
-    conn.prepare_cached("INSERT INTO ledger (seq, at, kind, business) VALUES (?1, ?2, ?3, ?4)")?
-        .execute(params![
-            seq,
-            record.at.to_string(),
-            e.kind().as_str(),
-            business
-        ])?;
-    match e {
-        Evidence::Launch(LaunchEvidence::Launched(l)) => conn
+/// A record's ledger row, written with its typed row by [`Ledger::typed`].
+pub(crate) struct Ledger<'a> {
+    conn: &'a Connection,
+    seq: i64,
+    at: String,
+    kind: EvidenceKind,
+    business: Option<String>,
+    prev: &'a Hash,
+}
+
+impl Ledger<'_> {
+    /// Writes the ledger row, its hash computed from the values bound here
+    /// and in `params` (the typed row, every column in the table's order),
+    /// then the typed row with `sql`.
+    fn typed(&self, sql: &str, params: &[&dyn ToSql]) -> rusqlite::Result<Hash> {
+        let kind = self.kind.as_str();
+        let mut link = Link::after(self.prev);
+        link.bound("ledger", &[&self.seq, &self.at, &kind, &self.business])?;
+        link.bound(Table::of(self.kind).name(), params)?;
+        let hash = link.finish();
+        self.conn
             .prepare_cached(
-                "INSERT INTO launches (seq, business, role, run, harness, address, pid, start_time) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                "INSERT INTO ledger (seq, at, kind, business, hash) VALUES (?1, ?2, ?3, ?4, ?5)",
             )?
             .execute(params![
-                seq,
+                self.seq,
+                self.at,
+                kind,
+                self.business,
+                hash.as_slice()
+            ])?;
+        self.conn.prepare_cached(sql)?.execute(params)?;
+        Ok(hash)
+    }
+}
+
+/// Writes one fact as ledger row `seq` plus its typed row, chained after
+/// `prev`; returns the new row's hash.
+pub(crate) fn insert(
+    conn: &Connection,
+    seq: i64,
+    record: &Stamped,
+    prev: &Hash,
+) -> rusqlite::Result<Hash> {
+    let e = &record.evidence;
+    let ledger = &Ledger {
+        conn,
+        seq,
+        at: record.at.to_string(),
+        kind: e.kind(),
+        business: e.business().map(ToString::to_string),
+        prev,
+    };
+    match e {
+        Evidence::Launch(LaunchEvidence::Launched(l)) => ledger.typed(
+                "INSERT INTO launches (seq, business, role, run, harness, address, pid, start_time) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![
+                ledger.seq,
                 l.business.as_str(),
                 l.role.as_str(),
                 l.run.as_str(),
@@ -192,8 +233,8 @@ pub(crate) fn insert(conn: &Connection, seq: i64, record: &Stamped) -> rusqlite:
             ]),
         Evidence::Launch(LaunchEvidence::Revoked { business } | LaunchEvidence::Restored { business }) => {
             let state = if matches!(e, Evidence::Launch(LaunchEvidence::Revoked { .. })) { "off" } else { "on" };
-            conn.prepare_cached("INSERT INTO launch_switches (seq, business, state) VALUES (?1, ?2, ?3)")?
-                .execute(params![seq, business.as_str(), state])
+            ledger.typed("INSERT INTO launch_switches (seq, business, state) VALUES (?1, ?2, ?3)", params![
+                ledger.seq, business.as_str(), state])
         }
         Evidence::Claim(c) => {
             let (business, agent, event, decision) = match c {
@@ -201,35 +242,33 @@ pub(crate) fn insert(conn: &Connection, seq: i64, record: &Stamped) -> rusqlite:
                 ClaimEvidence::Released { business, agent } => (business, agent, "released", None),
                 ClaimEvidence::Revoked { business, agent, decision } => (business, agent, "revoked", Some(decision)),
             };
-            conn.prepare_cached(
+            ledger.typed(
                 "INSERT INTO claims (seq, business, role, run, event, decision) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            )?
-            .execute(params![seq, business.as_str(), agent.role.as_str(), agent.run.as_str(), event, opt(decision)])
+            params![
+                ledger.seq, business.as_str(), agent.role.as_str(), agent.run.as_str(), event, opt(decision)])
         }
-        Evidence::Decision(DecisionEvidence::Raised(d)) => insert_decision(conn, seq, d),
+        Evidence::Decision(DecisionEvidence::Raised(d)) => insert_decision(ledger, d),
         Evidence::Decision(DecisionEvidence::Resolved { business, id, choice, by, note }) => {
             let event = DecisionEventRow { event: "resolved", choice: Some(choice.as_str()), by: actor_cols(by), note: note.as_deref(), superseded_by: None };
-            insert_decision_event(conn, seq, business, id, event)
+            insert_decision_event(ledger, business, id, event)
         }
         Evidence::Decision(DecisionEvidence::Seen { business, id, by, note }) => {
             let event = DecisionEventRow { event: "seen", choice: None, by: actor_cols(by), note: note.as_deref(), superseded_by: None };
-            insert_decision_event(conn, seq, business, id, event)
+            insert_decision_event(ledger, business, id, event)
         }
         Evidence::Decision(DecisionEvidence::Withdrawn { business, id, by, note }) => {
             let event = DecisionEventRow { event: "withdrawn", choice: None, by: actor_cols(by), note: note.as_deref(), superseded_by: None };
-            insert_decision_event(conn, seq, business, id, event)
+            insert_decision_event(ledger, business, id, event)
         }
         Evidence::Decision(DecisionEvidence::Superseded { business, id, by }) => {
             let event = DecisionEventRow { event: "superseded", choice: None, by: (None, None), note: None, superseded_by: Some(by) };
-            insert_decision_event(conn, seq, business, id, event)
+            insert_decision_event(ledger, business, id, event)
         }
-        Evidence::Consumed(c) => conn
-            .prepare_cached(
+        Evidence::Consumed(c) => ledger.typed(
                 "INSERT INTO consumptions (seq, decision, business, role, run, action, target) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )?
-            .execute(params![
-                seq,
+            params![
+                ledger.seq,
                 c.decision.to_string(),
                 c.business.as_str(),
                 c.agent.role.as_str(),
@@ -239,12 +278,11 @@ pub(crate) fn insert(conn: &Connection, seq: i64, record: &Stamped) -> rusqlite:
             ]),
         Evidence::Allowed(a) => {
             let (sk, s) = subject_cols(a.subject.as_ref());
-            conn.prepare_cached(
+            ledger.typed(
                 "INSERT INTO actions_allowed (seq, business, role, run, action, target, decision, subject_kind, \
                  subject) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            )?
-            .execute(params![
-                seq,
+            params![
+                ledger.seq,
                 a.business.as_str(),
                 a.agent.role.as_str(),
                 a.agent.run.as_str(),
@@ -264,12 +302,11 @@ pub(crate) fn insert(conn: &Connection, seq: i64, record: &Stamped) -> rusqlite:
                 Recipient::Role(r) => Some(r.as_str()),
                 Recipient::Human => None,
             };
-            conn.prepare_cached(
+            ledger.typed(
                 "INSERT INTO messages (seq, id, business, from_role, from_run, to_role, class, body, in_reply_to, \
                  corrects, decision, request) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-            )?
-            .execute(params![
-                seq,
+            params![
+                ledger.seq,
                 m.id.to_string(),
                 m.business.as_str(),
                 from_role,
@@ -283,28 +320,25 @@ pub(crate) fn insert(conn: &Connection, seq: i64, record: &Stamped) -> rusqlite:
                 opt(m.request.as_ref())
             ])
         }
-        Evidence::Message(MessageEvidence::Delivered { business, message, run }) => conn
-            .prepare_cached("INSERT INTO deliveries (seq, message, business, run) VALUES (?1, ?2, ?3, ?4)")?
-            .execute(params![seq, message.to_string(), business.as_str(), run.as_str()]),
-        Evidence::Message(MessageEvidence::Read { business, message, run }) => conn
-            .prepare_cached("INSERT INTO reads (seq, message, business, run) VALUES (?1, ?2, ?3, ?4)")?
-            .execute(params![seq, message.to_string(), business.as_str(), run.as_str()]),
+        Evidence::Message(MessageEvidence::Delivered { business, message, run }) => ledger.typed("INSERT INTO deliveries (seq, message, business, run) VALUES (?1, ?2, ?3, ?4)", params![
+                ledger.seq, message.to_string(), business.as_str(), run.as_str()]),
+        Evidence::Message(MessageEvidence::Read { business, message, run }) => ledger.typed("INSERT INTO reads (seq, message, business, run) VALUES (?1, ?2, ?3, ?4)", params![
+                ledger.seq, message.to_string(), business.as_str(), run.as_str()]),
         Evidence::Human(h) => {
             let (sk, s) = subject_cols(h.subject.as_ref());
-            conn.prepare_cached(
+            ledger.typed(
                 "INSERT INTO human_inputs (seq, id, business, verb, subject_kind, subject) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            )?
-            .execute(params![seq, h.id.to_string(), h.business.as_str(), h.verb, sk, s])
+            params![
+                ledger.seq, h.id.to_string(), h.business.as_str(), h.verb, sk, s])
         }
         Evidence::Observed(o) => {
             let (sk, s) = subject_cols(o.subject.as_ref());
-            conn.prepare_cached(
+            ledger.typed(
                 "INSERT INTO observations (seq, business, role, run, kind, body, subject_kind, subject, request) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            )?
-            .execute(params![
-                seq,
+            params![
+                ledger.seq,
                 o.business.as_str(),
                 o.agent.role.as_str(),
                 o.agent.run.as_str(),
@@ -315,25 +349,21 @@ pub(crate) fn insert(conn: &Connection, seq: i64, record: &Stamped) -> rusqlite:
                 opt(o.request.as_ref())
             ])
         }
-        Evidence::Refused(r) => conn
-            .prepare_cached(
+        Evidence::Refused(r) => ledger.typed(
                 "INSERT INTO refusals (seq, business, role, run, verb, code) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            )?
-            .execute(params![
-                seq,
+            params![
+                ledger.seq,
                 opt(r.business.as_ref()),
                 r.agent.as_ref().map(|a| a.role.as_str()),
                 r.agent.as_ref().map(|a| a.run.as_str()),
                 r.verb,
                 r.refusal.code()
             ]),
-        Evidence::RefusalsCounted(c) => conn
-            .prepare_cached(
-                "INSERT INTO refusal_counts (seq, business, role, run, verb, code, since, count) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            )?
-            .execute(params![
-                seq,
+        Evidence::RefusalsCounted(c) => ledger.typed(
+            "INSERT INTO refusal_counts (seq, business, role, run, verb, code, since, count) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![
+                ledger.seq,
                 opt(c.refused.business.as_ref()),
                 c.refused.agent.as_ref().map(|a| a.role.as_str()),
                 c.refused.agent.as_ref().map(|a| a.run.as_str()),
@@ -341,9 +371,9 @@ pub(crate) fn insert(conn: &Connection, seq: i64, record: &Stamped) -> rusqlite:
                 c.refused.refusal.code(),
                 c.since.to_string(),
                 i64::try_from(c.count).unwrap_or(i64::MAX)
-            ]),
-    }?;
-    Ok(())
+            ],
+        ),
+    }
 }
 
 /// The columns of a `decision_events` row besides its keys.
@@ -356,18 +386,16 @@ struct DecisionEventRow<'a> {
 }
 
 fn insert_decision_event(
-    conn: &Connection,
-    seq: i64,
+    ledger: &Ledger<'_>,
     business: &BusinessId,
     id: &DecisionId,
     row: DecisionEventRow<'_>,
-) -> rusqlite::Result<usize> {
-    conn.prepare_cached(
+) -> rusqlite::Result<Hash> {
+    ledger.typed(
         "INSERT INTO decision_events (seq, decision, business, event, choice, by_role, by_run, note, \
          superseded_by) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-    )?
-    .execute(params![
-        seq,
+    params![
+                ledger.seq,
         id.to_string(),
         business.as_str(),
         row.event,
@@ -379,7 +407,7 @@ fn insert_decision_event(
     ])
 }
 
-fn insert_decision(conn: &Connection, seq: i64, d: &DecisionRecord) -> rusqlite::Result<usize> {
+fn insert_decision(ledger: &Ledger<'_>, d: &DecisionRecord) -> rusqlite::Result<Hash> {
     let options: Vec<serde_json::Value> = d
         .options
         .iter()
@@ -389,14 +417,13 @@ fn insert_decision(conn: &Connection, seq: i64, d: &DecisionRecord) -> rusqlite:
         Route::Role(r) => Some(r.as_str()),
         Route::Human => None,
     };
-    conn.prepare_cached(
+    ledger.typed(
         "INSERT INTO decisions (seq, id, business, raiser_role, raiser_run, action, target, question, options, \
          recommendation, blocking, technical, project, task_ref, requirement_ref, supersedes, approval_choice, \
          class, route_role, holder) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, \
          ?17, ?18, ?19, ?20)",
-    )?
-    .execute(params![
-        seq,
+    params![
+                ledger.seq,
         d.id.to_string(),
         d.business.as_str(),
         d.raiser.role.as_str(),

@@ -73,6 +73,7 @@ verb_args! {
     Tasks => NoArgs,
     Agents => NoArgs,
     Trail => TrailArgs,
+    Head => NoArgs,
     Changes => ChangesArgs,
     BrowserRequest => BrowserRequestArgs,
 }

@@ -235,6 +235,8 @@ pub enum Call {
         /// Whose trail.
         subject: SubjectRef,
     },
+    /// `head`.
+    Head,
     /// `changes {since?, timeoutMs?}`.
     Changes {
         /// The cursor to wait after; `None` asks for the current one.
@@ -273,6 +275,8 @@ pub enum Query {
     Agents,
     /// `trail`, with its subject resolved.
     Trail(Subject),
+    /// `head`.
+    Head,
     /// `changes`: the changes after `since` (the current cursor when
     /// `None`), waiting at most `wait` for one.
     Changes {
@@ -347,6 +351,7 @@ impl Call {
             Verb::Trail => Call::Trail {
                 subject: args.parsed("subject", SubjectRef::parse)?,
             },
+            Verb::Head => Call::Head,
             Verb::Changes => Call::Changes {
                 since: args.count("since")?,
                 timeout_ms: args.count("timeoutMs")?,
@@ -375,6 +380,7 @@ impl Call {
             Call::Tasks => Verb::Tasks,
             Call::Agents => Verb::Agents,
             Call::Trail { .. } => Verb::Trail,
+            Call::Head => Verb::Head,
             Call::Changes { .. } => Verb::Changes,
             Call::BrowserRequest(_) => Verb::BrowserRequest,
         }
@@ -438,6 +444,7 @@ impl Call {
             Call::Trail { subject } => {
                 return Ok(Dispatch::Query(Query::Trail(subject.resolve(kind_of)?)))
             }
+            Call::Head => return Ok(Dispatch::Query(Query::Head)),
             Call::Changes { since, timeout_ms } => {
                 return Ok(Dispatch::Query(Query::Changes {
                     since,

@@ -23,9 +23,11 @@ use clap::{Parser, Subcommand};
 use args::with_log_env;
 
 mod args;
+pub mod backup;
 pub mod call;
 pub mod console;
 pub mod demo;
+pub mod head;
 pub mod host;
 pub mod human;
 mod logs;
@@ -34,6 +36,7 @@ mod signals;
 pub mod team;
 pub mod unlock;
 pub mod up;
+pub mod verify;
 
 const ABOUT: &str = "mosaic-bus: a local coordination broker for teams of AI coding agents";
 
@@ -107,6 +110,15 @@ pub enum Command {
     /// After a crash: prove the broker gone, keep the evidence, remove the lock.
     #[command(long_about = unlock::ABOUT, after_help = unlock::AFTER)]
     Unlock(unlock::UnlockArgs),
+    /// Print the note of the evidence's hash chain, as a reader asks the broker.
+    #[command(long_about = head::ABOUT, after_help = head::AFTER)]
+    Head(head::HeadArgs),
+    /// Copy the store while the broker runs, verify the copy, print its note.
+    #[command(long_about = backup::ABOUT, after_help = backup::AFTER)]
+    Backup(backup::BackupArgs),
+    /// Verify a store file offline: every open-time check, the hash chain, notes.
+    #[command(long_about = verify::ABOUT, after_help = verify::AFTER)]
+    Verify(verify::VerifyArgs),
     /// Print the version.
     Version,
     /// Inside an agent's sandbox: close inherited descriptors, run the agent.
@@ -119,8 +131,8 @@ impl Command {
     pub fn contract(name: &str) -> Option<Contract> {
         match name {
             "broker" | "up" | "call" | "human" => Some(Contract::JsonLine),
-            "unlock" => Some(Contract::JsonLineOnly),
-            "mcp" | "demo" | "console" => Some(Contract::CodeOnStderr),
+            "unlock" | "verify" => Some(Contract::JsonLineOnly),
+            "mcp" | "demo" | "console" | "backup" | "head" => Some(Contract::CodeOnStderr),
             _ => None,
         }
     }
@@ -164,6 +176,9 @@ mod tests {
             | Command::Console(_)
             | Command::Demo(_)
             | Command::Unlock(_)
+            | Command::Verify(_)
+            | Command::Head(_)
+            | Command::Backup(_)
             | Command::Version
             | Command::SandboxExec(_) => None,
         }

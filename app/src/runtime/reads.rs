@@ -186,6 +186,17 @@ pub(crate) fn read<S: EvidenceStore>(
             let records = store.trail(business, &subject).map_err(storage)?;
             Value::Array(records.iter().map(wire::record_json).collect())
         }
+        Query::Head => {
+            // Readers and the human: the verb table says who, as everywhere.
+            mosaic_domain::Verb::Head.admit(caller.kind())?;
+            let head = store.chain_head().map_err(storage)?;
+            let head = mosaic_adapters::sqlite::ChainHead {
+                store_id: head.store_id,
+                size: head.size,
+                hash: head.hash,
+            };
+            serde_json::json!({"size": head.size, "head": head.hash_base64(), "note": head.note()})
+        }
         // `changes` has one way in, `super::changes::page`, which every
         // caller of the runtime takes before a read.
         // A caller the verb table does not serve is refused as everywhere.
@@ -212,7 +223,7 @@ pub(crate) fn read_text<S: EvidenceStore>(
             let (decisions, messages) = inbox(view, store, caller)?;
             Ok(wire::inbox_text(&decisions, &messages))
         }
-        Query::Tasks | Query::Agents | Query::Trail(_) | Query::Changes { .. } => {
+        Query::Tasks | Query::Agents | Query::Trail(_) | Query::Head | Query::Changes { .. } => {
             read(view, store, caller, query).map(|value| value.to_string())
         }
     }

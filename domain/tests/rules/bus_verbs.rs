@@ -1426,7 +1426,7 @@ fn serving(verb: Verb, kind: CallerKind) -> Vec<(Caller, Command)> {
         Verb::LaunchRevoke => Command::LaunchRevoke,
         Verb::LaunchRestore => Command::LaunchRestore,
         Verb::BrowserRequest => Command::RecordBrowserOutcome { body: "{}".into() },
-        Verb::Inbox | Verb::Tasks | Verb::Agents | Verb::Trail | Verb::Changes => {
+        Verb::Inbox | Verb::Tasks | Verb::Agents | Verb::Trail | Verb::Head | Verb::Changes => {
             return Vec::new()
         }
     };

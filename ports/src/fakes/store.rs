@@ -14,7 +14,7 @@ use mosaic_domain::{
 };
 
 use super::{lock, InjectedFailure};
-use crate::store::{EvidenceStore, StoreError, StoreReaders, TaskView};
+use crate::store::{EvidenceStore, StoreError, StoreHead, StoreReaders, TaskView};
 
 /// An in-memory [`EvidenceStore`] that enforces the same rules as the SQLite
 /// store: all-or-nothing batches and stages, strictly increasing timestamps,
@@ -276,6 +276,13 @@ impl EvidenceStore for MemoryStore {
 
     fn head(&self) -> Result<u64, StoreError> {
         self.view(|state| state.records.len() as u64)
+    }
+
+    /// The memory store keeps no hash chain: only the SQLite store does.
+    fn chain_head(&self) -> Result<StoreHead, StoreError> {
+        Err(StoreError::Unavailable(
+            "the memory store keeps no hash chain".into(),
+        ))
     }
 
     fn ledger(
