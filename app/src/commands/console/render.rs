@@ -224,6 +224,13 @@ fn agents(state: &State) -> Vec<Line<'static>> {
         None => "not changed since the console started",
     };
     let mut lines = vec![Line::from(format!("Launching: {switch}"))];
+    if let Some(head) = &state.head {
+        lines.push(Line::from(format!(
+            "Evidence: {} records, head {} (mosaic-bus head prints the note to keep)",
+            head["size"],
+            str_of(head, "head")
+        )));
+    }
     for (i, a) in state.agents.iter().enumerate() {
         let role = str_of(a, "role");
         let run = str_of(a, "run");

@@ -315,6 +315,8 @@ pub struct State {
     pub agents: Vec<Value>,
     /// The launch switch, once a change or an act told it.
     pub launching: Option<bool>,
+    /// The evidence's hash chain, as `head` answered: `{size, head, note}`.
+    pub head: Option<Value>,
     /// The decision view's decision.
     pub open: Option<Open>,
     /// The trail view's subject and records.
@@ -347,6 +349,7 @@ impl State {
             messages: Vec::new(),
             agents: Vec::new(),
             launching: None,
+            head: None,
             open: None,
             trail: None,
             activity: Vec::new(),
@@ -369,10 +372,11 @@ impl State {
         self.effects.push_back(Effect::Send(verb, args));
     }
 
-    /// Reads the inbox and the agents again.
+    /// Reads the inbox, the agents and the evidence's head again.
     fn refresh(&mut self) {
         self.send(Verb::Inbox, json!({}));
         self.send(Verb::Agents, json!({}));
+        self.send(Verb::Head, json!({}));
     }
 
     /// The decisions waiting on the human, blocking ones first, then
@@ -660,6 +664,7 @@ impl State {
                 self.agents = reply.as_array().cloned().unwrap_or_default();
             }
             Verb::Trail => self.trail_read(args, reply),
+            Verb::Head => self.head = Some(reply),
             Verb::DecisionResolve => {
                 self.status = format!(
                     "resolved with {}",

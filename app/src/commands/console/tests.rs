@@ -58,7 +58,8 @@ fn loaded(inbox: Vec<Value>) -> State {
         drain(&mut state),
         [
             Effect::Send(Verb::Inbox, json!({})),
-            Effect::Send(Verb::Agents, json!({}))
+            Effect::Send(Verb::Agents, json!({})),
+            Effect::Send(Verb::Head, json!({}))
         ]
     );
     state.handle_reply(Verb::Inbox, &json!({}), Ok(Value::Array(inbox)));
@@ -170,9 +171,10 @@ fn a_decision_closed_while_on_screen_is_no_longer_waiting_and_cannot_be_resolved
         {"seq": 9, "kind": "decision.withdrawn", "decision": ID}]}));
     assert_eq!(state.open.as_ref().unwrap().standing, Standing::Gone);
     let refreshed = drain(&mut state);
-    assert!(refreshed
-        .iter()
-        .all(|e| matches!(e, Effect::Send(Verb::Inbox | Verb::Agents | Verb::Trail, _))));
+    assert!(refreshed.iter().all(|e| matches!(
+        e,
+        Effect::Send(Verb::Inbox | Verb::Agents | Verb::Head | Verb::Trail, _)
+    )));
     keys(&mut state, &[Key::Enter, Key::Char('y'), Key::Char('s')]);
     assert_eq!(drain(&mut state), []);
     assert_eq!(state.status, "no longer waiting: its keys are disabled");
@@ -233,7 +235,8 @@ fn a_new_decision_rings_the_bell_and_notifies_once_and_the_first_load_does_not()
         drain(&mut state),
         [
             Effect::Send(Verb::Inbox, json!({})),
-            Effect::Send(Verb::Agents, json!({}))
+            Effect::Send(Verb::Agents, json!({})),
+            Effect::Send(Verb::Head, json!({}))
         ]
     );
     let inbox = json!([
@@ -497,4 +500,18 @@ fn the_agents_and_the_help_draw() {
     snapshots("agents", &state);
     state.handle_key(Key::Char('?'));
     snapshots("help", &state);
+}
+
+#[test]
+fn the_agents_view_shows_the_evidence_head_once_read() {
+    let mut state = State::new("acme");
+    state.handle_reply(
+        Verb::Head,
+        &json!({}),
+        Ok(json!({"size": 42, "head": "q5Yk", "note": "mosaic-bus/x\n42\nq5Yk\n"})),
+    );
+    keys(&mut state, &[Key::Tab]);
+    assert_eq!(state.view, View::Agents);
+    let text = screen(&state, 120, 40);
+    assert!(text.contains("Evidence: 42 records, head q5Yk"), "{text}");
 }
