@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use mosaic_adapters::sqlite::{verify_file, ChainHead, NoteMismatch, OpenError, SqliteStore};
 use mosaic_domain::evidence::{
-    DecisionEvidence, Evidence, LaunchEvidence, MessageClass, MessageEvidence, RefusalRecord,
-    Stamped,
+    DecisionEvidence, Evidence, LaunchEvidence, MessageClass, MessageEvidence, RefusalCount,
+    RefusalRecord, Sender, Stamped,
 };
 use mosaic_domain::{DecisionId, MessageId, Refusal, RunId, Timestamp};
 use mosaic_ports::EvidenceStore;
@@ -115,7 +115,7 @@ fn every_column_of_every_table_round_trips_into_the_same_chain() {
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
-    assert_eq!(tables.len(), 14, "{tables:?}");
+    assert_eq!(tables.len(), 15, "{tables:?}");
     let mut never_set = Vec::new();
     for table in &tables {
         let columns: Vec<String> = conn
@@ -189,6 +189,19 @@ fn with_the_columns_the_scenario_leaves_empty(path: &Path) {
     sent.decision = Some(decision);
     sent.in_reply_to = None;
     sent.request = None;
+    let Sender::Agent(agent) = sent.from.clone() else {
+        panic!("the message chosen is from an agent")
+    };
+    let counted = RefusalCount {
+        refused: RefusalRecord {
+            business: Some(sent.business.clone()),
+            agent: Some(agent),
+            verb: Some("message.send".to_owned()),
+            refusal: Refusal::NotAuthorized,
+        },
+        since: store.last_write().unwrap().expect("written"),
+        count: 3,
+    };
     let last = store.last_write().unwrap().expect("written");
     let at = |k: i64| Timestamp::from_unix_ms(last.unix_ms() + k).unwrap();
     store
@@ -204,6 +217,10 @@ fn with_the_columns_the_scenario_leaves_empty(path: &Path) {
             Stamped {
                 at: at(3),
                 evidence: Evidence::Message(MessageEvidence::Sent(Box::new(sent))),
+            },
+            Stamped {
+                at: at(4),
+                evidence: Evidence::RefusalsCounted(counted),
             },
         ])
         .expect("commits");

@@ -335,7 +335,7 @@ fn q_quits_and_help_comes_from_the_key_map() {
 // ---------------------------------------------------------------------------
 // The link's interactions, mocked.
 
-/// The inbox and agents a mock answers with, and trails.
+/// The inbox, agents and head a mock answers with, and trails.
 fn answering(link: &mut MockLink, inbox: Value) {
     link.expect_call()
         .with(eq(Verb::Inbox), eq(json!({})))
@@ -343,6 +343,9 @@ fn answering(link: &mut MockLink, inbox: Value) {
     link.expect_call()
         .with(eq(Verb::Agents), eq(json!({})))
         .returning(|_, _| Ok(json!([])));
+    link.expect_call()
+        .with(eq(Verb::Head), eq(json!({})))
+        .returning(|_, _| Ok(json!({"size": 3, "head": "q5Yk", "note": "n"})));
     link.expect_call()
         .withf(|verb, _| *verb == Verb::Trail)
         .returning(|_, args| Ok(json!([raised(args["subject"].as_str().unwrap())])));
