@@ -479,9 +479,9 @@ fn an_aborted_request_is_cancelled_at_the_pane_which_does_not_act() {
 #[test]
 fn nobody_connected_is_refused_at_once_with_its_status_and_a_sentence() {
     let bench = Bench::start();
-    let line =
-        json!({"cap": bench.web.cap, "verb": "browser.request", "args": {"action": "snapshot"}})
-            .to_string();
+    let line = json!({"cap": bench.web.cap, "verb": "browser.request",
+               "args": {"action": "snapshot", "timeoutMs": 120_000}})
+    .to_string();
     let started = Instant::now();
     let answer = support::raw(&bench.broker.socket, line.as_bytes());
     let took = started.elapsed();
@@ -494,7 +494,9 @@ fn nobody_connected_is_refused_at_once_with_its_status_and_a_sentence() {
             .contains("0 client(s)"),
         "{answer}"
     );
-    assert!(took < Duration::from_millis(100), "answered in {took:?}");
+    // At once: not after the request's two minutes. How fast "at once" is
+    // belongs to the benchmarks, not to a test on a loaded machine.
+    assert!(took < Duration::from_secs(10), "answered in {took:?}");
     // `mosaic-bus call` shows the broker's line whole, status and sentence.
     let out = Command::new(support::BIN)
         .args([

@@ -8,15 +8,15 @@
 //! open snapshot holds back is a checkpoint past it, so the WAL grows until
 //! the copy is done). The copy is then verified as `verify` does.
 
-use std::fs::OpenOptions;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::time::Duration;
 
 use rusqlite::backup::{Backup, StepResult};
 use rusqlite::{Connection, OpenFlags};
 
-use super::{open_failure, read_only, verify_file, Broken, OpenError, Verification};
+use super::{
+    create_private, open_failure, read_only, verify_file, Broken, OpenError, Verification,
+};
 
 /// Pages copied per step (4 MiB at SQLite's default 4 KiB pages).
 const PAGES_PER_STEP: i32 = 1024;
@@ -42,19 +42,7 @@ pub fn backup(from: &Path, to: &Path) -> Result<Verification, Broken> {
         Ok(_) | Err(_) => return Err(OpenError::WrongState.into()),
     }
     let (source, _) = read_only(from)?;
-    let file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(to)
-        .map_err(|e| {
-            if e.kind() == std::io::ErrorKind::AlreadyExists {
-                OpenError::WrongState
-            } else {
-                OpenError::Unavailable(Box::new(e))
-            }
-        })?;
+    let file = create_private(to)?;
     copy(&source, to)?;
     file.sync_all()
         .map_err(|e| OpenError::Unavailable(Box::new(e)))?;

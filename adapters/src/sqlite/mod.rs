@@ -168,19 +168,7 @@ impl SqliteStore {
     /// [`OpenError::Unavailable`] when it cannot be created (the partial file
     /// is removed again).
     pub fn create(path: &Path) -> Result<Self, OpenError> {
-        OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(path)
-            .map_err(|e| {
-                if e.kind() == std::io::ErrorKind::AlreadyExists {
-                    OpenError::WrongState
-                } else {
-                    OpenError::Unavailable(Box::new(e))
-                }
-            })?;
+        create_private(path)?;
         Self::initialize(path).inspect_err(|_| {
             for suffix in ["", "-wal", "-shm"] {
                 let mut p = path.as_os_str().to_owned();
@@ -1318,6 +1306,24 @@ impl EvidenceStore for SqliteStore {
             params![business.as_str(), kind, text],
         )
     }
+}
+
+/// Creates the empty file `path`, mode 0600, refusing anything already
+/// there (a link included) with [`OpenError::WrongState`].
+fn create_private(path: &Path) -> Result<std::fs::File, OpenError> {
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| {
+            if e.kind() == std::io::ErrorKind::AlreadyExists {
+                OpenError::WrongState
+            } else {
+                OpenError::Unavailable(Box::new(e))
+            }
+        })
 }
 
 #[cfg(test)]
