@@ -277,3 +277,44 @@ fn help_exits_0_and_shows_the_keys() {
         assert!(help.contains(key), "{key} in {help}");
     }
 }
+
+#[test]
+fn the_agents_view_shows_the_switch_at_start_and_a_decision_against_its_raiser_with_its_arbiter() {
+    let root = data_root();
+    let b = acme_broker(root.path());
+    let (lead, dev) = (b.agent("lead-1"), b.agent("dev-1"));
+    lead.claim();
+    dev.claim();
+    let tmux = Tmux::start(&console_command(&b.socket), 120, 40);
+    tmux.wait_for("Nothing is waiting on you", WAIT);
+    tmux.keys(&["Tab"]);
+    // The broker's switch, from the first screen of the view.
+    tmux.wait_for("Launching: on", WAIT);
+    let pid = support::launch_pid();
+    let idle = format!("dev · run dev-1 · pi · pid {pid} · holding · running");
+    tmux.wait_for(&idle, WAIT);
+
+    // dev asks the lead (its arbiter), not the human: the view shows it
+    // against dev's run, with the lead.
+    let d = dev.raise("repo.merge", Some("main"), json!({}));
+    assert_eq!(d["route"], "lead", "{d}");
+    tmux.wait_for(
+        &format!("dev · run dev-1 · pi · pid {pid} · holding · waiting on lead"),
+        WAIT,
+    );
+    tmux.wait_for("waits on lead: repo.merge on main", WAIT);
+
+    // The lead resolves it: dev waits on nothing again.
+    lead.resolve(&d["id"], "yes");
+    let screen = tmux.wait_for(&idle, WAIT);
+    assert!(!screen.contains("repo.merge"), "{screen}");
+
+    // The human switches launching off from the console.
+    tmux.keys(&["L"]);
+    tmux.wait_for("Switch launching off for the business? y/n", WAIT);
+    tmux.keys(&["y"]);
+    tmux.wait_for("Launching: OFF", WAIT);
+    tmux.keys(&["q"]);
+    tmux.wait_gone();
+    b.close();
+}

@@ -246,16 +246,19 @@ impl Change {
         match &self.about {
             About::Message(Recipient::Role(r)) => vec![role(r)],
             About::Message(Recipient::Human) => vec![Topic::Readers(business())],
-            About::Decision(_, routing) => {
-                let resolver = match &routing.route {
-                    Route::Role(r) => role(r),
-                    Route::Human => Topic::Readers(business()),
-                };
-                vec![resolver, role(&routing.raiser.role)]
-            }
+            // Every open decision shows in `agents` against its raiser,
+            // so the readers hear of each one, whoever resolves it.
+            About::Decision(_, routing) => match &routing.route {
+                Route::Role(r) => vec![
+                    role(r),
+                    role(&routing.raiser.role),
+                    Topic::Readers(business()),
+                ],
+                Route::Human => vec![Topic::Readers(business()), role(&routing.raiser.role)],
+            },
             About::Claim { role: r, .. } => vec![role(r), Topic::Readers(business())],
             About::Launched | About::Task => vec![Topic::Readers(business())],
-            About::Switch => vec![Topic::Agents(business())],
+            About::Switch => vec![Topic::Agents(business()), Topic::Readers(business())],
         }
     }
 }
@@ -317,9 +320,11 @@ impl Watcher {
     /// acknowledgement, withdrawal or supersession of a decision X raised;
     /// R being released or revoked; its business's launch switch. A reader
     /// hears of what changes its business's human inbox, `tasks` or
-    /// `agents`: messages to the human, decisions routed to the human being
-    /// raised or closed, every claim and launch, task observations. Nobody
-    /// hears of another business.
+    /// `agents`: messages to the human, every decision being raised or
+    /// closed (`agents` shows each open one against its raiser, and the
+    /// inbox those routed to the human), every claim and launch, the launch
+    /// switch (`agents` carries it), task observations. Nobody hears of
+    /// another business.
     pub fn concerns(&self, change: &Change) -> bool {
         if self.business() != &change.business {
             return false;
@@ -345,11 +350,11 @@ impl Watcher {
             (Watcher::Agent { .. }, About::Switch) => true,
             (Watcher::Agent { .. }, About::Launched | About::Task) => false,
             (Watcher::Reader { .. }, About::Message(to)) => to == &Recipient::Human,
-            (Watcher::Reader { .. }, About::Decision(event, routing)) => {
-                routing.route == Route::Human && *event != DecisionEvent::Seen
-            }
-            (Watcher::Reader { .. }, About::Claim { .. } | About::Launched | About::Task) => true,
-            (Watcher::Reader { .. }, About::Switch) => false,
+            (Watcher::Reader { .. }, About::Decision(event, _)) => *event != DecisionEvent::Seen,
+            (
+                Watcher::Reader { .. },
+                About::Claim { .. } | About::Launched | About::Task | About::Switch,
+            ) => true,
         }
     }
 }

@@ -122,7 +122,7 @@ verbs! {
     Tasks => "tasks", [Agent, Reader, Human], read,
         "The newest state of each task of the business, tombstones included.";
     Agents => "agents", [Agent, Reader, Human], read,
-        "The bound runs of the business: role, harness, pid, holding, revoked.";
+        "The bound runs of the business: role, harness, pid, holding, revoked, the open decisions each raised, and the launch switch.";
     Trail => "trail", [Agent, Reader, Human], read,
         "Every record linked to a task, decision, message or role, in write order.";
     Head => "head", [Reader, Human], read,

@@ -440,12 +440,34 @@ fn body_json(body: &str) -> Value {
 }
 
 /// One bound run for the `agents` projection: `role, run, harness, address,
-/// pid, start_time, holding, revoked`.
+/// pid, start_time, holding, revoked`, then `launching` (the business's
+/// launch switch, the same on every row) and `waitsOn`: the open decisions
+/// this run raised, each `{id, action, target, route, blocking}` (`route`
+/// being who has it: `"human"` or the arbiter role).
 pub fn agent_json(
     record: &mosaic_domain::evidence::LaunchRecord,
     holding: bool,
     revoked: bool,
+    launching: bool,
+    waits_on: &[&Decision],
 ) -> Value {
+    let waits_on: Vec<Value> = waits_on
+        .iter()
+        .map(|d| {
+            let r = &d.record;
+            let route = match &r.route {
+                Route::Human => "human".to_owned(),
+                Route::Role(role) => role.to_string(),
+            };
+            json!({
+                "id": r.id.to_string(),
+                "action": r.action.as_str(),
+                "target": text(r.target.as_ref()),
+                "route": route,
+                "blocking": r.blocking,
+            })
+        })
+        .collect();
     json!({
         "role": record.role.as_str(),
         "run": record.run.as_str(),
@@ -455,6 +477,8 @@ pub fn agent_json(
         "start_time": record.start_time,
         "holding": holding,
         "revoked": revoked,
+        "launching": launching,
+        "waitsOn": waits_on,
     })
 }
 

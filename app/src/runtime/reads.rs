@@ -21,7 +21,7 @@ use std::sync::{Arc, Condvar, Mutex, RwLock};
 use mosaic_adapters::wire::{self, Query, UuidKind, UuidRef};
 use mosaic_domain::bus::{Bus, Caller};
 use mosaic_domain::changes::Watcher;
-use mosaic_domain::claims::Occupancy;
+use mosaic_domain::claims::{LaunchSwitch, Occupancy};
 use mosaic_domain::decisions::{Decision, Status};
 use mosaic_domain::evidence::{LaunchRecord, Recipient, Route, Subject};
 use mosaic_domain::messages::{MessageFacts, INBOX_LIMIT};
@@ -41,6 +41,8 @@ pub(crate) struct View {
     agents: Vec<(LaunchRecord, bool, bool)>,
     /// Every role of every business (fixed for a broker's life).
     roles: Arc<BTreeSet<(BusinessId, RoleInstance)>>,
+    /// The businesses whose launching is switched off.
+    off: BTreeSet<BusinessId>,
 }
 
 impl View {
@@ -68,10 +70,17 @@ impl View {
         agents.sort_by(|(a, ..), (b, ..)| {
             (&a.business, &a.role, &a.run).cmp(&(&b.business, &b.role, &b.run))
         });
+        let off = roles
+            .iter()
+            .map(|(business, _)| business)
+            .filter(|b| bus.launches().switch(b) == LaunchSwitch::Off)
+            .cloned()
+            .collect();
         Self {
             open,
             agents,
             roles,
+            off,
         }
     }
 
@@ -169,13 +178,25 @@ pub(crate) fn read<S: EvidenceStore>(
                 .map(wire::task_json)
                 .collect(),
         ),
-        Query::Agents => Value::Array(
-            view.agents
-                .iter()
-                .filter(|(r, ..)| &r.business == business)
-                .map(|(r, holding, revoked)| wire::agent_json(r, *holding, *revoked))
-                .collect(),
-        ),
+        Query::Agents => {
+            let launching = !view.off.contains(business);
+            Value::Array(
+                view.agents
+                    .iter()
+                    .filter(|(r, ..)| &r.business == business)
+                    .map(|(r, holding, revoked)| {
+                        let waits: Vec<&Decision> = view
+                            .open
+                            .iter()
+                            .filter(|d| {
+                                &d.record.business == business && d.record.raiser.run == r.run
+                            })
+                            .collect();
+                        wire::agent_json(r, *holding, *revoked, launching, &waits)
+                    })
+                    .collect(),
+            )
+        }
         Query::Trail(subject) => {
             // A role subject must name a role of this business, as everywhere.
             if let Subject::Role(role) = &subject {

@@ -10,8 +10,8 @@ use std::thread;
 use serde_json::{json, Value};
 
 use crate::support::{
-    acme, acme_launches, config, data_root, globex, human_resolve_offline, launch, unlock, Agent,
-    Broker,
+    acme, acme_launches, config, data_root, globex, human_offline, human_resolve_offline, launch,
+    unlock, Agent, Broker,
 };
 
 fn both_config(root: &Path) -> Value {
@@ -298,6 +298,92 @@ fn the_resolution_of_a_decision_reaches_its_raiser_across_a_restart() {
     assert_eq!(
         pointers(&answer),
         [("decision.resolved".to_owned(), text(&decision["id"]))]
+    );
+    second.close();
+}
+
+/// The run `run`'s row of `agents`.
+fn row(reader: &Agent, run: &str) -> Value {
+    let agents = reader.ok("agents", json!({}));
+    agents
+        .as_array()
+        .expect("agents")
+        .iter()
+        .find(|a| a["run"] == run)
+        .cloned()
+        .unwrap_or_else(|| panic!("no row for {run}: {agents}"))
+}
+
+#[test]
+fn a_reader_hears_of_decisions_routed_to_a_role_and_of_the_switch_and_agents_shows_them() {
+    let root = data_root();
+    let cfg = both_config(root.path());
+    let first = Broker::boot(root.path(), &cfg);
+    let reader = first.reader(0);
+    let (lead, dev) = (first.agent("lead-1"), first.agent("dev-1"));
+    lead.claim();
+    dev.claim();
+    let since = cursor(&reader);
+    let waiting = wait(&reader, since, 20_000);
+    let decision = dev.raise("repo.merge", Some("main"), json!({}));
+    assert_eq!(decision["route"], "lead", "{decision}");
+    let answer = waiting.join().expect("the wait");
+    assert_eq!(
+        pointers(&answer),
+        [("decision.raised".to_owned(), text(&decision["id"]))]
+    );
+    let dev_row = row(&reader, "dev-1");
+    assert_eq!(
+        (&dev_row["launching"], &dev_row["waitsOn"]),
+        (
+            &json!(true),
+            &json!([{"id": decision["id"], "action": "repo.merge", "target": "main",
+                     "route": "lead", "blocking": false}])
+        ),
+        "{dev_row}"
+    );
+    assert_eq!(row(&reader, "lead-1")["waitsOn"], json!([]));
+    // Its resolution wakes the reader, and the run waits on nothing.
+    let since = answer["cursor"].as_u64().expect("a cursor");
+    let waiting = wait(&reader, since, 20_000);
+    lead.ok(
+        "decision.resolve",
+        json!({"id": decision["id"], "choice": "yes"}),
+    );
+    let answer = waiting.join().expect("the wait");
+    assert_eq!(
+        pointers(&answer),
+        [("decision.resolved".to_owned(), text(&decision["id"]))]
+    );
+    assert_eq!(row(&reader, "dev-1")["waitsOn"], json!([]));
+    let since = answer["cursor"].as_u64().expect("a cursor");
+    first.terminate();
+    // The human switches launching off; after the restart, `agents` says
+    // so from the start, and the reader's feed carries the switch.
+    let replies = human_offline(
+        root.path(),
+        &[acme(), globex()],
+        "acme",
+        vec![mosaic_domain::bus::Command::LaunchRevoke],
+    );
+    assert_eq!(replies.len(), 1);
+    assert!(replies[0].is_ok(), "{replies:?}");
+    let second = Broker::boot(root.path(), &cfg);
+    let reader = second.reader(0);
+    assert_eq!(row(&reader, "dev-1")["launching"], json!(false));
+    let answer = reader.ok("changes", json!({"since": since, "timeoutMs": 1000}));
+    // First the switch, then the reboot's rebindings (each one recorded).
+    let heard = pointers(&answer);
+    assert_eq!(
+        heard.first(),
+        Some(&("launch.revoked".to_owned(), String::new())),
+        "{answer}"
+    );
+    assert!(
+        heard[1..]
+            .iter()
+            .all(|(kind, _)| kind == "session.launched"),
+        "{answer}"
     );
     second.close();
 }

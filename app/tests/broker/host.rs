@@ -77,7 +77,8 @@ fn boot_replies_with_the_socket_and_one_distinct_capability_per_launch_and_reade
         broker.reader(1).ok("agents", json!({})),
         json!([{"role": "dev", "run": "g-dev-1", "harness": "pi", "address": null,
                 "pid": launch_pid(), "start_time": start_time(),
-                "holding": false, "revoked": false}])
+                "holding": false, "revoked": false,
+                "launching": true, "waitsOn": []}])
     );
     // Capabilities live only in the broker's memory: never logged, never
     // written to the store.

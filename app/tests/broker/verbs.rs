@@ -1377,7 +1377,8 @@ fn tasks_and_agents_are_projections_of_the_callers_business() {
     let agent = |role: &str, run: &str, holding: bool| {
         json!({"role": role, "run": run, "harness": "pi", "address": null,
                "pid": launch_pid(), "start_time": start_time(),
-               "holding": holding, "revoked": false})
+               "holding": holding, "revoked": false,
+               "launching": true, "waitsOn": []})
     };
     let expected = json!([agent("dev", "dev-1", false), agent("lead", "lead-1", true)]);
     assert_eq!(lead.ok("agents", json!({})), expected);

@@ -165,11 +165,12 @@ fn a_message_reaches_the_holder_of_its_role_or_the_readers_when_to_the_human() {
 }
 
 #[test]
-fn a_raise_reaches_its_resolver_role_or_the_readers_when_routed_to_the_human() {
+fn a_raise_reaches_its_resolver_role_and_the_readers() {
     let to_lead = raised(Route::Role(role("lead")));
     let record = Evidence::Decision(DecisionEvidence::Raised(Box::new(to_lead)));
     let raise = change(&record, None);
-    assert_eq!(audience(&raise), ["lead"]);
+    // The readers hear of it too: `agents` shows it against its raiser.
+    assert_eq!(audience(&raise), ["lead", "reader"]);
     assert_eq!(
         (raise.kind, raise.decision),
         ("decision.raised", Some(did(7)))
@@ -180,18 +181,19 @@ fn a_raise_reaches_its_resolver_role_or_the_readers_when_routed_to_the_human() {
     let own = Evidence::Decision(DecisionEvidence::Raised(Box::new(raised(Route::Role(
         role("dev"),
     )))));
-    assert_eq!(audience(&change(&own, None)), ["dev", "dev-2"]);
+    assert_eq!(audience(&change(&own, None)), ["dev", "dev-2", "reader"]);
 }
 
 #[test]
-fn a_decisions_later_events_reach_its_raiser_run_and_closing_ones_its_resolver() {
+fn a_decisions_later_events_reach_its_raiser_run_and_closing_ones_its_resolver_and_the_readers() {
     let to_lead = Routing::of(&raised(Route::Role(role("lead"))));
     let to_human = Routing::of(&raised(Route::Human));
     for (event, record) in decision_events() {
         let routed = change(&record, Some(to_lead.clone()));
         let expected: &[&str] = match event {
-            "resolved" | "seen" => &["dev"],
-            _ => &["lead", "dev"],
+            "seen" => &["dev"],
+            "resolved" => &["dev", "reader"],
+            _ => &["lead", "dev", "reader"],
         };
         assert_eq!(audience(&routed), expected, "{event} routed to lead");
         assert_eq!(routed.decision, Some(did(7)), "{event}");
@@ -247,17 +249,17 @@ fn a_release_or_revocation_reaches_the_roles_holder_and_every_claim_the_readers(
 }
 
 #[test]
-fn the_launch_switch_reaches_every_agent_and_a_launch_the_readers() {
+fn the_launch_switch_reaches_every_agent_and_the_readers_and_a_launch_the_readers() {
     let switch = |e| change(&Evidence::Launch(e), None);
     let off = switch(LaunchEvidence::Revoked {
         business: business("acme"),
     });
-    assert_eq!(audience(&off), ["lead", "dev", "dev-2", "qa"]);
+    assert_eq!(audience(&off), ["lead", "dev", "dev-2", "qa", "reader"]);
     assert_eq!(off.kind, "launch.revoked");
     let on = switch(LaunchEvidence::Restored {
         business: business("acme"),
     });
-    assert_eq!(audience(&on), ["lead", "dev", "dev-2", "qa"]);
+    assert_eq!(audience(&on), ["lead", "dev", "dev-2", "qa", "reader"]);
     let launched = switch(LaunchEvidence::Launched(LaunchRecord {
         business: business("acme"),
         role: role("qa"),

@@ -30,7 +30,7 @@ pub fn draw(frame: &mut Frame<'_>, state: &State, now_ms: i64) {
     let block = Block::default().borders(Borders::ALL).title(title);
     // Keep the selected row on screen.
     let height = usize::from(body.height.saturating_sub(2)).max(1);
-    let scroll = state.selected.saturating_sub(height - 1);
+    let scroll = selected_line(state).saturating_sub(height - 1);
     let scroll = u16::try_from(scroll).unwrap_or(u16::MAX);
     frame.render_widget(
         Paragraph::new(lines)
@@ -43,6 +43,21 @@ pub fn draw(frame: &mut Frame<'_>, state: &State, now_ms: i64) {
     if state.help {
         help(frame, body);
     }
+}
+
+/// The line of the selected row: a run of the Agents view takes a line
+/// more per decision it waits on, below the switch and the head.
+fn selected_line(state: &State) -> usize {
+    if state.view != View::Agents {
+        return state.selected;
+    }
+    let above: usize = state
+        .agents
+        .iter()
+        .take(state.selected)
+        .map(|a| 1 + a["waitsOn"].as_array().map_or(0, Vec::len))
+        .sum();
+    1 + usize::from(state.head.is_some()) + above
 }
 
 fn tab_line(state: &State) -> Line<'static> {
@@ -220,8 +235,8 @@ fn bold(text: &str) -> Line<'static> {
 fn agents(state: &State) -> Vec<Line<'static>> {
     let switch = match state.launching {
         Some(true) => "on",
-        Some(false) => "OFF",
-        None => "not changed since the console started",
+        Some(false) => "OFF (L switches it back on)",
+        None => "unknown until a run is bound or the switch moves",
     };
     let mut lines = vec![Line::from(format!("Launching: {switch}"))];
     if let Some(head) = &state.head {
@@ -232,8 +247,6 @@ fn agents(state: &State) -> Vec<Line<'static>> {
         )));
     }
     for (i, a) in state.agents.iter().enumerate() {
-        let role = str_of(a, "role");
-        let run = str_of(a, "run");
         let holding = if a["revoked"] == true {
             "revoked"
         } else if a["holding"] == true {
@@ -241,25 +254,45 @@ fn agents(state: &State) -> Vec<Line<'static>> {
         } else {
             "not holding"
         };
-        let waits: Vec<String> = state
-            .decisions
-            .iter()
-            .filter(|d| d.json["raisedBy"]["run"].as_str() == Some(run))
-            .map(|d| format!("{} (with you)", str_of(&d.json, "action")))
-            .collect();
-        let waits = if waits.is_empty() {
+        // What the run waits on: the open decisions it raised, and who has
+        // each one (the human, or the arbiter role it was routed to).
+        let waits = a["waitsOn"].as_array().cloned().unwrap_or_default();
+        let with = |w: &Value| match str_of(w, "route") {
+            "human" => "you".to_owned(),
+            role => role.to_owned(),
+        };
+        let state_word = if waits.iter().any(|w| w["route"] == "human") {
+            "WAITING ON YOU".to_owned()
+        } else if let Some(w) = waits.first() {
+            format!("waiting on {}", with(w))
+        } else if a["holding"] == true {
             "running".to_owned()
         } else {
-            format!("WAITING ON YOU: {}", waits.join(", "))
+            "idle".to_owned()
         };
         lines.push(marked(
             state.selected == i,
             format!(
-                "{role} · run {run} · {} · pid {} · {holding} · {waits}",
+                "{} · run {} · {} · pid {} · {holding} · {state_word}",
+                str_of(a, "role"),
+                str_of(a, "run"),
                 str_of(a, "harness"),
                 a["pid"]
             ),
         ));
+        for w in &waits {
+            let blocks = if w["blocking"] == true {
+                " · BLOCKS a task"
+            } else {
+                ""
+            };
+            lines.push(Line::from(format!(
+                "      waits on {}: {} on {}{blocks}",
+                with(w),
+                str_of(w, "action"),
+                str_of(w, "target")
+            )));
+        }
     }
     lines
 }

@@ -311,9 +311,11 @@ pub struct State {
     pub decisions: Vec<Decision>,
     /// The human's unread messages.
     pub messages: Vec<Value>,
-    /// The business's runs, as `agents` answered.
+    /// The business's runs, as `agents` answered, each with the open
+    /// decisions it raised (`waitsOn`).
     pub agents: Vec<Value>,
-    /// The launch switch, once a change or an act told it.
+    /// The launch switch, as `agents` last carried it, or a change or an
+    /// act told it since; unknown only while no run is bound.
     pub launching: Option<bool>,
     /// The evidence's hash chain, as `head` answered: `{size, head, note}`.
     pub head: Option<Value>,
@@ -662,6 +664,11 @@ impl State {
             Verb::Inbox => self.inbox(&reply),
             Verb::Agents => {
                 self.agents = reply.as_array().cloned().unwrap_or_default();
+                // Every row carries the business's switch, as the broker
+                // knows it now.
+                if let Some(on) = self.agents.first().and_then(|a| a["launching"].as_bool()) {
+                    self.launching = Some(on);
+                }
             }
             Verb::Trail => self.trail_read(args, reply),
             Verb::Head => self.head = Some(reply),

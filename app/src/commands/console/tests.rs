@@ -51,6 +51,35 @@ fn keys(state: &mut State, keys: &[Key]) {
     }
 }
 
+/// An `agents` answer: `dev-1` waits on the human, `qa-1` on the lead
+/// (the arbiter its decision was routed to), `lead-1` on nothing, and
+/// `dev-0` was revoked; launching is `on` or off.
+fn team(on: bool) -> Value {
+    let run = |role: &str, run: &str, pid: u32, waits: Value| {
+        json!({"role": role, "run": run, "harness": "generic", "address": null, "pid": pid,
+               "start_time": 1, "holding": run != "dev-0", "revoked": run == "dev-0",
+               "launching": on, "waitsOn": waits})
+    };
+    json!([
+        run("dev", "dev-0", 4240, json!([])),
+        run(
+            "dev",
+            "dev-1",
+            4242,
+            json!([{"id": ID, "action": "release.publish",
+            "target": "fix-42", "route": "human", "blocking": true}])
+        ),
+        run("lead", "lead-1", 4243, json!([])),
+        run(
+            "qa",
+            "qa-1",
+            4244,
+            json!([{"id": OTHER, "action": "repo.merge",
+            "target": "main", "route": "lead", "blocking": false}])
+        ),
+    ])
+}
+
 /// A console whose first reads answered: one decision waiting, `dev-1`.
 fn loaded(inbox: Vec<Value>) -> State {
     let mut state = State::new("acme");
@@ -63,14 +92,7 @@ fn loaded(inbox: Vec<Value>) -> State {
         ]
     );
     state.handle_reply(Verb::Inbox, &json!({}), Ok(Value::Array(inbox)));
-    state.handle_reply(
-        Verb::Agents,
-        &json!({}),
-        Ok(
-            json!([{"role": "dev", "run": "dev-1", "harness": "generic", "pid": 4242,
-                   "holding": true, "revoked": false}]),
-        ),
-    );
+    state.handle_reply(Verb::Agents, &json!({}), Ok(team(true)));
     for effect in drain(&mut state) {
         let Effect::Send(Verb::Trail, args) = effect else {
             panic!("only trails after the first inbox: {effect:?}");
@@ -517,4 +539,130 @@ fn the_agents_view_shows_the_evidence_head_once_read() {
     assert_eq!(state.view, View::Agents);
     let text = screen(&state, 120, 40);
     assert!(text.contains("Evidence: 42 records, head q5Yk"), "{text}");
+}
+
+// ---------------------------------------------------------------------------
+// The Agents view: what each run waits on, and the launch switch.
+
+/// The refresh a change asks for, exactly.
+fn refresh() -> [Effect; 3] {
+    [
+        Effect::Send(Verb::Inbox, json!({})),
+        Effect::Send(Verb::Agents, json!({})),
+        Effect::Send(Verb::Head, json!({})),
+    ]
+}
+
+#[test]
+fn the_switch_is_read_from_the_first_agents_answer_and_l_then_asks_the_other_way() {
+    let mut state = State::new("acme");
+    drain(&mut state);
+    assert_eq!(state.launching, None);
+    // No run bound: no row carries the switch, and it stays unknown.
+    state.handle_reply(Verb::Agents, &json!({}), Ok(json!([])));
+    assert_eq!(state.launching, None);
+    state.handle_reply(Verb::Agents, &json!({}), Ok(team(false)));
+    assert_eq!(state.launching, Some(false));
+    keys(&mut state, &[Key::Tab]);
+    assert_eq!(state.view, View::Agents);
+    let text = screen(&state, 80, 24);
+    assert!(text.contains("Launching: OFF"), "{text}");
+    keys(&mut state, &[Key::Char('L'), Key::Char('y')]);
+    assert_eq!(
+        drain(&mut state),
+        [Effect::Send(Verb::LaunchRestore, json!({}))]
+    );
+    // A later answer, after the switch moved, wins.
+    state.handle_reply(Verb::Agents, &json!({}), Ok(team(true)));
+    assert_eq!(state.launching, Some(true));
+}
+
+#[test]
+fn each_change_to_what_a_run_waits_on_refreshes_the_agents_view() {
+    let mut state = loaded(vec![decision(ID, "release.publish", true)]);
+    keys(&mut state, &[Key::Tab]);
+    assert_eq!(state.view, View::Agents);
+    let text = screen(&state, 120, 40);
+    assert!(
+        text.contains("qa · run qa-1 · generic · pid 4244 · holding · waiting on lead"),
+        "{text}"
+    );
+    assert!(text.contains("waits on lead: repo.merge on main"), "{text}");
+    assert!(
+        text.contains("waits on you: release.publish on fix-42 · BLOCKS a task"),
+        "{text}"
+    );
+    // A raise to an arbiter, its resolution, a release and the switch each
+    // read the agents again, and nothing else.
+    for (kind, about) in [
+        ("decision.raised", json!({"decision": OTHER})),
+        ("decision.resolved", json!({"decision": OTHER})),
+        ("role.released", json!({"role": "qa"})),
+        ("role.revoked", json!({"role": "dev"})),
+        ("launch.revoked", json!({})),
+    ] {
+        let mut change = json!({"seq": 7, "kind": kind});
+        change
+            .as_object_mut()
+            .unwrap()
+            .extend(about.as_object().unwrap().clone());
+        state.handle_change(&json!({"cursor": 7, "changes": [change]}));
+        assert_eq!(drain(&mut state), refresh(), "{kind}");
+    }
+    assert_eq!(state.launching, Some(false), "the change said so");
+    // The agents answer after the resolution: qa waits on nothing.
+    let mut now = team(false);
+    now[3]["waitsOn"] = json!([]);
+    state.handle_reply(Verb::Agents, &json!({}), Ok(now));
+    let text = screen(&state, 120, 40);
+    assert!(!text.contains("repo.merge"), "{text}");
+    assert!(
+        text.contains("qa · run qa-1 · generic · pid 4244 · holding · running"),
+        "{text}"
+    );
+    assert!(text.contains("Launching: OFF"), "{text}");
+}
+
+#[test]
+fn the_switch_reads_from_the_broker_at_start_with_one_agents_read() {
+    let mut link = MockLink::new();
+    link.expect_call()
+        .with(eq(Verb::Inbox), eq(json!({})))
+        .times(1)
+        .returning(|_, _| Ok(json!([])));
+    link.expect_call()
+        .with(eq(Verb::Agents), eq(json!({})))
+        .times(1)
+        .returning(|_, _| Ok(team(true)));
+    link.expect_call()
+        .with(eq(Verb::Head), eq(json!({})))
+        .times(1)
+        .returning(|_, _| Ok(json!({"size": 3, "head": "q5Yk", "note": "n"})));
+    let mut state = State::new("acme");
+    pump(&mut state, &link, &mut |_| {});
+    link.checkpoint();
+    assert_eq!(state.launching, Some(true));
+    state.handle_key(Key::Tab);
+    let text = screen(&state, 80, 24);
+    assert!(text.contains("Launching: on"), "{text}");
+}
+
+#[test]
+fn the_selected_run_stays_on_screen_below_the_lines_of_what_others_wait_on() {
+    let mut state = State::new("acme");
+    drain(&mut state);
+    let runs: Vec<Value> = (0..12)
+        .map(|i| {
+            json!({"role": "qa", "run": format!("qa-{i}"), "harness": "generic", "pid": i,
+                   "holding": true, "revoked": false, "launching": true,
+                   "waitsOn": [{"id": ID, "action": "repo.merge", "target": "main",
+                                "route": "lead", "blocking": false}]})
+        })
+        .collect();
+    state.handle_reply(Verb::Agents, &json!({}), Ok(Value::Array(runs)));
+    state.handle_key(Key::Tab);
+    keys(&mut state, &[Key::Char('j'); 11]);
+    assert_eq!(state.selected, 11);
+    let text = screen(&state, 80, 24);
+    assert!(text.contains("> qa · run qa-11 "), "{text}");
 }
