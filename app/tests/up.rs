@@ -206,6 +206,8 @@ fn the_example_agents_exchange_a_decision_and_a_message_then_up_exits() {
     assert_eq!(summary["dataRoot"], json!(root.path()));
     let socket = root.path().join("bus/bus.sock");
     assert_eq!(summary["socket"], json!(socket));
+    // Without --console the agents' lines are on up's stdout: no log file.
+    assert_eq!(summary["log"], Value::Null);
     // The reader capability is in a private folder of its own, never under
     // the data root that every agent can find from its socket's path.
     let reader_cap = PathBuf::from(summary["readerCap"].as_str().expect("readerCap"));
@@ -268,6 +270,18 @@ fn the_example_agents_exchange_a_decision_and_a_message_then_up_exits() {
     );
     assert!(rest.contains(&format!("received reply {reply} from lead")));
     assert!(rest.contains(&format!("acknowledged reply {reply}")));
+    // Nobody sits at a console: dev leaves its gated decision for the
+    // human, says how to answer it, and ends.
+    let release = uuid_after(&rest, "left decision ");
+    assert!(
+        rest.contains(&format!(
+            "left decision {release} for the human: nobody is at a console (answer it from \
+             mosaic-bus up --console, or while up --stay serves with mosaic-bus console \
+             --socket {} --business acme)",
+            socket.display()
+        )),
+        "{rest}"
+    );
 
     // Closed cleanly: no socket, no lock, no reader capability left.
     assert!(!socket.exists());
@@ -327,6 +341,18 @@ fn the_example_agents_exchange_a_decision_and_a_message_then_up_exits() {
     let resolved = entry(&d, "decision.resolved");
     assert_eq!(resolved["choice"], "yes");
     assert_eq!(resolved["by_run"], json!(lead));
+
+    // The gated decision went to the human, and is still waiting there.
+    let g = trail(&release);
+    assert_eq!(kinds(&g), ["decision.raised"]);
+    assert_eq!(
+        (&g[0]["class"], &g[0]["route"]),
+        (&json!("gated"), &json!("human"))
+    );
+    assert_eq!(g[0]["action"], "release.publish");
+    assert_eq!(g[0]["raisedBy"]["run"], json!(dev));
+    let waiting = reader.call("inbox", json!({})).expect("the human's inbox");
+    assert!(waiting.to_string().contains(&release), "{waiting}");
 
     // The message citing it was delivered to the lead's run and read, and
     // the lead replied to it.

@@ -24,6 +24,7 @@ use serde_json::{json, Map, Value};
 
 use super::args::non_empty_path;
 use super::human;
+use super::signals::Signals;
 
 pub mod render;
 pub mod state;
@@ -66,7 +67,7 @@ MOSAIC_DECISION_ID, MOSAIC_ACTION, MOSAIC_TARGET and MOSAIC_RAISER in its
 environment (never a capability or a token).
 
 Exit codes:
-  0  quit
+  0  quit (q, or SIGTERM/SIGINT, which restore the terminal too)
   1  human-proof-failed (or the broker could not be reached) before opening
   2  a usage error
 
@@ -194,6 +195,12 @@ enum Event {
 fn run(link: &Proven, args: &ConsoleArgs, cursor: u64) -> std::io::Result<()> {
     let (events, woken) = mpsc::channel();
     watch_changes(link.clone(), cursor, events.clone());
+    // SIGTERM (`up --console` stopping) quits as `q` does, so the terminal
+    // is restored.
+    let stop = events.clone();
+    Signals::on_stop(move || {
+        let _ = stop.send(Event::Quit);
+    })?;
     read_terminal(events);
     let mut terminal = ratatui::init();
     let mut state = State::new(&args.business);
