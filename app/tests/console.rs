@@ -29,7 +29,7 @@ struct Tmux {
 
 impl Tmux {
     /// A detached session of `width`×`height` running `command`, started
-    /// with an empty environment but `PATH` and `TERM`: the tmux server
+    /// with an empty environment but `PATH`, `TERM` and `SHELL`: the tmux server
     /// detaches, so the test process is not among the console's ancestors.
     fn start(command: &str, width: u16, height: u16) -> Tmux {
         let dir = tempfile::tempdir().expect("a tmux folder");
@@ -60,6 +60,9 @@ impl Tmux {
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("TERM", "xterm-256color")
+            // Else tmux runs commands with the user's login shell, which
+            // for an unprivileged uid such as nobody is `nologin`.
+            .env("SHELL", "/bin/sh")
             .env("TMUX_TMPDIR", self.dir.path())
             .stdin(Stdio::null());
         command
