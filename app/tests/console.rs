@@ -310,17 +310,24 @@ fn word_after<'a>(text: &'a str, prefix: &str) -> &'a str {
     rest.split([' ', '\n']).next().unwrap_or(rest)
 }
 
+/// `up --config examples/business.json --console` on `root` in tmux. The
+/// shell stays after `up` to show its first line, its exit code and
+/// whether the terminal is back in cooked mode.
+fn up_console(root: &Path) -> Tmux {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/business.json");
+    let command = format!(
+        "{BIN} up --config {} --data-root {} --console; echo \"up exited with $?\"; \
+         case $(stty -a) in *-icanon*) echo terminal raw;; *) echo terminal cooked;; esac; read _",
+        example.display(),
+        root.display()
+    );
+    Tmux::start(&command, 120, 40)
+}
+
 #[test]
 fn up_with_console_runs_the_example_to_its_end_with_the_humans_answer() {
     let root = data_root();
-    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/business.json");
-    // The shell stays after `up` to show its exit code and first line.
-    let command = format!(
-        "{BIN} up --config {} --data-root {} --console; echo \"up exited with $?\"; read _",
-        example.display(),
-        root.path().display()
-    );
-    let tmux = Tmux::start(&command, 120, 40);
+    let tmux = up_console(root.path());
 
     // dev's gated decision comes to the console; the human answers it.
     tmux.wait_for("asks release.publish on login-fix", WAIT);
@@ -366,7 +373,8 @@ fn up_with_console_runs_the_example_to_its_end_with_the_humans_answer() {
     let screen = tmux.wait_for("Published the login fix, as you approved.", WAIT);
     assert!(!screen.contains("claimed role"), "{screen}");
     tmux.keys(&["q"]);
-    let screen = tmux.wait_for("up exited with 0", WAIT);
+    tmux.wait_for("up exited with 0", WAIT);
+    let screen = tmux.wait_for("terminal cooked", WAIT);
     let first: Value = screen
         .lines()
         .find_map(|l| serde_json::from_str(l.trim_end()).ok())
@@ -410,4 +418,45 @@ fn up_with_console_runs_the_example_to_its_end_with_the_humans_answer() {
         "{trail:?}"
     );
     b.close();
+}
+
+#[test]
+fn a_signal_to_up_closes_the_console_first_then_the_agents() {
+    let root = data_root();
+    let tmux = up_console(root.path());
+    // The console is open and dev waits on the human's answer.
+    tmux.wait_for("asks release.publish on login-fix", WAIT);
+    let shell = tmux
+        .command()
+        .args(["display-message", "-p", "-t", "console", "#{pane_pid}"])
+        .output()
+        .expect("tmux display-message");
+    let shell = String::from_utf8_lossy(&shell.stdout).trim().to_owned();
+    let children = std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children"))
+        .expect("the shell's children");
+    let up: i32 = children
+        .split_whitespace()
+        .next()
+        .expect("up")
+        .parse()
+        .expect("a pid");
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(up).expect("a pid"),
+        rustix::process::Signal::TERM,
+    )
+    .expect("SIGTERM to up");
+    // The console restored the terminal, the agents were stopped (dev did
+    // not get its answer) and up closed cleanly.
+    tmux.wait_for("up exited with 0", WAIT);
+    let screen = tmux.wait_for("terminal cooked", WAIT);
+    assert!(screen.contains(r#""ok":true"#), "{screen}");
+    assert!(!root.path().join("bus/bus.sock").exists(), "closed");
+    let log = std::fs::read_dir(root.path())
+        .expect("the data root")
+        .map(|e| e.expect("an entry").path())
+        .find(|p| p.extension().is_some_and(|e| e == "log"))
+        .expect("the log file");
+    let log = std::fs::read_to_string(log).expect("the log");
+    assert!(log.contains("asked the human: decision"), "{log}");
+    assert!(!log.contains("the human approved"), "{log}");
 }

@@ -787,3 +787,52 @@ fn a_second_signal_kills_an_agent_that_ignores_sigterm() {
     assert!(!Path::new(&format!("/proc/{agent}")).exists());
     assert!(!root.path().join("bus/writer.lock").exists());
 }
+
+#[test]
+fn help_shows_the_console() {
+    let out = Command::new(BIN)
+        .args(["up", "--help"])
+        .output()
+        .expect("help");
+    assert_eq!(out.status.code(), Some(0));
+    let help = String::from_utf8_lossy(&out.stdout);
+    for text in ["--console", "MOSAIC_CONSOLE=1", "log?"] {
+        assert!(help.contains(text), "{text} in {help}");
+    }
+}
+
+/// Without a terminal the console cannot open: up stops its agents and
+/// exits 1. `setsid` leaves it no controlling terminal to fall back on.
+#[test]
+fn with_console_and_no_terminal_up_stops_and_exits_1() {
+    let root = tempfile::tempdir().expect("data root");
+    let mut command = Command::new("setsid");
+    command
+        .args(["-w", BIN, "up", "--console", "--config"])
+        .arg(example())
+        .arg("--data-root")
+        .arg(root.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().expect("spawn up");
+    let up = Up {
+        stdout: lines(child.stdout.take().expect("stdout")),
+        stderr: lines(child.stderr.take().expect("stderr")),
+        child,
+    };
+    let summary: Value = serde_json::from_str(&up.line()).expect("the first line is JSON");
+    let (status, rest, stderr) = up.finish();
+    assert_eq!(status.code(), Some(1), "stdout: {rest}\nstderr: {stderr}");
+    assert!(stderr.contains("console: the terminal failed"), "{stderr}");
+    // The agents' lines went to the log file, none to stdout.
+    let log = PathBuf::from(summary["log"].as_str().expect("log"));
+    assert_eq!(log.parent(), Some(root.path()));
+    assert!(rest.is_empty(), "{rest}");
+    let mode = std::fs::metadata(&log)
+        .expect("the log")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    assert!(!root.path().join("bus/bus.sock").exists(), "closed");
+}

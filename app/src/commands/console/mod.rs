@@ -68,7 +68,8 @@ environment (never a capability or a token).
 
 Exit codes:
   0  quit (q, or SIGTERM/SIGINT, which restore the terminal too)
-  1  human-proof-failed (or the broker could not be reached) before opening
+  1  human-proof-failed (or the broker could not be reached) before opening,
+     or no terminal
   2  a usage error
 
 Example:
@@ -202,7 +203,10 @@ fn run(link: &Proven, args: &ConsoleArgs, cursor: u64) -> std::io::Result<()> {
         let _ = stop.send(Event::Quit);
     })?;
     read_terminal(events);
-    let mut terminal = ratatui::init();
+    // No terminal (or one that cannot be put in raw mode): exit 1.
+    let mut terminal = ratatui::try_init().inspect_err(|_| {
+        let _ = crossterm::terminal::disable_raw_mode();
+    })?;
     let mut state = State::new(&args.business);
     let result = (|| -> std::io::Result<()> {
         loop {
