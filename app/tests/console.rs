@@ -2,8 +2,10 @@
 //! built binary, booted over its host channel), real processes bound as
 //! launches, and the console in a private tmux server (its own `-L` name
 //! and `TMUX_TMPDIR`, no `TMUX` inherited), driven with `send-keys` and
-//! read with `capture-pane`. Every wait is a deadline on what the screen
-//! or a process shows; nothing sleeps.
+//! read with `capture-pane`; and `up --console` running the example
+//! business to its end with the human's answer typed into the console.
+//! Every wait is a deadline on what the screen, a file or a process shows;
+//! nothing sleeps.
 
 #[path = "support/mod.rs"]
 mod support;
@@ -27,7 +29,7 @@ struct Tmux {
 
 impl Tmux {
     /// A detached session of `width`×`height` running `command`, started
-    /// with an empty environment but `PATH` and `TERM`: the tmux server
+    /// with an empty environment but `PATH`, `TERM` and `SHELL`: the tmux server
     /// detaches, so the test process is not among the console's ancestors.
     fn start(command: &str, width: u16, height: u16) -> Tmux {
         let dir = tempfile::tempdir().expect("a tmux folder");
@@ -58,6 +60,9 @@ impl Tmux {
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("TERM", "xterm-256color")
+            // Else tmux runs commands with the user's login shell, which
+            // for an unprivileged uid such as nobody is `nologin`.
+            .env("SHELL", "/bin/sh")
             .env("TMUX_TMPDIR", self.dir.path())
             .stdin(Stdio::null());
         command
@@ -74,11 +79,12 @@ impl Tmux {
         assert!(sent.success(), "send-keys {keys:?}");
     }
 
-    /// The screen's text, or `None` once the session is gone.
+    /// The screen's text (wrapped lines joined), or `None` once the
+    /// session is gone.
     fn screen(&self) -> Option<String> {
         let Output { status, stdout, .. } = self
             .command()
-            .args(["capture-pane", "-p", "-t", "console"])
+            .args(["capture-pane", "-p", "-J", "-t", "console"])
             .output()
             .expect("tmux capture-pane");
         status
@@ -317,4 +323,181 @@ fn the_agents_view_shows_the_switch_at_start_and_a_decision_against_its_raiser_w
     tmux.keys(&["q"]);
     tmux.wait_gone();
     b.close();
+}
+
+/// Reads `file` until it holds every one of `texts`, within [`WAIT`].
+#[track_caller]
+fn file_until(file: &Path, texts: &[&str]) -> String {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        if texts.iter().all(|t| text.contains(t)) {
+            return text;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{texts:?} not in {} within {WAIT:?}:\n{text}",
+            file.display()
+        );
+    }
+}
+
+/// The text after `prefix` in `text`, up to the next space.
+fn word_after<'a>(text: &'a str, prefix: &str) -> &'a str {
+    let at = text
+        .find(prefix)
+        .unwrap_or_else(|| panic!("{prefix:?} in {text}"));
+    let rest = &text[at + prefix.len()..];
+    rest.split([' ', '\n']).next().unwrap_or(rest)
+}
+
+/// `up --config examples/business.json --console` on `root` in tmux. The
+/// shell stays after `up` to show its first line, its exit code and
+/// whether the terminal is back in cooked mode.
+fn up_console(root: &Path) -> Tmux {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/business.json");
+    let command = format!(
+        "{BIN} up --config {} --data-root {} --console; echo \"up exited with $?\"; \
+         case $(stty -a) in *-icanon*) echo terminal raw;; *) echo terminal cooked;; esac; read _",
+        example.display(),
+        root.display()
+    );
+    Tmux::start(&command, 120, 40)
+}
+
+#[test]
+fn up_with_console_runs_the_example_to_its_end_with_the_humans_answer() {
+    let root = data_root();
+    let tmux = up_console(root.path());
+
+    // dev's gated decision comes to the console; the human answers it.
+    tmux.wait_for("asks release.publish on login-fix", WAIT);
+    tmux.keys(&["]"]);
+    tmux.wait_for("Question: May I publish the login fix?", WAIT);
+    tmux.wait_for(
+        "grants one use of release.publish on login-fix to dev/dev-",
+        WAIT,
+    );
+    tmux.keys(&["1"]);
+    tmux.wait_for("selected yes", WAIT);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("with yes? y/n, e adds a note", WAIT);
+    tmux.keys(&["y"]);
+    tmux.wait_for("resolved with yes", WAIT);
+
+    // dev wakes on its changes, uses the approval and ends; its lines are
+    // in the log file, not on the console.
+    let logs: Vec<_> = std::fs::read_dir(root.path())
+        .expect("the data root")
+        .map(|e| e.expect("an entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .collect();
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    let log = file_until(
+        &logs[0],
+        &["released role lead", "released role dev", "inspect it"],
+    );
+    let release = word_after(&log, "the human approved decision ").trim_end_matches(':');
+    let after = &log[log.find("the human approved decision").expect("approved")..];
+    let message = word_after(after, "sent message ");
+    assert!(
+        log.contains(&format!(
+            "sent message {message} to the human, citing decision {release}"
+        )),
+        "{log}"
+    );
+
+    // Everyone is done; up serves on until the console quits. dev's
+    // message is in the inbox, and the trail shows the human's answer.
+    tmux.wait_for("the human resolved it with yes.", WAIT);
+    tmux.keys(&["Escape"]);
+    let screen = tmux.wait_for("Published the login fix, as you approved.", WAIT);
+    assert!(!screen.contains("claimed role"), "{screen}");
+    tmux.keys(&["q"]);
+    tmux.wait_for("up exited with 0", WAIT);
+    let screen = tmux.wait_for("terminal cooked", WAIT);
+    let first: Value = screen
+        .lines()
+        .find_map(|l| serde_json::from_str(l.trim_end()).ok())
+        .unwrap_or_else(|| panic!("up's first line on\n{screen}"));
+    assert_eq!(first["log"], json!(logs[0]), "{first}");
+    assert!(!screen.contains("claimed role"), "{screen}");
+    assert!(!root.path().join("bus/bus.sock").exists(), "closed");
+
+    // The evidence: the human resolved it, and dev cited the approval.
+    let business: Value =
+        serde_json::from_str(mosaic_app::commands::demo::EXAMPLE_BUSINESS).expect("JSON");
+    let b = Broker::boot(
+        root.path(),
+        &config(root.path(), &[business["business"].clone()], &[], &["acme"]),
+    );
+    let trail = b.reader(0).trail(release);
+    let kinds: Vec<&Value> = trail.iter().map(|r| &r["kind"]).collect();
+    assert_eq!(
+        kinds,
+        [
+            "decision.raised",
+            "human.input",
+            "decision.resolved",
+            "message.sent"
+        ]
+    );
+    assert_eq!(
+        (&trail[0]["class"], &trail[0]["route"]),
+        (&json!("gated"), &json!("human"))
+    );
+    assert_eq!(trail[0]["action"], "release.publish");
+    assert_eq!(trail[1]["verb"], "decision.resolve");
+    assert_eq!(
+        (&trail[2]["by"], &trail[2]["choice"]),
+        (&json!("human"), &json!("yes"))
+    );
+    assert_eq!(trail[3]["id"], json!(message));
+    assert_eq!(trail[3]["to"], "human");
+    assert_eq!(
+        trail[3]["from_run"], trail[0]["raisedBy"]["run"],
+        "{trail:?}"
+    );
+    b.close();
+}
+
+#[test]
+fn a_signal_to_up_closes_the_console_first_then_the_agents() {
+    let root = data_root();
+    let tmux = up_console(root.path());
+    // The console is open and dev waits on the human's answer.
+    tmux.wait_for("asks release.publish on login-fix", WAIT);
+    let shell = tmux
+        .command()
+        .args(["display-message", "-p", "-t", "console", "#{pane_pid}"])
+        .output()
+        .expect("tmux display-message");
+    let shell = String::from_utf8_lossy(&shell.stdout).trim().to_owned();
+    let children = std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children"))
+        .expect("the shell's children");
+    let up: i32 = children
+        .split_whitespace()
+        .next()
+        .expect("up")
+        .parse()
+        .expect("a pid");
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(up).expect("a pid"),
+        rustix::process::Signal::TERM,
+    )
+    .expect("SIGTERM to up");
+    // The console restored the terminal, the agents were stopped (dev did
+    // not get its answer) and up closed cleanly.
+    tmux.wait_for("up exited with 0", WAIT);
+    let screen = tmux.wait_for("terminal cooked", WAIT);
+    assert!(screen.contains(r#""ok":true"#), "{screen}");
+    assert!(!root.path().join("bus/bus.sock").exists(), "closed");
+    let log = std::fs::read_dir(root.path())
+        .expect("the data root")
+        .map(|e| e.expect("an entry").path())
+        .find(|p| p.extension().is_some_and(|e| e == "log"))
+        .expect("the log file");
+    let log = std::fs::read_to_string(log).expect("the log");
+    assert!(log.contains("asked the human: decision"), "{log}");
+    assert!(!log.contains("the human approved"), "{log}");
 }

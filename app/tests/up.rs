@@ -206,6 +206,8 @@ fn the_example_agents_exchange_a_decision_and_a_message_then_up_exits() {
     assert_eq!(summary["dataRoot"], json!(root.path()));
     let socket = root.path().join("bus/bus.sock");
     assert_eq!(summary["socket"], json!(socket));
+    // Without --console the agents' lines are on up's stdout: no log file.
+    assert_eq!(summary["log"], Value::Null);
     // The reader capability is in a private folder of its own, never under
     // the data root that every agent can find from its socket's path.
     let reader_cap = PathBuf::from(summary["readerCap"].as_str().expect("readerCap"));
@@ -268,6 +270,18 @@ fn the_example_agents_exchange_a_decision_and_a_message_then_up_exits() {
     );
     assert!(rest.contains(&format!("received reply {reply} from lead")));
     assert!(rest.contains(&format!("acknowledged reply {reply}")));
+    // Nobody sits at a console: dev leaves its gated decision for the
+    // human, says how to answer it, and ends.
+    let release = uuid_after(&rest, "left decision ");
+    assert!(
+        rest.contains(&format!(
+            "left decision {release} for the human: nobody is at a console (answer it from \
+             mosaic-bus up --console, or while up --stay serves with mosaic-bus console \
+             --socket {} --business acme)",
+            socket.display()
+        )),
+        "{rest}"
+    );
 
     // Closed cleanly: no socket, no lock, no reader capability left.
     assert!(!socket.exists());
@@ -327,6 +341,18 @@ fn the_example_agents_exchange_a_decision_and_a_message_then_up_exits() {
     let resolved = entry(&d, "decision.resolved");
     assert_eq!(resolved["choice"], "yes");
     assert_eq!(resolved["by_run"], json!(lead));
+
+    // The gated decision went to the human, and is still waiting there.
+    let g = trail(&release);
+    assert_eq!(kinds(&g), ["decision.raised"]);
+    assert_eq!(
+        (&g[0]["class"], &g[0]["route"]),
+        (&json!("gated"), &json!("human"))
+    );
+    assert_eq!(g[0]["action"], "release.publish");
+    assert_eq!(g[0]["raisedBy"]["run"], json!(dev));
+    let waiting = reader.call("inbox", json!({})).expect("the human's inbox");
+    assert!(waiting.to_string().contains(&release), "{waiting}");
 
     // The message citing it was delivered to the lead's run and read, and
     // the lead replied to it.
@@ -760,4 +786,53 @@ fn a_second_signal_kills_an_agent_that_ignores_sigterm() {
     assert_eq!(status.code(), Some(0), "{stderr}");
     assert!(!Path::new(&format!("/proc/{agent}")).exists());
     assert!(!root.path().join("bus/writer.lock").exists());
+}
+
+#[test]
+fn help_shows_the_console() {
+    let out = Command::new(BIN)
+        .args(["up", "--help"])
+        .output()
+        .expect("help");
+    assert_eq!(out.status.code(), Some(0));
+    let help = String::from_utf8_lossy(&out.stdout);
+    for text in ["--console", "MOSAIC_CONSOLE=1", "log?"] {
+        assert!(help.contains(text), "{text} in {help}");
+    }
+}
+
+/// Without a terminal the console cannot open: up stops its agents and
+/// exits 1. `setsid` leaves it no controlling terminal to fall back on.
+#[test]
+fn with_console_and_no_terminal_up_stops_and_exits_1() {
+    let root = tempfile::tempdir().expect("data root");
+    let mut command = Command::new("setsid");
+    command
+        .args(["-w", BIN, "up", "--console", "--config"])
+        .arg(example())
+        .arg("--data-root")
+        .arg(root.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().expect("spawn up");
+    let up = Up {
+        stdout: lines(child.stdout.take().expect("stdout")),
+        stderr: lines(child.stderr.take().expect("stderr")),
+        child,
+    };
+    let summary: Value = serde_json::from_str(&up.line()).expect("the first line is JSON");
+    let (status, rest, stderr) = up.finish();
+    assert_eq!(status.code(), Some(1), "stdout: {rest}\nstderr: {stderr}");
+    assert!(stderr.contains("console: the terminal failed"), "{stderr}");
+    // The agents' lines went to the log file, none to stdout.
+    let log = PathBuf::from(summary["log"].as_str().expect("log"));
+    assert_eq!(log.parent(), Some(root.path()));
+    assert!(rest.is_empty(), "{rest}");
+    let mode = std::fs::metadata(&log)
+        .expect("the log")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    assert!(!root.path().join("bus/bus.sock").exists(), "closed");
 }

@@ -24,6 +24,7 @@ use serde_json::{json, Map, Value};
 
 use super::args::non_empty_path;
 use super::human;
+use super::signals::Signals;
 
 pub mod render;
 pub mod state;
@@ -66,8 +67,9 @@ MOSAIC_DECISION_ID, MOSAIC_ACTION, MOSAIC_TARGET and MOSAIC_RAISER in its
 environment (never a capability or a token).
 
 Exit codes:
-  0  quit
-  1  human-proof-failed (or the broker could not be reached) before opening
+  0  quit (q, or SIGTERM/SIGINT, which restore the terminal too)
+  1  human-proof-failed (or the broker could not be reached) before opening,
+     or no terminal
   2  a usage error
 
 Example:
@@ -194,8 +196,17 @@ enum Event {
 fn run(link: &Proven, args: &ConsoleArgs, cursor: u64) -> std::io::Result<()> {
     let (events, woken) = mpsc::channel();
     watch_changes(link.clone(), cursor, events.clone());
+    // SIGTERM (`up --console` stopping) quits as `q` does, so the terminal
+    // is restored.
+    let stop = events.clone();
+    Signals::on_stop(move || {
+        let _ = stop.send(Event::Quit);
+    })?;
     read_terminal(events);
-    let mut terminal = ratatui::init();
+    // No terminal (or one that cannot be put in raw mode): exit 1.
+    let mut terminal = ratatui::try_init().inspect_err(|_| {
+        let _ = crossterm::terminal::disable_raw_mode();
+    })?;
     let mut state = State::new(&args.business);
     let result = (|| -> std::io::Result<()> {
         loop {

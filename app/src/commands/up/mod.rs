@@ -115,7 +115,7 @@
 //! (`unsafe-path`) otherwise.
 //!
 //! On stdout, exactly one line: `{"ok":true,"business","dataRoot","socket",
-//! "readerCap","agents":[{role,run,harness,pid,sandboxed,abstractSockets}]}`
+//! "readerCap","log","agents":[{role,run,harness,pid,sandboxed,abstractSockets}]}`
 //! (never a capability), or on a startup failure
 //! `{"ok":false,"error":CODE}` (plus `"role"` when one agent's launch
 //! failed) with exit 2. An agent that exits non-zero on its own is
@@ -125,9 +125,12 @@
 //! running, waits for them (5 s, or until a second signal, then SIGKILL)
 //! and closes; so does the exit of the last agent, unless `--stay`
 //! asks to keep serving (for inspection with the reader capability) until a
-//! signal. Closing closes the broker cleanly (socket and writer lock
+//! signal. With `--console` ([`console`]) the agents' output goes to the
+//! file `log` names, and the console's quitting stops `up` as a signal
+//! does. Closing closes the broker cleanly (socket and writer lock
 //! removed) and removes `reader.cap`; a failed close exits 2.
 
+mod console;
 mod launch;
 mod sandbox;
 mod secrets;
@@ -157,6 +160,8 @@ use super::logs;
 use super::signals::{Event, Signals};
 use super::team::{AgentSpec, SandboxMode, UpConfig};
 use crate::runtime::{start_broker, BootFailure, Broker};
+use console::Console;
+pub use console::CONSOLE_ENV;
 pub use launch::BASE_ENV;
 use launch::{
     agent_env, cap_memfd, child_path, fill_and_seal, find_program, kill_sandbox, run_id,
@@ -205,13 +210,17 @@ its capability (never an environment value); it must read one line, \
 \"ready\", on stdin before its first call.
 
 Stdout gets exactly one line: {\"ok\":true, business, dataRoot, socket, \
-readerCap, browser?, agents:[{role, run, harness, pid, sandboxed, \
+readerCap, browser?, log?, agents:[{role, run, harness, pid, sandboxed, \
 abstractSockets}]}, never a capability; abstractSockets is closed when the \
 agent cannot reach abstract Unix sockets outside its sandbox (network none, \
 or a Landlock scope), open otherwise. The human's reader capability \
 (reader.cap) and, with --browser, the UI token (ui.token) are written to the secrets folder (mode 0600) and \
 removed on close. The agents' output is theirs: it goes where this \
-process's stdout and stderr go.";
+process's stdout and stderr go, or with --console to the file log names.
+
+With --console, the human's console (as `mosaic-bus console`) opens on this \
+terminal over the business; quitting it (q) stops up as SIGINT does. The \
+agents get MOSAIC_CONSOLE=1, and up serves until the console quits.";
 
 pub(crate) const AFTER: &str = "\
 Environment:
@@ -225,13 +234,15 @@ Environment:
 Exit codes:
   0  every agent exited 0, or SIGINT/SIGTERM stopped them (SIGTERM to each
      agent's process group, 5 s, then SIGKILL; a second signal kills at once)
-  1  an agent exited non-zero on its own (named in the log)
+  1  an agent exited non-zero on its own (named in the log), or the
+     --console could not open (human-proof-failed, no terminal)
   2  it could not start ({\"ok\":false,\"error\":CODE} on stdout, with \"role\"
      when an agent's launch failed), a usage error (bad-request), or the
      close failed
 
-Example:
+Examples:
   mosaic-bus up --config business.json --browser 127.0.0.1:0
+  mosaic-bus up --config business.json --console
 
 Reference: docs/agents.md, docs/browser.md, docs/operations.md.";
 
@@ -257,6 +268,11 @@ pub struct UpArgs {
     /// Keep serving after every agent has exited, until SIGINT or SIGTERM.
     #[arg(long)]
     pub stay: bool,
+    /// Open the human's console on this terminal, over the business
+    /// launched; quitting it stops up. The agents' output goes to a log
+    /// file the first line names (log), and they get MOSAIC_CONSOLE=1.
+    #[arg(long)]
+    pub console: bool,
     /// Logging.
     #[command(flatten)]
     pub log: LogArgs,
@@ -298,6 +314,12 @@ pub fn run(options: UpArgs, out: &mut impl Write) -> u8 {
     {
         // Nobody learns where the broker is: stop rather than run unseen.
         return session.close(2);
+    }
+    if let Some((log, _)) = &session.log {
+        match Console::open(&session.socket, &session.business, log) {
+            Some(console) => session.console = Some(console),
+            None => return session.close(2),
+        }
     }
     session.release();
     let code = session.supervise();
@@ -412,6 +434,10 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
         browser_listen: options.browser.clone(),
     })?;
     let secrets = Secrets::open(options.secrets_dir, &data_root)?;
+    let log = options
+        .console
+        .then(|| console::open_log(&data_root))
+        .transpose()?;
     let sandbox = bwrap.map(|bwrap| Sandbox {
         bwrap,
         landlock: sandbox::landlock_scopes(),
@@ -467,6 +493,8 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
         data_root,
         agents: Vec::new(),
         stay: options.stay,
+        log,
+        console: None,
         secret_env,
         sandbox,
     };
@@ -522,6 +550,10 @@ struct Session {
     browser_url: Option<String>,
     agents: Vec<Agent>,
     stay: bool,
+    /// With `--console`: the agents' log file and where it is.
+    log: Option<(std::fs::File, PathBuf)>,
+    /// With `--console`, once it is open.
+    console: Option<Console>,
     /// The environment variables holding service tokens: never passed on.
     secret_env: Vec<String>,
     /// The sandbox the agents start in, unless there is none.
@@ -624,6 +656,11 @@ impl Session {
             .env("PATH", path)
             .stdin(Stdio::piped())
             .process_group(0);
+        if let Some((log, _)) = &self.log {
+            let out = log.try_clone().map_err(failed)?;
+            let err = log.try_clone().map_err(failed)?;
+            command.stdout(out).stderr(err).env(CONSOLE_ENV, "1");
+        }
         let mut child = spawn_inheriting(&mut command, &memfd).map_err(failed)?;
         let pid = child.id();
         self.agents.push(Agent {
@@ -673,6 +710,7 @@ impl Session {
                 "pane": format!("{url}/pane"),
                 "tokenFile": self.ui_token.as_ref().map(|p| p.to_string_lossy()),
             })),
+            "log": self.log.as_ref().map(|(_, path)| path.to_string_lossy()),
             "agents": self.agents.iter().map(|a| json!({
                 "role": a.role.as_str(),
                 "run": a.run.as_str(),
@@ -695,30 +733,41 @@ impl Session {
         }
     }
 
-    /// Waits for the agents and the signals; returns 0, or 1 when an agent
-    /// exited non-zero on its own.
+    /// Waits for the agents, the console and the signals; returns 0, or 1
+    /// when an agent exited non-zero on its own or the console could not
+    /// open.
     fn supervise(&mut self) -> u8 {
         let mut announced = false;
         loop {
             self.reap(false);
+            if let Some(console) = &mut self.console {
+                if console.exited() {
+                    self.stop_agents();
+                    break;
+                }
+            }
             if self.agents.iter().all(|a| a.exited) {
-                if !self.stay {
+                if !self.stay && self.console.is_none() {
                     break;
                 }
                 if !announced {
-                    tracing::info!("every agent has exited; serving until SIGINT or SIGTERM");
+                    tracing::info!("every agent has exited; serving until stopped");
                     announced = true;
                 }
             }
             match self.runtime.block_on(self.signals.next()) {
                 Event::ChildExited => {}
                 Event::Stop => {
+                    if let Some(console) = &mut self.console {
+                        console.stop(&self.runtime, &mut self.signals, STOP_GRACE);
+                    }
                     self.stop_agents();
                     break;
                 }
             }
         }
-        u8::from(self.agents.iter().any(|a| a.failed))
+        let console_failed = self.console.as_ref().is_some_and(Console::failed);
+        u8::from(self.agents.iter().any(|a| a.failed) || console_failed)
     }
 
     /// Collects the agents that exited; reports non-zero exits unless they

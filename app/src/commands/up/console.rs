@@ -1,0 +1,165 @@
+//! `up --console`: the human's console in the foreground, on `up`'s own
+//! terminal, over the business `up` launched.
+//!
+//! `up` runs its own binary's `console` subcommand as a child that
+//! inherits the terminal (standard input, output and error) and stays in
+//! `up`'s process group, the terminal's foreground one. The console is
+//! proven exactly as `mosaic-bus console` is: it re-executes itself once
+//! with a fresh nonce (any nonce in `up`'s environment is removed first),
+//! and the broker checks its `/proc` ancestry. That ancestry is the
+//! console, `up` and whatever started `up`: `up` is not a launch and
+//! carries no run marker, so the proof passes, while a console started
+//! under an agent still fails it.
+//!
+//! So that nothing scribbles over the console, the agents' standard output
+//! and error go to a log file, `<dataRoot>/up-XXXXXX.log` (created new,
+//! mode 0600, kept after the run), which the first line's `log` names; and
+//! while the console is open `up`'s own standard error (its log lines)
+//! goes there too. The agents get `MOSAIC_CONSOLE=1`: the human sits at a
+//! console and can answer a gated decision now.
+//!
+//! The console quitting (`q`) stops `up` as SIGINT does. A signal to `up`
+//! first ends the console (SIGTERM, on which it restores the terminal and
+//! exits), then the agents. While the console is open, `up` keeps serving
+//! after every agent has exited.
+
+use std::fs::File;
+use std::io;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus};
+use std::time::{Duration, Instant};
+
+use mosaic_adapters::cause::logged;
+use mosaic_domain::{BusinessId, Refusal};
+
+use crate::commands::signals::{Event, Signals};
+use crate::runtime::human_proof::NONCE_ENV;
+
+/// The variable set to `1` in every agent's environment under `--console`.
+pub const CONSOLE_ENV: &str = "MOSAIC_CONSOLE";
+
+/// Creates the log file the agents write to: new, private, in the data
+/// root, kept after the run.
+pub(super) fn open_log(data_root: &Path) -> Result<(File, PathBuf), Refusal> {
+    let file = tempfile::Builder::new()
+        .prefix("up-")
+        .suffix(".log")
+        .tempfile_in(data_root)
+        .map_err(logged(
+            Refusal::StorageUnavailable,
+            "creating up's log file",
+        ))?;
+    let kept = file
+        .keep()
+        .map_err(logged(Refusal::StorageUnavailable, "keeping up's log file"))?;
+    Ok(kept)
+}
+
+/// The console `up` runs on its terminal.
+#[derive(Debug)]
+pub(super) struct Console {
+    child: Child,
+    /// `up`'s own standard error, while it points at the log file.
+    terminal: Option<OwnedFd>,
+    status: Option<ExitStatus>,
+}
+
+impl Console {
+    /// Starts `console` for `business` on `socket`, on this terminal, then
+    /// points this process's standard error at `log`. `None` (logged) when
+    /// it could not.
+    pub(super) fn open(socket: &Path, business: &BusinessId, log: &File) -> Option<Console> {
+        Self::start(socket, business, log)
+            .inspect_err(|e| {
+                tracing::error!(cause = e.to_string().as_str(), "opening the console failed");
+            })
+            .ok()
+    }
+
+    fn start(socket: &Path, business: &BusinessId, log: &File) -> io::Result<Console> {
+        let exe = std::env::current_exe()?;
+        let child = Command::new(exe)
+            .arg("console")
+            .arg("--socket")
+            .arg(socket)
+            .args(["--business", business.as_str()])
+            .env_remove(NONCE_ENV)
+            .spawn()?;
+        let mut console = Console {
+            child,
+            terminal: None,
+            status: None,
+        };
+        let terminal = rustix::io::dup(std::io::stderr())?;
+        rustix::stdio::dup2_stderr(log)?;
+        console.terminal = Some(terminal);
+        Ok(console)
+    }
+
+    /// Whether the console has exited (reaping it).
+    pub(super) fn exited(&mut self) -> bool {
+        if self.status.is_none() {
+            match self.child.try_wait() {
+                Ok(None) => return false,
+                Ok(Some(status)) => self.status = Some(status),
+                // Not ours to wait for any more: as good as gone.
+                Err(_) => self.status = Some(ExitStatus::default()),
+            }
+            self.restore_stderr();
+        }
+        true
+    }
+
+    /// Whether it exited non-zero on its own: it could not open (the
+    /// proof failed, or there is no terminal).
+    pub(super) fn failed(&self) -> bool {
+        self.status.is_some_and(|s| !s.success())
+    }
+
+    /// Ends the console: SIGTERM (it restores the terminal and exits), then
+    /// SIGKILL after `grace` or a second signal.
+    pub(super) fn stop(
+        &mut self,
+        runtime: &tokio::runtime::Runtime,
+        signals: &mut Signals,
+        grace: Duration,
+    ) {
+        if self.exited() {
+            return;
+        }
+        let pid = rustix::process::Pid::from_child(&self.child);
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+        let deadline = Instant::now() + grace;
+        while !self.exited() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let next = runtime.block_on(async { tokio::time::timeout(left, signals.next()).await });
+            if matches!(next, Ok(Event::Stop) | Err(_)) {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                self.status = Some(ExitStatus::default());
+                self.restore_stderr();
+                return;
+            }
+        }
+        // Ended by our signal: not a failure of its own.
+        self.status = Some(ExitStatus::default());
+    }
+
+    /// Points standard error back at the terminal, once the console is gone.
+    fn restore_stderr(&mut self) {
+        if let Some(terminal) = self.terminal.take() {
+            let _ = rustix::stdio::dup2_stderr(&terminal);
+        }
+    }
+}
+
+impl Drop for Console {
+    fn drop(&mut self) {
+        if !self.exited() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+        self.restore_stderr();
+    }
+}
