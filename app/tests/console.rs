@@ -410,8 +410,12 @@ fn up_with_console_runs_the_example_to_its_end_with_the_humans_answer() {
     // Everyone is done; up serves on until the console quits. dev's
     // message is in the inbox, and the trail shows the human's answer.
     tmux.wait_for("the human resolved it with yes.", WAIT);
+    tmux.wait_for("dev sent a message to human.", WAIT);
     tmux.keys(&["Escape"]);
-    let screen = tmux.wait_for("Published the login fix, as you approved.", WAIT);
+    let screen = tmux.wait_for(
+        "message from dev (a message): Published the login fix, as you approved.",
+        WAIT,
+    );
     assert!(!screen.contains("claimed role"), "{screen}");
     tmux.keys(&["q"]);
     tmux.wait_for("up exited with 0", WAIT);

@@ -110,6 +110,11 @@ fn str_of<'a>(value: &'a Value, key: &str) -> &'a str {
     value[key].as_str().unwrap_or("-")
 }
 
+/// A message's class, or `"a message"` when it has none.
+fn class_of(message: &Value) -> &str {
+    message["class"].as_str().unwrap_or("a message")
+}
+
 fn marked(selected: bool, text: String) -> Line<'static> {
     if selected {
         Line::from(Span::styled(
@@ -152,7 +157,7 @@ fn inbox(state: &State, now_ms: i64) -> Vec<Line<'static>> {
             format!(
                 "message from {} ({}): {}",
                 str_of(m, "from"),
-                str_of(m, "class"),
+                class_of(m),
                 str_of(m, "body")
             ),
         ));
@@ -360,7 +365,7 @@ pub fn sentence(r: &Value) -> String {
         "message.sent" => format!(
             "{} sent {} to {}",
             str_of(r, "from"),
-            str_of(r, "class"),
+            class_of(r),
             str_of(r, "to")
         ),
         "approval.consumed" => "the approval was spent".to_owned(),
