@@ -859,6 +859,8 @@ fn a_flood_of_100000_refusals_of_nobody_is_counted_in_windows_and_grows_the_stor
         summaries.len()
     );
     let lines = logged + summaries.len();
+    // The forged lines fail as `exe-mismatch`; on a loaded machine some
+    // may also meet `proof-limit`, `abandoned` or `gone`.
     let causes = 4;
     assert!(
         lines <= 2 * causes * usize::try_from(windows).expect("a count"),
