@@ -727,15 +727,29 @@ fn forged_human_line() -> String {
 }
 
 /// [`REFUSAL_LINES`] forged human lines over [`REFUSAL_CONNECTIONS`]
-/// connections, each answer read and checked to be `human-proof-failed`.
-/// Says "in full swing" once the first run of lines is answered. Ends when
-/// every line is answered, when stopped, or at [`REFUSAL_LIMIT`]; returns
-/// how many were answered.
+/// connections, each answered `human-proof-failed`: [`line_flood`].
 fn refusal_flood(socket: PathBuf) -> impl FnOnce(&AtomicBool, mpsc::Sender<()>) -> usize {
+    line_flood(
+        socket,
+        forged_human_line(),
+        r#"{"ok":false,"error":"human-proof-failed"}"#,
+        REFUSAL_LINES,
+    )
+}
+
+/// `total` copies of `line` over [`REFUSAL_CONNECTIONS`] connections, each
+/// answer read and checked to be `expected`. Says "in full swing" once the
+/// first run of lines is answered. Ends when every line is answered, when
+/// stopped, or at [`REFUSAL_LIMIT`]; returns how many were answered.
+fn line_flood(
+    socket: PathBuf,
+    line: String,
+    expected: &'static str,
+    total: usize,
+) -> impl FnOnce(&AtomicBool, mpsc::Sender<()>) -> usize {
     move |stop, full| {
         let started = Instant::now();
-        let run = forged_human_line().repeat(REFUSAL_RUN);
-        let expected = "{\"ok\":false,\"error\":\"human-proof-failed\"}";
+        let run = line.repeat(REFUSAL_RUN);
         std::thread::scope(|scope| {
             let threads: Vec<_> = (0..REFUSAL_CONNECTIONS)
                 .map(|n| {
@@ -745,7 +759,7 @@ fn refusal_flood(socket: PathBuf) -> impl FnOnce(&AtomicBool, mpsc::Sender<()>) 
                         stream.set_read_timeout(Some(WAIT)).expect("timeout");
                         let mut lines = BufReader::new(stream.try_clone().expect("clone"));
                         let mut stream = stream;
-                        let share = REFUSAL_LINES / REFUSAL_CONNECTIONS;
+                        let share = total / REFUSAL_CONNECTIONS;
                         let mut answered = 0;
                         while answered < share
                             && !stop.load(Ordering::SeqCst)
@@ -815,7 +829,7 @@ fn a_flood_of_100000_refusals_of_nobody_is_counted_in_windows_and_grows_the_stor
     eprintln!("refusal flood: {answered} lines answered in {flooded:?}");
     assert_eq!(answered, REFUSAL_LINES, "within {REFUSAL_LIMIT:?}");
     back_to_baseline(&broker, &baseline, stopped, "refusal flood");
-    broker.close();
+    let log = broker.close();
 
     let grown = store_bytes(root.path()).saturating_sub(before);
     eprintln!("refusal flood: the store grew by {grown} bytes");
@@ -834,6 +848,147 @@ fn a_flood_of_100000_refusals_of_nobody_is_counted_in_windows_and_grows_the_stor
     // One row and one count a window, windows of a second.
     let windows = i64::try_from(flooded.as_secs()).expect("seconds") + 2;
     assert!(rows <= 2 * windows, "{rows} rows for {sent} refusals");
+
+    // The log is bounded the same way: per cause and window, the first
+    // refused proof is logged with its reason, and one line sums up the
+    // rest; together they account for every refused proof.
+    let (logged, summaries) = proof_log(&log);
+    let suppressed: u64 = summaries.iter().sum();
+    eprintln!(
+        "refusal flood: {logged} refused proofs logged, {} summaries of {suppressed} more",
+        summaries.len()
+    );
+    let lines = logged + summaries.len();
+    // The forged lines fail as `exe-mismatch`; on a loaded machine some
+    // may also meet `proof-limit`, `abandoned` or `gone`.
+    let causes = 4;
+    assert!(
+        lines <= 2 * causes * usize::try_from(windows).expect("a count"),
+        "{lines} log lines for {sent} refused proofs in {flooded:?}"
+    );
+    assert!(
+        logged as u64 + suppressed >= answered as u64,
+        "{logged} logged and {suppressed} summed up of {answered} refused proofs"
+    );
+}
+
+/// The broker's log lines of refused human proofs: how many were logged
+/// one by one, and the count each summary line gives.
+fn proof_log(log: &str) -> (usize, Vec<u64>) {
+    let logged = log
+        .lines()
+        .filter(|line| line.contains("human proof refused"))
+        .count();
+    let summaries = log
+        .lines()
+        .filter(|line| line.contains("human proofs refused and not logged"))
+        .map(|line| {
+            let (_, count) = line.split_once("suppressed=").expect("a count");
+            let digits: String = count.chars().take_while(char::is_ascii_digit).collect();
+            digits.parse().expect("a count")
+        })
+        .collect();
+    (logged, summaries)
+}
+
+/// How many refused requests the agent's flood sends.
+const CALLER_REFUSALS: usize = 20_000;
+
+/// How much the store may grow under [`CALLER_REFUSALS`] refusals of one
+/// known caller.
+const CALLER_GROWTH: u64 = 1024 * 1024;
+
+/// 20,000 requests from an agent with a valid capability, each refused
+/// (`head`, which is not an agent's: `not-authorized`): the human is
+/// answered within a second meanwhile, the store grows by a bounded
+/// amount, each window's first ten refusals are rows of their own and the
+/// rest its count, and the evidence (`refusal_tally`) counts every one.
+#[test]
+fn a_flood_of_20000_refusals_of_a_known_caller_keeps_ten_rows_a_window_and_counts_the_rest() {
+    let root = data_root();
+    let scratch = tempfile::tempdir().expect("scratch");
+    let (broker, cap) = broker_with_agent(root.path(), scratch.path());
+    let human_expected = expected_human_inbox();
+    let before = store_bytes(root.path());
+
+    let line = format!(
+        "{}\n",
+        json!({"cap": broker.cap("dev-1"), "verb": "head", "args": {}})
+    );
+    let started = Instant::now();
+    let flood = Flood::start(line_flood(
+        broker.socket.clone(),
+        line,
+        r#"{"ok":false,"error":"not-authorized"}"#,
+        CALLER_REFUSALS,
+    ));
+    both_answered_in_time(
+        &broker.socket,
+        &cap,
+        &human_expected,
+        "caller refusal flood",
+    );
+    let answered = flood.finish();
+    let flooded = started.elapsed();
+    eprintln!("caller refusal flood: {answered} refusals answered in {flooded:?}");
+    assert_eq!(answered, CALLER_REFUSALS, "within {REFUSAL_LIMIT:?}");
+    broker.close();
+
+    let grown = store_bytes(root.path()).saturating_sub(before);
+    eprintln!("caller refusal flood: the store grew by {grown} bytes");
+    assert!(grown <= CALLER_GROWTH, "the store grew by {grown} bytes");
+    let db = open_db(root.path());
+    let tally = |table: &str| -> (i64, i64) {
+        db.query_row(
+            &format!(
+                "SELECT coalesce(sum({}), 0), count(*) FROM {table} \
+                 WHERE business = 'acme' AND run = 'dev-1' AND verb = 'head' \
+                 AND code = 'not-authorized'",
+                if table == "refusals" { "1" } else { "count" }
+            ),
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .expect("the refusals")
+    };
+    let (counted, records) = tally("refusal_tally");
+    let (rows, _) = tally("refusals");
+    let (in_counts, counts) = tally("refusal_counts");
+    let sent = i64::try_from(answered).expect("a count");
+    assert_eq!(counted, sent, "every refusal answered is in the evidence");
+    assert_eq!(rows + in_counts, sent);
+    // Ten rows a window, and one count, in windows of a second: the first
+    // window's ten rows are the flood's first ten refusals.
+    let windows = i64::try_from(flooded.as_secs()).expect("seconds") + 2;
+    assert!(counts <= windows, "{counts} counts in {flooded:?}");
+    assert!(
+        rows >= 10 && rows <= 10 * windows,
+        "{rows} rows in {flooded:?}"
+    );
+    assert_eq!(records, rows + counts);
+    let first: Vec<(String, String)> = db
+        .prepare(
+            "SELECT kind, since FROM refusal_tally JOIN ledger USING (seq) \
+             WHERE run = 'dev-1' AND code = 'not-authorized' ORDER BY seq LIMIT 10",
+        )
+        .expect("prepare")
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .expect("query")
+        .map(|r| r.expect("a row"))
+        .collect();
+    let kinds: Vec<&str> = first.iter().map(|(kind, _)| kind.as_str()).collect();
+    assert_eq!(kinds, vec!["request.refused"; 10], "the first ten are rows");
+    let first_count: String = db
+        .query_row(
+            "SELECT since FROM refusal_counts WHERE run = 'dev-1' ORDER BY seq LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .expect("a count");
+    assert_eq!(
+        first_count, first[0].1,
+        "the first count is of the first rows' window"
+    );
 }
 
 /// The open-file limit the descriptor test gives the broker: far below

@@ -26,9 +26,12 @@
 //! per figure on a data root of its own ([`live`]), and speak to it as
 //! agents and panes do; `broker_rss` starts it as a child process, since
 //! this process's memory is the bench's ([`rss`]), and so does
-//! `changes_idle`, the change feed's idle cost ([`changes`]). `mosaic-bench
-//! --broker-child` is that child when no `mosaic-bus` binary sits next to
-//! this one: it runs the host protocol on stdin/stdout and nothing else.
+//! `changes_idle`, the change feed's idle cost ([`changes`]), and
+//! `human_under_siege`, the human CLI's answer time under floods
+//! ([`siege`]). `mosaic-bench --broker-child` is that child when no
+//! `mosaic-bus` binary sits next to this one: it runs the host protocol on
+//! stdin/stdout and nothing else; `mosaic-bench human SOCKET` is then the
+//! human CLI (`mosaic_app::commands::human::run`, as `mosaic-bus human`).
 
 mod boot;
 mod browser;
@@ -40,6 +43,7 @@ mod output;
 mod procs;
 mod raw;
 mod rss;
+mod siege;
 mod socket;
 mod stats;
 mod store;
@@ -131,6 +135,22 @@ pub struct Sizes {
     pub idle_window: Duration,
     /// Rounds of `boot_history` (a boot of each store per round).
     pub boot_rounds: usize,
+    /// Human `inbox` calls timed per phase of `human_under_siege`.
+    pub siege_human_calls: usize,
+    /// Junk socket connections held open at once.
+    pub siege_junk: usize,
+    /// Partial HTTP requests held open at once (at most what the bench's
+    /// open-file limit allows).
+    pub siege_partial: usize,
+    /// Shells in the proof amplification's chain.
+    pub siege_chain_depth: usize,
+    /// KiB of environment each of them carries.
+    pub siege_chain_env_kib: usize,
+    /// Loops of forged human lines the deepest shell runs at once.
+    pub siege_chain_senders: usize,
+    /// The least time the refusal flood runs (the store's growth is
+    /// measured over it).
+    pub siege_refusal_window: Duration,
 }
 
 impl Sizes {
@@ -170,6 +190,13 @@ impl Sizes {
             idle_agents: 1_000,
             idle_window: Duration::from_secs(10),
             boot_rounds: 5,
+            siege_human_calls: 100,
+            siege_junk: 4_200,
+            siege_partial: 20_000,
+            siege_chain_depth: 300,
+            siege_chain_env_kib: 200,
+            siege_chain_senders: 8,
+            siege_refusal_window: Duration::from_secs(60),
         }
     }
 
@@ -209,6 +236,13 @@ impl Sizes {
             idle_agents: 5,
             idle_window: Duration::from_millis(200),
             boot_rounds: 2,
+            siege_human_calls: 3,
+            siege_junk: 20,
+            siege_partial: 20,
+            siege_chain_depth: 70,
+            siege_chain_env_kib: 8,
+            siege_chain_senders: 1,
+            siege_refusal_window: Duration::from_millis(200),
         }
     }
 }
@@ -310,6 +344,10 @@ pub const FIGURES: &[Figure] = &[
         name: "boot_history",
         run: boot::boot_history,
     },
+    Figure {
+        name: "human_under_siege",
+        run: siege::human_under_siege,
+    },
 ];
 
 const USAGE: &str =
@@ -364,6 +402,10 @@ fn main() -> ExitCode {
     let args: Vec<_> = std::env::args_os().skip(1).collect();
     if args.len() == 1 && args[0] == rss::CHILD_FLAG {
         return ExitCode::from(rss::child_main());
+    }
+    // The human CLI of `human_under_siege` when this binary is its broker.
+    if args.len() == 2 && args[0] == siege::HUMAN_ARG {
+        return ExitCode::from(siege::human_main(std::path::Path::new(&args[1])));
     }
     let opts = match parse_args() {
         Ok(opts) => opts,

@@ -6,7 +6,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-const FIGURES: [&str; 15] = [
+const FIGURES: [&str; 16] = [
     "environment",
     "raw_sqlite_commit",
     "message_send_1_client",
@@ -22,6 +22,7 @@ const FIGURES: [&str; 15] = [
     "changes_wake",
     "changes_idle",
     "boot_history",
+    "human_under_siege",
 ];
 
 fn positive(line: &Value, key: &str) {
@@ -216,6 +217,35 @@ fn quick_run_prints_every_figure_as_json_and_cleans_up() {
         lines[14]
     );
     assert!(lines[14]["meets_limit"].is_boolean(), "{}", lines[14]);
+    for key in ["quiet_p99_ms", "worst_p99_ms", "refusal_flood_lines"] {
+        positive(&lines[15], key);
+    }
+    let phases: Vec<&str> = lines[15]["phases"]
+        .as_array()
+        .expect("phases")
+        .iter()
+        .map(|p| p["phase"].as_str().expect("a phase name"))
+        .collect();
+    assert_eq!(
+        phases,
+        [
+            "quiet",
+            "junk_socket",
+            "partial_http",
+            "proof_amplification",
+            "refusal_flood"
+        ]
+    );
+    for phase in lines[15]["phases"].as_array().expect("phases") {
+        assert_eq!(phase["calls"], 3, "quick sizes: three calls: {phase}");
+    }
+    assert!(
+        lines[15]["store_growth_bytes_per_min"]
+            .as_f64()
+            .is_some_and(|g| g >= 0.0),
+        "{}",
+        lines[15]
+    );
     for line in &lines[1..] {
         if line.get("target").is_some() {
             assert!(line["met"].is_boolean(), "a target comes with met: {line}");

@@ -50,5 +50,6 @@ pub mod decisions;
 pub mod evidence;
 pub mod fuzzing;
 pub mod journal;
+pub mod log_windows;
 pub mod messages;
 pub mod refusal_counts;

@@ -3,19 +3,22 @@
 //! Every refusal the broker records is kept, but not every one as a row
 //! of its own. Refusals are grouped by what they say ([`RefusalRecord`]:
 //! business, agent, verb and code) and by a window of [`WINDOW`] that the
-//! first of them opens. In a window, the first refusal ([`ROWS_PER_WINDOW`])
-//! is written as a row, as before, in the batch that answers it. Every
+//! first of them opens. In a window, the first refusals ([`rows_per_window`]:
+//! one of nobody, [`CALLER_ROWS_PER_WINDOW`] of a known caller) are each
+//! written as a row, as before, in the batch that answers them. Every
 //! later one is counted, answered with its batch, and the window's count
 //! is written as one `refusals.counted` record once the window is over
 //! ([`RefusalWindows::close`]), or at shutdown
 //! ([`RefusalWindows::close_all`]).
 //!
-//! So a flood costs at most two rows per second and kind of refusal,
-//! whatever its rate, and what a crash can lose is the counts of the
-//! windows still open (at most a window's worth, past its first row);
-//! never the first rows, which are durable before their answers go out.
-//! The runtime counts the refusals of nobody only (a failed human proof:
-//! no caller is known); see `app/src/runtime/driver.rs`.
+//! So a flood costs at most a few rows per second and kind of refusal
+//! (two of nobody, eleven of a known caller), whatever its rate, and what
+//! a crash can lose is the counts of the windows still open (at most a
+//! window's worth, past its first rows); never the first rows, which are
+//! durable before their answers go out. The runtime counts every refusal
+//! it records this way: of nobody (a failed human proof: no caller is
+//! known) and of a known caller (an agent, a reader or the human, per
+//! business, run, verb and code); see `app/src/runtime/driver.rs`.
 //!
 //! A count belongs to the batch that counted it until that batch commits
 //! ([`RefusalWindows::committed`]); a batch that fails forgets its counts
@@ -32,9 +35,25 @@ use crate::Timestamp;
 /// How long a window of refusal counts lasts, from its first refusal.
 pub const WINDOW: Duration = Duration::from_secs(1);
 
-/// How many refusals of a kind, in one window, are written as rows of
-/// their own.
-pub const ROWS_PER_WINDOW: u32 = 1;
+/// How many refusals of nobody of a kind, in one window, are written as
+/// rows of their own.
+pub const NOBODY_ROWS_PER_WINDOW: u32 = 1;
+
+/// How many refusals of a known caller of a kind (the same business, run,
+/// verb and code), in one window, are written as rows of their own: a
+/// caller refused now and then keeps a row for each refusal.
+pub const CALLER_ROWS_PER_WINDOW: u32 = 10;
+
+/// How many refusals like `record`, in one window, are written as rows of
+/// their own: [`NOBODY_ROWS_PER_WINDOW`] when no caller is known (no
+/// business), else [`CALLER_ROWS_PER_WINDOW`].
+pub fn rows_per_window(record: &RefusalRecord) -> u32 {
+    if record.business.is_none() {
+        NOBODY_ROWS_PER_WINDOW
+    } else {
+        CALLER_ROWS_PER_WINDOW
+    }
+}
 
 /// What becomes of one refusal: a row of its own, or one more of its
 /// window's count.
@@ -82,7 +101,7 @@ impl RefusalWindows {
             counted: 0,
             staged: 0,
         });
-        if window.rows < ROWS_PER_WINDOW {
+        if window.rows < rows_per_window(record) {
             window.rows += 1;
             Tally::Row
         } else {
@@ -169,7 +188,8 @@ fn over(window: &Window, now: Timestamp) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{BusinessId, Refusal};
+    use crate::evidence::AgentRef;
+    use crate::{BusinessId, Refusal, RoleInstance, RunId};
 
     fn at(ms: i64) -> Timestamp {
         Timestamp::from_unix_ms(1_700_000_000_000 + ms).expect("a time")
@@ -214,13 +234,88 @@ mod tests {
         assert_eq!(windows.tally(at(1500), &nobody()), Tally::Row);
     }
 
+    /// A refusal of the agent `run` (role `dev-1`) of acme.
+    fn of_run(run: &str) -> RefusalRecord {
+        RefusalRecord {
+            business: Some(BusinessId::parse("acme").expect("an id")),
+            agent: Some(AgentRef {
+                role: RoleInstance::parse("dev-1").expect("a role"),
+                run: RunId::parse(run).expect("a run"),
+            }),
+            verb: Some("decision.resolve".into()),
+            refusal: Refusal::NotAuthorized,
+        }
+    }
+
+    #[test]
+    fn a_known_caller_keeps_a_row_each_up_to_its_rate_then_counts_per_run() {
+        let mut windows = RefusalWindows::default();
+        let caller = of_run("dev-1-a");
+        let tallies: Vec<Tally> = (0..2000)
+            .map(|i| windows.tally(at(i / 4), &caller))
+            .collect();
+        let rows = tallies.iter().filter(|t| **t == Tally::Row).count();
+        assert_eq!(rows, CALLER_ROWS_PER_WINDOW as usize);
+        assert!(
+            tallies[..CALLER_ROWS_PER_WINDOW as usize]
+                .iter()
+                .all(|t| *t == Tally::Row),
+            "the first ones are rows: {:?}",
+            &tallies[..12]
+        );
+        // Another run of the same role is counted apart: rows again.
+        let other_run = of_run("dev-1-b");
+        assert_eq!(windows.tally(at(400), &other_run), Tally::Row);
+        windows.committed(true);
+        assert_eq!(windows.close(at(999)), vec![], "no window is over");
+        let counts = windows.close(at(1400));
+        assert_eq!(
+            counts,
+            vec![RefusalCount {
+                refused: caller.clone(),
+                since: at(0),
+                count: 2000 - u64::from(CALLER_ROWS_PER_WINDOW)
+            }],
+            "the other run's window had no count"
+        );
+        // The window after: rows again, up to the rate.
+        let rows = (0..50)
+            .filter(|_| windows.tally(at(1500), &caller) == Tally::Row)
+            .count();
+        assert_eq!(rows, CALLER_ROWS_PER_WINDOW as usize);
+        windows.committed(true);
+        let rest = windows.close_all();
+        assert_eq!(rest.len(), 1, "{rest:?}");
+        assert_eq!(rest[0].count, 50 - u64::from(CALLER_ROWS_PER_WINDOW));
+    }
+
+    #[test]
+    fn a_failed_batch_of_a_known_caller_forgets_its_counts_and_rows_resume() {
+        let mut windows = RefusalWindows::default();
+        let caller = of_run("dev-1-a");
+        for _ in 0..CALLER_ROWS_PER_WINDOW {
+            assert_eq!(windows.tally(at(0), &caller), Tally::Row);
+        }
+        assert_eq!(windows.tally(at(1), &caller), Tally::Counted);
+        windows.committed(true);
+        assert_eq!(windows.tally(at(2), &caller), Tally::Counted);
+        windows.committed(false);
+        // The store failed: the next one is written as a row, to find out
+        // whether the store takes it now.
+        assert_eq!(windows.tally(at(3), &caller), Tally::Row);
+        windows.committed(true);
+        let counts = windows.close_all();
+        assert_eq!(counts.len(), 1, "{counts:?}");
+        assert_eq!((counts[0].since, counts[0].count), (at(0), 1));
+    }
+
     #[test]
     fn kinds_are_counted_apart_and_a_late_refusal_closes_its_window() {
         let mut windows = RefusalWindows::default();
         let rows = (0..25)
             .filter(|_| windows.tally(at(0), &other()) == Tally::Row)
             .count();
-        assert_eq!(rows, 1);
+        assert_eq!(rows, CALLER_ROWS_PER_WINDOW as usize);
         assert_eq!(windows.tally(at(0), &nobody()), Tally::Row);
         windows.committed(true);
         // A refusal after the window closes it: its count is kept.
@@ -228,7 +323,10 @@ mod tests {
         windows.committed(true);
         let counts = windows.close(at(2001));
         assert_eq!(counts.len(), 1, "{counts:?}");
-        assert_eq!((counts[0].since, counts[0].count), (at(0), 24));
+        assert_eq!(
+            (counts[0].since, counts[0].count),
+            (at(0), 25 - u64::from(CALLER_ROWS_PER_WINDOW))
+        );
         let rest = windows.close_all();
         assert_eq!(rest, vec![], "nothing counted since: {rest:?}");
     }

@@ -65,8 +65,8 @@ use serde_json::{json, Value};
 use crate::runtime::changes::{self, Asked};
 use crate::runtime::human_proof::{BrokerExe, NONCE_ENV};
 use crate::runtime::pipeline::{
-    admit, commit_batch, prove_now, read_now, stage_request, Admitted, Proven, Who, Writer,
-    WriterWorld,
+    admit, commit_batch, prove_now, read_now, stage_request, Admitted, ProofLog, Proven, Who,
+    Writer, WriterWorld,
 };
 use crate::runtime::reads::{kind_of, read, Reads, View};
 use crate::runtime::world::{BrokerIdentity, SharedEntropy, Time};
@@ -576,9 +576,16 @@ impl World {
                 business,
             } => {
                 let view = self.reads.view().expect("the world has a view");
-                let proof = prove_now(&self.processes, &self.identity, &view, peer, nonce, &|| {
-                    false
-                });
+                let log = ProofLog::new(self.writer.time.clone());
+                let proof = prove_now(
+                    &self.processes,
+                    &self.identity,
+                    &view,
+                    peer,
+                    nonce,
+                    &|| false,
+                    &log,
+                );
                 Proven::Human { business, proof }
             }
         };

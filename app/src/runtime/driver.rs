@@ -197,10 +197,10 @@ impl<S: EvidenceStore> Driver<S> {
         }
     }
 
-    /// [`Driver::refuse`] inside the open batch: a row of its own, or, for
-    /// a refusal of nobody past its window's first row, counted in its
-    /// window (then answered with its batch, the count written when the
-    /// window is over).
+    /// [`Driver::refuse`] inside the open batch: a row of its own, or, past
+    /// its window's first rows (one of nobody, ten of a known caller, per
+    /// run, verb and code), counted in its window (then answered with its
+    /// batch, the count written when the window is over).
     pub fn stage_refusal(
         &mut self,
         now: Timestamp,
@@ -211,13 +211,9 @@ impl<S: EvidenceStore> Driver<S> {
         if self.broken {
             return Refusal::StorageUnavailable;
         }
-        // Only refusals of nobody are counted: a known caller's are each a
-        // row, durable before their answer, as the crash campaign checks.
-        if caller.is_none() {
-            let record = RefusalRecord::of(None, Some(verb), refusal);
-            if self.windows.tally(now, &record) == Tally::Counted {
-                return refusal;
-            }
+        let record = RefusalRecord::of(caller, Some(verb), refusal);
+        if self.windows.tally(now, &record) == Tally::Counted {
+            return refusal;
         }
         let mark = self.bus.mark();
         self.bus.handle_refused(now, caller, Some(verb), refusal);

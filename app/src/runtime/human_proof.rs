@@ -291,6 +291,69 @@ pub enum ProofFailure {
     Abandoned,
 }
 
+impl ProofFailure {
+    /// What the failure names of a fixed set (a run marker, a namespace's
+    /// kind), or `""`: with [`ProofFailure::cause`], the key its log lines
+    /// are counted under when they are bounded
+    /// ([`mosaic_domain::log_windows`]).
+    pub fn detail(&self) -> &'static str {
+        match *self {
+            ProofFailure::PeerRunMarker { marker }
+            | ProofFailure::AncestorRunMarker { marker, .. } => marker,
+            ProofFailure::OtherNamespace { kind } => kind,
+            ProofFailure::NonceMalformed
+            | ProofFailure::UidMismatch
+            | ProofFailure::NamespacesUnreadable
+            | ProofFailure::ExeMissing
+            | ProofFailure::ExeMismatch
+            | ProofFailure::ExeReplaced
+            | ProofFailure::PeerEnvironDenied
+            | ProofFailure::NonceMissing
+            | ProofFailure::NonceDuplicated
+            | ProofFailure::NonceMismatch
+            | ProofFailure::PeerIsLaunch
+            | ProofFailure::AncestryLoop { .. }
+            | ProofFailure::AncestryTooLong
+            | ProofFailure::Gone { .. }
+            | ProofFailure::Unreadable { .. }
+            | ProofFailure::Changed { .. }
+            | ProofFailure::ParentStartedAfterChild { .. }
+            | ProofFailure::AncestorIsLaunch { .. }
+            | ProofFailure::EnvironUnreadable { .. }
+            | ProofFailure::Abandoned => "",
+        }
+    }
+
+    /// The failure's static name.
+    pub fn cause(&self) -> &'static str {
+        match self {
+            ProofFailure::NonceMalformed => "nonce-malformed",
+            ProofFailure::UidMismatch => "uid-mismatch",
+            ProofFailure::OtherNamespace { .. } => "other-namespace",
+            ProofFailure::NamespacesUnreadable => "namespaces-unreadable",
+            ProofFailure::ExeMissing => "exe-missing",
+            ProofFailure::ExeMismatch => "exe-mismatch",
+            ProofFailure::ExeReplaced => "exe-replaced",
+            ProofFailure::PeerEnvironDenied => "peer-environ-denied",
+            ProofFailure::PeerRunMarker { .. } => "peer-run-marker",
+            ProofFailure::NonceMissing => "nonce-missing",
+            ProofFailure::NonceDuplicated => "nonce-duplicated",
+            ProofFailure::NonceMismatch => "nonce-mismatch",
+            ProofFailure::PeerIsLaunch => "peer-is-launch",
+            ProofFailure::AncestryLoop { .. } => "ancestry-loop",
+            ProofFailure::AncestryTooLong => "ancestry-too-long",
+            ProofFailure::Gone { .. } => "gone",
+            ProofFailure::Unreadable { .. } => "unreadable",
+            ProofFailure::Changed { .. } => "changed",
+            ProofFailure::ParentStartedAfterChild { .. } => "parent-started-after-child",
+            ProofFailure::AncestorIsLaunch { .. } => "ancestor-is-launch",
+            ProofFailure::AncestorRunMarker { .. } => "ancestor-run-marker",
+            ProofFailure::EnvironUnreadable { .. } => "environ-unreadable",
+            ProofFailure::Abandoned => "abandoned",
+        }
+    }
+}
+
 impl fmt::Display for ProofFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {

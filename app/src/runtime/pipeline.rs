@@ -21,12 +21,13 @@
 //! [`super::driver`]); no answer goes out before its batch is durable.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use mosaic_adapters::socket::Peer;
 use mosaic_adapters::wire::{self, Call, Dispatch, Envelope, Presenter};
 use mosaic_domain::bus::Caller;
+use mosaic_domain::log_windows::{LogWindows, Suppressed};
 use mosaic_domain::{BusinessId, Capability, Refusal};
 use mosaic_ports::{Entropy, EvidenceStore, ProcessTable, StoreReaders};
 use serde_json::Value;
@@ -79,6 +80,7 @@ pub(crate) struct Prover {
     identity: BrokerIdentity,
     time: Time,
     turns: Arc<tokio::sync::Semaphore>,
+    log: Arc<ProofLog>,
 }
 
 impl Prover {
@@ -90,6 +92,7 @@ impl Prover {
         Self {
             processes,
             identity,
+            log: Arc::new(ProofLog::new(time.clone())),
             time,
             turns: Arc::new(tokio::sync::Semaphore::new(PROOFS)),
         }
@@ -121,9 +124,10 @@ impl Prover {
                 .map_err(|_| Refusal::BrokerUnavailable)?;
             let view = reads.view().ok_or(Refusal::BrokerUnavailable)?;
             let (processes, identity) = (Arc::clone(&self.processes), self.identity.clone());
+            let log = Arc::clone(&self.log);
             tokio::task::spawn_blocking(move || {
                 let abandoned = || flag.load(Ordering::SeqCst);
-                prove_now(&*processes, &identity, &view, peer, nonce, &abandoned)
+                prove_now(&*processes, &identity, &view, peer, nonce, &abandoned, &log)
             })
             .await
             .unwrap_or(Err(Refusal::HumanProofFailed))
@@ -131,16 +135,84 @@ impl Prover {
         let proof = tokio::select! {
             proof = proof => proof,
             () = until(&self.time, deadline) => {
-                tracing::warn!(
-                    code = Refusal::HumanProofFailed.code(),
-                    limit_ms = PROOF_LIMIT.as_millis() as u64,
-                    "human proof refused: it took longer than its limit"
-                );
+                self.log.refused(("proof-limit", ""), || {
+                    tracing::warn!(
+                        code = Refusal::HumanProofFailed.code(),
+                        limit_ms = PROOF_LIMIT.as_millis() as u64,
+                        "human proof refused: it took longer than its limit"
+                    );
+                });
                 Err(Refusal::HumanProofFailed)
             }
         };
         drop(abandoned);
         Proven::Human { business, proof }
+    }
+}
+
+/// The log of refused human proofs, bounded under a flood
+/// ([`LogWindows`]): the first refusal of each cause (a
+/// [`human_proof::ProofFailure::cause`] with its
+/// [`human_proof::ProofFailure::detail`], or `proof-limit`) in a window of
+/// a second is logged with its reason, the rest are counted, and a window
+/// that left any out ends in one summary line with their count: logged at
+/// the next refused proof after the window, or when the log is dropped
+/// (with the broker's runtime, at shutdown).
+pub(crate) struct ProofLog {
+    time: Time,
+    windows: Mutex<LogWindows<Cause>>,
+}
+
+/// What refused proofs are counted under: a static name and a detail of a
+/// fixed set (`""` when none).
+type Cause = (&'static str, &'static str);
+
+impl ProofLog {
+    pub(crate) fn new(time: Time) -> Self {
+        Self {
+            time,
+            windows: Mutex::new(LogWindows::default()),
+        }
+    }
+
+    /// A proof refused for `cause`: logs `line` if it is the first of its
+    /// window, or counts it; logs the summaries of the windows now over.
+    pub(crate) fn refused(&self, cause: Cause, line: impl FnOnce()) {
+        let now = self.time.now();
+        let (logged, ended) = {
+            let mut windows = self.windows.lock().unwrap_or_else(PoisonError::into_inner);
+            let ended = windows.close(now);
+            (windows.note(now, cause), ended)
+        };
+        summarize(ended);
+        if logged {
+            line();
+        }
+    }
+}
+
+impl Drop for ProofLog {
+    fn drop(&mut self) {
+        let windows = self
+            .windows
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner);
+        summarize(windows.close_all());
+    }
+}
+
+/// One summary line per window that left refused proofs out of the log.
+fn summarize(ended: Vec<Suppressed<Cause>>) {
+    for window in ended {
+        let (cause, detail) = window.cause;
+        tracing::warn!(
+            code = Refusal::HumanProofFailed.code(),
+            cause,
+            detail,
+            since = window.since.to_string().as_str(),
+            suppressed = window.count,
+            "human proofs refused and not logged one by one"
+        );
     }
 }
 
@@ -159,7 +231,7 @@ impl Drop for GiveUpOnDrop {
 /// at the next read once `abandoned()` says so.
 ///
 /// # Errors
-/// `human-proof-failed`, whatever the reason (logged).
+/// `human-proof-failed`, whatever the reason (logged in `log`).
 pub(crate) fn prove_now(
     processes: &dyn ProcessTable,
     identity: &BrokerIdentity,
@@ -167,6 +239,7 @@ pub(crate) fn prove_now(
     peer: Peer,
     nonce: String,
     abandoned: &(dyn Fn() -> bool + Sync),
+    log: &ProofLog,
 ) -> Result<(), Refusal> {
     let peer_pid = peer.pid.ok_or(Refusal::HumanProofFailed)?;
     let claim = HumanClaim {
@@ -177,12 +250,23 @@ pub(crate) fn prove_now(
         namespaces: identity.namespaces,
         nonce,
     };
-    human_proof::prove_until(
+    human_proof::check_until(
         processes,
         &claim,
         &|pid, start| view.is_launch(pid, start),
         abandoned,
     )
+    .map_err(|failure| {
+        log.refused((failure.cause(), failure.detail()), || {
+            tracing::warn!(
+                code = Refusal::HumanProofFailed.code(),
+                peer = claim.peer_pid,
+                reason = failure.to_string().as_str(),
+                "human proof refused"
+            );
+        });
+        Refusal::HumanProofFailed
+    })
 }
 
 /// Whether bytes hold a loaded service token.

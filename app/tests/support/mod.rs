@@ -881,7 +881,7 @@ pub fn count(db: &rusqlite::Connection, sql: &str, params: impl rusqlite::Params
 
 /// Every typed table of the schema with the condition its ledger row `l`
 /// meets for a typed row `t`: the kind the row records.
-pub const TYPED_TABLES: [(&str, &str); 13] = [
+pub const TYPED_TABLES: [(&str, &str); 14] = [
     ("launches", "l.kind = 'session.launched'"),
     (
         "launch_switches",
@@ -898,6 +898,7 @@ pub const TYPED_TABLES: [(&str, &str); 13] = [
     ("reads", "l.kind = 'message.read'"),
     ("observations", "l.kind = 'event.observed'"),
     ("refusals", "l.kind = 'request.refused'"),
+    ("refusal_counts", "l.kind = 'refusals.counted'"),
 ];
 
 /// Checks, on a closed data root, that no transaction is half-applied:
