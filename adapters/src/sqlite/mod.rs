@@ -436,7 +436,7 @@ fn verify(conn: &Connection, path: &Path) -> Result<Verified, OpenError> {
                     .map_err(open_failure)?;
                 Ok::<_, OpenError>(reader)
             };
-            let found = check_ledger(reader, LEDGER_PARTS, SPLIT_FROM)?;
+            let found = check_ledger(reader, ledger_parts(), SPLIT_FROM)?;
             Ok::<_, Broken>((found, started.elapsed()))
         });
         let checked = check_integrity_and_schema(conn, Journal::Pragma);
@@ -688,7 +688,7 @@ impl Verification {
 /// SHM); `IntegrityFailed` (with the first record that does not check) or
 /// `SchemaMismatch` when a check fails.
 pub fn verify_file(path: &Path) -> Result<Verification, Broken> {
-    verify_file_split(path, LEDGER_PARTS, SPLIT_FROM)
+    verify_file_split(path, ledger_parts(), SPLIT_FROM)
 }
 
 /// [`verify_file`] with the ledger pass cut into `parts` ranges once the
@@ -783,11 +783,14 @@ struct Walked {
     replayable: Replayable,
 }
 
-/// How many parts the boot's ledger pass is cut into, each on its own
-/// thread and connection beside the integrity checks: the pass reads and
-/// hashes every record, about twice the CPU time of `quick_check`, so on
-/// two cores one part alone would keep boot waiting on it.
-const LEDGER_PARTS: usize = 2;
+/// How many parts the ledger pass is cut into, each on its own thread and
+/// connection (beside the integrity checks at boot): one per CPU, at least
+/// two and at most eight. The pass reads and hashes every record, about
+/// twice the CPU time of `quick_check`, so one part alone would keep boot
+/// waiting on it.
+fn ledger_parts() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8))
+}
 
 /// Below this many rows the pass runs as one part: a thread and a
 /// connection cost more than they save.
