@@ -135,6 +135,18 @@ fn console_command(socket: &Path) -> String {
     )
 }
 
+/// On an open decision: `1`, `Enter`, `y`, each waited on until the
+/// screen shows it took.
+#[track_caller]
+fn answer_yes(tmux: &Tmux) {
+    tmux.keys(&["1"]);
+    tmux.wait_for("selected yes", WAIT);
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("with yes? y/n, e adds a note", WAIT);
+    tmux.keys(&["y"]);
+    tmux.wait_for("resolved with yes", WAIT);
+}
+
 #[test]
 fn a_gated_decision_appears_within_a_second_and_the_keys_resolve_it() {
     let root = data_root();
@@ -189,12 +201,7 @@ fn a_gated_decision_appears_within_a_second_and_the_keys_resolve_it() {
     tmux.keys(&["]"]);
     tmux.wait_for("Question: ", WAIT);
     tmux.wait_for("grants one use of message.send on qa to ops/ops-1", WAIT);
-    tmux.keys(&["1"]);
-    tmux.wait_for("selected yes", WAIT);
-    tmux.keys(&["Enter"]);
-    tmux.wait_for("with yes? y/n, e adds a note", WAIT);
-    tmux.keys(&["y"]);
-    tmux.wait_for("resolved with yes", WAIT);
+    answer_yes(&tmux);
     tmux.wait_for("the human resolved it with yes", WAIT);
 
     let page = answered
@@ -378,12 +385,7 @@ fn up_with_console_runs_the_example_to_its_end_with_the_humans_answer() {
         "grants one use of release.publish on login-fix to dev/dev-",
         WAIT,
     );
-    tmux.keys(&["1"]);
-    tmux.wait_for("selected yes", WAIT);
-    tmux.keys(&["Enter"]);
-    tmux.wait_for("with yes? y/n, e adds a note", WAIT);
-    tmux.keys(&["y"]);
-    tmux.wait_for("resolved with yes", WAIT);
+    answer_yes(&tmux);
 
     // dev wakes on its changes, uses the approval and ends; its lines are
     // in the log file, not on the console.

@@ -402,9 +402,9 @@ impl fmt::Display for ProofFailure {
     }
 }
 
-/// The broker's answer to a human claim: `Ok` when [`check`] accepts it,
-/// otherwise [`Refusal::HumanProofFailed`], with the reason logged (never
-/// told to the client).
+/// The answer to a human claim: `Ok` when [`check`] accepts it, otherwise
+/// [`Refusal::HumanProofFailed`], never the reason. The broker's pipeline
+/// runs [`check_until`] and logs the reason, at a bounded rate.
 ///
 /// `launched(pid, start_time)` says whether that process is a launch the
 /// broker bound; the broker answers it from `Launches::records()`.
@@ -416,29 +416,7 @@ pub fn prove(
     claim: &HumanClaim,
     launched: &dyn Fn(u32, u64) -> bool,
 ) -> Result<(), Refusal> {
-    prove_until(table, claim, launched, &|| false)
-}
-
-/// [`prove`], given up as soon as `abandoned()` says so: it is asked
-/// before every read of the process table, so no read starts after it.
-///
-/// # Errors
-/// [`Refusal::HumanProofFailed`], whatever the reason.
-pub fn prove_until(
-    table: &dyn ProcessTable,
-    claim: &HumanClaim,
-    launched: &dyn Fn(u32, u64) -> bool,
-    abandoned: &(dyn Fn() -> bool + Sync),
-) -> Result<(), Refusal> {
-    check_until(table, claim, launched, abandoned).map_err(|failure| {
-        tracing::warn!(
-            code = Refusal::HumanProofFailed.code(),
-            peer = claim.peer_pid,
-            reason = failure.to_string().as_str(),
-            "human proof refused"
-        );
-        Refusal::HumanProofFailed
-    })
+    check(table, claim, launched).map_err(|_| Refusal::HumanProofFailed)
 }
 
 /// The proof itself, as described in the module documentation, reporting
