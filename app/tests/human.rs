@@ -26,8 +26,8 @@ use mosaic_ports::ProcessTable;
 use serde_json::{json, Value};
 
 use support::{
-    acme, acme_launches, config, data_root, globex, launch, merge, message, open_db, raise_args,
-    raw_refused, Agent, Broker, BIN, WAIT,
+    acme, acme_launches, config, data_root, detached, globex, launch, merge, message, open_db,
+    raise_args, raw_refused, Agent, Broker, BIN, WAIT,
 };
 
 // ---------------------------------------------------------------------------
@@ -62,31 +62,6 @@ impl Outcome {
             "{self:?}"
         );
     }
-}
-
-/// The wrapper [`detached`] runs: it starts `"$@"` in the background with
-/// the wrapper's stdin (an explicit redirection, since a background command
-/// of a non-interactive shell otherwise reads `/dev/null`), prints its pid
-/// on stderr, waits for it and prints `exit N`.
-const WRAPPER: &str = r#"exec 3<&0
-"$@" <&3 3<&- 2>/dev/null &
-echo "$!" >&2
-exec 3<&-
-wait "$!"
-echo "exit $?" >&2"#;
-
-/// `setsid -f` running [`WRAPPER`] with an empty environment: append the
-/// command to run (its program, then its arguments). `setsid -f` forks
-/// and its first process exits, so the wrapper is reparented to pid 1 (or
-/// the nearest subreaper) and neither this test process nor its ancestors
-/// are ever in the command's ancestry: whatever run markers they carry,
-/// the proof sees only what the test starts.
-fn detached() -> Command {
-    let mut command = Command::new("setsid");
-    command
-        .args(["-f", "/bin/sh", "-c", WRAPPER, "detached"])
-        .env_clear();
-    command
 }
 
 /// A started [`detached`] command that has not been given its stdin yet.
