@@ -153,3 +153,15 @@ impl EvidenceStore for TempSqlite {
         self.store.trail(business, subject)
     }
 }
+
+/// A store file holding the whole [`crate::scenario::working_day`], closed,
+/// in its own temporary directory.
+pub fn populated() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let path = dir.path().join("bus.sqlite");
+    let store = SqliteStore::create(&path).expect("new store");
+    let mut driver = crate::Driver::open(crate::fixture::policy_a(), store).expect("opens");
+    crate::scenario::working_day(&mut driver, &mut 1_000);
+    drop(driver);
+    (dir, path)
+}

@@ -14,20 +14,8 @@ use mosaic_domain::evidence::{
 };
 use mosaic_domain::{DecisionId, MessageId, Refusal, RunId, Timestamp};
 use mosaic_ports::EvidenceStore;
-use mosaic_tests::fixture::policy_a;
-use mosaic_tests::{scenario, Driver};
+use mosaic_tests::sqlite::populated;
 use rusqlite::Connection;
-
-/// A store file holding the whole scenario, closed, in its own directory.
-fn populated() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let path = dir.path().join("bus.sqlite");
-    let mut driver =
-        Driver::open(policy_a(), SqliteStore::create(&path).expect("new store")).expect("opens");
-    scenario::working_day(&mut driver, &mut 1_000);
-    drop(driver);
-    (dir, path)
-}
 
 fn raw(path: &Path) -> Connection {
     Connection::open(path).expect("raw connection")

@@ -8,21 +8,10 @@ use mosaic_domain::bus::Command;
 use mosaic_domain::{Refusal, Timestamp};
 use mosaic_ports::EvidenceStore;
 use mosaic_tests::fixture::{caller, policy_a, t};
-use mosaic_tests::sqlite::TempSqlite;
+use mosaic_tests::sqlite::{populated, TempSqlite};
 use mosaic_tests::{scenario, Driver, FreshStore};
 use proptest::prelude::*;
 use rusqlite::Connection;
-
-/// A store file holding the whole scenario, closed, in its own directory.
-fn populated() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let path = dir.path().join("bus.sqlite");
-    let mut driver =
-        Driver::open(policy_a(), SqliteStore::create(&path).expect("new store")).expect("opens");
-    scenario::working_day(&mut driver, &mut 1_000);
-    drop(driver);
-    (dir, path)
-}
 
 /// [`populated`], then three failed proofs in one window: a row, then a
 /// count of two. Every table holds a row.
