@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use mosaic_adapters::sqlite::{
-    verify_file, verify_file_split, ChainHead, NoteMismatch, OpenError, SqliteStore,
+    verify_file, verify_file_cut, ChainHead, Cut, NoteMismatch, OpenError, SqliteStore,
 };
 use mosaic_domain::evidence::{
     DecisionEvidence, Evidence, LaunchEvidence, MessageClass, MessageEvidence, RefusalCount,
@@ -29,8 +29,8 @@ fn beside(path: &Path, suffix: &str) -> PathBuf {
 
 /// The head `verify_file` finds, checking that it created nothing beside
 /// the file and changed nothing in it, and that the ledger pass cut into
-/// 2, 3 or 7 parts (as boot cuts a large ledger, here from its first row)
-/// finds the very same.
+/// ranges of 1, 2 or 7 rows, walked by 1, 2 or 3 threads and the checks'
+/// thread (as boot cuts a large ledger), finds the very same.
 #[track_caller]
 fn verified(path: &Path) -> Result<ChainHead, (Refusal, Option<u64>)> {
     let before = std::fs::read(path).unwrap();
@@ -38,11 +38,11 @@ fn verified(path: &Path) -> Result<ChainHead, (Refusal, Option<u64>)> {
     let found = verify_file(path)
         .map(|v| v.head().clone())
         .map_err(|b| (b.error.refusal(), b.seq));
-    for parts in [2, 3, 7] {
-        let cut = verify_file_split(path, parts, 1)
+    for (workers, rows) in [(1, 1), (2, 2), (3, 7)] {
+        let cut = verify_file_cut(path, Cut::new(workers, rows))
             .map(|v| v.head().clone())
             .map_err(|b| (b.error.refusal(), b.seq));
-        assert_eq!(cut, found, "in {parts} parts");
+        assert_eq!(cut, found, "in ranges of {rows} rows, {workers} threads");
     }
     assert_eq!(
         std::fs::read(path).unwrap(),

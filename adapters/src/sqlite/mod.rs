@@ -26,6 +26,7 @@
 
 mod backup;
 mod chain;
+mod pass;
 mod rows;
 
 use std::cell::RefCell;
@@ -35,19 +36,20 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use mosaic_domain::evidence::{DecisionRecord, EvidenceKind, Recipient, Stamped, Subject};
+use mosaic_domain::evidence::{DecisionRecord, Recipient, Stamped, Subject};
 use mosaic_domain::messages::MessageFacts;
 use mosaic_domain::{
     BusinessId, DecisionId, MessageId, Refusal, RoleInstance, RunId, TaskRef, Timestamp,
 };
 use mosaic_ports::{EvidenceStore, StoreError, StoreHead, StoreReaders, TaskView};
 use rusqlite::config::DbConfig;
-use rusqlite::types::ValueRef;
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior};
 
 pub use backup::backup;
-use chain::{Hash, Link};
-use rows::{ReadError, Table, Undecodable};
+use chain::Hash;
+pub use pass::Cut;
+use pass::{Pass, Walked};
+use rows::{ReadError, Undecodable};
 
 /// Why a store could not be opened or created. Each maps to one static code.
 #[derive(Debug, thiserror::Error)]
@@ -260,10 +262,10 @@ impl SqliteStore {
         Ok(Self {
             conn,
             path: path.to_owned(),
-            next_seq: verified.head + 1,
+            next_seq: verified.walked.head + 1,
             staged_seq: None,
             marks: RefCell::default(),
-            replayable: RefCell::new(Some(verified.replayable)),
+            replayable: RefCell::new(Some(verified.walked.replayable)),
             cost: verified.cost,
         })
     }
@@ -395,13 +397,8 @@ fn connect(path: &Path) -> Result<Connection, OpenError> {
 type Replayable = Vec<(i64, String, String)>;
 
 /// What the open-time checks found, and what they cost.
-#[derive(Debug)]
 struct Verified {
-    /// The newest ledger row's sequence number (0: an empty ledger).
-    head: i64,
-    /// The rows a restart replays, `(seq, at, kind)`, oldest first, until
-    /// the first [`EvidenceStore::replay`] takes them.
-    replayable: Replayable,
+    walked: Walked,
     cost: OpenCost,
 }
 
@@ -419,49 +416,75 @@ pub struct OpenCost {
     pub rows: u64,
 }
 
-/// The open-time checks. The ledger pass runs on a second, read-only
-/// connection beside the integrity checks (each is one CPU's work, and
-/// boot waits for both), and the failures are reported in the order that
-/// gives the most precise code: integrity, schema, then the ledger. A
-/// record that breaks the ledger is logged by its `seq`.
+/// The open-time checks, at boot: [`check_store`] with the pass on
+/// `query_only` connections, cut for this machine. A record that breaks the
+/// ledger is logged by its `seq`.
 fn verify(conn: &Connection, path: &Path) -> Result<Verified, OpenError> {
-    let started = Instant::now();
-    let verified = std::thread::scope(|scope| {
-        let ledger = scope.spawn(|| {
-            let started = Instant::now();
-            let reader = || {
-                let reader = connect(path)?;
-                reader
-                    .pragma_update(None, "query_only", true)
-                    .map_err(open_failure)?;
-                Ok::<_, OpenError>(reader)
-            };
-            let found = check_ledger(reader, ledger_parts(), SPLIT_FROM)?;
-            Ok::<_, Broken>((found, started.elapsed()))
-        });
-        let checked = check_integrity_and_schema(conn, Journal::Pragma);
-        // Both have finished before either answer is read.
-        let walked = ledger
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        let (integrity, schema) = checked?;
-        let (walked, pass) = walked?;
-        Ok::<_, Broken>(Verified {
-            head: walked.head,
-            cost: OpenCost {
-                open: started.elapsed(),
-                integrity,
-                ledger: schema + pass,
-                rows: u64::try_from(walked.head).unwrap_or(0),
-            },
-            replayable: walked.replayable,
-        })
-    });
+    let reader = || {
+        let reader = connect(path)?;
+        reader
+            .pragma_update(None, "query_only", true)
+            .map_err(open_failure)?;
+        Ok(reader)
+    };
+    let verified = check_store(conn, Journal::Pragma, &reader, Cut::here());
     verified.map_err(|broken| {
         if let Some(seq) = broken.seq {
             tracing::error!(seq, "the ledger record does not check: refusing the store");
         }
         broken.error
+    })
+}
+
+/// The integrity and schema checks on `conn`, and the ledger pass
+/// ([`pass`]) beside them on connections from `connect`: the pass's own
+/// threads start at once, and this thread joins them once its checks pass
+/// (each check is one CPU's work, and the open waits for all of them). The
+/// failures are reported in the order that gives the most precise code:
+/// integrity, schema, then the ledger (a file with no `meta` or no ledger
+/// cannot even be cut, and is refused for its schema).
+fn check_store(
+    conn: &Connection,
+    journal: Journal,
+    connect: &(dyn Fn() -> Result<Connection, OpenError> + Sync),
+    cut: Cut,
+) -> Result<Verified, Broken> {
+    let started = Instant::now();
+    let pass = connect()
+        .map_err(Broken::from)
+        .and_then(|reader| Pass::plan(&reader, cut));
+    let planned = pass.as_ref().ok();
+    let checked = std::thread::scope(|scope| {
+        let workers: Vec<_> = match planned {
+            Some(pass) => (0..cut.workers().min(pass.ranges()))
+                .map(|_| scope.spawn(|| pass.work(connect)))
+                .collect(),
+            None => Vec::new(),
+        };
+        let checked = check_integrity_and_schema(conn, journal);
+        match (&checked, planned) {
+            (Ok(_), Some(pass)) => pass.work(connect),
+            (Err(_), Some(pass)) => pass.stop(),
+            (_, None) => {}
+        }
+        for worker in workers {
+            worker
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        }
+        checked
+    });
+    let (integrity, schema) = checked?;
+    let (walked, ended) = pass?.finish()?;
+    let pass_took = ended.map_or(Duration::ZERO, |ended| ended - started);
+    Ok(Verified {
+        cost: OpenCost {
+            open: started.elapsed(),
+            integrity,
+            ledger: schema + pass_took,
+            rows: walked.chain.size,
+        },
+        walked,
     })
 }
 
@@ -688,20 +711,16 @@ impl Verification {
 /// SHM); `IntegrityFailed` (with the first record that does not check) or
 /// `SchemaMismatch` when a check fails.
 pub fn verify_file(path: &Path) -> Result<Verification, Broken> {
-    verify_file_split(path, ledger_parts(), SPLIT_FROM)
+    verify_file_cut(path, Cut::here())
 }
 
-/// [`verify_file`] with the ledger pass cut into `parts` ranges once the
-/// ledger holds `split_from` rows: the verdict, and the record it names,
-/// must not depend on the cuts, and the tests check that they do not.
+/// [`verify_file`] with the ledger pass cut as `cut` says: the verdict, and
+/// the record it names, must not depend on the cut, and the tests check
+/// that they do not.
 ///
 /// # Errors
 /// As [`verify_file`].
-pub fn verify_file_split(
-    path: &Path,
-    parts: usize,
-    split_from: i64,
-) -> Result<Verification, Broken> {
+pub fn verify_file_cut(path: &Path, cut: Cut) -> Result<Verification, Broken> {
     match std::fs::symlink_metadata(path) {
         Ok(m) if m.file_type().is_file() => {}
         Ok(_) => return Err(OpenError::WrongState.into()),
@@ -711,11 +730,10 @@ pub fn verify_file_split(
         Err(e) => return Err(OpenError::Unavailable(Box::new(e)).into()),
     }
     let (conn, wal) = read_only(path)?;
-    check_integrity_and_schema(&conn, Journal::Header(wal))?;
-    let walked = check_ledger(|| Ok(read_only(path)?.0), parts, split_from)?;
+    let verified = check_store(&conn, Journal::Header(wal), &|| Ok(read_only(path)?.0), cut)?;
     Ok(Verification {
         conn,
-        head: walked.chain,
+        head: verified.walked.chain,
     })
 }
 
@@ -774,278 +792,6 @@ fn file_uri(path: &Path) -> String {
         }
     }
     uri
-}
-
-/// What the ledger pass found.
-struct Walked {
-    head: i64,
-    chain: ChainHead,
-    replayable: Replayable,
-}
-
-/// How many parts the ledger pass is cut into, each on its own thread and
-/// connection (beside the integrity checks at boot): one per CPU, at least
-/// two and at most eight. The pass reads and hashes every record, about
-/// twice the CPU time of `quick_check`, so one part alone would keep boot
-/// waiting on it.
-fn ledger_parts() -> usize {
-    std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8))
-}
-
-/// Below this many rows the pass runs as one part: a thread and a
-/// connection cost more than they save.
-const SPLIT_FROM: i64 = 100_000;
-
-/// The ledger rules, over the ledger and every typed table in `seq` order,
-/// each a walk along its own B-tree with nothing looked up:
-/// - `seq` runs 1, 2, 3… with no gap;
-/// - every timestamp is canonical and later than the one before;
-/// - every row's kind is one the schema has, and its typed table holds a
-///   row at its `seq`;
-/// - no typed row stands at the `seq` of another kind, or past the ledger;
-/// - every row's `hash` is the chain's link over the row before, this
-///   ledger row and its typed row, as SQLite returns their columns
-///   ([`chain`]).
-///
-/// The schema refuses the first four at insert; this pass finds a file
-/// changed behind its triggers, and names the first record that does not
-/// check. It returns the ledger's head, the chain there, and the rows a
-/// restart replays, so the replay need not walk the ledger again.
-///
-/// A ledger of `split_from` rows or more is cut into `parts` ranges of
-/// `seq`, each walked on its own connection from `connect` and its own
-/// thread.
-///
-/// Each part starts after the row before its range, taking that row's
-/// stored hash and time as its previous ones; the part before checks that
-/// very row. So every link is checked against the stored hash before it,
-/// and the whole chain holds when every part holds. Ledger rows are never
-/// changed, only appended, so parts on connections that began a moment
-/// apart see the same rows in their ranges; the last range is open-ended.
-/// The first part that fails names the record.
-fn check_ledger(
-    connect: impl Fn() -> Result<Connection, OpenError> + Sync,
-    parts: usize,
-    split_from: i64,
-) -> Result<Walked, Broken> {
-    let conn = connect()?;
-    let snapshot = conn.unchecked_transaction().map_err(open_failure)?;
-    let store_id = store_id(&conn)?;
-    let size: i64 = conn
-        .query_row("SELECT coalesce(max(seq), 0) FROM ledger", [], |r| r.get(0))
-        .map_err(open_failure)?;
-    // Where each later part begins: after these rows, if each exists.
-    let cuts: Option<Vec<After>> = (1..parts)
-        .map(|k| size / parts as i64 * k as i64)
-        .filter(|_| size >= split_from)
-        .map(|seq| After::row(&conn, seq))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(open_failure)?
-        .into_iter()
-        .collect();
-    let Some(cuts) = cuts.filter(|c| !c.is_empty()) else {
-        let part = walk_ledger(&conn, After::genesis(&store_id), None)?;
-        snapshot.commit().map_err(open_failure)?;
-        return Ok(part.walked(store_id));
-    };
-    let ends: Vec<Option<i64>> = cuts.iter().map(|c| Some(c.head)).chain([None]).collect();
-    let starts: Vec<After> = std::iter::once(After::genesis(&store_id))
-        .chain(cuts)
-        .collect();
-    let walked: Vec<Result<Part, Broken>> = std::thread::scope(|scope| {
-        let mut rest = starts.into_iter().zip(ends).collect::<Vec<_>>().into_iter();
-        let (first, first_end) = rest.next().expect("one part at least");
-        let later: Vec<_> = rest
-            .map(|(start, end)| {
-                let connect = &connect;
-                scope.spawn(move || {
-                    let conn = connect()?;
-                    let snapshot = conn.unchecked_transaction().map_err(open_failure)?;
-                    let part = walk_ledger(&conn, start, end)?;
-                    snapshot.commit().map_err(open_failure)?;
-                    Ok(part)
-                })
-            })
-            .collect();
-        let part = walk_ledger(&conn, first, first_end);
-        std::iter::once(part)
-            .chain(later.into_iter().map(|h| {
-                h.join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            }))
-            .collect()
-    });
-    snapshot.commit().map_err(open_failure)?;
-    let mut whole: Option<Part> = None;
-    for part in walked {
-        let part = part?;
-        whole = Some(match whole {
-            None => part,
-            Some(mut before) => {
-                before.replayable.extend(part.replayable);
-                Part {
-                    head: part.head,
-                    prev: part.prev,
-                    replayable: before.replayable,
-                }
-            }
-        });
-    }
-    Ok(whole.expect("one part at least").walked(store_id))
-}
-
-/// The store's id, from `meta`: the chain's genesis.
-fn store_id(conn: &Connection) -> Result<String, Broken> {
-    Ok(conn
-        .query_row(
-            "SELECT value FROM meta WHERE key = ?1",
-            [mosaic_schema::STORE_ID_KEY],
-            |r| r.get(0),
-        )
-        .optional()
-        .map_err(open_failure)?
-        .ok_or(OpenError::IntegrityFailed)?)
-}
-
-/// Where a walk begins: after the row `head` (0: before the first), whose
-/// stored hash and time are `prev` and `at`.
-struct After {
-    head: i64,
-    prev: Hash,
-    at: String,
-}
-
-impl After {
-    fn genesis(store_id: &str) -> After {
-        After {
-            head: 0,
-            prev: chain::genesis(store_id),
-            at: String::new(),
-        }
-    }
-
-    /// After the ledger row `seq`, as stored; `None` when it is missing or
-    /// its hash is not a hash (a walk from the start finds why).
-    fn row(conn: &Connection, seq: i64) -> rusqlite::Result<Option<After>> {
-        let row = conn
-            .query_row("SELECT at, hash FROM ledger WHERE seq = ?1", [seq], |r| {
-                Ok((r.get::<_, String>(0), r.get::<_, Vec<u8>>(1)))
-            })
-            .optional()?;
-        Ok(match row {
-            Some((Ok(at), Ok(hash))) => hash.try_into().ok().map(|prev| After {
-                head: seq,
-                prev,
-                at,
-            }),
-            _ => None,
-        })
-    }
-}
-
-/// What one walk found: its last row, that row's hash, and the rows a
-/// restart replays.
-struct Part {
-    head: i64,
-    prev: Hash,
-    replayable: Replayable,
-}
-
-impl Part {
-    fn walked(self, store_id: String) -> Walked {
-        Walked {
-            head: self.head,
-            chain: ChainHead {
-                store_id,
-                size: u64::try_from(self.head).unwrap_or(0),
-                hash: self.prev,
-            },
-            replayable: self.replayable,
-        }
-    }
-}
-
-/// The ledger rules of [`check_ledger`] over the rows after `from.head`, up
-/// to `end` (inclusive; the ledger's end when `None`), inside the caller's
-/// read transaction.
-fn walk_ledger(conn: &Connection, from: After, end: Option<i64>) -> Result<Part, Broken> {
-    let (lo, hi) = (from.head, end.unwrap_or(i64::MAX));
-    let range = "WHERE seq > ?1 AND seq <= ?2 ORDER BY seq";
-    let mut walks = Table::ALL
-        .iter()
-        .map(|t| conn.prepare(&format!("SELECT * FROM {} {range}", t.name())))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(open_failure)?;
-    let mut typed = walks
-        .iter_mut()
-        .map(|st| st.query([lo, hi]))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(open_failure)?;
-    let mut ledger = conn
-        .prepare(&format!(
-            "SELECT {}, hash FROM ledger {range}",
-            chain::LEDGER_COLUMNS.join(", ")
-        ))
-        .map_err(open_failure)?;
-    let hash_column = chain::LEDGER_COLUMNS.len();
-    let mut rows = ledger.query([lo, hi]).map_err(open_failure)?;
-    let (mut head, mut last_at, mut prev) = (from.head, from.at, from.prev);
-    let mut link = Link::after(&prev);
-    let mut replayable = Vec::new();
-    while let Some(row) = rows.next().map_err(open_failure)? {
-        let broken = |_| Broken::at(head + 1);
-        let seq: i64 = row.get(0).map_err(broken)?;
-        let at = row
-            .get_ref(1)
-            .and_then(|v| Ok(v.as_str()?))
-            .map_err(broken)?;
-        let kind = row
-            .get_ref(2)
-            .and_then(|v| Ok(v.as_str()?))
-            .map_err(broken)?;
-        let kind = EvidenceKind::parse(kind).ok_or(Broken::at(seq))?;
-        let table = Table::of(kind);
-        if seq != head + 1 || Timestamp::parse(at).is_err() || at <= last_at.as_str() {
-            return Err(Broken::at(seq));
-        }
-        link.restart(&prev);
-        link.stored("ledger", row, hash_column).map_err(broken)?;
-        let typed_row = typed[table as usize]
-            .next()
-            .map_err(open_failure)?
-            .ok_or(Broken::at(seq))?;
-        if typed_row.get::<_, i64>(0).map_err(broken)? != seq {
-            return Err(Broken::at(seq));
-        }
-        let columns = typed_row.as_ref().column_count();
-        link.stored(table.name(), typed_row, columns)
-            .map_err(broken)?;
-        let hash = link.finish();
-        if row.get_ref(hash_column).map_err(broken)? != ValueRef::Blob(&hash) {
-            return Err(Broken::at(seq));
-        }
-        prev = hash;
-        if kind.is_machine_state() {
-            replayable.push((seq, at.to_owned(), kind.as_str().to_owned()));
-        }
-        at.clone_into(&mut last_at);
-        head = seq;
-    }
-    // A range that ends before its end misses the row after its head.
-    if end.is_some_and(|end| head != end) {
-        return Err(Broken::at(head + 1));
-    }
-    // A typed row left over stands past the ledger or at another kind's place.
-    for rows in &mut typed {
-        if let Some(row) = rows.next().map_err(open_failure)? {
-            return Err(Broken::at(row.get(0).unwrap_or(head + 1)));
-        }
-    }
-    Ok(Part {
-        head,
-        prev,
-        replayable,
-    })
 }
 
 /// Maps a failed write onto the port's error kinds. The schema's triggers
