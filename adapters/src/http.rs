@@ -22,7 +22,8 @@
 //! once (512, far below the broker's descriptor budget), of which at most
 //! [`MAX_HTTP_UNAUTHENTICATED`] (128) have not yet presented the UI token,
 //! and at most [`MAX_EVENT_STREAMS`] (128) event streams. A connection
-//! beyond a cap is answered 503 `broker-unavailable` and closed unread.
+//! beyond a cap is answered 503 `broker-unavailable` and closed unread. The
+//! kernel queues up to `ACCEPT_BACKLOG` (1024) connections for the loop.
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
@@ -90,6 +91,15 @@ pub const MAX_EVENT_STREAMS: usize = 128;
 /// How long the accept loop pauses after a failed `accept` (for example
 /// `EMFILE`), so a persistent error does not spin.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+
+/// How many connections the kernel queues for `accept`. Over TCP a full
+/// queue drops the SYN, and the client sends it again a second later (then
+/// three, then seven): a burst that outruns the accept loop by 128, std's
+/// queue, made every 130th connection of a flood wait a second. Twice the
+/// connection cap queues a burst of every connection the port may hold
+/// and as many more turned away; past the cap each is answered 503 at once,
+/// so the queue drains in milliseconds.
+const ACCEPT_BACKLOG: i32 = 2 * MAX_HTTP_CONNECTIONS as i32;
 
 /// The pane client, served at `/pane`.
 const PANE_HTML: &str = include_str!("../../web/pane.html");
@@ -256,14 +266,17 @@ pub fn bind(listen: &str) -> Result<std::net::TcpListener, Refusal> {
     if !address.ip().is_loopback() {
         return Err(Refusal::BadConfig);
     }
-    let listener = std::net::TcpListener::bind(address).map_err(logged(
-        Refusal::BrokerUnavailable,
-        "binding browser control",
-    ))?;
-    listener.set_nonblocking(true).map_err(logged(
-        Refusal::BrokerUnavailable,
-        "binding browser control",
-    ))?;
+    let listener = std::net::TcpListener::bind(address)
+        .and_then(|listener| {
+            // Listening again only sets the queue's length.
+            socket2::SockRef::from(&listener).listen(ACCEPT_BACKLOG)?;
+            listener.set_nonblocking(true)?;
+            Ok(listener)
+        })
+        .map_err(logged(
+            Refusal::BrokerUnavailable,
+            "binding browser control",
+        ))?;
     Ok(listener)
 }
 

@@ -207,6 +207,38 @@ fn broker_with_agent(root: &Path, scratch: &Path) -> (Broker, PathBuf) {
     (broker, file)
 }
 
+/// A broker with an agent ([`broker_with_agent`]), the human and the agent
+/// answered in time while it is quiet (so a slow machine fails here, not
+/// under a flood), and its footprint then.
+struct Quiet {
+    broker: Broker,
+    cap: PathBuf,
+    human_expected: Value,
+    baseline: Footprint,
+    /// Dropped after the broker (last here, first in each pattern), which
+    /// holds files in them.
+    root: tempfile::TempDir,
+    _scratch: tempfile::TempDir,
+}
+
+fn quiet_broker() -> Quiet {
+    let root = data_root();
+    let scratch = tempfile::tempdir().expect("scratch");
+    let (broker, cap) = broker_with_agent(root.path(), scratch.path());
+    let human_expected = expected_human_inbox();
+    both_answered_in_time(&broker.socket, &cap, &human_expected, "quiet");
+    broker.wait_quiet();
+    let baseline = Footprint::of(&broker);
+    Quiet {
+        broker,
+        cap,
+        human_expected,
+        baseline,
+        root,
+        _scratch: scratch,
+    }
+}
+
 /// A flood on its own thread, stopped and joined when dropped.
 struct Flood {
     stop: Arc<AtomicBool>,
@@ -349,15 +381,14 @@ fn both_answered_in_time(socket: &Path, cap: &Path, human_expected: &Value, when
 
 #[test]
 fn the_human_and_an_agent_are_answered_within_a_second_under_4200_junk_socket_connections() {
-    let root = data_root();
-    let scratch = tempfile::tempdir().expect("scratch");
-    let (broker, cap) = broker_with_agent(root.path(), scratch.path());
-    let human_expected = expected_human_inbox();
-    // Quiet first: the same calls, so a slow machine fails here, not
-    // under the flood.
-    both_answered_in_time(&broker.socket, &cap, &human_expected, "quiet");
-    broker.wait_quiet();
-    let baseline = Footprint::of(&broker);
+    let Quiet {
+        root: _root,
+        _scratch,
+        broker,
+        cap,
+        human_expected,
+        baseline,
+    } = quiet_broker();
 
     let flood = Flood::start(junk_socket_flood(broker.socket.clone()));
     both_answered_in_time(&broker.socket, &cap, &human_expected, "junk socket flood");
@@ -475,13 +506,14 @@ fn partial_http_flood(address: String) -> impl FnOnce(&AtomicBool, mpsc::Sender<
 
 #[test]
 fn the_human_and_an_agent_are_answered_within_a_second_under_5000_partial_http_requests() {
-    let root = data_root();
-    let scratch = tempfile::tempdir().expect("scratch");
-    let (broker, cap) = broker_with_agent(root.path(), scratch.path());
-    let human_expected = expected_human_inbox();
-    both_answered_in_time(&broker.socket, &cap, &human_expected, "quiet");
-    broker.wait_quiet();
-    let baseline = Footprint::of(&broker);
+    let Quiet {
+        root: _root,
+        _scratch,
+        broker,
+        cap,
+        human_expected,
+        baseline,
+    } = quiet_broker();
     let quiet_files = baseline.files;
 
     let ui = Ui::of(&broker);
@@ -600,13 +632,14 @@ fn bytes_read(pid: u32) -> u64 {
 /// quiet no proof is still reading.
 #[test]
 fn forged_human_lines_under_a_deep_chain_of_large_environments_cost_little_and_leave_no_work() {
-    let root = data_root();
-    let scratch = tempfile::tempdir().expect("scratch");
-    let (broker, cap) = broker_with_agent(root.path(), scratch.path());
-    let human_expected = expected_human_inbox();
-    both_answered_in_time(&broker.socket, &cap, &human_expected, "quiet");
-    broker.wait_quiet();
-    let baseline = Footprint::of(&broker);
+    let Quiet {
+        root: _root,
+        _scratch,
+        broker,
+        cap,
+        human_expected,
+        baseline,
+    } = quiet_broker();
     let before = bytes_read(broker.pid());
 
     // `$1` levels of shells, each the parent of the next (`exit $?` keeps
@@ -781,13 +814,14 @@ fn store_bytes(root: &Path) -> u64 {
 /// rows), and the broker is back at its baseline afterwards.
 #[test]
 fn a_flood_of_100000_refusals_of_nobody_is_counted_in_windows_and_grows_the_store_little() {
-    let root = data_root();
-    let scratch = tempfile::tempdir().expect("scratch");
-    let (broker, cap) = broker_with_agent(root.path(), scratch.path());
-    let human_expected = expected_human_inbox();
-    both_answered_in_time(&broker.socket, &cap, &human_expected, "quiet");
-    broker.wait_quiet();
-    let baseline = Footprint::of(&broker);
+    let Quiet {
+        root,
+        _scratch,
+        broker,
+        cap,
+        human_expected,
+        baseline,
+    } = quiet_broker();
     let before = store_bytes(root.path());
 
     let started = Instant::now();

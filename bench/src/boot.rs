@@ -21,7 +21,7 @@ use std::time::Instant;
 
 use mosaic_adapters::sqlite::SqliteStore;
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::live::{self, Grants};
 use crate::output::{round3, Failure, Fields};
@@ -149,11 +149,8 @@ fn checks_alone(db: &Path) -> Result<f64, Failure> {
 fn boot_once(config: &Value, program: &Path, arg: &str) -> Result<Boot, Failure> {
     let mut host = Host::spawn_logged(program, arg)?;
     let started = Instant::now();
-    let reply = host.host(&json!({"op": "boot", "config": config}))?;
+    host.boot(config)?;
     let total_s = started.elapsed().as_secs_f64();
-    if reply["ok"] != true {
-        return Err(Failure::new("the broker child refused the boot"));
-    }
     let logs = host.close_logged()?;
     let phase = |message: &str, field: &str| {
         logs.iter()

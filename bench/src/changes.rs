@@ -522,15 +522,7 @@ pub fn changes_idle(ctx: &mut Ctx) -> Result<Fields, Failure> {
     // The broker keeps the limit it was started with; only the clients'
     // side (this process) is raised.
     let nofile = procs::raise_nofile();
-    let reply = host.host(&json!({"op": "boot", "config": config}))?;
-    if reply["ok"] != true {
-        return Err(Failure::new("the broker child refused the boot"));
-    }
-    let socket = PathBuf::from(
-        reply["path"]
-            .as_str()
-            .ok_or(Failure::new("the boot reply has no socket path"))?,
-    );
+    let (reply, socket) = host.boot(&config)?;
     let caps: Vec<String> = (0..agents)
         .map(|i| {
             reply["launches"][i]["cap"]

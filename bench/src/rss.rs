@@ -194,6 +194,20 @@ impl Host {
             .map_err(|_| Failure::new("the broker child's reply is not JSON"))
     }
 
+    /// Boots the broker on `config`: the reply, which must be `ok`, and the
+    /// socket it serves.
+    pub(crate) fn boot(&mut self, config: &Value) -> Result<(Value, PathBuf), Failure> {
+        let reply = self.host(&json!({"op": "boot", "config": config}))?;
+        if reply["ok"] != true {
+            return Err(Failure::new("the broker child refused the boot"));
+        }
+        let socket = reply["path"]
+            .as_str()
+            .map(PathBuf::from)
+            .ok_or(Failure::new("the boot reply has no socket path"))?;
+        Ok((reply, socket))
+    }
+
     /// `{"op":"close"}`, then the exit, which must be 0.
     pub(crate) fn close(mut self) -> Result<(), Failure> {
         let stdin = self
@@ -251,13 +265,7 @@ pub fn broker_rss(ctx: &mut Ctx) -> Result<Fields, Failure> {
     let config = live::boot_config(&root, &roles, true);
     let mut host = Host::spawn(&program, arg)?;
     let pid = host.pid()?;
-    let reply = host.host(&json!({"op": "boot", "config": config}))?;
-    if reply["ok"] != true {
-        return Err(Failure::new("the broker child refused the boot"));
-    }
-    let socket = reply["path"]
-        .as_str()
-        .ok_or(Failure::new("the boot reply has no socket path"))?;
+    let (reply, socket) = host.boot(&config)?;
     let cap = reply["launches"][0]["cap"]
         .as_str()
         .ok_or(Failure::new("the boot reply has no capability"))?;
@@ -270,7 +278,7 @@ pub fn broker_rss(ctx: &mut Ctx) -> Result<Fields, Failure> {
             .ok_or(Failure::new("the boot reply has no UI token"))?
             .to_owned(),
     )?;
-    let agent = Client::new(socket, cap);
+    let agent = Client::new(&socket, cap);
     agent
         .call(Verb::RoleClaim.as_str(), json!({}))
         .map_err(|r| Failure::refused("role.claim refused", r))?;
@@ -279,7 +287,7 @@ pub fn broker_rss(ctx: &mut Ctx) -> Result<Fields, Failure> {
             let cap = reply["launches"][i]["cap"]
                 .as_str()
                 .ok_or(Failure::new("the boot reply has no capability"))?;
-            let client = Session::new(Client::new(socket, cap));
+            let client = Session::new(Client::new(&socket, cap));
             client
                 .call(Verb::RoleClaim.as_str(), json!({}))
                 .map_err(|r| Failure::refused("role.claim refused", r))?;

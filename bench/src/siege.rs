@@ -490,15 +490,7 @@ pub fn human_under_siege(ctx: &mut Ctx) -> Result<Fields, Failure> {
     // side (this process) is raised, past its hard limit where it may.
     raise_hard_nofile(sizes.siege_partial as u64 + sizes.siege_junk as u64 + 1024);
     let nofile = procs::raise_nofile();
-    let reply = host.host(&json!({"op": "boot", "config": config}))?;
-    if reply["ok"] != true {
-        return Err(Failure::new("the broker child refused the boot"));
-    }
-    let socket = PathBuf::from(
-        reply["path"]
-            .as_str()
-            .ok_or(Failure::new("the boot reply has no socket path"))?,
-    );
+    let (reply, socket) = host.boot(&config)?;
     let address = reply["browser"]["url"]
         .as_str()
         .and_then(|url| url.strip_prefix("http://"))

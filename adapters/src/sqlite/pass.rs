@@ -76,7 +76,7 @@ impl Cut {
     }
 }
 
-/// Rows per range: about 25 ms of one CPU's work, so the last range to
+/// Rows per range: about 50 ms of one CPU's work, so the last range to
 /// finish holds up little, while its setup (a lookup per typed table) costs
 /// nothing that shows. A smaller ledger is one range.
 const RANGE_ROWS: i64 = 1 << 16;
