@@ -83,8 +83,12 @@ const RANGE_ROWS: i64 = 1 << 16;
 
 /// What the whole pass found.
 pub(super) struct Walked {
+    /// The newest ledger row's sequence number (0: an empty ledger).
     pub(super) head: i64,
+    /// The chain's head there.
     pub(super) chain: ChainHead,
+    /// The rows a restart replays, `(seq, at, kind)`, oldest first, until
+    /// the first `EvidenceStore::replay` takes them.
     pub(super) replayable: Replayable,
 }
 
