@@ -215,10 +215,23 @@ struct Quiet {
     cap: PathBuf,
     human_expected: Value,
     baseline: Footprint,
-    /// Dropped after the broker (last here, first in each pattern), which
-    /// holds files in them.
+    /// Dropped after the broker, which holds files in them.
     root: tempfile::TempDir,
     _scratch: tempfile::TempDir,
+}
+
+impl Quiet {
+    /// [`both_answered_in_time`] by this broker.
+    #[track_caller]
+    fn both_answered(&self, when: &str) {
+        both_answered_in_time(&self.broker.socket, &self.cap, &self.human_expected, when);
+    }
+
+    /// [`back_to_baseline`] of this broker's quiet footprint.
+    #[track_caller]
+    fn back_to_baseline(&self, stopped: Instant, what: &str) {
+        back_to_baseline(&self.broker, &self.baseline, stopped, what);
+    }
 }
 
 fn quiet_broker() -> Quiet {
@@ -381,21 +394,14 @@ fn both_answered_in_time(socket: &Path, cap: &Path, human_expected: &Value, when
 
 #[test]
 fn the_human_and_an_agent_are_answered_within_a_second_under_4200_junk_socket_connections() {
-    let Quiet {
-        root: _root,
-        _scratch,
-        broker,
-        cap,
-        human_expected,
-        baseline,
-    } = quiet_broker();
+    let q = quiet_broker();
 
-    let flood = Flood::start(junk_socket_flood(broker.socket.clone()));
-    both_answered_in_time(&broker.socket, &cap, &human_expected, "junk socket flood");
+    let flood = Flood::start(junk_socket_flood(q.broker.socket.clone()));
+    q.both_answered("junk socket flood");
     let opened = flood.stop();
     assert!(opened >= JUNK_CONNECTIONS, "{opened} junk connections");
-    back_to_baseline(&broker, &baseline, Instant::now(), "junk socket flood");
-    broker.close();
+    q.back_to_baseline(Instant::now(), "junk socket flood");
+    q.broker.close();
 }
 
 /// A junk connection that sent `x` is answered `bad-request` and closed at
@@ -506,21 +512,14 @@ fn partial_http_flood(address: String) -> impl FnOnce(&AtomicBool, mpsc::Sender<
 
 #[test]
 fn the_human_and_an_agent_are_answered_within_a_second_under_5000_partial_http_requests() {
-    let Quiet {
-        root: _root,
-        _scratch,
-        broker,
-        cap,
-        human_expected,
-        baseline,
-    } = quiet_broker();
-    let quiet_files = baseline.files;
+    let q = quiet_broker();
+    let quiet_files = q.baseline.files;
 
-    let ui = Ui::of(&broker);
+    let ui = Ui::of(&q.broker);
     let flood = Flood::start(partial_http_flood(ui.address.clone()));
-    both_answered_in_time(&broker.socket, &cap, &human_expected, "partial HTTP flood");
+    q.both_answered("partial HTTP flood");
     // The port holds what its cap allows, not what the flood opened.
-    let files = broker.fd_count();
+    let files = q.broker.fd_count();
     let opened = flood.stop();
     eprintln!(
         "partial HTTP flood: {opened} opened, the broker held {files} files (quiet: {quiet_files})"
@@ -530,8 +529,8 @@ fn the_human_and_an_agent_are_answered_within_a_second_under_5000_partial_http_r
         files <= quiet_files + HTTP_CONNECTIONS + 16,
         "the broker held {files} files under the flood, {quiet_files} before"
     );
-    back_to_baseline(&broker, &baseline, Instant::now(), "partial HTTP flood");
-    broker.close();
+    q.back_to_baseline(Instant::now(), "partial HTTP flood");
+    q.broker.close();
 }
 
 /// A connection that sends only the start of a header is closed once the
@@ -632,15 +631,8 @@ fn bytes_read(pid: u32) -> u64 {
 /// quiet no proof is still reading.
 #[test]
 fn forged_human_lines_under_a_deep_chain_of_large_environments_cost_little_and_leave_no_work() {
-    let Quiet {
-        root: _root,
-        _scratch,
-        broker,
-        cap,
-        human_expected,
-        baseline,
-    } = quiet_broker();
-    let before = bytes_read(broker.pid());
+    let q = quiet_broker();
+    let before = bytes_read(q.broker.pid());
 
     // `$1` levels of shells, each the parent of the next (`exit $?` keeps
     // it from exec-ing its last command); the deepest sends the lines with
@@ -663,7 +655,7 @@ fn forged_human_lines_under_a_deep_chain_of_large_environments_cost_little_and_l
         .arg(script)
         .arg(CHAIN_DEPTH.to_string())
         .arg(BIN)
-        .arg(&broker.socket)
+        .arg(&q.broker.socket)
         .arg(FORGED_LINES.to_string())
         .env_clear()
         .env(
@@ -684,7 +676,7 @@ fn forged_human_lines_under_a_deep_chain_of_large_environments_cost_little_and_l
         let _ = done.send(chain.wait_with_output());
     });
 
-    both_answered_in_time(&broker.socket, &cap, &human_expected, "forged human lines");
+    q.both_answered("forged human lines");
     let output = finished
         .recv_timeout(WAIT)
         .expect("the chain finished")
@@ -699,22 +691,22 @@ fn forged_human_lines_under_a_deep_chain_of_large_environments_cost_little_and_l
         vec![json!({"ok": false, "error": "human-proof-failed"}); FORGED_LINES]
     );
 
-    broker.wait_quiet();
-    let read = bytes_read(broker.pid()) - before;
+    q.broker.wait_quiet();
+    let read = bytes_read(q.broker.pid()) - before;
     eprintln!("forged human lines: the broker read {read} bytes for {FORGED_LINES} lines");
     // The peer's own small environment and one capped ancestor's, about
     // 0.3 MiB, per line; walking every ancestor would be 60 MB a line.
     let bound = u64::try_from(FORGED_LINES).expect("a count") * 1024 * 1024;
     assert!(read < bound, "the broker read {read} bytes");
     // Quiet: no proof is still reading; nothing more is read from here on.
-    broker.wait_quiet();
+    q.broker.wait_quiet();
     assert_eq!(
-        bytes_read(broker.pid()) - before,
+        bytes_read(q.broker.pid()) - before,
         read,
         "proof work went on"
     );
-    back_to_baseline(&broker, &baseline, stopped, "forged human lines");
-    broker.close();
+    q.back_to_baseline(stopped, "forged human lines");
+    q.broker.close();
 }
 
 /// A forged human line: no capability, a nonce no process of the broker's
@@ -814,31 +806,24 @@ fn store_bytes(root: &Path) -> u64 {
 /// rows), and the broker is back at its baseline afterwards.
 #[test]
 fn a_flood_of_100000_refusals_of_nobody_is_counted_in_windows_and_grows_the_store_little() {
-    let Quiet {
-        root,
-        _scratch,
-        broker,
-        cap,
-        human_expected,
-        baseline,
-    } = quiet_broker();
-    let before = store_bytes(root.path());
+    let q = quiet_broker();
+    let before = store_bytes(q.root.path());
 
     let started = Instant::now();
-    let flood = Flood::start(refusal_flood(broker.socket.clone()));
-    both_answered_in_time(&broker.socket, &cap, &human_expected, "refusal flood");
+    let flood = Flood::start(refusal_flood(q.broker.socket.clone()));
+    q.both_answered("refusal flood");
     let answered = flood.finish();
     let stopped = Instant::now();
     let flooded = stopped - started;
     eprintln!("refusal flood: {answered} lines answered in {flooded:?}");
     assert_eq!(answered, REFUSAL_LINES, "within {REFUSAL_LIMIT:?}");
-    back_to_baseline(&broker, &baseline, stopped, "refusal flood");
-    let log = broker.close();
+    q.back_to_baseline(stopped, "refusal flood");
+    let log = q.broker.close();
 
-    let grown = store_bytes(root.path()).saturating_sub(before);
+    let grown = store_bytes(q.root.path()).saturating_sub(before);
     eprintln!("refusal flood: the store grew by {grown} bytes");
     assert!(grown <= REFUSAL_GROWTH, "the store grew by {grown} bytes");
-    let db = open_db(root.path());
+    let db = open_db(q.root.path());
     let (counted, rows): (i64, i64) = db
         .query_row(
             "SELECT sum(count), count(*) FROM refusal_tally \
