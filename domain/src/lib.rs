@@ -8,6 +8,8 @@
 //! - [`verb`]: the verb table, one row per socket verb (name, callers, read
 //!   or write, meaning);
 //! - [`business`]: the normalized business definition and the action classes;
+//! - [`text`]: what a decision's words may hold, and the one neutraliser
+//!   that makes any untrusted text drawable;
 //! - [`journal`]: the undo journal that lets a machine stage a change and
 //!   drop it when the store does not commit;
 //! - the machines: [`claims`] (role claims and launches), [`decisions`]
@@ -31,6 +33,7 @@ pub mod browser;
 pub mod business;
 pub mod ids;
 pub mod refusal;
+pub mod text;
 pub mod time;
 pub mod verb;
 

@@ -7,3 +7,4 @@ mod changes;
 mod evidence;
 mod group_commit;
 mod messages;
+mod text;
