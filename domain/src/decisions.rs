@@ -16,6 +16,7 @@ use crate::evidence::{
     AgentRef, DecisionActor, DecisionEvidence, DecisionOption, DecisionRecord, OptionKey, Route,
 };
 use crate::journal::{Journaled, Mark};
+use crate::text::{self, Lines, MAX_NOTE, MAX_OPTION_TEXT, MAX_QUESTION, MAX_RECOMMENDATION};
 use crate::verb::Verb;
 use crate::{
     Action, ActionClass, Business, BusinessId, DecisionId, Refusal, RoleInstance, Target, TaskRef,
@@ -105,6 +106,49 @@ pub struct RaiseInput {
     pub approval_choice: Option<OptionKey>,
 }
 
+/// The decision text rule (DESIGN.md §4 "Decision text") over a raise's
+/// words: no control or format character in any of them (a newline only in
+/// the question), and the question, each option's text and the
+/// recommendation within their caps. The action, option keys, task ref and
+/// domain cannot hold such a character once parsed (their parsers allow
+/// ASCII only); they are checked all the same, so this one function states
+/// the whole rule.
+///
+/// # Errors
+/// `bad-request` for the first field that breaks it.
+pub fn check_raise_text(input: &RaiseInput) -> Result<(), Refusal> {
+    text::check(input.action.as_str(), Lines::One, None)?;
+    if let Some(target) = &input.target {
+        text::check(target.as_str(), Lines::One, None)?;
+    }
+    text::check(&input.question, Lines::Many, Some(MAX_QUESTION))?;
+    for option in &input.options {
+        text::check(option.key.as_str(), Lines::One, None)?;
+        text::check(&option.text, Lines::One, Some(MAX_OPTION_TEXT))?;
+    }
+    text::check(&input.recommendation, Lines::One, Some(MAX_RECOMMENDATION))?;
+    if let Some(task) = &input.task_ref {
+        text::check(&task.to_string(), Lines::One, None)?;
+    }
+    if let Some(requirement) = &input.requirement_ref {
+        text::check(requirement, Lines::One, None)?;
+    }
+    Ok(())
+}
+
+/// The decision text rule over the `note` of `decision.resolve`,
+/// `decision.seen` or `decision.withdraw`: lines like a question's (a
+/// newline allowed, no other control or format character), at most
+/// [`MAX_NOTE`] characters.
+///
+/// # Errors
+/// `bad-request` when the note breaks it.
+pub fn check_note(note: Option<&str>) -> Result<(), Refusal> {
+    note.map_or(Ok(()), |note| {
+        text::check(note, Lines::Many, Some(MAX_NOTE))
+    })
+}
+
 /// The decisions machine.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Decisions {
@@ -140,8 +184,9 @@ impl Decisions {
     /// as decision `id` (drawn by the runtime, not given by the caller).
     ///
     /// # Errors
-    /// - `bad-request`: no options, repeated option keys, a reused id, or a
-    ///   `choice` on a decision that is not within-role;
+    /// - `bad-request`: no options, repeated option keys, a reused id, a
+    ///   `choice` on a decision that is not within-role, or words that break
+    ///   the decision text rule ([`check_raise_text`]);
     /// - `unknown-option`: an `approvalChoice` (default `yes`) or a `choice`
     ///   that is not an option;
     /// - `task-ref-required`: blocking without a task ref;
@@ -160,6 +205,7 @@ impl Decisions {
         id: DecisionId,
         input: RaiseInput,
     ) -> Result<Decision, Refusal> {
+        check_raise_text(&input)?;
         let keys: BTreeSet<&OptionKey> = input.options.iter().map(|o| &o.key).collect();
         if input.options.is_empty() || keys.len() != input.options.len() || self.get(&id).is_some()
         {
@@ -271,6 +317,7 @@ impl Decisions {
     /// the caller); this checks it is the routed one.
     ///
     /// # Errors
+    /// `bad-request` (a note that breaks the text rule, [`check_note`]),
     /// `unknown-reference`, `cross-business`, `not-resolver`,
     /// `decision-closed` (not open), `unknown-option`.
     pub fn handle_resolve(
@@ -281,6 +328,7 @@ impl Decisions {
         choice: OptionKey,
         note: Option<String>,
     ) -> Result<Decision, Refusal> {
+        check_note(note.as_deref())?;
         let d = self.lookup(business, id)?;
         if !d.is_resolver(&by) {
             return Err(Refusal::NotResolver);
@@ -304,7 +352,8 @@ impl Decisions {
     /// `decision.seen`: the resolver acknowledges without resolving.
     ///
     /// # Errors
-    /// `unknown-reference`, `cross-business`, `not-resolver`.
+    /// `bad-request` (the note, [`check_note`]), `unknown-reference`,
+    /// `cross-business`, `not-resolver`.
     pub fn handle_seen(
         &mut self,
         business: &BusinessId,
@@ -312,6 +361,7 @@ impl Decisions {
         id: &DecisionId,
         note: Option<String>,
     ) -> Result<Decision, Refusal> {
+        check_note(note.as_deref())?;
         let d = self.lookup(business, id)?;
         if !d.is_resolver(&by) {
             return Err(Refusal::NotResolver);
@@ -329,7 +379,8 @@ impl Decisions {
     /// decision. The record itself is never rewritten.
     ///
     /// # Errors
-    /// `unknown-reference`, `cross-business`, `not-raiser`, `decision-closed`.
+    /// `bad-request` (the note, [`check_note`]), `unknown-reference`,
+    /// `cross-business`, `not-raiser`, `decision-closed`.
     pub fn handle_withdraw(
         &mut self,
         business: &BusinessId,
@@ -337,6 +388,7 @@ impl Decisions {
         id: &DecisionId,
         note: Option<String>,
     ) -> Result<Decision, Refusal> {
+        check_note(note.as_deref())?;
         let d = self.lookup(business, id)?;
         let raiser = match &by {
             DecisionActor::Human => true,

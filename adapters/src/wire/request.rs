@@ -641,7 +641,11 @@ fn raise(mut args: Args) -> Result<RaiseInput, Refusal> {
             }
         }
     }
-    let action = args.parsed("action", Action::parse)?;
+    // The decision text rule (DESIGN.md §4) refuses a control or format
+    // character with `bad-request`, before the action's and the task ref's
+    // own parsers could call it `unknown-action` or `bad-task-ref`; the
+    // domain (`decisions::check_raise_text`) checks every other field.
+    let action = args.parsed("action", |t| one_line(t).and_then(|()| Action::parse(t)))?;
     let question = args.text("question")?;
     let Some(Value::Array(items)) = args.take("options") else {
         return Err(Refusal::BadRequest);
@@ -675,12 +679,17 @@ fn raise(mut args: Args) -> Result<RaiseInput, Refusal> {
         technical,
         target: args.opt_parsed("target", Target::parse)?,
         project: args.opt_text("project")?,
-        task_ref: args.opt_parsed("task_ref", TaskRef::parse)?,
+        task_ref: args.opt_parsed("task_ref", |t| one_line(t).and_then(|()| TaskRef::parse(t)))?,
         requirement_ref: args.opt_text("requirement_ref")?,
         supersedes: args.opt_parsed("supersedes", DecisionId::parse)?,
         choice: args.opt_parsed("choice", OptionKey::parse)?,
         approval_choice: args.opt_parsed("approvalChoice", OptionKey::parse)?,
     })
+}
+
+/// One line of a decision's words: no control or format character.
+fn one_line(text: &str) -> Result<(), Refusal> {
+    mosaic_domain::text::check(text, mosaic_domain::text::Lines::One, None)
 }
 
 /// The arguments of `event.emit`: routine observations only, so `kind` and

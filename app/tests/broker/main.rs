@@ -8,6 +8,7 @@
 //! - [`verbs`]: every verb of the spec's table with its rules and refusals;
 //! - [`restart`]: what survives a close and a boot on the same data root;
 //! - [`changes`]: the change feed's waits, audiences and cursors;
+//! - [`text`]: the decision text rule and verbatim message bodies;
 //! - [`connections`]: several requests on one connection, the idle
 //!   deadline, and a close with connections open.
 //!
@@ -20,4 +21,5 @@ mod changes;
 mod connections;
 mod host;
 mod restart;
+mod text;
 mod verbs;
