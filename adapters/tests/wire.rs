@@ -16,8 +16,8 @@ use mosaic_domain::decisions::{Decision, RaiseInput, Status};
 use mosaic_domain::evidence::{
     ActionAllowed, AgentRef, ClaimEvidence, Consumption, DecisionActor, DecisionEvidence,
     DecisionOption, DecisionRecord, Evidence, Harness, HumanInput, LaunchEvidence, LaunchRecord,
-    MessageClass, MessageEvidence, MessageRecord, Observation, OptionKey, Recipient, RefusalCount,
-    RefusalRecord, Route, Sender, Stamped, Subject,
+    MessageClass, MessageEvidence, MessageRecord, Observation, OptionKey, RaiseFields, Recipient,
+    RefusalCount, RefusalRecord, Route, Sender, Stamped, Subject,
 };
 use mosaic_domain::messages::MessageFacts;
 use mosaic_domain::{
@@ -635,7 +635,7 @@ fn domain_is_technical_or_delivery_and_nothing_else() {
         else {
             panic!("not a raise");
         };
-        args.technical
+        args.fields.technical
     };
     assert!(technical(json!("technical")));
     assert!(!technical(json!("delivery")));
@@ -644,7 +644,7 @@ fn domain_is_technical_or_delivery_and_nothing_else() {
     args.as_object_mut().unwrap().remove("domain");
     assert!(matches!(
         call(&req("decision.raise", &args.to_string())),
-        Call::DecisionRaise(a) if !a.technical
+        Call::DecisionRaise(a) if !a.fields.technical
     ));
     for bad in ["Technical", "", "technical ", "other"] {
         refuses(
@@ -761,10 +761,10 @@ fn optional_arguments_given_as_null_are_absent() {
     };
     assert_eq!(
         (
-            raise.target,
-            raise.project,
-            raise.task_ref,
-            raise.supersedes,
+            raise.fields.target,
+            raise.fields.project,
+            raise.fields.task_ref,
+            raise.fields.supersedes,
             raise.choice
         ),
         (None, None, None, None, None)
@@ -809,26 +809,28 @@ fn raise_with(field: &str, value: Value) -> String {
 
 fn expected_raise() -> RaiseInput {
     RaiseInput {
-        action: Action::parse("repo.merge").unwrap(),
-        target: Some(Target::parse("gitea:acme/bus").unwrap()),
-        question: "Merge the branch?".into(),
-        options: vec![
-            DecisionOption {
-                key: key("yes"),
-                text: "Merge it".into(),
-            },
-            DecisionOption {
-                key: key("no"),
-                text: "Wait".into(),
-            },
-        ],
-        recommendation: "yes".into(),
-        blocking: true,
-        technical: true,
-        project: Some("bus".into()),
-        task_ref: Some(TaskRef::parse("vikunja:3/41").unwrap()),
-        requirement_ref: Some("R-7".into()),
-        supersedes: Some(did(D2)),
+        fields: RaiseFields {
+            action: Action::parse("repo.merge").unwrap(),
+            target: Some(Target::parse("gitea:acme/bus").unwrap()),
+            question: "Merge the branch?".into(),
+            options: vec![
+                DecisionOption {
+                    key: key("yes"),
+                    text: "Merge it".into(),
+                },
+                DecisionOption {
+                    key: key("no"),
+                    text: "Wait".into(),
+                },
+            ],
+            recommendation: "yes".into(),
+            blocking: true,
+            technical: true,
+            project: Some("bus".into()),
+            task_ref: Some(TaskRef::parse("vikunja:3/41").unwrap()),
+            requirement_ref: Some("R-7".into()),
+            supersedes: Some(did(D2)),
+        },
         choice: Some(key("yes")),
         approval_choice: Some(key("yes")),
     }
@@ -857,20 +859,22 @@ fn representative_requests_parse_into_their_calls() {
                 r#"{"action":"role.revoke","question":"q","options":[{"key":"yes","text":""}],"recommendation":"","blocking":false}"#,
             ),
             Call::DecisionRaise(Box::new(RaiseInput {
-                action: Action::parse("role.revoke").unwrap(),
-                target: None,
-                question: "q".into(),
-                options: vec![DecisionOption {
-                    key: key("yes"),
-                    text: String::new(),
-                }],
-                recommendation: String::new(),
-                blocking: false,
-                technical: false,
-                project: None,
-                task_ref: None,
-                requirement_ref: None,
-                supersedes: None,
+                fields: RaiseFields {
+                    action: Action::parse("role.revoke").unwrap(),
+                    target: None,
+                    question: "q".into(),
+                    options: vec![DecisionOption {
+                        key: key("yes"),
+                        text: String::new(),
+                    }],
+                    recommendation: String::new(),
+                    blocking: false,
+                    technical: false,
+                    project: None,
+                    task_ref: None,
+                    requirement_ref: None,
+                    supersedes: None,
+                },
                 choice: None,
                 approval_choice: None,
             })),
@@ -1210,26 +1214,28 @@ fn record() -> DecisionRecord {
         id: did(D1),
         business: acme(),
         raiser: lead(),
-        action: Action::parse("repo.merge").unwrap(),
-        target: Some(Target::parse("gitea:acme/bus").unwrap()),
-        question: "Merge?".into(),
-        options: vec![
-            DecisionOption {
-                key: key("yes"),
-                text: "Merge".into(),
-            },
-            DecisionOption {
-                key: key("no"),
-                text: "Wait".into(),
-            },
-        ],
-        recommendation: "yes".into(),
-        blocking: true,
-        technical: true,
-        project: Some("bus".into()),
-        task_ref: Some(TaskRef::parse("vikunja:3/41").unwrap()),
-        requirement_ref: None,
-        supersedes: Some(did(D2)),
+        fields: RaiseFields {
+            action: Action::parse("repo.merge").unwrap(),
+            target: Some(Target::parse("gitea:acme/bus").unwrap()),
+            question: "Merge?".into(),
+            options: vec![
+                DecisionOption {
+                    key: key("yes"),
+                    text: "Merge".into(),
+                },
+                DecisionOption {
+                    key: key("no"),
+                    text: "Wait".into(),
+                },
+            ],
+            recommendation: "yes".into(),
+            blocking: true,
+            technical: true,
+            project: Some("bus".into()),
+            task_ref: Some(TaskRef::parse("vikunja:3/41").unwrap()),
+            requirement_ref: None,
+            supersedes: Some(did(D2)),
+        },
         approval_choice: key("yes"),
         class: ActionClass::CrossRole,
         route: Route::Role(role("arch")),
@@ -1305,15 +1311,18 @@ fn decisions_encode_with_status_choice_and_authorization_context() {
     );
     // A gated revoke routed to the human, in the delivery domain.
     let revoke = Decision {
-        record: DecisionRecord {
-            action: Action::parse("role.revoke").unwrap(),
-            target: Some(Target::parse("dev").unwrap()),
-            technical: false,
-            class: ActionClass::Gated,
-            route: Route::Human,
-            holder: Some(RunId::parse("run-9").unwrap()),
-            approval_choice: key("revoke"),
-            ..record()
+        record: {
+            let mut r = DecisionRecord {
+                class: ActionClass::Gated,
+                route: Route::Human,
+                holder: Some(RunId::parse("run-9").unwrap()),
+                approval_choice: key("revoke"),
+                ..record()
+            };
+            r.fields.action = Action::parse("role.revoke").unwrap();
+            r.fields.target = Some(Target::parse("dev").unwrap());
+            r.fields.technical = false;
+            r
         },
         status: Status::Open,
     };

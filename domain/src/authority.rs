@@ -86,7 +86,10 @@ impl Authorizations {
         // Identity first: a decision that is not this agent's, for this action
         // and target, authorizes nothing, and its state is none of its business.
         let r = &d.record;
-        if &r.raiser != ask.agent || &r.action != ask.action || r.target.as_ref() != ask.target {
+        if &r.raiser != ask.agent
+            || &r.fields.action != ask.action
+            || r.fields.target.as_ref() != ask.target
+        {
             return Err(Refusal::NotAuthorized);
         }
         if self.is_consumed(&id) {

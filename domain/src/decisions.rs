@@ -13,14 +13,12 @@ use std::collections::{BTreeSet, VecDeque};
 
 use crate::claims::{Claims, LaunchSwitch};
 use crate::evidence::{
-    AgentRef, DecisionActor, DecisionEvidence, DecisionOption, DecisionRecord, OptionKey, Route,
+    AgentRef, DecisionActor, DecisionEvidence, DecisionRecord, OptionKey, RaiseFields, Route,
 };
 use crate::journal::{Journaled, Mark};
 use crate::text::{self, Lines, MAX_NOTE, MAX_OPTION_TEXT, MAX_QUESTION, MAX_RECOMMENDATION};
 use crate::verb::Verb;
-use crate::{
-    Action, ActionClass, Business, BusinessId, DecisionId, Refusal, RoleInstance, Target, TaskRef,
-};
+use crate::{ActionClass, Business, BusinessId, DecisionId, Refusal, RoleInstance, Target};
 
 /// Where a decision stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,7 +57,7 @@ pub struct Decision {
 impl Decision {
     /// Whether `key` is one of the options.
     pub fn offers(&self, key: &OptionKey) -> bool {
-        self.record.options.iter().any(|o| &o.key == key)
+        self.record.fields.options.iter().any(|o| &o.key == key)
     }
 
     /// Whether `actor` resolves this decision: the human always may; an
@@ -78,28 +76,8 @@ impl Decision {
 /// [`Command::Raise`](crate::bus::Command::Raise).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RaiseInput {
-    /// The action the decision is about.
-    pub action: Action,
-    /// What the action is aimed at.
-    pub target: Option<Target>,
-    /// The question.
-    pub question: String,
-    /// The options.
-    pub options: Vec<DecisionOption>,
-    /// The raiser's recommendation.
-    pub recommendation: String,
-    /// Whether work is blocked on it.
-    pub blocking: bool,
-    /// `domain: "technical"`.
-    pub technical: bool,
-    /// The project.
-    pub project: Option<String>,
-    /// The task, required when blocking.
-    pub task_ref: Option<TaskRef>,
-    /// The requirement.
-    pub requirement_ref: Option<String>,
-    /// The open decision this replaces.
-    pub supersedes: Option<DecisionId>,
+    /// The fields the record keeps as given.
+    pub fields: RaiseFields,
     /// The within-role choice, given at raise.
     pub choice: Option<OptionKey>,
     /// The option that authorizes; `yes` when absent.
@@ -116,21 +94,21 @@ pub struct RaiseInput {
 ///
 /// # Errors
 /// `bad-request` for the first field that breaks it.
-pub fn check_raise_text(input: &RaiseInput) -> Result<(), Refusal> {
-    text::check(input.action.as_str(), Lines::One, None)?;
-    if let Some(target) = &input.target {
+pub fn check_raise_text(fields: &RaiseFields) -> Result<(), Refusal> {
+    text::check(fields.action.as_str(), Lines::One, None)?;
+    if let Some(target) = &fields.target {
         text::check(target.as_str(), Lines::One, None)?;
     }
-    text::check(&input.question, Lines::Many, Some(MAX_QUESTION))?;
-    for option in &input.options {
+    text::check(&fields.question, Lines::Many, Some(MAX_QUESTION))?;
+    for option in &fields.options {
         text::check(option.key.as_str(), Lines::One, None)?;
         text::check(&option.text, Lines::One, Some(MAX_OPTION_TEXT))?;
     }
-    text::check(&input.recommendation, Lines::One, Some(MAX_RECOMMENDATION))?;
-    if let Some(task) = &input.task_ref {
+    text::check(&fields.recommendation, Lines::One, Some(MAX_RECOMMENDATION))?;
+    if let Some(task) = &fields.task_ref {
         text::check(&task.to_string(), Lines::One, None)?;
     }
-    if let Some(requirement) = &input.requirement_ref {
+    if let Some(requirement) = &fields.requirement_ref {
         text::check(requirement, Lines::One, None)?;
     }
     Ok(())
@@ -205,9 +183,11 @@ impl Decisions {
         id: DecisionId,
         input: RaiseInput,
     ) -> Result<Decision, Refusal> {
-        check_raise_text(&input)?;
-        let keys: BTreeSet<&OptionKey> = input.options.iter().map(|o| &o.key).collect();
-        if input.options.is_empty() || keys.len() != input.options.len() || self.get(&id).is_some()
+        check_raise_text(&input.fields)?;
+        let keys: BTreeSet<&OptionKey> = input.fields.options.iter().map(|o| &o.key).collect();
+        if input.fields.options.is_empty()
+            || keys.len() != input.fields.options.len()
+            || self.get(&id).is_some()
         {
             return Err(Refusal::BadRequest);
         }
@@ -217,13 +197,13 @@ impl Decisions {
         if !keys.contains(input.approval_choice.as_ref().unwrap_or(&yes)) {
             return Err(Refusal::UnknownOption);
         }
-        if input.blocking && input.task_ref.is_none() {
+        if input.fields.blocking && input.fields.task_ref.is_none() {
             return Err(Refusal::TaskRefRequired);
         }
-        if input.action.as_str() == "role.launch" && launch == LaunchSwitch::Off {
+        if input.fields.action.as_str() == "role.launch" && launch == LaunchSwitch::Off {
             return Err(Refusal::LaunchRevoked);
         }
-        let class = business.class_of(&raiser.role, &input.action);
+        let class = business.class_of(&raiser.role, &input.fields.action);
         let route = match class {
             ActionClass::WithinRole => {
                 let choice = input.choice.as_ref().ok_or(Refusal::ChoiceRequired)?;
@@ -236,7 +216,7 @@ impl Decisions {
                 return Err(Refusal::BadRequest)
             }
             ActionClass::CrossRole => {
-                let arbiter = business.arbiter(input.technical);
+                let arbiter = business.arbiter(input.fields.technical);
                 if arbiter == &raiser.role {
                     Route::Human
                 } else {
@@ -247,19 +227,19 @@ impl Decisions {
         };
         // The two actions named after the verbs they authorize check their
         // target; `role.revoke` also records the holder it is meant for.
-        let action = input.action.as_str();
+        let action = input.fields.action.as_str();
         let holder = if action == Verb::RoleRevoke.as_str() {
-            let role = target_role(business, input.target.as_ref())?;
+            let role = target_role(business, input.fields.target.as_ref())?;
             claims.holder(business.id(), &role).cloned()
         } else {
             if action == Verb::MessageSend.as_str()
-                && input.target.as_ref().map(Target::as_str) != Some("human")
+                && input.fields.target.as_ref().map(Target::as_str) != Some("human")
             {
-                target_role(business, input.target.as_ref())?;
+                target_role(business, input.fields.target.as_ref())?;
             }
             None
         };
-        if let Some(old) = &input.supersedes {
+        if let Some(old) = &input.fields.supersedes {
             let old = self.lookup(business.id(), old)?;
             if old.record.raiser.role != raiser.role {
                 return Err(Refusal::NotRaiser);
@@ -272,24 +252,14 @@ impl Decisions {
             id,
             business: business.id().clone(),
             raiser: raiser.clone(),
-            action: input.action,
-            target: input.target,
-            question: input.question,
-            options: input.options,
-            recommendation: input.recommendation,
-            blocking: input.blocking,
-            technical: input.technical,
-            project: input.project,
-            task_ref: input.task_ref,
-            requirement_ref: input.requirement_ref,
-            supersedes: input.supersedes,
+            fields: input.fields,
             approval_choice: input.approval_choice.unwrap_or_else(OptionKey::yes),
             class,
             route,
             holder,
         };
         let (id, raiser) = (record.id, record.raiser.clone());
-        let supersedes = record.supersedes;
+        let supersedes = record.fields.supersedes;
         self.stage(DecisionEvidence::Raised(Box::new(record)));
         if let Some(old) = supersedes {
             self.stage(DecisionEvidence::Superseded {

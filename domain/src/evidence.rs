@@ -193,15 +193,12 @@ pub enum Route {
     Human,
 }
 
-/// A raised decision as recorded: everything fixed at raise.
+/// What the raiser of a decision gives and the record keeps as given:
+/// declared once, held by both `decisions::RaiseInput` (the verb's
+/// arguments) and [`DecisionRecord`] (the evidence), so the two cannot
+/// drift.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DecisionRecord {
-    /// The decision id.
-    pub id: DecisionId,
-    /// The business.
-    pub business: BusinessId,
-    /// The raising run and role.
-    pub raiser: AgentRef,
+pub struct RaiseFields {
     /// The action the decision is about.
     pub action: Action,
     /// What the action is aimed at.
@@ -224,6 +221,19 @@ pub struct DecisionRecord {
     pub requirement_ref: Option<String>,
     /// The open decision this one replaces, if any.
     pub supersedes: Option<DecisionId>,
+}
+
+/// A raised decision as recorded: everything fixed at raise.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecisionRecord {
+    /// The decision id.
+    pub id: DecisionId,
+    /// The business.
+    pub business: BusinessId,
+    /// The raising run and role.
+    pub raiser: AgentRef,
+    /// The raiser's words and choices, as given.
+    pub fields: RaiseFields,
     /// The option whose resolution authorizes the action.
     pub approval_choice: OptionKey,
     /// The action's class for the raiser when raised.
@@ -734,8 +744,10 @@ impl Evidence {
             }) => role(&agent.role) || decision(d),
             Evidence::Decision(DecisionEvidence::Raised(d)) => {
                 decision(&d.id)
-                    || d.supersedes.as_ref().is_some_and(decision)
-                    || d.task_ref.is_some_and(|t| subject == &Subject::Task(t))
+                    || d.fields.supersedes.as_ref().is_some_and(decision)
+                    || d.fields
+                        .task_ref
+                        .is_some_and(|t| subject == &Subject::Task(t))
             }
             Evidence::Decision(DecisionEvidence::Resolved { id, .. })
             | Evidence::Decision(DecisionEvidence::Seen { id, .. })
@@ -952,17 +964,20 @@ fn decision_texts(record: &DecisionRecord, f: &mut impl FnMut(&str)) {
         id: _,
         business,
         raiser,
-        action,
-        target,
-        question,
-        options,
-        recommendation,
-        blocking: _,
-        technical: _,
-        project,
-        task_ref: _,
-        requirement_ref,
-        supersedes: _,
+        fields:
+            RaiseFields {
+                action,
+                target,
+                question,
+                options,
+                recommendation,
+                blocking: _,
+                technical: _,
+                project,
+                task_ref: _,
+                requirement_ref,
+                supersedes: _,
+            },
         approval_choice,
         class: _,
         route,

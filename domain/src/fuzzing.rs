@@ -117,7 +117,7 @@ mod machines {
     use crate::decisions::{RaiseInput, Status};
     use crate::evidence::{
         AgentRef, DecisionOption, Evidence, Harness, LaunchRecord, MessageEvidence, OptionKey,
-        Recipient, Stamped, Subject,
+        RaiseFields, Recipient, Stamped, Subject,
     };
     use crate::messages::{MessageFacts, RECEIVE_LIMIT};
     use crate::{
@@ -466,17 +466,19 @@ mod machines {
                         });
                     }
                     let input = RaiseInput {
-                        action: name(pick(u, &ACTIONS)?, Action::parse),
-                        target: Self::target(u)?,
-                        question: "shall we?".to_owned(),
-                        options,
-                        recommendation: "yes".to_owned(),
-                        blocking: u.arbitrary()?,
-                        technical: u.arbitrary()?,
-                        project: None,
-                        task_ref: Self::option(u, |_| Ok(name("vikunja:1/2", TaskRef::parse)))?,
-                        requirement_ref: None,
-                        supersedes: Self::option(u, |u| self.decision(u))?,
+                        fields: RaiseFields {
+                            action: name(pick(u, &ACTIONS)?, Action::parse),
+                            target: Self::target(u)?,
+                            question: "shall we?".to_owned(),
+                            options,
+                            recommendation: "yes".to_owned(),
+                            blocking: u.arbitrary()?,
+                            technical: u.arbitrary()?,
+                            project: None,
+                            task_ref: Self::option(u, |_| Ok(name("vikunja:1/2", TaskRef::parse)))?,
+                            requirement_ref: None,
+                            supersedes: Self::option(u, |u| self.decision(u))?,
+                        },
                         choice: Self::option(u, Self::key)?,
                         approval_choice: Self::option(u, Self::key)?,
                     };

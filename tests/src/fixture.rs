@@ -9,7 +9,7 @@
 use mosaic_domain::bus::{Caller, Command};
 use mosaic_domain::business::{AuthoritySpec, RoleSpec};
 use mosaic_domain::decisions::RaiseInput;
-use mosaic_domain::evidence::{AgentRef, DecisionOption, OptionKey};
+use mosaic_domain::evidence::{AgentRef, DecisionOption, OptionKey, RaiseFields};
 use mosaic_domain::{
     Action, Business, BusinessId, BusinessSpec, DecisionId, EventId, HumanName, RoleInstance,
     RunId, Target, Timestamp,
@@ -134,17 +134,19 @@ pub fn raise(id: u64, act: &str, target: Option<&str>) -> Command {
     Command::Raise {
         id: decision_id(id),
         input: Box::new(RaiseInput {
-            action: action(act),
-            target: target.map(|t| Target::parse(t).expect("valid target")),
-            question: format!("May I {act}?"),
-            options: yes_no(),
-            recommendation: "yes".into(),
-            blocking: false,
-            technical: false,
-            project: None,
-            task_ref: None,
-            requirement_ref: None,
-            supersedes: None,
+            fields: RaiseFields {
+                action: action(act),
+                target: target.map(|t| Target::parse(t).expect("valid target")),
+                question: format!("May I {act}?"),
+                options: yes_no(),
+                recommendation: "yes".into(),
+                blocking: false,
+                technical: false,
+                project: None,
+                task_ref: None,
+                requirement_ref: None,
+                supersedes: None,
+            },
             choice: None,
             approval_choice: None,
         }),

@@ -107,9 +107,9 @@ pub fn working_day<S: EvidenceStore>(driver: &mut Driver<S>, now: &mut i64) {
     else {
         unreachable!()
     };
-    newer.supersedes = Some(decision_id(3));
-    newer.task_ref = Some(TaskRef::parse("vikunja:3/41").expect("valid ref"));
-    newer.blocking = true;
+    newer.fields.supersedes = Some(decision_id(3));
+    newer.fields.task_ref = Some(TaskRef::parse("vikunja:3/41").expect("valid ref"));
+    newer.fields.blocking = true;
     ok(driver.call(at(), &ops, Command::Raise { id, input: newer }));
 
     // Messages: a human instruction, a reply, delivery and acknowledgement.

@@ -22,7 +22,7 @@ use mosaic_domain::authority::Grant;
 use mosaic_domain::bus::{Caller, Command, Reply, SendInput};
 use mosaic_domain::claims::ClaimReply;
 use mosaic_domain::decisions::{Decision, RaiseInput, Status};
-use mosaic_domain::evidence::{DecisionRecord, Evidence, Recipient, Route, Subject};
+use mosaic_domain::evidence::{DecisionRecord, Evidence, RaiseFields, Recipient, Route, Subject};
 use mosaic_domain::{ActionClass, DecisionId, MessageId, Refusal, Target};
 use mosaic_ports::fakes::MemoryStore;
 use mosaic_tests::fixture::{
@@ -187,17 +187,19 @@ impl Known {
             id: self.id(),
             business: acme(),
             raiser: agent(ROLES[self.by], &run(self.by, self.run)),
-            action: action(ACTIONS[self.action]),
-            target: target(self.target),
-            question: QUESTION.into(),
-            options: yes_no(),
-            recommendation: "yes".into(),
-            blocking: false,
-            technical: false,
-            project: None,
-            task_ref: None,
-            requirement_ref: None,
-            supersedes: None,
+            fields: RaiseFields {
+                action: action(ACTIONS[self.action]),
+                target: target(self.target),
+                question: QUESTION.into(),
+                options: yes_no(),
+                recommendation: "yes".into(),
+                blocking: false,
+                technical: false,
+                project: None,
+                task_ref: None,
+                requirement_ref: None,
+                supersedes: None,
+            },
             approval_choice: key("yes"),
             class: self.class.domain(),
             route: match self.route {
@@ -521,17 +523,19 @@ impl<S: FreshStore> Sut<S> {
         self.raises += 1;
         let id = decision_id(self.raises);
         let input = RaiseInput {
-            action: action(ACTIONS[action_]),
-            target: target(target_),
-            question: QUESTION.into(),
-            options: yes_no(),
-            recommendation: "yes".into(),
-            blocking: false,
-            technical: false,
-            project: None,
-            task_ref: None,
-            requirement_ref: None,
-            supersedes: None,
+            fields: RaiseFields {
+                action: action(ACTIONS[action_]),
+                target: target(target_),
+                question: QUESTION.into(),
+                options: yes_no(),
+                recommendation: "yes".into(),
+                blocking: false,
+                technical: false,
+                project: None,
+                task_ref: None,
+                requirement_ref: None,
+                supersedes: None,
+            },
             choice: if within { answer.key().map(key) } else { None },
             approval_choice: None,
         };

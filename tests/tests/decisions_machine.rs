@@ -16,7 +16,7 @@
 use mosaic_domain::bus::{Caller, Command, Reply};
 use mosaic_domain::decisions::{Decision, RaiseInput, Status};
 use mosaic_domain::evidence::{
-    DecisionEvidence, DecisionRecord, Evidence, Route, Stamped, Subject,
+    DecisionEvidence, DecisionRecord, Evidence, RaiseFields, Route, Stamped, Subject,
 };
 use mosaic_domain::{ActionClass, DecisionId, Refusal, Target, TaskRef};
 use mosaic_ports::fakes::MemoryStore;
@@ -187,17 +187,19 @@ impl Known {
             id: self.id(),
             business: acme(),
             raiser: agent(ROLES[self.by], RUNS[self.by]),
-            action: action(ACTIONS[self.action]),
-            target: target_of(self.action),
-            question: QUESTION.into(),
-            options: yes_no(),
-            recommendation: "yes".into(),
-            blocking: self.blocking,
-            technical: self.technical,
-            project: None,
-            task_ref: task_ref(self.with_task_ref),
-            requirement_ref: None,
-            supersedes: self.supersedes.map(decision_id),
+            fields: RaiseFields {
+                action: action(ACTIONS[self.action]),
+                target: target_of(self.action),
+                question: QUESTION.into(),
+                options: yes_no(),
+                recommendation: "yes".into(),
+                blocking: self.blocking,
+                technical: self.technical,
+                project: None,
+                task_ref: task_ref(self.with_task_ref),
+                requirement_ref: None,
+                supersedes: self.supersedes.map(decision_id),
+            },
             approval_choice: key("yes"),
             class: self.class.domain(),
             route: self.route.route(),
@@ -231,17 +233,19 @@ fn unknown_id() -> DecisionId {
 /// The arguments the harness sends for a raise.
 fn raise_input(raise: &Raise, supersedes: Option<DecisionId>) -> RaiseInput {
     RaiseInput {
-        action: action(ACTIONS[raise.action]),
-        target: target_of(raise.action),
-        question: QUESTION.into(),
-        options: yes_no(),
-        recommendation: "yes".into(),
-        blocking: raise.blocking,
-        technical: raise.technical,
-        project: None,
-        task_ref: task_ref(raise.with_task_ref),
-        requirement_ref: None,
-        supersedes,
+        fields: RaiseFields {
+            action: action(ACTIONS[raise.action]),
+            target: target_of(raise.action),
+            question: QUESTION.into(),
+            options: yes_no(),
+            recommendation: "yes".into(),
+            blocking: raise.blocking,
+            technical: raise.technical,
+            project: None,
+            task_ref: task_ref(raise.with_task_ref),
+            requirement_ref: None,
+            supersedes,
+        },
         choice: raise.with_choice.then(|| key("yes")),
         approval_choice: None,
     }

@@ -176,9 +176,9 @@ fn with_the_columns_the_scenario_leaves_empty(path: &Path) {
     let decision = DecisionId::parse(&decision).unwrap();
     let mut raised = store.decision(&decision).unwrap().expect("stored");
     raised.id = DecisionId::from_random([7; 16]);
-    raised.project = Some("Apollo".to_owned());
-    raised.requirement_ref = Some("REQ-12".to_owned());
-    raised.supersedes = None;
+    raised.fields.project = Some("Apollo".to_owned());
+    raised.fields.requirement_ref = Some("REQ-12".to_owned());
+    raised.fields.supersedes = None;
     let message = MessageId::parse(&message).unwrap();
     let mut sent = store.message(&message).unwrap().expect("stored").record;
     sent.id = MessageId::from_random([9; 16]);

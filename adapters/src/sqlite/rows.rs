@@ -6,8 +6,8 @@ use mosaic_domain::business::ActionClass;
 use mosaic_domain::evidence::{
     ActionAllowed, AgentRef, ClaimEvidence, Consumption, DecisionActor, DecisionEvidence,
     DecisionOption, DecisionRecord, Evidence, EvidenceKind, Harness, HumanInput, LaunchEvidence,
-    LaunchRecord, MessageClass, MessageEvidence, MessageRecord, Observation, OptionKey, Recipient,
-    RefusalCount, RefusalRecord, Route, Sender, Stamped, Subject,
+    LaunchRecord, MessageClass, MessageEvidence, MessageRecord, Observation, OptionKey,
+    RaiseFields, Recipient, RefusalCount, RefusalRecord, Route, Sender, Stamped, Subject,
 };
 use mosaic_domain::{
     Action, BusinessId, DecisionId, EventId, MessageId, Refusal, RoleInstance, RunId, Target,
@@ -409,6 +409,7 @@ fn insert_decision_event(
 
 fn insert_decision(ledger: &Ledger<'_>, d: &DecisionRecord) -> rusqlite::Result<Hash> {
     let options: Vec<serde_json::Value> = d
+        .fields
         .options
         .iter()
         .map(|o| serde_json::json!({"key": o.key.as_str(), "text": o.text}))
@@ -428,17 +429,17 @@ fn insert_decision(ledger: &Ledger<'_>, d: &DecisionRecord) -> rusqlite::Result<
         d.business.as_str(),
         d.raiser.role.as_str(),
         d.raiser.run.as_str(),
-        d.action.as_str(),
-        opt(d.target.as_ref()),
-        d.question,
+        d.fields.action.as_str(),
+        opt(d.fields.target.as_ref()),
+        d.fields.question,
         serde_json::Value::Array(options).to_string(),
-        d.recommendation,
-        d.blocking,
-        d.technical,
-        d.project,
-        opt(d.task_ref.as_ref()),
-        d.requirement_ref,
-        opt(d.supersedes.as_ref()),
+        d.fields.recommendation,
+        d.fields.blocking,
+        d.fields.technical,
+        d.fields.project,
+        opt(d.fields.task_ref.as_ref()),
+        d.fields.requirement_ref,
+        opt(d.fields.supersedes.as_ref()),
         d.approval_choice.as_str(),
         d.class.as_str(),
         route_role,
@@ -953,17 +954,19 @@ fn decision_row(r: &Row<'_>) -> Result<DecisionRecord, ReadError> {
         id: parse(&r.get::<_, String>(0)?, DecisionId::parse, "decision id")?,
         business: business(&r.get::<_, String>(1)?)?,
         raiser: agent(&r.get::<_, String>(2)?, &r.get::<_, String>(3)?)?,
-        action: parse(&r.get::<_, String>(4)?, Action::parse, "action")?,
-        target: parse_opt(r.get(5)?, Target::parse, "target")?,
-        question: r.get(6)?,
-        options,
-        recommendation: r.get(8)?,
-        blocking: r.get(9)?,
-        technical: r.get(10)?,
-        project: r.get(11)?,
-        task_ref: parse_opt(r.get(12)?, TaskRef::parse, "task ref")?,
-        requirement_ref: r.get(13)?,
-        supersedes: parse_opt(r.get(14)?, DecisionId::parse, "supersedes")?,
+        fields: RaiseFields {
+            action: parse(&r.get::<_, String>(4)?, Action::parse, "action")?,
+            target: parse_opt(r.get(5)?, Target::parse, "target")?,
+            question: r.get(6)?,
+            options,
+            recommendation: r.get(8)?,
+            blocking: r.get(9)?,
+            technical: r.get(10)?,
+            project: r.get(11)?,
+            task_ref: parse_opt(r.get(12)?, TaskRef::parse, "task ref")?,
+            requirement_ref: r.get(13)?,
+            supersedes: parse_opt(r.get(14)?, DecisionId::parse, "supersedes")?,
+        },
         approval_choice: parse(
             &r.get::<_, String>(15)?,
             OptionKey::parse,

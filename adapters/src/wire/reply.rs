@@ -86,6 +86,7 @@ pub fn decision_json(decision: &Decision) -> Value {
 /// `decision.raised` trail record.
 fn decision_fields(r: &DecisionRecord) -> Map<String, Value> {
     let options: Vec<Value> = r
+        .fields
         .options
         .iter()
         .map(|o| json!({"key": o.key.as_str(), "text": o.text}))
@@ -96,24 +97,24 @@ fn decision_fields(r: &DecisionRecord) -> Map<String, Value> {
     };
     let fields = json!({
         "id": r.id.to_string(),
-        "action": r.action.as_str(),
-        "target": text(r.target.as_ref()),
-        "question": r.question,
+        "action": r.fields.action.as_str(),
+        "target": text(r.fields.target.as_ref()),
+        "question": r.fields.question,
         "options": options,
-        "recommendation": r.recommendation,
-        "blocking": r.blocking,
-        "domain": if r.technical { "technical" } else { "delivery" },
-        "project": r.project,
-        "task_ref": text(r.task_ref.as_ref()),
-        "requirement_ref": r.requirement_ref,
-        "supersedes": text(r.supersedes.as_ref()),
+        "recommendation": r.fields.recommendation,
+        "blocking": r.fields.blocking,
+        "domain": if r.fields.technical { "technical" } else { "delivery" },
+        "project": r.fields.project,
+        "task_ref": text(r.fields.task_ref.as_ref()),
+        "requirement_ref": r.fields.requirement_ref,
+        "supersedes": text(r.fields.supersedes.as_ref()),
         "class": r.class.as_str(),
         "route": route,
         "holder": text(r.holder.as_ref()),
         "raisedBy": agent(&r.raiser),
         "authorization": {
-            "action": r.action.as_str(),
-            "target": text(r.target.as_ref()),
+            "action": r.fields.action.as_str(),
+            "target": text(r.fields.target.as_ref()),
             "approvalChoice": r.approval_choice.as_str(),
         },
     });
@@ -461,10 +462,10 @@ pub fn agent_json(
             };
             json!({
                 "id": r.id.to_string(),
-                "action": r.action.as_str(),
-                "target": text(r.target.as_ref()),
+                "action": r.fields.action.as_str(),
+                "target": text(r.fields.target.as_ref()),
                 "route": route,
-                "blocking": r.blocking,
+                "blocking": r.fields.blocking,
             })
         })
         .collect();

@@ -33,7 +33,9 @@ use std::fmt;
 use mosaic_domain::bus::{Command, SendInput};
 use mosaic_domain::changes;
 use mosaic_domain::decisions::RaiseInput;
-use mosaic_domain::evidence::{DecisionOption, MessageClass, OptionKey, Recipient, Subject};
+use mosaic_domain::evidence::{
+    DecisionOption, MessageClass, OptionKey, RaiseFields, Recipient, Subject,
+};
 use mosaic_domain::{
     Action, BusinessId, Capability, DecisionId, MessageId, Refusal, RoleInstance, Target, TaskRef,
 };
@@ -671,17 +673,20 @@ fn raise(mut args: Args) -> Result<RaiseInput, Refusal> {
         Some(_) => return Err(Refusal::BadRequest),
     };
     Ok(RaiseInput {
-        action,
-        question,
-        options,
-        recommendation,
-        blocking,
-        technical,
-        target: args.opt_parsed("target", Target::parse)?,
-        project: args.opt_text("project")?,
-        task_ref: args.opt_parsed("task_ref", |t| one_line(t).and_then(|()| TaskRef::parse(t)))?,
-        requirement_ref: args.opt_text("requirement_ref")?,
-        supersedes: args.opt_parsed("supersedes", DecisionId::parse)?,
+        fields: RaiseFields {
+            action,
+            question,
+            options,
+            recommendation,
+            blocking,
+            technical,
+            target: args.opt_parsed("target", Target::parse)?,
+            project: args.opt_text("project")?,
+            task_ref: args
+                .opt_parsed("task_ref", |t| one_line(t).and_then(|()| TaskRef::parse(t)))?,
+            requirement_ref: args.opt_text("requirement_ref")?,
+            supersedes: args.opt_parsed("supersedes", DecisionId::parse)?,
+        },
         choice: args.opt_parsed("choice", OptionKey::parse)?,
         approval_choice: args.opt_parsed("approvalChoice", OptionKey::parse)?,
     })

@@ -18,7 +18,7 @@ use mosaic_domain::bus::{Caller, Command, Reply, SendInput};
 use mosaic_domain::claims::ClaimReply;
 use mosaic_domain::decisions::RaiseInput;
 use mosaic_domain::evidence::{
-    AgentRef, DecisionOption, Harness, LaunchRecord, OptionKey, Recipient, Subject,
+    AgentRef, DecisionOption, Harness, LaunchRecord, OptionKey, RaiseFields, Recipient, Subject,
 };
 use mosaic_domain::{Action, Refusal, RoleInstance, RunId, Target};
 use mosaic_ports::{Clock, Entropy, EvidenceStore};
@@ -158,17 +158,19 @@ fn play(root: &DataRoot, pid: u32, start_time: u64, out: &mut impl Write) -> Res
         },
     ];
     let raise = RaiseInput {
-        action: Action::parse("repo.merge")?,
-        target: Some(Target::parse("main")?),
-        question: "May I merge the login fix into main?".into(),
-        options: yes_no,
-        recommendation: "yes: the tests pass".into(),
-        blocking: false,
-        technical: false,
-        project: None,
-        task_ref: None,
-        requirement_ref: None,
-        supersedes: None,
+        fields: RaiseFields {
+            action: Action::parse("repo.merge")?,
+            target: Some(Target::parse("main")?),
+            question: "May I merge the login fix into main?".into(),
+            options: yes_no,
+            recommendation: "yes: the tests pass".into(),
+            blocking: false,
+            technical: false,
+            project: None,
+            task_ref: None,
+            requirement_ref: None,
+            supersedes: None,
+        },
         choice: None,
         approval_choice: None,
     };

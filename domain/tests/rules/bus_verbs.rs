@@ -8,7 +8,7 @@ use mosaic_domain::decisions::{RaiseInput, Status};
 use mosaic_domain::evidence::{
     ActionAllowed, AgentRef, ClaimEvidence, Consumption, DecisionActor, DecisionEvidence,
     DecisionOption, Evidence, Harness, HumanInput, LaunchEvidence, LaunchRecord, MessageEvidence,
-    MessageRecord, OptionKey, Recipient, Route, Sender, Stamped, Subject,
+    MessageRecord, OptionKey, RaiseFields, Recipient, Route, Sender, Stamped, Subject,
 };
 use mosaic_domain::messages::MessageFacts;
 use mosaic_domain::*;
@@ -174,26 +174,28 @@ fn raising(id: u8, input: RaiseInput) -> Command {
 
 fn raise(action: &str, target: Option<&str>) -> RaiseInput {
     RaiseInput {
-        action: act(action),
-        target: target.map(|s| Target::parse(s).unwrap()),
-        question: "May I?".into(),
-        options: vec![
-            DecisionOption {
-                key: key("yes"),
-                text: "Yes".into(),
-            },
-            DecisionOption {
-                key: key("no"),
-                text: "No".into(),
-            },
-        ],
-        recommendation: "yes".into(),
-        blocking: false,
-        technical: false,
-        project: None,
-        task_ref: None,
-        requirement_ref: None,
-        supersedes: None,
+        fields: RaiseFields {
+            action: act(action),
+            target: target.map(|s| Target::parse(s).unwrap()),
+            question: "May I?".into(),
+            options: vec![
+                DecisionOption {
+                    key: key("yes"),
+                    text: "Yes".into(),
+                },
+                DecisionOption {
+                    key: key("no"),
+                    text: "No".into(),
+                },
+            ],
+            recommendation: "yes".into(),
+            blocking: false,
+            technical: false,
+            project: None,
+            task_ref: None,
+            requirement_ref: None,
+            supersedes: None,
+        },
         choice: None,
         approval_choice: None,
     }
@@ -392,7 +394,7 @@ fn raise_validates_its_arguments() {
     f.claim("dev", "r1");
     let dev = caller("dev", "r1");
     let mut blocking = raise("repo.merge", None);
-    blocking.blocking = true;
+    blocking.fields.blocking = true;
     f.refuse(&dev, raising(1, blocking), Refusal::TaskRefRequired);
     f.refuse(
         &dev,
@@ -406,7 +408,7 @@ fn raise_validates_its_arguments() {
     approval.approval_choice = Some(key("maybe"));
     f.refuse(&dev, raising(1, approval), Refusal::UnknownOption);
     let mut empty = raise("repo.merge", None);
-    empty.options.clear();
+    empty.fields.options.clear();
     f.refuse(&dev, raising(1, empty), Refusal::BadRequest);
     f.refuse(
         &dev,
@@ -428,7 +430,7 @@ fn supersede_closes_the_old_decision_in_the_same_transaction() {
     f.claim("lead", "l1");
     f.raise("dev", "r1", 1, raise("repo.merge", None));
     let mut newer = raise("repo.merge", None);
-    newer.supersedes = Some(did(1));
+    newer.fields.supersedes = Some(did(1));
     let (_, evidence) = f.run(&caller("dev", "r1"), raising(2, newer.clone()));
     assert_eq!(evidence.len(), 2);
     assert_eq!(
@@ -449,7 +451,7 @@ fn supersede_closes_the_old_decision_in_the_same_transaction() {
         Refusal::DecisionClosed,
     );
     let mut other = raise("repo.merge", None);
-    other.supersedes = Some(did(2));
+    other.fields.supersedes = Some(did(2));
     f.refuse(&caller("lead", "l1"), raising(4, other), Refusal::NotRaiser);
 }
 
@@ -966,7 +968,7 @@ fn the_technical_domain_routes_to_the_technical_arbiter() {
     f.claim("dev", "r1");
     f.claim("ops", "o1");
     let mut technical = raise("repo.merge", None);
-    technical.technical = true;
+    technical.fields.technical = true;
     assert_eq!(
         f.raise("dev", "r1", 1, technical).record.route,
         Route::Role(role("ops"))
@@ -979,7 +981,7 @@ fn the_technical_domain_routes_to_the_technical_arbiter() {
     );
     f.claim("lead", "l1");
     let mut lead_technical = raise("repo.merge", None);
-    lead_technical.technical = true;
+    lead_technical.fields.technical = true;
     assert_eq!(
         f.raise("lead", "l1", 3, lead_technical).record.route,
         Route::Role(role("ops"))
@@ -1241,7 +1243,7 @@ fn a_message_send_decision_targets_a_role_of_the_business_or_the_human() {
     );
     let to_human = f.raise("ops", "o1", 1, raise("message.send", Some("human")));
     assert_eq!(
-        to_human.record.target,
+        to_human.record.fields.target,
         Some(Target::parse("human").unwrap())
     );
     assert_eq!(to_human.record.holder, None);

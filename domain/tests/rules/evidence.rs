@@ -5,8 +5,8 @@
 use mosaic_domain::evidence::{
     ActionAllowed, AgentRef, ClaimEvidence, Consumption, DecisionActor, DecisionEvidence,
     DecisionOption, DecisionRecord, Evidence, EvidenceKind, Harness, HumanInput, LaunchEvidence,
-    LaunchRecord, MessageEvidence, MessageRecord, Observation, OptionKey, Recipient, RefusalCount,
-    RefusalRecord, Route, Sender, Subject,
+    LaunchRecord, MessageEvidence, MessageRecord, Observation, OptionKey, RaiseFields, Recipient,
+    RefusalCount, RefusalRecord, Route, Sender, Subject,
 };
 use mosaic_domain::*;
 use std::collections::HashSet;
@@ -63,20 +63,22 @@ fn raised(id: u8, supersedes: Option<u8>, task_ref: Option<TaskRef>) -> Evidence
         id: did(id),
         business: acme(),
         raiser: dev(),
-        action: act("repo.merge"),
-        target: Some(Target::parse("lead").unwrap()),
-        question: "May I?".into(),
-        options: vec![DecisionOption {
-            key: OptionKey::yes(),
-            text: "Yes".into(),
-        }],
-        recommendation: "yes".into(),
-        blocking: false,
-        technical: false,
-        project: None,
-        task_ref,
-        requirement_ref: None,
-        supersedes: supersedes.map(did),
+        fields: RaiseFields {
+            action: act("repo.merge"),
+            target: Some(Target::parse("lead").unwrap()),
+            question: "May I?".into(),
+            options: vec![DecisionOption {
+                key: OptionKey::yes(),
+                text: "Yes".into(),
+            }],
+            recommendation: "yes".into(),
+            blocking: false,
+            technical: false,
+            project: None,
+            task_ref,
+            requirement_ref: None,
+            supersedes: supersedes.map(did),
+        },
         approval_choice: OptionKey::yes(),
         class: ActionClass::CrossRole,
         route: Route::Role(role("lead")),
@@ -507,10 +509,10 @@ fn records_with_every_text() -> Vec<Evidence> {
         panic!("a raise")
     };
     let mut decision = *decision;
-    decision.project = Some("the project".into());
-    decision.requirement_ref = Some("REQ-1".into());
+    decision.fields.project = Some("the project".into());
+    decision.fields.requirement_ref = Some("REQ-1".into());
     decision.holder = Some(run("h1"));
-    decision.options.push(DecisionOption {
+    decision.fields.options.push(DecisionOption {
         key: OptionKey::parse("no").unwrap(),
         text: "No".into(),
     });

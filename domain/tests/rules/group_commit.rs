@@ -6,7 +6,9 @@ use mosaic_domain::bus::{Bus, Caller, Command, Reply};
 use mosaic_domain::business::{AuthoritySpec, RoleSpec};
 use mosaic_domain::claims::{BindReply, LaunchSwitch, Occupancy};
 use mosaic_domain::decisions::{RaiseInput, Status};
-use mosaic_domain::evidence::{AgentRef, DecisionOption, Harness, LaunchRecord, OptionKey};
+use mosaic_domain::evidence::{
+    AgentRef, DecisionOption, Harness, LaunchRecord, OptionKey, RaiseFields,
+};
 use mosaic_domain::*;
 
 fn t(ms: i64) -> Timestamp {
@@ -74,20 +76,22 @@ fn merge_decision(id: u8) -> Command {
     Command::Raise {
         id: did(id),
         input: Box::new(RaiseInput {
-            action: act("repo.merge"),
-            target: None,
-            question: "May I merge?".into(),
-            options: vec![DecisionOption {
-                key: OptionKey::yes(),
-                text: "Yes".into(),
-            }],
-            recommendation: "yes".into(),
-            blocking: false,
-            technical: false,
-            project: None,
-            task_ref: None,
-            requirement_ref: None,
-            supersedes: None,
+            fields: RaiseFields {
+                action: act("repo.merge"),
+                target: None,
+                question: "May I merge?".into(),
+                options: vec![DecisionOption {
+                    key: OptionKey::yes(),
+                    text: "Yes".into(),
+                }],
+                recommendation: "yes".into(),
+                blocking: false,
+                technical: false,
+                project: None,
+                task_ref: None,
+                requirement_ref: None,
+                supersedes: None,
+            },
             choice: None,
             approval_choice: None,
         }),

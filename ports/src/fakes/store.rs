@@ -584,7 +584,7 @@ impl<'a> Staged<'a> {
                 self.launches.insert(r.run.clone(), r.clone());
             }
             Evidence::Decision(DecisionEvidence::Raised(d)) => {
-                if let Some(old) = &d.supersedes {
+                if let Some(old) = &d.fields.supersedes {
                     self.decision_ref(&d.business, old)?;
                 }
                 if self.decision(&d.id).is_some() {

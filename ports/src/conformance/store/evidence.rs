@@ -3,8 +3,8 @@
 use mosaic_domain::evidence::{
     ActionAllowed, AgentRef, ClaimEvidence, Consumption, DecisionActor, DecisionEvidence,
     DecisionOption, DecisionRecord, Evidence, Harness, HumanInput, LaunchEvidence, LaunchRecord,
-    MessageClass, MessageEvidence, MessageRecord, Observation, OptionKey, Recipient, RefusalCount,
-    RefusalRecord, Route, Sender, Subject,
+    MessageClass, MessageEvidence, MessageRecord, Observation, OptionKey, RaiseFields, Recipient,
+    RefusalCount, RefusalRecord, Route, Sender, Subject,
 };
 use mosaic_domain::messages::MessageFacts;
 use mosaic_domain::{
@@ -75,31 +75,42 @@ pub(super) fn decision(b: &BusinessId, n: u8) -> DecisionRecord {
         id: did(n),
         business: b.clone(),
         raiser: agent("dev", "run-1"),
-        action: Action::parse("repo.merge").expect("valid action"),
-        target: None,
-        question: format!("Merge change {n}?"),
-        options: vec![
-            DecisionOption {
-                key: OptionKey::yes(),
-                text: "Merge it".to_owned(),
-            },
-            DecisionOption {
-                key: OptionKey::parse("no").expect("valid key"),
-                text: "Leave it".to_owned(),
-            },
-        ],
-        recommendation: "yes".to_owned(),
-        blocking: false,
-        technical: false,
-        project: None,
-        task_ref: None,
-        requirement_ref: None,
-        supersedes: None,
+        fields: RaiseFields {
+            action: Action::parse("repo.merge").expect("valid action"),
+            target: None,
+            question: format!("Merge change {n}?"),
+            options: vec![
+                DecisionOption {
+                    key: OptionKey::yes(),
+                    text: "Merge it".to_owned(),
+                },
+                DecisionOption {
+                    key: OptionKey::parse("no").expect("valid key"),
+                    text: "Leave it".to_owned(),
+                },
+            ],
+            recommendation: "yes".to_owned(),
+            blocking: false,
+            technical: false,
+            project: None,
+            task_ref: None,
+            requirement_ref: None,
+            supersedes: None,
+        },
         approval_choice: OptionKey::yes(),
         class: ActionClass::CrossRole,
         route: Route::Role(role("lead")),
         holder: None,
     }
+}
+
+/// `record` with its raise fields changed by `change`.
+fn with_fields(
+    mut record: DecisionRecord,
+    change: impl FnOnce(&mut RaiseFields),
+) -> DecisionRecord {
+    change(&mut record.fields);
+    record
 }
 
 pub(super) fn raise(record: DecisionRecord) -> Evidence {
@@ -111,9 +122,13 @@ pub(super) fn raised(b: &BusinessId, n: u8) -> Evidence {
 }
 
 pub(super) fn raised_superseding(b: &BusinessId, n: u8, old: u8) -> Evidence {
+    let base = decision(b, n);
     raise(DecisionRecord {
-        supersedes: Some(did(old)),
-        ..decision(b, n)
+        fields: RaiseFields {
+            supersedes: Some(did(old)),
+            ..base.fields
+        },
+        ..base
     })
 }
 
@@ -368,11 +383,10 @@ pub(super) fn varied_history() -> Vec<Vec<Evidence>> {
             refused(Some(a.clone())),
         ],
         vec![
-            raise(DecisionRecord {
-                task_ref: Some(task(3, 41)),
-                blocking: true,
-                ..decision(&a, 1)
-            }),
+            raise(with_fields(decision(&a, 1), |f| {
+                f.task_ref = Some(task(3, 41));
+                f.blocking = true;
+            })),
             seen(&a, 1),
             resolved(&a, 1),
             seen(&a, 1),
@@ -380,10 +394,9 @@ pub(super) fn varied_history() -> Vec<Vec<Evidence>> {
             raised_superseding(&a, 3, 2),
             superseded(&a, 2, 3),
             withdrawn(&a, 3),
-            raise(DecisionRecord {
-                task_ref: Some(task(3, 41)),
-                ..decision(&b, 4)
-            }),
+            raise(with_fields(decision(&b, 4), |f| {
+                f.task_ref = Some(task(3, 41))
+            })),
         ],
         vec![
             consumed(&a, 1),
