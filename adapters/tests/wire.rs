@@ -1376,14 +1376,14 @@ fn the_inbox_written_straight_to_text_is_its_value_byte_for_byte() {
         (vec![], &messages[..]),
         (vec![&open, &open], &messages[..]),
     ] {
-        let value = inbox_json(&decisions, messages);
-        assert_eq!(inbox_text(&decisions, messages), value.to_string());
+        let value = inbox_json(&decisions, messages, 0);
+        assert_eq!(inbox_text(&decisions, messages, 0), value.to_string());
         assert_eq!(
             value.as_array().map(Vec::len),
             Some(decisions.len() + messages.len())
         );
     }
-    let value = inbox_json(&[&open], &messages);
+    let value = inbox_json(&[&open], &messages, 0);
     assert_eq!(value[0]["type"], "decision");
     assert_eq!(value[0]["id"], record_fields()["id"]);
     assert_eq!(
@@ -1396,8 +1396,8 @@ fn the_inbox_written_straight_to_text_is_its_value_byte_for_byte() {
     assert_eq!(value[2]["from"], "human");
     assert_eq!(value[2]["corrects"], M1);
     assert_eq!(
-        wire::ok_text(&inbox_text(&[], &messages)),
-        wire::ok(inbox_json(&[], &messages))
+        wire::ok_text(&inbox_text(&[], &messages, 0)),
+        wire::ok(inbox_json(&[], &messages, 0))
     );
 }
 

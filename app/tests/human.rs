@@ -929,3 +929,89 @@ fn usage_errors_exit_2_and_an_unknown_business_is_refused_bad_request() {
         )]
     );
 }
+
+#[test]
+fn the_human_reads_messages_to_the_human_and_the_inbox_says_how_many_more_wait() {
+    let root = data_root();
+    let b = acme_broker(root.path());
+    let [lead] = claimed(&b, ["lead-1"]);
+    let reader = b.reader(0);
+    let ids: Vec<Value> = (0..103)
+        .map(|i| lead.send("human", &format!("m{i}"), json!({})))
+        .collect();
+    let to_qa = lead.send("qa", "for qa", json!({}));
+    // The human's inbox, through the CLI and through a reader: the oldest
+    // 100, then how many more.
+    let inbox = |from: usize, more: Option<u64>| {
+        let mut items: Vec<Value> = (from..from + 100)
+            .map(|i| {
+                let mut m = message(
+                    &ids[i],
+                    ("lead", "lead-1"),
+                    "human",
+                    &format!("m{i}"),
+                    json!({}),
+                );
+                merge(
+                    &mut m,
+                    json!({"type": "message", "delivered_to": null, "read": false}),
+                );
+                m
+            })
+            .collect();
+        items.extend(more.map(|n| json!({"type": "more", "unread": n})));
+        Value::Array(items)
+    };
+    assert_eq!(
+        human(&b.socket, &acme_request("inbox", json!({}))).ok(),
+        inbox(0, Some(3))
+    );
+    assert_eq!(reader.ok("inbox", json!({})), inbox(0, Some(3)));
+
+    let read = |id: &Value| human(&b.socket, &acme_request("message.read", json!({"id": id})));
+    assert_eq!(read(&ids[0]).ok(), json!({}));
+    assert_eq!(reader.ok("inbox", json!({})), inbox(1, Some(2)));
+    // Twice is not an error, and it changes nothing more.
+    assert_eq!(read(&ids[0]).ok(), json!({}));
+    assert_eq!(reader.ok("inbox", json!({})), inbox(1, Some(2)));
+    // A message to a role is not the human's to acknowledge; an unknown one
+    // is unknown.
+    read(&to_qa).refused("not-holder", 1);
+    read(&json!("00000000-0000-4000-8000-000000000000")).refused("unknown-reference", 1);
+    // The reader may not acknowledge for the human.
+    assert_eq!(
+        reader
+            .call("message.read", json!({"id": ids[1]}))
+            .map_err(|r| r.code()),
+        Err("not-authorized")
+    );
+    // The last of those beyond: no `more` element once none waits beyond.
+    for id in &ids[1..3] {
+        assert_eq!(read(id).ok(), json!({}));
+    }
+    assert_eq!(reader.ok("inbox", json!({})), inbox(3, None));
+
+    // The acknowledgement is the human's act, on the message's trail.
+    let trail = trail_of(&reader, &ids[0]);
+    assert_eq!(
+        kinds(&trail),
+        ["message.sent", "human.input", "human.input"]
+    );
+    let input = trail[1]["id"].clone();
+    assert_eq!(
+        trail[1],
+        human_input(&input, "message.read", &ids[0], "message")
+    );
+    b.close();
+    let reads: Vec<_> = human_inputs(root.path())
+        .into_iter()
+        .filter(|(verb, ..)| verb == "message.read")
+        .collect();
+    assert_eq!(reads.len(), 4);
+    assert!(
+        ledger(root.path())
+            .iter()
+            .all(|(kind, _)| kind != "message.read"),
+        "no run's read is recorded for the human's"
+    );
+}

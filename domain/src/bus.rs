@@ -835,6 +835,15 @@ impl Bus {
                     .handle_switch(b, matches!(command, Command::LaunchRestore));
                 (None, Reply::Done)
             }
+            // The `human.input` below is the whole record of it: the store
+            // reads a message to the human as read once one names it.
+            Command::Read { id, known } => {
+                let facts = known
+                    .filter(|f| f.record.id == id)
+                    .ok_or(Refusal::UnknownReference)?;
+                messages::acknowledge_human(b, &facts)?;
+                (Some(Subject::Message(id)), Reply::Done)
+            }
             // The verb table serves these to agents only, so `dispatch`
             // refused them already.
             Command::Claim
@@ -842,7 +851,6 @@ impl Bus {
             | Command::Revoke { .. }
             | Command::Raise { .. }
             | Command::Receive { .. }
-            | Command::Read { .. }
             | Command::EmitRoutine { .. }
             | Command::Authorize { .. }
             | Command::RecordEvent { .. }

@@ -214,10 +214,14 @@ impl Change {
                 | Some(Subject::Role(_))
                 | None => return None,
             },
+            // The human's `message.read` changes the human's inbox.
+            Evidence::Human(h) => {
+                change.message = Some(h.read_message()?);
+                About::Message(Recipient::Human)
+            }
             Evidence::Consumed(_)
             | Evidence::Allowed(_)
             | Evidence::Message(MessageEvidence::Delivered { .. } | MessageEvidence::Read { .. })
-            | Evidence::Human(_)
             | Evidence::Refused(_)
             | Evidence::RefusalsCounted(_) => return None,
         };

@@ -127,22 +127,40 @@ pub fn check_note(note: Option<&str>) -> Result<(), Refusal> {
     })
 }
 
+/// A decision and its place in raise order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Entry {
+    decision: Decision,
+    /// How many decisions were raised before it, in any business: the
+    /// count of the map when it was applied, so a replay gives every
+    /// decision the same number, and a rolled back raise gives its number
+    /// back.
+    raised: usize,
+}
+
 /// The decisions machine.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Decisions {
-    decisions: Journaled<DecisionId, Decision>,
+    decisions: Journaled<DecisionId, Entry>,
     outbox: VecDeque<DecisionEvidence>,
 }
 
 impl Decisions {
     /// The decision with this id, in any business.
     pub fn get(&self, id: &DecisionId) -> Option<&Decision> {
-        self.decisions.get(id)
+        self.decisions.get(id).map(|e| &e.decision)
     }
 
     /// Every decision, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = &Decision> {
-        self.decisions.iter().map(|(_, d)| d)
+        self.decisions.iter().map(|(_, e)| &e.decision)
+    }
+
+    /// The decision's place in raise order (0 for the first one ever
+    /// raised, in any business): what "oldest first" means for decisions,
+    /// whose ids are random.
+    pub fn raise_order(&self, id: &DecisionId) -> Option<usize> {
+        self.decisions.get(id).map(|e| e.raised)
     }
 
     /// The decision `id` of `business`.
@@ -277,10 +295,7 @@ impl Decisions {
                 note: None,
             });
         }
-        self.decisions
-            .get(&id)
-            .cloned()
-            .ok_or(Refusal::UnknownReference)
+        self.get(&id).cloned().ok_or(Refusal::UnknownReference)
     }
 
     /// `decision.resolve`. An agent caller must hold its role (checked by
@@ -382,18 +397,19 @@ impl Decisions {
     /// Applies committed or staged evidence.
     pub fn apply(&mut self, evidence: &DecisionEvidence) {
         let set = |this: &mut Self, id: &DecisionId, status: Status| {
-            if let Some(mut d) = this.decisions.get(id).cloned() {
-                d.status = status;
-                this.decisions.insert(*id, d);
+            if let Some(mut e) = this.decisions.get(id).cloned() {
+                e.decision.status = status;
+                this.decisions.insert(*id, e);
             }
         };
         match evidence {
             DecisionEvidence::Raised(record) => {
-                let d = Decision {
+                let decision = Decision {
                     record: (**record).clone(),
                     status: Status::Open,
                 };
-                self.decisions.insert(record.id, d);
+                let raised = self.decisions.len();
+                self.decisions.insert(record.id, Entry { decision, raised });
             }
             DecisionEvidence::Resolved { id, choice, .. } => {
                 set(self, id, Status::Resolved(choice.clone()))

@@ -481,6 +481,21 @@ pub struct HumanInput {
     pub subject: Option<Subject>,
 }
 
+impl HumanInput {
+    /// The message this input acknowledges, when it is the human's
+    /// `message.read`: the one record of that act (a message to the human
+    /// is never delivered to a run, so no `message.read` record names it).
+    pub fn read_message(&self) -> Option<MessageId> {
+        match self.subject {
+            Some(Subject::Message(id)) if self.verb == Verb::MessageRead.as_str() => Some(id),
+            Some(
+                Subject::Message(_) | Subject::Task(_) | Subject::Decision(_) | Subject::Role(_),
+            )
+            | None => None,
+        }
+    }
+}
+
 /// A routine observation or a trusted adapter's event (`event.emit`,
 /// `record_event`). The body is opaque JSON text checked by the adapter.
 #[derive(Debug, Clone, PartialEq, Eq)]

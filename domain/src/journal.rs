@@ -50,6 +50,16 @@ impl<K: Eq + Hash + Clone, V: Clone> Journaled<K, V> {
         self.map.iter()
     }
 
+    /// How many entries there are, staged writes included.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Whether there is no entry, staged writes included.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
     /// Stages `value` at `key`.
     pub fn insert(&mut self, key: K, value: V) {
         let previous = self.map.insert(key.clone(), value);

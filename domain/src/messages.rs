@@ -88,6 +88,25 @@ pub fn deliver(
         .collect())
 }
 
+/// The human's acknowledgement of `message`. It is recorded as the human's
+/// act (`human.input` with the verb `message.read` and the message as its
+/// subject), since a message to the human is never delivered to a run and
+/// the `message.read` record names one. Acknowledging twice is not an error.
+///
+/// # Errors
+/// - `cross-business`: the message belongs to another business;
+/// - `not-holder`: the message is addressed to a role, which the human
+///   never holds.
+pub fn acknowledge_human(business: &BusinessId, message: &MessageFacts) -> Result<(), Refusal> {
+    if &message.record.business != business {
+        return Err(Refusal::CrossBusiness);
+    }
+    match message.record.to {
+        Recipient::Human => Ok(()),
+        Recipient::Role(_) => Err(Refusal::NotHolder),
+    }
+}
+
 /// The acknowledgement of `message` by `agent`, the verified current holder
 /// of its role. Acknowledging twice is not an error and records nothing new.
 ///

@@ -109,8 +109,8 @@ verbs! {
         "Send a message to a role or to the human.";
     MessageReceive => "message.receive", [Agent], write,
         "Receive undelivered messages for your role; delivery is recorded at hand-off.";
-    MessageRead => "message.read", [Agent], write,
-        "Acknowledge a message delivered to your run.";
+    MessageRead => "message.read", [Agent, Human], write,
+        "Acknowledge a message delivered to your run (the human: one addressed to the human).";
     EventEmit => "event.emit", [Agent], write,
         "Record a routine observation.";
     LaunchRevoke => "launch.revoke", [Human], write,

@@ -287,6 +287,15 @@ pub trait EvidenceStore {
         limit: usize,
     ) -> Result<Vec<MessageFacts>, StoreError>;
 
+    /// How many messages of `business` addressed to `recipient` have not
+    /// been read: what the human's inbox, which lists only the oldest
+    /// [`EvidenceStore::unread`], says of the rest.
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`].
+    fn unread_count(&self, business: &BusinessId, recipient: &Recipient)
+        -> Result<u64, StoreError>;
+
     /// The current state of every task of `business` with a `task.*`
     /// observation (all of which are filed under `Subject::Task`, see the
     /// shape rules of [`EvidenceStore::commit`]), tombstones included, ordered

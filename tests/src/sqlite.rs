@@ -145,6 +145,14 @@ impl EvidenceStore for TempSqlite {
         self.store.unread(business, recipient, limit)
     }
 
+    fn unread_count(
+        &self,
+        business: &BusinessId,
+        recipient: &Recipient,
+    ) -> Result<u64, StoreError> {
+        self.store.unread_count(business, recipient)
+    }
+
     fn tasks(&self, business: &BusinessId) -> Result<Vec<TaskView>, StoreError> {
         self.store.tasks(business)
     }

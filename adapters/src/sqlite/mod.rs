@@ -942,14 +942,27 @@ impl SqliteStore {
     }
 }
 
+/// Whether message `m` was read, as SQL: its run's `message.read`, or, for
+/// a message to the human, the human's (a `human.input` with that verb and
+/// the message as subject, as the human's acts are recorded).
+macro_rules! read {
+    () => {
+        "(EXISTS (SELECT 1 FROM reads r WHERE r.message = m.id) \
+         OR (m.to_role IS NULL AND EXISTS (SELECT 1 FROM human_inputs h \
+         WHERE h.subject_kind = 'message' AND h.subject = m.id AND h.verb = 'message.read')))"
+    };
+}
+
 /// A message's row with its delivered run, read flag and sequence number.
 /// The delivery is a scalar subquery, not a `LEFT JOIN`: SQLite sets a join
 /// up on every run (about 20 µs here, even for no row at all), a
 /// subquery on the unique `deliveries.message` costs one index probe.
-const FACTS: &str =
+const FACTS: &str = concat!(
     "SELECT m.id, m.business, m.from_role, m.from_run, m.to_role, m.class, m.body, m.in_reply_to, \
-    m.corrects, m.decision, m.request, (SELECT d.run FROM deliveries d WHERE d.message = m.id), \
-    EXISTS (SELECT 1 FROM reads r WHERE r.message = m.id), m.seq FROM messages m";
+    m.corrects, m.decision, m.request, (SELECT d.run FROM deliveries d WHERE d.message = m.id), ",
+    read!(),
+    ", m.seq FROM messages m"
+);
 
 impl StoreReaders for SqliteStore {
     /// A read-only connection to the same file ([`SqliteStore::reader`]).
@@ -1179,13 +1192,27 @@ impl EvidenceStore for SqliteStore {
             Recipient::Role(r) => Some(r.as_str()),
             Recipient::Human => None,
         };
-        self.pending(
-            business,
-            role,
-            Walk::Read,
-            "NOT EXISTS (SELECT 1 FROM reads r WHERE r.message = m.id)",
-            limit,
-        )
+        self.pending(business, role, Walk::Read, concat!("NOT ", read!()), limit)
+    }
+
+    fn unread_count(
+        &self,
+        business: &BusinessId,
+        recipient: &Recipient,
+    ) -> Result<u64, StoreError> {
+        let role = match recipient {
+            Recipient::Role(r) => Some(r.as_str()),
+            Recipient::Human => None,
+        };
+        let count: i64 = self
+            .conn
+            .prepare_cached(concat!(
+                "SELECT count(*) FROM messages m WHERE m.business = ?1 AND m.to_role IS ?2 AND NOT ",
+                read!()
+            ))
+            .and_then(|mut st| st.query_row(params![business.as_str(), role], |r| r.get(0)))
+            .map_err(read_failure)?;
+        Ok(u64::try_from(count).unwrap_or(0))
     }
 
     fn tasks(&self, business: &BusinessId) -> Result<Vec<TaskView>, StoreError> {

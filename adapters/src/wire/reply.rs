@@ -440,17 +440,38 @@ fn body_json(body: &str) -> Value {
     serde_json::from_str(body).unwrap_or_else(|_| Value::String(body.to_owned()))
 }
 
+/// How a run's process ended, as far as the broker knows: the host that
+/// reaped it said so, or the process is gone from the process table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Exited {
+    /// The exit code, when the process exited and the host said with what.
+    pub status: Option<i32>,
+    /// The signal that killed it, when one did.
+    pub signal: Option<i32>,
+}
+
+impl Exited {
+    /// A process known only to be gone: neither code nor signal.
+    pub const GONE: Exited = Exited {
+        status: None,
+        signal: None,
+    };
+}
+
 /// One bound run for the `agents` projection: `role, run, harness, address,
 /// pid, start_time, holding, revoked`, then `launching` (the business's
-/// launch switch, the same on every row) and `waitsOn`: the open decisions
+/// launch switch, the same on every row), `waitsOn`: the open decisions
 /// this run raised, each `{id, action, target, route, blocking}` (`route`
-/// being who has it: `"human"` or the arbiter role).
+/// being who has it: `"human"` or the arbiter role), and `exited`: `null`
+/// while the process runs, else `{status, signal}` (each `null` where
+/// unknown or not the way it ended).
 pub fn agent_json(
     record: &mosaic_domain::evidence::LaunchRecord,
     holding: bool,
     revoked: bool,
     launching: bool,
     waits_on: &[&Decision],
+    exited: Option<Exited>,
 ) -> Value {
     let waits_on: Vec<Value> = waits_on
         .iter()
@@ -480,40 +501,48 @@ pub fn agent_json(
         "revoked": revoked,
         "launching": launching,
         "waitsOn": waits_on,
+        "exited": exited.map(|e| json!({"status": e.status, "signal": e.signal})),
     })
 }
 
 /// The `inbox` answer: each open decision ([`decision_json`], with its
 /// `authorization` context) and then each unread message
-/// ([`message_facts_json`]), every item tagged `type: "decision"|"message"`.
-pub fn inbox_json(decisions: &[&Decision], messages: &[MessageFacts]) -> Value {
+/// ([`message_facts_json`]), every item tagged `type: "decision"|"message"`,
+/// in the order given; then, when `more` unread messages lie beyond those
+/// (`more > 0`), one last item `{"type":"more","unread":more}`.
+pub fn inbox_json(decisions: &[&Decision], messages: &[MessageFacts], more: u64) -> Value {
     value_of(&Inbox {
         decisions,
         messages,
+        more,
     })
 }
 
 /// [`inbox_json`]'s text, byte for byte, written without building the
 /// `Value`: the inbox is the read agents make most, and its messages are
 /// most of its cost.
-pub fn inbox_text(decisions: &[&Decision], messages: &[MessageFacts]) -> String {
+pub fn inbox_text(decisions: &[&Decision], messages: &[MessageFacts], more: u64) -> String {
     let inbox = Inbox {
         decisions,
         messages,
+        more,
     };
     // Unreachable fallback: every key is a string, and a `String` never fails.
-    serde_json::to_string(&inbox).unwrap_or_else(|_| inbox_json(decisions, messages).to_string())
+    serde_json::to_string(&inbox)
+        .unwrap_or_else(|_| inbox_json(decisions, messages, more).to_string())
 }
 
 struct Inbox<'a> {
     decisions: &'a [&'a Decision],
     messages: &'a [MessageFacts],
+    more: u64,
 }
 
 impl Serialize for Inbox<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let more = usize::from(self.more > 0);
         let mut items =
-            serializer.serialize_seq(Some(self.decisions.len() + self.messages.len()))?;
+            serializer.serialize_seq(Some(self.decisions.len() + self.messages.len() + more))?;
         for decision in self.decisions {
             let mut value = decision_json(decision);
             if let Value::Object(map) = &mut value {
@@ -526,6 +555,9 @@ impl Serialize for Inbox<'_> {
                 item: Some("message"),
                 ..MessageOut::of_facts(facts)
             })?;
+        }
+        if self.more > 0 {
+            items.serialize_element(&json!({"type": "more", "unread": self.more}))?;
         }
         items.end()
     }

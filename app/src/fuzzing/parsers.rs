@@ -59,7 +59,7 @@ pub fn host_line(data: &[u8]) {
                 Ok(HostRequest::BindLaunch(record.clone())),
                 "a launch record re-encodes to itself"
             );
-            let shown = wire::agent_json(&record, false, false, true, &[]);
+            let shown = wire::agent_json(&record, false, false, true, &[], None);
             assert_eq!(shown["role"], record.role.as_str());
             assert_eq!(shown["run"], record.run.as_str());
             assert_eq!(shown["harness"], record.harness.as_str());

@@ -446,8 +446,12 @@ impl World {
         driver.take_changed_machines();
         let ids: Vec<BusinessId> = businesses.iter().map(|b| b.id().clone()).collect();
         let (head, _) = driver.take_changes();
-        let reads = Reads::open(driver.store(), View::first(driver.bus(), &ids), head)
-            .expect("the in-memory store opens readers");
+        let reads = Reads::open(
+            driver.store(),
+            View::first(driver.bus(), &ids, Default::default()),
+            head,
+        )
+        .expect("the in-memory store opens readers");
         let reads = Arc::new(reads);
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_time()

@@ -29,6 +29,7 @@ use super::browsing::BrowserEndpoint;
 use super::browsing::Panes;
 use super::connection::{Connections, Shared};
 use super::driver::{Driver, LeakGuard};
+use super::exits::Exits;
 use super::human_proof::BrokerExe;
 use super::launch::{agent_binding, Binding, IssuedLaunch, IssuedReader, LaunchCheck};
 use super::pipeline::{Prover, WriterWorld};
@@ -380,9 +381,10 @@ where
     driver.take_changed_machines();
     // The feed starts after the boot's own bindings.
     let (head, _) = driver.take_changes();
+    let exits = Arc::new(Exits::new(Arc::clone(&processes)));
     let reads = Arc::new(Reads::open(
         driver.store(),
-        View::first(driver.bus(), &business_ids),
+        View::first(driver.bus(), &business_ids, Arc::clone(&exits)),
         head,
     )?);
     let feed = Arc::clone(reads.feed());
@@ -464,6 +466,7 @@ where
         time,
         launch_check,
         feed,
+        exits,
     };
     tracing::info!(
         data_root = &*root.root().to_string_lossy(),

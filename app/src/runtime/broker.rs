@@ -9,15 +9,17 @@ use std::thread::JoinHandle;
 use mosaic_adapters::cause::logged;
 use mosaic_adapters::credentials::{CredentialStatus, CredentialStore, Service};
 use mosaic_adapters::fs::WriterLock;
+use mosaic_adapters::wire::Exited;
 use mosaic_domain::authority::Grant;
 use mosaic_domain::bus::{BodyField, Command, EventBody, Reply};
 use mosaic_domain::evidence::{LaunchRecord, Subject};
-use mosaic_domain::{Action, Capability, DecisionId, Refusal, Target};
+use mosaic_domain::{Action, Capability, DecisionId, Refusal, RunId, Target};
 use mosaic_ports::Entropy;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::browsing::Serving;
+use super::exits::Exits;
 use super::feed::Feed;
 use super::launch::{agent_binding, IssuedLaunch, LaunchCheck, Registry};
 use super::world::{SharedEntropy, Time};
@@ -42,6 +44,8 @@ pub struct Broker {
     pub(super) launch_check: LaunchCheck,
     /// Closed first on shutdown, so no wait for changes holds it up.
     pub(super) feed: Arc<Feed>,
+    /// The exits hosts noted, which `agents` reads.
+    pub(super) exits: Arc<Exits>,
 }
 
 impl std::fmt::Debug for Broker {
@@ -115,6 +119,14 @@ impl Broker {
             run: record.run,
             cap,
         })
+    }
+
+    /// The host reaped `run`'s process: `agents` says from now on that it
+    /// exited, with its exit code or the signal that killed it. Kept in
+    /// memory only (a restarted broker asks the process table instead).
+    pub fn note_exit(&self, run: &RunId, status: Option<i32>, signal: Option<i32>) {
+        tracing::info!(run = run.as_str(), status, signal, "agent exited");
+        self.exits.note(run.clone(), Exited { status, signal });
     }
 
     /// The trusted adapter API `authorize(cap, action, {decision, target})`

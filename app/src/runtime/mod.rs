@@ -26,7 +26,7 @@
 //! and the launch process check),
 //! [`connection`], [`pipeline`] (one request's path), [`writer`], [`driver`]
 //! (the store and the bus under group commit), [`reads`], [`changes`] and
-//! [`feed`], [`human_proof`], [`browser`] (the hub) and [`browsing`] (its
+//! [`feed`], [`exits`] (whether a run's process still runs), [`human_proof`], [`browser`] (the hub) and [`browsing`] (its
 //! server and the way of a `browser.request`), [`world`] (the ports).
 
 mod boot;
@@ -36,6 +36,7 @@ mod browsing;
 pub(crate) mod changes;
 mod connection;
 pub mod driver;
+pub(crate) mod exits;
 pub mod feed;
 pub mod human_proof;
 mod launch;

@@ -415,8 +415,11 @@ pub(crate) fn commit_batch<S: StoreReaders>(
 ) -> Result<(), Refusal> {
     let durable = driver.finish();
     if driver.take_changed_machines() {
-        let roles = reads.view().map(|v| v.roles()).unwrap_or_default();
-        reads.publish(View::of(driver.bus(), roles));
+        let (roles, exits) = reads
+            .view()
+            .map(|v| (v.roles(), v.exits()))
+            .unwrap_or_default();
+        reads.publish(View::of(driver.bus(), roles, exits));
     }
     let (head, changes) = driver.take_changes();
     reads.feed().publish(head, changes);

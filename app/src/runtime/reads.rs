@@ -28,13 +28,14 @@ use mosaic_domain::messages::{MessageFacts, INBOX_LIMIT};
 use mosaic_domain::{BusinessId, Refusal, RoleInstance};
 use mosaic_ports::{EvidenceStore, StoreReaders};
 
+use super::exits::Exits;
 use super::feed::Feed;
 use serde_json::Value;
 
 /// The bus state reads need, as of one committed batch.
 #[derive(Debug, Clone)]
 pub(crate) struct View {
-    /// Every open decision, ordered by id.
+    /// Every open decision, blocking ones first, then in raise order.
     open: Vec<Decision>,
     /// Every bound run's record, whether it holds its role and whether it
     /// was revoked from it, ordered by business, role and run.
@@ -43,18 +44,31 @@ pub(crate) struct View {
     roles: Arc<BTreeSet<(BusinessId, RoleInstance)>>,
     /// The businesses whose launching is switched off.
     off: BTreeSet<BusinessId>,
+    /// Which runs' processes exited (fixed for a broker's life, shared by
+    /// every view).
+    exits: Arc<Exits>,
 }
 
 impl View {
     /// The view of `bus`, sharing the role list of an earlier view.
-    pub(crate) fn of(bus: &Bus, roles: Arc<BTreeSet<(BusinessId, RoleInstance)>>) -> Self {
+    pub(crate) fn of(
+        bus: &Bus,
+        roles: Arc<BTreeSet<(BusinessId, RoleInstance)>>,
+        exits: Arc<Exits>,
+    ) -> Self {
         let mut open: Vec<Decision> = bus
             .decisions()
             .iter()
             .filter(|d| d.status == Status::Open)
             .cloned()
             .collect();
-        open.sort_by_key(|d| d.record.id);
+        // The inbox's order (docs/human.md): blocking decisions first, then
+        // the oldest; raise order, since decision ids are random.
+        let decisions = bus.decisions();
+        open.sort_by_key(|d| {
+            let raised = decisions.raise_order(&d.record.id).unwrap_or(usize::MAX);
+            (!d.record.fields.blocking, raised)
+        });
         let claims = bus.claims();
         let mut agents: Vec<_> = bus
             .launches()
@@ -81,17 +95,18 @@ impl View {
             agents,
             roles,
             off,
+            exits,
         }
     }
 
-    /// The view of `bus`, with its own role list.
-    pub(crate) fn first(bus: &Bus, businesses: &[BusinessId]) -> Self {
+    /// The view of `bus`, with its own role list, and `exits`.
+    pub(crate) fn first(bus: &Bus, businesses: &[BusinessId], exits: Arc<Exits>) -> Self {
         let roles = businesses
             .iter()
             .filter_map(|id| bus.business(id))
             .flat_map(|b| b.roles().map(|(role, _)| (b.id().clone(), role.clone())))
             .collect();
-        Self::of(bus, Arc::new(roles))
+        Self::of(bus, Arc::new(roles), exits)
     }
 
     /// Whether `business` is one of the broker's.
@@ -124,6 +139,11 @@ impl View {
     /// The role list, for the next view.
     pub(crate) fn roles(&self) -> Arc<BTreeSet<(BusinessId, RoleInstance)>> {
         Arc::clone(&self.roles)
+    }
+
+    /// The exits, for the next view.
+    pub(crate) fn exits(&self) -> Arc<Exits> {
+        Arc::clone(&self.exits)
     }
 }
 
@@ -167,8 +187,8 @@ pub(crate) fn read<S: EvidenceStore>(
     let storage = |e| mosaic_adapters::cause::logged(Refusal::StorageUnavailable, "a read")(e);
     Ok(match query {
         Query::Inbox => {
-            let (decisions, messages) = inbox(view, store, caller)?;
-            wire::inbox_json(&decisions, &messages)
+            let (decisions, messages, more) = inbox(view, store, caller)?;
+            wire::inbox_json(&decisions, &messages, more)
         }
         Query::Tasks => Value::Array(
             store
@@ -192,7 +212,8 @@ pub(crate) fn read<S: EvidenceStore>(
                                 &d.record.business == business && d.record.raiser.run == r.run
                             })
                             .collect();
-                        wire::agent_json(r, *holding, *revoked, launching, &waits)
+                        let exited = view.exits.of(r);
+                        wire::agent_json(r, *holding, *revoked, launching, &waits, exited)
                     })
                     .collect(),
             )
@@ -241,8 +262,8 @@ pub(crate) fn read_text<S: EvidenceStore>(
 ) -> Result<String, Refusal> {
     match query {
         Query::Inbox => {
-            let (decisions, messages) = inbox(view, store, caller)?;
-            Ok(wire::inbox_text(&decisions, &messages))
+            let (decisions, messages, more) = inbox(view, store, caller)?;
+            Ok(wire::inbox_text(&decisions, &messages, more))
         }
         Query::Tasks | Query::Agents | Query::Trail(_) | Query::Head | Query::Changes { .. } => {
             read(view, store, caller, query).map(|value| value.to_string())
@@ -250,14 +271,17 @@ pub(crate) fn read_text<S: EvidenceStore>(
     }
 }
 
-/// The caller's inbox: the open decisions routed to it and its oldest
+/// The caller's inbox: the open decisions routed to it (blocking ones
+/// first, then oldest, as the view keeps them) and its oldest
 /// [`INBOX_LIMIT`] unread messages. An agent's inbox is its role's; a
-/// reader's (and the human's) is the human's.
+/// reader's (and the human's) is the human's, which also says how many
+/// unread messages lie beyond those (the third value; 0 for an agent,
+/// whose inbox never said it).
 fn inbox<'v, S: EvidenceStore>(
     view: &'v View,
     store: &S,
     caller: &Caller,
-) -> Result<(Vec<&'v Decision>, Vec<MessageFacts>), Refusal> {
+) -> Result<(Vec<&'v Decision>, Vec<MessageFacts>, u64), Refusal> {
     let business = caller.business();
     let (route, recipient) = match caller {
         Caller::Agent { agent, .. } => (
@@ -271,14 +295,20 @@ fn inbox<'v, S: EvidenceStore>(
         .iter()
         .filter(|d| &d.record.business == business && d.record.route == route)
         .collect();
-    let messages =
-        store
-            .unread(business, &recipient, INBOX_LIMIT)
-            .map_err(mosaic_adapters::cause::logged(
-                Refusal::StorageUnavailable,
-                "a read",
-            ))?;
-    Ok((decisions, messages))
+    let failed = || mosaic_adapters::cause::logged(Refusal::StorageUnavailable, "a read");
+    let messages = store
+        .unread(business, &recipient, INBOX_LIMIT)
+        .map_err(failed())?;
+    // Counting costs a walk over every unread message, so only a full page
+    // of the human's inbox asks.
+    let more = match caller {
+        Caller::Reader { .. } | Caller::Human { .. } if messages.len() == INBOX_LIMIT => store
+            .unread_count(business, &recipient)
+            .map_err(failed())?
+            .saturating_sub(INBOX_LIMIT as u64),
+        Caller::Agent { .. } | Caller::Reader { .. } | Caller::Human { .. } => 0,
+    };
+    Ok((decisions, messages, more))
 }
 
 /// Reader connections per broker: enough for both cores and a read or two

@@ -6,6 +6,7 @@
 //! - [`host`]: boot, bad boots, the lock, the socket's mode, `bindLaunch`,
 //!   protocol failures, end of stdin and signals;
 //! - [`verbs`]: every verb of the spec's table with its rules and refusals;
+//! - [`inbox`]: the human inbox's order, and the runs that exited;
 //! - [`restart`]: what survives a close and a boot on the same data root;
 //! - [`changes`]: the change feed's waits, audiences and cursors;
 //! - [`text`]: the decision text rule and verbatim message bodies;
@@ -20,6 +21,7 @@ mod support;
 mod changes;
 mod connections;
 mod host;
+mod inbox;
 mod restart;
 mod text;
 mod verbs;

@@ -99,7 +99,7 @@ fn a_revoked_run_never_reclaims_its_role_also_after_restart() {
             json!({"role": "dev", "run": "dev-1", "harness": "pi", "address": null,
                     "pid": launch_pid(), "start_time": start_time(),
                     "holding": false, "revoked": true,
-                    "launching": true, "waitsOn": []})
+                    "launching": true, "waitsOn": [], "exited": null})
         )
     );
     // The role's trail spans three brokers and the offline human, in one

@@ -1378,7 +1378,7 @@ fn tasks_and_agents_are_projections_of_the_callers_business() {
         json!({"role": role, "run": run, "harness": "pi", "address": null,
                "pid": launch_pid(), "start_time": start_time(),
                "holding": holding, "revoked": false,
-               "launching": true, "waitsOn": []})
+               "launching": true, "waitsOn": [], "exited": null})
     };
     let expected = json!([agent("dev", "dev-1", false), agent("lead", "lead-1", true)]);
     assert_eq!(lead.ok("agents", json!({})), expected);

@@ -1413,9 +1413,14 @@ fn serving(verb: Verb, kind: CallerKind) -> Vec<(Caller, Command)> {
         },
         Verb::MessageSend => send(5, to, None),
         Verb::MessageReceive => Command::Receive { batch: Vec::new() },
+        // An agent reads what was delivered to it; the others a message to
+        // the human.
         Verb::MessageRead => {
             let mut facts = stored(6, "acme");
-            facts.delivered_to = Some(RunId::parse("r1").unwrap());
+            match kind {
+                CallerKind::Agent => facts.delivered_to = Some(RunId::parse("r1").unwrap()),
+                CallerKind::Reader | CallerKind::Human => facts.record.to = Recipient::Human,
+            }
             Command::Read {
                 id: facts.record.id,
                 known: Some(facts),

@@ -365,6 +365,20 @@ impl EvidenceStore for MemoryStore {
         })
     }
 
+    fn unread_count(
+        &self,
+        business: &BusinessId,
+        recipient: &Recipient,
+    ) -> Result<u64, StoreError> {
+        self.view(|state| {
+            let unread = state
+                .messages
+                .iter()
+                .filter(|m| &m.record.business == business && &m.record.to == recipient && !m.read);
+            u64::try_from(unread.count()).unwrap_or(u64::MAX)
+        })
+    }
+
     fn tasks(&self, business: &BusinessId) -> Result<Vec<TaskView>, StoreError> {
         self.view(|state| {
             state
@@ -407,6 +421,10 @@ impl State {
             }
             Evidence::Human(h) => {
                 self.human_inputs.insert(h.id, h.business.clone());
+                // The human's `message.read` is its only record of that act.
+                if let Some(&i) = h.read_message().and_then(|m| self.message_index.get(&m)) {
+                    self.messages[i].read = true;
+                }
             }
             Evidence::Message(MessageEvidence::Sent(m)) => {
                 self.message_index.insert(m.id, self.messages.len());

@@ -140,7 +140,7 @@ use std::io::{self, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, Command, ExitCode, ExitStatus, Stdio};
+use std::process::{Child, ChildStdin, Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use clap::builder::NonEmptyStringValueParser;
@@ -164,8 +164,8 @@ use console::Console;
 pub use console::CONSOLE_ENV;
 pub use launch::BASE_ENV;
 use launch::{
-    agent_env, cap_memfd, child_path, fill_and_seal, find_program, kill_sandbox, run_id,
-    signal_group, spawn_inheriting,
+    agent_env, cap_memfd, child_path, describe, exit_parts, fill_and_seal, find_program,
+    kill_sandbox, run_id, signal_group, spawn_inheriting,
 };
 use sandbox::{AbstractSockets, Bwrap, Places};
 pub use sandbox::{SandboxExecArgs, SANDBOX_HOME, SANDBOX_UID};
@@ -780,6 +780,11 @@ impl Session {
                 Err(_) => None,
             };
             agent.exited = true;
+            // `agents` says so from now on, with how it ended.
+            if let Some(broker) = &self.broker {
+                let (code, signal) = exit_parts(status);
+                broker.note_exit(&agent.run, code, signal);
+            }
             if stopping || status.is_some_and(|s| s.success()) {
                 continue;
             }
@@ -889,12 +894,5 @@ impl Drop for Session {
             let _ = std::fs::remove_file(path);
         }
         self.secrets.remove_if_made();
-    }
-}
-
-fn describe(status: Option<ExitStatus>) -> String {
-    match status {
-        Some(status) => format!("exited with {status}"),
-        None => "exited; its status is unknown".to_owned(),
     }
 }
