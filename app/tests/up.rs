@@ -197,8 +197,12 @@ fn the_example_agents_exchange_a_decision_and_a_message_then_up_exits() {
         Some(&dump),
     );
     let summary: Value = serde_json::from_str(&up.line()).expect("the first line is JSON");
-    let (status, rest, stderr) = up.finish();
-    assert_eq!(status.code(), Some(0), "stdout: {rest}\nstderr: {stderr}");
+    let (status, out, stderr) = up.finish();
+    assert_eq!(status.code(), Some(0), "stdout: {out}\nstderr: {stderr}");
+    // One line on stdout; the agents' lines are relayed to stderr, each
+    // prefixed with its role.
+    assert!(out.is_empty(), "{out}");
+    let rest = stderr;
 
     // The one JSON line says where everything is, and names both runs.
     assert_eq!(summary["ok"], true);
@@ -206,7 +210,7 @@ fn the_example_agents_exchange_a_decision_and_a_message_then_up_exits() {
     assert_eq!(summary["dataRoot"], json!(root.path()));
     let socket = root.path().join("bus/bus.sock");
     assert_eq!(summary["socket"], json!(socket));
-    // Without --console the agents' lines are on up's stdout: no log file.
+    // Without --console the agents' lines are on up's stderr: no log file.
     assert_eq!(summary["log"], Value::Null);
     // The reader capability is in a private folder of its own, never under
     // the data root that every agent can find from its socket's path.
@@ -227,7 +231,10 @@ fn the_example_agents_exchange_a_decision_and_a_message_then_up_exits() {
     let (lead, dev) = (run(0), run(1));
     assert!(lead.starts_with("lead-") && dev.starts_with("dev-"));
     for (i, name) in [&lead, &dev].into_iter().enumerate() {
-        assert!(rest.contains(&format!("[{name}]:")), "{name} in {rest}");
+        let role = roles[i];
+        let relayed =
+            |l: &str| l.starts_with(&format!("{role}: ")) && l.contains(&format!("[{name}]:"));
+        assert!(rest.lines().any(relayed), "{name} in {rest}");
         assert_eq!(agents[i]["harness"], "pi");
         // bwrap is installed wherever these tests run (CI installs it), so
         // the example's default, `auto`, sandboxes every agent.
@@ -912,4 +919,41 @@ fn agents_says_how_each_agent_up_reaped_has_exited() {
     let (status, _, stderr) = up.finish();
     // Both failed, so `up` exits 1 when stopped.
     assert_eq!(status.code(), Some(1), "{stderr}");
+}
+
+#[test]
+fn agents_output_is_relayed_line_by_line_with_every_escape_made_visible() {
+    let dir = tempfile::tempdir().expect("dir");
+    let root = tempfile::tempdir().expect("data root");
+    // A window title and the clipboard on stdout, the same on stderr, a
+    // screen clear, and a last line without its newline.
+    let script = r"read _
+printf '\033]0;pwned\007\n'
+printf '\033]52;c;ZWNobyAncm0gLXJmIH4n\007\n' >&2
+printf 'clear\033[2J\r\n'
+printf 'tail'";
+    let config = config_file(
+        dir.path(),
+        json!([{"role": "a", "harness": "pi", "command": ["sh", "-c", script]}]),
+    );
+    let (status, stdout, stderr) = run_to_end(&config, root.path());
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        stdout.lines().count(),
+        1,
+        "only the summary on stdout: {stdout}"
+    );
+    for raw in ['\u{1b}', '\u{7}', '\r'] {
+        assert!(!stderr.contains(raw), "a raw {raw:?} in {stderr:?}");
+    }
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("a: ")).collect();
+    for expected in [
+        "a: ⟨ESC⟩]0;pwned⟨BEL⟩",
+        "a: ⟨ESC⟩]52;c;ZWNobyAncm0gLXJmIH4n⟨BEL⟩",
+        "a: clear⟨ESC⟩[2J",
+        "a: tail",
+    ] {
+        assert!(lines.contains(&expected), "{expected:?} in {lines:?}");
+    }
+    assert_eq!(lines.len(), 4, "{lines:?}");
 }

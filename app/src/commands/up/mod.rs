@@ -59,8 +59,8 @@
 //!    never hold one). It also gets `MOSAIC_RUN_ID`, `MOSAIC_BUS_SOCKET`,
 //!    `MOSAIC_BUS_CAP_FD` (the descriptor's number) and a `PATH` that starts
 //!    with the directory of this `mosaic-bus` executable, so scripts can run
-//!    `mosaic-bus call`; its standard input is a pipe from this process, its
-//!    standard output and error are this process's (nothing is relayed); it
+//!    `mosaic-bus call`; its standard input, output and error are pipes
+//!    from and to this process, which relays the output ([`output`]); it
 //!    leads a process group of its own, so what it starts can be stopped
 //!    with it;
 //! 3. read the child's start time (field 22 of `/proc/<pid>/stat`) while it
@@ -125,13 +125,14 @@
 //! running, waits for them (5 s, or until a second signal, then SIGKILL)
 //! and closes; so does the exit of the last agent, unless `--stay`
 //! asks to keep serving (for inspection with the reader capability) until a
-//! signal. With `--console` ([`console`]) the agents' output goes to the
-//! file `log` names, and the console's quitting stops `up` as a signal
-//! does. Closing closes the broker cleanly (socket and writer lock
+//! signal. Each line an agent writes is relayed as `ROLE: LINE`,
+//! neutralised, to stderr, or with `--console` ([`console`]) to the file
+//! `log` names; the console's quitting stops `up` as a signal does. Closing closes the broker cleanly (socket and writer lock
 //! removed) and removes `reader.cap`; a failed close exits 2.
 
 mod console;
 mod launch;
+mod output;
 mod sandbox;
 mod secrets;
 
@@ -148,10 +149,9 @@ use clap::Args;
 use mosaic_adapters::cap::{CAP_FD_ENV, SOCKET_ENV};
 use mosaic_adapters::cause::{self, logged};
 use mosaic_adapters::config::{BootConfig, ConfigError};
-use mosaic_adapters::fs;
 use mosaic_adapters::procfs::ProcFs;
 use mosaic_domain::evidence::{Harness, LaunchRecord};
-use mosaic_domain::{BusinessId, Capability, Refusal, RoleInstance, RunId};
+use mosaic_domain::{BusinessId, Refusal, RoleInstance, RunId};
 use mosaic_ports::ProcessTable;
 use serde_json::{json, Value};
 
@@ -167,6 +167,7 @@ use launch::{
     agent_env, cap_memfd, child_path, describe, exit_parts, fill_and_seal, find_program,
     kill_sandbox, run_id, signal_group, spawn_inheriting,
 };
+use output::Relays;
 use sandbox::{AbstractSockets, Bwrap, Places};
 pub use sandbox::{SandboxExecArgs, SANDBOX_HOME, SANDBOX_UID};
 use secrets::Secrets;
@@ -215,8 +216,9 @@ abstractSockets}]}, never a capability; abstractSockets is closed when the \
 agent cannot reach abstract Unix sockets outside its sandbox (network none, \
 or a Landlock scope), open otherwise. The human's reader capability \
 (reader.cap) and, with --browser, the UI token (ui.token) are written to the secrets folder (mode 0600) and \
-removed on close. The agents' output is theirs: it goes where this \
-process's stdout and stderr go, or with --console to the file log names.
+removed on close. Each line an agent writes (stdout or stderr) is relayed \
+to stderr as ROLE: LINE, every control character shown as a token such as \
+⟨ESC⟩, or with --console to the file log names.
 
 With --console, the human's console (as `mosaic-bus console`) opens on this \
 terminal over the business; quitting it (q) stops up as SIGINT does. The \
@@ -493,6 +495,7 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
         data_root,
         agents: Vec::new(),
         stay: options.stay,
+        relays: Relays::to(log.as_ref().map(|(file, _)| file))?,
         log,
         console: None,
         secret_env,
@@ -503,9 +506,9 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
         .into_iter()
         .next()
         .ok_or(Refusal::BrokerUnavailable)?;
-    session.reader_cap = Some(session.write_secret(READER_CAP_FILE, &reader.cap)?);
+    session.reader_cap = Some(session.secrets.write(READER_CAP_FILE, &reader.cap)?);
     if let Some(browser) = &booted.browser {
-        session.ui_token = Some(session.write_secret(UI_TOKEN_FILE, &browser.token)?);
+        session.ui_token = Some(session.secrets.write(UI_TOKEN_FILE, &browser.token)?);
     }
     let path = child_path()?;
     for (spec, binds) in config.agents.iter().zip(&binds) {
@@ -550,6 +553,8 @@ struct Session {
     browser_url: Option<String>,
     agents: Vec<Agent>,
     stay: bool,
+    /// The agents' output, relayed to the log file or `up`'s stderr.
+    relays: Relays,
     /// With `--console`: the agents' log file and where it is.
     log: Option<(std::fs::File, PathBuf)>,
     /// With `--console`, once it is open.
@@ -571,31 +576,6 @@ struct Sandbox {
 }
 
 impl Session {
-    /// Writes a secret (a capability or the UI token) to a new private file
-    /// of the secrets folder; the caller records the path so close removes
-    /// it.
-    fn write_secret(&self, name: &str, secret: &Capability) -> Result<PathBuf, Failure> {
-        let path = self.secrets.dir.join(name);
-        if std::fs::symlink_metadata(&path).is_ok() {
-            // We hold the writer lock: whoever wrote it is gone.
-            fs::check_private_file(&path)?;
-            std::fs::remove_file(&path).map_err(logged(
-                Refusal::StorageUnavailable,
-                "removing a secret's file left by an earlier run",
-            ))?;
-        }
-        let mut file = fs::create_private_file(&path)?;
-        let written = file
-            .write_all(format!("{}\n", secret.expose()).as_bytes())
-            .and_then(|()| file.sync_all());
-        if let Err(e) = written {
-            cause::log(Refusal::StorageUnavailable, "writing a secret's file", &e);
-            let _ = std::fs::remove_file(&path);
-            return Err(Refusal::StorageUnavailable.into());
-        }
-        Ok(path)
-    }
-
     /// One launch, steps 1 to 4 of the module documentation; `binds` are
     /// the checked paths of its sandbox, when it has one.
     fn launch(
@@ -655,11 +635,11 @@ impl Session {
             .env(CAP_FD_ENV, &fd)
             .env("PATH", path)
             .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
             .process_group(0);
-        if let Some((log, _)) = &self.log {
-            let out = log.try_clone().map_err(failed)?;
-            let err = log.try_clone().map_err(failed)?;
-            command.stdout(out).stderr(err).env(CONSOLE_ENV, "1");
+        if self.log.is_some() {
+            command.env(CONSOLE_ENV, "1");
         }
         let mut child = spawn_inheriting(&mut command, &memfd).map_err(failed)?;
         let pid = child.id();
@@ -674,6 +654,11 @@ impl Session {
             exited: false,
             failed: false,
         });
+        // Once it is ours to stop: a failure here kills it with the rest.
+        if let Some(agent) = self.agents.last_mut() {
+            let role = spec.role.as_str();
+            self.relays.start(role, &mut agent.child).map_err(failed)?;
+        }
         // Our child, not yet reaped: the pid names it and nobody else.
         let start_time = ProcFs::new()
             .process(pid)
@@ -856,6 +841,7 @@ impl Session {
     /// the close failed.
     fn close(mut self, code: u8) -> u8 {
         self.kill_agents();
+        self.relays.finish(STOP_GRACE);
         let mut code = code;
         if let Some(broker) = self.broker.take() {
             // The broker logs a failed close.

@@ -1,10 +1,11 @@
 //! The folder the human's secrets go to: never the data root.
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use mosaic_adapters::cause::logged;
+use mosaic_adapters::cause::{self, logged};
 use mosaic_adapters::fs;
-use mosaic_domain::Refusal;
+use mosaic_domain::{Capability, Refusal};
 
 /// The folder the human's secrets are written to: the operator's
 /// `--secrets-dir`, or a new private folder under the temporary directory.
@@ -45,6 +46,34 @@ impl Secrets {
         }
         fs::check_private_dir(&dir)?;
         Ok(Secrets { dir, made: false })
+    }
+
+    /// Writes a secret (a capability or the UI token) to a new private file
+    /// of the folder; the caller records the path so close removes it.
+    ///
+    /// # Errors
+    /// `unsafe-path` for a file left there that is not a private file of
+    /// ours; `storage-unavailable` when it cannot be written.
+    pub(super) fn write(&self, name: &str, secret: &Capability) -> Result<PathBuf, Refusal> {
+        let path = self.dir.join(name);
+        if std::fs::symlink_metadata(&path).is_ok() {
+            // We hold the writer lock: whoever wrote it is gone.
+            fs::check_private_file(&path)?;
+            std::fs::remove_file(&path).map_err(logged(
+                Refusal::StorageUnavailable,
+                "removing a secret's file left by an earlier run",
+            ))?;
+        }
+        let mut file = fs::create_private_file(&path)?;
+        let written = file
+            .write_all(format!("{}\n", secret.expose()).as_bytes())
+            .and_then(|()| file.sync_all());
+        if let Err(e) = written {
+            cause::log(Refusal::StorageUnavailable, "writing a secret's file", &e);
+            let _ = std::fs::remove_file(&path);
+            return Err(Refusal::StorageUnavailable);
+        }
+        Ok(path)
     }
 
     pub(super) fn remove_if_made(&mut self) {
