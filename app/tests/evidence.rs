@@ -103,7 +103,7 @@ fn backup_while_eight_clients_write_is_a_verified_snapshot_a_broker_boots_on() {
     let deadline = Instant::now() + WAIT;
     while acked.load(Ordering::Relaxed) < 200 {
         assert!(Instant::now() < deadline, "the clients never got going");
-        std::thread::yield_now();
+        std::thread::sleep(support::POLL);
     }
     let copies = tempfile::tempdir().unwrap();
     let copy = copies.path().join("bus-copy.sqlite");

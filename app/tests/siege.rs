@@ -7,7 +7,13 @@
 //! The human CLI runs detached (`support::detached`), so it passes the
 //! proof wherever the test runs: its answer is `ok`, never
 //! `broker-unavailable` or `outcome-unknown`, and it comes within
-//! [`ANSWER_WITHIN`].
+//! [`ANSWER_WITHIN`] of its request. The agent is `mosaic-bus mcp`, a
+//! process of its own. Both are timed from their request, once their
+//! process has started: a loaded machine took up to 3.1 s to start the
+//! human CLI's processes, which the broker does not promise.
+//!
+//! After a flood the broker holds no more threads and open files than
+//! before it, and its peak memory does not grow over three floods in a row.
 
 #[path = "support/mod.rs"]
 mod support;
@@ -25,9 +31,15 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use support::pane::Ui;
-use support::{acme, acme_launches, config, data_root, detached, open_db, Broker, BIN, WAIT};
+use support::detached::{detached, Pending};
+use support::{acme, acme_launches, config, data_root, open_db, Broker, BIN, POLL, WAIT};
 
-/// How long the human and the agent may take to be answered under a flood.
+/// How long the human and the agent may take to be answered under a flood:
+/// the product's promise, timed from the request to the answer. The worst
+/// observed with two busy loops (`yes > /dev/null`, twice) beside the suite
+/// on two shared cores: the human 671 ms, the agent 48 ms, over four runs.
+/// (Before the human's reads ran beside the writer, the human waited up to
+/// 350 ms for a group commit's sync behind the refusal flood's records.)
 const ANSWER_WITHIN: Duration = Duration::from_secs(1);
 
 /// How many junk connections the socket flood holds open at once: more
@@ -48,9 +60,21 @@ const FLOOD_LIMIT: Duration = Duration::from_secs(60);
 /// How long the broker may take after a flood to be back at its baseline.
 const BASELINE_WITHIN: Duration = Duration::from_secs(5);
 
-/// How much more resident memory than its baseline the broker may keep
-/// after a flood (the allocator keeps some of what it freed).
-const RSS_SLACK_KIB: u64 = 16 * 1024;
+/// The broker's environment under the floods: glibc's allocator with one
+/// arena. With one arena for each thread that ever ran, as by default, the
+/// peak grows from flood to flood while the blocking pool's new threads
+/// get arenas of their own (27.6, 28.7, 29.7 MiB), which is the allocator,
+/// not what the broker holds (27.6, 27.8, 27.8 MiB with one arena).
+const ONE_ARENA: &[(&str, &str)] = &[("MALLOC_ARENA_MAX", "1")];
+
+/// How many floods in a row the memory checks run.
+const FLOODS: usize = 3;
+
+/// How much higher the broker's peak resident memory may be in the last of
+/// [`FLOODS`] floods than in the first: what the broker holds does not grow
+/// from one flood to the next. (A distance from the quiet baseline would
+/// measure what the allocator keeps of what was freed, not the broker.)
+const PEAK_GROWTH_KIB: u64 = 2 * 1024;
 
 /// How many forged human lines the refusal flood sends.
 const REFUSAL_LINES: usize = 100_000;
@@ -66,12 +90,12 @@ const REFUSAL_LIMIT: Duration = Duration::from_secs(300);
 /// How much the store may grow under [`REFUSAL_LINES`] refusals of nobody.
 const REFUSAL_GROWTH: u64 = 1024 * 1024;
 
-/// What the broker holds: threads, open files and resident memory.
+/// What the broker holds and must give back after a flood: threads and
+/// open files.
 #[derive(Debug, Clone, Copy)]
 struct Footprint {
     threads: u64,
     files: usize,
-    rss_kib: u64,
 }
 
 impl Footprint {
@@ -79,22 +103,18 @@ impl Footprint {
         Footprint {
             threads: broker.threads(),
             files: broker.fd_count(),
-            rss_kib: broker.rss_kib(),
         }
     }
 
-    /// Whether `self` is no more than `baseline` (memory within
-    /// [`RSS_SLACK_KIB`]).
+    /// Whether `self` is no more than `baseline`.
     fn within(&self, baseline: &Footprint) -> bool {
-        self.threads <= baseline.threads
-            && self.files <= baseline.files
-            && self.rss_kib <= baseline.rss_kib + RSS_SLACK_KIB
+        self.threads <= baseline.threads && self.files <= baseline.files
     }
 }
 
 /// Waits, at most [`BASELINE_WITHIN`] from `stopped` (the flood's end),
-/// until the broker holds no more threads and files than at `baseline`
-/// and about as much memory; then that it goes quiet: no proof or other
+/// until the broker holds no more threads and files than at `baseline`;
+/// then that it goes quiet: no proof or other
 /// work is left running.
 #[track_caller]
 fn back_to_baseline(broker: &Broker, baseline: &Footprint, stopped: Instant, what: &str) {
@@ -113,7 +133,7 @@ fn back_to_baseline(broker: &Broker, baseline: &Footprint, stopped: Instant, wha
             "{what}: the broker holds {now:?} {:?} after the flood, baseline {baseline:?}",
             stopped.elapsed()
         );
-        std::thread::yield_now();
+        std::thread::sleep(POLL);
     }
     broker.wait_quiet();
 }
@@ -124,62 +144,87 @@ fn expected_human_inbox() -> Value {
     json!({"ok": true, "result": []})
 }
 
-/// Runs `command` with `input` on stdin; its one stdout line, parsed, and
-/// how long it took from spawn to exit (at most [`WAIT`]).
-#[track_caller]
-fn timed(command: &mut Command, input: &[u8]) -> (Value, Duration) {
-    let started = Instant::now();
-    let mut child = command
+/// The human CLI's `inbox` for acme, from a clean environment, and how
+/// long the human waited for its answer: from the request, once the CLI
+/// has started and waits for it, to the answer. The product promises the
+/// answer, not how fast a loaded machine starts three processes (`setsid`,
+/// the wrapper, the CLI and its re-execution), which took up to 3.1 s of
+/// a 3.8 s call with two busy loops beside the flood while the broker
+/// answered in 7 ms.
+fn human_inbox(socket: &Path) -> (Value, Duration) {
+    let mut command = detached();
+    command.arg(BIN).arg("human").arg(socket);
+    let pending = Pending::start(&mut command);
+    pending.wait_for_request();
+    let (outcome, took) = pending.timed(br#"{"business":"acme","verb":"inbox","args":{}}"#);
+    (outcome.reply, took)
+}
+
+/// `inbox` asked by an agent that is a process of its own, as a real
+/// agent is: `mosaic-bus mcp` with the capability in the private file
+/// `cap_file`, as a harness runs it. Timed from the tool call, once the
+/// adapter has started and completed its handshake, to its answer, which
+/// comes back in the socket's shape (`{"ok":true,"result":…}`, or
+/// `{"ok":false,"error":TEXT}`). The start of the process is not the
+/// answer the product promises (see [`human_inbox`]).
+fn agent_inbox(socket: &Path, cap_file: &Path) -> (Value, Duration) {
+    let mut adapter = Command::new(BIN)
+        .arg("mcp")
+        .arg("--socket")
+        .arg(socket)
+        .arg("--cap-file")
+        .arg(cap_file)
+        .env_clear()
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
-        .expect("spawn");
-    let pid = child.id();
-    {
-        let mut stdin = child.stdin.take().expect("stdin");
-        // A child that exits before reading everything closes the pipe.
-        let _ = stdin.write_all(input);
-    }
-    let (done, finished) = mpsc::channel();
+        .expect("spawn mosaic-bus mcp");
+    let mut stdin = adapter.stdin.take().expect("stdin");
+    let stdout = BufReader::new(adapter.stdout.take().expect("stdout"));
+    let (line, lines) = mpsc::channel();
     std::thread::spawn(move || {
-        let _ = done.send(child.wait_with_output());
+        for read in stdout.lines() {
+            let Ok(read) = read else { break };
+            if line.send(read).is_err() {
+                break;
+            }
+        }
     });
-    let Ok(output) = finished.recv_timeout(WAIT) else {
-        let _ = Command::new("kill")
-            .args(["-KILL", &pid.to_string()])
-            .status();
-        panic!("pid {pid} did not exit within {WAIT:?}");
+    let mut ask = |message: Value| {
+        writeln!(stdin, "{message}").expect("write to the adapter");
     };
+    let answer = |what: &str| -> Value {
+        let line = lines
+            .recv_timeout(WAIT)
+            .unwrap_or_else(|_| panic!("the adapter's {what} within {WAIT:?}"));
+        serde_json::from_str(&line).expect("a JSON-RPC line")
+    };
+    ask(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-03-26",
+        "capabilities": {},
+        "clientInfo": {"name": "siege", "version": "0"},
+    }}));
+    let hello = answer("handshake");
+    assert!(hello["result"].is_object(), "{hello}");
+    ask(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let started = Instant::now();
+    ask(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "inbox", "arguments": {}}}));
+    let called = answer("answer");
     let took = started.elapsed();
-    let stdout = String::from_utf8(output.expect("wait").stdout).expect("UTF-8");
-    let reply = serde_json::from_str(stdout.trim()).expect("one JSON line");
+    // Done with it: its answer is in, whatever it would do next.
+    let _ = adapter.kill();
+    let _ = adapter.wait();
+    let text = called["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a text answer: {called}"));
+    let reply = if called["result"]["isError"] == json!(true) {
+        json!({"ok": false, "error": text})
+    } else {
+        json!({"ok": true, "result": serde_json::from_str::<Value>(text).expect("a JSON result")})
+    };
     (reply, took)
-}
-
-/// The human CLI's `inbox` for acme, from a clean environment.
-fn human_inbox(socket: &Path) -> (Value, Duration) {
-    let mut command = detached();
-    command.arg(BIN).arg("human").arg(socket);
-    timed(
-        &mut command,
-        br#"{"business":"acme","verb":"inbox","args":{}}"#,
-    )
-}
-
-/// `mosaic-bus call inbox` with the capability in a private file: an agent
-/// that is a process of its own, as a real agent is.
-fn agent_inbox(socket: &Path, cap_file: &Path) -> (Value, Duration) {
-    let mut command = Command::new(BIN);
-    command
-        .arg("call")
-        .arg("inbox")
-        .arg("--cap-file")
-        .arg(cap_file)
-        .arg("--socket")
-        .arg(socket)
-        .env_clear();
-    timed(&mut command, b"")
 }
 
 /// `cap` in a private file under `dir`.
@@ -201,7 +246,7 @@ fn broker_with_agent(root: &Path, scratch: &Path) -> (Broker, PathBuf) {
     let mut config = config(root, &[acme()], &acme_launches(), &["acme"]);
     // Browser control too, on a free loopback port, for the HTTP floods.
     config["browser"] = json!({"listen": "127.0.0.1:0"});
-    let broker = Broker::boot(root, &config);
+    let broker = Broker::boot_with_env(root, &config, ONE_ARENA);
     broker.agent("dev-1").claim();
     let file = cap_file(scratch, &broker.cap("dev-1"));
     (broker, file)
@@ -231,6 +276,27 @@ impl Quiet {
     #[track_caller]
     fn back_to_baseline(&self, stopped: Instant, what: &str) {
         back_to_baseline(&self.broker, &self.baseline, stopped, what);
+    }
+
+    /// Runs `flood` [`FLOODS`] times in a row, each one back to the
+    /// baseline before the next (`flood` checks that), and checks that the
+    /// broker's peak resident memory of the last is within
+    /// [`PEAK_GROWTH_KIB`] of the first's.
+    #[track_caller]
+    fn without_growth(&self, what: &str, mut flood: impl FnMut()) {
+        let peaks: Vec<u64> = (0..FLOODS)
+            .map(|_| {
+                self.broker.reset_peak_rss();
+                flood();
+                self.broker.peak_rss_kib()
+            })
+            .collect();
+        eprintln!("{what}: peak resident KiB of each flood {peaks:?}");
+        let (first, last) = (peaks[0], peaks[FLOODS - 1]);
+        assert!(
+            last <= first + PEAK_GROWTH_KIB,
+            "{what}: the broker's peak grew from {first} KiB to {last} KiB over {FLOODS} floods"
+        );
     }
 }
 
@@ -396,11 +462,13 @@ fn both_answered_in_time(socket: &Path, cap: &Path, human_expected: &Value, when
 fn the_human_and_an_agent_are_answered_within_a_second_under_4200_junk_socket_connections() {
     let q = quiet_broker();
 
-    let flood = Flood::start(junk_socket_flood(q.broker.socket.clone()));
-    q.both_answered("junk socket flood");
-    let opened = flood.stop();
-    assert!(opened >= JUNK_CONNECTIONS, "{opened} junk connections");
-    q.back_to_baseline(Instant::now(), "junk socket flood");
+    q.without_growth("junk socket flood", || {
+        let flood = Flood::start(junk_socket_flood(q.broker.socket.clone()));
+        q.both_answered("junk socket flood");
+        let opened = flood.stop();
+        assert!(opened >= JUNK_CONNECTIONS, "{opened} junk connections");
+        q.back_to_baseline(Instant::now(), "junk socket flood");
+    });
     q.broker.close();
 }
 
@@ -516,20 +584,22 @@ fn the_human_and_an_agent_are_answered_within_a_second_under_5000_partial_http_r
     let quiet_files = q.baseline.files;
 
     let ui = Ui::of(&q.broker);
-    let flood = Flood::start(partial_http_flood(ui.address.clone()));
-    q.both_answered("partial HTTP flood");
-    // The port holds what its cap allows, not what the flood opened.
-    let files = q.broker.fd_count();
-    let opened = flood.stop();
-    eprintln!(
-        "partial HTTP flood: {opened} opened, the broker held {files} files (quiet: {quiet_files})"
-    );
-    assert!(opened >= PARTIAL_REQUESTS, "{opened} partial requests");
-    assert!(
-        files <= quiet_files + HTTP_CONNECTIONS + 16,
-        "the broker held {files} files under the flood, {quiet_files} before"
-    );
-    q.back_to_baseline(Instant::now(), "partial HTTP flood");
+    q.without_growth("partial HTTP flood", || {
+        let flood = Flood::start(partial_http_flood(ui.address.clone()));
+        q.both_answered("partial HTTP flood");
+        // The port holds what its cap allows, not what the flood opened.
+        let files = q.broker.fd_count();
+        let opened = flood.stop();
+        eprintln!(
+            "partial HTTP flood: {opened} opened, the broker held {files} files (quiet: {quiet_files})"
+        );
+        assert!(opened >= PARTIAL_REQUESTS, "{opened} partial requests");
+        assert!(
+            files <= quiet_files + HTTP_CONNECTIONS + 16,
+            "the broker held {files} files under the flood, {quiet_files} before"
+        );
+        q.back_to_baseline(Instant::now(), "partial HTTP flood");
+    });
     q.broker.close();
 }
 

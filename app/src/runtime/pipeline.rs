@@ -467,8 +467,8 @@ fn execute<S: StoreReaders>(
         Ok(Dispatch::Command(command)) => driver
             .stage_call(now, caller, verb, command)
             .map(|reply| wire::reply_json(&reply)),
-        // The human's reads come here, with the proof; agents' and readers'
-        // run beside the writer.
+        // Reads run beside the writer (the human's too, once proven); one
+        // still comes here from the fuzz harness, or before a view exists.
         Ok(Dispatch::Query(query)) => reads
             .view()
             .ok_or(Refusal::StorageUnavailable)

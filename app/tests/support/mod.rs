@@ -15,6 +15,7 @@
 //! own suite (`app/tests/human.rs`).
 #![allow(dead_code)]
 
+pub mod detached;
 pub mod pane;
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -252,7 +253,13 @@ impl Broker {
     /// Boots a broker with `config` and checks that it answered `ok`.
     #[track_caller]
     pub fn boot(root: &Path, config: &Value) -> Broker {
-        let mut broker = Broker::spawn(root);
+        Broker::boot_with_env(root, config, &[])
+    }
+
+    /// As [`Broker::boot`], with extra environment variables.
+    #[track_caller]
+    pub fn boot_with_env(root: &Path, config: &Value, env: &[(&str, &str)]) -> Broker {
+        let mut broker = Broker::spawn_with_env(root, env);
         let reply = broker.host(&boot_line(config));
         assert_eq!(reply["ok"], json!(true), "boot refused: {reply}");
         broker.socket = PathBuf::from(reply["path"].as_str().expect("a path"));
@@ -464,6 +471,27 @@ impl Broker {
             .find_map(|l| l.strip_prefix("VmRSS:"))
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
             .expect("VmRSS")
+    }
+
+    /// The broker's peak resident set since it started or since the last
+    /// [`Broker::reset_peak_rss`], in KiB (`VmHWM`).
+    pub fn peak_rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()))
+            .expect("the broker's /proc status");
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmHWM")
+    }
+
+    /// Sets the broker's peak resident set back to what it holds now
+    /// (`5` into `/proc/<pid>/clear_refs`), so the next
+    /// [`Broker::peak_rss_kib`] is the peak of what came after.
+    #[track_caller]
+    pub fn reset_peak_rss(&self) {
+        std::fs::write(format!("/proc/{}/clear_refs", self.pid()), "5")
+            .expect("reset the broker's peak resident set");
     }
 
     /// What the broker wrote to stderr so far.
@@ -985,9 +1013,14 @@ pub fn wait_for(what: &str, mut condition: impl FnMut() -> bool) {
             std::time::Instant::now() < deadline,
             "not within {WAIT:?}: {what}"
         );
-        std::thread::yield_now();
+        std::thread::sleep(POLL);
     }
 }
+
+/// The pause between two looks at something a test waits for: short
+/// against every deadline, long enough that the wait leaves the CPU to
+/// what it waits for.
+pub const POLL: Duration = Duration::from_millis(1);
 
 /// One thread of a process as `/proc/<pid>/task/<tid>` shows it: its id,
 /// its state letter (`R`, `S`, `D`, …) and its time on a CPU so far (the
@@ -1061,29 +1094,4 @@ impl Broker {
             same
         });
     }
-}
-
-/// The wrapper [`detached`] runs: it starts `"$@"` in the background with
-/// the wrapper's stdin (an explicit redirection, since a background command
-/// of a non-interactive shell otherwise reads `/dev/null`), prints its pid
-/// on stderr, waits for it and prints `exit N`.
-const WRAPPER: &str = r#"exec 3<&0
-"$@" <&3 3<&- 2>/dev/null &
-echo "$!" >&2
-exec 3<&-
-wait "$!"
-echo "exit $?" >&2"#;
-
-/// `setsid -f` running [`WRAPPER`] with an empty environment: append the
-/// command to run (its program, then its arguments). `setsid -f` forks
-/// and its first process exits, so the wrapper is reparented to pid 1 (or
-/// the nearest subreaper) and neither this test process nor its ancestors
-/// are ever in the command's ancestry: whatever run markers they carry,
-/// the proof sees only what the test starts.
-pub fn detached() -> Command {
-    let mut command = Command::new("setsid");
-    command
-        .args(["-f", "/bin/sh", "-c", WRAPPER, "detached"])
-        .env_clear();
-    command
 }
