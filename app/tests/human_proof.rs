@@ -7,8 +7,15 @@
 //! the CLI, so the run marker, the launch registry and the clean case are
 //! checked against what the kernel really reports.
 //!
-//! Nothing sleeps: a real child is used only after it has echoed a line, so
-//! it has exec'd and its environment is final.
+//! The clean case starts its `cat` detached (`support::detached`), so it
+//! proves wherever the test runs, even under an agent's run marker.
+//!
+//! Nothing sleeps: a real child is used only after it has echoed a line (or,
+//! detached, blocks reading its stdin), so it has exec'd and its
+//! environment is final.
+
+#[path = "support/mod.rs"]
+mod support;
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::MetadataExt;
@@ -28,6 +35,7 @@ use mosaic_ports::fakes::{
 };
 use mosaic_ports::process::Environ;
 use mosaic_ports::{ExeIdentity, NamespaceId, Namespaces, ProcessError, ProcessInfo, ProcessTable};
+use support::detached::{detached, Pending};
 
 // ---------------------------------------------------------------------------
 // The synthetic chain: init (1) → terminal (5) → shell (10) → peer (20).
@@ -1028,24 +1036,24 @@ fn a_real_peer_with_another_nonce_is_refused() {
     );
 }
 
+/// A clean peer proves: a `cat` carrying the nonce, started [`detached`],
+/// so neither this test process nor its ancestors (whatever run markers
+/// they carry, under an agent's harness) are in its ancestry.
 #[test]
 fn a_real_clean_peer_proves() {
-    let inherited: Vec<String> = std::env::vars()
-        .map(|(name, _)| name)
-        .filter(|name| RUN_MARKERS.contains(&name.as_str()))
-        .collect();
-    if !inherited.is_empty() {
-        println!(
-            "note: skipped, this test runs under the run marker(s) {inherited:?}, \
-             so its own ancestry cannot prove"
-        );
-        return;
-    }
-    let spawned = echoing(&["/bin/cat"], &[(NONCE_ENV, NONCE)]);
+    let mut command = detached();
+    command
+        .arg("/usr/bin/env")
+        .arg(format!("{NONCE_ENV}={NONCE}"))
+        .arg("/bin/cat");
+    let peer = Pending::start(&mut command);
+    peer.wait_for_request();
     assert_check(
         &ProcFs::new(),
-        &cat_claim(spawned.child.id()),
+        &cat_claim(peer.pid()),
         &no_launch,
         Ok(()),
     );
+    let echoed = peer.finish(b"{}\n");
+    assert_eq!((echoed.code, echoed.reply), (0, serde_json::json!({})));
 }

@@ -176,10 +176,11 @@ impl Drop for Pending {
 }
 
 impl Pending {
-    /// Waits until the human CLI this runs has re-executed itself with its
-    /// nonce and blocks reading its request from stdin: from here on, what
-    /// [`Pending::timed`] measures is the request and its answer, not the
-    /// start of three processes.
+    /// Waits until the command carries a human nonce in its environment
+    /// and blocks reading its stdin: for the human CLI, until it has
+    /// re-executed itself with its nonce and waits for its request. From
+    /// here on, what [`Pending::timed`] measures is the request and its
+    /// answer, not the start of three processes.
     #[track_caller]
     pub fn wait_for_request(&self) {
         let pid = self.pid;
