@@ -54,9 +54,10 @@ pub struct VerifyArgs {
     pub heads: Vec<PathBuf>,
 }
 
-/// `verify`'s one line, its keys in the documented order.
+/// `verify`'s one line, its keys in the documented order; `backup` prints
+/// the same.
 #[derive(Debug, Default, Serialize)]
-struct Line {
+pub(crate) struct Line {
     ok: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<&'static str>,
@@ -71,7 +72,7 @@ struct Line {
 }
 
 impl Line {
-    fn failed(error: &'static str, seq: Option<u64>) -> Line {
+    pub(crate) fn failed(error: &'static str, seq: Option<u64>) -> Line {
         Line {
             error: Some(error),
             seq,
@@ -80,7 +81,7 @@ impl Line {
     }
 
     /// `{"ok":true,"size":N,"head":…,"note":…}` for a verified head.
-    fn verified(head: &ChainHead) -> Line {
+    pub(crate) fn verified(head: &ChainHead) -> Line {
         Line {
             ok: true,
             size: Some(head.size),
@@ -89,15 +90,20 @@ impl Line {
             ..Line::default()
         }
     }
+
+    /// Prints the line on stdout.
+    pub(crate) fn print(&self) {
+        println!(
+            "{}",
+            serde_json::to_string(self).unwrap_or_else(|_| String::from("{\"ok\":false}"))
+        );
+    }
 }
 
 /// Runs `verify` and prints its one line.
 pub fn main(args: VerifyArgs) -> ExitCode {
     let (line, code) = run(&args);
-    println!(
-        "{}",
-        serde_json::to_string(&line).unwrap_or_else(|_| String::from("{\"ok\":false}"))
-    );
+    line.print();
     code
 }
 
