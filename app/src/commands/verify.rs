@@ -17,7 +17,7 @@ pub(crate) const ABOUT: &str = "\
 Verifies a store file offline: runs every check a broker runs when it opens \
 the store (integrity, the pinned schema, the ledger's order, times and \
 kinds) and recomputes the whole hash chain over every record. Then, for \
-each note given with --head (as `backup` printed it), checks that \
+each note given with --head (as `backup --note` wrote it), checks that \
 the store extends it: at least the note's size, and the same hash there. \
 The file is opened read-only and never written; with no WAL beside it \
 (a stopped broker's store, a backup), no WAL or SHM is created either. \
@@ -38,7 +38,7 @@ Output and exit codes:
     note that is not one, or a usage error)
 
 Example:
-  mosaic-bus backup --data-root /srv/bus --to /backups/bus-1.sqlite > /safe/bus-1.note
+  mosaic-bus backup --data-root /srv/bus --to /backups/bus-1.sqlite --note /safe/bus-1.note
   mosaic-bus verify --db /srv/bus/bus/bus.sqlite --head /safe/bus-1.note
 
 Reference: docs/operations.md.";
