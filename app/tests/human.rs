@@ -26,8 +26,8 @@ use serde_json::{json, Value};
 
 use support::detached::{detached, Outcome, Pending};
 use support::{
-    acme, acme_launches, config, data_root, globex, launch, merge, message, open_db,
-    raise_args, raw_refused, Agent, Broker, BIN, WAIT,
+    acme, acme_launches, config, data_root, globex, launch, merge, message, open_db, raise_args,
+    raw_refused, Agent, Broker, BIN, WAIT,
 };
 
 // ---------------------------------------------------------------------------

@@ -1048,12 +1048,7 @@ fn a_real_clean_peer_proves() {
         .arg("/bin/cat");
     let peer = Pending::start(&mut command);
     peer.wait_for_request();
-    assert_check(
-        &ProcFs::new(),
-        &cat_claim(peer.pid()),
-        &no_launch,
-        Ok(()),
-    );
+    assert_check(&ProcFs::new(), &cat_claim(peer.pid()), &no_launch, Ok(()));
     let echoed = peer.finish(b"{}\n");
     assert_eq!((echoed.code, echoed.reply), (0, serde_json::json!({})));
 }

@@ -30,8 +30,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use support::pane::Ui;
 use support::detached::{detached, Pending};
+use support::pane::Ui;
 use support::{acme, acme_launches, config, data_root, open_db, Broker, BIN, POLL, WAIT};
 
 /// How long the human and the agent may take to be answered under a flood:
@@ -200,11 +200,13 @@ fn agent_inbox(socket: &Path, cap_file: &Path) -> (Value, Duration) {
             .unwrap_or_else(|_| panic!("the adapter's {what} within {WAIT:?}"));
         serde_json::from_str(&line).expect("a JSON-RPC line")
     };
-    ask(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-03-26",
-        "capabilities": {},
-        "clientInfo": {"name": "siege", "version": "0"},
-    }}));
+    ask(
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-03-26",
+            "capabilities": {},
+            "clientInfo": {"name": "siege", "version": "0"},
+        }}),
+    );
     let hello = answer("handshake");
     assert!(hello["result"].is_object(), "{hello}");
     ask(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));

@@ -71,7 +71,11 @@ pub fn main(args: BackupArgs) -> ExitCode {
 fn run(args: &BackupArgs) -> (Line, ExitCode) {
     let refused = |refusal: Refusal| (Line::failed(refusal.code(), None), ExitCode::from(2));
     // A note file that is there already is refused before any copy is made.
-    if args.note.as_deref().is_some_and(|note| note.symlink_metadata().is_ok()) {
+    if args
+        .note
+        .as_deref()
+        .is_some_and(|note| note.symlink_metadata().is_ok())
+    {
         return refused(Refusal::UnsafePath);
     }
     let root = match DataRoot::open(&args.data_root) {
@@ -109,9 +113,12 @@ fn write_note(path: &Path, text: &str) -> Result<(), Refusal> {
         .create_new(true)
         .mode(0o600)
         .open(path)
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::AlreadyExists => Refusal::UnsafePath,
-            _ => Refusal::StorageUnavailable,
+        .map_err(|e| {
+            if e.kind() == std::io::ErrorKind::AlreadyExists {
+                Refusal::UnsafePath
+            } else {
+                Refusal::StorageUnavailable
+            }
         })?;
     file.write_all(text.as_bytes())
         .and_then(|()| file.sync_all())
