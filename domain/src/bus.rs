@@ -15,6 +15,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use crate::authority::{Ask, Authorizations, Grant};
+pub use crate::caller::Caller;
 use crate::claims::{BindReply, ClaimReply, Claims, Launches};
 use crate::decisions::{Decision, Decisions, RaiseInput};
 use crate::evidence::{
@@ -29,48 +30,22 @@ use crate::{
     Refusal, Target, TaskRef, Timestamp,
 };
 
-/// Who is calling, as the runtime established it (from a capability or the
-/// human proof). A socket request never declares this itself.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Caller {
-    /// An agent run, through its capability.
-    Agent {
-        /// The capability's business.
-        business: BusinessId,
-        /// The capability's role and run.
-        agent: AgentRef,
-    },
-    /// A read-only capability of one business (the web UI).
-    Reader {
-        /// The capability's business.
-        business: BusinessId,
-    },
-    /// The business's human, after the process proof. `input` is the id of
-    /// the `human.input` event this request records.
-    Human {
-        /// The business the human addressed.
-        business: BusinessId,
-        /// The id for this request's `human.input` event.
-        input: EventId,
-    },
-}
-
-impl Caller {
-    /// The caller's kind, as the verb table lists callers.
-    pub fn kind(&self) -> CallerKind {
-        match self {
-            Caller::Agent { .. } => CallerKind::Agent,
-            Caller::Reader { .. } => CallerKind::Reader,
-            Caller::Human { .. } => CallerKind::Human,
-        }
-    }
-
-    /// The caller's business.
-    pub fn business(&self) -> &BusinessId {
-        match self {
-            Caller::Agent { business, .. }
-            | Caller::Reader { business }
-            | Caller::Human { business, .. } => business,
+/// A refusal's record is made here, beside [`Bus::handle_refusal`] and the
+/// runtime's driver, its callers: it needs the [`Caller`], which the
+/// evidence does not.
+impl RefusalRecord {
+    /// The record of `refusal`, answered to `caller` (none: a caller not
+    /// known, such as a failed human proof) for `verb`.
+    pub fn of(caller: Option<&Caller>, verb: Option<&str>, refusal: Refusal) -> Self {
+        let agent = match caller {
+            Some(Caller::Agent { agent, .. }) => Some(agent.clone()),
+            Some(Caller::Reader { .. } | Caller::Human { .. }) | None => None,
+        };
+        RefusalRecord {
+            business: caller.map(|c| c.business().clone()),
+            agent,
+            verb: verb.map(str::to_owned),
+            refusal,
         }
     }
 }

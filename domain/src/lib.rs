@@ -47,6 +47,7 @@ pub use time::{BrokerClock, Date, Timestamp};
 pub use verb::{CallerKind, Verb};
 pub mod authority;
 pub mod bus;
+pub mod caller;
 pub mod changes;
 pub mod claims;
 pub mod decisions;
