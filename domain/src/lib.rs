@@ -50,6 +50,7 @@ pub mod bus;
 pub mod caller;
 pub mod changes;
 pub mod claims;
+pub mod command;
 pub mod decisions;
 pub mod evidence;
 pub mod fuzzing;
