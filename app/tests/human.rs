@@ -21,6 +21,7 @@ use std::sync::mpsc;
 
 use mosaic_adapters::procfs::ProcFs;
 use mosaic_app::runtime::human_proof::RUN_MARKERS;
+use mosaic_domain::{CallerKind, Verb};
 use mosaic_ports::ProcessTable;
 use serde_json::{json, Value};
 
@@ -803,4 +804,53 @@ fn usage_errors_exit_2_and_an_unknown_business_is_refused_bad_request() {
             "bad-request".to_owned()
         )]
     );
+}
+
+/// Every read verb, from an agent, a reader and the human, answers exactly
+/// the callers the verb table lists, `human-only` or `not-authorized` the
+/// others: the runtime admits reads from the table as it admits writes.
+#[test]
+fn every_read_answers_exactly_the_callers_the_verb_table_lists() {
+    let root = data_root();
+    let broker = acme_broker(root.path());
+    let [agent] = claimed(&broker, ["dev-1"]);
+    let reader = broker.reader(0);
+    for &verb in Verb::ALL.iter().filter(|verb| verb.is_read()) {
+        let args = match verb {
+            Verb::Trail => json!({"subject": "vikunja:3/41"}),
+            _ => json!({}),
+        };
+        let expected = |kind: CallerKind| -> Result<(), &str> {
+            if verb.callers().contains(&kind) {
+                Ok(())
+            } else if verb.callers() == [CallerKind::Human] {
+                Err("human-only")
+            } else {
+                Err("not-authorized")
+            }
+        };
+        let code =
+            |answer: Result<Value, mosaic_domain::Refusal>| answer.map(drop).map_err(|r| r.code());
+        assert_eq!(
+            code(agent.call(verb.as_str(), args.clone())),
+            expected(CallerKind::Agent),
+            "{verb} from an agent"
+        );
+        assert_eq!(
+            code(reader.call(verb.as_str(), args.clone())),
+            expected(CallerKind::Reader),
+            "{verb} from a reader"
+        );
+        let human = human(broker.socket.as_path(), &acme_request(verb.as_str(), args));
+        let got = match human.reply["error"].as_str() {
+            Some(refused) => Err(refused.to_owned()),
+            None => Ok(()),
+        };
+        assert_eq!(
+            got,
+            expected(CallerKind::Human).map_err(str::to_owned),
+            "{verb} from the human: {human:?}"
+        );
+    }
+    broker.close();
 }
