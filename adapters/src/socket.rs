@@ -80,6 +80,7 @@
 mod client;
 mod server;
 mod session;
+mod waiting;
 
 use std::io;
 use std::os::unix::net::UnixListener;

@@ -15,7 +15,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use mosaic_adapters::socket::Client;
-use mosaic_domain::Refusal;
+use mosaic_domain::{Refusal, Verb};
 use serde_json::{json, Value};
 
 use support::{
@@ -547,28 +547,13 @@ fn value(rng: &mut Rng, depth: usize, caps: &[String]) -> Value {
 
 /// One generated line and whether it can only be refused.
 fn generate(rng: &mut Rng, templates: &[Vec<u8>], caps: &[String]) -> (Vec<u8>, bool) {
-    const VERBS: &[&str] = &[
-        "role.claim",
-        "role.release",
-        "role.revoke",
-        "decision.raise",
-        "decision.resolve",
-        "decision.seen",
-        "decision.withdraw",
-        "message.send",
-        "message.receive",
-        "message.read",
-        "event.emit",
-        "launch.revoke",
-        "launch.restore",
-        "inbox",
-        "tasks",
-        "agents",
-        "trail",
-        "browser.request",
-        "sql",
-        "Inbox",
-    ];
+    // Every verb of the domain's table, so a new verb is in the campaign
+    // by itself, and two names that are none.
+    let verbs: Vec<&str> = Verb::ALL
+        .iter()
+        .map(|verb| verb.as_str())
+        .chain(["sql", "Inbox"])
+        .collect();
     match rng.below(10) {
         // Printable garbage.
         0 => (
@@ -626,7 +611,7 @@ fn generate(rng: &mut Rng, templates: &[Vec<u8>], caps: &[String]) -> (Vec<u8>, 
                 request.insert("cap".into(), json!(rng.pick(caps)));
             }
             if rng.below(8) != 0 {
-                request.insert("verb".into(), json!(*rng.pick(VERBS)));
+                request.insert("verb".into(), json!(*rng.pick(&verbs)));
             }
             if rng.below(3) != 0 {
                 request.insert("args".into(), value(rng, 3, caps));

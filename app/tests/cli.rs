@@ -319,21 +319,22 @@ fn usage_errors_keep_each_subcommands_contract() {
         let out = refused_on_stdout(args, sorted);
         assert_eq!(out.stderr, "", "{args:?}");
     }
-    // `verify`: its one line and nothing else.
+    // `verify` and `backup`: the one line and nothing else.
     for args in [
         &["verify"][..],
         &["verify", "--db"],
         &["verify", "--db", ""],
         &["verify", "--db", "/s", "--head"],
+        &["backup", "--data-root", "/d"],
+        &["backup", "--to", "/f", "extra"],
+        &["backup", "--data-root", "/d", "--to", "/f", "--note"],
     ] {
         let out = refused_on_stdout(args, sorted);
         assert_eq!(out.stderr, "", "{args:?}");
     }
-    // `head` and `backup` print a note on stdout: the code on stderr.
+    // `head` prints a note on stdout: the code on stderr.
     refused_on_stderr(&["head", "--socket"], "bad-request");
     refused_on_stderr(&["head", "--socket", "/s", "extra"], "bad-request");
-    refused_on_stderr(&["backup", "--data-root", "/d"], "bad-request");
-    refused_on_stderr(&["backup", "--to", "/f", "extra"], "bad-request");
     // `mcp` (stdout is MCP's) and `demo` (stdout is its steps): the code on
     // stderr.
     refused_on_stderr(&["mcp"], "bad-request");

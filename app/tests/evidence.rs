@@ -103,17 +103,20 @@ fn backup_while_eight_clients_write_is_a_verified_snapshot_a_broker_boots_on() {
     let deadline = Instant::now() + WAIT;
     while acked.load(Ordering::Relaxed) < 200 {
         assert!(Instant::now() < deadline, "the clients never got going");
-        std::thread::yield_now();
+        std::thread::sleep(support::POLL);
     }
     let copies = tempfile::tempdir().unwrap();
     let copy = copies.path().join("bus-copy.sqlite");
     let before = ledger_size(root.path());
+    let note_file = copies.path().join("bus-copy.note");
     let out = run(&[
         "backup",
         "--data-root",
         root.path().to_str().unwrap(),
         "--to",
         copy.to_str().unwrap(),
+        "--note",
+        note_file.to_str().unwrap(),
     ]);
     let after = ledger_size(root.path());
     stop.store(true, Ordering::Relaxed);
@@ -122,33 +125,45 @@ fn backup_while_eight_clients_write_is_a_verified_snapshot_a_broker_boots_on() {
     }
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(out.status.code(), Some(0), "backup: {stderr}");
-    let note = String::from_utf8(out.stdout).unwrap();
+    // `verify`'s one line: ok, the size, the head and the note.
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(stdout.lines().count(), 1, "{stdout:?}");
+    let printed: Value = serde_json::from_str(&stdout).expect("a JSON line");
+    assert!(stdout.starts_with(r#"{"ok":true,"size":"#), "{stdout}");
+    let mut keys: Vec<&String> = printed.as_object().expect("an object").keys().collect();
+    keys.sort();
+    assert_eq!(keys, ["head", "note", "ok", "size"], "{printed}");
+    assert_eq!(printed["ok"], json!(true));
+    let note = printed["note"].as_str().expect("a note").to_owned();
     let lines: Vec<&str> = note.lines().collect();
     assert_eq!(lines.len(), 3, "{note:?}");
     assert!(lines[0].starts_with("mosaic-bus/"), "{note:?}");
     let size: i64 = lines[1].parse().expect("a size");
+    assert_eq!(printed["size"], json!(size));
+    assert_eq!(printed["head"], json!(lines[2]));
     assert!(
         before <= size && size <= after,
         "the copy's size {size} lies between {before} and {after}"
     );
     let mode = std::fs::metadata(&copy).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
+    // `--note` wrote the note alone, 0600.
+    assert_eq!(std::fs::read_to_string(&note_file).unwrap(), note);
+    let mode = std::fs::metadata(&note_file).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
 
-    // The copy verifies against its own note.
-    let note_file = copies.path().join("bus-copy.note");
-    std::fs::write(&note_file, &note).unwrap();
+    // The copy verifies against its own note: the line `backup` printed.
     let (line, code) = verify(&copy, &[&note_file]);
     assert_eq!(code, Some(0), "{line}");
-    assert_eq!(line["ok"], json!(true));
-    assert_eq!(line["size"], json!(size));
-    assert_eq!(line["note"], json!(note));
+    assert_eq!(line, printed);
     // So does the live store, which extends the note.
     broker.close();
     let (line, code) = verify(&root.path().join("bus").join("bus.sqlite"), &[&note_file]);
     assert_eq!(code, Some(0), "{line}");
     assert!(line["size"].as_i64().unwrap() >= size);
 
-    // An existing FILE is refused, and left alone.
+    // An existing FILE is refused, and left alone; so is an existing note
+    // file, before any copy is made.
     let kept = std::fs::read(&copy).unwrap();
     let again = run(&[
         "backup",
@@ -158,10 +173,28 @@ fn backup_while_eight_clients_write_is_a_verified_snapshot_a_broker_boots_on() {
         copy.to_str().unwrap(),
     ]);
     assert_eq!(again.status.code(), Some(2));
-    assert!(again.stdout.is_empty());
-    let stderr = String::from_utf8_lossy(&again.stderr).into_owned();
-    assert_eq!(stderr.lines().last(), Some("unsafe-path"), "{stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&again.stdout),
+        "{\"ok\":false,\"error\":\"unsafe-path\"}\n"
+    );
     assert_eq!(std::fs::read(&copy).unwrap(), kept);
+    let other = copies.path().join("other.sqlite");
+    let again = run(&[
+        "backup",
+        "--data-root",
+        root.path().to_str().unwrap(),
+        "--to",
+        other.to_str().unwrap(),
+        "--note",
+        note_file.to_str().unwrap(),
+    ]);
+    assert_eq!(again.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&again.stdout),
+        "{\"ok\":false,\"error\":\"unsafe-path\"}\n"
+    );
+    assert!(!other.exists(), "no copy was made");
+    assert_eq!(std::fs::read_to_string(&note_file).unwrap(), note);
 
     // A broker boots on a data root made from the copy.
     let restored = support::data_root();

@@ -15,148 +15,24 @@
 #[path = "support/mod.rs"]
 mod support;
 
-use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
-use std::process::{ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::Command;
 use std::sync::mpsc;
 
 use mosaic_adapters::procfs::ProcFs;
 use mosaic_app::runtime::human_proof::RUN_MARKERS;
+use mosaic_domain::{CallerKind, Verb};
 use mosaic_ports::ProcessTable;
 use serde_json::{json, Value};
 
+use support::detached::{detached, Outcome, Pending};
 use support::{
-    acme, acme_launches, config, data_root, detached, globex, launch, merge, message, open_db,
-    raise_args, raw_refused, Agent, Broker, BIN, WAIT,
+    acme, acme_launches, config, data_root, globex, launch, merge, message, open_db, raise_args,
+    raw_refused, Agent, Broker, BIN, WAIT,
 };
 
 // ---------------------------------------------------------------------------
 // Running the CLI.
-
-/// What one CLI run printed and how it exited.
-#[derive(Debug)]
-struct Outcome {
-    /// The exit code.
-    code: i32,
-    /// The one stdout line, parsed.
-    reply: Value,
-}
-
-impl Outcome {
-    /// Exit 0 and `{"ok":true,"result":…}`; the result.
-    #[track_caller]
-    fn ok(&self) -> Value {
-        assert_eq!(self.code, 0, "{self:?}");
-        assert_eq!(self.reply["ok"], json!(true), "{self:?}");
-        let keys = self.reply.as_object().map(|o| o.len());
-        assert_eq!(keys, Some(2), "{self:?}");
-        self.reply["result"].clone()
-    }
-
-    /// Exactly `{"ok":false,"error":code}` with exit `exit`.
-    #[track_caller]
-    fn refused(&self, code: &str, exit: i32) {
-        assert_eq!(
-            (&self.reply, self.code),
-            (&json!({"ok": false, "error": code}), exit),
-            "{self:?}"
-        );
-    }
-}
-
-/// A started [`detached`] command that has not been given its stdin yet.
-/// Killed when dropped unfinished (a failed assertion).
-struct Pending {
-    /// The command itself (not `setsid`, not the wrapper).
-    pid: u32,
-    stdin: Option<ChildStdin>,
-    stdout: Option<ChildStdout>,
-    /// The wrapper's stderr, after the pid line: `exit N` at the end.
-    stderr: Option<BufReader<ChildStderr>>,
-}
-
-impl Pending {
-    /// Starts `command` (made by [`detached`]) with piped stdin, stdout and
-    /// stderr, and waits until `setsid` has left the chain and the command
-    /// runs.
-    #[track_caller]
-    fn start(command: &mut Command) -> Pending {
-        let mut setsid = command
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn");
-        // Taken first: `wait` would close stdin.
-        let (stdin, stdout) = (setsid.stdin.take(), setsid.stdout.take());
-        let mut stderr = BufReader::new(setsid.stderr.take().expect("stderr"));
-        let status = setsid.wait().expect("setsid");
-        assert!(status.success(), "setsid -f: {status}");
-        let mut line = String::new();
-        stderr.read_line(&mut line).expect("the pid line");
-        let pid = line.trim().parse().expect("a pid");
-        Pending {
-            pid,
-            stdin,
-            stdout,
-            stderr: Some(stderr),
-        }
-    }
-
-    /// The command's pid.
-    fn pid(&self) -> u32 {
-        self.pid
-    }
-
-    /// Writes `input`, closes stdin and waits (at most [`WAIT`]) for the
-    /// exit; the one line printed on stdout and the exit code.
-    #[track_caller]
-    fn finish(mut self, input: &[u8]) -> Outcome {
-        {
-            let mut stdin = self.stdin.take().expect("stdin");
-            // A command that exits before reading everything closes the pipe.
-            let _ = stdin.write_all(input);
-        }
-        let (mut stdout, mut stderr) = (
-            self.stdout.take().expect("stdout"),
-            self.stderr.take().expect("stderr"),
-        );
-        let (done, finished) = mpsc::channel();
-        std::thread::spawn(move || {
-            let (mut out, mut err) = (String::new(), String::new());
-            let read = stdout
-                .read_to_string(&mut out)
-                .and_then(|_| stderr.read_to_string(&mut err));
-            let _ = done.send(read.map(|_| (out, err)));
-        });
-        let (stdout, stderr) = match finished.recv_timeout(WAIT) {
-            Ok(read) => read.expect("UTF-8 output"),
-            Err(_) => panic!("pid {} did not exit within {WAIT:?}", self.pid),
-        };
-        let code = stderr
-            .lines()
-            .last()
-            .and_then(|l| l.strip_prefix("exit "))
-            .and_then(|c| c.parse().ok())
-            .unwrap_or_else(|| panic!("no exit code in {stderr:?}"));
-        let lines: Vec<&str> = stdout.lines().collect();
-        assert_eq!(lines.len(), 1, "one line on stdout: {stdout:?}");
-        Outcome {
-            code,
-            reply: serde_json::from_str(lines[0]).expect("a JSON line"),
-        }
-    }
-}
-
-impl Drop for Pending {
-    fn drop(&mut self) {
-        if self.stdout.is_some() {
-            let _ = Command::new("kill")
-                .args(["-KILL", &self.pid.to_string()])
-                .status();
-        }
-    }
-}
 
 /// `PATH` for the shells below (the CLI itself needs none).
 fn path() -> std::ffi::OsString {
@@ -1023,4 +899,55 @@ fn the_human_reads_messages_to_the_human_and_the_inbox_says_how_many_more_wait()
             .all(|(kind, _)| kind != "message.read"),
         "no run's read is recorded for the human's"
     );
+}
+
+/// Every read verb, from an agent, a reader and the human, answers exactly
+/// the callers the verb table lists, `human-only` or `not-authorized` the
+/// others: the runtime admits reads from the table as it admits writes.
+#[test]
+fn every_read_answers_exactly_the_callers_the_verb_table_lists() {
+    let root = data_root();
+    let broker = acme_broker(root.path());
+    let [agent] = claimed(&broker, ["dev-1"]);
+    let reader = broker.reader(0);
+    for &verb in Verb::ALL.iter().filter(|verb| verb.is_read()) {
+        // `trail` is the one read that needs an argument.
+        let args = if verb == Verb::Trail {
+            json!({"subject": "vikunja:3/41"})
+        } else {
+            json!({})
+        };
+        let expected = |kind: CallerKind| -> Result<(), &str> {
+            if verb.callers().contains(&kind) {
+                Ok(())
+            } else if verb.callers() == [CallerKind::Human] {
+                Err("human-only")
+            } else {
+                Err("not-authorized")
+            }
+        };
+        let code =
+            |answer: Result<Value, mosaic_domain::Refusal>| answer.map(drop).map_err(|r| r.code());
+        assert_eq!(
+            code(agent.call(verb.as_str(), args.clone())),
+            expected(CallerKind::Agent),
+            "{verb} from an agent"
+        );
+        assert_eq!(
+            code(reader.call(verb.as_str(), args.clone())),
+            expected(CallerKind::Reader),
+            "{verb} from a reader"
+        );
+        let human = human(broker.socket.as_path(), &acme_request(verb.as_str(), args));
+        let got = match human.reply["error"].as_str() {
+            Some(refused) => Err(refused.to_owned()),
+            None => Ok(()),
+        };
+        assert_eq!(
+            got,
+            expected(CallerKind::Human).map_err(str::to_owned),
+            "{verb} from the human: {human:?}"
+        );
+    }
+    broker.close();
 }

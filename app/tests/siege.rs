@@ -7,400 +7,45 @@
 //! The human CLI runs detached (`support::detached`), so it passes the
 //! proof wherever the test runs: its answer is `ok`, never
 //! `broker-unavailable` or `outcome-unknown`, and it comes within
-//! [`ANSWER_WITHIN`].
+//! [`ANSWER_WITHIN`] of its request. The agent is `mosaic-bus mcp`, a
+//! process of its own. Both are timed from their request, once their
+//! process has started: a loaded machine took up to 3.1 s to start the
+//! human CLI's processes, which the broker does not promise.
+//!
+//! After a flood the broker holds no more threads and open files than
+//! before it, and its peak memory does not grow over three floods in a row.
 
+#[path = "siege/flood.rs"]
+mod flood;
 #[path = "support/mod.rs"]
 mod support;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use flood::*;
 use support::pane::Ui;
-use support::{acme, acme_launches, config, data_root, detached, open_db, Broker, BIN, WAIT};
-
-/// How long the human and the agent may take to be answered under a flood.
-const ANSWER_WITHIN: Duration = Duration::from_secs(1);
-
-/// How many junk connections the socket flood holds open at once: more
-/// than the broker's 4,096 places, as the security probe used.
-const JUNK_CONNECTIONS: usize = 4_200;
-
-/// How many partial HTTP requests the HTTP flood holds open at once.
-const PARTIAL_REQUESTS: usize = 5_000;
-
-/// The HTTP port's caps (`mosaic_adapters::http`), which the broker's open
-/// files must stay within whatever floods the port.
-const HTTP_CONNECTIONS: usize = mosaic_adapters::http::MAX_HTTP_CONNECTIONS;
-const EVENT_STREAMS: usize = mosaic_adapters::http::MAX_EVENT_STREAMS;
-
-/// The longest a flood may run, whatever happens.
-const FLOOD_LIMIT: Duration = Duration::from_secs(60);
-
-/// How long the broker may take after a flood to be back at its baseline.
-const BASELINE_WITHIN: Duration = Duration::from_secs(5);
-
-/// How much more resident memory than its baseline the broker may keep
-/// after a flood (the allocator keeps some of what it freed).
-const RSS_SLACK_KIB: u64 = 16 * 1024;
-
-/// How many forged human lines the refusal flood sends.
-const REFUSAL_LINES: usize = 100_000;
-
-/// Over how many connections, each sending its lines in runs of
-/// [`REFUSAL_RUN`] before it reads their answers.
-const REFUSAL_CONNECTIONS: usize = 16;
-const REFUSAL_RUN: usize = 64;
-
-/// The longest the refusal flood may run: its lines are counted, not timed.
-const REFUSAL_LIMIT: Duration = Duration::from_secs(300);
-
-/// How much the store may grow under [`REFUSAL_LINES`] refusals of nobody.
-const REFUSAL_GROWTH: u64 = 1024 * 1024;
-
-/// What the broker holds: threads, open files and resident memory.
-#[derive(Debug, Clone, Copy)]
-struct Footprint {
-    threads: u64,
-    files: usize,
-    rss_kib: u64,
-}
-
-impl Footprint {
-    fn of(broker: &Broker) -> Footprint {
-        Footprint {
-            threads: broker.threads(),
-            files: broker.fd_count(),
-            rss_kib: broker.rss_kib(),
-        }
-    }
-
-    /// Whether `self` is no more than `baseline` (memory within
-    /// [`RSS_SLACK_KIB`]).
-    fn within(&self, baseline: &Footprint) -> bool {
-        self.threads <= baseline.threads
-            && self.files <= baseline.files
-            && self.rss_kib <= baseline.rss_kib + RSS_SLACK_KIB
-    }
-}
-
-/// Waits, at most [`BASELINE_WITHIN`] from `stopped` (the flood's end),
-/// until the broker holds no more threads and files than at `baseline`
-/// and about as much memory; then that it goes quiet: no proof or other
-/// work is left running.
-#[track_caller]
-fn back_to_baseline(broker: &Broker, baseline: &Footprint, stopped: Instant, what: &str) {
-    let deadline = stopped + BASELINE_WITHIN;
-    loop {
-        let now = Footprint::of(broker);
-        if now.within(baseline) {
-            eprintln!(
-                "{what}: back to {now:?} (baseline {baseline:?}) after {:?}",
-                stopped.elapsed()
-            );
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{what}: the broker holds {now:?} {:?} after the flood, baseline {baseline:?}",
-            stopped.elapsed()
-        );
-        std::thread::yield_now();
-    }
-    broker.wait_quiet();
-}
-
-/// What the human's `inbox` must answer here: the CLI runs [`detached`],
-/// so no run marker of this test's own ancestry can fail its proof.
-fn expected_human_inbox() -> Value {
-    json!({"ok": true, "result": []})
-}
-
-/// Runs `command` with `input` on stdin; its one stdout line, parsed, and
-/// how long it took from spawn to exit (at most [`WAIT`]).
-#[track_caller]
-fn timed(command: &mut Command, input: &[u8]) -> (Value, Duration) {
-    let started = Instant::now();
-    let mut child = command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let pid = child.id();
-    {
-        let mut stdin = child.stdin.take().expect("stdin");
-        // A child that exits before reading everything closes the pipe.
-        let _ = stdin.write_all(input);
-    }
-    let (done, finished) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = done.send(child.wait_with_output());
-    });
-    let Ok(output) = finished.recv_timeout(WAIT) else {
-        let _ = Command::new("kill")
-            .args(["-KILL", &pid.to_string()])
-            .status();
-        panic!("pid {pid} did not exit within {WAIT:?}");
-    };
-    let took = started.elapsed();
-    let stdout = String::from_utf8(output.expect("wait").stdout).expect("UTF-8");
-    let reply = serde_json::from_str(stdout.trim()).expect("one JSON line");
-    (reply, took)
-}
-
-/// The human CLI's `inbox` for acme, from a clean environment.
-fn human_inbox(socket: &Path) -> (Value, Duration) {
-    let mut command = detached();
-    command.arg(BIN).arg("human").arg(socket);
-    timed(
-        &mut command,
-        br#"{"business":"acme","verb":"inbox","args":{}}"#,
-    )
-}
-
-/// `mosaic-bus call inbox` with the capability in a private file: an agent
-/// that is a process of its own, as a real agent is.
-fn agent_inbox(socket: &Path, cap_file: &Path) -> (Value, Duration) {
-    let mut command = Command::new(BIN);
-    command
-        .arg("call")
-        .arg("inbox")
-        .arg("--cap-file")
-        .arg(cap_file)
-        .arg("--socket")
-        .arg(socket)
-        .env_clear();
-    timed(&mut command, b"")
-}
-
-/// `cap` in a private file under `dir`.
-fn cap_file(dir: &Path, cap: &str) -> PathBuf {
-    let path = dir.join("cap");
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&path)
-        .expect("cap file");
-    writeln!(file, "{cap}").expect("write cap");
-    path
-}
-
-/// acme with its runs, `dev-1` holding its role, and dev-1's capability in
-/// a private file for `mosaic-bus call`.
-fn broker_with_agent(root: &Path, scratch: &Path) -> (Broker, PathBuf) {
-    let mut config = config(root, &[acme()], &acme_launches(), &["acme"]);
-    // Browser control too, on a free loopback port, for the HTTP floods.
-    config["browser"] = json!({"listen": "127.0.0.1:0"});
-    let broker = Broker::boot(root, &config);
-    broker.agent("dev-1").claim();
-    let file = cap_file(scratch, &broker.cap("dev-1"));
-    (broker, file)
-}
-
-/// A broker with an agent ([`broker_with_agent`]), the human and the agent
-/// answered in time while it is quiet (so a slow machine fails here, not
-/// under a flood), and its footprint then.
-struct Quiet {
-    broker: Broker,
-    cap: PathBuf,
-    human_expected: Value,
-    baseline: Footprint,
-    /// Dropped after the broker, which holds files in them.
-    root: tempfile::TempDir,
-    _scratch: tempfile::TempDir,
-}
-
-impl Quiet {
-    /// [`both_answered_in_time`] by this broker.
-    #[track_caller]
-    fn both_answered(&self, when: &str) {
-        both_answered_in_time(&self.broker.socket, &self.cap, &self.human_expected, when);
-    }
-
-    /// [`back_to_baseline`] of this broker's quiet footprint.
-    #[track_caller]
-    fn back_to_baseline(&self, stopped: Instant, what: &str) {
-        back_to_baseline(&self.broker, &self.baseline, stopped, what);
-    }
-}
-
-fn quiet_broker() -> Quiet {
-    let root = data_root();
-    let scratch = tempfile::tempdir().expect("scratch");
-    let (broker, cap) = broker_with_agent(root.path(), scratch.path());
-    let human_expected = expected_human_inbox();
-    both_answered_in_time(&broker.socket, &cap, &human_expected, "quiet");
-    broker.wait_quiet();
-    let baseline = Footprint::of(&broker);
-    Quiet {
-        broker,
-        cap,
-        human_expected,
-        baseline,
-        root,
-        _scratch: scratch,
-    }
-}
-
-/// A flood on its own thread, stopped and joined when dropped.
-struct Flood {
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<usize>>,
-}
-
-impl Flood {
-    /// Starts `flood` with a stop flag and a sender to say "in full swing"
-    /// once; waits (at most [`WAIT`]) until it has said so.
-    #[track_caller]
-    fn start(flood: impl FnOnce(&AtomicBool, mpsc::Sender<()>) -> usize + Send + 'static) -> Flood {
-        let stop = Arc::new(AtomicBool::new(false));
-        let (full, in_full_swing) = mpsc::channel();
-        let flag = Arc::clone(&stop);
-        let thread = std::thread::spawn(move || flood(&flag, full));
-        assert_eq!(
-            in_full_swing.recv_timeout(WAIT),
-            Ok(()),
-            "the flood never got going"
-        );
-        Flood {
-            stop,
-            thread: Some(thread),
-        }
-    }
-
-    /// Waits for the flood to end by itself; what it returned.
-    fn finish(mut self) -> usize {
-        self.thread
-            .take()
-            .map_or(0, |thread| thread.join().expect("the flood thread"))
-    }
-
-    /// Stops the flood; how many connections it opened.
-    fn stop(mut self) -> usize {
-        self.stop.store(true, Ordering::SeqCst);
-        self.thread
-            .take()
-            .map_or(0, |thread| thread.join().expect("the flood thread"))
-    }
-}
-
-impl Drop for Flood {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
-/// Junk socket connections, [`JUNK_CONNECTIONS`] held open at once, as a
-/// hostile peer would hold them: each one the broker answers or closes is
-/// replaced at once by a new one. Most are silent or hold half a request
-/// that never ends; one in ten sends the line `x` (not a request). Says
-/// "in full swing" once that many are open and the broker has turned one
-/// away as busy (`broker-unavailable`): every place open to this process
-/// is taken. Runs until stopped, or [`FLOOD_LIMIT`].
-fn junk_socket_flood(socket: PathBuf) -> impl FnOnce(&AtomicBool, mpsc::Sender<()>) -> usize {
-    move |stop, full| {
-        let started = Instant::now();
-        let mut opened = 0usize;
-        let open = |opened: &mut usize| loop {
-            assert!(
-                started.elapsed() < FLOOD_LIMIT,
-                "the socket flood ran out of time"
-            );
-            if let Ok(mut stream) = UnixStream::connect(&socket) {
-                let _ = match *opened % 10 {
-                    0 => stream.write_all(b"x\n"),
-                    1..=5 => stream.write_all(br#"{"cap":"#),
-                    _ => Ok(()),
-                };
-                let _ = stream.set_nonblocking(true);
-                *opened += 1;
-                return stream;
-            }
-        };
-        let mut held: Vec<UnixStream> = (0..JUNK_CONNECTIONS).map(|_| open(&mut opened)).collect();
-        let mut said = false;
-        while !stop.load(Ordering::SeqCst) && started.elapsed() < FLOOD_LIMIT {
-            for stream in &mut held {
-                match answered(stream) {
-                    Answered::Nothing => continue,
-                    Answered::Busy if !said => {
-                        said = true;
-                        let _ = full.send(());
-                    }
-                    Answered::Busy | Answered::Other => {}
-                }
-                *stream = open(&mut opened);
-            }
-        }
-        opened
-    }
-}
-
-/// What a junk connection has been told.
-enum Answered {
-    /// Nothing yet: it still holds its place.
-    Nothing,
-    /// `broker-unavailable`: it was turned away.
-    Busy,
-    /// Something else, or the end: it is done.
-    Other,
-}
-
-/// What `stream` has been told so far (read without waiting).
-fn answered(stream: &UnixStream) -> Answered {
-    let mut answer = [0u8; 64];
-    match (&*stream).read(&mut answer) {
-        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Answered::Nothing,
-        Ok(read) if answer[..read].starts_with(br#"{"ok":false,"error":"broker-unavailable"}"#) => {
-            Answered::Busy
-        }
-        Ok(_) | Err(_) => Answered::Other,
-    }
-}
-
-/// The human and the agent, each asked three times during the flood.
-#[track_caller]
-fn both_answered_in_time(socket: &Path, cap: &Path, human_expected: &Value, when: &str) {
-    for round in 0..3 {
-        let (human, took) = human_inbox(socket);
-        eprintln!("{when}: the human answered in {took:?}");
-        assert_eq!(&human, human_expected, "the human, round {round}");
-        assert!(
-            took < ANSWER_WITHIN,
-            "the human took {took:?} in round {round}"
-        );
-        let (agent, took) = agent_inbox(socket, cap);
-        eprintln!("{when}: the agent answered in {took:?}");
-        assert_eq!(agent, json!({"ok": true, "result": []}), "round {round}");
-        assert!(
-            took < ANSWER_WITHIN,
-            "the agent took {took:?} in round {round}"
-        );
-    }
-}
+use support::{acme, acme_launches, config, data_root, open_db, Broker, BIN, WAIT};
 
 #[test]
 fn the_human_and_an_agent_are_answered_within_a_second_under_4200_junk_socket_connections() {
     let q = quiet_broker();
 
-    let flood = Flood::start(junk_socket_flood(q.broker.socket.clone()));
-    q.both_answered("junk socket flood");
-    let opened = flood.stop();
-    assert!(opened >= JUNK_CONNECTIONS, "{opened} junk connections");
-    q.back_to_baseline(Instant::now(), "junk socket flood");
+    q.without_growth("junk socket flood", || {
+        let flood = Flood::start(junk_socket_flood(q.broker.socket.clone()));
+        q.both_answered("junk socket flood");
+        let opened = flood.stop();
+        assert!(opened >= JUNK_CONNECTIONS, "{opened} junk connections");
+        q.back_to_baseline(Instant::now(), "junk socket flood");
+    });
     q.broker.close();
 }
 
@@ -516,20 +161,22 @@ fn the_human_and_an_agent_are_answered_within_a_second_under_5000_partial_http_r
     let quiet_files = q.baseline.files;
 
     let ui = Ui::of(&q.broker);
-    let flood = Flood::start(partial_http_flood(ui.address.clone()));
-    q.both_answered("partial HTTP flood");
-    // The port holds what its cap allows, not what the flood opened.
-    let files = q.broker.fd_count();
-    let opened = flood.stop();
-    eprintln!(
-        "partial HTTP flood: {opened} opened, the broker held {files} files (quiet: {quiet_files})"
-    );
-    assert!(opened >= PARTIAL_REQUESTS, "{opened} partial requests");
-    assert!(
-        files <= quiet_files + HTTP_CONNECTIONS + 16,
-        "the broker held {files} files under the flood, {quiet_files} before"
-    );
-    q.back_to_baseline(Instant::now(), "partial HTTP flood");
+    q.without_growth("partial HTTP flood", || {
+        let flood = Flood::start(partial_http_flood(ui.address.clone()));
+        q.both_answered("partial HTTP flood");
+        // The port holds what its cap allows, not what the flood opened.
+        let files = q.broker.fd_count();
+        let opened = flood.stop();
+        eprintln!(
+            "partial HTTP flood: {opened} opened, the broker held {files} files (quiet: {quiet_files})"
+        );
+        assert!(opened >= PARTIAL_REQUESTS, "{opened} partial requests");
+        assert!(
+            files <= quiet_files + HTTP_CONNECTIONS + 16,
+            "the broker held {files} files under the flood, {quiet_files} before"
+        );
+        q.back_to_baseline(Instant::now(), "partial HTTP flood");
+    });
     q.broker.close();
 }
 

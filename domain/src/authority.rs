@@ -10,6 +10,7 @@
 
 use std::collections::VecDeque;
 
+use crate::business::ROLE_LAUNCH;
 use crate::claims::LaunchSwitch;
 use crate::decisions::{Decisions, Status};
 use crate::evidence::{ActionAllowed, AgentRef, Consumption, Evidence, Subject};
@@ -72,7 +73,7 @@ impl Authorizations {
         launch: LaunchSwitch,
         ask: &Ask<'_>,
     ) -> Result<Grant, Refusal> {
-        if ask.action.as_str() == "role.launch" && launch == LaunchSwitch::Off {
+        if ask.action.as_str() == ROLE_LAUNCH && launch == LaunchSwitch::Off {
             return Err(Refusal::LaunchRevoked);
         }
         let class = business.class_of(&ask.agent.role, ask.action);

@@ -15,360 +15,39 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use crate::authority::{Ask, Authorizations, Grant};
+pub use crate::caller::Caller;
 use crate::claims::{BindReply, ClaimReply, Claims, Launches};
-use crate::decisions::{Decision, Decisions, RaiseInput};
+pub use crate::command::{BodyField, Command, EventBody, SendInput, TASK_CREATED};
+use crate::decisions::{Decision, Decisions};
 use crate::evidence::{
-    AgentRef, DecisionActor, Evidence, HumanInput, LaunchRecord, MessageClass, MessageEvidence,
-    MessageRecord, Observation, Recipient, RefusalCount, RefusalRecord, Stamped, Subject,
+    AgentRef, DecisionActor, Evidence, HumanInput, LaunchRecord, MessageEvidence, MessageRecord,
+    Observation, Recipient, RefusalCount, RefusalRecord, Stamped, Subject,
 };
 use crate::journal::Mark;
 use crate::messages::{self, MessageFacts};
-use crate::verb::{CallerKind, Verb, AUTHORIZE, RECORD_EVENT, TRUSTED_CALLERS};
+use crate::verb::{CallerKind, Verb};
 use crate::{
-    Action, ActionClass, BrokerClock, Business, BusinessId, DecisionId, EventId, MessageId,
-    Refusal, Target, TaskRef, Timestamp,
+    Action, ActionClass, BrokerClock, Business, BusinessId, EventId, MessageId, Refusal, Target,
+    Timestamp,
 };
 
-/// Who is calling, as the runtime established it (from a capability or the
-/// human proof). A socket request never declares this itself.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Caller {
-    /// An agent run, through its capability.
-    Agent {
-        /// The capability's business.
-        business: BusinessId,
-        /// The capability's role and run.
-        agent: AgentRef,
-    },
-    /// A read-only capability of one business (the web UI).
-    Reader {
-        /// The capability's business.
-        business: BusinessId,
-    },
-    /// The business's human, after the process proof. `input` is the id of
-    /// the `human.input` event this request records.
-    Human {
-        /// The business the human addressed.
-        business: BusinessId,
-        /// The id for this request's `human.input` event.
-        input: EventId,
-    },
-}
-
-impl Caller {
-    /// The caller's kind, as the verb table lists callers.
-    pub fn kind(&self) -> CallerKind {
-        match self {
-            Caller::Agent { .. } => CallerKind::Agent,
-            Caller::Reader { .. } => CallerKind::Reader,
-            Caller::Human { .. } => CallerKind::Human,
-        }
-    }
-
-    /// The caller's business.
-    pub fn business(&self) -> &BusinessId {
-        match self {
-            Caller::Agent { business, .. }
-            | Caller::Reader { business }
-            | Caller::Human { business, .. } => business,
-        }
-    }
-}
-
-/// The arguments of `message.send`, as the caller gave them. The new id
-/// and the store facts are runtime inputs and travel beside it in
-/// [`Command::Send`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SendInput {
-    /// The recipient.
-    pub to: Recipient,
-    /// The class, if given.
-    pub class: Option<MessageClass>,
-    /// The body.
-    pub body: String,
-    /// The message answered.
-    pub in_reply_to: Option<MessageId>,
-    /// The message corrected.
-    pub corrects: Option<MessageId>,
-    /// The decision cited (within-role) or spent (otherwise).
-    pub decision: Option<DecisionId>,
-}
-
-/// One verb with parsed arguments.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Command {
-    /// `role.claim`.
-    Claim,
-    /// `role.release`.
-    Release,
-    /// `role.revoke {role, decision}`.
-    Revoke {
-        /// The role to revoke its holder from.
-        role: crate::RoleInstance,
-        /// The approving decision.
-        decision: DecisionId,
-    },
-    /// `decision.raise`.
-    Raise {
-        /// The new decision's id (drawn by the runtime from the entropy
-        /// port, never given by the caller).
-        id: DecisionId,
-        /// What the caller asked for.
-        input: Box<RaiseInput>,
-    },
-    /// `decision.resolve {id, choice, note?}`.
-    Resolve {
-        /// The decision.
-        id: DecisionId,
-        /// The picked option.
-        choice: crate::evidence::OptionKey,
-        /// A note.
-        note: Option<String>,
-    },
-    /// `decision.seen {id, note?}`.
-    Seen {
-        /// The decision.
-        id: DecisionId,
-        /// A note.
-        note: Option<String>,
-    },
-    /// `decision.withdraw {id, note?}`.
-    Withdraw {
-        /// The decision.
-        id: DecisionId,
-        /// A note.
-        note: Option<String>,
-    },
-    /// `message.send`, with referenced messages already read.
-    Send {
-        /// The new message's id (drawn by the runtime from the entropy
-        /// port, never given by the caller).
-        id: MessageId,
-        /// What the caller asked for.
-        input: Box<SendInput>,
-        /// What the store has for `in_reply_to` and `corrects` (filled in by
-        /// the runtime from [`Command::references`]; an id without facts is
-        /// unknown).
-        known: Vec<MessageFacts>,
-    },
-    /// `message.receive`, with the undelivered batch already read.
-    Receive {
-        /// Up to 100 undelivered messages for the caller's role.
-        batch: Vec<MessageFacts>,
-    },
-    /// `message.read {id}`, with the message already read.
-    Read {
-        /// The message id.
-        id: MessageId,
-        /// What the store has under this id (filled in by the runtime).
-        known: Option<MessageFacts>,
-    },
-    /// `event.emit {kind:'action.allowed', body:{action:'routine', target?}, subject?}`.
-    EmitRoutine {
-        /// What the routine action was aimed at.
-        target: Option<Target>,
-        /// What to file it under.
-        subject: Option<Subject>,
-    },
-    /// `launch.revoke`.
-    LaunchRevoke,
-    /// `launch.restore`.
-    LaunchRestore,
-    /// The trusted adapter API `authorize(cap, action, {decision, target})`.
-    Authorize {
-        /// The action.
-        action: Action,
-        /// Its target.
-        target: Option<Target>,
-        /// The approving decision, if any.
-        decision: Option<DecisionId>,
-    },
-    /// The trusted adapter API `record_event(cap, {kind, body, subject})`,
-    /// as [`Command::record_event`] builds it.
-    RecordEvent {
-        /// The event kind; human input, launch control, the bus's own and
-        /// `browser.` kinds refuse.
-        kind: Action,
-        /// The JSON body as text (its rules checked by
-        /// [`Command::record_event`]).
-        body: String,
-        /// What to file it under; `task.*` kinds must name their task.
-        subject: Option<Subject>,
-        /// For `task.created`: the human input that requested the task.
-        request: Option<EventId>,
-    },
-    /// The broker's own record of a `browser.request` outcome
-    /// (`browser.completed`, filed under the agent's role). No adapter can
-    /// send it: `record_event` refuses every `browser.` kind.
-    RecordBrowserOutcome {
-        /// The JSON body as text (built by the broker: action, request id,
-        /// outcome, answer size and digest, never the payload).
-        body: String,
-    },
-}
-
-impl Command {
-    /// The messages whose store facts the runtime must put into the command
-    /// (`Command::Send::known`, `Command::Read::known`) before handing it
-    /// over.
-    pub fn references(&self) -> Vec<MessageId> {
-        match self {
-            Command::Send { input, .. } => input
-                .in_reply_to
-                .iter()
-                .chain(input.corrects.iter())
-                .copied()
-                .collect(),
-            Command::Read { id, .. } => vec![*id],
-            Command::Claim
-            | Command::Release
-            | Command::Revoke { .. }
-            | Command::Raise { .. }
-            | Command::Resolve { .. }
-            | Command::Seen { .. }
-            | Command::Withdraw { .. }
-            | Command::Receive { .. }
-            | Command::EmitRoutine { .. }
-            | Command::LaunchRevoke
-            | Command::LaunchRestore
-            | Command::Authorize { .. }
-            | Command::RecordEvent { .. }
-            | Command::RecordBrowserOutcome { .. } => Vec::new(),
-        }
-    }
-
-    /// The name of the verb this command serves, for refusal records: the
-    /// verb table's wire name, or the trusted call's own name.
-    pub fn verb(&self) -> &'static str {
-        match self.row() {
-            Row::Verb(verb) => verb.as_str(),
-            Row::Trusted(name) => name,
-        }
-    }
-
-    /// Who may send this command: its verb's callers in the verb table, or
-    /// those of the trusted calls.
-    pub fn callers(&self) -> &'static [CallerKind] {
-        match self.row() {
-            Row::Verb(verb) => verb.callers(),
-            Row::Trusted(_) => TRUSTED_CALLERS,
-        }
-    }
-
-    /// Refuses a caller kind that may not send this command.
-    ///
-    /// # Errors
-    /// `human-only` or `not-authorized`, as [`crate::verb::admit`].
-    pub fn admit(&self, caller: CallerKind) -> Result<(), Refusal> {
-        crate::verb::admit(self.callers(), caller)
-    }
-
-    /// The row of the verb table this command serves, or the trusted call
-    /// it is: the one place a command is tied to its verb.
-    fn row(&self) -> Row {
-        match self {
-            Command::Claim => Row::Verb(Verb::RoleClaim),
-            Command::Release => Row::Verb(Verb::RoleRelease),
-            Command::Revoke { .. } => Row::Verb(Verb::RoleRevoke),
-            Command::Raise { .. } => Row::Verb(Verb::DecisionRaise),
-            Command::Resolve { .. } => Row::Verb(Verb::DecisionResolve),
-            Command::Seen { .. } => Row::Verb(Verb::DecisionSeen),
-            Command::Withdraw { .. } => Row::Verb(Verb::DecisionWithdraw),
-            Command::Send { .. } => Row::Verb(Verb::MessageSend),
-            Command::Receive { .. } => Row::Verb(Verb::MessageReceive),
-            Command::Read { .. } => Row::Verb(Verb::MessageRead),
-            Command::EmitRoutine { .. } => Row::Verb(Verb::EventEmit),
-            Command::LaunchRevoke => Row::Verb(Verb::LaunchRevoke),
-            Command::LaunchRestore => Row::Verb(Verb::LaunchRestore),
-            Command::Authorize { .. } => Row::Trusted(AUTHORIZE),
-            Command::RecordEvent { .. } => Row::Trusted(RECORD_EVENT),
-            Command::RecordBrowserOutcome { .. } => Row::Verb(Verb::BrowserRequest),
-        }
-    }
-}
-
-/// What a command serves: a row of the verb table or a trusted call.
-enum Row {
-    Verb(Verb),
-    Trusted(&'static str),
-}
-
-/// The kind of the event that files a task. It names the human input that
-/// asked for the task, and only it does.
-pub const TASK_CREATED: &str = "task.created";
-
-/// A field of a `record_event` body, as the adapter found it in the JSON
-/// object: the domain parses no JSON, but the body's rules read three fields.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BodyField<'a> {
-    /// The object has no such key.
-    Absent,
-    /// A JSON string.
-    Text(&'a str),
-    /// Any other JSON value.
-    NotText,
-}
-
-/// A `record_event` body: the JSON object as text, and the fields its
-/// rules read.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EventBody<'a> {
-    /// The JSON object, as text; the store keeps it as given.
-    pub text: String,
-    /// `task_ref`.
-    pub task_ref: BodyField<'a>,
-    /// `requirement`.
-    pub requirement: BodyField<'a>,
-    /// `request`.
-    pub request: BodyField<'a>,
-}
-
-impl Command {
-    /// The trusted `record_event` call as a command, once its body keeps
-    /// its rules: a `task_ref` is text naming the task the event is filed
-    /// under; a [`TASK_CREATED`] event has a non-empty `requirement` and, in
-    /// `request`, the id of the human input that asked for the task. These
-    /// refuse before the caller is known; the bus then checks the caller,
-    /// the kind and the subject, and the store that `request` is a human
-    /// input of the caller's business.
-    ///
-    /// # Errors
-    /// `bad-request` for a body breaking the rules, or the refusal of
-    /// parsing `task_ref` or `request`.
-    pub fn record_event(
-        kind: Action,
-        body: EventBody<'_>,
-        subject: Option<Subject>,
-    ) -> Result<Command, Refusal> {
-        match body.task_ref {
-            BodyField::Absent => {}
-            BodyField::Text(task) => {
-                if subject != Some(Subject::Task(TaskRef::parse(task)?)) {
-                    return Err(Refusal::BadRequest);
-                }
-            }
-            BodyField::NotText => return Err(Refusal::BadRequest),
-        }
-        let request = if kind.as_str() == TASK_CREATED {
-            match body.requirement {
-                BodyField::Text(requirement) if !requirement.is_empty() => {}
-                BodyField::Text(_) | BodyField::Absent | BodyField::NotText => {
-                    return Err(Refusal::BadRequest)
-                }
-            }
-            match body.request {
-                BodyField::Text(request) => Some(EventId::parse(request)?),
-                BodyField::Absent | BodyField::NotText => return Err(Refusal::BadRequest),
-            }
-        } else {
-            None
+/// A refusal's record is made here, beside [`Bus::handle_refusal`] and the
+/// runtime's driver, its callers: it needs the [`Caller`], which the
+/// evidence does not.
+impl RefusalRecord {
+    /// The record of `refusal`, answered to `caller` (none: a caller not
+    /// known, such as a failed human proof) for `verb`.
+    pub fn of(caller: Option<&Caller>, verb: Option<&str>, refusal: Refusal) -> Self {
+        let agent = match caller {
+            Some(Caller::Agent { agent, .. }) => Some(agent.clone()),
+            Some(Caller::Reader { .. } | Caller::Human { .. }) | None => None,
         };
-        Ok(Command::RecordEvent {
-            kind,
-            body: body.text,
-            subject,
-            request,
-        })
+        RefusalRecord {
+            business: caller.map(|c| c.business().clone()),
+            agent,
+            verb: verb.map(str::to_owned),
+            refusal,
+        }
     }
 }
 

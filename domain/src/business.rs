@@ -9,11 +9,16 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::{Action, BusinessId, Date, HumanName, Refusal, RoleInstance, Verb};
 
+/// The action of launching a role's agent (by a role that may launch it,
+/// as the business's `launch` block says); refused while launching is
+/// switched off.
+pub const ROLE_LAUNCH: &str = "role.launch";
+
 /// The nine actions that are always gated and may not appear in authority
 /// maps. Three are the actions of the verbs of the same name.
 pub const GATED_ONLY: [&str; 9] = [
     Verb::RoleRevoke.as_str(),
-    "role.launch",
+    ROLE_LAUNCH,
     Verb::LaunchRevoke.as_str(),
     Verb::LaunchRestore.as_str(),
     "authority.change",
@@ -311,7 +316,7 @@ impl Business {
     /// every other gated-only action is always gated; an action the role does
     /// not list (or a role the business does not define) is gated.
     pub fn class_of(&self, role: &RoleInstance, action: &Action) -> ActionClass {
-        if action.as_str() == "role.launch" && self.launch_by.contains(role) {
+        if action.as_str() == ROLE_LAUNCH && self.launch_by.contains(role) {
             return ActionClass::WithinRole;
         }
         if is_gated_only(action) {

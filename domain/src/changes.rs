@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use crate::bus::Caller;
+use crate::caller::Caller;
 use crate::evidence::{
     AgentRef, ClaimEvidence, DecisionEvidence, DecisionRecord, Evidence, LaunchEvidence,
     MessageEvidence, Recipient, Route, Subject,

@@ -218,7 +218,9 @@ impl Decisions {
         if input.fields.blocking && input.fields.task_ref.is_none() {
             return Err(Refusal::TaskRefRequired);
         }
-        if input.fields.action.as_str() == "role.launch" && launch == LaunchSwitch::Off {
+        if input.fields.action.as_str() == crate::business::ROLE_LAUNCH
+            && launch == LaunchSwitch::Off
+        {
             return Err(Refusal::LaunchRevoked);
         }
         let class = business.class_of(&raiser.role, &input.fields.action);

@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-use crate::bus::Caller;
+pub use crate::caller::AgentRef;
 
 use crate::{
     Action, ActionClass, BusinessId, DecisionId, EventId, MessageId, Refusal, RoleInstance, RunId,
@@ -20,15 +20,6 @@ pub struct Stamped {
     pub at: Timestamp,
     /// The fact.
     pub evidence: Evidence,
-}
-
-/// An agent acting under a capability: a run holding (or trying to hold) a role.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct AgentRef {
-    /// The role instance the capability is bound to.
-    pub role: RoleInstance,
-    /// The run the capability is bound to.
-    pub run: RunId,
 }
 
 /// Who resolved, acknowledged or withdrew a decision.
@@ -526,23 +517,6 @@ pub struct RefusalRecord {
     pub verb: Option<String>,
     /// The refusal.
     pub refusal: Refusal,
-}
-
-impl RefusalRecord {
-    /// The record of `refusal`, answered to `caller` (none: a caller not
-    /// known, such as a failed human proof) for `verb`.
-    pub fn of(caller: Option<&Caller>, verb: Option<&str>, refusal: Refusal) -> Self {
-        let agent = match caller {
-            Some(Caller::Agent { agent, .. }) => Some(agent.clone()),
-            Some(Caller::Reader { .. } | Caller::Human { .. }) | None => None,
-        };
-        RefusalRecord {
-            business: caller.map(|c| c.business().clone()),
-            agent,
-            verb: verb.map(str::to_owned),
-            refusal,
-        }
-    }
 }
 
 /// Refusals counted in a window rather than written a row each

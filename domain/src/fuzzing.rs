@@ -178,7 +178,7 @@ mod machines {
         "repo.push",
         "repo.delete",
         Verb::RoleRevoke.as_str(),
-        "role.launch",
+        crate::business::ROLE_LAUNCH,
         "routine",
         "task.created",
     ];

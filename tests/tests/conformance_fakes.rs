@@ -78,7 +78,7 @@ fn fake_process_table_conforms() {
         alive: 100,
         gone: 999,
         env_var: (b"MOSAIC_RUN_ID".to_vec(), b"run-1".to_vec()),
-        denied: Some(200),
+        denied: 200,
         expect: vec![
             ProcessInfo {
                 pid: 1,

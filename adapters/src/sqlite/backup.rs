@@ -14,9 +14,9 @@ use std::time::Duration;
 use rusqlite::backup::{Backup, StepResult};
 use rusqlite::{Connection, OpenFlags};
 
-use super::{
-    create_private, open_failure, read_only, verify_file, Broken, OpenError, Verification,
-};
+use super::create_private;
+use super::verdict::{open_failure, Broken, OpenError};
+use super::verify::{read_only, verify_file, Verification};
 
 /// Pages copied per step (4 MiB at SQLite's default 4 KiB pages).
 const PAGES_PER_STEP: i32 = 1024;

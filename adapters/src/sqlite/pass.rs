@@ -43,7 +43,7 @@ use rusqlite::{Connection, OptionalExtension};
 
 use super::chain::{self, Hash, Link};
 use super::rows::Table;
-use super::{open_failure, Broken, ChainHead, OpenError, Replayable};
+use super::verdict::{open_failure, Broken, ChainHead, OpenError, Replayable};
 
 /// How the pass is cut: into ranges of `rows` ledger rows, walked by
 /// `workers` threads of its own and by the checks' thread once it is free.

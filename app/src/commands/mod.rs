@@ -131,8 +131,8 @@ impl Command {
     pub fn contract(name: &str) -> Option<Contract> {
         match name {
             "broker" | "up" | "call" | "human" => Some(Contract::JsonLine),
-            "unlock" | "verify" => Some(Contract::JsonLineOnly),
-            "mcp" | "demo" | "console" | "backup" | "head" => Some(Contract::CodeOnStderr),
+            "unlock" | "verify" | "backup" => Some(Contract::JsonLineOnly),
+            "mcp" | "demo" | "console" | "head" => Some(Contract::CodeOnStderr),
             _ => None,
         }
     }

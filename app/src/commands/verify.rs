@@ -17,7 +17,7 @@ pub(crate) const ABOUT: &str = "\
 Verifies a store file offline: runs every check a broker runs when it opens \
 the store (integrity, the pinned schema, the ledger's order, times and \
 kinds) and recomputes the whole hash chain over every record. Then, for \
-each note given with --head (as `backup` printed it), checks that \
+each note given with --head (as `backup --note` wrote it), checks that \
 the store extends it: at least the note's size, and the same hash there. \
 The file is opened read-only and never written; with no WAL beside it \
 (a stopped broker's store, a backup), no WAL or SHM is created either. \
@@ -38,7 +38,7 @@ Output and exit codes:
     note that is not one, or a usage error)
 
 Example:
-  mosaic-bus backup --data-root /srv/bus --to /backups/bus-1.sqlite > /safe/bus-1.note
+  mosaic-bus backup --data-root /srv/bus --to /backups/bus-1.sqlite --note /safe/bus-1.note
   mosaic-bus verify --db /srv/bus/bus/bus.sqlite --head /safe/bus-1.note
 
 Reference: docs/operations.md.";
@@ -54,9 +54,10 @@ pub struct VerifyArgs {
     pub heads: Vec<PathBuf>,
 }
 
-/// `verify`'s one line, its keys in the documented order.
+/// `verify`'s one line, its keys in the documented order; `backup` prints
+/// the same.
 #[derive(Debug, Default, Serialize)]
-struct Line {
+pub(crate) struct Line {
     ok: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<&'static str>,
@@ -71,7 +72,7 @@ struct Line {
 }
 
 impl Line {
-    fn failed(error: &'static str, seq: Option<u64>) -> Line {
+    pub(crate) fn failed(error: &'static str, seq: Option<u64>) -> Line {
         Line {
             error: Some(error),
             seq,
@@ -80,7 +81,7 @@ impl Line {
     }
 
     /// `{"ok":true,"size":N,"head":…,"note":…}` for a verified head.
-    fn verified(head: &ChainHead) -> Line {
+    pub(crate) fn verified(head: &ChainHead) -> Line {
         Line {
             ok: true,
             size: Some(head.size),
@@ -89,15 +90,20 @@ impl Line {
             ..Line::default()
         }
     }
+
+    /// Prints the line on stdout.
+    pub(crate) fn print(&self) {
+        println!(
+            "{}",
+            serde_json::to_string(self).unwrap_or_else(|_| String::from("{\"ok\":false}"))
+        );
+    }
 }
 
 /// Runs `verify` and prints its one line.
 pub fn main(args: VerifyArgs) -> ExitCode {
     let (line, code) = run(&args);
-    println!(
-        "{}",
-        serde_json::to_string(&line).unwrap_or_else(|_| String::from("{\"ok\":false}"))
-    );
+    line.print();
     code
 }
 

@@ -252,7 +252,7 @@ fn says_back(source: &Value, business: &Business) {
         "a loaded launch block's by: {by}"
     );
     let unlisted = Action::parse("fuzz.unlisted").expect("a valid action");
-    let launch = Action::parse("role.launch").expect("a valid action");
+    let launch = Action::parse(mosaic_domain::business::ROLE_LAUNCH).expect("a valid action");
     for (name, spec) in roles {
         let role = RoleInstance::parse(name).expect("a loaded role name is valid");
         let loaded = business.role(&role).expect("every source role is loaded");

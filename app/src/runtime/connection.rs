@@ -203,6 +203,10 @@ async fn answer<S: StoreReaders + Send + 'static>(
     };
     let Admitted { who, verb, call } = admitted;
     let who = prover.prove(reads, who).await;
+    let (who, call) = match human_read(shared, who, verb, call).await {
+        Ok(answer) => return answer,
+        Err(not_a_read) => not_a_read,
+    };
     let Some((browser, caller)) = browser else {
         let answer = ask(jobs, |reply| Job::Request {
             who,
@@ -297,6 +301,64 @@ async fn human_changes<S: StoreReaders + Send + 'static>(
         Ok(page) => wire::ok(wire::changes_json(page.cursor, &page.changes)),
         Err(refusal) => wire::response(to_writer(who, Err(refusal)).await),
     }
+}
+
+/// A proven human's read of a business the broker knows: run beside the
+/// writer, as an agent's is, so the human's answer never waits for a group
+/// commit's sync behind what a flood has the writer record. A read records
+/// nothing, so it draws no `human.input` id. Anything else (a failed proof,
+/// an unknown business, a write, an argument refusal) comes back for the
+/// writer, which records it as it records any human request's; so does a
+/// refusal of the read itself.
+async fn human_read<S: StoreReaders + Send + 'static>(
+    shared: &Shared<S>,
+    who: Proven,
+    verb: &'static str,
+    call: Result<Call, Refusal>,
+) -> Result<String, (Proven, Result<Call, Refusal>)> {
+    let business = match (&who, &call) {
+        (
+            Proven::Human {
+                business,
+                proof: Ok(()),
+            },
+            Ok(read),
+        ) if read.is_read() && shared.reads.view().is_some_and(|v| v.knows(business)) => {
+            business.clone()
+        }
+        (Proven::Human { .. } | Proven::Known(_), Ok(_) | Err(_)) => return Err((who, call)),
+    };
+    let Ok(read) = call else {
+        return Err((who, call));
+    };
+    let caller = Caller::Human {
+        business,
+        input: EventId::from_random([0; 16]),
+    };
+    let permit = match shared.reads.permit().await {
+        Ok(permit) => permit,
+        Err(refusal) => return Ok(wire::err(refusal)),
+    };
+    let reads = Arc::clone(&shared.reads);
+    let answer = tokio::task::spawn_blocking(move || {
+        let _permit = permit;
+        reads.with_store(|view, store| read_now(view, store, &caller, read))
+    })
+    .await
+    .unwrap_or(Err(Refusal::BrokerUnavailable));
+    Ok(match answer {
+        Ok(text) => wire::ok_text(&text),
+        Err(refusal) => wire::response(
+            ask(&shared.jobs, |reply| Job::Request {
+                who,
+                verb,
+                call: Err(refusal),
+                reply,
+                early: None,
+            })
+            .await,
+        ),
+    })
 }
 
 /// Answers an agent's or reader's read on a reader connection, on a

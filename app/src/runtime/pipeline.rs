@@ -347,6 +347,8 @@ pub(crate) fn read_now<S: EvidenceStore>(
     call: Call,
 ) -> Result<String, Refusal> {
     let business = caller.business().clone();
+    // Every verb is admitted from the verb table before its dispatch.
+    call.verb().admit(caller.kind())?;
     // A read draws no fresh id.
     match call.into_dispatch(|| [0; 16], |uuid| reads::kind_of(store, &business, uuid))? {
         Dispatch::Query(query) => reads::read_text(view, store, caller, query),
@@ -462,6 +464,11 @@ fn execute<S: StoreReaders>(
         }
     };
     let business = caller.business().clone();
+    // Every verb is admitted from the verb table before its dispatch (the
+    // bus admits a command again, by the same row).
+    if let Err(refusal) = call.verb().admit(caller.kind()) {
+        return Err(driver.stage_refusal(now, Some(caller), verb, refusal));
+    }
     let dispatch = call.into_dispatch(
         || fresh,
         |uuid| reads::kind_of(driver.store(), &business, uuid),
@@ -470,8 +477,8 @@ fn execute<S: StoreReaders>(
         Ok(Dispatch::Command(command)) => driver
             .stage_call(now, caller, verb, command)
             .map(|reply| wire::reply_json(&reply)),
-        // The human's reads come here, with the proof; agents' and readers'
-        // run beside the writer.
+        // Reads run beside the writer (the human's too, once proven); one
+        // still comes here from the fuzz harness, or before a view exists.
         Ok(Dispatch::Query(query)) => reads
             .view()
             .ok_or(Refusal::StorageUnavailable)

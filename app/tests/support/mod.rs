@@ -15,7 +15,16 @@
 //! own suite (`app/tests/human.rs`).
 #![allow(dead_code)]
 
+pub mod detached;
 pub mod pane;
+pub mod procs;
+pub mod store;
+
+// Every test binary names a few of these, none all of them.
+#[allow(unused_imports)]
+pub use store::{
+    assert_store_intact, assert_whole_transactions, count, ledger_times, open_db, TYPED_TABLES,
+};
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
@@ -252,7 +261,13 @@ impl Broker {
     /// Boots a broker with `config` and checks that it answered `ok`.
     #[track_caller]
     pub fn boot(root: &Path, config: &Value) -> Broker {
-        let mut broker = Broker::spawn(root);
+        Broker::boot_with_env(root, config, &[])
+    }
+
+    /// As [`Broker::boot`], with extra environment variables.
+    #[track_caller]
+    pub fn boot_with_env(root: &Path, config: &Value, env: &[(&str, &str)]) -> Broker {
+        let mut broker = Broker::spawn_with_env(root, env);
         let reply = broker.host(&boot_line(config));
         assert_eq!(reply["ok"], json!(true), "boot refused: {reply}");
         broker.socket = PathBuf::from(reply["path"].as_str().expect("a path"));
@@ -453,17 +468,6 @@ impl Broker {
     /// The broker process's id.
     pub fn pid(&self) -> u32 {
         self.child.as_ref().expect("a running broker").id()
-    }
-
-    /// The broker process's resident set now, in KiB (`VmRSS`).
-    pub fn rss_kib(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()))
-            .expect("the broker's /proc status");
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .expect("VmRSS")
     }
 
     /// What the broker wrote to stderr so far.
@@ -773,40 +777,6 @@ pub fn human_resolve_offline(
     );
 }
 
-/// Opens `bus/bus.sqlite` read-only (after the broker closed).
-pub fn open_db(root: &Path) -> rusqlite::Connection {
-    rusqlite::Connection::open_with_flags(
-        root.join("bus").join("bus.sqlite"),
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-    )
-    .expect("open the store read-only")
-}
-
-/// `PRAGMA quick_check` and `PRAGMA foreign_key_check` of a closed data root.
-#[track_caller]
-pub fn assert_store_intact(root: &Path) {
-    let db = open_db(root);
-    let check: String = db
-        .query_row("PRAGMA quick_check", [], |r| r.get(0))
-        .expect("quick_check");
-    assert_eq!(check, "ok");
-    let mut fk = db.prepare("PRAGMA foreign_key_check").expect("prepare");
-    let dangling = fk.query_map([], |_| Ok(())).expect("query").count();
-    assert_eq!(dangling, 0, "dangling references");
-}
-
-/// Every broker write time of a closed data root, in write (`seq`) order.
-pub fn ledger_times(root: &Path) -> Vec<String> {
-    let db = open_db(root);
-    let mut rows = db
-        .prepare("SELECT at FROM ledger ORDER BY seq")
-        .expect("prepare");
-    rows.query_map([], |r| r.get::<_, String>(0))
-        .expect("query")
-        .map(|r| r.expect("a row"))
-        .collect()
-}
-
 impl Broker {
     /// SIGKILL: a crash. Waits for the exit and checks that the signal
     /// ended it; the socket file and the writer lock stay behind, as after
@@ -872,93 +842,6 @@ pub fn unlock(root: &Path) -> PathBuf {
     evidence
 }
 
-/// One `SELECT count(*) …` (or any single-integer query) on `db`.
-#[track_caller]
-pub fn count(db: &rusqlite::Connection, sql: &str, params: impl rusqlite::Params) -> i64 {
-    db.query_row(sql, params, |r| r.get(0))
-        .unwrap_or_else(|e| panic!("{sql}: {e}"))
-}
-
-/// Every typed table of the schema with the condition its ledger row `l`
-/// meets for a typed row `t`: the kind the row records.
-pub const TYPED_TABLES: [(&str, &str); 14] = [
-    ("launches", "l.kind = 'session.launched'"),
-    (
-        "launch_switches",
-        "l.kind = CASE t.state WHEN 'off' THEN 'launch.revoked' ELSE 'launch.restored' END",
-    ),
-    ("claims", "l.kind = 'role.' || t.event"),
-    ("decisions", "l.kind = 'decision.raised'"),
-    ("decision_events", "l.kind = 'decision.' || t.event"),
-    ("consumptions", "l.kind = 'approval.consumed'"),
-    ("actions_allowed", "l.kind = 'action.allowed'"),
-    ("human_inputs", "l.kind = 'human.input'"),
-    ("messages", "l.kind = 'message.sent'"),
-    ("deliveries", "l.kind = 'message.delivered'"),
-    ("reads", "l.kind = 'message.read'"),
-    ("observations", "l.kind = 'event.observed'"),
-    ("refusals", "l.kind = 'request.refused'"),
-    ("refusal_counts", "l.kind = 'refusals.counted'"),
-];
-
-/// Checks, on a closed data root, that no transaction is half-applied:
-/// `quick_check` and `foreign_key_check` pass; the ledger has no gap; each
-/// ledger row has exactly one typed row, of its kind; and every message an
-/// agent sent sits right after the `action.allowed` of the same send (one
-/// transaction writes both), and every such `action.allowed` has its
-/// message. Returns the number of ledger rows.
-#[track_caller]
-pub fn assert_whole_transactions(root: &Path) -> i64 {
-    assert_store_intact(root);
-    let db = open_db(root);
-    let rows = count(&db, "SELECT count(*) FROM ledger", []);
-    let max = count(&db, "SELECT coalesce(max(seq), 0) FROM ledger", []);
-    assert_eq!(rows, max, "the ledger has gaps");
-    let mut typed = 0;
-    for (table, kind) in TYPED_TABLES {
-        typed += count(&db, &format!("SELECT count(*) FROM {table}"), []);
-        let wrong = count(
-            &db,
-            &format!(
-                "SELECT count(*) FROM {table} t LEFT JOIN ledger l ON l.seq = t.seq \
-                 WHERE l.seq IS NULL OR NOT ({kind})"
-            ),
-            [],
-        );
-        assert_eq!(wrong, 0, "{table} rows without their ledger row");
-    }
-    assert_eq!(typed, rows, "ledger rows and typed rows differ");
-    let union = TYPED_TABLES
-        .iter()
-        .map(|(table, _)| format!("SELECT seq FROM {table}"))
-        .collect::<Vec<_>>()
-        .join(" UNION ALL ");
-    let shared = count(
-        &db,
-        &format!(
-            "SELECT count(*) FROM (SELECT seq FROM ({union}) GROUP BY seq HAVING count(*) <> 1)"
-        ),
-        [],
-    );
-    assert_eq!(shared, 0, "a ledger seq with more than one typed row");
-    let unpaired_messages = count(
-        &db,
-        "SELECT count(*) FROM messages m WHERE m.from_run IS NOT NULL AND NOT EXISTS \
-         (SELECT 1 FROM actions_allowed a WHERE a.seq = m.seq - 1 AND a.action = 'message.send' \
-          AND a.run = m.from_run AND a.business = m.business AND a.target IS coalesce(m.to_role, 'human'))",
-        [],
-    );
-    assert_eq!(unpaired_messages, 0, "a message without its action.allowed");
-    let unpaired_allowed = count(
-        &db,
-        "SELECT count(*) FROM actions_allowed a WHERE a.action = 'message.send' AND NOT EXISTS \
-         (SELECT 1 FROM messages m WHERE m.seq = a.seq + 1 AND m.from_run = a.run)",
-        [],
-    );
-    assert_eq!(unpaired_allowed, 0, "an action.allowed without its message");
-    rows
-}
-
 /// The number in the environment variable `name`, or `default` when it is
 /// not set (the crash campaigns' rounds and seeds).
 ///
@@ -985,105 +868,11 @@ pub fn wait_for(what: &str, mut condition: impl FnMut() -> bool) {
             std::time::Instant::now() < deadline,
             "not within {WAIT:?}: {what}"
         );
-        std::thread::yield_now();
+        std::thread::sleep(POLL);
     }
 }
 
-/// One thread of a process as `/proc/<pid>/task/<tid>` shows it: its id,
-/// its state letter (`R`, `S`, `D`, …) and its time on a CPU so far (the
-/// first field of its `schedstat`, in nanoseconds).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProcTask {
-    /// The thread's id.
-    pub tid: u32,
-    /// Its state letter.
-    pub state: char,
-    /// Nanoseconds on a CPU.
-    pub run_ns: u64,
-}
-
-/// The threads of process `pid` (a thread that ends while it is read is
-/// left out), by id.
-pub fn proc_tasks(pid: u32) -> Vec<ProcTask> {
-    let dir = PathBuf::from(format!("/proc/{pid}/task"));
-    let mut tasks: Vec<ProcTask> = std::fs::read_dir(&dir)
-        .expect("the broker's threads in /proc")
-        .flatten()
-        .filter_map(|entry| {
-            let tid = entry.file_name().to_str()?.parse().ok()?;
-            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
-            let schedstat = std::fs::read_to_string(entry.path().join("schedstat")).ok()?;
-            // The name in parentheses may hold anything; the state follows it.
-            let state = stat[stat.rfind(')')? + 1..].trim_start().chars().next()?;
-            let run_ns = schedstat.split_whitespace().next()?.parse().ok()?;
-            Some(ProcTask { tid, state, run_ns })
-        })
-        .collect();
-    tasks.sort_by_key(|t| t.tid);
-    tasks
-}
-
-impl Broker {
-    /// How many files the broker has open (its `/proc/<pid>/fd`): every
-    /// connection it holds is one.
-    pub fn fd_count(&self) -> usize {
-        std::fs::read_dir(format!("/proc/{}/fd", self.pid()))
-            .expect("the broker's open files in /proc")
-            .count()
-    }
-
-    /// The broker's thread count (`Threads:` of `/proc/<pid>/status`).
-    pub fn threads(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()))
-            .expect("the broker's /proc status");
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("Threads:"))
-            .and_then(|v| v.trim().parse().ok())
-            .expect("Threads")
-    }
-
-    /// Waits until the broker is quiet: two scans in a row find every one
-    /// of its threads asleep (`S`) with the same CPU time, so none ran in
-    /// between. Bytes waiting in one of its sockets, a wake-up handed from
-    /// one of its threads to another or a commit keep some thread runnable
-    /// or in the disk, so a quiet broker has handled everything it had been
-    /// sent before the wait began.
-    #[track_caller]
-    pub fn wait_quiet(&self) {
-        let pid = self.pid();
-        let mut previous: Option<Vec<ProcTask>> = None;
-        wait_for("the broker goes quiet", || {
-            let scan = proc_tasks(pid);
-            let quiet = scan.iter().all(|t| t.state == 'S');
-            let same = quiet && previous.as_ref() == Some(&scan);
-            previous = quiet.then_some(scan);
-            same
-        });
-    }
-}
-
-/// The wrapper [`detached`] runs: it starts `"$@"` in the background with
-/// the wrapper's stdin (an explicit redirection, since a background command
-/// of a non-interactive shell otherwise reads `/dev/null`), prints its pid
-/// on stderr, waits for it and prints `exit N`.
-const WRAPPER: &str = r#"exec 3<&0
-"$@" <&3 3<&- 2>/dev/null &
-echo "$!" >&2
-exec 3<&-
-wait "$!"
-echo "exit $?" >&2"#;
-
-/// `setsid -f` running [`WRAPPER`] with an empty environment: append the
-/// command to run (its program, then its arguments). `setsid -f` forks
-/// and its first process exits, so the wrapper is reparented to pid 1 (or
-/// the nearest subreaper) and neither this test process nor its ancestors
-/// are ever in the command's ancestry: whatever run markers they carry,
-/// the proof sees only what the test starts.
-pub fn detached() -> Command {
-    let mut command = Command::new("setsid");
-    command
-        .args(["-f", "/bin/sh", "-c", WRAPPER, "detached"])
-        .env_clear();
-    command
-}
+/// The pause between two looks at something a test waits for: short
+/// against every deadline, long enough that the wait leaves the CPU to
+/// what it waits for.
+pub const POLL: Duration = Duration::from_millis(1);

@@ -474,6 +474,11 @@ fn every_evidence_kind_has_one_name_that_parses_back_and_a_record_here() {
     for &kind in EvidenceKind::ALL {
         assert!(names.insert(kind.as_str()), "{kind} is named once");
         assert_eq!(EvidenceKind::parse(kind.as_str()), Some(kind));
+        assert_eq!(
+            kind.to_string(),
+            kind.as_str(),
+            "{kind:?} displays its name"
+        );
         assert!(sampled.contains(&kind), "{kind} has a record in `records`");
     }
     assert_eq!(EvidenceKind::parse("Message.sent"), None);

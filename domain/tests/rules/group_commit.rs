@@ -284,3 +284,21 @@ fn a_committed_later_request_survives_the_next_failed_commit() {
     assert!(bus.decisions().get(&did(2)).is_some());
     assert!(bus.authorizations().is_consumed(&did(1)));
 }
+
+/// A window's count of refusals is queued like any other fact, stamped, and
+/// a refusal of nobody is recorded without a caller.
+#[test]
+fn a_windows_count_of_refusals_is_queued_as_evidence() {
+    use mosaic_domain::evidence::{Evidence, RefusalCount, RefusalRecord};
+    let mut bus = Bus::new([business()], None);
+    let count = RefusalCount {
+        refused: RefusalRecord::of(None, Some("inbox"), Refusal::HumanProofFailed),
+        since: t(20),
+        count: 41,
+    };
+    bus.handle_refusals_counted(t(21), count.clone());
+    let stamped = bus.poll_effect().expect("the count is queued");
+    assert_eq!(stamped.evidence, Evidence::RefusalsCounted(count));
+    assert_eq!(stamped.at, t(21));
+    assert!(bus.poll_effect().is_none(), "one record");
+}

@@ -2,6 +2,7 @@
 //! mutation run (docs/contributing.md) builds and links one binary per
 //! mutant instead of one per file.
 
+mod browser;
 mod bus_verbs;
 mod changes;
 mod evidence;

@@ -15,8 +15,9 @@ pub struct ProcessFixture {
     /// A `(name, value)` pair in `alive`'s environment.
     pub env_var: (Vec<u8>, Vec<u8>),
     /// A process whose environment the kernel refuses to show (`EACCES`) but
-    /// whose `stat` is readable, when the harness can provide one.
-    pub denied: Option<u32>,
+    /// whose `stat` is readable: for the `/proc` adapter, pid 1 read by
+    /// another user than its own.
+    pub denied: u32,
     /// Processes whose every field the table MUST report exactly, for
     /// example a child whose command name contains `) (`, so a start time
     /// parsed before the last `)` shows.
@@ -127,9 +128,7 @@ fn gone_environ<P: ProcessTable>(s: &mut Subject<'_, P>) {
 }
 
 fn denied_environ<P: ProcessTable>(s: &mut Subject<'_, P>) {
-    let Some(pid) = s.fixture.denied else {
-        return;
-    };
+    let pid = s.fixture.denied;
     check_eq(
         &format!("environ({pid}) of a process we may not inspect"),
         s.table.environ(pid).map_err(|e| kind(&e)),

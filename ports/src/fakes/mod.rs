@@ -21,6 +21,7 @@ mod browser;
 mod clock;
 mod credentials;
 mod entropy;
+mod ledger;
 mod process;
 mod store;
 

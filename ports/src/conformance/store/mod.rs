@@ -57,6 +57,10 @@ pub fn run<S: EvidenceStore>(make: impl FnMut() -> S) {
     let mut checks: Vec<Check<'_, S>> = vec![
         Check::new("empty_store_reads_nothing", empty_store_reads_nothing::<S>),
         Check::new(
+            "chain_head_follows_commits",
+            chain_head_follows_commits::<S>,
+        ),
+        Check::new(
             "empty_batch_commits_nothing",
             empty_batch_commits_nothing::<S>,
         ),
@@ -196,6 +200,43 @@ fn readers_see_commits_not_open_batches<S: StoreReaders>(store: &mut S) {
 }
 
 // --- Checks -------------------------------------------------------------------
+
+/// `chain_head` reads the committed chain: its size is `head`'s, its store
+/// id stays, and its hash changes with every record committed and with
+/// nothing else.
+fn chain_head_follows_commits<S: EvidenceStore>(store: &mut S) {
+    let mut sc = Scenario::new(store);
+    let chain = |sc: &Scenario<'_, S>| {
+        let head = sc
+            .store
+            .chain_head()
+            .unwrap_or_else(|e| fail(format_args!("chain_head failed: {e:?}")));
+        let size = sc
+            .store
+            .head()
+            .unwrap_or_else(|e| fail(format_args!("head failed: {e:?}")));
+        check_eq("chain_head's size is head's", head.size, size);
+        head
+    };
+    let empty = chain(&sc);
+    check_eq("the size of an empty chain", empty.size, 0);
+    check("an empty chain has a store id", !empty.store_id.is_empty());
+    sc.commit(vec![raised(&acme(), 1)]);
+    let one = chain(&sc);
+    check_eq("the size after one record", one.size, 1);
+    check_eq("the store id stays", &one.store_id, &empty.store_id);
+    check("a record changes the hash", one.hash != empty.hash);
+    check_eq("chain_head read again", chain(&sc), one.clone());
+    sc.commit(vec![]);
+    check_eq("chain_head after an empty batch", chain(&sc), one.clone());
+    sc.commit(vec![raised(&acme(), 2)]);
+    let two = chain(&sc);
+    check_eq("the size after two records", two.size, 2);
+    check(
+        "each record changes the hash",
+        two.hash != one.hash && two.hash != empty.hash,
+    );
+}
 
 fn empty_store_reads_nothing<S: EvidenceStore>(store: &mut S) {
     let sc = Scenario::new(store);
