@@ -72,11 +72,11 @@ Keys:
 {keys}
 Resolving is possible only from a decision's view: a digit selects an
 option, Enter asks \"Grant <action> on <target> to <role>/<run> (choice
-<key>)? y/n, e: note\" (the grant, never the question), and y sends it
-once. Nothing resolves from a list, no key means \"always\", and nothing
+<key>)? y/n\" (the grant, never the question; e adds a note), and y sends
+it once. Nothing resolves from a list, no key means \"always\", and nothing
 resolves while the terminal is too small to show the grant area, the
 options and that prompt whole. Everything an agent wrote is drawn with
-each control or format character as a visible token, such as <ESC>.
+each control or format character as a visible token, such as ⟨ESC⟩.
 
 --notify CMD runs `sh -c CMD` once per new decision, with
 MOSAIC_DECISION_ID, MOSAIC_ACTION, MOSAIC_TARGET and MOSAIC_RAISER in its
