@@ -339,7 +339,7 @@ fn the_agents_view_shows_the_switch_at_start_and_a_decision_against_its_raiser_w
     // The broker's switch, from the first screen of the view.
     tmux.wait_for("Launching: on", WAIT);
     let pid = support::launch_pid();
-    let idle = format!("dev · run dev-1 · pi · pid {pid} · holding · running");
+    let idle = format!("dev · run dev-1 · running · pi · pid {pid} · holding");
     tmux.wait_for(&idle, WAIT);
 
     // dev asks the lead (its arbiter), not the human: the view shows it
@@ -347,7 +347,7 @@ fn the_agents_view_shows_the_switch_at_start_and_a_decision_against_its_raiser_w
     let d = dev.raise("repo.merge", Some("main"), json!({}));
     assert_eq!(d["route"], "lead", "{d}");
     tmux.wait_for(
-        &format!("dev · run dev-1 · pi · pid {pid} · holding · waiting on lead"),
+        &format!("dev · run dev-1 · waiting on lead · pi · pid {pid} · holding"),
         WAIT,
     );
     tmux.wait_for("waits on lead: repo.merge on main", WAIT);
@@ -804,6 +804,6 @@ fn an_agent_that_exited_with_status_3_shows_as_exited() {
     let tmux = Tmux::start(&command, 120, 40);
     tmux.wait_for("Nothing is waiting on you", WAIT);
     tmux.keys(&["Tab"]);
-    tmux.wait_for("EXITED: CRASHED: exited with status 3", WAIT);
+    tmux.wait_for("EXITED with status 3 (crashed)", WAIT);
     tmux.keys(&["q"]);
 }

@@ -50,7 +50,7 @@ impl Raiser {
         match self {
             Raiser::Alive { pid: Some(pid) } => format!("alive (pid {pid})"),
             Raiser::Alive { pid: None } => "alive".to_owned(),
-            Raiser::Exited(exit) => format!("RAISER GONE: {exit}"),
+            Raiser::Exited(exit) => format!("GONE, {exit}"),
             Raiser::Unknown => "not among the bound runs".to_owned(),
         }
     }

@@ -258,20 +258,13 @@ pub struct Exit {
     pub signal: Option<i64>,
 }
 
-impl Exit {
-    /// Whether it ended badly: a signal, or a non-zero status.
-    pub fn crashed(self) -> bool {
-        self.signal.is_some() || self.status.is_some_and(|s| s != 0)
-    }
-}
-
 impl fmt::Display for Exit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match (self.status, self.signal) {
-            (_, Some(signal)) => write!(f, "killed by signal {signal}"),
-            (Some(0), None) => f.write_str("exited with status 0"),
-            (Some(status), None) => write!(f, "CRASHED: exited with status {status}"),
-            (None, None) => f.write_str("gone (its status is unknown)"),
+            (_, Some(signal)) => write!(f, "KILLED by signal {signal} (crashed)"),
+            (Some(0), None) => f.write_str("EXITED with status 0"),
+            (Some(status), None) => write!(f, "EXITED with status {status} (crashed)"),
+            (None, None) => f.write_str("EXITED (its status is unknown)"),
         }
     }
 }

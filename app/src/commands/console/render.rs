@@ -31,8 +31,7 @@ pub fn draw(frame: &mut Frame<'_>, state: &State, now_ms: i64) {
     if state.offline {
         frame.render_widget(
             Paragraph::new(reversed(&format!(
-                "BROKER UNREACHABLE at {}: this screen is read-only and may be stale; \
-                 reconnecting…",
+                "BROKER UNREACHABLE at {}: read-only, reconnecting…",
                 Shown::of(&state.socket)
             ))),
             banner,
@@ -137,22 +136,26 @@ fn inner(area: Rect) -> Rect {
     framed("").inner(area)
 }
 
-/// `lines`, each cut into pieces of at most `width` columns: the lines a
-/// pane of that width draws.
+/// `lines`, each cut into pieces of at most `width` columns, at a space
+/// where there is one: the lines a pane of that width draws.
 pub fn wrap<'a>(lines: impl IntoIterator<Item = &'a str>, width: u16) -> Vec<String> {
     let width = usize::from(width.max(1));
     let mut out = Vec::new();
     for line in lines {
         let mut piece = String::new();
-        let mut used = 0;
         for c in line.chars() {
-            let w = grant::width(c.encode_utf8(&mut [0; 4]));
-            if used + w > width && !piece.is_empty() {
-                out.push(std::mem::take(&mut piece));
-                used = 0;
-            }
             piece.push(c);
-            used += w;
+            if grant::width(&piece) <= width {
+                continue;
+            }
+            // Too wide: cut after the last space, or else before `c`.
+            let cut = piece
+                .trim_end_matches(c)
+                .rfind(' ')
+                .filter(|at| *at > 0)
+                .map_or(piece.len() - c.len_utf8(), |at| at + 1);
+            let rest = piece.split_off(cut);
+            out.push(std::mem::replace(&mut piece, rest));
         }
         out.push(piece);
     }
@@ -171,6 +174,58 @@ fn pane(frame: &mut Frame<'_>, title: &str, lines: Vec<String>, scroll: usize, a
         .map(Line::from)
         .collect();
     frame.render_widget(Paragraph::new(shown).block(framed(title)), area);
+}
+
+/// How far the current view's scrolling pane (the inbox's detail, the
+/// question, the message) can scroll at the state's size: its drawn lines
+/// beyond its height. The state holds its scroll within it, so a key
+/// back up always moves the text.
+pub fn scroll_room(state: &State) -> usize {
+    let (width, height) = state.size;
+    let body = height.saturating_sub(2 + u16::from(state.offline));
+    let inner_width = width.saturating_sub(2);
+    let (text, pane): (Vec<&str>, u16) = match state.view {
+        View::Inbox => {
+            let decisions = state.inbox.decisions.len();
+            let text = match state.inbox.decisions.get(state.selected) {
+                Some(d) => d.question.iter().map(Shown::as_str).collect(),
+                None => state
+                    .selected
+                    .checked_sub(decisions)
+                    .and_then(|i| state.inbox.messages.get(i))
+                    .map_or_else(Vec::new, |m| m.body.iter().map(Shown::as_str).collect()),
+            };
+            (text, body.saturating_sub((body * 2 / 5).max(3)))
+        }
+        View::Message => (
+            state
+                .message
+                .as_ref()
+                .map_or_else(Vec::new, |m| m.body.iter().map(Shown::as_str).collect()),
+            body,
+        ),
+        View::Decision => match &state.open {
+            Some(open) => {
+                let options = u16::try_from(open.decision.options.len()).unwrap_or(u16::MAX);
+                let above =
+                    grant::GRANT_LINES + 2 + options.saturating_add(2) + RECOMMENDATION_HEIGHT;
+                (
+                    open.decision.question.iter().map(Shown::as_str).collect(),
+                    body.saturating_sub(above),
+                )
+            }
+            None => (Vec::new(), body),
+        },
+        View::Agents | View::Trail | View::Activity => (Vec::new(), body),
+    };
+    // The inbox's decision detail draws its options below the question.
+    let extra = match (state.view, state.inbox.decisions.get(state.selected)) {
+        (View::Inbox, Some(d)) => d.options.len() + 1,
+        (View::Inbox | View::Message | View::Decision | View::Agents, _)
+        | (View::Trail | View::Activity, _) => 0,
+    };
+    let lines = wrap(text, inner_width).len() + extra;
+    lines.saturating_sub(usize::from(pane.saturating_sub(2)))
 }
 
 /// Draws a list, one line per entry, scrolled so the selected line (an
@@ -251,7 +306,7 @@ fn inbox(frame: &mut Frame<'_>, state: &State, now_ms: i64, area: Rect) {
     }
     if state.inbox.more > 0 {
         rows.push(bold(&format!(
-            "  … and {} more unread messages: r marks the selected one read, and the next shows",
+            "  … {} more unread: r marks one read, and the next shows",
             state.inbox.more
         )));
     }
@@ -467,7 +522,7 @@ fn agents(state: &State) -> Rows {
         // A run whose process ended waits on nothing any more: say how it
         // ended instead.
         let state_word = if let Some(exit) = a.exited {
-            format!("EXITED: {exit}")
+            exit.to_string()
         } else if a.waits.iter().any(|w| w.on_human) {
             "WAITING ON YOU".to_owned()
         } else if let Some(w) = a.waits.first() {
@@ -484,8 +539,9 @@ fn agents(state: &State) -> Rows {
         };
         rows.row(
             state.selected == i,
+            // What it is doing first, so a narrow screen still shows it.
             &format!(
-                "{} · run {} · {} · {pid} · {holding} · {state_word}",
+                "{} · run {} · {state_word} · {} · {pid} · {holding}",
                 a.who.role, a.who.run, a.harness
             ),
         );

@@ -37,7 +37,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
     (
         "Enter",
-        "open the selected decision or message; in a decision, ask to resolve",
+        "open the selected decision or message; in one, ask to resolve",
     ),
     ("Esc", "go back, or cancel the question"),
     (
@@ -315,12 +315,15 @@ impl State {
         ))
     }
 
-    /// Whether the open decision's grant, options and longest prompt are
-    /// all on screen whole at the current size: only then does anything
-    /// resolve it.
+    /// Whether the open decision's view is on screen (no other view, no
+    /// help over it) and its grant, options and longest prompt all fit
+    /// whole at the current size: only then does anything resolve it.
     pub fn resolvable_on_screen(&self) -> bool {
-        self.need()
-            .is_some_and(|need| need.fits(self.size.0, self.size.1))
+        self.view == View::Decision
+            && !self.help
+            && self
+                .need()
+                .is_some_and(|need| need.fits(self.size.0, self.size.1))
     }
 
     fn too_small(&mut self) {
@@ -497,7 +500,9 @@ impl State {
         match key {
             Key::Char('q') => self.effects.push_back(Effect::Quit),
             Key::Char('?') => self.help = true,
-            Key::Char('j') | Key::Down if self.scrolls() => self.scroll += 1,
+            Key::Char('j') | Key::Down if self.scrolls() => {
+                self.scroll = (self.scroll + 1).min(super::render::scroll_room(self));
+            }
             Key::Char('k') | Key::Up if self.scrolls() => {
                 self.scroll = self.scroll.saturating_sub(1);
             }
@@ -511,7 +516,9 @@ impl State {
                 self.selected = self.selected.saturating_sub(1);
                 self.scroll = 0;
             }
-            Key::PageDown => self.scroll += 10,
+            Key::PageDown => {
+                self.scroll = (self.scroll + 10).min(super::render::scroll_room(self));
+            }
             Key::PageUp => self.scroll = self.scroll.saturating_sub(10),
             Key::Tab => {
                 let at = View::ALL.iter().position(|v| *v == self.view).unwrap_or(0);

@@ -481,7 +481,7 @@ pub(super) fn screen(state: &State, width: u16, height: u16) -> String {
 }
 
 /// Snapshots `state` at 80×24 and 120×40, ids and times filtered out.
-fn snapshots(name: &str, state: &State) {
+pub(super) fn snapshots(name: &str, state: &State) {
     insta::with_settings!({filters => vec![
         (r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "[id]"),
         (r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z", "[time]"),
@@ -591,7 +591,7 @@ fn each_change_to_what_a_run_waits_on_refreshes_the_agents_view() {
     assert_eq!(state.view, View::Agents);
     let text = screen(&state, 120, 40);
     assert!(
-        text.contains("qa · run qa-1 · generic · pid 4244 · holding · waiting on lead"),
+        text.contains("qa · run qa-1 · waiting on lead · generic · pid 4244 · holding"),
         "{text}"
     );
     assert!(text.contains("waits on lead: repo.merge on main"), "{text}");
@@ -624,7 +624,7 @@ fn each_change_to_what_a_run_waits_on_refreshes_the_agents_view() {
     let text = screen(&state, 120, 40);
     assert!(!text.contains("repo.merge"), "{text}");
     assert!(
-        text.contains("qa · run qa-1 · generic · pid 4244 · holding · running"),
+        text.contains("qa · run qa-1 · running · generic · pid 4244 · holding"),
         "{text}"
     );
     assert!(text.contains("Launching: OFF"), "{text}");

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 use super::render;
 use super::state::{Effect, Key, State, View};
-use super::tests::{decision, drain, keys, loaded, screen, team, ID, NOW_MS};
+use super::tests::{decision, drain, keys, loaded, screen, snapshots, team, ID, NOW_MS};
 use super::{not_opened_words, ConsoleArgs};
 
 /// Texts an agent may write to make the screen lie.
@@ -175,6 +175,14 @@ fn the_grant_area_shows_the_brokers_grant_at_80x24_and_120x40_and_the_prompt_nam
         );
         assert!(text.contains("⟨ESC⟩"), "{text}");
     }
+    let mut state = asked_hostile(120, 40);
+    snapshots("decision_hostile", &state);
+    // The prompt stays while another view is drawn (an answer may move
+    // the view), but y resolves only from the decision's own view.
+    state.view = View::Inbox;
+    snapshots("inbox_hostile", &state);
+    state.handle_key(Key::Char('y'));
+    assert_eq!(drain(&mut state), []);
 }
 
 #[test]
@@ -238,7 +246,10 @@ fn each_row_is_one_line_and_the_selection_stays_on_screen_past_a_long_message() 
         text.contains("> message  · qa/qa-1 · INFO · note 39"),
         "{text}"
     );
-    assert!(text.contains("65 more unread messages"), "{text}");
+    assert!(
+        text.contains("Inbox · 65 more unread messages beyond these"),
+        "{text}"
+    );
     assert!(
         text.contains("second line"),
         "the detail pane shows it whole:\n{text}"
@@ -280,13 +291,15 @@ fn an_exited_run_shows_as_exited_and_its_decision_flags_the_raiser_gone() {
     state.handle_key(Key::Tab);
     let text = screen(&state, 120, 40);
     assert!(
-        text.contains("dev · run dev-1 · generic · was pid 4242 · holding · EXITED: CRASHED: exited with status 3"),
+        text.contains(
+            "dev · run dev-1 · EXITED with status 3 (crashed) · generic · was pid 4242 · holding"
+        ),
         "{text}"
     );
     state.handle_key(Key::Char(']'));
     let text = screen(&state, 120, 40);
     assert!(
-        text.contains("Raiser dev/dev-1: RAISER GONE: CRASHED: exited with status 3."),
+        text.contains("Raiser dev/dev-1: GONE, EXITED with status 3 (crashed)."),
         "{text}"
     );
 }
@@ -382,4 +395,24 @@ fn a_notice_carries_each_agent_word_neutralised() {
         })
         .expect("a notice");
     assert_eq!(notice.target, "main⟨U+200B⟩");
+}
+
+#[test]
+fn a_long_message_scrolls_to_its_end_and_back_by_drawn_lines() {
+    let body: String = (1..=60).map(|i| format!("line {i}\n")).collect();
+    let mut state = loaded(vec![message(1, body.trim_end())]);
+    keys(&mut state, &[Key::Enter]);
+    assert_eq!(state.view, View::Message);
+    keys(&mut state, &[Key::PageDown; 20]);
+    let text = screen(&state, 80, 24);
+    assert!(text.contains("line 60"), "{text}");
+    // 60 lines in a pane of 20: 40 down is the end, and one up shows
+    // `line 40` again at the top.
+    assert_eq!(state.scroll, 40);
+    keys(&mut state, &[Key::Up]);
+    let text = screen(&state, 80, 24);
+    assert!(
+        text.contains("│line 40 ") && !text.contains("line 60"),
+        "{text}"
+    );
 }
