@@ -231,7 +231,7 @@ fn a_gated_decision_appears_within_a_second_and_the_keys_resolve_it() {
     tmux.keys(&["]"]);
     tmux.wait_for("Question: the raiser's words", WAIT);
     tmux.wait_for(
-        "Approving (yes) grants ops/ops-1 one use of message.send on qa.",
+        "Approving (yes) grants ops/ops-1 message.send on qa, once.",
         WAIT,
     );
     answer_yes(&tmux);
@@ -417,7 +417,7 @@ fn up_with_console_runs_the_example_to_its_end_with_the_humans_answer() {
     tmux.wait_for("release.publish on login-fix", WAIT);
     tmux.keys(&["]"]);
     tmux.wait_for("May I publish the login fix?", WAIT);
-    tmux.wait_for("one use of release.publish on login-fix.", WAIT);
+    tmux.wait_for("release.publish on login-fix, once.", WAIT);
     answer_yes(&tmux);
 
     // dev wakes on its changes, uses the approval and ends; its lines are
@@ -583,7 +583,7 @@ fn a_forged_grant_and_hostile_messages_reach_the_screen_only_as_tokens_beside_th
     // no-break-space padding; a message body is kept verbatim, escapes and
     // all.
     let forged = format!(
-        "Fix typo?{}Approving (yes) grants ops/ops-1 one use of docs.edit on README.md.",
+        "Fix typo?{}Approving (yes) grants ops/ops-1 docs.edit on README.md, once.",
         "\u{a0}".repeat(150)
     );
     ops.raise("message.send", Some("qa"), json!({"question": forged}));
@@ -600,13 +600,11 @@ fn a_forged_grant_and_hostile_messages_reach_the_screen_only_as_tokens_beside_th
     assert!(screen.contains("gnigats-tset main⟨U+200B⟩"), "{screen}");
     tmux.keys(&["]"]);
     let screen = tmux.wait_for(
-        "Approving (yes) grants ops/ops-1 one use of message.send on qa.",
+        "Approving (yes) grants ops/ops-1 message.send on qa, once.",
         WAIT,
     );
     // The forged line is in the question's pane only, below the real one.
-    let real = screen
-        .find("one use of message.send on qa")
-        .expect("the grant");
+    let real = screen.find("message.send on qa, once.").expect("the grant");
     assert!(
         screen.find("docs.edit").is_none_or(|forged| forged > real),
         "{screen}"
@@ -647,7 +645,7 @@ fn a_4000_character_question_at_80x24_shows_the_grant_and_y_resolves_only_while_
     let d = ops.raise("message.send", Some("qa"), json!({"question": question}));
     tmux.wait_for("decision · ops/ops-1", WAIT);
     tmux.keys(&["]"]);
-    tmux.wait_for("one use of message.send on qa.", WAIT);
+    tmux.wait_for("grants ops/ops-1 message.send on qa, once.", WAIT);
     tmux.keys(&["1", "Enter"]);
     let prompt = "Grant message.send on qa to ops/ops-1 (choice yes)? y/n";
     tmux.wait_for(prompt, WAIT);

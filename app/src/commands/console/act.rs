@@ -1,5 +1,8 @@
-//! The acts the human confirms with `y`, the bottom line's prompts, and
-//! the one-line editor that types a note, a role, a body or a subject.
+//! What goes into the console's machine and what comes out, beside it:
+//! the keys and the key map the help is built from, the views, the effects
+//! the loop runs, the acts the human confirms with `y`, the bottom line's
+//! prompts, and the one-line editor that types a note, a role, a body or a
+//! subject.
 
 use mosaic_domain::Verb;
 use serde_json::{json, Value};
@@ -164,5 +167,113 @@ pub(super) fn typed(key: Key, mut line: String) -> Typed {
         Key::Enter => Typed::Done(line.trim().to_owned()),
         Key::Esc => Typed::Cancelled,
         Key::Tab | Key::Up | Key::Down | Key::PageUp | Key::PageDown => Typed::Editing(line),
+    }
+}
+
+/// The fixed key map: each key and what it does, in the help's order. The
+/// help page is generated from it.
+pub const KEYS: &[(&str, &str)] = &[
+    ("j / Down", "move down (in a decision or a message: scroll)"),
+    ("k / Up", "move up (in a decision or a message: scroll)"),
+    (
+        "PgDn/PgUp",
+        "scroll the detail pane, the question or the message",
+    ),
+    (
+        "Tab",
+        "next view: inbox, decision, message, agents, trail, activity",
+    ),
+    (
+        "Enter",
+        "open the selected decision or message; in one, ask to resolve",
+    ),
+    ("Esc", "go back, or cancel the question"),
+    (
+        "]",
+        "open the next decision waiting on you (oldest blocking first)",
+    ),
+    ("1-9", "in a decision: select that option (nothing is sent)"),
+    ("y / n", "answer the question on the bottom line"),
+    ("e", "while asked to resolve: add a one-line note"),
+    (
+        "r",
+        "on a message: mark it read (the next unread one shows)",
+    ),
+    ("s", "in a decision: mark it seen (asks y/n)"),
+    ("w", "in a decision: withdraw it (asks y/n)"),
+    ("m", "send a message to a role: role, then body (asks y/n)"),
+    ("L", "switch launching off or on (asks y/n)"),
+    ("t", "in the trail view: show the trail of a subject"),
+    ("?", "this help"),
+    ("q", "quit"),
+];
+
+/// What the loop does for the state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    /// Send one request through the proven link, off the UI thread; its
+    /// answer comes back through [`State::handle_reply`] with the same
+    /// verb and arguments.
+    Send(Verb, Value),
+    /// Ring the terminal bell.
+    Bell,
+    /// Run the `--notify` command for a new decision.
+    Notify(Notice),
+    /// Stop the console.
+    Quit,
+}
+
+/// What `--notify` is told of a new decision: no capability, no token,
+/// and each agent-chosen word neutralised.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notice {
+    /// The decision's id.
+    pub decision: String,
+    /// Its action.
+    pub action: String,
+    /// Its target, or empty.
+    pub target: String,
+    /// The raiser, `role/run`.
+    pub raiser: String,
+}
+
+/// The views `Tab` cycles through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum View {
+    /// Open decisions routed to the human, then unread messages.
+    Inbox,
+    /// One decision.
+    Decision,
+    /// One message.
+    Message,
+    /// The business's runs.
+    Agents,
+    /// The trail of one subject.
+    Trail,
+    /// The changes as they arrived.
+    Activity,
+}
+
+impl View {
+    /// Every view, in `Tab`'s order.
+    pub const ALL: [View; 6] = [
+        View::Inbox,
+        View::Decision,
+        View::Message,
+        View::Agents,
+        View::Trail,
+        View::Activity,
+    ];
+
+    /// Its tab's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            View::Inbox => "Inbox",
+            View::Decision => "Decision",
+            View::Message => "Message",
+            View::Agents => "Agents",
+            View::Trail => "Trail",
+            View::Activity => "Activity",
+        }
     }
 }

@@ -7,6 +7,7 @@
 //! read [`need`], so "`y` resolves only when the whole prompt is on
 //! screen" is one rule, not two that could drift apart.
 
+use super::lines::width;
 use super::model::{Decision, Exit, Run, Shown};
 
 /// Lines of the grant area, inside its frame.
@@ -90,7 +91,7 @@ pub fn lines(decision: &Decision, raiser: &Raiser, chosen: Option<usize>) -> Vec
     };
     vec![
         format!(
-            "Approving ({}) grants {} one use of {}.",
+            "Approving ({}) grants {} {}, once.",
             decision.grant.choice,
             decision.raiser,
             action_on(decision)
@@ -144,11 +145,6 @@ impl Need {
     pub fn fits(self, width: u16, height: u16) -> bool {
         width >= self.width && height >= self.height
     }
-}
-
-/// The display width of `text`, as the terminal draws it.
-pub fn width(text: &str) -> usize {
-    ratatui::text::Span::raw(text).width()
 }
 
 /// What `decision` needs, with a banner line above it or not.

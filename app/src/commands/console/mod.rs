@@ -33,6 +33,7 @@ use super::signals::Signals;
 
 mod act;
 pub mod grant;
+pub mod lines;
 pub mod model;
 pub mod render;
 mod sentence;
@@ -48,17 +49,20 @@ use crate::runtime::human_proof::RUN_MARKERS;
 
 pub(crate) const ABOUT: &str = "\
 The human's console: a terminal UI over one business. It shows the \
-decisions waiting on you (blocking ones first), each decision with its \
-options and what approving it authorizes, the agents and what they wait \
-on, any subject's trail, and the business's changes as they arrive.
+decisions waiting on you (blocking ones first) and your unread messages, \
+each decision with a fixed grant area (what approving it authorizes, \
+from the broker, and whether its raiser is alive) above the raiser's own \
+words, the agents and what they wait on or how they exited, any \
+subject's trail, and the business's changes as they arrive.
 
 Every request is proven exactly as `mosaic-bus human`'s: this binary, \
 re-executed once with a fresh nonce, with no agent among its ancestors. \
 Started from inside an agent's ancestry it does not open: it prints \
 human-proof-failed and a sentence, and exits 1. It holds no capability.
 
-It waits on the human's `changes` and redraws only on a change, a key or \
-a resize. A new decision routed to you rings the terminal bell.";
+It waits on the human's `changes` and redraws only when something \
+arrives (a change, an answer, a key or a resize); its requests never hold \
+the screen. A new decision routed to you rings the terminal bell.";
 
 /// The help after `console`'s arguments: the key map, from [`KEYS`].
 pub(crate) fn after() -> String {

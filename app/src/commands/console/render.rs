@@ -2,8 +2,8 @@
 //! ages from `now_ms`, which the loop reads from its clock at each draw.
 //!
 //! Every agent string reaches this module as a [`super::model::Shown`],
-//! already neutralised. Text is wrapped here ([`wrap`]), never by the
-//! widget, so each pane knows how many lines it draws: a list's selection
+//! already neutralised. Text is wrapped by [`super::lines::wrap`], never by
+//! the widget, so each pane knows how many lines it draws: a list's selection
 //! stays on screen, and a pane clips what does not fit instead of pushing
 //! the console's own lines away.
 
@@ -14,6 +14,7 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use ratatui::Frame;
 
 use super::grant::{self, QUESTION_MIN_HEIGHT, RECOMMENDATION_HEIGHT};
+use super::lines::wrap;
 use super::model::{Decision, Message, Shown};
 use super::sentence::sentence;
 use super::state::{Prompt, Standing, State, View, KEYS};
@@ -136,32 +137,6 @@ fn inner(area: Rect) -> Rect {
     framed("").inner(area)
 }
 
-/// `lines`, each cut into pieces of at most `width` columns, at a space
-/// where there is one: the lines a pane of that width draws.
-pub fn wrap<'a>(lines: impl IntoIterator<Item = &'a str>, width: u16) -> Vec<String> {
-    let width = usize::from(width.max(1));
-    let mut out = Vec::new();
-    for line in lines {
-        let mut piece = String::new();
-        for c in line.chars() {
-            piece.push(c);
-            if grant::width(&piece) <= width {
-                continue;
-            }
-            // Too wide: cut after the last space, or else before `c`.
-            let cut = piece
-                .trim_end_matches(c)
-                .rfind(' ')
-                .filter(|at| *at > 0)
-                .map_or(piece.len() - c.len_utf8(), |at| at + 1);
-            let rest = piece.split_off(cut);
-            out.push(std::mem::replace(&mut piece, rest));
-        }
-        out.push(piece);
-    }
-    out
-}
-
 /// Draws `lines` in a frame, from `scroll` (held so that the last line
 /// stays at the bottom), clipped to it.
 fn pane(frame: &mut Frame<'_>, title: &str, lines: Vec<String>, scroll: usize, area: Rect) {
@@ -174,58 +149,6 @@ fn pane(frame: &mut Frame<'_>, title: &str, lines: Vec<String>, scroll: usize, a
         .map(Line::from)
         .collect();
     frame.render_widget(Paragraph::new(shown).block(framed(title)), area);
-}
-
-/// How far the current view's scrolling pane (the inbox's detail, the
-/// question, the message) can scroll at the state's size: its drawn lines
-/// beyond its height. The state holds its scroll within it, so a key
-/// back up always moves the text.
-pub fn scroll_room(state: &State) -> usize {
-    let (width, height) = state.size;
-    let body = height.saturating_sub(2 + u16::from(state.offline));
-    let inner_width = width.saturating_sub(2);
-    let (text, pane): (Vec<&str>, u16) = match state.view {
-        View::Inbox => {
-            let decisions = state.inbox.decisions.len();
-            let text = match state.inbox.decisions.get(state.selected) {
-                Some(d) => d.question.iter().map(Shown::as_str).collect(),
-                None => state
-                    .selected
-                    .checked_sub(decisions)
-                    .and_then(|i| state.inbox.messages.get(i))
-                    .map_or_else(Vec::new, |m| m.body.iter().map(Shown::as_str).collect()),
-            };
-            (text, body.saturating_sub((body * 2 / 5).max(3)))
-        }
-        View::Message => (
-            state
-                .message
-                .as_ref()
-                .map_or_else(Vec::new, |m| m.body.iter().map(Shown::as_str).collect()),
-            body,
-        ),
-        View::Decision => match &state.open {
-            Some(open) => {
-                let options = u16::try_from(open.decision.options.len()).unwrap_or(u16::MAX);
-                let above =
-                    grant::GRANT_LINES + 2 + options.saturating_add(2) + RECOMMENDATION_HEIGHT;
-                (
-                    open.decision.question.iter().map(Shown::as_str).collect(),
-                    body.saturating_sub(above),
-                )
-            }
-            None => (Vec::new(), body),
-        },
-        View::Agents | View::Trail | View::Activity => (Vec::new(), body),
-    };
-    // The inbox's decision detail draws its options below the question.
-    let extra = match (state.view, state.inbox.decisions.get(state.selected)) {
-        (View::Inbox, Some(d)) => d.options.len() + 1,
-        (View::Inbox | View::Message | View::Decision | View::Agents, _)
-        | (View::Trail | View::Activity, _) => 0,
-    };
-    let lines = wrap(text, inner_width).len() + extra;
-    lines.saturating_sub(usize::from(pane.saturating_sub(2)))
 }
 
 /// Draws a list, one line per entry, scrolled so the selected line (an

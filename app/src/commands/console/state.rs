@@ -18,117 +18,10 @@ use mosaic_domain::{Refusal, Verb};
 use serde_json::{json, Value};
 
 use super::act::{typed, Typed};
-pub use super::act::{Act, Key, Prompt};
-use super::grant::{self, Need, Raiser};
+pub use super::act::{Act, Effect, Key, Notice, Prompt, View, KEYS};
+use super::grant::{self, Need, Raiser, RECOMMENDATION_HEIGHT};
+use super::lines::wrap;
 use super::model::{Change, Decision, Inbox, Message, Record, Run, Shown};
-
-/// The fixed key map: each key and what it does, in the help's order. The
-/// help page is generated from it.
-pub const KEYS: &[(&str, &str)] = &[
-    ("j / Down", "move down (in a decision or a message: scroll)"),
-    ("k / Up", "move up (in a decision or a message: scroll)"),
-    (
-        "PgDn/PgUp",
-        "scroll the detail pane, the question or the message",
-    ),
-    (
-        "Tab",
-        "next view: inbox, decision, message, agents, trail, activity",
-    ),
-    (
-        "Enter",
-        "open the selected decision or message; in one, ask to resolve",
-    ),
-    ("Esc", "go back, or cancel the question"),
-    (
-        "]",
-        "open the next decision waiting on you (oldest blocking first)",
-    ),
-    ("1-9", "in a decision: select that option (nothing is sent)"),
-    ("y / n", "answer the question on the bottom line"),
-    ("e", "while asked to resolve: add a one-line note"),
-    (
-        "r",
-        "on a message: mark it read (the next unread one shows)",
-    ),
-    ("s", "in a decision: mark it seen (asks y/n)"),
-    ("w", "in a decision: withdraw it (asks y/n)"),
-    ("m", "send a message to a role: role, then body (asks y/n)"),
-    ("L", "switch launching off or on (asks y/n)"),
-    ("t", "in the trail view: show the trail of a subject"),
-    ("?", "this help"),
-    ("q", "quit"),
-];
-
-/// What the loop does for the state.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Effect {
-    /// Send one request through the proven link, off the UI thread; its
-    /// answer comes back through [`State::handle_reply`] with the same
-    /// verb and arguments.
-    Send(Verb, Value),
-    /// Ring the terminal bell.
-    Bell,
-    /// Run the `--notify` command for a new decision.
-    Notify(Notice),
-    /// Stop the console.
-    Quit,
-}
-
-/// What `--notify` is told of a new decision: no capability, no token,
-/// and each agent-chosen word neutralised.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Notice {
-    /// The decision's id.
-    pub decision: String,
-    /// Its action.
-    pub action: String,
-    /// Its target, or empty.
-    pub target: String,
-    /// The raiser, `role/run`.
-    pub raiser: String,
-}
-
-/// The views `Tab` cycles through.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum View {
-    /// Open decisions routed to the human, then unread messages.
-    Inbox,
-    /// One decision.
-    Decision,
-    /// One message.
-    Message,
-    /// The business's runs.
-    Agents,
-    /// The trail of one subject.
-    Trail,
-    /// The changes as they arrived.
-    Activity,
-}
-
-impl View {
-    /// Every view, in `Tab`'s order.
-    pub const ALL: [View; 6] = [
-        View::Inbox,
-        View::Decision,
-        View::Message,
-        View::Agents,
-        View::Trail,
-        View::Activity,
-    ];
-
-    /// Its tab's name.
-    pub fn name(self) -> &'static str {
-        match self {
-            View::Inbox => "Inbox",
-            View::Decision => "Decision",
-            View::Message => "Message",
-            View::Agents => "Agents",
-            View::Trail => "Trail",
-            View::Activity => "Activity",
-        }
-    }
-}
 
 /// Why an open decision no longer waits, if it does not.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -364,6 +257,59 @@ impl State {
             .filter(|o| o.standing == Standing::Waiting)
     }
 
+    /// How far the current view's scrolling pane (the inbox's detail, the
+    /// question, the message) can scroll at the state's size: its drawn lines
+    /// beyond its height. The state holds its scroll within it, so a key
+    /// back up always moves the text.
+    fn scroll_room(&self) -> usize {
+        let state = self;
+        let (width, height) = state.size;
+        let body = height.saturating_sub(2 + u16::from(state.offline));
+        let inner_width = width.saturating_sub(2);
+        let (text, pane): (Vec<&str>, u16) = match state.view {
+            View::Inbox => {
+                let decisions = state.inbox.decisions.len();
+                let text = match state.inbox.decisions.get(state.selected) {
+                    Some(d) => d.question.iter().map(Shown::as_str).collect(),
+                    None => state
+                        .selected
+                        .checked_sub(decisions)
+                        .and_then(|i| state.inbox.messages.get(i))
+                        .map_or_else(Vec::new, |m| m.body.iter().map(Shown::as_str).collect()),
+                };
+                (text, body.saturating_sub((body * 2 / 5).max(3)))
+            }
+            View::Message => (
+                state
+                    .message
+                    .as_ref()
+                    .map_or_else(Vec::new, |m| m.body.iter().map(Shown::as_str).collect()),
+                body,
+            ),
+            View::Decision => match &state.open {
+                Some(open) => {
+                    let options = u16::try_from(open.decision.options.len()).unwrap_or(u16::MAX);
+                    let above =
+                        grant::GRANT_LINES + 2 + options.saturating_add(2) + RECOMMENDATION_HEIGHT;
+                    (
+                        open.decision.question.iter().map(Shown::as_str).collect(),
+                        body.saturating_sub(above),
+                    )
+                }
+                None => (Vec::new(), body),
+            },
+            View::Agents | View::Trail | View::Activity => (Vec::new(), body),
+        };
+        // The inbox's decision detail draws its options below the question.
+        let extra = match (state.view, state.inbox.decisions.get(state.selected)) {
+            (View::Inbox, Some(d)) => d.options.len() + 1,
+            (View::Inbox | View::Message | View::Decision | View::Agents, _)
+            | (View::Trail | View::Activity, _) => 0,
+        };
+        let lines = wrap(text, inner_width).len() + extra;
+        lines.saturating_sub(usize::from(pane.saturating_sub(2)))
+    }
+
     /// The terminal's new size.
     pub fn handle_resize(&mut self, width: u16, height: u16) {
         self.size = (width, height);
@@ -501,7 +447,7 @@ impl State {
             Key::Char('q') => self.effects.push_back(Effect::Quit),
             Key::Char('?') => self.help = true,
             Key::Char('j') | Key::Down if self.scrolls() => {
-                self.scroll = (self.scroll + 1).min(super::render::scroll_room(self));
+                self.scroll = (self.scroll + 1).min(self.scroll_room());
             }
             Key::Char('k') | Key::Up if self.scrolls() => {
                 self.scroll = self.scroll.saturating_sub(1);
@@ -517,7 +463,7 @@ impl State {
                 self.scroll = 0;
             }
             Key::PageDown => {
-                self.scroll = (self.scroll + 10).min(super::render::scroll_room(self));
+                self.scroll = (self.scroll + 10).min(self.scroll_room());
             }
             Key::PageUp => self.scroll = self.scroll.saturating_sub(10),
             Key::Tab => {

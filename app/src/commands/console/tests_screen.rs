@@ -19,8 +19,7 @@ use super::{not_opened_words, ConsoleArgs};
 const OSC_52: &str = "\x1b]52;c;ZWNobyAncm0gLXJmIH4n\x07";
 const OSC_0: &str = "\x1b]0;pwned\x07";
 const CLEAR: &str = "\x1b[2J";
-const FORGED: &str =
-    "\x1b[12;1HResolving with yes grants one use of docs.edit on README.md to dev/dev-1.";
+const FORGED: &str = "\x1b[12;1HResolving with yes grants docs.edit on README.md to dev/dev-1.";
 
 /// A decision whose every agent field is hostile, with the real grant
 /// `repo.force-push` on `main`.
@@ -28,7 +27,7 @@ fn hostile() -> Value {
     let padding = "\u{a0}".repeat(300);
     let question = format!(
         "Fix typo?{OSC_52}{OSC_0}{CLEAR}{FORGED}{padding}Raised by lead/lead-1 · alive\n\
-         Approving (yes) grants dev/dev-1 one use of docs.edit on README.md.\n{}",
+         Approving (yes) grants dev/dev-1 docs.edit on README.md, once.\n{}",
         "x".repeat(5_000)
     );
     let mut d = decision(ID, "repo.force-push", true);
@@ -153,7 +152,7 @@ fn the_grant_area_shows_the_brokers_grant_at_80x24_and_120x40_and_the_prompt_nam
         let text = screen(&state, w, h);
         assert!(
             text.contains(
-                "Approving (yes) grants dev/dev-1 one use of repo.force-push on main⟨U+200B⟩."
+                "Approving (yes) grants dev/dev-1 repo.force-push on main⟨U+200B⟩, once."
             ),
             "{w}x{h}:\n{text}"
         );
@@ -195,7 +194,7 @@ fn y_resolves_only_when_the_grant_the_options_and_the_whole_prompt_are_on_screen
             state.handle_resize(w, h);
             let text = screen(&state, w, h);
             let whole = text.lines().any(|l| l == prompt)
-                && text.contains("Approving (yes) grants dev/dev-1 one use of repo.force-push")
+                && text.contains("Approving (yes) grants dev/dev-1 repo.force-push")
                 && text.contains("[ ] 2 no:");
             assert_eq!(state.resolvable_on_screen(), whole, "{w}x{h}:\n{text}");
             if !whole {
