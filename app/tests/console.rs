@@ -396,11 +396,12 @@ fn word_after<'a>(text: &'a str, prefix: &str) -> &'a str {
 
 /// `up --config examples/business.json --console` on `root` in tmux. The
 /// shell stays after `up` to show its first line, its exit code and
-/// whether the terminal is back in cooked mode.
-fn up_console(root: &Path) -> Tmux {
+/// whether the terminal is back in cooked mode. `extra` goes after
+/// `--console` (a `--notify`).
+fn up_console(root: &Path, extra: &str) -> Tmux {
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/business.json");
     let command = format!(
-        "{BIN} up --config {} --data-root {} --console; echo \"up exited with $?\"; \
+        "{BIN} up --config {} --data-root {} --console {extra}; echo \"up exited with $?\"; \
          case $(stty -a) in *-icanon*) echo terminal raw;; *) echo terminal cooked;; esac; read _",
         example.display(),
         root.display()
@@ -411,7 +412,7 @@ fn up_console(root: &Path) -> Tmux {
 #[test]
 fn up_with_console_runs_the_example_to_its_end_with_the_humans_answer() {
     let root = data_root();
-    let tmux = up_console(root.path());
+    let tmux = up_console(root.path(), "");
 
     // dev's gated decision comes to the console; the human answers it.
     tmux.wait_for("release.publish on login-fix", WAIT);
@@ -504,7 +505,7 @@ fn up_with_console_runs_the_example_to_its_end_with_the_humans_answer() {
 #[test]
 fn a_signal_to_up_closes_the_console_first_then_the_agents() {
     let root = data_root();
-    let tmux = up_console(root.path());
+    let tmux = up_console(root.path(), "");
     // The console is open and dev waits on the human's answer.
     tmux.wait_for("release.publish on login-fix", WAIT);
     let shell = tmux
@@ -754,7 +755,7 @@ fn runs(pid: &str) -> bool {
 #[test]
 fn up_killed_outright_takes_its_console_along_and_the_terminal_is_restored() {
     let root = data_root();
-    let tmux = up_console(root.path());
+    let tmux = up_console(root.path(), "--notify true");
     tmux.wait_for("release.publish on login-fix", WAIT);
     let shell = tmux.format("#{pane_pid}");
     let up = children(&shell).into_iter().next().expect("up");
@@ -765,13 +766,18 @@ fn up_killed_outright_takes_its_console_along_and_the_terminal_is_restored() {
                 .is_ok_and(|c| c.split(|b| *b == 0).nth(1) == Some(b"console"))
         })
         .expect("the console among up's children");
+    // `up` passed its `--notify` on.
+    let argv = std::fs::read(format!("/proc/{console}/cmdline")).expect("its command line");
+    assert!(
+        argv.windows(14).any(|w| w == b"--notify\0true\0"),
+        "{}",
+        String::from_utf8_lossy(&argv)
+    );
     let killed = Command::new("kill")
         .args(["-KILL", &up])
         .status()
         .expect("kill");
     assert!(killed.success());
-    tmux.wait_for("up exited with 137", WAIT);
-    tmux.wait_for("terminal cooked", WAIT);
     let deadline = Instant::now() + WAIT;
     while runs(&console) {
         assert!(
@@ -780,6 +786,20 @@ fn up_killed_outright_takes_its_console_along_and_the_terminal_is_restored() {
         );
         std::thread::sleep(PAUSE);
     }
+    // The shell's own lines may race the console's last draw, so the
+    // terminal is read from tmux and the kernel once the console is gone:
+    // out of the alternate screen, and back in cooked mode.
+    assert_eq!(tmux.format("#{alternate_on}"), "0");
+    let tty = tmux.format("#{pane_tty}");
+    let stty = Command::new("stty")
+        .args(["-a", "-F", &tty])
+        .output()
+        .expect("stty");
+    let modes = String::from_utf8_lossy(&stty.stdout);
+    assert!(
+        modes.contains(" icanon") && modes.contains(" echo "),
+        "{modes}"
+    );
 }
 
 #[test]
@@ -804,4 +824,43 @@ fn an_agent_that_exited_with_status_3_shows_as_exited() {
     tmux.keys(&["Tab"]);
     tmux.wait_for("EXITED with status 3 (crashed)", WAIT);
     tmux.keys(&["q"]);
+}
+
+#[test]
+fn a_console_that_cannot_open_says_why_and_what_to_do() {
+    let root = data_root();
+    let b = acme_broker(root.path());
+    let missing = root.path().join("no/bus.sock");
+    let socket = b.socket.display();
+    let command = format!(
+        "{BIN} console --socket {} --business acme; echo \"exit $?\"; \
+         {BIN} console --socket {socket} --business nope; echo \"exit $?\"; \
+         MOSAIC_RUN_ID=x {BIN} console --socket {socket} --business acme; echo \"exit $?\"; \
+         read _",
+        missing.display()
+    );
+    let tmux = Tmux::start(&command, 200, 40);
+    let screen = tmux.wait_for("outside every agent\nexit 1", WAIT);
+    let said: Vec<&str> = screen.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(
+        said,
+        [
+            format!(
+                "broker-unavailable: no broker answers at {}: start it (mosaic-bus up or \
+                 serve), or give --socket the socket it runs on (<dataRoot>/bus/bus.sock)",
+                missing.display()
+            )
+            .as_str(),
+            "exit 1",
+            "bad-request: the broker has no business \"nope\": give --business one of the \
+             businesses in its configuration",
+            "exit 1",
+            "human-proof-failed: this console carries the run marker MOSAIC_RUN_ID in its \
+             environment, so it was started from inside an agent (or a shell that inherited \
+             an agent's environment); start it from your own terminal, outside every agent",
+            "exit 1",
+        ],
+        "{screen}"
+    );
+    b.close();
 }
