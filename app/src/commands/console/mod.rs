@@ -154,10 +154,12 @@ impl Link for Proven {
     }
 }
 
-/// Runs every effect `state` asks for: each `Send` through `link`, its
-/// answer back into the state (which may ask for more), the others to
-/// `other`. Never resends: each `Send` goes out once.
-pub fn pump(state: &mut State, link: &dyn Link, other: &mut dyn FnMut(Effect)) {
+/// Runs every effect `state` asks for, synchronously: each `Send` through
+/// `link`, its answer back into the state (which may ask for more), the
+/// others to `other`. Never resends: each `Send` goes out once. The tests
+/// drive the state with it; the loop sends off its thread instead.
+#[cfg(test)]
+pub(crate) fn pump(state: &mut State, link: &dyn Link, other: &mut dyn FnMut(Effect)) {
     while let Some(effect) = state.poll_effect() {
         match effect {
             Effect::Send(verb, args) => {
