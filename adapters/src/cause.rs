@@ -4,12 +4,15 @@
 //! the message says what failed, the fields are `code` (the static code),
 //! `what` and `cause` (the error and each of its sources, joined by `: `;
 //! an OS or driver message, which never holds a capability or a service
-//! token). The runtime and the adapters call [`logged`] (or [`log`], for an
-//! error they keep) at that point, and nowhere else.
+//! token, but may quote what it failed on, a path or a value an agent
+//! wrote: so it is neutralised, each control or format character a visible
+//! token, as every log field that may carry such text is). The runtime and
+//! the adapters call [`logged`] (or [`log`], for an error they keep) at
+//! that point, and nowhere else.
 
 use std::error::Error;
 
-use mosaic_domain::Refusal;
+use mosaic_domain::{text, Refusal};
 
 /// Maps an error to `code`, logging `what` failed and its cause.
 pub fn logged<E: Error>(code: Refusal, what: &'static str) -> impl FnOnce(E) -> Refusal {
@@ -24,7 +27,7 @@ pub fn log(code: Refusal, what: &'static str, error: &dyn Error) {
     tracing::error!(
         code = code.code(),
         what,
-        cause = chain(error).as_str(),
+        cause = &*text::neutralise(&chain(error)),
         "{what} failed"
     );
 }
@@ -50,6 +53,11 @@ mod tests {
         let io = std::io::Error::other("disk full");
         let store = mosaic_ports::StoreError::Unavailable(Box::new(io));
         assert_eq!(chain(&store), "store unavailable: disk full");
+        let hostile = std::io::Error::other("no such file: x\u{1b}]0;pwned\u{7}");
+        assert_eq!(
+            text::neutralise(&chain(&hostile)),
+            "no such file: x⟨ESC⟩]0;pwned⟨BEL⟩"
+        );
         assert_eq!(
             logged(Refusal::StorageUnavailable, "commit")(store),
             Refusal::StorageUnavailable

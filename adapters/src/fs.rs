@@ -492,12 +492,19 @@ pub fn check_private_dir(path: &Path) -> Result<(), Refusal> {
     }
 }
 
+/// `path` as a log field may show it: a folder name can hold an escape
+/// sequence (an agent may have made it, under a path the config names), so
+/// each control or format character becomes a visible token.
+pub fn neutral_path(path: &Path) -> String {
+    mosaic_domain::text::neutralise(&path.to_string_lossy()).into_owned()
+}
+
 /// `unsafe-path`, logged with the path and why it may not be used (a
 /// path of the data root or a folder the operator chose: no secret).
 fn unsafe_path(path: &Path, why: &'static str) -> Refusal {
     tracing::warn!(
         code = Refusal::UnsafePath.code(),
-        path = &*path.to_string_lossy(),
+        path = &*neutral_path(path),
         why,
         "refused a path"
     );

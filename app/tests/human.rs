@@ -969,7 +969,16 @@ fn the_human_reads_messages_to_the_human_and_the_inbox_says_how_many_more_wait()
     assert_eq!(reader.ok("inbox", json!({})), inbox(0, Some(3)));
 
     let read = |id: &Value| human(&b.socket, &acme_request("message.read", json!({"id": id})));
+    let cursor = reader.ok("changes", json!({}))["cursor"].clone();
     assert_eq!(read(&ids[0]).ok(), json!({}));
+    // It changes the human's inbox, so the readers hear of it.
+    let heard = reader.ok("changes", json!({"since": cursor, "timeoutMs": 1000}));
+    let changes = heard["changes"].as_array().expect("changes");
+    assert_eq!(changes.len(), 1, "{heard}");
+    assert_eq!(
+        (&changes[0]["kind"], &changes[0]["message"]),
+        (&json!("human.input"), &ids[0])
+    );
     assert_eq!(reader.ok("inbox", json!({})), inbox(1, Some(2)));
     // Twice is not an error, and it changes nothing more.
     assert_eq!(read(&ids[0]).ok(), json!({}));

@@ -651,7 +651,8 @@ evidence_kinds! {
     MessageDelivered => "message.delivered", on_demand, quiet, "A message was handed to a run.";
     MessageRead => Verb::MessageRead.as_str(), on_demand, quiet,
         "A message was acknowledged; named after its verb.";
-    HumanInput => "human.input", on_demand, quiet, "The proven human did something.";
+    HumanInput => "human.input", on_demand, feed,
+        "The proven human did something (its `message.read` changes the human's inbox).";
     EventObserved => "event.observed", on_demand, feed, "An observation or an adapter's event.";
     RequestRefused => "request.refused", on_demand, quiet, "A request was refused.";
     RefusalsCounted => "refusals.counted", on_demand, quiet,

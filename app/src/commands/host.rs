@@ -17,7 +17,7 @@ use mosaic_adapters::config::ConfigError;
 use mosaic_adapters::wire::host::{
     bind_reply, boot_error, boot_reply, host_error, parse_host_line, HostRequest,
 };
-use mosaic_domain::{Refusal, RunId};
+use mosaic_domain::{text, Refusal, RunId};
 use serde_json::Value;
 
 use crate::runtime::{start_broker, BootFailure, Broker};
@@ -171,7 +171,7 @@ fn refused_boot_line(refusal: Refusal) -> Refusal {
 fn refused_boot_config(error: ConfigError) -> BootFailure {
     tracing::error!(
         code = error.refusal.code(),
-        reference = error.reference.as_deref(),
+        reference = error.reference.as_deref().map(text::neutralise).as_deref(),
         "the first host line is not a valid boot request"
     );
     error.into()

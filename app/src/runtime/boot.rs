@@ -20,7 +20,7 @@ use mosaic_adapters::procfs::ProcFs;
 use mosaic_adapters::socket;
 use mosaic_adapters::sqlite::SqliteStore;
 use mosaic_adapters::system::{OsEntropy, SystemClock};
-use mosaic_domain::{BusinessId, Capability, Refusal};
+use mosaic_domain::{text, BusinessId, Capability, Refusal};
 use mosaic_ports::{Entropy, ProcessTable, StoreReaders};
 use tokio::sync::oneshot;
 
@@ -289,8 +289,12 @@ where
 fn refused_boot(data_root: &Path, failure: BootFailure) -> BootFailure {
     tracing::error!(
         code = failure.refusal.code(),
-        data_root = &*data_root.to_string_lossy(),
-        reference = failure.reference.as_deref(),
+        data_root = &*fs::neutral_path(data_root),
+        reference = failure
+            .reference
+            .as_deref()
+            .map(text::neutralise)
+            .as_deref(),
         run = failure.run.as_ref().map(mosaic_domain::RunId::as_str),
         "the boot was refused"
     );

@@ -281,6 +281,16 @@ fn records() -> Vec<(&'static str, Evidence, Vec<Subject>)> {
             vec![d(2)],
         ),
         (
+            "the human's read of a message to the human",
+            Evidence::Human(HumanInput {
+                id: EventId::from_random([3; 16]),
+                business: acme(),
+                verb: "message.read".into(),
+                subject: Some(m(3)),
+            }),
+            vec![m(3)],
+        ),
+        (
             "human input on nothing",
             Evidence::Human(HumanInput {
                 id: EventId::from_random([2; 16]),

@@ -423,7 +423,8 @@ impl State {
                 self.human_inputs.insert(h.id, h.business.clone());
                 // The human's `message.read` is its only record of that act.
                 if let Some(&i) = h.read_message().and_then(|m| self.message_index.get(&m)) {
-                    self.messages[i].read = true;
+                    let facts = &mut self.messages[i];
+                    facts.read |= facts.record.to == Recipient::Human;
                 }
             }
             Evidence::Message(MessageEvidence::Sent(m)) => {

@@ -149,6 +149,7 @@ use clap::Args;
 use mosaic_adapters::cap::{CAP_FD_ENV, SOCKET_ENV};
 use mosaic_adapters::cause::{self, logged};
 use mosaic_adapters::config::{BootConfig, ConfigError};
+use mosaic_adapters::fs;
 use mosaic_adapters::procfs::ProcFs;
 use mosaic_domain::evidence::{Harness, LaunchRecord};
 use mosaic_domain::{BusinessId, Refusal, RoleInstance, RunId};
@@ -603,7 +604,7 @@ impl Session {
                     tracing::warn!(
                         code = Refusal::LaunchFailed.code(),
                         role = spec.role.as_str(),
-                        program = &*spec.program.to_string_lossy(),
+                        program = &*fs::neutral_path(&spec.program),
                         "the agent's program is not an executable file"
                     );
                     Failure::of(&spec.role, Refusal::LaunchFailed)
@@ -860,7 +861,7 @@ impl Session {
         {
             if let Err(e) = std::fs::remove_file(&path) {
                 tracing::error!(
-                    path = &*path.to_string_lossy(),
+                    path = &*fs::neutral_path(&path),
                     cause = e.to_string().as_str(),
                     "removing a secret's file failed"
                 );

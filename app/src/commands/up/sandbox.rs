@@ -217,7 +217,7 @@ pub(super) fn check_paths(
             tracing::warn!(
                 code = Refusal::BadConfig.code(),
                 role = spec.role.as_str(),
-                path = &*path.to_string_lossy(),
+                path = &*mosaic_adapters::fs::neutral_path(path),
                 "a path the sandbox would bind does not exist"
             );
             Refusal::BadConfig
@@ -229,7 +229,7 @@ pub(super) fn check_paths(
             tracing::warn!(
                 code = Refusal::UnsafePath.code(),
                 role = spec.role.as_str(),
-                path = &*resolved.to_string_lossy(),
+                path = &*mosaic_adapters::fs::neutral_path(&resolved),
                 "a path the sandbox would bind shows the data root or the secrets folder"
             );
             return Err(Refusal::UnsafePath);
@@ -242,7 +242,7 @@ pub(super) fn check_paths(
             tracing::warn!(
                 code = Refusal::UnsafePath.code(),
                 role = spec.role.as_str(),
-                path = &*resolved.to_string_lossy(),
+                path = &*mosaic_adapters::fs::neutral_path(&resolved),
                 "a path the sandbox would bind shows the human's home"
             );
             return Err(Refusal::UnsafePath);

@@ -39,7 +39,7 @@ impl Secrets {
         if dir.starts_with(&root) {
             tracing::warn!(
                 code = Refusal::UnsafePath.code(),
-                path = &*dir.to_string_lossy(),
+                path = &*fs::neutral_path(&dir),
                 "the secrets folder is under the data root"
             );
             return Err(Refusal::UnsafePath);

@@ -322,6 +322,17 @@ pub(super) fn human(b: &BusinessId, n: u8, subject: Option<Subject>) -> Evidence
     })
 }
 
+/// The human's `message.read` of message `n`: its `human.input` is the
+/// whole record.
+pub(super) fn human_read(b: &BusinessId, n: u8, message: u8) -> Evidence {
+    Evidence::Human(HumanInput {
+        id: eid(n),
+        business: b.clone(),
+        verb: "message.read".to_owned(),
+        subject: Some(Subject::Message(mid(message))),
+    })
+}
+
 pub(super) fn refused(b: Option<BusinessId>) -> Evidence {
     Evidence::Refused(RefusalRecord {
         business: b,

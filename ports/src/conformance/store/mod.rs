@@ -616,6 +616,37 @@ fn unread<S: EvidenceStore>(store: &mut S) {
         sc.unread(&b, &Recipient::Human),
         vec![],
     );
+    check_eq("unread_count", sc.unread_count(&a, &to("dev")), 4);
+    check_eq(
+        "unread_count, human",
+        sc.unread_count(&a, &Recipient::Human),
+        1,
+    );
+    check_eq("unread_count, none", sc.unread_count(&a, &to("lead")), 0);
+    // The human's `message.read` is its `human.input`; one naming a
+    // message to a role (which the bus refuses) reads nothing.
+    sc.commit(vec![human_read(&a, 40, 3)]);
+    check_eq(
+        "a human read of a role's message",
+        sc.unread_count(&a, &to("dev")),
+        4,
+    );
+    sc.commit(vec![human_read(&a, 41, 8)]);
+    check_eq(
+        "unread after the human read",
+        sc.unread(&a, &Recipient::Human),
+        vec![],
+    );
+    check_eq(
+        "unread_count after it",
+        sc.unread_count(&a, &Recipient::Human),
+        0,
+    );
+    check_eq(
+        "a message the human read",
+        sc.message(8),
+        Some(facts(message(&a, 8, Recipient::Human), None, true)),
+    );
 }
 
 fn tasks_newest_and_tombstones<S: EvidenceStore>(store: &mut S) {

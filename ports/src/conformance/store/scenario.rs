@@ -274,6 +274,13 @@ impl<'s, S: EvidenceStore> Scenario<'s, S> {
     }
 
     #[track_caller]
+    pub(super) fn unread_count(&self, b: &BusinessId, recipient: &Recipient) -> u64 {
+        self.store
+            .unread_count(b, recipient)
+            .unwrap_or_else(|e| fail(format_args!("unread_count failed: {e:?}")))
+    }
+
+    #[track_caller]
     pub(super) fn tasks(&self, b: &BusinessId) -> Vec<TaskView> {
         self.store
             .tasks(b)
