@@ -415,3 +415,62 @@ fn a_long_message_scrolls_to_its_end_and_back_by_drawn_lines() {
         "{text}"
     );
 }
+
+/// A decision with `options` options, whose approving one is the first,
+/// raised by `run` for `action` on `target`.
+fn sized(run: &str, action: &str, target: &str, options: usize) -> Value {
+    let mut d = decision(ID, action, true);
+    d["raisedBy"] = json!({"role": "dev", "run": run});
+    d["authorization"] = json!({"action": action, "target": target, "approvalChoice": "k0"});
+    d["options"] = Value::Array(
+        (0..options)
+            .map(|i| json!({"key": format!("k{i}"), "text": format!("option {i}")}))
+            .collect(),
+    );
+    d
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// At any size, for any decision, `y` resolves exactly when the drawn
+    /// screen holds the whole prompt, the grant's first line and every
+    /// option: the state's rule and the drawing agree.
+    #[test]
+    fn y_resolves_exactly_when_the_screen_shows_the_grant_the_options_and_the_prompt(
+        width in 10u16..160,
+        height in 5u16..45,
+        run in "[a-z0-9-]{1,40}",
+        action in "[a-z]{1,12}\\.[a-z]{1,30}",
+        target in "[a-z0-9/._-]{1,60}",
+        options in 1usize..7,
+        offline: bool,
+    ) {
+        let mut state = loaded(vec![sized(&run, &action, &target, options)]);
+        state.handle_resize(width, height);
+        state.handle_key(Key::Char(']'));
+        keys(&mut state, &[Key::Char('1'), Key::Enter]);
+        // Enter may have been refused as too small: ask as it would.
+        if state.prompt == super::state::Prompt::None {
+            state.handle_resize(200, 60);
+            state.handle_key(Key::Enter);
+            state.handle_resize(width, height);
+        }
+        if offline {
+            state.handle_link(false);
+        }
+        drain(&mut state);
+        let text = screen(&state, width, height);
+        let prompt = format!("Grant {action} on {target} to dev/{run} (choice k0)? y/n");
+        let grant = format!("Approving (k0) grants dev/{run} {action} on {target}, once.");
+        let whole = text.lines().any(|l| l == prompt)
+            && text.contains(&grant)
+            && (0..options).all(|i| text.contains(&format!("] {} k{i}: option {i}", i + 1)));
+        proptest::prop_assert_eq!(state.resolvable_on_screen(), whole, "{}x{}:\n{}", width, height, text);
+        state.handle_key(Key::Char('y'));
+        let sent = drain(&mut state)
+            .iter()
+            .any(|e| matches!(e, Effect::Send(Verb::DecisionResolve, _)));
+        proptest::prop_assert_eq!(sent, whole && !offline);
+    }
+}
