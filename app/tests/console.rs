@@ -229,7 +229,7 @@ fn a_gated_decision_appears_within_a_second_and_the_keys_resolve_it() {
     });
 
     tmux.keys(&["]"]);
-    tmux.wait_for("Question: the raiser's words", WAIT);
+    tmux.wait_for("The raiser's words: question", WAIT);
     tmux.wait_for(
         "Approving (yes) grants ops/ops-1 message.send on qa, once.",
         WAIT,
@@ -596,7 +596,8 @@ fn a_forged_grant_and_hostile_messages_reach_the_screen_only_as_tokens_beside_th
     tmux.wait_for("message  · lead/lead-1", WAIT);
     // The message's detail pane shows each escape as a token.
     tmux.keys(&["j"]);
-    let screen = tmux.wait_for("⟨ESC⟩]52;c;", WAIT);
+    let screen = tmux.wait_for("Message from lead/lead-1", WAIT);
+    assert!(screen.contains("⟨ESC⟩]52;c;"), "{screen}");
     assert!(screen.contains("⟨ESC⟩]0;pwned⟨BEL⟩⟨ESC⟩[2J"), "{screen}");
     assert!(screen.contains("gnigats-tset main⟨U+200B⟩"), "{screen}");
     tmux.keys(&["]"]);

@@ -12,8 +12,6 @@ use super::model::{Decision, Exit, Run, Shown};
 
 /// Lines of the grant area, inside its frame.
 pub const GRANT_LINES: u16 = 5;
-/// Lines of the recommendation's pane, with its frame.
-pub const RECOMMENDATION_HEIGHT: u16 = 3;
 /// The fewest lines of the question's pane, with its frame.
 pub const QUESTION_MIN_HEIGHT: u16 = 3;
 
@@ -169,13 +167,35 @@ pub fn need(decision: &Decision, raiser: &Raiser, banner: bool) -> Need {
         + u16::from(banner)
         + GRANT_LINES + 2
         + options.saturating_add(2)
-        + RECOMMENDATION_HEIGHT
         + QUESTION_MIN_HEIGHT
         + 1; // the bottom line
     Need {
         width: u16::try_from(grant.max(prompt).max(20)).unwrap_or(u16::MAX),
         height,
     }
+}
+
+/// The raiser's words pane, before wrapping: the question, then every
+/// option whole (the options pane above cuts each to one line), then the
+/// recommendation. The console's own words here are only the two rules
+/// between the parts, each alone on its line.
+pub fn raisers_words(decision: &Decision) -> Vec<String> {
+    let mut lines: Vec<String> = decision.question.iter().map(Shown::to_string).collect();
+    lines.push(String::new());
+    lines.push("── the options, whole ──".to_owned());
+    lines.extend(
+        decision
+            .options
+            .iter()
+            .enumerate()
+            .map(|(i, c)| option_line(i, &c.key, &c.text, false)),
+    );
+    if let Some(recommendation) = &decision.recommendation {
+        lines.push(String::new());
+        lines.push("── the raiser's recommendation (theirs, not selected) ──".to_owned());
+        lines.push(recommendation.to_string());
+    }
+    lines
 }
 
 /// An option's line in the options pane: the digit is the console's, the

@@ -13,7 +13,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use ratatui::Frame;
 
-use super::grant::{self, QUESTION_MIN_HEIGHT, RECOMMENDATION_HEIGHT};
+use super::grant::{self, QUESTION_MIN_HEIGHT};
 use super::lines::wrap;
 use super::model::{Decision, Message, Shown};
 use super::sentence::sentence;
@@ -304,7 +304,8 @@ fn message(frame: &mut Frame<'_>, state: &State, area: Rect) {
 
 /// The decision view: the grant area, fixed and framed, in the console's
 /// words; then the raiser's words in their own clipped panes: the options,
-/// the recommendation, and the question, which alone scrolls.
+/// one line each, and the question with the options whole and the
+/// recommendation, which alone scrolls.
 fn decision(frame: &mut Frame<'_>, state: &State, now_ms: i64, area: Rect) {
     let (Some(open), Some(raiser)) = (&state.open, state.raiser()) else {
         pane(
@@ -341,10 +342,9 @@ fn decision(frame: &mut Frame<'_>, state: &State, now_ms: i64, area: Rect) {
         return;
     }
     let options = u16::try_from(d.options.len()).unwrap_or(u16::MAX);
-    let [grant_area, options_area, recommendation_area, question_area] = Layout::vertical([
+    let [grant_area, options_area, question_area] = Layout::vertical([
         Constraint::Length(grant::GRANT_LINES + 2),
         Constraint::Length(options.saturating_add(2)),
-        Constraint::Length(RECOMMENDATION_HEIGHT),
         Constraint::Min(QUESTION_MIN_HEIGHT),
     ])
     .areas(area);
@@ -389,24 +389,11 @@ fn decision(frame: &mut Frame<'_>, state: &State, now_ms: i64, area: Rect) {
         Paragraph::new(option_lines).block(framed(" Options: the raiser's words ")),
         options_area,
     );
-    let recommendation = d
-        .recommendation
-        .as_ref()
-        .map_or_else(Vec::new, |r| vec![r.to_string()]);
+    let words = grant::raisers_words(d);
+    let question = wrap(words.iter().map(String::as_str), inner(question_area).width);
     pane(
         frame,
-        " The raiser's recommendation (not selected) ",
-        recommendation,
-        0,
-        recommendation_area,
-    );
-    let question = wrap(
-        d.question.iter().map(Shown::as_str),
-        inner(question_area).width,
-    );
-    pane(
-        frame,
-        " Question: the raiser's words (j/k, PgDn/PgUp scroll) ",
+        " The raiser's words: question, options, recommendation (j/k scroll) ",
         question,
         state.scroll,
         question_area,

@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 
 use super::act::{typed, Typed};
 pub use super::act::{Act, Effect, Key, Notice, Prompt, View, KEYS};
-use super::grant::{self, Need, Raiser, RECOMMENDATION_HEIGHT};
+use super::grant::{self, Need, Raiser};
 use super::lines::wrap;
 use super::model::{Change, Decision, Inbox, Message, Record, Run, Shown};
 
@@ -263,6 +263,10 @@ impl State {
     /// back up always moves the text.
     fn scroll_room(&self) -> usize {
         let state = self;
+        let words = self
+            .open
+            .as_ref()
+            .map(|open| grant::raisers_words(&open.decision));
         let (width, height) = state.size;
         let body = height.saturating_sub(2 + u16::from(state.offline));
         let inner_width = width.saturating_sub(2);
@@ -286,17 +290,16 @@ impl State {
                     .map_or_else(Vec::new, |m| m.body.iter().map(Shown::as_str).collect()),
                 body,
             ),
-            View::Decision => match &state.open {
-                Some(open) => {
+            View::Decision => match (&state.open, &words) {
+                (Some(open), Some(words)) => {
                     let options = u16::try_from(open.decision.options.len()).unwrap_or(u16::MAX);
-                    let above =
-                        grant::GRANT_LINES + 2 + options.saturating_add(2) + RECOMMENDATION_HEIGHT;
+                    let above = grant::GRANT_LINES + 2 + options.saturating_add(2);
                     (
-                        open.decision.question.iter().map(Shown::as_str).collect(),
+                        words.iter().map(String::as_str).collect(),
                         body.saturating_sub(above),
                     )
                 }
-                None => (Vec::new(), body),
+                (Some(_) | None, _) => (Vec::new(), body),
             },
             View::Agents | View::Trail | View::Activity => (Vec::new(), body),
         };
