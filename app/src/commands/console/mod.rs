@@ -356,7 +356,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(2);
 /// A thread that waits on the human's `changes` and hands each page with
 /// changes to the loop. When the broker cannot be reached it tells the
 /// loop at once, then tries again after a pause that doubles up to
-/// [`MAX_BACKOFF`], and tells the loop when it answers again.
+/// [`MAX_BACKOFF`]; each answer tells the loop the broker is there.
 fn watch_changes(link: Proven, mut cursor: u64, events: mpsc::Sender<Event>) {
     std::thread::spawn(move || {
         let mut backoff: Option<Duration> = None;
@@ -366,9 +366,11 @@ fn watch_changes(link: Proven, mut cursor: u64, events: mpsc::Sender<Event>) {
                 Ok(page) => {
                     cursor = page["cursor"].as_u64().unwrap_or(cursor);
                     let any = page["changes"].as_array().is_some_and(|c| !c.is_empty());
-                    let back = backoff
-                        .take()
-                        .is_none_or(|_| events.send(Event::Link(true)).is_ok());
+                    // Every answer says the broker is there: it also clears a
+                    // banner that a failed request raised while this wait
+                    // held.
+                    backoff = None;
+                    let back = events.send(Event::Link(true)).is_ok();
                     back && (!any || events.send(Event::Changes(page)).is_ok())
                 }
                 Err(refusal) => {
