@@ -62,7 +62,8 @@ human-proof-failed and a sentence, and exits 1. It holds no capability.
 
 It waits on the human's `changes` and redraws only when something \
 arrives (a change, an answer, a key or a resize); its requests never hold \
-the screen. A new decision routed to you rings the terminal bell.";
+the screen. After 10 s without a change it reads the agents again, since \
+a process's exit is no change. A new decision routed to you rings the terminal bell.";
 
 /// The help after `console`'s arguments: the key map, from [`KEYS`].
 pub(crate) fn after() -> String {
@@ -277,6 +278,7 @@ enum Event {
     Changes(Value),
     Reply(Verb, Value, Result<Value, Refusal>),
     Link(bool),
+    Quiet,
     Quit,
 }
 
@@ -326,6 +328,7 @@ fn run(link: &Proven, args: &ConsoleArgs, cursor: u64) -> std::io::Result<()> {
                 Ok(Event::Changes(page)) => state.handle_change(&page),
                 Ok(Event::Reply(verb, args, reply)) => state.handle_reply(verb, &args, reply),
                 Ok(Event::Link(up)) => state.handle_link(up),
+                Ok(Event::Quiet) => state.handle_quiet(),
                 Ok(Event::Resize(width, height)) => state.handle_resize(width, height),
                 Ok(Event::Quit) | Err(_) => return Ok(()),
             }
@@ -350,6 +353,10 @@ fn send_requests(link: Proven, events: mpsc::Sender<Event>) -> mpsc::Sender<(Ver
     requests
 }
 
+/// How long a wait on `changes` lasts when nothing changes; each quiet
+/// one reads the runs again (an exit is no change of the feed).
+const QUIET_MS: u64 = 10_000;
+
 /// The longest pause between two tries to reach a lost broker.
 const MAX_BACKOFF: Duration = Duration::from_secs(2);
 
@@ -361,7 +368,7 @@ fn watch_changes(link: Proven, mut cursor: u64, events: mpsc::Sender<Event>) {
     std::thread::spawn(move || {
         let mut backoff: Option<Duration> = None;
         loop {
-            let args = json!({"since": cursor, "timeoutMs": 60_000});
+            let args = json!({"since": cursor, "timeoutMs": QUIET_MS});
             let sent = match link.call(Verb::Changes, &args) {
                 Ok(page) => {
                     cursor = page["cursor"].as_u64().unwrap_or(cursor);
@@ -371,7 +378,12 @@ fn watch_changes(link: Proven, mut cursor: u64, events: mpsc::Sender<Event>) {
                     // held.
                     backoff = None;
                     let back = events.send(Event::Link(true)).is_ok();
-                    back && (!any || events.send(Event::Changes(page)).is_ok())
+                    let next = if any {
+                        Event::Changes(page)
+                    } else {
+                        Event::Quiet
+                    };
+                    back && events.send(next).is_ok()
                 }
                 Err(refusal) => {
                     let lost =

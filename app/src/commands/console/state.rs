@@ -3,7 +3,7 @@
 //! ([`State::handle_resize`]), pages of the human's `changes`
 //! ([`State::handle_change`]), the broker's answers
 //! ([`State::handle_reply`]) and whether the broker can be reached
-//! ([`State::handle_link`]), and drains the [`Effect`]s it asks for
+//! ([`State::handle_link`]) or quiet ([`State::handle_quiet`]), and drains the [`Effect`]s it asks for
 //! ([`State::poll_effect`]). Nothing here reads a clock, a socket or the
 //! terminal; rendering reads the state and changes nothing.
 //!
@@ -248,6 +248,9 @@ impl State {
         self.selected = 0;
         self.scroll = 0;
         self.send(Verb::Trail, json!({"subject": id}));
+        // Whether its raiser still runs, as of now: a process's exit is no
+        // change of the feed.
+        self.send(Verb::Agents, json!({}));
     }
 
     /// Whether the open decision still takes keys.
@@ -329,6 +332,15 @@ impl State {
             self.reread_trails();
         } else if !up {
             self.offline = true;
+        }
+    }
+
+    /// A wait on `changes` ended with none: the runs are read again, since
+    /// a process's exit is no change of the feed, and the Agents view and
+    /// the grant area say whether each is alive.
+    pub fn handle_quiet(&mut self) {
+        if !self.offline {
+            self.send(Verb::Agents, json!({}));
         }
     }
 
@@ -481,6 +493,10 @@ impl State {
                 self.view = next;
                 self.selected = 0;
                 self.scroll = 0;
+                if next == View::Agents {
+                    // Which runs exited, as of now (no change says so).
+                    self.send(Verb::Agents, json!({}));
+                }
             }
             Key::Esc => {
                 self.view = View::Inbox;

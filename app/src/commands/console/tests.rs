@@ -110,7 +110,13 @@ fn opened() -> State {
     state.handle_key(Key::Char(']'));
     assert_eq!(state.view, View::Decision);
     let effects = drain(&mut state);
-    assert_eq!(effects, [Effect::Send(Verb::Trail, json!({"subject": ID}))]);
+    assert_eq!(
+        effects,
+        [
+            Effect::Send(Verb::Trail, json!({"subject": ID})),
+            Effect::Send(Verb::Agents, json!({}))
+        ]
+    );
     state.handle_reply(
         Verb::Trail,
         &json!({"subject": ID}),
@@ -572,6 +578,8 @@ fn the_switch_is_read_from_the_first_agents_answer_and_l_then_asks_the_other_way
     assert_eq!(state.launching, Some(false));
     keys(&mut state, &[Key::Tab]);
     assert_eq!(state.view, View::Agents);
+    // Shown, the runs are read again: an exit is no change of the feed.
+    assert_eq!(drain(&mut state), [Effect::Send(Verb::Agents, json!({}))]);
     let text = screen(&state, 80, 24);
     assert!(text.contains("Launching: OFF"), "{text}");
     keys(&mut state, &[Key::Char('L'), Key::Char('y')]);
@@ -589,6 +597,7 @@ fn each_change_to_what_a_run_waits_on_refreshes_the_agents_view() {
     let mut state = loaded(vec![decision(ID, "release.publish", true)]);
     keys(&mut state, &[Key::Tab]);
     assert_eq!(state.view, View::Agents);
+    assert_eq!(drain(&mut state), [Effect::Send(Verb::Agents, json!({}))]);
     let text = screen(&state, 120, 40);
     assert!(
         text.contains("qa · run qa-1 · waiting on lead · generic · pid 4244 · holding"),

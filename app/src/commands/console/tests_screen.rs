@@ -474,3 +474,13 @@ proptest::proptest! {
         proptest::prop_assert_eq!(sent, whole && !offline);
     }
 }
+
+#[test]
+fn a_quiet_wait_reads_the_runs_again_unless_the_broker_is_lost() {
+    let mut state = loaded(Vec::new());
+    state.handle_quiet();
+    assert_eq!(drain(&mut state), [Effect::Send(Verb::Agents, json!({}))]);
+    state.handle_link(false);
+    state.handle_quiet();
+    assert_eq!(drain(&mut state), []);
+}
