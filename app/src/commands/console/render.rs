@@ -217,7 +217,9 @@ fn message_row(m: &Message) -> String {
 
 fn inbox(frame: &mut Frame<'_>, state: &State, now_ms: i64, area: Rect) {
     let mut rows = Rows::new();
-    if state.inbox.decisions.is_empty() && state.inbox.messages.is_empty() {
+    if !state.is_loaded() {
+        rows.push(Line::from("Reading the inbox…"));
+    } else if state.inbox.decisions.is_empty() && state.inbox.messages.is_empty() {
         rows.push(Line::from("Nothing is waiting on you."));
     }
     for (i, d) in state.inbox.decisions.iter().enumerate() {

@@ -156,6 +156,12 @@ impl State {
         state
     }
 
+    /// Whether the first inbox has been read: until then the inbox says
+    /// so, rather than that nothing waits.
+    pub fn is_loaded(&self) -> bool {
+        self.loaded
+    }
+
     /// The next effect for the loop, oldest first.
     pub fn poll_effect(&mut self) -> Option<Effect> {
         self.effects.pop_front()
