@@ -4,8 +4,9 @@
 //! and `TMUX_TMPDIR`, no `TMUX` inherited), driven with `send-keys` and
 //! read with `capture-pane`; and `up --console` running the example
 //! business to its end with the human's answer typed into the console.
-//! Every wait is a deadline on what the screen, a file or a process shows;
-//! nothing sleeps.
+//! Every wait is a deadline on what the screen, a file or a process shows,
+//! read again after a short pause ([`PAUSE`]) so the polling does not
+//! compete for the CPU with what it waits on.
 
 #[path = "support/mod.rs"]
 mod support;
@@ -20,6 +21,9 @@ use mosaic_ports::ProcessTable;
 use serde_json::{json, Value};
 
 use support::{acme, acme_launches, config, data_root, Broker, BIN, WAIT};
+
+/// The pause between two reads of a screen, a file or `/proc`.
+const PAUSE: Duration = Duration::from_millis(20);
 
 /// A private tmux server running one session, `console`.
 struct Tmux {
@@ -92,6 +96,26 @@ impl Tmux {
             .then(|| String::from_utf8_lossy(&stdout).into_owned())
     }
 
+    /// The screen's bytes with the escape sequences tmux keeps for it
+    /// (`capture-pane -e`): its attributes and colours.
+    fn screen_escaped(&self) -> Vec<u8> {
+        self.command()
+            .args(["capture-pane", "-p", "-e", "-t", "console"])
+            .output()
+            .expect("tmux capture-pane")
+            .stdout
+    }
+
+    /// A tmux format's value for the pane (`#{pane_title}`).
+    fn format(&self, format: &str) -> String {
+        let out = self
+            .command()
+            .args(["display-message", "-p", "-t", "console", format])
+            .output()
+            .expect("tmux display-message");
+        String::from_utf8_lossy(&out.stdout).trim_end().to_owned()
+    }
+
     /// Reads the screen until it shows `text`, within `within`.
     #[track_caller]
     fn wait_for(&self, text: &str, within: Duration) -> String {
@@ -105,6 +129,7 @@ impl Tmux {
                 Instant::now() < deadline,
                 "{text:?} not on screen within {within:?}:\n{screen}"
             );
+            std::thread::sleep(PAUSE);
         }
     }
 
@@ -114,6 +139,7 @@ impl Tmux {
         let deadline = Instant::now() + WAIT;
         while let Some(screen) = self.screen() {
             assert!(Instant::now() < deadline, "still running:\n{screen}");
+            std::thread::sleep(PAUSE);
         }
     }
 }
@@ -142,7 +168,7 @@ fn answer_yes(tmux: &Tmux) {
     tmux.keys(&["1"]);
     tmux.wait_for("selected yes", WAIT);
     tmux.keys(&["Enter"]);
-    tmux.wait_for("with yes? y/n, e adds a note", WAIT);
+    tmux.wait_for("(choice yes)? y/n", WAIT);
     tmux.keys(&["y"]);
     tmux.wait_for("resolved with yes", WAIT);
 }
@@ -168,7 +194,10 @@ fn a_gated_decision_appears_within_a_second_and_the_keys_resolve_it() {
         (&d["class"], &d["route"]),
         (&json!("gated"), &json!("human"))
     );
-    tmux.wait_for("ops/ops-1 asks message.send on qa", Duration::from_secs(1));
+    tmux.wait_for(
+        "decision · ops/ops-1 · message.send on qa",
+        Duration::from_secs(1),
+    );
 
     // --notify ran once, with the four variables and no other of ours.
     let id = d["id"].as_str().expect("an id");
@@ -179,6 +208,7 @@ fn a_gated_decision_appears_within_a_second_and_the_keys_resolve_it() {
             break env;
         }
         assert!(Instant::now() < deadline, "--notify did not run: {env:?}");
+        std::thread::sleep(PAUSE);
     };
     let mut ours: Vec<&str> = env.lines().filter(|l| l.starts_with("MOSAIC_")).collect();
     ours.sort_unstable();
@@ -199,9 +229,14 @@ fn a_gated_decision_appears_within_a_second_and_the_keys_resolve_it() {
     });
 
     tmux.keys(&["]"]);
-    tmux.wait_for("Question: ", WAIT);
-    tmux.wait_for("grants one use of message.send on qa to ops/ops-1", WAIT);
+    tmux.wait_for("The raiser's words: question", WAIT);
+    tmux.wait_for(
+        "Approving (yes) grants ops/ops-1 message.send on qa, once.",
+        WAIT,
+    );
     answer_yes(&tmux);
+    // Its trail, two views on (no message is open).
+    tmux.keys(&["Tab", "Tab"]);
     tmux.wait_for("the human resolved it with yes", WAIT);
 
     let page = answered
@@ -304,7 +339,7 @@ fn the_agents_view_shows_the_switch_at_start_and_a_decision_against_its_raiser_w
     // The broker's switch, from the first screen of the view.
     tmux.wait_for("Launching: on", WAIT);
     let pid = support::launch_pid();
-    let idle = format!("dev · run dev-1 · pi · pid {pid} · holding · running");
+    let idle = format!("dev · run dev-1 · running · pi · pid {pid} · holding");
     tmux.wait_for(&idle, WAIT);
 
     // dev asks the lead (its arbiter), not the human: the view shows it
@@ -312,7 +347,7 @@ fn the_agents_view_shows_the_switch_at_start_and_a_decision_against_its_raiser_w
     let d = dev.raise("repo.merge", Some("main"), json!({}));
     assert_eq!(d["route"], "lead", "{d}");
     tmux.wait_for(
-        &format!("dev · run dev-1 · pi · pid {pid} · holding · waiting on lead"),
+        &format!("dev · run dev-1 · waiting on lead · pi · pid {pid} · holding"),
         WAIT,
     );
     tmux.wait_for("waits on lead: repo.merge on main", WAIT);
@@ -346,6 +381,7 @@ fn file_until(file: &Path, texts: &[&str]) -> String {
             "{texts:?} not in {} within {WAIT:?}:\n{text}",
             file.display()
         );
+        std::thread::sleep(PAUSE);
     }
 }
 
@@ -360,11 +396,12 @@ fn word_after<'a>(text: &'a str, prefix: &str) -> &'a str {
 
 /// `up --config examples/business.json --console` on `root` in tmux. The
 /// shell stays after `up` to show its first line, its exit code and
-/// whether the terminal is back in cooked mode.
-fn up_console(root: &Path) -> Tmux {
+/// whether the terminal is back in cooked mode. `extra` goes after
+/// `--console` (a `--notify`).
+fn up_console(root: &Path, extra: &str) -> Tmux {
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/business.json");
     let command = format!(
-        "{BIN} up --config {} --data-root {} --console; echo \"up exited with $?\"; \
+        "{BIN} up --config {} --data-root {} --console {extra}; echo \"up exited with $?\"; \
          case $(stty -a) in *-icanon*) echo terminal raw;; *) echo terminal cooked;; esac; read _",
         example.display(),
         root.display()
@@ -375,16 +412,13 @@ fn up_console(root: &Path) -> Tmux {
 #[test]
 fn up_with_console_runs_the_example_to_its_end_with_the_humans_answer() {
     let root = data_root();
-    let tmux = up_console(root.path());
+    let tmux = up_console(root.path(), "");
 
     // dev's gated decision comes to the console; the human answers it.
-    tmux.wait_for("asks release.publish on login-fix", WAIT);
+    tmux.wait_for("release.publish on login-fix", WAIT);
     tmux.keys(&["]"]);
-    tmux.wait_for("Question: May I publish the login fix?", WAIT);
-    tmux.wait_for(
-        "grants one use of release.publish on login-fix to dev/dev-",
-        WAIT,
-    );
+    tmux.wait_for("May I publish the login fix?", WAIT);
+    tmux.wait_for("release.publish on login-fix, once.", WAIT);
     answer_yes(&tmux);
 
     // dev wakes on its changes, uses the approval and ends; its lines are
@@ -411,11 +445,12 @@ fn up_with_console_runs_the_example_to_its_end_with_the_humans_answer() {
 
     // Everyone is done; up serves on until the console quits. dev's
     // message is in the inbox, and the trail shows the human's answer.
+    tmux.keys(&["Tab", "Tab"]);
     tmux.wait_for("the human resolved it with yes.", WAIT);
     tmux.wait_for("dev sent a message to human.", WAIT);
     tmux.keys(&["Escape"]);
     let screen = tmux.wait_for(
-        "message from dev (a message): Published the login fix, as you approved.",
+        "a message · Published the login fix, as you approved.",
         WAIT,
     );
     assert!(!screen.contains("claimed role"), "{screen}");
@@ -470,9 +505,16 @@ fn up_with_console_runs_the_example_to_its_end_with_the_humans_answer() {
 #[test]
 fn a_signal_to_up_closes_the_console_first_then_the_agents() {
     let root = data_root();
-    let tmux = up_console(root.path());
-    // The console is open and dev waits on the human's answer.
-    tmux.wait_for("asks release.publish on login-fix", WAIT);
+    let tmux = up_console(root.path(), "");
+    // The console is open and dev waits on the human's answer: it has said
+    // so in the log (the console may show the decision a moment before).
+    tmux.wait_for("release.publish on login-fix", WAIT);
+    let log = std::fs::read_dir(root.path())
+        .expect("the data root")
+        .map(|e| e.expect("an entry").path())
+        .find(|p| p.extension().is_some_and(|e| e == "log"))
+        .expect("the log file");
+    file_until(&log, &["asked the human: decision"]);
     let shell = tmux
         .command()
         .args(["display-message", "-p", "-t", "console", "#{pane_pid}"])
@@ -498,12 +540,329 @@ fn a_signal_to_up_closes_the_console_first_then_the_agents() {
     let screen = tmux.wait_for("terminal cooked", WAIT);
     assert!(screen.contains(r#""ok":true"#), "{screen}");
     assert!(!root.path().join("bus/bus.sock").exists(), "closed");
-    let log = std::fs::read_dir(root.path())
-        .expect("the data root")
-        .map(|e| e.expect("an entry").path())
-        .find(|p| p.extension().is_some_and(|e| e == "log"))
-        .expect("the log file");
     let log = std::fs::read_to_string(log).expect("the log");
-    assert!(log.contains("asked the human: decision"), "{log}");
     assert!(!log.contains("the human approved"), "{log}");
+}
+
+/// Whether every escape in `bytes` is an SGR sequence (`ESC [ … m`), the
+/// only kind `capture-pane -e` writes for what the console drew.
+fn only_sgr(bytes: &[u8]) -> bool {
+    let mut rest = bytes;
+    while let Some(at) = rest.iter().position(|b| *b == 0x1b) {
+        let tail = &rest[at + 1..];
+        let Some(body) = tail.strip_prefix(b"[") else {
+            return false;
+        };
+        let end = body
+            .iter()
+            .position(|b| !(b.is_ascii_digit() || *b == b';' || *b == b':'));
+        match end.map(|e| (e, body[e])) {
+            Some((e, b'm')) => rest = &body[e + 1..],
+            Some(_) | None => return false,
+        }
+    }
+    true
+}
+
+#[test]
+fn a_forged_grant_and_hostile_messages_reach_the_screen_only_as_tokens_beside_the_real_grant() {
+    let root = data_root();
+    let b = acme_broker(root.path());
+    let (ops, lead) = (b.agent("ops-1"), b.agent("lead-1"));
+    ops.claim();
+    lead.claim();
+    let tmux = Tmux::start(&console_command(&b.socket), 80, 24);
+    // tmux takes an application's clipboard (OSC 52) into a buffer when
+    // set-clipboard is on: any buffer afterwards means one got through.
+    let on = tmux
+        .command()
+        .args(["set-option", "-s", "set-clipboard", "on"])
+        .status()
+        .expect("tmux set-option");
+    assert!(on.success());
+    tmux.wait_for("Nothing is waiting on you", WAIT);
+    // The broker refuses controls in a decision's words, so the forgery is
+    // no-break-space padding; a message body is kept verbatim, escapes and
+    // all.
+    let forged = format!(
+        "Fix typo?{}Approving (yes) grants ops/ops-1 docs.edit on README.md, once.",
+        "\u{a0}".repeat(150)
+    );
+    ops.raise("message.send", Some("qa"), json!({"question": forged}));
+    lead.send(
+        "human",
+        "\x1b]52;c;ZWNobyAncm0gLXJmIH4n\x07\x1b]0;pwned\x07\x1b[2J\x1b[3;1Hrepo/\u{202e}gnigats-tset main\u{200b}",
+        json!({}),
+    );
+    tmux.wait_for("message  · lead/lead-1", WAIT);
+    // The message's detail pane shows each escape as a token.
+    tmux.keys(&["j"]);
+    let screen = tmux.wait_for("Message from lead/lead-1", WAIT);
+    assert!(screen.contains("⟨ESC⟩]52;c;"), "{screen}");
+    assert!(screen.contains("⟨ESC⟩]0;pwned⟨BEL⟩⟨ESC⟩[2J"), "{screen}");
+    assert!(screen.contains("gnigats-tset main⟨U+200B⟩"), "{screen}");
+    tmux.keys(&["]"]);
+    let screen = tmux.wait_for(
+        "Approving (yes) grants ops/ops-1 message.send on qa, once.",
+        WAIT,
+    );
+    // The forged line is in the question's pane only, below the real one.
+    let real = screen.find("message.send on qa, once.").expect("the grant");
+    assert!(
+        screen.find("docs.edit").is_none_or(|forged| forged > real),
+        "{screen}"
+    );
+    tmux.keys(&["1", "Enter"]);
+    tmux.wait_for(
+        "Grant message.send on qa to ops/ops-1 (choice yes)? y/n",
+        WAIT,
+    );
+    assert!(
+        only_sgr(&tmux.screen_escaped()),
+        "a foreign escape on screen"
+    );
+    assert_ne!(tmux.format("#{pane_title}"), "pwned");
+    let buffers = tmux
+        .command()
+        .args(["list-buffers"])
+        .output()
+        .expect("tmux list-buffers");
+    assert!(buffers.stdout.is_empty(), "{buffers:?}");
+    // Apart: ESC then q in one write reads as Alt-q.
+    tmux.keys(&["Escape"]);
+    tmux.wait_for("cancelled: nothing was sent", WAIT);
+    tmux.keys(&["q"]);
+    tmux.wait_gone();
+    b.close();
+}
+
+#[test]
+fn a_4000_character_question_at_80x24_shows_the_grant_and_y_resolves_only_while_the_prompt_fits() {
+    let root = data_root();
+    let b = acme_broker(root.path());
+    let ops = b.agent("ops-1");
+    ops.claim();
+    let tmux = Tmux::start(&console_command(&b.socket), 80, 24);
+    tmux.wait_for("Nothing is waiting on you", WAIT);
+    let question = "Why? ".repeat(800);
+    let d = ops.raise("message.send", Some("qa"), json!({"question": question}));
+    tmux.wait_for("decision · ops/ops-1", WAIT);
+    tmux.keys(&["]"]);
+    tmux.wait_for("grants ops/ops-1 message.send on qa, once.", WAIT);
+    tmux.keys(&["1", "Enter"]);
+    let prompt = "Grant message.send on qa to ops/ops-1 (choice yes)? y/n";
+    tmux.wait_for(prompt, WAIT);
+    // Too narrow for the prompt: y sends nothing.
+    let narrow = tmux
+        .command()
+        .args(["resize-window", "-t", "console", "-x", "40", "-y", "24"])
+        .status()
+        .expect("tmux resize-window");
+    assert!(narrow.success());
+    tmux.wait_for("too small", WAIT);
+    tmux.keys(&["y"]);
+    tmux.wait_for("Terminal too small to resolve", WAIT);
+    let id = d["id"].as_str().expect("an id");
+    assert_eq!(
+        b.reader(0).trail_kinds(id),
+        ["decision.raised"],
+        "nothing resolved it"
+    );
+    let wide = tmux
+        .command()
+        .args(["resize-window", "-t", "console", "-x", "80", "-y", "24"])
+        .status()
+        .expect("tmux resize-window");
+    assert!(wide.success());
+    tmux.wait_for(prompt, WAIT);
+    tmux.keys(&["y"]);
+    tmux.wait_for("resolved with yes", WAIT);
+    tmux.keys(&["q"]);
+    tmux.wait_gone();
+    b.close();
+}
+
+#[test]
+fn of_105_unread_messages_the_105th_is_reachable_after_acknowledging() {
+    let root = data_root();
+    let b = acme_broker(root.path());
+    let lead = b.agent("lead-1");
+    lead.claim();
+    for i in 1..=105 {
+        lead.send("human", &format!("note {i:03}"), json!({}));
+    }
+    let tmux = Tmux::start(&console_command(&b.socket), 100, 30);
+    tmux.wait_for("5 more unread messages", WAIT);
+    // r on the first message marks it read; the inbox is read again.
+    for left in (0..5).rev() {
+        tmux.keys(&["r"]);
+        if left > 0 {
+            tmux.wait_for(&format!("{left} more unread messages"), WAIT);
+        }
+    }
+    let screen = tmux.wait_for("> message  · lead/lead-1 · a message · note 006", WAIT);
+    assert!(!screen.contains("more unread"), "{screen}");
+    let down: Vec<&str> = std::iter::repeat_n("j", 99).collect();
+    tmux.keys(&down);
+    tmux.wait_for("> message  · lead/lead-1 · a message · note 105", WAIT);
+    tmux.keys(&["q"]);
+    tmux.wait_gone();
+    b.close();
+}
+
+#[test]
+fn a_broker_killed_shows_the_banner_and_the_console_finds_it_again_after_a_restart() {
+    let root = data_root();
+    let boot = config(root.path(), &[acme()], &acme_launches(), &["acme"]);
+    let mut b = Broker::boot(root.path(), &boot);
+    let tmux = Tmux::start(&console_command(&b.socket), 120, 40);
+    tmux.wait_for("Nothing is waiting on you", WAIT);
+    b.signal("KILL");
+    let _ = b.wait_status();
+    tmux.wait_for("BROKER UNREACHABLE at", WAIT);
+    // The operator's step after a crash, then the same socket again.
+    support::unlock(root.path());
+    let b = Broker::boot(root.path(), &boot);
+    let ops = b.agent("ops-1");
+    ops.claim();
+    ops.raise("message.send", Some("qa"), json!({}));
+    let screen = tmux.wait_for("decision · ops/ops-1 · message.send on qa", WAIT);
+    assert!(!screen.contains("BROKER UNREACHABLE"), "{screen}");
+    tmux.keys(&["q"]);
+    tmux.wait_gone();
+    b.close();
+}
+
+/// The pids of `pid`'s children.
+fn children(pid: &str) -> Vec<String> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Whether `pid` runs (a zombie waiting for its reaper does not).
+fn runs(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        !stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    })
+}
+
+#[test]
+fn up_killed_outright_takes_its_console_along_and_the_terminal_is_restored() {
+    let root = data_root();
+    let tmux = up_console(root.path(), "--notify true");
+    tmux.wait_for("release.publish on login-fix", WAIT);
+    let shell = tmux.format("#{pane_pid}");
+    let up = children(&shell).into_iter().next().expect("up");
+    let console = children(&up)
+        .into_iter()
+        .find(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| c.split(|b| *b == 0).nth(1) == Some(b"console"))
+        })
+        .expect("the console among up's children");
+    // `up` passed its `--notify` on.
+    let argv = std::fs::read(format!("/proc/{console}/cmdline")).expect("its command line");
+    assert!(
+        argv.windows(14).any(|w| w == b"--notify\0true\0"),
+        "{}",
+        String::from_utf8_lossy(&argv)
+    );
+    let killed = Command::new("kill")
+        .args(["-KILL", &up])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let deadline = Instant::now() + WAIT;
+    while runs(&console) {
+        assert!(
+            Instant::now() < deadline,
+            "the console {console} still runs"
+        );
+        std::thread::sleep(PAUSE);
+    }
+    // The shell's own lines may race the console's last draw, so the
+    // terminal is read from tmux and the kernel once the console is gone:
+    // out of the alternate screen, and back in cooked mode.
+    assert_eq!(tmux.format("#{alternate_on}"), "0");
+    let tty = tmux.format("#{pane_tty}");
+    let stty = Command::new("stty")
+        .args(["-a", "-F", &tty])
+        .output()
+        .expect("stty");
+    let modes = String::from_utf8_lossy(&stty.stdout);
+    assert!(
+        modes.contains(" icanon") && modes.contains(" echo "),
+        "{modes}"
+    );
+}
+
+#[test]
+fn an_agent_that_exited_with_status_3_shows_as_exited() {
+    let dir = tempfile::tempdir().expect("dir");
+    let root = data_root();
+    let path = dir.path().join("up.json");
+    let config = json!({
+        "sandbox": "off",
+        "business": {"id": "x", "human": "alice", "arbiters": {"technical": "a", "delivery": "a"},
+                     "roles": {"a": {"authority": {"withinRole": [], "crossRole": []}}}},
+        "agents": [{"role": "a", "harness": "pi", "command": ["sh", "-c", "exit 3"]}],
+    });
+    std::fs::write(&path, config.to_string()).expect("write config");
+    let command = format!(
+        "{BIN} up --config {} --data-root {} --console; read _",
+        path.display(),
+        root.path().display()
+    );
+    let tmux = Tmux::start(&command, 120, 40);
+    tmux.wait_for("Nothing is waiting on you", WAIT);
+    tmux.keys(&["Tab"]);
+    tmux.wait_for("EXITED with status 3 (crashed)", WAIT);
+    tmux.keys(&["q"]);
+}
+
+#[test]
+fn a_console_that_cannot_open_says_why_and_what_to_do() {
+    let root = data_root();
+    let b = acme_broker(root.path());
+    let missing = root.path().join("no/bus.sock");
+    let socket = b.socket.display();
+    let command = format!(
+        "{BIN} console --socket {} --business acme; echo \"exit $?\"; \
+         {BIN} console --socket {socket} --business nope; echo \"exit $?\"; \
+         MOSAIC_RUN_ID=x {BIN} console --socket {socket} --business acme; echo \"exit $?\"; \
+         read _",
+        missing.display()
+    );
+    let tmux = Tmux::start(&command, 200, 40);
+    let screen = tmux.wait_for("outside every agent\nexit 1", WAIT);
+    let said: Vec<&str> = screen.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(
+        said,
+        [
+            format!(
+                "broker-unavailable: no broker answers at {}: start it (mosaic-bus up or \
+                 serve), or give --socket the socket it runs on (<dataRoot>/bus/bus.sock)",
+                missing.display()
+            )
+            .as_str(),
+            "exit 1",
+            "bad-request: the broker has no business \"nope\": give --business one of the \
+             businesses in its configuration",
+            "exit 1",
+            "human-proof-failed: this console carries the run marker MOSAIC_RUN_ID in its \
+             environment, so it was started from inside an agent (or a shell that inherited \
+             an agent's environment); start it from your own terminal, outside every agent",
+            "exit 1",
+        ],
+        "{screen}"
+    );
+    b.close();
 }

@@ -5,16 +5,21 @@
 //! binary, carrying the nonce of its one re-execution, proven by the broker
 //! from `/proc` with no agent in its ancestry. It holds no capability.
 //!
-//! The console's state is a sans-IO machine ([`state`]); drawing reads it
-//! ([`render`]); this module is the loop: one thread waits on the human's
-//! `changes`, one reads the terminal's events, and the loop redraws only
-//! on a change, a key or a resize.
+//! The console's state is a sans-IO machine ([`state`]) over typed rows
+//! ([`model`]); drawing reads it ([`render`], with the grant area of
+//! [`grant`]); this module is the loop. Nothing on the loop's thread
+//! waits on the broker: one thread waits on the human's `changes` (and
+//! tells the loop when the broker is lost and found again), one sends the
+//! state's requests in order and hands each answer back as an input, one
+//! reads the terminal's events; the loop redraws only when one of them
+//! wakes it.
 
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::mpsc;
+use std::time::Duration;
 
 use clap::Args;
 use mosaic_adapters::system::SystemClock;
@@ -26,26 +31,39 @@ use super::args::non_empty_path;
 use super::human;
 use super::signals::Signals;
 
+mod act;
+pub mod grant;
+pub mod lines;
+pub mod model;
 pub mod render;
+mod sentence;
 pub mod state;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_screen;
 
 use state::{Effect, Key, Notice, State, KEYS};
 
+use crate::runtime::human_proof::RUN_MARKERS;
+
 pub(crate) const ABOUT: &str = "\
 The human's console: a terminal UI over one business. It shows the \
-decisions waiting on you (blocking ones first), each decision with its \
-options and what approving it authorizes, the agents and what they wait \
-on, any subject's trail, and the business's changes as they arrive.
+decisions waiting on you (blocking ones first) and your unread messages, \
+each decision with a fixed grant area (what approving it authorizes, \
+from the broker, and whether its raiser is alive) above the raiser's own \
+words, the agents and what they wait on or how they exited, any \
+subject's trail, and the business's changes as they arrive.
 
 Every request is proven exactly as `mosaic-bus human`'s: this binary, \
 re-executed once with a fresh nonce, with no agent among its ancestors. \
 Started from inside an agent's ancestry it does not open: it prints \
 human-proof-failed and a sentence, and exits 1. It holds no capability.
 
-It waits on the human's `changes` and redraws only on a change, a key or \
-a resize. A new decision routed to you rings the terminal bell.";
+It waits on the human's `changes` and redraws only when something \
+arrives (a change, an answer, a key or a resize); its requests never hold \
+the screen. After 10 s without a change it reads the agents again, since \
+a process's exit is no change. A new decision routed to you rings the terminal bell.";
 
 /// The help after `console`'s arguments: the key map, from [`KEYS`].
 pub(crate) fn after() -> String {
@@ -58,17 +76,25 @@ pub(crate) fn after() -> String {
 Keys:
 {keys}
 Resolving is possible only from a decision's view: a digit selects an
-option, Enter asks \"Resolve <question> with <key>? y/n, e adds a note\",
-and y sends it once. Nothing resolves from a list, and no key means
-\"always\".
+option, Enter asks \"Grant <action> on <target> to <role>/<run> (choice
+<key>)? y/n\" (the grant, never the question; e adds a note), and y sends
+it once. Nothing resolves from a list, no key means \"always\", and nothing
+resolves while the terminal is too small to show the grant area, the
+options and that prompt whole. Everything an agent wrote is drawn with
+each control or format character as a visible token, such as ⟨ESC⟩.
 
 --notify CMD runs `sh -c CMD` once per new decision, with
 MOSAIC_DECISION_ID, MOSAIC_ACTION, MOSAIC_TARGET and MOSAIC_RAISER in its
-environment (never a capability or a token).
+environment (never a capability or a token; each neutralised).
+
+When the broker cannot be reached, a banner says so, the screen stays
+read-only, and the console keeps trying, finding the broker again when it
+restarts on the same socket.
 
 Exit codes:
   0  quit (q, or SIGTERM/SIGINT, which restore the terminal too)
-  1  human-proof-failed (or the broker could not be reached) before opening,
+  1  before opening: human-proof-failed, the broker could not be reached,
+     or an unknown business (each with a sentence that says what to do);
      or no terminal
   2  a usage error
 
@@ -91,6 +117,10 @@ pub struct ConsoleArgs {
     /// A shell command run once per new decision routed to you.
     #[arg(long, value_name = "CMD")]
     pub notify: Option<String>,
+    /// The pid of the `up` that started this console: the console ends
+    /// (restoring the terminal) when that process does.
+    #[arg(long, value_name = "PID", hide = true)]
+    pub parent: Option<i32>,
 }
 
 /// How the console reaches the broker: one request, one answer. The real
@@ -125,10 +155,12 @@ impl Link for Proven {
     }
 }
 
-/// Runs every effect `state` asks for: each `Send` through `link`, its
-/// answer back into the state (which may ask for more), the others to
-/// `other`. Never resends: each `Send` goes out once.
-pub fn pump(state: &mut State, link: &dyn Link, other: &mut dyn FnMut(Effect)) {
+/// Runs every effect `state` asks for, synchronously: each `Send` through
+/// `link`, its answer back into the state (which may ask for more), the
+/// others to `other`. Never resends: each `Send` goes out once. The tests
+/// drive the state with it; the loop sends off its thread instead.
+#[cfg(test)]
+pub(crate) fn pump(state: &mut State, link: &dyn Link, other: &mut dyn FnMut(Effect)) {
     while let Some(effect) = state.poll_effect() {
         match effect {
             Effect::Send(verb, args) => {
@@ -148,6 +180,9 @@ pub fn main(args: ConsoleArgs) -> ExitCode {
     if let Some(notify) = &args.notify {
         argv.extend(["--notify".into(), notify.into()]);
     }
+    if let Some(parent) = args.parent {
+        argv.extend(["--parent".into(), parent.to_string().into()]);
+    }
     let argv: Vec<&std::ffi::OsStr> = argv.iter().map(OsString::as_os_str).collect();
     let link = match human::nonce(&argv) {
         Ok(nonce) => Proven {
@@ -155,13 +190,18 @@ pub fn main(args: ConsoleArgs) -> ExitCode {
             nonce,
             business: args.business.clone(),
         },
-        Err(refusal) => return not_opened(refusal),
+        Err(refusal) => return not_opened(refusal, &args),
     };
+    if let Some(parent) = args.parent {
+        if !dies_with(parent) {
+            return ExitCode::from(1);
+        }
+    }
     // The first wait tells whether we are the human, before the screen
     // is touched.
     let cursor = match link.call(Verb::Changes, &json!({})) {
         Ok(page) => page["cursor"].as_u64().unwrap_or(0),
-        Err(refusal) => return not_opened(refusal),
+        Err(refusal) => return not_opened(refusal, &args),
     };
     match run(&link, &args, cursor) {
         Ok(()) => ExitCode::SUCCESS,
@@ -172,23 +212,73 @@ pub fn main(args: ConsoleArgs) -> ExitCode {
     }
 }
 
-/// Says why the console did not open; exit 1.
-fn not_opened(refusal: Refusal) -> ExitCode {
-    let why = if refusal == Refusal::HumanProofFailed {
-        "the broker could not prove that this console is the human: it must be this \
-         binary, started outside every agent's process tree, by the broker's user"
-    } else {
-        refusal.meaning()
-    };
-    println!("{}: {why}", refusal.code());
+/// Asks the kernel for SIGTERM when `parent` (the `up` that started us)
+/// ends; SIGTERM quits as `q` does, restoring the terminal. `false` when
+/// `parent` is already gone.
+fn dies_with(parent: i32) -> bool {
+    let asked =
+        rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::TERM));
+    // Asked after `parent` ended, the signal never comes: then we are
+    // already some other process's child.
+    let ours = rustix::process::getppid().map(rustix::process::Pid::as_raw_nonzero);
+    asked.is_ok() && ours.is_some_and(|p| p.get() == parent)
+}
+
+/// Says why the console did not open, in a sentence that says what to do;
+/// exit 1.
+fn not_opened(refusal: Refusal, args: &ConsoleArgs) -> ExitCode {
+    println!(
+        "{}",
+        not_opened_words(refusal, args, |name| std::env::var_os(name).is_some())
+    );
     ExitCode::from(1)
+}
+
+/// The sentence for `refusal`; `has` says whether a variable is in the
+/// console's environment (a run marker explains a refused proof).
+pub fn not_opened_words(
+    refusal: Refusal,
+    args: &ConsoleArgs,
+    has: impl Fn(&str) -> bool,
+) -> String {
+    let why = if refusal == Refusal::HumanProofFailed {
+        match RUN_MARKERS.iter().find(|marker| has(marker)) {
+            Some(marker) => format!(
+                "this console carries the run marker {marker} in its environment, so it was \
+                 started from inside an agent (or a shell that inherited an agent's \
+                 environment); start it from your own terminal, outside every agent"
+            ),
+            None => "the broker could not prove that this console is the human: start this \
+                     binary from your own terminal, as the broker's user and outside every \
+                     agent's process tree (the broker's log names the cause)"
+                .to_owned(),
+        }
+    } else if refusal == Refusal::BrokerUnavailable {
+        format!(
+            "no broker answers at {}: start it (mosaic-bus up or serve), or give --socket the \
+             socket it runs on (<dataRoot>/bus/bus.sock)",
+            args.socket.display()
+        )
+    } else if refusal == Refusal::BadRequest {
+        format!(
+            "the broker has no business {:?}: give --business one of the businesses in its \
+             configuration",
+            model::Shown::of(&args.business).as_str()
+        )
+    } else {
+        refusal.meaning().to_owned()
+    };
+    format!("{}: {why}", refusal.code())
 }
 
 /// What wakes the loop.
 enum Event {
     Key(Key),
-    Resize,
+    Resize(u16, u16),
     Changes(Value),
+    Reply(Verb, Value, Result<Value, Refusal>),
+    Link(bool),
+    Quiet,
     Quit,
 }
 
@@ -196,8 +286,9 @@ enum Event {
 fn run(link: &Proven, args: &ConsoleArgs, cursor: u64) -> std::io::Result<()> {
     let (events, woken) = mpsc::channel();
     watch_changes(link.clone(), cursor, events.clone());
-    // SIGTERM (`up --console` stopping) quits as `q` does, so the terminal
-    // is restored.
+    let requests = send_requests(link.clone(), events.clone());
+    // SIGTERM (`up --console` stopping, or ending) quits as `q` does, so
+    // the terminal is restored.
     let stop = events.clone();
     Signals::on_stop(move || {
         let _ = stop.send(Event::Quit);
@@ -208,27 +299,37 @@ fn run(link: &Proven, args: &ConsoleArgs, cursor: u64) -> std::io::Result<()> {
         let _ = crossterm::terminal::disable_raw_mode();
     })?;
     let mut state = State::new(&args.business);
+    state.socket = args.socket.display().to_string();
     let result = (|| -> std::io::Result<()> {
         loop {
             let mut quit = false;
-            pump(&mut state, link, &mut |effect| match effect {
-                Effect::Bell => {
-                    let mut out = std::io::stdout();
-                    let _ = out.write_all(b"\x07").and_then(|()| out.flush());
+            while let Some(effect) = state.poll_effect() {
+                match effect {
+                    Effect::Send(verb, args) => {
+                        let _ = requests.send((verb, args));
+                    }
+                    Effect::Bell => {
+                        let mut out = std::io::stdout();
+                        let _ = out.write_all(b"\x07").and_then(|()| out.flush());
+                    }
+                    Effect::Notify(notice) => notify(args.notify.as_deref(), &notice),
+                    Effect::Quit => quit = true,
                 }
-                Effect::Notify(notice) => notify(args.notify.as_deref(), &notice),
-                Effect::Quit => quit = true,
-                Effect::Send(..) => {}
-            });
+            }
             if quit {
                 return Ok(());
             }
+            let size = terminal.size()?;
+            state.handle_resize(size.width, size.height);
             let now = SystemClock.now().unix_ms();
             terminal.draw(|frame| render::draw(frame, &state, now))?;
             match woken.recv() {
                 Ok(Event::Key(key)) => state.handle_key(key),
                 Ok(Event::Changes(page)) => state.handle_change(&page),
-                Ok(Event::Resize) => {}
+                Ok(Event::Reply(verb, args, reply)) => state.handle_reply(verb, &args, reply),
+                Ok(Event::Link(up)) => state.handle_link(up),
+                Ok(Event::Quiet) => state.handle_quiet(),
+                Ok(Event::Resize(width, height)) => state.handle_resize(width, height),
                 Ok(Event::Quit) | Err(_) => return Ok(()),
             }
         }
@@ -237,21 +338,69 @@ fn run(link: &Proven, args: &ConsoleArgs, cursor: u64) -> std::io::Result<()> {
     result
 }
 
-/// A thread that waits on the human's `changes` and hands each page with
-/// changes to the loop. A refusal (the broker gone) waits a second before
-/// asking again, so a stopped broker costs no busy loop.
-fn watch_changes(link: Proven, mut cursor: u64, events: mpsc::Sender<Event>) {
-    std::thread::spawn(move || loop {
-        let args = json!({"since": cursor, "timeoutMs": 60_000});
-        match link.call(Verb::Changes, &args) {
-            Ok(page) => {
-                cursor = page["cursor"].as_u64().unwrap_or(cursor);
-                let any = page["changes"].as_array().is_some_and(|c| !c.is_empty());
-                if any && events.send(Event::Changes(page)).is_err() {
-                    return;
-                }
+/// A thread that sends the state's requests, one at a time in the order
+/// asked, and hands each answer to the loop.
+fn send_requests(link: Proven, events: mpsc::Sender<Event>) -> mpsc::Sender<(Verb, Value)> {
+    let (requests, asked) = mpsc::channel::<(Verb, Value)>();
+    std::thread::spawn(move || {
+        for (verb, args) in asked {
+            let reply = link.call(verb, &args);
+            if events.send(Event::Reply(verb, args, reply)).is_err() {
+                return;
             }
-            Err(_) => std::thread::sleep(std::time::Duration::from_secs(1)),
+        }
+    });
+    requests
+}
+
+/// How long a wait on `changes` lasts when nothing changes; each quiet
+/// one reads the runs again (an exit is no change of the feed).
+const QUIET_MS: u64 = 10_000;
+
+/// The longest pause between two tries to reach a lost broker.
+const MAX_BACKOFF: Duration = Duration::from_secs(2);
+
+/// A thread that waits on the human's `changes` and hands each page with
+/// changes to the loop. When the broker cannot be reached it tells the
+/// loop at once, then tries again after a pause that doubles up to
+/// [`MAX_BACKOFF`]; each answer tells the loop the broker is there.
+fn watch_changes(link: Proven, mut cursor: u64, events: mpsc::Sender<Event>) {
+    std::thread::spawn(move || {
+        let mut backoff: Option<Duration> = None;
+        loop {
+            let args = json!({"since": cursor, "timeoutMs": QUIET_MS});
+            let sent = match link.call(Verb::Changes, &args) {
+                Ok(page) => {
+                    cursor = page["cursor"].as_u64().unwrap_or(cursor);
+                    let any = page["changes"].as_array().is_some_and(|c| !c.is_empty());
+                    // Every answer says the broker is there: it also clears a
+                    // banner that a failed request raised while this wait
+                    // held.
+                    backoff = None;
+                    let back = events.send(Event::Link(true)).is_ok();
+                    let next = if any {
+                        Event::Changes(page)
+                    } else {
+                        Event::Quiet
+                    };
+                    back && events.send(next).is_ok()
+                }
+                Err(refusal) => {
+                    let lost =
+                        refusal == Refusal::BrokerUnavailable || refusal == Refusal::OutcomeUnknown;
+                    let told =
+                        !lost || backoff.is_some() || events.send(Event::Link(false)).is_ok();
+                    let pause =
+                        backoff.map_or(Duration::from_millis(100), |b| (b * 2).min(MAX_BACKOFF));
+                    backoff = Some(pause);
+                    // A retry's pause, so a lost broker costs no busy loop.
+                    std::thread::sleep(pause);
+                    told
+                }
+            };
+            if !sent {
+                return;
+            }
         }
     });
 }
@@ -274,12 +423,14 @@ fn read_terminal(events: mpsc::Sender<Event>) {
                         KeyCode::Tab => Event::Key(Key::Tab),
                         KeyCode::Up => Event::Key(Key::Up),
                         KeyCode::Down => Event::Key(Key::Down),
+                        KeyCode::PageUp => Event::Key(Key::PageUp),
+                        KeyCode::PageDown => Event::Key(Key::PageDown),
                         KeyCode::Backspace => Event::Key(Key::Backspace),
                         _ => continue,
                     }
                 }
             }
-            Ok(Term::Resize(..)) => Event::Resize,
+            Ok(Term::Resize(width, height)) => Event::Resize(width, height),
             Ok(_) => continue,
             Err(_) => Event::Quit,
         };
@@ -289,9 +440,10 @@ fn read_terminal(events: mpsc::Sender<Event>) {
     });
 }
 
-/// Runs `sh -c CMD` for a new decision, with its four variables and
-/// without the proof's nonce or any other `MOSAIC_` variable. Not waited
-/// for: a thread reaps it.
+/// Runs `sh -c CMD` for a new decision, with its four variables (each
+/// agent-chosen word already neutralised in the [`Notice`]) and without
+/// the proof's nonce or any other `MOSAIC_` variable. Not waited for: a
+/// thread reaps it.
 fn notify(command: Option<&str>, notice: &Notice) {
     let Some(command) = command else {
         return;

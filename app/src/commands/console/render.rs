@@ -1,67 +1,59 @@
 //! Drawing the console: reads the [`State`] and changes nothing. Times are
 //! ages from `now_ms`, which the loop reads from its clock at each draw.
+//!
+//! Every agent string reaches this module as a [`super::model::Shown`],
+//! already neutralised. Text is wrapped by [`super::lines::wrap`], never by
+//! the widget, so each pane knows how many lines it draws: a list's selection
+//! stays on screen, and a pane clips what does not fit instead of pushing
+//! the console's own lines away.
 
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use ratatui::Frame;
-use serde_json::Value;
 
-use super::state::{Decision, Prompt, Standing, State, View, KEYS};
+use super::grant::{self, QUESTION_MIN_HEIGHT};
+use super::lines::wrap;
+use super::model::{Decision, Message, Shown};
+use super::sentence::sentence;
+use super::state::{Prompt, Standing, State, View, KEYS};
 
 /// Draws the whole console.
 pub fn draw(frame: &mut Frame<'_>, state: &State, now_ms: i64) {
-    let [tabs, body, bottom] = Layout::vertical([
+    let [tabs, banner, body, bottom] = Layout::vertical([
         Constraint::Length(1),
+        Constraint::Length(u16::from(state.offline)),
         Constraint::Min(1),
         Constraint::Length(1),
     ])
     .areas(frame.area());
     frame.render_widget(Paragraph::new(tab_line(state)), tabs);
-    let lines = match state.view {
-        View::Inbox => inbox(state, now_ms),
-        View::Decision => decision(state, now_ms),
-        View::Agents => agents(state),
-        View::Trail => trail(state),
-        View::Activity => activity(state),
-    };
-    let title = format!(" {} ", state.view.name());
-    let block = Block::default().borders(Borders::ALL).title(title);
-    // Keep the selected row on screen.
-    let height = usize::from(body.height.saturating_sub(2)).max(1);
-    let scroll = selected_line(state).saturating_sub(height - 1);
-    let scroll = u16::try_from(scroll).unwrap_or(u16::MAX);
-    frame.render_widget(
-        Paragraph::new(lines)
-            .block(block)
-            .wrap(Wrap { trim: false })
-            .scroll((scroll, 0)),
-        body,
-    );
+    if state.offline {
+        frame.render_widget(
+            Paragraph::new(reversed(&format!(
+                "BROKER UNREACHABLE at {}: read-only, reconnecting…",
+                Shown::of(&state.socket)
+            ))),
+            banner,
+        );
+    }
+    match state.view {
+        View::Inbox => inbox(frame, state, now_ms, body),
+        View::Decision => decision(frame, state, now_ms, body),
+        View::Message => message(frame, state, body),
+        View::Agents => list(frame, " Agents ", &agents(state), body),
+        View::Trail => list(frame, " Trail ", &trail(state), body),
+        View::Activity => list(frame, " Activity ", &activity(state), body),
+    }
     frame.render_widget(Paragraph::new(bottom_line(state)), bottom);
     if state.help {
         help(frame, body);
     }
 }
 
-/// The line of the selected row: a run of the Agents view takes a line
-/// more per decision it waits on, below the switch and the head.
-fn selected_line(state: &State) -> usize {
-    if state.view != View::Agents {
-        return state.selected;
-    }
-    let above: usize = state
-        .agents
-        .iter()
-        .take(state.selected)
-        .map(|a| 1 + a["waitsOn"].as_array().map_or(0, Vec::len))
-        .sum();
-    1 + usize::from(state.head.is_some()) + above
-}
-
 fn tab_line(state: &State) -> Line<'static> {
-    let mut spans = vec![Span::raw(format!("{} ·", state.business))];
+    let mut spans = vec![Span::raw(format!("{} ·", Shown::of(&state.business)))];
     for view in View::ALL {
         let style = if view == state.view {
             Style::default().add_modifier(Modifier::REVERSED)
@@ -72,13 +64,22 @@ fn tab_line(state: &State) -> Line<'static> {
     }
     spans.push(Span::raw(format!(
         " · {} waiting on you · ? help",
-        state.decisions.len()
+        state.inbox.decisions.len()
     )));
     Line::from(spans)
 }
 
 fn bottom_line(state: &State) -> Line<'static> {
+    let small = state.view == View::Decision
+        && state
+            .open
+            .as_ref()
+            .is_some_and(|o| o.standing == Standing::Waiting)
+        && !state.resolvable_on_screen();
     let text = match &state.prompt {
+        Prompt::None | Prompt::Confirm(_) if small => {
+            "Terminal too small to resolve: enlarge it.".to_owned()
+        }
         Prompt::None => state.status.clone(),
         Prompt::Confirm(act) => act.question(),
         Prompt::Note(_, note) => format!("Note (Enter ends): {note}_"),
@@ -86,10 +87,7 @@ fn bottom_line(state: &State) -> Line<'static> {
         Prompt::Body(to, body) => format!("Message to {to} (Enter ends): {body}_"),
         Prompt::Subject(subject) => format!("Trail of (task, decision or message id): {subject}_"),
     };
-    Line::from(Span::styled(
-        text,
-        Style::default().add_modifier(Modifier::BOLD),
-    ))
+    bold(&text)
 }
 
 /// `"3m"`, `"2h"`: how long ago `ms` was.
@@ -106,128 +104,12 @@ fn age(now_ms: i64, ms: Option<i64>) -> String {
     }
 }
 
-fn str_of<'a>(value: &'a Value, key: &str) -> &'a str {
-    value[key].as_str().unwrap_or("-")
-}
-
-/// A message's class, or `"a message"` when it has none.
-fn class_of(message: &Value) -> &str {
-    message["class"].as_str().unwrap_or("a message")
-}
-
-fn marked(selected: bool, text: String) -> Line<'static> {
+fn marked(selected: bool, text: &str) -> Line<'static> {
     if selected {
-        Line::from(Span::styled(
-            format!("> {text}"),
-            Style::default().add_modifier(Modifier::REVERSED),
-        ))
+        reversed(&format!("> {text}"))
     } else {
         Line::from(format!("  {text}"))
     }
-}
-
-fn inbox(state: &State, now_ms: i64) -> Vec<Line<'static>> {
-    let mut lines = Vec::new();
-    if state.decisions.is_empty() && state.messages.is_empty() {
-        lines.push(Line::from("Nothing is waiting on you."));
-    }
-    for (i, d) in state.decisions.iter().enumerate() {
-        let blocks = if d.blocking() {
-            "BLOCKS a task"
-        } else {
-            "does not block"
-        };
-        lines.push(marked(
-            state.selected == i,
-            format!(
-                "{} asks {} on {} · {} · {} · {}",
-                d.raiser(),
-                str_of(&d.json, "action"),
-                str_of(&d.json, "target"),
-                str_of(&d.json, "class"),
-                age(now_ms, d.raised_ms),
-                blocks
-            ),
-        ));
-    }
-    for (j, m) in state.messages.iter().enumerate() {
-        let i = state.decisions.len() + j;
-        lines.push(marked(
-            state.selected == i,
-            format!(
-                "message from {} ({}): {}",
-                str_of(m, "from"),
-                class_of(m),
-                str_of(m, "body")
-            ),
-        ));
-    }
-    lines
-}
-
-fn decision(state: &State, now_ms: i64) -> Vec<Line<'static>> {
-    let Some(open) = &state.open else {
-        return vec![Line::from(
-            "No decision is open: Enter on one in the inbox, or ].",
-        )];
-    };
-    let d: &Decision = &open.decision;
-    let mut lines = Vec::new();
-    match open.standing {
-        Standing::Waiting => {}
-        Standing::Gone => lines.push(bold(
-            "NO LONGER WAITING: resolved, withdrawn or superseded. Its keys are disabled.",
-        )),
-        Standing::Unknown => lines.push(bold(
-            "OUTCOME UNKNOWN: the act may have happened. See its trail; nothing is resent.",
-        )),
-    }
-    lines.push(bold(&format!("Question: {}", d.question())));
-    lines.push(Line::from(format!(
-        "Raised by {} · {} · {} · {}",
-        d.raiser(),
-        str_of(&d.json, "class"),
-        age(now_ms, d.raised_ms),
-        if d.blocking() {
-            "blocks a task"
-        } else {
-            "does not block"
-        }
-    )));
-    lines.push(Line::from(""));
-    for (i, (key, text)) in d.options().into_iter().enumerate() {
-        let chosen = open.chosen == Some(i);
-        let mark = if chosen { "[x]" } else { "[ ]" };
-        lines.push(marked(chosen, format!("{mark} {} {key}: {text}", i + 1)));
-    }
-    lines.push(Line::from(""));
-    lines.push(Line::from(format!(
-        "The raiser's recommendation (theirs, not selected): {}",
-        str_of(&d.json, "recommendation")
-    )));
-    let auth = &d.json["authorization"];
-    lines.push(Line::from(format!(
-        "Resolving with {} grants one use of {} on {} to {}.",
-        str_of(auth, "approvalChoice"),
-        str_of(auth, "action"),
-        str_of(auth, "target"),
-        d.raiser()
-    )));
-    if let Some(old) = d.json["supersedes"].as_str() {
-        lines.push(Line::from(format!("It supersedes decision {old}.")));
-    }
-    lines.push(Line::from(""));
-    lines.push(bold("Trail:"));
-    if let Some((subject, records)) = &state.trail {
-        if subject == d.id() {
-            lines.extend(
-                records
-                    .iter()
-                    .map(|r| Line::from(format!("  {}", sentence(r)))),
-            );
-        }
-    }
-    lines
 }
 
 fn bold(text: &str) -> Line<'static> {
@@ -237,151 +119,386 @@ fn bold(text: &str) -> Line<'static> {
     ))
 }
 
-fn agents(state: &State) -> Vec<Line<'static>> {
+fn reversed(text: &str) -> Line<'static> {
+    Line::from(Span::styled(
+        text.to_owned(),
+        Style::default().add_modifier(Modifier::REVERSED),
+    ))
+}
+
+fn framed(title: &str) -> Block<'static> {
+    Block::default()
+        .borders(Borders::ALL)
+        .title(title.to_owned())
+}
+
+/// The inside of a frame.
+fn inner(area: Rect) -> Rect {
+    framed("").inner(area)
+}
+
+/// Draws `lines` in a frame, from `scroll` (held so that the last line
+/// stays at the bottom), clipped to it.
+fn pane(frame: &mut Frame<'_>, title: &str, lines: Vec<String>, scroll: usize, area: Rect) {
+    let height = usize::from(inner(area).height);
+    let scroll = scroll.min(lines.len().saturating_sub(height));
+    let shown: Vec<Line<'static>> = lines
+        .into_iter()
+        .skip(scroll)
+        .take(height)
+        .map(Line::from)
+        .collect();
+    frame.render_widget(Paragraph::new(shown).block(framed(title)), area);
+}
+
+/// Draws a list, one line per entry, scrolled so the selected line (an
+/// entry may take several lines) stays on screen.
+fn list(frame: &mut Frame<'_>, title: &str, rows: &Rows, area: Rect) {
+    let height = usize::from(inner(area).height).max(1);
+    let at = rows.selected_line.unwrap_or(0);
+    let scroll = at.saturating_sub(height - 1);
+    let lines: Vec<Line<'static>> = rows
+        .lines
+        .iter()
+        .skip(scroll)
+        .take(height)
+        .cloned()
+        .collect();
+    frame.render_widget(Paragraph::new(lines).block(framed(title)), area);
+}
+
+/// A list's lines and which one holds the selection.
+struct Rows {
+    lines: Vec<Line<'static>>,
+    selected_line: Option<usize>,
+}
+
+impl Rows {
+    fn new() -> Rows {
+        Rows {
+            lines: Vec::new(),
+            selected_line: None,
+        }
+    }
+
+    fn push(&mut self, line: Line<'static>) {
+        self.lines.push(line);
+    }
+
+    fn row(&mut self, selected: bool, text: &str) {
+        if selected {
+            self.selected_line = Some(self.lines.len());
+        }
+        self.lines.push(marked(selected, text));
+    }
+}
+
+/// An inbox row for a decision: kind, who, the grant, the first words.
+fn decision_row(d: &Decision, now_ms: i64) -> String {
+    let blocks = if d.blocking { "BLOCKS" } else { "-" };
+    let target = d.grant.target.as_ref().map_or("-", Shown::as_str);
+    format!(
+        "decision · {} · {} on {target} · {blocks} · {} · {}",
+        d.raiser,
+        d.grant.action,
+        age(now_ms, d.raised_ms),
+        d.first_words()
+    )
+}
+
+fn message_row(m: &Message) -> String {
+    format!(
+        "message  · {} · {} · {}",
+        m.from,
+        m.class_word(),
+        m.first_words()
+    )
+}
+
+fn inbox(frame: &mut Frame<'_>, state: &State, now_ms: i64, area: Rect) {
+    let mut rows = Rows::new();
+    if !state.is_loaded() {
+        rows.push(Line::from("Reading the inbox…"));
+    } else if state.inbox.decisions.is_empty() && state.inbox.messages.is_empty() {
+        rows.push(Line::from("Nothing is waiting on you."));
+    }
+    for (i, d) in state.inbox.decisions.iter().enumerate() {
+        rows.row(state.selected == i, &decision_row(d, now_ms));
+    }
+    for (j, m) in state.inbox.messages.iter().enumerate() {
+        let i = state.inbox.decisions.len() + j;
+        rows.row(state.selected == i, &message_row(m));
+    }
+    if state.inbox.more > 0 {
+        rows.push(bold(&format!(
+            "  … {} more unread: r marks one read, and the next shows",
+            state.inbox.more
+        )));
+    }
+    let list_height = (area.height * 2 / 5).max(3);
+    let [top, bottom] =
+        Layout::vertical([Constraint::Length(list_height), Constraint::Min(0)]).areas(area);
+    // The count stays in the frame's title, on screen wherever the
+    // selection is.
+    let title = if state.inbox.more > 0 {
+        format!(
+            " Inbox · {} more unread messages beyond these ",
+            state.inbox.more
+        )
+    } else {
+        " Inbox ".to_owned()
+    };
+    list(frame, &title, &rows, top);
+    let width = inner(bottom).width;
+    let decisions = state.inbox.decisions.len();
+    if let Some(d) = state.inbox.decisions.get(state.selected) {
+        let mut text: Vec<&str> = d.question.iter().map(Shown::as_str).collect();
+        text.push("");
+        let options: Vec<String> = d
+            .options
+            .iter()
+            .enumerate()
+            .map(|(i, c)| grant::option_line(i, &c.key, &c.text, false))
+            .collect();
+        text.extend(options.iter().map(String::as_str));
+        let title = format!(
+            " The raiser's question and options (Enter opens; grant: {} on {}) ",
+            d.grant.action,
+            d.grant.target.as_ref().map_or("-", Shown::as_str)
+        );
+        pane(frame, &title, wrap(text, width), state.scroll, bottom);
+    } else if let Some(m) = state
+        .selected
+        .checked_sub(decisions)
+        .and_then(|i| state.inbox.messages.get(i))
+    {
+        let title = format!(
+            " Message from {} ({}): Enter opens, r marks it read ",
+            m.from,
+            m.class_word()
+        );
+        let body = wrap(m.body.iter().map(Shown::as_str), width);
+        pane(frame, &title, body, state.scroll, bottom);
+    } else {
+        pane(frame, " Detail ", Vec::new(), 0, bottom);
+    }
+}
+
+fn message(frame: &mut Frame<'_>, state: &State, area: Rect) {
+    let Some(m) = &state.message else {
+        pane(
+            frame,
+            " Message ",
+            vec!["No message is open.".to_owned()],
+            0,
+            area,
+        );
+        return;
+    };
+    let title = format!(
+        " Message from {} ({}): r marks it read, j/k scroll, Esc back ",
+        m.from,
+        m.class_word()
+    );
+    let body = wrap(m.body.iter().map(Shown::as_str), inner(area).width);
+    pane(frame, &title, body, state.scroll, area);
+}
+
+/// The decision view: the grant area, fixed and framed, in the console's
+/// words; then the raiser's words in their own clipped panes: the options,
+/// one line each, and the question with the options whole and the
+/// recommendation, which alone scrolls.
+fn decision(frame: &mut Frame<'_>, state: &State, now_ms: i64, area: Rect) {
+    let (Some(open), Some(raiser)) = (&state.open, state.raiser()) else {
+        pane(
+            frame,
+            " Decision ",
+            vec!["No decision is open: Enter on one in the inbox, or ].".to_owned()],
+            0,
+            area,
+        );
+        return;
+    };
+    let d = &open.decision;
+    let live = open.standing == Standing::Waiting;
+    let size = frame.area();
+    if live
+        && !state
+            .need()
+            .is_some_and(|n| n.fits(size.width, size.height))
+    {
+        let need = state.need().map_or((0, 0), |n| (n.width, n.height));
+        let words = format!(
+            "The terminal is {}x{}: too small to show this decision's grant, its options and \
+             the question that confirms it, each whole. Make it at least {}x{}. Until then \
+             nothing here resolves it.",
+            size.width, size.height, need.0, need.1
+        );
+        pane(
+            frame,
+            " Decision ",
+            wrap([words.as_str()], inner(area).width),
+            0,
+            area,
+        );
+        return;
+    }
+    let options = u16::try_from(d.options.len()).unwrap_or(u16::MAX);
+    let [grant_area, options_area, question_area] = Layout::vertical([
+        Constraint::Length(grant::GRANT_LINES + 2),
+        Constraint::Length(options.saturating_add(2)),
+        Constraint::Min(QUESTION_MIN_HEIGHT),
+    ])
+    .areas(area);
+    let mut grant_lines = grant::lines(d, &raiser, open.chosen);
+    match open.standing {
+        Standing::Waiting => {}
+        Standing::Gone => {
+            grant_lines[4] =
+                "NO LONGER WAITING: resolved, withdrawn or superseded. Its keys are off."
+                    .to_owned();
+        }
+        Standing::Unknown => {
+            grant_lines[4] =
+                "OUTCOME UNKNOWN: the act may have happened. See its trail; nothing is resent."
+                    .to_owned();
+        }
+    }
+    let title = format!(
+        " Grant: what resolving authorizes (the broker's, raised {} ago) ",
+        age(now_ms, d.raised_ms)
+    );
+    let grant_lines: Vec<Line<'static>> = grant_lines.iter().map(|l| bold(l)).collect();
+    frame.render_widget(
+        Paragraph::new(grant_lines).block(framed(&title)),
+        grant_area,
+    );
+    let option_lines: Vec<Line<'static>> = d
+        .options
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let chosen = open.chosen == Some(i);
+            let line = grant::option_line(i, &c.key, &c.text, chosen);
+            if chosen {
+                reversed(&line)
+            } else {
+                Line::from(line)
+            }
+        })
+        .collect();
+    frame.render_widget(
+        Paragraph::new(option_lines).block(framed(" Options: the raiser's words ")),
+        options_area,
+    );
+    let words = grant::raisers_words(d);
+    let question = wrap(words.iter().map(String::as_str), inner(question_area).width);
+    pane(
+        frame,
+        " The raiser's words: question, options, recommendation (j/k scroll) ",
+        question,
+        state.scroll,
+        question_area,
+    );
+}
+
+fn agents(state: &State) -> Rows {
     let switch = match state.launching {
         Some(true) => "on",
         Some(false) => "OFF (L switches it back on)",
         None => "unknown until a run is bound or the switch moves",
     };
-    let mut lines = vec![Line::from(format!("Launching: {switch}"))];
+    let mut rows = Rows::new();
+    rows.push(Line::from(format!("Launching: {switch}")));
     if let Some(head) = &state.head {
-        lines.push(Line::from(format!(
+        rows.push(Line::from(format!(
             "Evidence: {} records, head {} (mosaic-bus head prints the note to keep)",
-            head["size"],
-            str_of(head, "head")
+            head.size, head.head
         )));
     }
     for (i, a) in state.agents.iter().enumerate() {
-        let holding = if a["revoked"] == true {
+        let holding = if a.revoked {
             "revoked"
-        } else if a["holding"] == true {
+        } else if a.holding {
             "holding"
         } else {
             "not holding"
         };
-        // What the run waits on: the open decisions it raised, and who has
-        // each one (the human, or the arbiter role it was routed to).
-        let waits = a["waitsOn"].as_array().cloned().unwrap_or_default();
-        let with = |w: &Value| match str_of(w, "route") {
-            "human" => "you".to_owned(),
-            role => role.to_owned(),
+        let with = |w: &super::model::Wait| {
+            if w.on_human {
+                "you".to_owned()
+            } else {
+                w.route.to_string()
+            }
         };
-        let state_word = if waits.iter().any(|w| w["route"] == "human") {
+        // A run whose process ended waits on nothing any more: say how it
+        // ended instead.
+        let state_word = if let Some(exit) = a.exited {
+            exit.to_string()
+        } else if a.waits.iter().any(|w| w.on_human) {
             "WAITING ON YOU".to_owned()
-        } else if let Some(w) = waits.first() {
+        } else if let Some(w) = a.waits.first() {
             format!("waiting on {}", with(w))
-        } else if a["holding"] == true {
+        } else if a.holding {
             "running".to_owned()
         } else {
             "idle".to_owned()
         };
-        lines.push(marked(
+        let pid = match (a.pid, a.exited) {
+            (Some(pid), None) => format!("pid {pid}"),
+            (Some(pid), Some(_)) => format!("was pid {pid}"),
+            (None, Some(_) | None) => "no pid".to_owned(),
+        };
+        rows.row(
             state.selected == i,
-            format!(
-                "{} · run {} · {} · pid {} · {holding} · {state_word}",
-                str_of(a, "role"),
-                str_of(a, "run"),
-                str_of(a, "harness"),
-                a["pid"]
+            // What it is doing first, so a narrow screen still shows it.
+            &format!(
+                "{} · run {} · {state_word} · {} · {pid} · {holding}",
+                a.who.role, a.who.run, a.harness
             ),
-        ));
-        for w in &waits {
-            let blocks = if w["blocking"] == true {
-                " · BLOCKS a task"
-            } else {
-                ""
-            };
-            lines.push(Line::from(format!(
+        );
+        for w in &a.waits {
+            let blocks = if w.blocking { " · BLOCKS a task" } else { "" };
+            rows.push(Line::from(format!(
                 "      waits on {}: {} on {}{blocks}",
                 with(w),
-                str_of(w, "action"),
-                str_of(w, "target")
+                w.action,
+                w.target.as_ref().map_or("-", Shown::as_str)
             )));
         }
     }
-    lines
+    rows
 }
 
-fn trail(state: &State) -> Vec<Line<'static>> {
+fn trail(state: &State) -> Rows {
+    let mut rows = Rows::new();
     let Some((subject, records)) = &state.trail else {
-        return vec![Line::from("No trail yet: t asks for a subject.")];
+        rows.push(Line::from("No trail yet: t asks for a subject."));
+        return rows;
     };
-    let mut lines = vec![Line::from(format!("Trail of {subject}, in write order:"))];
+    rows.push(Line::from(format!(
+        "Trail of {}, in write order:",
+        Shown::of(subject)
+    )));
     for (i, r) in records.iter().enumerate() {
-        lines.push(marked(state.selected == i, sentence(r)));
+        rows.row(state.selected == i, &sentence(r));
     }
-    lines
+    rows
 }
 
-fn activity(state: &State) -> Vec<Line<'static>> {
+fn activity(state: &State) -> Rows {
+    let mut rows = Rows::new();
     if state.activity.is_empty() {
-        return vec![Line::from("No change since the console started.")];
+        rows.push(Line::from("No change since the console started."));
     }
-    state
-        .activity
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            let about = ["decision", "message", "role", "task"]
-                .iter()
-                .filter_map(|k| c[*k].as_str().map(|v| format!("{k} {v}")))
-                .collect::<Vec<_>>()
-                .join(", ");
-            marked(
-                state.selected == i,
-                format!("{} {about}", str_of(c, "kind")),
-            )
-        })
-        .collect()
-}
-
-/// One trail record in one sentence.
-pub fn sentence(r: &Value) -> String {
-    let at = str_of(r, "at");
-    let who = match (r["role"].as_str(), r["run"].as_str()) {
-        (Some(role), Some(run)) => format!("{role}/{run}"),
-        _ => match r["by"].as_str() {
-            Some("human") => "the human".to_owned(),
-            Some(by) => format!("{by}/{}", str_of(r, "by_run")),
-            None => "someone".to_owned(),
-        },
-    };
-    let text = match str_of(r, "kind") {
-        "decision.raised" => format!(
-            "{} raised \"{}\" ({} on {})",
-            {
-                let by = &r["raisedBy"];
-                format!("{}/{}", str_of(by, "role"), str_of(by, "run"))
-            },
-            str_of(r, "question"),
-            str_of(r, "action"),
-            str_of(r, "target")
-        ),
-        "decision.resolved" => format!("{who} resolved it with {}", str_of(r, "choice")),
-        "decision.seen" => format!("{who} marked it seen"),
-        "decision.withdrawn" => format!("{who} withdrew it"),
-        "decision.superseded" => "it was superseded".to_owned(),
-        "human.input" => format!("the human asked {}", str_of(r, "verb")),
-        "message.sent" => format!(
-            "{} sent {} to {}",
-            str_of(r, "from"),
-            class_of(r),
-            str_of(r, "to")
-        ),
-        "approval.consumed" => "the approval was spent".to_owned(),
-        "action.allowed" => format!("{who} was allowed {}", str_of(r, "action")),
-        "action.refused" => format!(
-            "{who} was refused {}: {}",
-            str_of(r, "verb"),
-            str_of(r, "code")
-        ),
-        kind => format!("{kind} by {who}"),
-    };
-    let note = r["note"]
-        .as_str()
-        .map(|n| format!(" (note: {n})"))
-        .unwrap_or_default();
-    format!("{at} {text}{note}.")
+    for (i, c) in state.activity.iter().enumerate() {
+        let about: Vec<&str> = c.about.iter().map(Shown::as_str).collect();
+        rows.row(
+            state.selected == i,
+            &format!("{} {}", c.kind, about.join(", ")),
+        );
+    }
+    rows
 }
 
 fn help(frame: &mut Frame<'_>, area: Rect) {
@@ -390,28 +507,16 @@ fn help(frame: &mut Frame<'_>, area: Rect) {
         KEYS.iter()
             .map(|(key, what)| Line::from(format!("{key:>9}  {what}"))),
     );
-    // Inside the view's border.
-    let inner = Rect {
-        x: area.x + 1,
-        y: area.y + 1,
-        width: area.width.saturating_sub(2),
-        height: area.height.saturating_sub(2),
-    };
     let height = u16::try_from(lines.len() + 2)
         .unwrap_or(u16::MAX)
-        .min(inner.height);
-    let width = inner.width.min(78);
+        .min(area.height);
+    let width = area.width.min(80);
     let popup = Rect {
-        x: inner.x + (inner.width - width) / 2,
-        y: inner.y,
+        x: area.x + (area.width - width) / 2,
+        y: area.y,
         width,
         height,
     };
     frame.render_widget(Clear, popup);
-    frame.render_widget(
-        Paragraph::new(lines)
-            .block(Block::default().borders(Borders::ALL).title(" Help "))
-            .wrap(Wrap { trim: false }),
-        popup,
-    );
+    frame.render_widget(Paragraph::new(lines).block(framed(" Help ")), popup);
 }

@@ -1,278 +1,27 @@
 //! The console's state, as a sans-IO machine like the domain's: the loop
-//! feeds it keys ([`State::handle_key`]), pages of the human's `changes`
-//! ([`State::handle_change`]) and the broker's answers
-//! ([`State::handle_reply`]), and drains the [`Effect`]s it asks for
+//! feeds it keys ([`State::handle_key`]), the terminal's size
+//! ([`State::handle_resize`]), pages of the human's `changes`
+//! ([`State::handle_change`]), the broker's answers
+//! ([`State::handle_reply`]) and whether the broker can be reached
+//! ([`State::handle_link`]) or quiet ([`State::handle_quiet`]), and drains the [`Effect`]s it asks for
 //! ([`State::poll_effect`]). Nothing here reads a clock, a socket or the
 //! terminal; rendering reads the state and changes nothing.
+//!
+//! Answers are decoded once, here at the link, into the typed rows of
+//! [`super::model`]; what a verb's answer does is one row of [`REPLIES`],
+//! so a new verb the console does not send needs no line here.
 
 use std::collections::{BTreeSet, VecDeque};
 
+use mosaic_domain::evidence::EvidenceKind;
 use mosaic_domain::{Refusal, Verb};
 use serde_json::{json, Value};
 
-/// A key, as the loop decodes it from the terminal.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Key {
-    /// A printable character.
-    Char(char),
-    /// `Enter`.
-    Enter,
-    /// `Esc`.
-    Esc,
-    /// `Tab`.
-    Tab,
-    /// The up arrow.
-    Up,
-    /// The down arrow.
-    Down,
-    /// `Backspace`.
-    Backspace,
-}
-
-/// The fixed key map: each key and what it does, in the help's order. The
-/// help page is generated from it.
-pub const KEYS: &[(&str, &str)] = &[
-    ("j / Down", "move down"),
-    ("k / Up", "move up"),
-    ("Tab", "next view: inbox, decision, agents, trail, activity"),
-    (
-        "Enter",
-        "open the selected decision; in a decision, ask to resolve",
-    ),
-    ("Esc", "go back, or cancel the question"),
-    (
-        "]",
-        "open the next decision waiting on you (oldest blocking first)",
-    ),
-    ("1-9", "in a decision: select that option (nothing is sent)"),
-    ("y / n", "answer the question on the bottom line"),
-    ("e", "while asked to resolve: add a one-line note"),
-    ("s", "in a decision: mark it seen (asks y/n)"),
-    ("w", "in a decision: withdraw it (asks y/n)"),
-    ("m", "send a message to a role: role, then body (asks y/n)"),
-    ("L", "switch launching off or on (asks y/n)"),
-    ("t", "in the trail view: show the trail of a subject"),
-    ("?", "this help"),
-    ("q", "quit"),
-];
-
-/// What the loop does for the state.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Effect {
-    /// Send one request through the proven link; its answer comes back
-    /// through [`State::handle_reply`] with the same verb and arguments.
-    Send(Verb, Value),
-    /// Ring the terminal bell.
-    Bell,
-    /// Run the `--notify` command for a new decision.
-    Notify(Notice),
-    /// Stop the console.
-    Quit,
-}
-
-/// What `--notify` is told of a new decision: no capability, no token.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Notice {
-    /// The decision's id.
-    pub decision: String,
-    /// Its action.
-    pub action: String,
-    /// Its target, or empty.
-    pub target: String,
-    /// The raiser, `role/run`.
-    pub raiser: String,
-}
-
-/// The views `Tab` cycles through.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum View {
-    /// Open decisions routed to the human, then unread messages.
-    Inbox,
-    /// One decision.
-    Decision,
-    /// The business's runs.
-    Agents,
-    /// The trail of one subject.
-    Trail,
-    /// The changes as they arrived.
-    Activity,
-}
-
-impl View {
-    /// Every view, in `Tab`'s order.
-    pub const ALL: [View; 5] = [
-        View::Inbox,
-        View::Decision,
-        View::Agents,
-        View::Trail,
-        View::Activity,
-    ];
-
-    /// Its tab's name.
-    pub fn name(self) -> &'static str {
-        match self {
-            View::Inbox => "Inbox",
-            View::Decision => "Decision",
-            View::Agents => "Agents",
-            View::Trail => "Trail",
-            View::Activity => "Activity",
-        }
-    }
-}
-
-/// An act the human is asked to confirm with `y`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Act {
-    /// `decision.resolve` with an option's key and a note.
-    Resolve {
-        /// The decision.
-        id: String,
-        /// Its question.
-        question: String,
-        /// The option's key.
-        key: String,
-        /// The note, if any.
-        note: String,
-    },
-    /// `decision.seen`.
-    Seen {
-        /// The decision.
-        id: String,
-    },
-    /// `decision.withdraw`.
-    Withdraw {
-        /// The decision.
-        id: String,
-    },
-    /// `message.send` to a role.
-    Message {
-        /// The role.
-        to: String,
-        /// The body.
-        body: String,
-    },
-    /// `launch.revoke` (off) or `launch.restore`.
-    Launch {
-        /// Whether launching goes off.
-        off: bool,
-    },
-}
-
-impl Act {
-    /// The question on the bottom line.
-    pub fn question(&self) -> String {
-        match self {
-            Act::Resolve {
-                question,
-                key,
-                note,
-                ..
-            } => {
-                let note = if note.is_empty() {
-                    String::new()
-                } else {
-                    format!(" (note: {note})")
-                };
-                format!("Resolve {question} with {key}?{note} y/n, e adds a note")
-            }
-            Act::Seen { .. } => "Mark this decision seen? y/n".to_owned(),
-            Act::Withdraw { .. } => "Withdraw this decision? y/n".to_owned(),
-            Act::Message { to, body } => format!("Send {to:?} the message {body:?}? y/n"),
-            Act::Launch { off: true } => "Switch launching off for the business? y/n".to_owned(),
-            Act::Launch { off: false } => "Switch launching back on? y/n".to_owned(),
-        }
-    }
-
-    /// The request it sends.
-    fn request(&self) -> (Verb, Value) {
-        let note = |note: &str| (!note.is_empty()).then(|| note.to_owned());
-        match self {
-            Act::Resolve {
-                id, key, note: n, ..
-            } => {
-                let mut args = json!({"id": id, "choice": key});
-                if let Some(n) = note(n) {
-                    args["note"] = json!(n);
-                }
-                (Verb::DecisionResolve, args)
-            }
-            Act::Seen { id } => (Verb::DecisionSeen, json!({"id": id})),
-            Act::Withdraw { id } => (Verb::DecisionWithdraw, json!({"id": id})),
-            Act::Message { to, body } => (Verb::MessageSend, json!({"to": to, "body": body})),
-            Act::Launch { off: true } => (Verb::LaunchRevoke, json!({})),
-            Act::Launch { off: false } => (Verb::LaunchRestore, json!({})),
-        }
-    }
-}
-
-/// What the bottom line is doing.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Prompt {
-    /// Nothing: it shows the status.
-    None,
-    /// Asking `y/n` for an act.
-    Confirm(Act),
-    /// Typing the note of a resolve; `Enter` returns to its question.
-    Note(Act, String),
-    /// Typing the role of a message.
-    Role(String),
-    /// Typing the body of a message to a role.
-    Body(String, String),
-    /// Typing the subject of a trail.
-    Subject(String),
-}
-
-/// A decision as the inbox shows it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Decision {
-    /// Its JSON, as `inbox` answered it.
-    pub json: Value,
-    /// When it was raised (ms since the epoch), once its trail was read.
-    pub raised_ms: Option<i64>,
-}
-
-impl Decision {
-    /// The decision's id.
-    pub fn id(&self) -> &str {
-        self.json["id"].as_str().unwrap_or_default()
-    }
-
-    /// Whether it blocks a task.
-    pub fn blocking(&self) -> bool {
-        self.json["blocking"].as_bool().unwrap_or(false)
-    }
-
-    /// Its question.
-    pub fn question(&self) -> &str {
-        self.json["question"].as_str().unwrap_or_default()
-    }
-
-    /// Its options, `(key, text)`.
-    pub fn options(&self) -> Vec<(String, String)> {
-        self.json["options"]
-            .as_array()
-            .map(|options| {
-                options
-                    .iter()
-                    .map(|o| {
-                        let s = |k: &str| o[k].as_str().unwrap_or_default().to_owned();
-                        (s("key"), s("text"))
-                    })
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-
-    /// `role/run` of its raiser.
-    pub fn raiser(&self) -> String {
-        let by = &self.json["raisedBy"];
-        format!(
-            "{}/{}",
-            by["role"].as_str().unwrap_or("?"),
-            by["run"].as_str().unwrap_or("?")
-        )
-    }
-}
+use super::act::{typed, Typed};
+pub use super::act::{Act, Effect, Key, Notice, Prompt, View, KEYS};
+use super::grant::{self, Need, Raiser};
+use super::lines::wrap;
+use super::model::{Change, Decision, Inbox, Message, Record, Run, Shown};
 
 /// Why an open decision no longer waits, if it does not.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -296,39 +45,75 @@ pub struct Open {
     pub standing: Standing,
 }
 
+/// The evidence's hash chain, as `head` answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Head {
+    /// Records in the chain.
+    pub size: u64,
+    /// Its head hash.
+    pub head: Shown,
+}
+
+/// What a verb's answer does to the state: one row per verb the console
+/// sends. A verb it never sends has no row, and its answer (never asked
+/// for) changes nothing.
+type OnReply = fn(&mut State, &Value, &Value);
+
+const REPLIES: &[(Verb, OnReply)] = &[
+    (Verb::Inbox, State::on_inbox),
+    (Verb::Agents, State::on_agents),
+    (Verb::Trail, State::on_trail),
+    (Verb::Head, State::on_head),
+    (Verb::DecisionResolve, State::on_resolved),
+    (Verb::DecisionSeen, State::on_seen),
+    (Verb::DecisionWithdraw, State::on_withdrawn),
+    (Verb::MessageSend, State::on_sent),
+    (Verb::MessageRead, State::on_read),
+    (Verb::LaunchRevoke, State::on_launch_off),
+    (Verb::LaunchRestore, State::on_launch_on),
+];
+
 /// The console's state.
 #[derive(Debug, Clone)]
 pub struct State {
     /// The business.
     pub business: String,
+    /// The broker's socket, for the banner when it cannot be reached.
+    pub socket: String,
     /// The current view.
     pub view: View,
     /// Whether the help page is shown.
     pub help: bool,
     /// The selected row of the current list.
     pub selected: usize,
-    /// The human's open decisions, in `inbox` order.
-    pub decisions: Vec<Decision>,
-    /// The human's unread messages.
-    pub messages: Vec<Value>,
-    /// The business's runs, as `agents` answered, each with the open
-    /// decisions it raised (`waitsOn`).
-    pub agents: Vec<Value>,
+    /// How far the detail pane, the question or the message is scrolled,
+    /// in drawn lines.
+    pub scroll: usize,
+    /// The human's inbox, in the broker's order.
+    pub inbox: Inbox,
+    /// The business's runs, as `agents` answered.
+    pub agents: Vec<Run>,
     /// The launch switch, as `agents` last carried it, or a change or an
     /// act told it since; unknown only while no run is bound.
     pub launching: Option<bool>,
-    /// The evidence's hash chain, as `head` answered: `{size, head, note}`.
-    pub head: Option<Value>,
+    /// The evidence's hash chain, once read.
+    pub head: Option<Head>,
     /// The decision view's decision.
     pub open: Option<Open>,
+    /// The message view's message.
+    pub message: Option<Message>,
     /// The trail view's subject and records.
-    pub trail: Option<(String, Vec<Value>)>,
+    pub trail: Option<(String, Vec<Record>)>,
     /// The changes seen, newest last.
-    pub activity: Vec<Value>,
+    pub activity: Vec<Change>,
     /// The bottom line's prompt.
     pub prompt: Prompt,
     /// The bottom line's last word: an outcome or a refusal.
     pub status: String,
+    /// The terminal's size, columns and rows.
+    pub size: (u16, u16),
+    /// Whether the broker cannot be reached: the screen is read-only.
+    pub offline: bool,
     /// The ids already seen in the inbox (a new one rings the bell).
     seen: BTreeSet<String>,
     /// Whether the first inbox has been read.
@@ -340,29 +125,41 @@ pub struct State {
 const ACTIVITY: usize = 500;
 
 impl State {
-    /// A console over `business`, asking for its first reads.
+    /// A console over `business`, asking for its first reads. Its size is
+    /// unknown (0×0, where nothing is resolvable) until the first
+    /// [`State::handle_resize`].
     pub fn new(business: &str) -> Self {
         let mut state = Self {
             business: business.to_owned(),
+            socket: String::new(),
             view: View::Inbox,
             help: false,
             selected: 0,
-            decisions: Vec::new(),
-            messages: Vec::new(),
+            scroll: 0,
+            inbox: Inbox::default(),
             agents: Vec::new(),
             launching: None,
             head: None,
             open: None,
+            message: None,
             trail: None,
             activity: Vec::new(),
             prompt: Prompt::None,
             status: String::new(),
+            size: (0, 0),
+            offline: false,
             seen: BTreeSet::new(),
             loaded: false,
             effects: VecDeque::new(),
         };
         state.refresh();
         state
+    }
+
+    /// Whether the first inbox has been read: until then the inbox says
+    /// so, rather than that nothing waits.
+    pub fn is_loaded(&self) -> bool {
+        self.loaded
     }
 
     /// The next effect for the loop, oldest first.
@@ -384,28 +181,68 @@ impl State {
     /// The decisions waiting on the human, blocking ones first, then
     /// oldest (by raise time once known, else by the inbox's order).
     pub fn waiting(&self) -> Vec<&Decision> {
-        let mut order: Vec<(usize, &Decision)> = self.decisions.iter().enumerate().collect();
-        order.sort_by_key(|(i, d)| (!d.blocking(), d.raised_ms.unwrap_or(i64::MAX), *i));
+        let mut order: Vec<(usize, &Decision)> = self.inbox.decisions.iter().enumerate().collect();
+        order.sort_by_key(|(i, d)| (!d.blocking, d.raised_ms.unwrap_or(i64::MAX), *i));
         order.into_iter().map(|(_, d)| d).collect()
     }
 
     /// How many rows the current view lists.
-    fn rows(&self) -> usize {
+    pub fn rows(&self) -> usize {
         match self.view {
-            View::Inbox => self.decisions.len() + self.messages.len(),
-            View::Decision => self.open.as_ref().map_or(0, |o| o.decision.options().len()),
+            View::Inbox => self.inbox.decisions.len() + self.inbox.messages.len(),
+            View::Decision | View::Message => 0,
             View::Agents => self.agents.len(),
             View::Trail => self.trail.as_ref().map_or(0, |(_, t)| t.len()),
             View::Activity => self.activity.len(),
         }
     }
 
+    /// The raiser of the open decision, alive or not.
+    pub fn raiser(&self) -> Option<Raiser> {
+        self.open
+            .as_ref()
+            .map(|o| Raiser::of(&o.decision, &self.agents))
+    }
+
+    /// What the open decision needs of the terminal to be resolvable.
+    pub fn need(&self) -> Option<Need> {
+        let open = self.open.as_ref()?;
+        Some(grant::need(
+            &open.decision,
+            &Raiser::of(&open.decision, &self.agents),
+            self.offline,
+        ))
+    }
+
+    /// Whether the open decision's view is on screen (no other view, no
+    /// help over it) and its grant, options and longest prompt all fit
+    /// whole at the current size: only then does anything resolve it.
+    pub fn resolvable_on_screen(&self) -> bool {
+        self.view == View::Decision
+            && !self.help
+            && self
+                .need()
+                .is_some_and(|need| need.fits(self.size.0, self.size.1))
+    }
+
+    fn too_small(&mut self) {
+        let need = self.need().unwrap_or(Need {
+            width: 0,
+            height: 0,
+        });
+        self.status = format!(
+            "the terminal is too small to show the grant and the prompt whole: make it at \
+             least {}x{}; nothing was sent",
+            need.width, need.height
+        );
+    }
+
     fn open_decision(&mut self, decision: Decision) {
-        let id = decision.id().to_owned();
+        let id = decision.id.clone();
         // Opened again, a decision keeps what is known of it: one whose act
         // may have happened keeps its keys off.
         let standing = match &self.open {
-            Some(open) if open.decision.id() == id => open.standing.clone(),
+            Some(open) if open.decision.id == id => open.standing.clone(),
             Some(_) | None => Standing::Waiting,
         };
         self.open = Some(Open {
@@ -415,7 +252,11 @@ impl State {
         });
         self.view = View::Decision;
         self.selected = 0;
+        self.scroll = 0;
         self.send(Verb::Trail, json!({"subject": id}));
+        // Whether its raiser still runs, as of now: a process's exit is no
+        // change of the feed.
+        self.send(Verb::Agents, json!({}));
     }
 
     /// Whether the open decision still takes keys.
@@ -423,6 +264,90 @@ impl State {
         self.open
             .as_ref()
             .filter(|o| o.standing == Standing::Waiting)
+    }
+
+    /// How far the current view's scrolling pane (the inbox's detail, the
+    /// question, the message) can scroll at the state's size: its drawn lines
+    /// beyond its height. The state holds its scroll within it, so a key
+    /// back up always moves the text.
+    fn scroll_room(&self) -> usize {
+        let state = self;
+        let words = self
+            .open
+            .as_ref()
+            .map(|open| grant::raisers_words(&open.decision));
+        let (width, height) = state.size;
+        let body = height.saturating_sub(2 + u16::from(state.offline));
+        let inner_width = width.saturating_sub(2);
+        let (text, pane): (Vec<&str>, u16) = match state.view {
+            View::Inbox => {
+                let decisions = state.inbox.decisions.len();
+                let text = match state.inbox.decisions.get(state.selected) {
+                    Some(d) => d.question.iter().map(Shown::as_str).collect(),
+                    None => state
+                        .selected
+                        .checked_sub(decisions)
+                        .and_then(|i| state.inbox.messages.get(i))
+                        .map_or_else(Vec::new, |m| m.body.iter().map(Shown::as_str).collect()),
+                };
+                (text, body.saturating_sub((body * 2 / 5).max(3)))
+            }
+            View::Message => (
+                state
+                    .message
+                    .as_ref()
+                    .map_or_else(Vec::new, |m| m.body.iter().map(Shown::as_str).collect()),
+                body,
+            ),
+            View::Decision => match (&state.open, &words) {
+                (Some(open), Some(words)) => {
+                    let options = u16::try_from(open.decision.options.len()).unwrap_or(u16::MAX);
+                    let above = grant::GRANT_LINES + 2 + options.saturating_add(2);
+                    (
+                        words.iter().map(String::as_str).collect(),
+                        body.saturating_sub(above),
+                    )
+                }
+                (Some(_) | None, _) => (Vec::new(), body),
+            },
+            View::Agents | View::Trail | View::Activity => (Vec::new(), body),
+        };
+        // The inbox's decision detail draws its options below the question.
+        let extra = match (state.view, state.inbox.decisions.get(state.selected)) {
+            (View::Inbox, Some(d)) => d.options.len() + 1,
+            (View::Inbox | View::Message | View::Decision | View::Agents, _)
+            | (View::Trail | View::Activity, _) => 0,
+        };
+        let lines = wrap(text, inner_width).len() + extra;
+        lines.saturating_sub(usize::from(pane.saturating_sub(2)))
+    }
+
+    /// The terminal's new size.
+    pub fn handle_resize(&mut self, width: u16, height: u16) {
+        self.size = (width, height);
+    }
+
+    /// Whether the broker can be reached: `false` shows the banner and
+    /// makes the screen read-only; `true` after that reads everything
+    /// again.
+    pub fn handle_link(&mut self, up: bool) {
+        if up && self.offline {
+            self.offline = false;
+            self.status = "the broker is back: the screen is read again".to_owned();
+            self.refresh();
+            self.reread_trails();
+        } else if !up {
+            self.offline = true;
+        }
+    }
+
+    /// A wait on `changes` ended with none: the runs are read again, since
+    /// a process's exit is no change of the feed, and the Agents view and
+    /// the grant area say whether each is alive.
+    pub fn handle_quiet(&mut self) {
+        if !self.offline {
+            self.send(Verb::Agents, json!({}));
+        }
     }
 
     /// One key.
@@ -442,11 +367,10 @@ impl State {
                     Typed::Editing(note) => Prompt::Note(act, note),
                     Typed::Done(note) => match act {
                         Act::Resolve {
-                            id, question, key, ..
+                            decision, index, ..
                         } => Prompt::Confirm(Act::Resolve {
-                            id,
-                            question,
-                            key,
+                            decision,
+                            index,
                             note,
                         }),
                         other @ (Act::Seen { .. }
@@ -488,13 +412,21 @@ impl State {
     fn key_in_confirm(&mut self, act: Act, key: Key) {
         match key {
             Key::Char('y') => {
+                if self.offline {
+                    self.status = "the broker cannot be reached: nothing was sent".to_owned();
+                    self.prompt = Prompt::Confirm(act);
+                    return;
+                }
                 // The decision may have gone while the question was asked.
-                let gone = matches!(
-                    act,
-                    Act::Resolve { .. } | Act::Seen { .. } | Act::Withdraw { .. }
-                ) && self.live().is_none();
-                if gone {
-                    self.status = "no longer waiting: nothing was sent".to_owned();
+                if let Some(id) = act.decision() {
+                    if self.live().is_none_or(|o| o.decision.id != id) {
+                        self.status = "no longer waiting: nothing was sent".to_owned();
+                        return;
+                    }
+                }
+                if matches!(act, Act::Resolve { .. }) && !self.resolvable_on_screen() {
+                    self.too_small();
+                    self.prompt = Prompt::Confirm(act);
                     return;
                 }
                 let (verb, args) = act.request();
@@ -512,41 +444,77 @@ impl State {
                 self.prompt = Prompt::Note(act, note);
             }
             Key::Char('n') | Key::Esc => self.status = "cancelled: nothing was sent".to_owned(),
-            Key::Char(_) | Key::Enter | Key::Tab | Key::Up | Key::Down | Key::Backspace => {
+            Key::Char(_)
+            | Key::Enter
+            | Key::Tab
+            | Key::Up
+            | Key::Down
+            | Key::PageUp
+            | Key::PageDown
+            | Key::Backspace => {
                 self.prompt = Prompt::Confirm(act);
             }
         }
+    }
+
+    /// Whether the current view scrolls its text rather than moving a
+    /// selection.
+    fn scrolls(&self) -> bool {
+        matches!(self.view, View::Decision | View::Message)
     }
 
     fn key_in_view(&mut self, key: Key) {
         match key {
             Key::Char('q') => self.effects.push_back(Effect::Quit),
             Key::Char('?') => self.help = true,
+            Key::Char('j') | Key::Down if self.scrolls() => {
+                self.scroll = (self.scroll + 1).min(self.scroll_room());
+            }
+            Key::Char('k') | Key::Up if self.scrolls() => {
+                self.scroll = self.scroll.saturating_sub(1);
+            }
             Key::Char('j') | Key::Down => {
                 if self.selected + 1 < self.rows() {
                     self.selected += 1;
+                    self.scroll = 0;
                 }
             }
-            Key::Char('k') | Key::Up => self.selected = self.selected.saturating_sub(1),
+            Key::Char('k') | Key::Up => {
+                self.selected = self.selected.saturating_sub(1);
+                self.scroll = 0;
+            }
+            Key::PageDown => {
+                self.scroll = (self.scroll + 10).min(self.scroll_room());
+            }
+            Key::PageUp => self.scroll = self.scroll.saturating_sub(10),
             Key::Tab => {
                 let at = View::ALL.iter().position(|v| *v == self.view).unwrap_or(0);
                 let mut next = View::ALL[(at + 1) % View::ALL.len()];
                 if next == View::Decision && self.open.is_none() {
+                    next = View::Message;
+                }
+                if next == View::Message && self.message.is_none() {
                     next = View::Agents;
                 }
                 self.view = next;
                 self.selected = 0;
+                self.scroll = 0;
+                if next == View::Agents {
+                    // Which runs exited, as of now (no change says so).
+                    self.send(Verb::Agents, json!({}));
+                }
             }
             Key::Esc => {
                 self.view = View::Inbox;
                 self.selected = 0;
+                self.scroll = 0;
             }
             Key::Char(']') => {
-                let current = self.open.as_ref().map(|o| o.decision.id().to_owned());
+                let current = self.open.as_ref().map(|o| o.decision.id.clone());
                 let next = self
                     .waiting()
                     .into_iter()
-                    .find(|d| Some(d.id()) != current.as_deref())
+                    .find(|d| Some(&d.id) != current.as_ref())
                     .cloned();
                 match next {
                     Some(decision) => self.open_decision(decision),
@@ -562,15 +530,50 @@ impl State {
             Key::Char('t') if self.view == View::Trail => {
                 self.prompt = Prompt::Subject(String::new());
             }
-            Key::Enter if self.view == View::Inbox => {
-                if let Some(decision) = self.decisions.get(self.selected).cloned() {
-                    self.open_decision(decision);
-                }
+            Key::Enter if self.view == View::Inbox => self.open_selected(),
+            Key::Char('r') if matches!(self.view, View::Inbox | View::Message) => {
+                self.mark_read();
             }
             Key::Char(_) | Key::Enter | Key::Backspace if self.view == View::Decision => {
                 self.key_in_decision(key);
             }
             Key::Char(_) | Key::Enter | Key::Backspace => {}
+        }
+    }
+
+    /// `Enter` in the inbox: the selected decision or message, opened.
+    fn open_selected(&mut self) {
+        let decisions = self.inbox.decisions.len();
+        if let Some(decision) = self.inbox.decisions.get(self.selected).cloned() {
+            self.open_decision(decision);
+        } else if let Some(message) = self
+            .selected
+            .checked_sub(decisions)
+            .and_then(|i| self.inbox.messages.get(i))
+            .cloned()
+        {
+            self.message = Some(message);
+            self.view = View::Message;
+            self.scroll = 0;
+        }
+    }
+
+    /// `r`: the open message, or the inbox's selected one, marked read.
+    fn mark_read(&mut self) {
+        let id = match self.view {
+            View::Message => self.message.as_ref().map(|m| m.id.clone()),
+            View::Inbox | View::Decision | View::Agents | View::Trail | View::Activity => self
+                .selected
+                .checked_sub(self.inbox.decisions.len())
+                .and_then(|i| self.inbox.messages.get(i))
+                .map(|m| m.id.clone()),
+        };
+        match id {
+            Some(_) if self.offline => {
+                self.status = "the broker cannot be reached: nothing was sent".to_owned();
+            }
+            Some(id) => self.send(Verb::MessageRead, json!({"id": id})),
+            None => self.status = "r marks a message read: select one first".to_owned(),
         }
     }
 
@@ -581,25 +584,23 @@ impl State {
             }
             return;
         };
-        let id = open.decision.id().to_owned();
+        let id = open.decision.id.clone();
         match key {
             Key::Char(digit @ '1'..='9') => {
                 let index = digit as usize - '1' as usize;
-                let options = open.decision.options();
-                if let (Some((key, _)), Some(open)) = (options.get(index), self.open.as_mut()) {
-                    open.chosen = Some(index);
-                    self.selected = index;
-                    self.status = format!("selected {key}: Enter asks to resolve with it");
+                if let Some(choice) = open.decision.options.get(index) {
+                    self.status = format!("selected {}: Enter asks to resolve with it", choice.key);
+                    if let Some(open) = self.open.as_mut() {
+                        open.chosen = Some(index);
+                    }
                 }
             }
             Key::Enter => match open.chosen {
+                Some(_) if !self.resolvable_on_screen() => self.too_small(),
                 Some(index) => {
-                    let (key, _) = open.decision.options()[index].clone();
-                    let question = open.decision.question().to_owned();
                     self.prompt = Prompt::Confirm(Act::Resolve {
-                        id,
-                        question,
-                        key,
+                        decision: Box::new(open.decision.clone()),
+                        index,
                         note: String::new(),
                     });
                 }
@@ -607,47 +608,60 @@ impl State {
             },
             Key::Char('s') => self.prompt = Prompt::Confirm(Act::Seen { id }),
             Key::Char('w') => self.prompt = Prompt::Confirm(Act::Withdraw { id }),
-            Key::Char(_) | Key::Backspace | Key::Esc | Key::Tab | Key::Up | Key::Down => {}
+            Key::Char(_)
+            | Key::Backspace
+            | Key::Esc
+            | Key::Tab
+            | Key::Up
+            | Key::Down
+            | Key::PageUp
+            | Key::PageDown => {}
         }
     }
 
     /// One page of the human's `changes` (`{cursor, changes}`).
     pub fn handle_change(&mut self, page: &Value) {
-        let Some(changes) = page["changes"].as_array() else {
-            return;
-        };
+        let changes = Change::decode_page(page);
         if changes.is_empty() {
             return;
         }
         for change in changes {
-            let kind = change["kind"].as_str().unwrap_or_default();
-            match kind {
-                "launch.revoked" => self.launching = Some(false),
-                "launch.restored" => self.launching = Some(true),
-                _ => {}
+            if change.kind.is(EvidenceKind::LaunchRevoked) {
+                self.launching = Some(false);
             }
-            let closes = matches!(
-                kind,
-                "decision.resolved" | "decision.withdrawn" | "decision.superseded"
-            );
+            if change.kind.is(EvidenceKind::LaunchRestored) {
+                self.launching = Some(true);
+            }
+            let closes = [
+                EvidenceKind::DecisionResolved,
+                EvidenceKind::DecisionWithdrawn,
+                EvidenceKind::DecisionSuperseded,
+            ]
+            .into_iter()
+            .any(|k| change.kind.is(k));
             if let Some(open) = self.open.as_mut() {
-                if closes && change["decision"].as_str() == Some(open.decision.id()) {
+                if closes && change.decision.as_deref() == Some(open.decision.id.as_str()) {
                     open.standing = Standing::Gone;
                 }
             }
-            self.activity.push(change.clone());
+            self.activity.push(change);
         }
         if self.activity.len() > ACTIVITY {
             let extra = self.activity.len() - ACTIVITY;
             self.activity.drain(..extra);
         }
         self.refresh();
+        self.reread_trails();
+    }
+
+    /// The trails on screen, read again.
+    fn reread_trails(&mut self) {
         if let Some(open) = &self.open {
-            let id = open.decision.id().to_owned();
+            let id = open.decision.id.clone();
             self.send(Verb::Trail, json!({"subject": id}));
         }
         if let Some((subject, _)) = &self.trail {
-            if self.open.as_ref().map(|o| o.decision.id()) != Some(subject.as_str()) {
+            if self.open.as_ref().map(|o| o.decision.id.as_str()) != Some(subject.as_str()) {
                 let subject = subject.clone();
                 self.send(Verb::Trail, json!({"subject": subject}));
             }
@@ -660,56 +674,76 @@ impl State {
             Ok(reply) => reply,
             Err(refusal) => return self.refused(verb, args, refusal),
         };
-        match verb {
-            Verb::Inbox => self.inbox(&reply),
-            Verb::Agents => {
-                self.agents = reply.as_array().cloned().unwrap_or_default();
-                // Every row carries the business's switch, as the broker
-                // knows it now.
-                if let Some(on) = self.agents.first().and_then(|a| a["launching"].as_bool()) {
-                    self.launching = Some(on);
-                }
-            }
-            Verb::Trail => self.trail_read(args, reply),
-            Verb::Head => self.head = Some(reply),
-            Verb::DecisionResolve => {
-                self.status = format!(
-                    "resolved with {}",
-                    reply["choice"].as_str().unwrap_or_default()
-                );
-                self.closed_by_me(args);
-            }
-            Verb::DecisionSeen => self.status = "marked seen".to_owned(),
-            Verb::DecisionWithdraw => {
-                self.status = "withdrawn".to_owned();
-                self.closed_by_me(args);
-            }
-            Verb::MessageSend => self.status = "message sent".to_owned(),
-            Verb::LaunchRevoke => {
-                self.launching = Some(false);
-                self.status = "launching is off".to_owned();
-            }
-            Verb::LaunchRestore => {
-                self.launching = Some(true);
-                self.status = "launching is on".to_owned();
-            }
-            Verb::RoleClaim
-            | Verb::RoleRelease
-            | Verb::RoleRevoke
-            | Verb::DecisionRaise
-            | Verb::MessageReceive
-            | Verb::MessageRead
-            | Verb::EventEmit
-            | Verb::Tasks
-            | Verb::Changes
-            | Verb::BrowserRequest => {}
+        // An answer is the broker reached again.
+        self.handle_link(true);
+        if let Some((_, on_reply)) = REPLIES.iter().find(|(v, _)| *v == verb) {
+            on_reply(self, args, &reply);
         }
+    }
+
+    fn on_agents(&mut self, _: &Value, reply: &Value) {
+        self.agents = Run::decode_all(reply);
+        // Every row carries the business's switch, as the broker knows it
+        // now.
+        if let Some(on) = self.agents.first().and_then(|a| a.launching) {
+            self.launching = Some(on);
+        }
+    }
+
+    fn on_head(&mut self, _: &Value, reply: &Value) {
+        self.head = Some(Head {
+            size: reply["size"].as_u64().unwrap_or(0),
+            head: Shown::of(reply["head"].as_str().unwrap_or("-")),
+        });
+    }
+
+    fn on_resolved(&mut self, args: &Value, reply: &Value) {
+        self.status = format!(
+            "resolved with {}",
+            Shown::of(reply["choice"].as_str().unwrap_or_default())
+        );
+        self.closed_by_me(args);
+    }
+
+    fn on_seen(&mut self, _: &Value, _: &Value) {
+        self.status = "marked seen".to_owned();
+    }
+
+    fn on_withdrawn(&mut self, args: &Value, _: &Value) {
+        self.status = "withdrawn".to_owned();
+        self.closed_by_me(args);
+    }
+
+    fn on_sent(&mut self, _: &Value, _: &Value) {
+        self.status = "message sent".to_owned();
+    }
+
+    fn on_read(&mut self, args: &Value, _: &Value) {
+        self.status = "marked read".to_owned();
+        if self.message.as_ref().map(|m| m.id.as_str()) == args["id"].as_str() {
+            self.message = None;
+            if self.view == View::Message {
+                self.view = View::Inbox;
+                self.scroll = 0;
+            }
+        }
+        self.send(Verb::Inbox, json!({}));
+    }
+
+    fn on_launch_off(&mut self, _: &Value, _: &Value) {
+        self.launching = Some(false);
+        self.status = "launching is off".to_owned();
+    }
+
+    fn on_launch_on(&mut self, _: &Value, _: &Value) {
+        self.launching = Some(true);
+        self.status = "launching is on".to_owned();
     }
 
     /// The open decision was closed by the human's own act.
     fn closed_by_me(&mut self, args: &Value) {
         if let Some(open) = self.open.as_mut() {
-            if args["id"].as_str() == Some(open.decision.id()) {
+            if args["id"].as_str() == Some(open.decision.id.as_str()) {
                 open.standing = Standing::Gone;
             }
         }
@@ -717,6 +751,11 @@ impl State {
 
     fn refused(&mut self, verb: Verb, args: &Value, refusal: Refusal) {
         self.status = format!("{}: {}", refusal.code(), refusal.meaning());
+        if refusal == Refusal::BrokerUnavailable {
+            self.offline = true;
+            self.status = format!("the broker cannot be reached: {verb} was not sent");
+            return;
+        }
         if refusal != Refusal::OutcomeUnknown {
             return;
         }
@@ -726,7 +765,7 @@ impl State {
         );
         if let Some(id) = id {
             if let Some(open) = self.open.as_mut() {
-                if open.decision.id() == id {
+                if open.decision.id == id {
                     open.standing = Standing::Unknown;
                 }
             }
@@ -737,52 +776,50 @@ impl State {
         }
     }
 
-    fn inbox(&mut self, reply: &Value) {
-        let items = reply.as_array().cloned().unwrap_or_default();
-        let (decisions, messages): (Vec<Value>, Vec<Value>) =
-            items.into_iter().partition(|i| i["type"] == "decision");
-        let known: Vec<(String, Option<i64>)> = self
-            .decisions
-            .iter()
-            .map(|d| (d.id().to_owned(), d.raised_ms))
-            .collect();
-        self.decisions = decisions
-            .into_iter()
-            .map(|json| {
-                let id = json["id"].as_str().unwrap_or_default();
-                let raised_ms = known.iter().find(|(k, _)| k == id).and_then(|(_, t)| *t);
-                Decision { json, raised_ms }
-            })
-            .collect();
-        self.messages = messages;
+    fn on_inbox(&mut self, _: &Value, reply: &Value) {
+        let mut inbox = Inbox::decode(reply);
+        for decision in &mut inbox.decisions {
+            decision.raised_ms = self
+                .inbox
+                .decisions
+                .iter()
+                .find(|d| d.id == decision.id)
+                .and_then(|d| d.raised_ms);
+        }
+        self.inbox = inbox;
         let fresh: Vec<Decision> = self
+            .inbox
             .decisions
             .iter()
-            .filter(|d| !self.seen.contains(d.id()))
+            .filter(|d| !self.seen.contains(&d.id))
             .cloned()
             .collect();
         for decision in &fresh {
-            self.seen.insert(decision.id().to_owned());
-            self.send(Verb::Trail, json!({"subject": decision.id()}));
+            self.seen.insert(decision.id.clone());
+            self.send(Verb::Trail, json!({"subject": decision.id}));
             if self.loaded {
                 self.effects.push_back(Effect::Bell);
                 self.effects.push_back(Effect::Notify(Notice {
-                    decision: decision.id().to_owned(),
-                    action: decision.json["action"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_owned(),
-                    target: decision.json["target"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_owned(),
-                    raiser: decision.raiser(),
+                    decision: Shown::of(&decision.id).to_string(),
+                    action: decision.grant.action.to_string(),
+                    target: decision
+                        .grant
+                        .target
+                        .as_ref()
+                        .map(Shown::to_string)
+                        .unwrap_or_default(),
+                    raiser: decision.raiser.to_string(),
                 }));
             }
         }
         self.loaded = true;
         if let Some(open) = self.open.as_mut() {
-            match self.decisions.iter().find(|d| d.id() == open.decision.id()) {
+            match self
+                .inbox
+                .decisions
+                .iter()
+                .find(|d| d.id == open.decision.id)
+            {
                 Some(now) => open.decision = now.clone(),
                 None => {
                     if open.standing == Standing::Waiting {
@@ -796,29 +833,27 @@ impl State {
         }
     }
 
-    fn trail_read(&mut self, args: &Value, reply: Value) {
+    fn on_trail(&mut self, args: &Value, reply: &Value) {
         let subject = args["subject"].as_str().unwrap_or_default().to_owned();
-        let records = reply.as_array().cloned().unwrap_or_default();
+        let records = Record::decode_all(reply);
         let raised = records
             .iter()
-            .find(|r| r["kind"] == "decision.raised")
-            .and_then(|r| r["at"].as_str())
-            .and_then(|at| mosaic_domain::Timestamp::parse(at).ok())
-            .map(|at| at.unix_ms());
-        for decision in &mut self.decisions {
-            if decision.id() == subject && raised.is_some() {
+            .find(|r| r.kind.is(EvidenceKind::DecisionRaised))
+            .and_then(|r| r.at_ms);
+        for decision in &mut self.inbox.decisions {
+            if decision.id == subject && raised.is_some() {
                 decision.raised_ms = raised;
             }
         }
         let shows = |s: &str| {
-            self.open.as_ref().is_some_and(|o| o.decision.id() == s)
+            self.open.as_ref().is_some_and(|o| o.decision.id == s)
                 || self.trail.as_ref().is_some_and(|(t, _)| t == s)
         };
         if !shows(&subject) {
             return;
         }
         if let Some(open) = self.open.as_mut() {
-            if open.decision.id() == subject {
+            if open.decision.id == subject {
                 open.decision.raised_ms = raised.or(open.decision.raised_ms);
             }
         }
@@ -827,32 +862,5 @@ impl State {
         if replace {
             self.trail = Some((subject, records));
         }
-    }
-}
-
-/// A line being typed, after one key.
-enum Typed {
-    Editing(String),
-    Done(String),
-    Cancelled,
-}
-
-/// A one-line editor: characters append, `Backspace` removes, `Enter`
-/// ends, `Esc` cancels.
-fn typed(key: Key, mut line: String) -> Typed {
-    match key {
-        Key::Char(c) => {
-            if line.chars().count() < 500 {
-                line.push(c);
-            }
-            Typed::Editing(line)
-        }
-        Key::Backspace => {
-            line.pop();
-            Typed::Editing(line)
-        }
-        Key::Enter => Typed::Done(line.trim().to_owned()),
-        Key::Esc => Typed::Cancelled,
-        Key::Tab | Key::Up | Key::Down => Typed::Editing(line),
     }
 }

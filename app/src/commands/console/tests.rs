@@ -12,13 +12,13 @@ use super::render;
 use super::state::{Effect, Key, Notice, Standing, State, View};
 use super::{pump, MockLink};
 
-const ID: &str = "0190a2b4-0000-7000-8000-000000000001";
+pub(super) const ID: &str = "0190a2b4-0000-7000-8000-000000000001";
 const OTHER: &str = "0190a2b4-0000-7000-8000-000000000002";
 /// 2026-01-01T10:00:00Z, and ten minutes later.
 const RAISED_AT: &str = "2026-01-01T10:00:00.000Z";
-const NOW_MS: i64 = 1_767_261_600_000 + 600_000;
+pub(super) const NOW_MS: i64 = 1_767_261_600_000 + 600_000;
 
-fn decision(id: &str, action: &str, blocking: bool) -> Value {
+pub(super) fn decision(id: &str, action: &str, blocking: bool) -> Value {
     json!({
         "type": "decision", "id": id, "action": action, "target": "fix-42",
         "question": "Publish the fix?", "options": [
@@ -33,7 +33,7 @@ fn decision(id: &str, action: &str, blocking: bool) -> Value {
     })
 }
 
-fn raised(id: &str) -> Value {
+pub(super) fn raised(id: &str) -> Value {
     let mut record = decision(id, "release.publish", true);
     record["kind"] = json!("decision.raised");
     record["at"] = json!(RAISED_AT);
@@ -41,11 +41,11 @@ fn raised(id: &str) -> Value {
 }
 
 /// Every effect the state asks for now.
-fn drain(state: &mut State) -> Vec<Effect> {
+pub(super) fn drain(state: &mut State) -> Vec<Effect> {
     std::iter::from_fn(|| state.poll_effect()).collect()
 }
 
-fn keys(state: &mut State, keys: &[Key]) {
+pub(super) fn keys(state: &mut State, keys: &[Key]) {
     for key in keys {
         state.handle_key(*key);
     }
@@ -54,7 +54,7 @@ fn keys(state: &mut State, keys: &[Key]) {
 /// An `agents` answer: `dev-1` waits on the human, `qa-1` on the lead
 /// (the arbiter its decision was routed to), `lead-1` on nothing, and
 /// `dev-0` was revoked; launching is `on` or off.
-fn team(on: bool) -> Value {
+pub(super) fn team(on: bool) -> Value {
     let run = |role: &str, run: &str, pid: u32, waits: Value| {
         json!({"role": role, "run": run, "harness": "generic", "address": null, "pid": pid,
                "start_time": 1, "holding": run != "dev-0", "revoked": run == "dev-0",
@@ -81,8 +81,9 @@ fn team(on: bool) -> Value {
 }
 
 /// A console whose first reads answered: one decision waiting, `dev-1`.
-fn loaded(inbox: Vec<Value>) -> State {
+pub(super) fn loaded(inbox: Vec<Value>) -> State {
     let mut state = State::new("acme");
+    state.handle_resize(80, 24);
     assert_eq!(
         drain(&mut state),
         [
@@ -109,7 +110,13 @@ fn opened() -> State {
     state.handle_key(Key::Char(']'));
     assert_eq!(state.view, View::Decision);
     let effects = drain(&mut state);
-    assert_eq!(effects, [Effect::Send(Verb::Trail, json!({"subject": ID}))]);
+    assert_eq!(
+        effects,
+        [
+            Effect::Send(Verb::Trail, json!({"subject": ID})),
+            Effect::Send(Verb::Agents, json!({}))
+        ]
+    );
     state.handle_reply(
         Verb::Trail,
         &json!({"subject": ID}),
@@ -137,7 +144,7 @@ fn digit_enter_y_sends_exactly_one_resolve_with_the_key_and_the_note() {
     };
     assert_eq!(
         act.question(),
-        "Resolve Publish the fix? with no? y/n, e adds a note"
+        "Resolve with no, granting nothing to dev/dev-1? y/n"
     );
     keys(&mut state, &[Key::Char('e')]);
     keys(
@@ -290,10 +297,10 @@ fn bracket_opens_the_oldest_blocking_decision_first() {
         decision(ID, "release.publish", true),
     ]);
     state.handle_key(Key::Char(']'));
-    assert_eq!(state.open.as_ref().unwrap().decision.id(), ID);
+    assert_eq!(state.open.as_ref().unwrap().decision.id, ID);
     drain(&mut state);
     state.handle_key(Key::Char(']'));
-    assert_eq!(state.open.as_ref().unwrap().decision.id(), OTHER);
+    assert_eq!(state.open.as_ref().unwrap().decision.id, OTHER);
 }
 
 #[test]
@@ -385,6 +392,7 @@ fn one_resolve_goes_over_the_link_exactly_once() {
         .times(1)
         .returning(|_, _| Ok(json!({"choice": "yes", "status": "resolved"})));
     let mut state = State::new("acme");
+    state.handle_resize(80, 24);
     let mut other = Vec::new();
     pump(&mut state, &link, &mut |e| other.push(e));
     for key in [Key::Char(']'), Key::Char('1'), Key::Enter, Key::Char('y')] {
@@ -411,6 +419,7 @@ fn nothing_is_sent_after_outcome_unknown() {
         .times(1)
         .returning(|_, _| Err(Refusal::OutcomeUnknown));
     let mut state = State::new("acme");
+    state.handle_resize(80, 24);
     pump(&mut state, &link, &mut |_| {});
     for key in [Key::Char(']'), Key::Char('1'), Key::Enter, Key::Char('y')] {
         state.handle_key(key);
@@ -438,6 +447,7 @@ fn no_send_on_a_stale_decision() {
         .withf(|verb, _| *verb == Verb::DecisionResolve)
         .never();
     let mut state = State::new("acme");
+    state.handle_resize(80, 24);
     pump(&mut state, &link, &mut |_| {});
     for key in [Key::Char(']'), Key::Char('1'), Key::Enter] {
         state.handle_key(key);
@@ -455,7 +465,10 @@ fn no_send_on_a_stale_decision() {
 // Drawing.
 
 /// The screen as text, one line per row.
-fn screen(state: &State, width: u16, height: u16) -> String {
+pub(super) fn screen(state: &State, width: u16, height: u16) -> String {
+    let mut state = state.clone();
+    state.handle_resize(width, height);
+    let state = &state;
     let mut terminal = Terminal::new(TestBackend::new(width, height)).expect("a terminal");
     terminal
         .draw(|frame| render::draw(frame, state, NOW_MS))
@@ -474,7 +487,7 @@ fn screen(state: &State, width: u16, height: u16) -> String {
 }
 
 /// Snapshots `state` at 80×24 and 120×40, ids and times filtered out.
-fn snapshots(name: &str, state: &State) {
+pub(super) fn snapshots(name: &str, state: &State) {
     insta::with_settings!({filters => vec![
         (r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "[id]"),
         (r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z", "[time]"),
@@ -565,6 +578,8 @@ fn the_switch_is_read_from_the_first_agents_answer_and_l_then_asks_the_other_way
     assert_eq!(state.launching, Some(false));
     keys(&mut state, &[Key::Tab]);
     assert_eq!(state.view, View::Agents);
+    // Shown, the runs are read again: an exit is no change of the feed.
+    assert_eq!(drain(&mut state), [Effect::Send(Verb::Agents, json!({}))]);
     let text = screen(&state, 80, 24);
     assert!(text.contains("Launching: OFF"), "{text}");
     keys(&mut state, &[Key::Char('L'), Key::Char('y')]);
@@ -582,9 +597,10 @@ fn each_change_to_what_a_run_waits_on_refreshes_the_agents_view() {
     let mut state = loaded(vec![decision(ID, "release.publish", true)]);
     keys(&mut state, &[Key::Tab]);
     assert_eq!(state.view, View::Agents);
+    assert_eq!(drain(&mut state), [Effect::Send(Verb::Agents, json!({}))]);
     let text = screen(&state, 120, 40);
     assert!(
-        text.contains("qa · run qa-1 · generic · pid 4244 · holding · waiting on lead"),
+        text.contains("qa · run qa-1 · waiting on lead · generic · pid 4244 · holding"),
         "{text}"
     );
     assert!(text.contains("waits on lead: repo.merge on main"), "{text}");
@@ -617,7 +633,7 @@ fn each_change_to_what_a_run_waits_on_refreshes_the_agents_view() {
     let text = screen(&state, 120, 40);
     assert!(!text.contains("repo.merge"), "{text}");
     assert!(
-        text.contains("qa · run qa-1 · generic · pid 4244 · holding · running"),
+        text.contains("qa · run qa-1 · running · generic · pid 4244 · holding"),
         "{text}"
     );
     assert!(text.contains("Launching: OFF"), "{text}");

@@ -20,7 +20,9 @@
 //!
 //! The console quitting (`q`) stops `up` as SIGINT does. A signal to `up`
 //! first ends the console (SIGTERM, on which it restores the terminal and
-//! exits), then the agents. While the console is open, `up` keeps serving
+//! exits), then the agents. `up` killed outright ends the console too: it
+//! is started with `--parent PID` and asks the kernel for SIGTERM when
+//! that process dies (`PR_SET_PDEATHSIG`). `--notify CMD` is passed on. While the console is open, `up` keeps serving
 //! after every agent has exited.
 
 use std::fs::File;
@@ -66,26 +68,46 @@ pub(super) struct Console {
 }
 
 impl Console {
-    /// Starts `console` for `business` on `socket`, on this terminal, then
-    /// points this process's standard error at `log`. `None` (logged) when
-    /// it could not.
-    pub(super) fn open(socket: &Path, business: &BusinessId, log: &File) -> Option<Console> {
-        Self::start(socket, business, log)
+    /// Starts `console` for `business` on `socket`, on this terminal (with
+    /// `--notify CMD` when given), then points this process's standard
+    /// error at `log`. `None` (logged) when it could not.
+    pub(super) fn open(
+        socket: &Path,
+        business: &BusinessId,
+        log: &File,
+        notify: Option<&str>,
+    ) -> Option<Console> {
+        Self::start(socket, business, log, notify)
             .inspect_err(|e| {
                 tracing::error!(cause = e.to_string().as_str(), "opening the console failed");
             })
             .ok()
     }
 
-    fn start(socket: &Path, business: &BusinessId, log: &File) -> io::Result<Console> {
+    fn start(
+        socket: &Path,
+        business: &BusinessId,
+        log: &File,
+        notify: Option<&str>,
+    ) -> io::Result<Console> {
         let exe = std::env::current_exe()?;
-        let child = Command::new(exe)
+        let mut command = Command::new(exe);
+        command
             .arg("console")
             .arg("--socket")
             .arg(socket)
             .args(["--business", business.as_str()])
-            .env_remove(NONCE_ENV)
-            .spawn()?;
+            // The console asks the kernel for SIGTERM when this process
+            // ends, however it ends (`kill -9` too), and restores the
+            // terminal. This runs on `up`'s main thread, whose end is the
+            // process's, so the signal is not sent early.
+            .arg("--parent")
+            .arg(std::process::id().to_string())
+            .env_remove(NONCE_ENV);
+        if let Some(notify) = notify {
+            command.args(["--notify", notify]);
+        }
+        let child = command.spawn()?;
         let mut console = Console {
             child,
             terminal: None,

@@ -276,6 +276,10 @@ pub struct UpArgs {
     /// file the first line names (log), and they get MOSAIC_CONSOLE=1.
     #[arg(long)]
     pub console: bool,
+    /// With --console: a shell command the console runs once per new
+    /// decision routed to you, as `console --notify` does.
+    #[arg(long, value_name = "CMD", requires = "console")]
+    pub notify: Option<String>,
     /// Logging.
     #[command(flatten)]
     pub log: LogArgs,
@@ -291,6 +295,7 @@ pub fn main(args: UpArgs) -> ExitCode {
 /// returns the exit code (0, 1 when an agent failed, 2 when `up` could not
 /// start or close).
 pub fn run(options: UpArgs, out: &mut impl Write) -> u8 {
+    let notify = options.notify.clone();
     let mut session = match start(options) {
         Ok(session) => session,
         Err(failure) => {
@@ -319,7 +324,7 @@ pub fn run(options: UpArgs, out: &mut impl Write) -> u8 {
         return session.close(2);
     }
     if let Some((log, _)) = &session.log {
-        match Console::open(&session.socket, &session.business, log) {
+        match Console::open(&session.socket, &session.business, log, notify.as_deref()) {
             Some(console) => session.console = Some(console),
             None => return session.close(2),
         }

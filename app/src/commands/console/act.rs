@@ -1,0 +1,279 @@
+//! What goes into the console's machine and what comes out, beside it:
+//! the keys and the key map the help is built from, the views, the effects
+//! the loop runs, the acts the human confirms with `y`, the bottom line's
+//! prompts, and the one-line editor that types a note, a role, a body or a
+//! subject.
+
+use mosaic_domain::Verb;
+use serde_json::{json, Value};
+
+use super::grant;
+use super::model::Decision;
+
+/// An act the human is asked to confirm with `y`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Act {
+    /// `decision.resolve` with an option's key and a note.
+    Resolve {
+        /// The decision, as it was when asked (its grant and raiser).
+        decision: Box<Decision>,
+        /// The option's index.
+        index: usize,
+        /// The note, if any.
+        note: String,
+    },
+    /// `decision.seen`.
+    Seen {
+        /// The decision.
+        id: String,
+    },
+    /// `decision.withdraw`.
+    Withdraw {
+        /// The decision.
+        id: String,
+    },
+    /// `message.send` to a role.
+    Message {
+        /// The role.
+        to: String,
+        /// The body.
+        body: String,
+    },
+    /// `launch.revoke` (off) or `launch.restore`.
+    Launch {
+        /// Whether launching goes off.
+        off: bool,
+    },
+}
+
+impl Act {
+    /// The question on the bottom line. A resolve's names the grant, never
+    /// the decision's question.
+    pub fn question(&self) -> String {
+        match self {
+            Act::Resolve {
+                decision, index, ..
+            } => grant::prompt(decision, *index),
+            Act::Seen { .. } => "Mark this decision seen? y/n".to_owned(),
+            Act::Withdraw { .. } => "Withdraw this decision? y/n".to_owned(),
+            Act::Message { to, body } => format!("Send {to:?} the message {body:?}? y/n"),
+            Act::Launch { off: true } => "Switch launching off for the business? y/n".to_owned(),
+            Act::Launch { off: false } => "Switch launching back on? y/n".to_owned(),
+        }
+    }
+
+    /// The decision it acts on, if any.
+    pub fn decision(&self) -> Option<&str> {
+        match self {
+            Act::Resolve { decision, .. } => Some(&decision.id),
+            Act::Seen { id } | Act::Withdraw { id } => Some(id),
+            Act::Message { .. } | Act::Launch { .. } => None,
+        }
+    }
+
+    /// The request it sends.
+    pub fn request(&self) -> (Verb, Value) {
+        match self {
+            Act::Resolve {
+                decision,
+                index,
+                note,
+            } => {
+                let key = decision
+                    .options
+                    .get(*index)
+                    .map(|c| c.key_raw.as_str())
+                    .unwrap_or_default();
+                let mut args = json!({"id": decision.id, "choice": key});
+                if !note.is_empty() {
+                    args["note"] = json!(note);
+                }
+                (Verb::DecisionResolve, args)
+            }
+            Act::Seen { id } => (Verb::DecisionSeen, json!({"id": id})),
+            Act::Withdraw { id } => (Verb::DecisionWithdraw, json!({"id": id})),
+            Act::Message { to, body } => (Verb::MessageSend, json!({"to": to, "body": body})),
+            Act::Launch { off: true } => (Verb::LaunchRevoke, json!({})),
+            Act::Launch { off: false } => (Verb::LaunchRestore, json!({})),
+        }
+    }
+}
+
+/// What the bottom line is doing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Prompt {
+    /// Nothing: it shows the status.
+    None,
+    /// Asking `y/n` for an act.
+    Confirm(Act),
+    /// Typing the note of a resolve; `Enter` returns to its question.
+    Note(Act, String),
+    /// Typing the role of a message.
+    Role(String),
+    /// Typing the body of a message to a role.
+    Body(String, String),
+    /// Typing the subject of a trail.
+    Subject(String),
+}
+
+/// A line being typed, after one key.
+pub(super) enum Typed {
+    /// Still typing.
+    Editing(String),
+    /// `Enter`: the line, trimmed.
+    Done(String),
+    /// `Esc`.
+    Cancelled,
+}
+
+/// A key, as the loop decodes it from the terminal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Key {
+    /// A printable character.
+    Char(char),
+    /// `Enter`.
+    Enter,
+    /// `Esc`.
+    Esc,
+    /// `Tab`.
+    Tab,
+    /// The up arrow.
+    Up,
+    /// The down arrow.
+    Down,
+    /// `Page Up`.
+    PageUp,
+    /// `Page Down`.
+    PageDown,
+    /// `Backspace`.
+    Backspace,
+}
+
+/// A one-line editor: characters append (the human's own, but a control
+/// character is never kept), `Backspace` removes, `Enter` ends, `Esc`
+/// cancels.
+pub(super) fn typed(key: Key, mut line: String) -> Typed {
+    match key {
+        Key::Char(c) => {
+            if line.chars().count() < 500 && !mosaic_domain::text::is_hidden(c) {
+                line.push(c);
+            }
+            Typed::Editing(line)
+        }
+        Key::Backspace => {
+            line.pop();
+            Typed::Editing(line)
+        }
+        Key::Enter => Typed::Done(line.trim().to_owned()),
+        Key::Esc => Typed::Cancelled,
+        Key::Tab | Key::Up | Key::Down | Key::PageUp | Key::PageDown => Typed::Editing(line),
+    }
+}
+
+/// The fixed key map: each key and what it does, in the help's order. The
+/// help page is generated from it.
+pub const KEYS: &[(&str, &str)] = &[
+    ("j / Down", "move down (in a decision or a message: scroll)"),
+    ("k / Up", "move up (in a decision or a message: scroll)"),
+    (
+        "PgDn/PgUp",
+        "scroll the detail pane, the question or the message",
+    ),
+    (
+        "Tab",
+        "next view: inbox, decision, message, agents, trail, activity",
+    ),
+    (
+        "Enter",
+        "open the selected decision or message; in one, ask to resolve",
+    ),
+    ("Esc", "go back, or cancel the question"),
+    (
+        "]",
+        "open the next decision waiting on you (oldest blocking first)",
+    ),
+    ("1-9", "in a decision: select that option (nothing is sent)"),
+    ("y / n", "answer the question on the bottom line"),
+    ("e", "while asked to resolve: add a one-line note"),
+    (
+        "r",
+        "on a message: mark it read (the next unread one shows)",
+    ),
+    ("s", "in a decision: mark it seen (asks y/n)"),
+    ("w", "in a decision: withdraw it (asks y/n)"),
+    ("m", "send a message to a role: role, then body (asks y/n)"),
+    ("L", "switch launching off or on (asks y/n)"),
+    ("t", "in the trail view: show the trail of a subject"),
+    ("?", "this help"),
+    ("q", "quit"),
+];
+
+/// What the loop does for the state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    /// Send one request through the proven link, off the UI thread; its
+    /// answer comes back through [`State::handle_reply`] with the same
+    /// verb and arguments.
+    Send(Verb, Value),
+    /// Ring the terminal bell.
+    Bell,
+    /// Run the `--notify` command for a new decision.
+    Notify(Notice),
+    /// Stop the console.
+    Quit,
+}
+
+/// What `--notify` is told of a new decision: no capability, no token,
+/// and each agent-chosen word neutralised.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notice {
+    /// The decision's id.
+    pub decision: String,
+    /// Its action.
+    pub action: String,
+    /// Its target, or empty.
+    pub target: String,
+    /// The raiser, `role/run`.
+    pub raiser: String,
+}
+
+/// The views `Tab` cycles through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum View {
+    /// Open decisions routed to the human, then unread messages.
+    Inbox,
+    /// One decision.
+    Decision,
+    /// One message.
+    Message,
+    /// The business's runs.
+    Agents,
+    /// The trail of one subject.
+    Trail,
+    /// The changes as they arrived.
+    Activity,
+}
+
+impl View {
+    /// Every view, in `Tab`'s order.
+    pub const ALL: [View; 6] = [
+        View::Inbox,
+        View::Decision,
+        View::Message,
+        View::Agents,
+        View::Trail,
+        View::Activity,
+    ];
+
+    /// Its tab's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            View::Inbox => "Inbox",
+            View::Decision => "Decision",
+            View::Message => "Message",
+            View::Agents => "Agents",
+            View::Trail => "Trail",
+            View::Activity => "Activity",
+        }
+    }
+}

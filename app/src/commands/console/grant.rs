@@ -1,0 +1,206 @@
+//! The grant area: what resolving the open decision authorizes, in the
+//! console's own words, from the `authorization` the broker returned; the
+//! confirm prompt that names the grant; and the smallest terminal on which
+//! both, and the options, are shown whole.
+//!
+//! The state ([`super::state`]) and the drawing ([`super::render`]) both
+//! read [`need`], so "`y` resolves only when the whole prompt is on
+//! screen" is one rule, not two that could drift apart.
+
+use super::lines::width;
+use super::model::{Decision, Exit, Run, Shown};
+
+/// Lines of the grant area, inside its frame.
+pub const GRANT_LINES: u16 = 5;
+/// The fewest lines of the question's pane, with its frame.
+pub const QUESTION_MIN_HEIGHT: u16 = 3;
+
+/// Whether the raiser's process still runs, as `agents` last said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Raiser {
+    /// Its run is bound and its process runs.
+    Alive {
+        /// Its pid, if known.
+        pid: Option<u64>,
+    },
+    /// Its process ended.
+    Exited(Exit),
+    /// `agents` lists no such run (its role was released, or the list is
+    /// not read yet).
+    Unknown,
+}
+
+impl Raiser {
+    /// The raiser of `decision` among `runs`.
+    pub fn of(decision: &Decision, runs: &[Run]) -> Raiser {
+        match runs
+            .iter()
+            .find(|r| r.who.run_raw == decision.raiser.run_raw)
+        {
+            Some(run) => match run.exited {
+                Some(exit) => Raiser::Exited(exit),
+                None => Raiser::Alive { pid: run.pid },
+            },
+            None => Raiser::Unknown,
+        }
+    }
+
+    fn words(&self) -> String {
+        match self {
+            Raiser::Alive { pid: Some(pid) } => format!("alive (pid {pid})"),
+            Raiser::Alive { pid: None } => "alive".to_owned(),
+            Raiser::Exited(exit) => format!("GONE, {exit}"),
+            Raiser::Unknown => "not among the bound runs".to_owned(),
+        }
+    }
+}
+
+/// `action on target`, or the action alone.
+fn action_on(decision: &Decision) -> String {
+    let grant = &decision.grant;
+    match &grant.target {
+        Some(target) => format!("{} on {target}", grant.action),
+        None => format!("{} (no target)", grant.action),
+    }
+}
+
+/// The grant area's lines, in the console's words only; every agent
+/// string in them went through the neutraliser when it was decoded.
+pub fn lines(decision: &Decision, raiser: &Raiser, chosen: Option<usize>) -> Vec<String> {
+    let blocks = if decision.blocking {
+        "blocks a task"
+    } else {
+        "does not block"
+    };
+    let choice = match chosen.and_then(|i| decision.options.get(i).map(|c| (i, c))) {
+        Some((i, c)) if c.key_raw == decision.grant.choice_raw => {
+            format!(
+                "Selected {} {}: resolving with it GRANTS the above.",
+                i + 1,
+                c.key
+            )
+        }
+        Some((i, c)) => format!(
+            "Selected {} {}: resolving with it grants nothing.",
+            i + 1,
+            c.key
+        ),
+        None => "Nothing selected: a digit selects an option; nothing is sent.".to_owned(),
+    };
+    vec![
+        format!(
+            "Approving ({}) grants {} {}, once.",
+            decision.grant.choice,
+            decision.raiser,
+            action_on(decision)
+        ),
+        format!("Raiser {}: {}.", decision.raiser, raiser.words()),
+        format!("Route {} · {} · {blocks}.", decision.route, decision.class),
+        decision.supersedes.as_ref().map_or_else(
+            || "Supersedes nothing.".to_owned(),
+            |old| format!("Supersedes decision {old}."),
+        ),
+        choice,
+    ]
+}
+
+/// The confirm prompt for resolving with option `index`: it names the
+/// grant (or says there is none), never the question. A note the human
+/// typed is theirs and is not repeated here, so the prompt's length is the
+/// decision's alone.
+pub fn prompt(decision: &Decision, index: usize) -> String {
+    let Some(choice) = decision.options.get(index) else {
+        return String::new();
+    };
+    if choice.key_raw == decision.grant.choice_raw {
+        format!(
+            "Grant {} to {} (choice {})? y/n",
+            action_on(decision),
+            decision.raiser,
+            choice.key
+        )
+    } else {
+        format!(
+            "Resolve with {}, granting nothing to {}? y/n",
+            choice.key, decision.raiser
+        )
+    }
+}
+
+/// The terminal a decision needs to be resolvable: every grant line and
+/// every option's line in its frame, a question pane of at least one line,
+/// and the longest prompt it could ask on the bottom line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Need {
+    /// Columns.
+    pub width: u16,
+    /// Rows.
+    pub height: u16,
+}
+
+impl Need {
+    /// Whether a `width`×`height` terminal is enough.
+    pub fn fits(self, width: u16, height: u16) -> bool {
+        width >= self.width && height >= self.height
+    }
+}
+
+/// What `decision` needs, with a banner line above it or not.
+pub fn need(decision: &Decision, raiser: &Raiser, banner: bool) -> Need {
+    let grant = lines(decision, raiser, None)
+        .iter()
+        .chain(
+            (0..decision.options.len())
+                .flat_map(|i| lines(decision, raiser, Some(i)).pop())
+                .collect::<Vec<_>>()
+                .iter(),
+        )
+        .map(|line| width(line) + 2)
+        .max()
+        .unwrap_or(0);
+    let prompt = (0..decision.options.len())
+        .map(|i| width(&prompt(decision, i)))
+        .max()
+        .unwrap_or(0);
+    let options = u16::try_from(decision.options.len()).unwrap_or(u16::MAX);
+    let height = 1 // the tabs
+        + u16::from(banner)
+        + GRANT_LINES + 2
+        + options.saturating_add(2)
+        + QUESTION_MIN_HEIGHT
+        + 1; // the bottom line
+    Need {
+        width: u16::try_from(grant.max(prompt).max(20)).unwrap_or(u16::MAX),
+        height,
+    }
+}
+
+/// The raiser's words pane, before wrapping: the question, then every
+/// option whole (the options pane above cuts each to one line), then the
+/// recommendation. The console's own words here are only the two rules
+/// between the parts, each alone on its line.
+pub fn raisers_words(decision: &Decision) -> Vec<String> {
+    let mut lines: Vec<String> = decision.question.iter().map(Shown::to_string).collect();
+    lines.push(String::new());
+    lines.push("── the options, whole ──".to_owned());
+    lines.extend(
+        decision
+            .options
+            .iter()
+            .enumerate()
+            .map(|(i, c)| option_line(i, &c.key, &c.text, false)),
+    );
+    if let Some(recommendation) = &decision.recommendation {
+        lines.push(String::new());
+        lines.push("── the raiser's recommendation (theirs, not selected) ──".to_owned());
+        lines.push(recommendation.to_string());
+    }
+    lines
+}
+
+/// An option's line in the options pane: the digit is the console's, the
+/// key and text the raiser's.
+pub fn option_line(index: usize, key: &Shown, text: &Shown, chosen: bool) -> String {
+    let mark = if chosen { "[x]" } else { "[ ]" };
+    format!("{mark} {} {key}: {text}", index + 1)
+}
