@@ -7,7 +7,7 @@
 set -u
 read -r _ready || exit 1
 
-# The test suite (app/tests/up.rs) sets MOSAIC_EXAMPLE_DUMP to check that no
+# The test suite (app/tests/up/) sets MOSAIC_EXAMPLE_DUMP to check that no
 # capability is in an agent's environment, that each agent holds only its
 # own capability descriptor, and that the launch was bound with its real pid.
 if [ -n "${MOSAIC_EXAMPLE_DUMP:-}" ]; then

@@ -12,7 +12,7 @@
 //! resolution, the launch switch) with [`human_offline`]: the product's own
 //! runtime loop ([`Driver`]) over the data root's store, with the writer
 //! lock held, while no broker runs. The human CLI and its proof have their
-//! own suite (`app/tests/human.rs`).
+//! own suite (`app/tests/human/`).
 #![allow(dead_code)]
 
 pub mod detached;
@@ -714,7 +714,7 @@ pub fn raw_refused(socket: &Path, line: &[u8], code: &str) {
 /// product's runtime loop: takes the writer lock, opens the verified store,
 /// rebuilds the bus from it, runs `commands` as `Caller::Human` and
 /// releases the lock. Keeps these tests independent of the human CLI's
-/// process proof, which `app/tests/human.rs` covers.
+/// process proof, which `app/tests/human/` covers.
 #[track_caller]
 pub fn human_offline(
     root: &Path,

@@ -1463,7 +1463,7 @@ fn the_bus_and_the_change_feed_serve_exactly_the_callers_the_verb_table_lists() 
             let commands = serving(verb, kind);
             // A write is tested here, through the bus; a read never reaches
             // the bus and is tested against the same table where the runtime
-            // admits it (app/tests/human.rs,
+            // admits it (app/tests/human/,
             // `every_read_answers_exactly_the_callers_the_verb_table_lists`).
             assert_eq!(commands.is_empty(), verb.is_read(), "{verb} is tested");
             for (caller, command) in commands {
