@@ -55,7 +55,10 @@
 //!      connection to the authenticated places ([`Limits::max_connections`],
 //!      4096; none free: `broker-unavailable`, unhandled), and a human line
 //!      that finds none free is served from the human reserve
-//!      ([`Limits::human_reserve`], 16) for that one line;
+//!      ([`Limits::human_reserve`], 16) for that one line, if its peer
+//!      passes the checks that need no proof ([`Handler::may_use_reserve`]:
+//!      the broker's uid, PID, mount and user namespaces), so a sandboxed
+//!      agent's lines that only claim to be human never take one;
 //!    - hands the line (without `\n`), the [`Peer`] and a [`Disconnect`]
 //!      signal to the [`Handler`], and while the handler works keeps reading
 //!      the connection: bytes are the client's next lines, kept in order;

@@ -846,6 +846,28 @@ impl Handler for Standings {
         }
     }
 
+    fn may_use_reserve(&self, _peer: Peer) -> bool {
+        true
+    }
+
+    async fn handle(&self, _peer: Peer, line: Vec<u8>, _gone: Disconnect) -> Vec<u8> {
+        line
+    }
+}
+
+/// [`Standings`], whose human lines come from a peer that fails the checks
+/// that need no proof (a sandboxed agent's, say).
+struct Sandboxed;
+
+impl Handler for Sandboxed {
+    fn standing(&self, peer: Peer, line: &[u8]) -> Standing {
+        Standings.standing(peer, line)
+    }
+
+    fn may_use_reserve(&self, _peer: Peer) -> bool {
+        false
+    }
+
     async fn handle(&self, _peer: Peer, line: Vec<u8>, _gone: Disconnect) -> Vec<u8> {
         line
     }
@@ -918,6 +940,30 @@ fn a_human_line_is_served_from_the_reserve_when_every_place_is_taken() {
     let mut human = server.raw();
     human.write_all(b"human\nhuman again\n").expect("write");
     assert_line(&read_all(&human), b"human\n");
+}
+
+#[test]
+fn a_human_line_of_a_peer_the_handler_does_not_admit_never_takes_the_reserve() {
+    let server = Running::start(
+        Sandboxed,
+        Limits {
+            max_connections: 1,
+            ..Limits::default()
+        },
+    );
+    let held = server.raw();
+    let mut reader = BufReader::new(&held);
+    (&held).write_all(b"cap held\n").expect("write");
+    assert_line(&next_answer(&mut reader), b"cap held\n");
+    // Every reserve place is free, and none is given.
+    for _ in 0..3 {
+        let mut human = server.raw();
+        human.write_all(b"human\n").expect("write");
+        assert_line(&read_all(&human), &wire_refusal(Refusal::BrokerUnavailable));
+    }
+    // The caller's place is still its own.
+    (&held).write_all(b"cap again\n").expect("write");
+    assert_line(&next_answer(&mut reader), b"cap again\n");
 }
 
 #[test]

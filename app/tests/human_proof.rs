@@ -839,3 +839,6 @@ fn no_nonce_without_entropy() {
 
 #[path = "human_proof/procfs.rs"]
 mod procfs;
+
+#[path = "human_proof/reserve.rs"]
+mod reserve;

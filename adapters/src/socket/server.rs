@@ -90,7 +90,9 @@ pub struct Limits {
     pub first_line_deadline: Duration,
     /// How many connections whose first line is a human line are served
     /// beyond [`Limits::max_connections`] when those are all taken
-    /// ([`HUMAN_RESERVE`], 16); each carries its one request and closes.
+    /// ([`HUMAN_RESERVE`], 16), each from a peer that
+    /// [`Handler::may_use_reserve`] admits; each carries its one request
+    /// and closes.
     pub human_reserve: usize,
     /// How many bytes of a refused request are still read and discarded
     /// after the answer ([`MAX_DRAIN`], 16 MiB), so the client can finish
@@ -182,7 +184,8 @@ pub enum Standing {
     Caller,
     /// The line is a human line (its proof is the handler's business).
     /// The connection is authenticated; when every authenticated place is
-    /// taken, it is served from the human reserve, for this one line.
+    /// taken, it is served from the human reserve, for this one line, if
+    /// [`Handler::may_use_reserve`] admits its peer.
     Human,
 }
 
@@ -209,6 +212,20 @@ pub trait Handler: Send + Sync + 'static {
     fn standing(&self, peer: Peer, line: &[u8]) -> Standing {
         let _ = (peer, line);
         Standing::Caller
+    }
+
+    /// Says whether a human line from `peer` may take a place in the human
+    /// reserve ([`Limits::human_reserve`]) when every authenticated place
+    /// is taken: the checks that need no proof, such as the peer's
+    /// namespaces. A line from a peer that fails them is answered
+    /// `broker-unavailable`, so a flood of lines that only claim to be
+    /// human (from a sandbox, say) cannot hold the reserve. Asked only
+    /// then, on the connection's task: it MUST be cheap and MUST NOT wait.
+    /// The default is `false`: a handler that checks nothing gives no
+    /// reserve.
+    fn may_use_reserve(&self, peer: Peer) -> bool {
+        let _ = peer;
+        false
     }
 
     /// Answers the request `line` (its bytes before the `\n`, which are not
@@ -565,12 +582,12 @@ async fn connection<H: Handler>(
                 drop(place);
                 (Held::Authenticated(slot), false)
             }
-            Err(_) => match pools.reserve.try_acquire_owned() {
-                Ok(slot) => {
+            Err(_) => match reserve(handler, peer, &pools.reserve) {
+                Some(slot) => {
                     drop(place);
                     (Held::Authenticated(slot), true)
                 }
-                Err(_) => {
+                None => {
                     reply(&mut stream, error_line(Refusal::BrokerUnavailable), limits).await;
                     return (stream, Held::Unauthenticated(place));
                 }
@@ -608,6 +625,21 @@ async fn connection<H: Handler>(
             .checked_add(limits.read_deadline)
             .unwrap_or_else(|| answered + FAR_FUTURE);
     }
+}
+
+/// A place in the human's reserve for a human line from `peer`, if one is
+/// free and the handler says the peer may take one
+/// ([`Handler::may_use_reserve`]); asked only once every authenticated
+/// place is taken, so the handler's checks cost nothing otherwise.
+fn reserve<H: Handler>(
+    handler: &H,
+    peer: Peer,
+    reserve: &Arc<Semaphore>,
+) -> Option<OwnedSemaphorePermit> {
+    if reserve.available_permits() == 0 || !handler.may_use_reserve(peer) {
+        return None;
+    }
+    Arc::clone(reserve).try_acquire_owned().ok()
 }
 
 /// Reads the next request line, or answers why there is none (as

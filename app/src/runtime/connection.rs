@@ -66,6 +66,14 @@ impl<S: StoreReaders + Send + 'static> Handler for Connections<S> {
         }
     }
 
+    /// A human line takes a reserve place only from a peer that passes the
+    /// checks that need no proof: the broker's uid, PID, mount and user
+    /// namespaces ([`super::human_proof::may_be_human`]). A sandboxed
+    /// agent's lines fail them, however many claim to be human.
+    fn may_use_reserve(&self, peer: Peer) -> bool {
+        self.0.prover.may_be_human(peer)
+    }
+
     fn handle(
         &self,
         peer: Peer,

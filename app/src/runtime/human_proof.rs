@@ -468,26 +468,8 @@ fn checked(
     if peer.uid != claim.broker_uid {
         return Err(ProofFailure::UidMismatch);
     }
-    // Seen from another namespace, the ancestry, the environment and even
-    // the executable can be whatever its maker chose (a sandbox's own
-    // init, a fresh `/proc`): only the broker's own namespaces are the
-    // human's. A pid reused since `read` is caught by the walk.
-    match table.namespaces(peer.pid) {
-        Ok(ns) if ns.pid != claim.namespaces.pid => {
-            return Err(ProofFailure::OtherNamespace { kind: "pid" })
-        }
-        Ok(ns) if ns.mnt != claim.namespaces.mnt => {
-            return Err(ProofFailure::OtherNamespace { kind: "mount" })
-        }
-        Ok(ns) if ns.user != claim.namespaces.user => {
-            return Err(ProofFailure::OtherNamespace { kind: "user" })
-        }
-        Ok(_) => {}
-        Err(ProcessError::Gone) => return Err(ProofFailure::Gone { pid: peer.pid }),
-        Err(ProcessError::Denied | ProcessError::Unreadable(_)) => {
-            return Err(ProofFailure::NamespacesUnreadable)
-        }
-    }
+    // A pid reused since `read` is caught by the walk.
+    same_namespaces(table, peer.pid, &claim.namespaces)?;
     match &peer.exe {
         None => return Err(ProofFailure::ExeMissing),
         Some(exe) if *exe != claim.exe.path => return Err(ProofFailure::ExeMismatch),
@@ -520,6 +502,51 @@ fn checked(
     }
     nonce_matches(&environ, &claim.nonce)?;
     walk(table, peer, launched)
+}
+
+/// The checks of a human line that need no proof, which the broker makes
+/// before it gives the line a place in the human's reserve: the peer runs
+/// as the broker's user (`SO_PEERCRED`'s `peer_uid`), in the broker's own
+/// PID, mount and user namespaces. [`check`] makes the same ones, by the
+/// same code, before its walk. A sandboxed agent's line fails here, so it
+/// never takes a reserve place; a same-user process in the broker's
+/// namespaces passes, and its proof decides.
+///
+/// # Errors
+/// [`ProofFailure::UidMismatch`], [`ProofFailure::OtherNamespace`],
+/// [`ProofFailure::NamespacesUnreadable`] or [`ProofFailure::Gone`].
+pub fn may_be_human(
+    table: &dyn ProcessTable,
+    peer_pid: u32,
+    peer_uid: u32,
+    broker_uid: u32,
+    broker_namespaces: &Namespaces,
+) -> Result<(), ProofFailure> {
+    if peer_uid != broker_uid {
+        return Err(ProofFailure::UidMismatch);
+    }
+    same_namespaces(table, peer_pid, broker_namespaces)
+}
+
+/// Whether `pid` is in the broker's own PID, mount and user namespaces.
+/// Seen from another namespace, the ancestry, the environment and even the
+/// executable can be whatever its maker chose (a sandbox's own init, a
+/// fresh `/proc`): only the broker's own namespaces are the human's.
+fn same_namespaces(
+    table: &dyn ProcessTable,
+    pid: u32,
+    broker: &Namespaces,
+) -> Result<(), ProofFailure> {
+    match table.namespaces(pid) {
+        Ok(ns) if ns.pid != broker.pid => Err(ProofFailure::OtherNamespace { kind: "pid" }),
+        Ok(ns) if ns.mnt != broker.mnt => Err(ProofFailure::OtherNamespace { kind: "mount" }),
+        Ok(ns) if ns.user != broker.user => Err(ProofFailure::OtherNamespace { kind: "user" }),
+        Ok(_) => Ok(()),
+        Err(ProcessError::Gone) => Err(ProofFailure::Gone { pid }),
+        Err(ProcessError::Denied | ProcessError::Unreadable(_)) => {
+            Err(ProofFailure::NamespacesUnreadable)
+        }
+    }
 }
 
 /// A process table that refuses every read once its proof was given up,

@@ -98,6 +98,22 @@ impl Prover {
         }
     }
 
+    /// Whether a human line from `peer` may take a place in the human's
+    /// reserve: the checks that need no proof
+    /// ([`human_proof::may_be_human`]), three reads of `/proc/<pid>/ns`.
+    pub(crate) fn may_be_human(&self, peer: Peer) -> bool {
+        peer.pid.is_some_and(|pid| {
+            human_proof::may_be_human(
+                &*self.processes,
+                pid,
+                peer.uid,
+                self.identity.uid,
+                &self.identity.namespaces,
+            )
+            .is_ok()
+        })
+    }
+
     /// Proves `who` if it is the human, on a blocking thread, against the
     /// launches of `view` (every launch is in the view before its binding
     /// is answered); a proof not done within [`PROOF_LIMIT`] fails.
