@@ -25,9 +25,11 @@ pub(crate) struct Asked {
 }
 
 /// Answers `changes`: at once without `since`, else when a change
-/// concerning the caller lies after it, or at the wait's end. A caller
-/// that disconnects (`gone`) ends its wait; its answer is the empty page
-/// at `since`, which nobody may read.
+/// concerning the caller lies after it, or at the wait's end. An agent's
+/// wait takes one of its run's seats ([`feed::WAITS_PER_RUN`]), and ends
+/// like a timeout when a newer wait of the run takes it. A caller that
+/// disconnects (`gone`) ends its wait; its answer is the empty page at
+/// `since`, which nobody may read.
 ///
 /// # Errors
 /// The caller's refusal (`not-holder`, `not-authorized`), for the asker to
@@ -54,8 +56,36 @@ pub(crate) async fn page<S: StoreReaders + Send + 'static>(
             changes: Vec::new(),
         });
     };
+    let seat = match &caller {
+        Caller::Agent { business, agent } => {
+            Some(reads.feed().seat(&(business.clone(), agent.run.clone())))
+        }
+        // The web UI's readers and the human are not agents' runs.
+        Caller::Reader { .. } | Caller::Human { .. } => None,
+    };
+    let (_seat, superseded) = match seat {
+        Some((seat, superseded)) => (Some(seat), Some(superseded)),
+        None => (None, None),
+    };
+    let superseded = async move {
+        match superseded {
+            // Told, or its seat went away with the feed: either way done.
+            Some(superseded) => drop(superseded.await),
+            None => std::future::pending().await,
+        }
+    };
     let below = |after, upto| below(reads, &watcher, after, upto);
-    match feed::wait(reads.feed(), time, &watcher, since, wait, gone, below).await? {
+    let waited = feed::wait(
+        reads.feed(),
+        time,
+        &watcher,
+        since,
+        wait,
+        gone,
+        superseded,
+        below,
+    );
+    match waited.await? {
         Waited::Page(page) => Ok(page),
         Waited::Gone => Ok(Page {
             cursor: since,

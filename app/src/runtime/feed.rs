@@ -13,16 +13,25 @@
 //!
 //! A waiter costs a task and nothing else while idle: no thread, no
 //! reader connection, no timer but its deadline.
+//!
+//! An agent run holds at most [`WAITS_PER_RUN`] waits at once (its
+//! [`Seat`]s): a newer wait of a run that holds them all answers the
+//! run's oldest at once, with its cursor and no changes, as its timeout
+//! would. So a run cannot hold the broker's connection places with waits
+//! (each wait holds its connection's place), and the human's way in stays
+//! open. An agent needs one wait, or a few; one that asks for more loses
+//! nothing, since the answered wait's cursor is where its next begins.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use mosaic_adapters::cause::logged;
 use mosaic_domain::changes::{Change, Routing, Topic, Watcher, CHANGES_LIMIT};
-use mosaic_domain::{DecisionId, Refusal};
+use mosaic_domain::{BusinessId, DecisionId, Refusal, RunId};
 use mosaic_ports::EvidenceStore;
-use tokio::sync::{watch, Notify};
+use tokio::sync::{oneshot, watch, Notify};
 
 use super::world::{until, Time};
 
@@ -33,6 +42,12 @@ const KEPT: usize = 4096;
 /// How many records one read of the store's ledger takes, so a wait far
 /// behind holds a reader connection only briefly at a time.
 const HISTORY_PAGE: usize = 1000;
+
+/// How many `changes` waits one agent run holds at once: past it, the
+/// run's oldest wait is answered at once with its cursor (see the module
+/// documentation). Enough for an agent's one wait and a few of its tools
+/// or restarts beside it; 4,096 connections' worth of waits is not.
+pub const WAITS_PER_RUN: usize = 8;
 
 /// Changes after a cursor, and the cursor to wait after next.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,6 +65,34 @@ pub struct Feed {
     kept: Mutex<Kept>,
     topics: Mutex<HashMap<Topic, Arc<Notify>>>,
     closed: watch::Sender<bool>,
+    /// Each run's waits, oldest first, with the signal that answers one
+    /// early.
+    seats: Mutex<HashMap<Run, VecDeque<(u64, oneshot::Sender<()>)>>>,
+    /// The number of the next seat.
+    next_seat: AtomicU64,
+}
+
+/// An agent run: its business and its run id.
+pub(super) type Run = (BusinessId, RunId);
+
+/// A wait's place among its run's [`WAITS_PER_RUN`]; given back when
+/// dropped.
+pub(super) struct Seat<'a> {
+    feed: &'a Feed,
+    run: Run,
+    number: u64,
+}
+
+impl Drop for Seat<'_> {
+    fn drop(&mut self) {
+        let mut seats = self.feed.seats();
+        if let Some(held) = seats.get_mut(&self.run) {
+            held.retain(|(number, _)| *number != self.number);
+            if held.is_empty() {
+                seats.remove(&self.run);
+            }
+        }
+    }
 }
 
 /// The changes in memory: every change at a position after `start` and up
@@ -80,7 +123,44 @@ impl Feed {
             }),
             topics: Mutex::new(HashMap::new()),
             closed: watch::channel(false).0,
+            seats: Mutex::new(HashMap::new()),
+            next_seat: AtomicU64::new(0),
         }
+    }
+
+    /// A seat for a new wait of `run`, and the signal that answers the
+    /// wait early: when the run holds [`WAITS_PER_RUN`] already, its oldest
+    /// is signalled and loses its seat. The seat is held until dropped.
+    pub(super) fn seat(&self, run: &Run) -> (Seat<'_>, oneshot::Receiver<()>) {
+        let (signal, superseded) = oneshot::channel();
+        let number = self.next_seat.fetch_add(1, Ordering::Relaxed);
+        let mut seats = self.seats();
+        let held = seats.entry(run.clone()).or_default();
+        while held.len() >= WAITS_PER_RUN {
+            if let Some((_, oldest)) = held.pop_front() {
+                // A wait that has just ended by itself has nobody to tell.
+                let _ = oldest.send(());
+            }
+        }
+        held.push_back((number, signal));
+        let seat = Seat {
+            feed: self,
+            run: run.clone(),
+            number,
+        };
+        (seat, superseded)
+    }
+
+    /// How many waits `run` holds now.
+    #[cfg(test)]
+    fn seats_of(&self, run: &Run) -> usize {
+        self.seats().get(run).map_or(0, VecDeque::len)
+    }
+
+    fn seats(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<Run, VecDeque<(u64, oneshot::Sender<()>)>>> {
+        self.seats.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The position of the newest committed record.
@@ -214,8 +294,9 @@ pub(super) enum Waited {
 
 /// `changes {since, timeoutMs}`: the changes concerning `watcher` after
 /// `since`, as soon as there is one, else an empty page at `wait`'s end
-/// (on the clock) or when the broker closes. `gone` ends the wait when
-/// the caller disconnects. `below(after, upto)` reads one page of
+/// (on the clock), when the broker closes, or when `superseded` completes
+/// (a newer wait of the same run took its [`Seat`]). `gone` ends the wait
+/// when the caller disconnects. `below(after, upto)` reads one page of
 /// [`history`] from the store, for a cursor below the memory.
 ///
 /// # Errors
@@ -228,6 +309,7 @@ pub(super) async fn wait<B, F>(
     since: u64,
     wait: Duration,
     gone: impl std::future::Future<Output = ()>,
+    superseded: impl std::future::Future<Output = ()>,
     mut below: B,
 ) -> Result<Waited, Refusal>
 where
@@ -242,6 +324,7 @@ where
         .collect();
     let mut closed = feed.closed.subscribe();
     tokio::pin!(gone);
+    tokio::pin!(superseded);
     let mut after = since;
     loop {
         // Enabled before the memory is read, so no publish falls between.
@@ -260,6 +343,9 @@ where
                 let page = tokio::select! {
                     page = below(after, start) => page?,
                     () = &mut gone => return Ok(Waited::Gone),
+                    () = &mut superseded => {
+                        return Ok(Waited::Page(Page { cursor: after, changes: Vec::new() }));
+                    }
                 };
                 let over = time.now() >= deadline || *closed.borrow_and_update();
                 if !page.changes.is_empty() || over {
@@ -273,6 +359,9 @@ where
             () = futures_any(notified) => {}
             _ = closed.changed() => {}
             () = until(time, deadline) => {
+                return Ok(Waited::Page(Page { cursor: after, changes: Vec::new() }));
+            }
+            () = &mut superseded => {
                 return Ok(Waited::Page(Page { cursor: after, changes: Vec::new() }));
             }
             () = &mut gone => return Ok(Waited::Gone),
@@ -291,4 +380,60 @@ async fn futures_any<F: std::future::Future<Output = ()> + Unpin>(mut waits: Vec
         std::task::Poll::Pending
     })
     .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(name: &str) -> Run {
+        (
+            BusinessId::parse("acme").expect("a business"),
+            RunId::parse(name).expect("a run"),
+        )
+    }
+
+    #[test]
+    fn a_run_holds_at_most_its_seats_and_a_new_wait_answers_its_oldest() {
+        let feed = Feed::new(0);
+        let (a, b) = (run("dev-1"), run("qa-1"));
+        let mut held: Vec<_> = (0..WAITS_PER_RUN).map(|_| feed.seat(&a)).collect();
+        let other = feed.seat(&b);
+        assert_eq!(feed.seats_of(&a), WAITS_PER_RUN);
+        for (_, superseded) in &mut held {
+            assert_eq!(
+                superseded.try_recv(),
+                Err(oneshot::error::TryRecvError::Empty)
+            );
+        }
+        // One more: the oldest is told, and only it; the other run's wait
+        // is not touched.
+        held.push(feed.seat(&a));
+        assert_eq!(feed.seats_of(&a), WAITS_PER_RUN);
+        assert_eq!(held[0].1.try_recv(), Ok(()));
+        for (_, superseded) in &mut held[1..] {
+            assert_eq!(
+                superseded.try_recv(),
+                Err(oneshot::error::TryRecvError::Empty)
+            );
+        }
+        let (_other_seat, mut other_signal) = other;
+        assert_eq!(
+            other_signal.try_recv(),
+            Err(oneshot::error::TryRecvError::Empty)
+        );
+        // A wait that ends gives its seat back: a new one then takes no
+        // other's.
+        held.remove(3);
+        assert_eq!(feed.seats_of(&a), WAITS_PER_RUN - 1);
+        held.push(feed.seat(&a));
+        for (_, superseded) in &mut held[1..] {
+            assert_eq!(
+                superseded.try_recv(),
+                Err(oneshot::error::TryRecvError::Empty)
+            );
+        }
+        held.clear();
+        assert_eq!(feed.seats_of(&a), 0);
+    }
 }
