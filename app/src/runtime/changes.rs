@@ -13,7 +13,7 @@ use mosaic_domain::changes::Watcher;
 use mosaic_domain::Refusal;
 use mosaic_ports::StoreReaders;
 
-use super::feed::{self, history, Page, Waited};
+use super::feed::{self, history, Ended, Page, Waited};
 use super::reads::Reads;
 use super::world::Time;
 
@@ -67,24 +67,21 @@ pub(crate) async fn page<S: StoreReaders + Send + 'static>(
         Some((seat, superseded)) => (Some(seat), Some(superseded)),
         None => (None, None),
     };
-    let superseded = async move {
-        match superseded {
-            // Told, or its seat went away with the feed: either way done.
-            Some(superseded) => drop(superseded.await),
-            None => std::future::pending().await,
+    let ended = async move {
+        let superseded = async move {
+            match superseded {
+                // Told, or its seat went away with the feed: either way done.
+                Some(superseded) => drop(superseded.await),
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = gone => Ended::Gone,
+            () = superseded => Ended::Superseded,
         }
     };
     let below = |after, upto| below(reads, &watcher, after, upto);
-    let waited = feed::wait(
-        reads.feed(),
-        time,
-        &watcher,
-        since,
-        wait,
-        gone,
-        superseded,
-        below,
-    );
+    let waited = feed::wait(reads.feed(), time, &watcher, since, wait, ended, below);
     match waited.await? {
         Waited::Page(page) => Ok(page),
         Waited::Gone => Ok(Page {

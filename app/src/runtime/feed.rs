@@ -67,13 +67,17 @@ pub struct Feed {
     closed: watch::Sender<bool>,
     /// Each run's waits, oldest first, with the signal that answers one
     /// early.
-    seats: Mutex<HashMap<Run, VecDeque<(u64, oneshot::Sender<()>)>>>,
+    seats: Mutex<HashMap<Run, Seats>>,
     /// The number of the next seat.
     next_seat: AtomicU64,
 }
 
 /// An agent run: its business and its run id.
 pub(super) type Run = (BusinessId, RunId);
+
+/// A run's taken seats, oldest first: each seat's number and the signal
+/// that answers its wait early.
+type Seats = VecDeque<(u64, oneshot::Sender<()>)>;
 
 /// A wait's place among its run's [`WAITS_PER_RUN`]; given back when
 /// dropped.
@@ -157,9 +161,7 @@ impl Feed {
         self.seats().get(run).map_or(0, VecDeque::len)
     }
 
-    fn seats(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<Run, VecDeque<(u64, oneshot::Sender<()>)>>> {
+    fn seats(&self) -> std::sync::MutexGuard<'_, HashMap<Run, Seats>> {
         self.seats.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -284,6 +286,15 @@ pub fn history<S: EvidenceStore>(
     Ok(Page { cursor, changes })
 }
 
+/// What may end a wait before its time: the caller going away, or a
+/// newer wait of its run taking its [`Seat`].
+pub(super) enum Ended {
+    /// The caller disconnected: nobody is answered.
+    Gone,
+    /// A newer wait of the run took the seat: answered like a timeout.
+    Superseded,
+}
+
 /// How a wait ended.
 pub(super) enum Waited {
     /// With changes, at its timeout, or because the broker closes.
@@ -294,9 +305,9 @@ pub(super) enum Waited {
 
 /// `changes {since, timeoutMs}`: the changes concerning `watcher` after
 /// `since`, as soon as there is one, else an empty page at `wait`'s end
-/// (on the clock), when the broker closes, or when `superseded` completes
-/// (a newer wait of the same run took its [`Seat`]). `gone` ends the wait
-/// when the caller disconnects. `below(after, upto)` reads one page of
+/// (on the clock), when the broker closes, or when `ended` says
+/// [`Ended::Superseded`] (a newer wait of the same run took its
+/// [`Seat`]). [`Ended::Gone`] ends the wait when the caller disconnects. `below(after, upto)` reads one page of
 /// [`history`] from the store, for a cursor below the memory.
 ///
 /// # Errors
@@ -308,8 +319,7 @@ pub(super) async fn wait<B, F>(
     watcher: &Watcher,
     since: u64,
     wait: Duration,
-    gone: impl std::future::Future<Output = ()>,
-    superseded: impl std::future::Future<Output = ()>,
+    ended: impl std::future::Future<Output = Ended>,
     mut below: B,
 ) -> Result<Waited, Refusal>
 where
@@ -323,8 +333,7 @@ where
         .map(|t| feed.signal(t))
         .collect();
     let mut closed = feed.closed.subscribe();
-    tokio::pin!(gone);
-    tokio::pin!(superseded);
+    tokio::pin!(ended);
     let mut after = since;
     loop {
         // Enabled before the memory is read, so no publish falls between.
@@ -342,10 +351,7 @@ where
                 // the caller's disconnect and deadline heard between them.
                 let page = tokio::select! {
                     page = below(after, start) => page?,
-                    () = &mut gone => return Ok(Waited::Gone),
-                    () = &mut superseded => {
-                        return Ok(Waited::Page(Page { cursor: after, changes: Vec::new() }));
-                    }
+                    end = &mut ended => return Ok(end.waited(after)),
                 };
                 let over = time.now() >= deadline || *closed.borrow_and_update();
                 if !page.changes.is_empty() || over {
@@ -361,10 +367,20 @@ where
             () = until(time, deadline) => {
                 return Ok(Waited::Page(Page { cursor: after, changes: Vec::new() }));
             }
-            () = &mut superseded => {
-                return Ok(Waited::Page(Page { cursor: after, changes: Vec::new() }));
-            }
-            () = &mut gone => return Ok(Waited::Gone),
+            end = &mut ended => return Ok(end.waited(after)),
+        }
+    }
+}
+
+impl Ended {
+    /// How a wait that had reached `after` ends this way.
+    fn waited(self, after: u64) -> Waited {
+        match self {
+            Ended::Gone => Waited::Gone,
+            Ended::Superseded => Waited::Page(Page {
+                cursor: after,
+                changes: Vec::new(),
+            }),
         }
     }
 }
