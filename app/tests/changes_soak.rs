@@ -99,9 +99,10 @@ fn wave(broker: &Broker, lines: &[Vec<u8>], waiting: usize) {
         .collect();
     // The answered waits' connections close, idle, 5 s after their
     // answer; the waiting ones stay.
-    wait_for("the broker holds every waiting connection of the wave", || {
-        broker.fd_count() >= idle + waiting
-    });
+    wait_for(
+        "the broker holds every waiting connection of the wave",
+        || broker.fd_count() >= idle + waiting,
+    );
     broker.wait_quiet();
     let answered = streams.iter().filter(|s| has_answer(s)).count();
     assert_eq!(
