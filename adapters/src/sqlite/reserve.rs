@@ -1,0 +1,334 @@
+//! The disk reserve: [`RESERVE_BYTES`] of real blocks in `disk.reserve`,
+//! beside the store's file, held while the filesystem has room.
+//!
+//! An agent whose files share the store's filesystem can fill it; then
+//! every commit fails, the human's included. The reserve is space taken in
+//! advance: released when a commit fails for lack of space, it gives the
+//! store room for the writes the broker still serves (the human's; see
+//! `app/src/runtime/writer.rs`), and it is taken again once the filesystem
+//! has room for it and as much to spare. The blocks are allocated with
+//! `fallocate` and then written, so every filesystem counts them, tmpfs
+//! included, and a filesystem that only pretends to allocate is made to.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use mosaic_ports::StoreError;
+
+/// How much space the reserve holds: room for hundreds of the human's
+/// commits (each writes a few pages to the WAL) on a full filesystem.
+pub const RESERVE_BYTES: u64 = 8 * 1024 * 1024;
+
+/// The reserve's file name, in the store file's folder.
+pub const RESERVE_FILE: &str = "disk.reserve";
+
+/// The bytes written at a time while the reserve is filled.
+const CHUNK: usize = 64 * 1024;
+
+/// How many bytes are free for this process on the filesystem of a file.
+pub(super) type FreeSpace = fn(&File) -> io::Result<u64>;
+
+/// The store's reserve file and whether it is held.
+#[derive(Debug)]
+pub(super) struct Reserve {
+    path: PathBuf,
+    held: bool,
+    free: FreeSpace,
+}
+
+impl Reserve {
+    /// The reserve of the store at `db`, not yet taken.
+    pub(super) fn beside(db: &Path) -> Self {
+        Self {
+            path: db.with_file_name(RESERVE_FILE),
+            held: false,
+            free: free_space,
+        }
+    }
+
+    /// As [`Reserve::beside`], with the free space measured by `free`.
+    #[cfg(test)]
+    pub(super) fn measured_by(db: &Path, free: FreeSpace) -> Self {
+        Self {
+            free,
+            ..Self::beside(db)
+        }
+    }
+
+    /// Whether the reserve is held.
+    #[cfg(test)]
+    pub(super) fn held(&self) -> bool {
+        self.held
+    }
+
+    /// Takes the reserve: keeps a whole file an earlier run left, or fills
+    /// one when the filesystem has room for it and as much to spare (so
+    /// the writes served again do not fill it at once).
+    ///
+    /// # Errors
+    /// [`StoreError::Full`] when there is no such room (then the file holds
+    /// nothing); [`StoreError::Unavailable`] when the file cannot be made.
+    pub(super) fn take(&mut self) -> Result<(), StoreError> {
+        if self.held {
+            return Ok(());
+        }
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&self.path)
+            .map_err(failure)?;
+        let meta = file.metadata().map_err(failure)?;
+        if !meta.file_type().is_file() {
+            return Err(StoreError::Unavailable(Box::new(NotAFile)));
+        }
+        let allocated = meta.blocks().saturating_mul(512);
+        if meta.len() >= RESERVE_BYTES && allocated >= RESERVE_BYTES {
+            self.held = true;
+            return Ok(());
+        }
+        let wanted = (2 * RESERVE_BYTES).saturating_sub(allocated);
+        let filled = match (self.free)(&file) {
+            Ok(free) if free < wanted => Err(no_space()),
+            Ok(_) => fill(&file),
+            Err(e) => Err(e),
+        };
+        match filled {
+            Ok(()) => {
+                self.held = true;
+                Ok(())
+            }
+            Err(e) => {
+                // A reserve half made holds space that helps nobody.
+                let _ = file.set_len(0);
+                Err(failure(e))
+            }
+        }
+    }
+
+    /// Releases the reserve: its file is emptied, so its blocks are free
+    /// for the store. Returns whether it was held.
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`] when the file cannot be emptied.
+    pub(super) fn release(&mut self) -> Result<bool, StoreError> {
+        let held = std::mem::take(&mut self.held);
+        let emptied = OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&self.path)
+            .and_then(|file| file.set_len(0));
+        match emptied {
+            Ok(()) => Ok(held),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(held),
+            Err(e) => {
+                self.held = held;
+                Err(failure(e))
+            }
+        }
+    }
+}
+
+/// Allocates [`RESERVE_BYTES`] in `file` and writes them, then syncs.
+#[allow(unsafe_code)]
+fn fill(file: &File) -> io::Result<()> {
+    let len = libc::off_t::try_from(RESERVE_BYTES).map_err(|_| no_space())?;
+    // SAFETY: `fallocate` on a descriptor this function borrows, over a
+    // range it names; it touches no memory of ours.
+    let allocated = unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len) };
+    if allocated != 0 {
+        let e = io::Error::last_os_error();
+        // A filesystem without `fallocate` gets the blocks by the writes.
+        if e.raw_os_error() != Some(libc::EOPNOTSUPP) {
+            return Err(e);
+        }
+    }
+    let zeros = vec![0_u8; CHUNK];
+    let mut at = 0;
+    while at < RESERVE_BYTES {
+        file.write_all_at(&zeros, at)?;
+        at += CHUNK as u64;
+    }
+    file.sync_all()
+}
+
+/// The bytes an unprivileged process may still write on `file`'s
+/// filesystem.
+#[allow(unsafe_code)]
+fn free_space(file: &File) -> io::Result<u64> {
+    let mut stats = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+    // SAFETY: `fstatvfs` fills the struct it is given, which lives here.
+    if unsafe { libc::fstatvfs(file.as_raw_fd(), stats.as_mut_ptr()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fstatvfs` returned 0, so it filled the struct.
+    let stats = unsafe { stats.assume_init() };
+    Ok(u64::from(stats.f_bavail).saturating_mul(u64::from(stats.f_frsize)))
+}
+
+fn no_space() -> io::Error {
+    io::Error::from_raw_os_error(libc::ENOSPC)
+}
+
+/// The port's error for a failed reserve operation: no space is
+/// [`StoreError::Full`], anything else [`StoreError::Unavailable`].
+fn failure(e: io::Error) -> StoreError {
+    match e.raw_os_error() {
+        Some(libc::ENOSPC | libc::EDQUOT) => StoreError::Full(Box::new(e)),
+        _ => StoreError::Unavailable(Box::new(e)),
+    }
+}
+
+/// The source of the error when the reserve's name holds no regular file.
+#[derive(Debug)]
+struct NotAFile;
+
+impl std::fmt::Display for NotAFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the reserve's name holds something else than a file")
+    }
+}
+
+impl std::error::Error for NotAFile {}
+
+/// The source of the error when a handle that only reads is asked to
+/// take or release a reserve.
+#[derive(Debug)]
+pub(super) struct ReaderHoldsNoReserve;
+
+impl std::fmt::Display for ReaderHoldsNoReserve {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a reader handle holds no disk reserve")
+    }
+}
+
+impl std::error::Error for ReaderHoldsNoReserve {}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use mosaic_domain::evidence::{Evidence, HumanInput, Stamped};
+    use mosaic_domain::{BusinessId, EventId, Timestamp};
+    use mosaic_ports::{EvidenceStore, StoreError};
+
+    use super::{Reserve, RESERVE_BYTES, RESERVE_FILE};
+    use crate::sqlite::SqliteStore;
+
+    /// Human inputs `from..to`, one a millisecond: unique facts that need
+    /// nothing else stored.
+    fn inputs(from: u16, to: u16) -> Vec<Stamped> {
+        (from..to)
+            .map(|n| {
+                let mut id = [0_u8; 16];
+                id[..2].copy_from_slice(&n.to_be_bytes());
+                Stamped {
+                    at: Timestamp::from_unix_ms(1_000 + i64::from(n)).expect("a test time"),
+                    evidence: Evidence::Human(HumanInput {
+                        id: EventId::from_random(id),
+                        business: BusinessId::parse("acme").expect("a business id"),
+                        verb: "message.send".to_owned(),
+                        subject: None,
+                    }),
+                }
+            })
+            .collect()
+    }
+
+    /// The reserve file's length and allocated bytes.
+    fn sizes(dir: &Path) -> (u64, u64) {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(dir.join(RESERVE_FILE)).expect("the reserve file");
+        (meta.len(), meta.blocks() * 512)
+    }
+
+    /// Caps the database at the pages it has (`None`: lifts the cap), so
+    /// the next write that needs a page fails with SQLite's own
+    /// `SQLITE_FULL`, as on a full filesystem.
+    fn cap_pages(store: &SqliteStore, cap: bool) {
+        let pages: i64 = store
+            .conn
+            .query_row("PRAGMA page_count", [], |r| r.get(0))
+            .expect("page count");
+        let max = if cap { pages } else { 1 << 30 };
+        let _: i64 = store
+            .conn
+            .query_row(&format!("PRAGMA max_page_count = {max}"), [], |r| r.get(0))
+            .expect("max page count");
+    }
+
+    #[test]
+    fn a_full_store_is_released_retried_and_takes_its_reserve_again() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut store = SqliteStore::create(&dir.path().join("bus.sqlite")).expect("a store");
+        store.take_reserve().expect("room for the reserve");
+        let (len, allocated) = sizes(dir.path());
+        assert_eq!(len, RESERVE_BYTES);
+        assert!(allocated >= RESERVE_BYTES, "{allocated} bytes allocated");
+        store.commit(&inputs(0, 10)).expect("a write with room");
+
+        cap_pages(&store, true);
+        let batch = inputs(10, 400);
+        match store.commit(&batch) {
+            Err(StoreError::Full(_)) => {}
+            other => panic!("a write past the cap must be Full, got {other:?}"),
+        }
+        assert_eq!(store.head().expect("head"), 10, "nothing of the batch");
+
+        assert!(store.release_reserve().expect("released"), "it was held");
+        assert_eq!(sizes(dir.path()), (0, 0), "the reserve's blocks are free");
+        // The released space is what the retry writes into.
+        cap_pages(&store, false);
+        store.commit(&batch).expect("the retried batch");
+        assert_eq!(store.head().expect("head"), 400);
+
+        store.take_reserve().expect("room again");
+        let (len, allocated) = sizes(dir.path());
+        assert!(len == RESERVE_BYTES && allocated >= RESERVE_BYTES);
+        let checked = crate::sqlite::verify_file(&dir.path().join("bus.sqlite"));
+        assert!(checked.is_ok(), "the chain verifies: {checked:?}");
+    }
+
+    #[test]
+    fn no_reserve_is_taken_without_room_to_spare() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let db = dir.path().join("bus.sqlite");
+        let mut tight = Reserve::measured_by(&db, |_| Ok(2 * RESERVE_BYTES - 1));
+        match tight.take() {
+            Err(StoreError::Full(_)) => {}
+            other => panic!("no room to spare must be Full, got {other:?}"),
+        }
+        assert!(!tight.held());
+        assert_eq!(sizes(dir.path()), (0, 0), "a failed take holds nothing");
+
+        let mut roomy = Reserve::measured_by(&db, |_| Ok(2 * RESERVE_BYTES));
+        roomy.take().expect("room to spare");
+        assert!(roomy.held());
+        // A whole reserve an earlier run left is kept, even with no room.
+        let mut full = Reserve::measured_by(&db, |_| Ok(0));
+        full.take().expect("the whole reserve is kept");
+        assert!(full.held());
+        assert!(full.release().expect("released"));
+        assert!(!full.release().expect("released again"), "none held");
+    }
+
+    #[test]
+    fn a_link_at_the_reserve_name_is_never_followed() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let target = dir.path().join("elsewhere");
+        std::fs::write(&target, b"the human's file").expect("write");
+        std::os::unix::fs::symlink(&target, dir.path().join(RESERVE_FILE)).expect("symlink");
+        let mut reserve = Reserve::beside(&dir.path().join("bus.sqlite"));
+        match reserve.take() {
+            Err(StoreError::Unavailable(_)) => {}
+            other => panic!("a link must be refused, got {other:?}"),
+        }
+        let _ = reserve.release();
+        assert_eq!(std::fs::read(&target).expect("read"), b"the human's file");
+    }
+}
