@@ -41,7 +41,7 @@ pub enum StoreError {
     /// `SQLITE_FULL`, `ENOSPC`): what [`EvidenceStore::release_reserve`]
     /// may cure. Wherever the contract names [`StoreError::Unavailable`]
     /// for a failed write, this may come instead, with the same effect.
-    #[error("no space left for the store")]
+    #[error("store unavailable: no space left")]
     Full(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// The store cannot be read or written (read-only, I/O error).
     #[error("store unavailable")]

@@ -5,8 +5,9 @@
 //! every commit fails, the human's included. The reserve is space taken in
 //! advance: released when a commit fails for lack of space, it gives the
 //! store room for the writes the broker still serves (the human's; see
-//! `app/src/runtime/writer.rs`), and it is taken again once the filesystem
-//! has room for it and as much to spare. The blocks are allocated with
+//! `app/src/runtime/disk.rs`), and it is taken again once the filesystem
+//! has room for it and as much to spare. On a small filesystem it holds a
+//! sixteenth of it, so the reserve never takes what the store needs. The blocks are allocated with
 //! `fallocate` and then written, so every filesystem counts them, tmpfs
 //! included, and a filesystem that only pretends to allocate is made to.
 
@@ -18,9 +19,13 @@ use std::path::{Path, PathBuf};
 
 use mosaic_ports::StoreError;
 
-/// How much space the reserve holds: room for hundreds of the human's
-/// commits (each writes a few pages to the WAL) on a full filesystem.
-pub const RESERVE_BYTES: u64 = 8 * 1024 * 1024;
+/// How much space the reserve holds, at most: room for hundreds of the
+/// human's commits (each writes a few pages to the WAL, which SQLite then
+/// reuses) on a full filesystem.
+pub const RESERVE_BYTES: u64 = 4 * 1024 * 1024;
+
+/// The reserve holds at most this share of its filesystem.
+const SHARE: u64 = 16;
 
 /// The reserve's file name, in the store file's folder.
 pub const RESERVE_FILE: &str = "disk.reserve";
@@ -28,8 +33,17 @@ pub const RESERVE_FILE: &str = "disk.reserve";
 /// The bytes written at a time while the reserve is filled.
 const CHUNK: usize = 64 * 1024;
 
-/// How many bytes are free for this process on the filesystem of a file.
-pub(super) type FreeSpace = fn(&File) -> io::Result<u64>;
+/// The filesystem of a file, as `statvfs` tells it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Room {
+    /// The bytes an unprivileged process may still write.
+    pub(super) free: u64,
+    /// The filesystem's size.
+    pub(super) total: u64,
+}
+
+/// Measures the room on the filesystem of a file.
+pub(super) type FreeSpace = fn(&File) -> io::Result<Room>;
 
 /// The store's reserve file and whether it is held.
 #[derive(Debug)]
@@ -87,16 +101,17 @@ impl Reserve {
         if !meta.file_type().is_file() {
             return Err(StoreError::Unavailable(Box::new(NotAFile)));
         }
+        let room = (self.free)(&file).map_err(failure)?;
+        let size = reserve_size(room.total);
         let allocated = meta.blocks().saturating_mul(512);
-        if meta.len() >= RESERVE_BYTES && allocated >= RESERVE_BYTES {
+        if size > 0 && meta.len() >= size && allocated >= size {
             self.held = true;
             return Ok(());
         }
-        let wanted = (2 * RESERVE_BYTES).saturating_sub(allocated);
-        let filled = match (self.free)(&file) {
-            Ok(free) if free < wanted => Err(no_space()),
-            Ok(_) => fill(&file),
-            Err(e) => Err(e),
+        let filled = if size == 0 || room.free.saturating_add(allocated) < 2 * size {
+            Err(no_space())
+        } else {
+            fill(&file, size)
         };
         match filled {
             Ok(()) => {
@@ -134,10 +149,19 @@ impl Reserve {
     }
 }
 
-/// Allocates [`RESERVE_BYTES`] in `file` and writes them, then syncs.
+/// The reserve's size on a filesystem of `total` bytes: [`RESERVE_BYTES`],
+/// or a [`SHARE`] of a small one, in whole chunks of the fill.
+pub(super) fn reserve_size(total: u64) -> u64 {
+    let size = RESERVE_BYTES.min(total / SHARE);
+    size - size % CHUNK as u64
+}
+
+/// Allocates `size` bytes in `file` and writes them, then syncs.
 #[allow(unsafe_code)]
-fn fill(file: &File) -> io::Result<()> {
-    let len = libc::off_t::try_from(RESERVE_BYTES).map_err(|_| no_space())?;
+fn fill(file: &File, size: u64) -> io::Result<()> {
+    // A reserve of another size (the filesystem grew or shrank) starts anew.
+    file.set_len(0)?;
+    let len = libc::off_t::try_from(size).map_err(|_| no_space())?;
     // SAFETY: `fallocate` on a descriptor this function borrows, over a
     // range it names; it touches no memory of ours.
     let allocated = unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len) };
@@ -150,17 +174,16 @@ fn fill(file: &File) -> io::Result<()> {
     }
     let zeros = vec![0_u8; CHUNK];
     let mut at = 0;
-    while at < RESERVE_BYTES {
+    while at < size {
         file.write_all_at(&zeros, at)?;
         at += CHUNK as u64;
     }
     file.sync_all()
 }
 
-/// The bytes an unprivileged process may still write on `file`'s
-/// filesystem.
+/// The room on `file`'s filesystem.
 #[allow(unsafe_code)]
-fn free_space(file: &File) -> io::Result<u64> {
+fn free_space(file: &File) -> io::Result<Room> {
     let mut stats = std::mem::MaybeUninit::<libc::statvfs>::uninit();
     // SAFETY: `fstatvfs` fills the struct it is given, which lives here.
     if unsafe { libc::fstatvfs(file.as_raw_fd(), stats.as_mut_ptr()) } != 0 {
@@ -168,7 +191,11 @@ fn free_space(file: &File) -> io::Result<u64> {
     }
     // SAFETY: `fstatvfs` returned 0, so it filled the struct.
     let stats = unsafe { stats.assume_init() };
-    Ok(u64::from(stats.f_bavail).saturating_mul(u64::from(stats.f_frsize)))
+    let bytes = |blocks: libc::fsblkcnt_t| u64::from(blocks).saturating_mul(stats.f_frsize);
+    Ok(Room {
+        free: bytes(stats.f_bavail),
+        total: bytes(stats.f_blocks),
+    })
 }
 
 fn no_space() -> io::Error {
@@ -217,7 +244,7 @@ mod tests {
     use mosaic_domain::{BusinessId, EventId, Timestamp};
     use mosaic_ports::{EvidenceStore, StoreError};
 
-    use super::{Reserve, RESERVE_BYTES, RESERVE_FILE};
+    use super::{reserve_size, Reserve, Room, RESERVE_BYTES, RESERVE_FILE};
     use crate::sqlite::SqliteStore;
 
     /// Human inputs `from..to`, one a millisecond: unique facts that need
@@ -268,8 +295,8 @@ mod tests {
         let mut store = SqliteStore::create(&dir.path().join("bus.sqlite")).expect("a store");
         store.take_reserve().expect("room for the reserve");
         let (len, allocated) = sizes(dir.path());
-        assert_eq!(len, RESERVE_BYTES);
-        assert!(allocated >= RESERVE_BYTES, "{allocated} bytes allocated");
+        assert!(len > 0 && len <= RESERVE_BYTES, "{len} bytes");
+        assert!(allocated >= len, "{allocated} bytes allocated");
         store.commit(&inputs(0, 10)).expect("a write with room");
 
         cap_pages(&store, true);
@@ -288,8 +315,7 @@ mod tests {
         assert_eq!(store.head().expect("head"), 400);
 
         store.take_reserve().expect("room again");
-        let (len, allocated) = sizes(dir.path());
-        assert!(len == RESERVE_BYTES && allocated >= RESERVE_BYTES);
+        assert_eq!(sizes(dir.path()).0, len, "the same reserve again");
         let checked = crate::sqlite::verify_file(&dir.path().join("bus.sqlite"));
         assert!(checked.is_ok(), "the chain verifies: {checked:?}");
     }
@@ -298,7 +324,12 @@ mod tests {
     fn no_reserve_is_taken_without_room_to_spare() {
         let dir = tempfile::tempdir().expect("temp dir");
         let db = dir.path().join("bus.sqlite");
-        let mut tight = Reserve::measured_by(&db, |_| Ok(2 * RESERVE_BYTES - 1));
+        let mut tight = Reserve::measured_by(&db, |_| {
+            Ok(Room {
+                free: 2 * RESERVE_BYTES - 1,
+                total: GIB,
+            })
+        });
         match tight.take() {
             Err(StoreError::Full(_)) => {}
             other => panic!("no room to spare must be Full, got {other:?}"),
@@ -306,15 +337,33 @@ mod tests {
         assert!(!tight.held());
         assert_eq!(sizes(dir.path()), (0, 0), "a failed take holds nothing");
 
-        let mut roomy = Reserve::measured_by(&db, |_| Ok(2 * RESERVE_BYTES));
+        let mut roomy = Reserve::measured_by(&db, |_| {
+            Ok(Room {
+                free: 2 * RESERVE_BYTES,
+                total: GIB,
+            })
+        });
         roomy.take().expect("room to spare");
         assert!(roomy.held());
+        assert_eq!(sizes(dir.path()).0, RESERVE_BYTES);
         // A whole reserve an earlier run left is kept, even with no room.
-        let mut full = Reserve::measured_by(&db, |_| Ok(0));
+        let mut full = Reserve::measured_by(&db, |_| Ok(Room { free: 0, total: GIB }));
         full.take().expect("the whole reserve is kept");
         assert!(full.held());
         assert!(full.release().expect("released"));
         assert!(!full.release().expect("released again"), "none held");
+    }
+
+    /// A filesystem of a GiB, for the measured reserves.
+    const GIB: u64 = 1 << 30;
+
+    #[test]
+    fn a_small_filesystem_gets_a_sixteenth() {
+        assert_eq!(reserve_size(1 << 40), RESERVE_BYTES);
+        assert_eq!(reserve_size(4 << 20), 256 << 10);
+        assert_eq!(reserve_size(48 << 20), 3 << 20);
+        assert_eq!(reserve_size(1 << 20), 64 << 10);
+        assert_eq!(reserve_size(1 << 19), 0);
     }
 
     #[test]

@@ -9,10 +9,13 @@
 //! refusals), and from then on refuses the rest, an agent's write with
 //! `storage-unavailable`, each refusal counted in its window rather than
 //! written as a row. While short, the writer tries to take the reserve
-//! again at most once every [`RETRY_RESERVE`]; once it has it, agents are
-//! served again. Each transition is logged once, with why.
-
-use std::time::Duration;
+//! again before each batch (a few system calls: the file's and the
+//! filesystem's sizes); once it has it, agents are served again, that
+//! batch included. Each transition is logged once, with why.
+//!
+//! A broker that finds no room for its reserve at boot serves everyone
+//! (it has nothing to release) and warns; its first write that fails for
+//! lack of space makes it short all the same.
 
 use mosaic_domain::bus::Caller;
 use mosaic_domain::{Refusal, Timestamp};
@@ -21,9 +24,6 @@ use mosaic_ports::{StoreError, StoreReaders};
 use super::driver::Driver;
 use super::pipeline::Proven;
 use super::writer::Job;
-
-/// How often a short broker tries to take its reserve again.
-pub(super) const RETRY_RESERVE: Duration = Duration::from_secs(1);
 
 /// What becomes of a job while the disk is short.
 pub(super) enum WhenShort<'a> {
@@ -93,28 +93,29 @@ pub(super) struct DiskSpace {
 
 /// A short spell.
 struct Short {
-    /// When the next try to take the reserve again is due.
-    next_try: Timestamp,
+    /// When it began.
+    since: Timestamp,
     /// How many jobs were refused in it.
     refused: u64,
 }
 
 impl DiskSpace {
-    /// At boot: takes the store's reserve, or starts short when there is
-    /// no room for it.
-    pub(super) fn boot<S: StoreReaders>(driver: &mut Driver<S>, now: Timestamp) -> Self {
+    /// At boot: takes the store's reserve; without room for it, warns and
+    /// serves everyone until a write fails for lack of space.
+    pub(super) fn boot<S: StoreReaders>(driver: &mut Driver<S>) -> Self {
         match driver.store_mut().take_reserve() {
-            Ok(()) => Self { short: None },
-            Err(e) => {
-                log_short(&e, "at boot, the disk reserve could not be taken");
-                Self {
-                    short: Some(Short {
-                        next_try: now.saturating_add(RETRY_RESERVE),
-                        refused: 0,
-                    }),
-                }
-            }
+            Ok(()) => {}
+            Err(StoreError::Full(_)) => tracing::warn!(
+                "no room for the disk reserve: if the disk fills up, the human's requests \
+                 may be refused storage-unavailable too"
+            ),
+            Err(e) => mosaic_adapters::cause::log(
+                Refusal::StorageUnavailable,
+                "taking the disk reserve",
+                &e,
+            ),
         }
+        Self { short: None }
     }
 
     /// Whether only the human is served.
@@ -153,7 +154,7 @@ impl DiskSpace {
              requests are refused storage-unavailable until space returns"
         );
         self.short = Some(Short {
-            next_try: now.saturating_add(RETRY_RESERVE),
+            since: now,
             refused: 0,
         });
         true
@@ -166,51 +167,28 @@ impl DiskSpace {
         }
     }
 
-    /// How long the writer may wait for a job before it must try to take
-    /// the reserve again: `None` when it is not short.
-    pub(super) fn wait(&self, now: Timestamp) -> Option<Duration> {
-        self.short.as_ref().map(|short| {
-            let ms = short.next_try.unix_ms().saturating_sub(now.unix_ms());
-            Duration::from_millis(u64::try_from(ms).unwrap_or(0))
-        })
-    }
-
-    /// While short, once the retry is due: tries to take the reserve again,
-    /// and serves agents again when it has it.
-    pub(super) fn try_return<S: StoreReaders>(&mut self, driver: &mut Driver<S>, now: Timestamp) {
-        let Some(short) = &mut self.short else {
+    /// While short: tries to take the reserve again, and serves agents
+    /// again when it has it. Only no room keeps it short quietly; another
+    /// failure is logged with its cause each time.
+    pub(super) fn try_return<S: StoreReaders>(&mut self, driver: &mut Driver<S>) {
+        let Some(short) = &self.short else {
             return;
         };
-        if now < short.next_try {
-            return;
-        }
         match driver.store_mut().take_reserve() {
             Ok(()) => {
                 tracing::warn!(
+                    since = short.since.to_string().as_str(),
                     refused = short.refused,
                     "space returned: the disk reserve is taken again and agents are served again"
                 );
                 self.short = None;
             }
-            Err(StoreError::Full(_)) => short.next_try = now.saturating_add(RETRY_RESERVE),
-            Err(e) => {
-                mosaic_adapters::cause::log(
-                    Refusal::StorageUnavailable,
-                    "taking the disk reserve again",
-                    &e,
-                );
-                short.next_try = now.saturating_add(RETRY_RESERVE);
-            }
+            Err(StoreError::Full(_)) => {}
+            Err(e) => mosaic_adapters::cause::log(
+                Refusal::StorageUnavailable,
+                "taking the disk reserve again",
+                &e,
+            ),
         }
     }
-}
-
-/// Logs going short for `e`'s reason.
-fn log_short(e: &StoreError, why: &'static str) {
-    mosaic_adapters::cause::log(Refusal::StorageUnavailable, why, e);
-    tracing::error!(
-        code = Refusal::StorageUnavailable.code(),
-        "the disk is full: only the human's requests are served now; agents' requests \
-         are refused storage-unavailable until space returns"
-    );
 }

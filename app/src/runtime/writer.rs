@@ -13,8 +13,8 @@
 //! A batch that fails for lack of space is rolled back whole, the disk
 //! reserve is released, and the same jobs are staged again under the
 //! policy of a short disk ([`super::disk`]): the human's are served, the
-//! rest refused and counted. While short, the writer comes back every
-//! [`super::disk::RETRY_RESERVE`] to try to take the reserve again.
+//! rest refused and counted. While short, the writer tries to take the
+//! reserve again before each batch.
 
 use std::sync::{mpsc, Arc};
 
@@ -140,31 +140,23 @@ pub(super) fn write_loop<S: StoreReaders>(
     mut world: WriterWorld,
     reads: Arc<Reads<S>>,
 ) {
-    let mut space = DiskSpace::boot(&mut driver, world.time.now());
+    let mut space = DiskSpace::boot(&mut driver);
     let mut jobs = Vec::with_capacity(MAX_BATCH);
     let mut outcomes = Vec::with_capacity(MAX_BATCH);
     loop {
-        let now = world.time.now();
-        space.try_return(&mut driver, now);
         // With a refusal window open, come back when it may be over even
-        // if nothing arrives, to write its count; while the disk is short,
-        // come back to try to take the reserve again.
-        let counts = (!driver.refusal_counts_idle()).then_some(WINDOW);
-        let wait = match (counts, space.wait(now)) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (Some(a), None) | (None, Some(a)) => Some(a),
-            (None, None) => None,
-        };
-        let first = match wait {
-            None => match queue.recv() {
+        // if nothing arrives, to write its count.
+        let first = if driver.refusal_counts_idle() {
+            match queue.recv() {
                 Ok(job) => Some(job),
                 Err(mpsc::RecvError) => break,
-            },
-            Some(wait) => match queue.recv_timeout(wait) {
+            }
+        } else {
+            match queue.recv_timeout(WINDOW) {
                 Ok(job) => Some(job),
                 Err(mpsc::RecvTimeoutError::Timeout) => None,
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
-            },
+            }
         };
         jobs.extend(first);
         while jobs.len() < MAX_BATCH {
@@ -173,6 +165,7 @@ pub(super) fn write_loop<S: StoreReaders>(
                 Err(mpsc::TryRecvError::Empty | mpsc::TryRecvError::Disconnected) => break,
             }
         }
+        space.try_return(&mut driver);
         let mut batch = Batch {
             driver: &mut driver,
             world: &mut world,
