@@ -192,3 +192,157 @@ impl DiskSpace {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use mosaic_domain::bus::{Caller, Command};
+    use mosaic_domain::evidence::{AgentRef, Harness, LaunchRecord};
+    use mosaic_domain::{BusinessId, EventId, Refusal, RoleInstance, RunId, Timestamp};
+    use mosaic_ports::fakes::MemoryStore;
+    use tokio::sync::oneshot;
+
+    use super::{when_short, DiskSpace, WhenShort};
+    use crate::runtime::driver::Driver;
+    use crate::runtime::pipeline::Proven;
+    use crate::runtime::writer::{Job, ReplyTo};
+
+    fn acme() -> BusinessId {
+        BusinessId::parse("acme").expect("a business id")
+    }
+
+    fn agent() -> Caller {
+        Caller::Agent {
+            business: acme(),
+            agent: AgentRef {
+                role: RoleInstance::parse("dev").expect("a role"),
+                run: RunId::parse("dev-1").expect("a run"),
+            },
+        }
+    }
+
+    fn human() -> Caller {
+        Caller::Human {
+            business: acme(),
+            input: EventId::from_random([1; 16]),
+        }
+    }
+
+    fn request(who: Proven) -> Job {
+        Job::Request {
+            who,
+            verb: "message.send",
+            call: Err(Refusal::BadRequest),
+            reply: ReplyTo::Task(oneshot::channel().0),
+            early: None,
+        }
+    }
+
+    fn command(caller: Caller) -> Job {
+        Job::Command {
+            caller,
+            command: Command::LaunchRevoke,
+            reply: ReplyTo::Task(oneshot::channel().0),
+        }
+    }
+
+    #[test]
+    fn only_the_human_is_served_and_the_rest_is_counted_with_its_code() {
+        let proven = Proven::Human {
+            business: acme(),
+            proof: Ok(()),
+        };
+        assert!(matches!(when_short(&request(proven)), WhenShort::Serve));
+        assert!(matches!(
+            when_short(&request(Proven::Known(human()))),
+            WhenShort::Serve
+        ));
+        assert!(matches!(when_short(&command(human())), WhenShort::Serve));
+
+        let agent_request = request(Proven::Known(agent()));
+        assert!(matches!(
+            when_short(&agent_request),
+            WhenShort::Count {
+                caller: Some(Caller::Agent { .. }),
+                verb: "message.send",
+                refusal: Refusal::StorageUnavailable,
+            }
+        ));
+        assert!(matches!(
+            when_short(&command(agent())),
+            WhenShort::Count {
+                caller: Some(Caller::Agent { .. }),
+                refusal: Refusal::StorageUnavailable,
+                ..
+            }
+        ));
+        // A failed proof and a read's refusal keep their own code.
+        let failed = request(Proven::Human {
+            business: acme(),
+            proof: Err(Refusal::HumanProofFailed),
+        });
+        assert!(matches!(
+            when_short(&failed),
+            WhenShort::Count {
+                caller: None,
+                refusal: Refusal::HumanProofFailed,
+                ..
+            }
+        ));
+        let read_refused = Job::Refuse {
+            caller: agent(),
+            verb: "trail",
+            refusal: Refusal::UnknownReference,
+            reply: ReplyTo::Task(oneshot::channel().0),
+        };
+        assert!(matches!(
+            when_short(&read_refused),
+            WhenShort::Count {
+                verb: "trail",
+                refusal: Refusal::UnknownReference,
+                ..
+            }
+        ));
+        let bind = Job::Bind {
+            record: LaunchRecord {
+                business: acme(),
+                role: RoleInstance::parse("dev").expect("a role"),
+                run: RunId::parse("dev-2").expect("a run"),
+                harness: Harness::Pi,
+                address: None,
+                pid: 42,
+                start_time: 7,
+            },
+            reply: ReplyTo::Task(oneshot::channel().0),
+        };
+        assert!(matches!(when_short(&bind), WhenShort::Refuse));
+    }
+
+    #[test]
+    fn a_full_disk_releases_the_reserve_once_and_space_returning_takes_it_again() {
+        let store = MemoryStore::new();
+        let mut driver = Driver::open(Vec::new(), store.clone()).expect("a driver");
+        let now = Timestamp::from_unix_ms(1_000).expect("a time");
+        let mut space = DiskSpace::boot(&mut driver);
+        assert!(store.holds_reserve() && !space.is_short());
+
+        store.set_full(true);
+        assert!(space.ran_out(&mut driver, now), "the first time: retry");
+        assert!(!store.holds_reserve() && space.is_short());
+        assert!(!space.ran_out(&mut driver, now), "short already: no retry");
+        space.try_return(&mut driver);
+        assert!(space.is_short(), "still full");
+
+        store.set_full(false);
+        space.try_return(&mut driver);
+        assert!(store.holds_reserve() && !space.is_short());
+    }
+
+    #[test]
+    fn no_room_at_boot_serves_everyone_without_a_reserve() {
+        let store = MemoryStore::new();
+        store.set_full(true);
+        let mut driver = Driver::open(Vec::new(), store.clone()).expect("a driver");
+        let space = DiskSpace::boot(&mut driver);
+        assert!(!store.holds_reserve() && !space.is_short());
+    }
+}
