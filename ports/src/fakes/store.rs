@@ -626,6 +626,26 @@ mod tests {
     }
 
     #[test]
+    fn a_full_disk_fails_commits_until_the_reserve_is_released() {
+        let mut store = MemoryStore::new();
+        store.take_reserve().expect("room");
+        store.set_full(true);
+        match store.commit(&[human(1, 1)]) {
+            Err(StoreError::Full(_)) => {}
+            other => panic!("a full disk with the reserve held: {other:?}"),
+        }
+        assert!(store.records().is_empty());
+        assert!(matches!(store.take_reserve(), Ok(())), "held already");
+        assert!(store.release_reserve().expect("released"));
+        store.commit(&[human(1, 1)]).expect("the reserve's room");
+        assert!(matches!(store.take_reserve(), Err(StoreError::Full(_))));
+        store.set_full(false);
+        store.take_reserve().expect("space returned");
+        assert!(store.holds_reserve());
+        assert_eq!(store.records(), vec![human(1, 1)]);
+    }
+
+    #[test]
     fn an_armed_failure_waits_for_a_batch() {
         let mut store = MemoryStore::new();
         store.fail_next_commit();
