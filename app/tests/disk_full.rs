@@ -296,7 +296,10 @@ fn a_full_disk_leaves_the_human_served_and_agents_refused_until_space_returns() 
     // `dd` ran out of space: the 100 MiB never fit.
     assert_eq!(next(&reports, "dd", &log_path), json!(1));
     assert!(
-        std::fs::metadata(work.join("fill")).expect("the agent's file").len() > 30 << 20,
+        std::fs::metadata(work.join("fill"))
+            .expect("the agent's file")
+            .len()
+            > 30 << 20,
         "the agent filled the disk"
     );
     // The agent's write failed for lack of space: the broker released its
@@ -351,7 +354,10 @@ fn a_full_disk_leaves_the_human_served_and_agents_refused_until_space_returns() 
     assert!(status.success(), "{status}\n{log}");
     // Why agents were refused, once; and that space returned, once.
     assert_eq!(
-        lines_with(&log, "the disk is full: only the human's requests are served now"),
+        lines_with(
+            &log,
+            "the disk is full: only the human's requests are served now"
+        ),
         1,
         "{log}"
     );

@@ -342,7 +342,11 @@ fn a_full_disk_refuses_mutations_with_storage_unavailable_keeps_reads_and_recove
             // by one: the counts of the three kinds (send, raise, receive)
             // went into the space of the released disk reserve.
             assert_eq!(
-                count(&db, "SELECT coalesce(sum(count), 0) FROM refusal_counts", []),
+                count(
+                    &db,
+                    "SELECT coalesce(sum(count), 0) FROM refusal_counts",
+                    []
+                ),
                 12
             );
             drop(db);

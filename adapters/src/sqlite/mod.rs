@@ -616,12 +616,18 @@ impl EvidenceStore for SqliteStore {
 
     fn take_reserve(&mut self) -> Result<(), StoreError> {
         let reserve = self.reserve.as_mut();
-        reserve.map_or(Err(StoreError::Unavailable(Box::new(ReaderHoldsNoReserve))), Reserve::take)
+        reserve.map_or(
+            Err(StoreError::Unavailable(Box::new(ReaderHoldsNoReserve))),
+            Reserve::take,
+        )
     }
 
     fn release_reserve(&mut self) -> Result<bool, StoreError> {
         let reserve = self.reserve.as_mut();
-        reserve.map_or(Err(StoreError::Unavailable(Box::new(ReaderHoldsNoReserve))), Reserve::release)
+        reserve.map_or(
+            Err(StoreError::Unavailable(Box::new(ReaderHoldsNoReserve))),
+            Reserve::release,
+        )
     }
 
     fn last_write(&self) -> Result<Option<Timestamp>, StoreError> {

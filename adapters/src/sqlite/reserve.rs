@@ -191,7 +191,7 @@ fn free_space(file: &File) -> io::Result<Room> {
     }
     // SAFETY: `fstatvfs` returned 0, so it filled the struct.
     let stats = unsafe { stats.assume_init() };
-    let bytes = |blocks: libc::fsblkcnt_t| u64::from(blocks).saturating_mul(stats.f_frsize);
+    let bytes = |blocks: libc::fsblkcnt_t| blocks.saturating_mul(stats.f_frsize);
     Ok(Room {
         free: bytes(stats.f_bavail),
         total: bytes(stats.f_blocks),
@@ -347,7 +347,12 @@ mod tests {
         assert!(roomy.held());
         assert_eq!(sizes(dir.path()).0, RESERVE_BYTES);
         // A whole reserve an earlier run left is kept, even with no room.
-        let mut full = Reserve::measured_by(&db, |_| Ok(Room { free: 0, total: GIB }));
+        let mut full = Reserve::measured_by(&db, |_| {
+            Ok(Room {
+                free: 0,
+                total: GIB,
+            })
+        });
         full.take().expect("the whole reserve is kept");
         assert!(full.held());
         assert!(full.release().expect("released"));

@@ -352,9 +352,12 @@ fn stage_job<S: StoreReaders>(writer: Writer<'_, S>, job: &mut Job) -> Outcome {
             verb,
             refusal,
             ..
-        } => Outcome::Value(Err(writer
-            .driver
-            .stage_refusal(now, Some(caller), verb, *refusal))),
+        } => Outcome::Value(Err(writer.driver.stage_refusal(
+            now,
+            Some(caller),
+            verb,
+            *refusal,
+        ))),
         Job::Bind { record, .. } => {
             Outcome::Unit(writer.driver.stage_bind(now, record.clone()).map(|_| ()))
         }
