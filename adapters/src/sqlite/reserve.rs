@@ -7,9 +7,9 @@
 //! store room for the writes the broker still serves (the human's; see
 //! `app/src/runtime/disk.rs`), and it is taken again once the filesystem
 //! has room for it and as much to spare. On a small filesystem it holds a
-//! sixteenth of it, so the reserve never takes what the store needs. The blocks are allocated with
-//! `fallocate` and then written, so every filesystem counts them, tmpfs
-//! included, and a filesystem that only pretends to allocate is made to.
+//! sixteenth of it, so the reserve never takes what the store needs. The
+//! blocks are allocated with `fallocate`, which every filesystem counts as
+//! used, tmpfs included; where it is not supported, zeros are written.
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -156,7 +156,9 @@ pub(super) fn reserve_size(total: u64) -> u64 {
     size - size % CHUNK as u64
 }
 
-/// Allocates `size` bytes in `file` and writes them, then syncs.
+/// Allocates `size` bytes of real blocks in `file`: `fallocate` takes them
+/// at once, on tmpfs too (`df` counts them), without writing 4 MiB at each
+/// new store's boot; a filesystem without it gets them by writes of zeros.
 #[allow(unsafe_code)]
 fn fill(file: &File, size: u64) -> io::Result<()> {
     // A reserve of another size (the filesystem grew or shrank) starts anew.
@@ -164,13 +166,12 @@ fn fill(file: &File, size: u64) -> io::Result<()> {
     let len = libc::off_t::try_from(size).map_err(|_| no_space())?;
     // SAFETY: `fallocate` on a descriptor this function borrows, over a
     // range it names; it touches no memory of ours.
-    let allocated = unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len) };
-    if allocated != 0 {
-        let e = io::Error::last_os_error();
-        // A filesystem without `fallocate` gets the blocks by the writes.
-        if e.raw_os_error() != Some(libc::EOPNOTSUPP) {
-            return Err(e);
-        }
+    if unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len) } == 0 {
+        return Ok(());
+    }
+    let e = io::Error::last_os_error();
+    if e.raw_os_error() != Some(libc::EOPNOTSUPP) {
+        return Err(e);
     }
     let zeros = vec![0_u8; CHUNK];
     let mut at = 0;
