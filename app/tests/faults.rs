@@ -338,9 +338,21 @@ fn a_full_disk_refuses_mutations_with_storage_unavailable_keeps_reads_and_recove
             );
             assert_eq!(count(&db, "SELECT count(*) FROM deliveries", []), 23);
             assert_eq!(count(&db, "SELECT count(*) FROM refusals", []), 0);
+            // The refusals on the full disk were counted, not written one
+            // by one: the counts of the three kinds (send, raise, receive)
+            // went into the space of the released disk reserve.
+            assert_eq!(
+                count(
+                    &db,
+                    "SELECT coalesce(sum(count), 0) FROM refusal_counts",
+                    []
+                ),
+                12
+            );
             drop(db);
-            // 7 launches, 2 claims, 23 sends of two records, 23 deliveries.
-            assert_eq!(assert_whole_transactions(root), 7 + 2 + 23 * 2 + 23);
+            // 7 launches, 2 claims, 23 sends of two records, 23 deliveries,
+            // 3 refusal counts.
+            assert_eq!(assert_whole_transactions(root), 7 + 2 + 23 * 2 + 23 + 3);
             Broker::boot(root, &cfg).close();
         },
     );
@@ -499,7 +511,7 @@ fn storage_failure_on_a_full_disk(fs: &Tmpfs) {
     let broker = Broker::boot(root, &cfg);
     let lead = broker.agent("lead-1");
     lead.claim();
-    let filler = fs.fill();
+    fs.fill();
     // The client hears the static code and nothing else.
     let send = json!({"cap": lead.cap, "verb": "message.send",
                       "args": {"to": "dev", "body": "refused"}});
@@ -518,8 +530,10 @@ fn storage_failure_on_a_full_disk(fs: &Tmpfs) {
     );
     assert!(!log.contains("refused\""), "no body in the log: {log}");
 
-    // A boot on the full disk: what failed first (the lock or the store)
-    // is logged with its cause, then the refused boot.
+    // A boot on the full disk (filled again, the broker's released reserve
+    // included): what failed first (the lock or the store) is logged with
+    // its cause, then the refused boot.
+    let filler = fs.fill();
     let log = boot_refused_log(root, &cfg, "storage-unavailable");
     let full = [
         "No space left on device (os error 28)",
@@ -569,7 +583,7 @@ fn a_broker_closed_on_a_full_disk_keeps_what_it_acknowledged() {
             for body in bodies("kept", 5) {
                 lead.send("dev", &body, json!({}));
             }
-            let filler = fs.fill();
+            fs.fill();
             lead.refused(
                 "message.send",
                 json!({"to": "dev", "body": "refused"}),
@@ -577,7 +591,9 @@ fn a_broker_closed_on_a_full_disk_keeps_what_it_acknowledged() {
             );
             // Close cannot checkpoint into a full disk; the WAL keeps the writes.
             broker.close();
-            // Nor can a broker start: it cannot even write its lock.
+            // The broker released its disk reserve; filled again, the disk
+            // has no room left for a broker to start: not even its lock.
+            let filler = fs.fill();
             Broker::boot_refused(root, &cfg, "storage-unavailable");
             std::fs::remove_file(filler).expect("free the space");
 

@@ -136,6 +136,7 @@ fn store_failure(what: StoreError) -> Failure {
         StoreError::CrossBusiness => Failure::new("store refused the fill: cross-business"),
         StoreError::NonMonotonic => Failure::new("store refused the fill: non-monotonic"),
         StoreError::Malformed => Failure::new("store refused the fill: malformed"),
+        StoreError::Full(_) => Failure::new("no space left for the store during the fill"),
         StoreError::Unavailable(_) => Failure::new("store unavailable during the fill"),
     }
 }

@@ -110,6 +110,27 @@ impl RefusalWindows {
         }
     }
 
+    /// Counts `record`, refused at `now`, in its window without a row of
+    /// its own, whatever the window's rows: for a broker that writes no
+    /// refusal rows for now (its disk is full, and what room is left is
+    /// the human's). A window that is over is closed first.
+    pub fn count(&mut self, now: Timestamp, record: &RefusalRecord) {
+        if let Some(window) = self.open.get(record) {
+            if over(window, now) {
+                let window = *window;
+                self.open.remove(record);
+                self.end(record.clone(), window);
+            }
+        }
+        let window = self.open.entry(record.clone()).or_insert(Window {
+            since: now,
+            rows: 0,
+            counted: 0,
+            staged: 0,
+        });
+        window.staged += 1;
+    }
+
     /// The open batch committed (`true`): its counts are kept. It failed
     /// (`false`): its counts are forgotten, and every open window closes,
     /// its committed count kept to write, so the next refusal of each kind

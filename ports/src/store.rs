@@ -9,8 +9,8 @@ use mosaic_domain::{BusinessId, DecisionId, MessageId, RoleInstance, TaskRef, Ti
 /// the runtime turns every one of them into a static refusal code.
 ///
 /// The first five variants are the rules of [`EvidenceStore::commit`], which
-/// lists every case of each; [`StoreError::Unavailable`] is no rule but a
-/// failed store.
+/// lists every case of each; [`StoreError::Full`] and
+/// [`StoreError::Unavailable`] are no rule but a failed store.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// A record repeats a unique fact: a decision, message or human input
@@ -37,7 +37,13 @@ pub enum StoreError {
     /// under a task).
     #[error("malformed record")]
     Malformed,
-    /// The store cannot be read or written (disk full, read-only, I/O error).
+    /// The store's filesystem has no space left for the write (SQLite's
+    /// `SQLITE_FULL`, `ENOSPC`): what [`EvidenceStore::release_reserve`]
+    /// may cure. Wherever the contract names [`StoreError::Unavailable`]
+    /// for a failed write, this may come instead, with the same effect.
+    #[error("store unavailable: no space left")]
+    Full(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The store cannot be read or written (read-only, I/O error).
     #[error("store unavailable")]
     Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
@@ -191,6 +197,25 @@ pub trait EvidenceStore {
     /// Drops the open batch: none of its records is ever visible. With no
     /// batch open it does nothing.
     fn abandon(&mut self);
+
+    /// Takes the store's disk reserve: space set aside beside the store,
+    /// which [`EvidenceStore::release_reserve`] gives back to the store's
+    /// own writes when the filesystem is full. Taking a reserve already
+    /// held does nothing. It never changes what the store holds, and a
+    /// store that keeps no file holds an imaginary one.
+    ///
+    /// # Errors
+    /// [`StoreError::Full`] when the filesystem has no room for the reserve
+    /// and some to spare (then no reserve is held);
+    /// [`StoreError::Unavailable`] when it cannot be made.
+    fn take_reserve(&mut self) -> Result<(), StoreError>;
+
+    /// Releases the disk reserve, so the next writes find its space.
+    /// Returns whether one was held. It never changes what the store holds.
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`] when a held reserve cannot be released.
+    fn release_reserve(&mut self) -> Result<bool, StoreError>;
 
     /// The newest committed write time, so the broker clock resumes after it.
     ///

@@ -89,6 +89,14 @@ impl EvidenceStore for TempSqlite {
         self.store.abandon();
     }
 
+    fn take_reserve(&mut self) -> Result<(), StoreError> {
+        self.store.take_reserve()
+    }
+
+    fn release_reserve(&mut self) -> Result<bool, StoreError> {
+        self.store.release_reserve()
+    }
+
     fn last_write(&self) -> Result<Option<Timestamp>, StoreError> {
         self.store.last_write()
     }

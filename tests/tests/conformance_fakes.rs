@@ -278,7 +278,8 @@ fn batch(start: i64) -> Vec<Stamped> {
 fn is_injected(error: &StoreError) -> bool {
     match error {
         StoreError::Unavailable(source) => source.downcast_ref::<InjectedFailure>().is_some(),
-        StoreError::Duplicate
+        StoreError::Full(_)
+        | StoreError::Duplicate
         | StoreError::Dangling
         | StoreError::CrossBusiness
         | StoreError::NonMonotonic

@@ -27,6 +27,7 @@
 mod backup;
 mod chain;
 mod pass;
+mod reserve;
 mod rows;
 mod verdict;
 mod verify;
@@ -49,6 +50,8 @@ use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, Tran
 pub use backup::backup;
 use chain::Hash;
 pub use pass::Cut;
+use reserve::{ReaderHoldsNoReserve, Reserve};
+pub use reserve::{RESERVE_BYTES, RESERVE_FILE};
 use rows::{ReadError, Undecodable};
 use verdict::{open_failure, Replayable};
 pub use verdict::{Broken, ChainHead, OpenError};
@@ -71,6 +74,8 @@ pub struct SqliteStore {
     /// by the first replay, dropped by the first write.
     replayable: RefCell<Option<Replayable>>,
     cost: OpenCost,
+    /// The disk reserve beside the file; `None` on a reader.
+    reserve: Option<Reserve>,
 }
 
 /// Which history a watermark skips.
@@ -204,6 +209,7 @@ impl SqliteStore {
             marks: RefCell::default(),
             replayable: RefCell::new(None),
             cost: OpenCost::default(),
+            reserve: None,
         })
     }
 
@@ -231,6 +237,7 @@ impl SqliteStore {
             marks: RefCell::default(),
             replayable: RefCell::new(Some(verified.walked.replayable)),
             cost: verified.cost,
+            reserve: Some(Reserve::beside(path)),
         })
     }
 
@@ -367,6 +374,9 @@ fn verify(conn: &Connection, path: &Path) -> Result<Verified, OpenError> {
 fn write_failure(e: rusqlite::Error) -> StoreError {
     const CROSS_BUSINESS: &str = Refusal::CrossBusiness.code();
     if let rusqlite::Error::SqliteFailure(err, message) = &e {
+        if err.code == ErrorCode::DiskFull {
+            return StoreError::Full(Box::new(e));
+        }
         if err.code == ErrorCode::ConstraintViolation {
             let raised = message.as_deref().and_then(|m| m.strip_prefix("mosaic:"));
             return match raised {
@@ -602,6 +612,22 @@ impl EvidenceStore for SqliteStore {
             self.rollback();
         }
         self.marks.borrow_mut().settle(false);
+    }
+
+    fn take_reserve(&mut self) -> Result<(), StoreError> {
+        let reserve = self.reserve.as_mut();
+        reserve.map_or(
+            Err(StoreError::Unavailable(Box::new(ReaderHoldsNoReserve))),
+            Reserve::take,
+        )
+    }
+
+    fn release_reserve(&mut self) -> Result<bool, StoreError> {
+        let reserve = self.reserve.as_mut();
+        reserve.map_or(
+            Err(StoreError::Unavailable(Box::new(ReaderHoldsNoReserve))),
+            Reserve::release,
+        )
     }
 
     fn last_write(&self) -> Result<Option<Timestamp>, StoreError> {

@@ -35,9 +35,11 @@ pub struct Driver<S> {
     bus: Bus,
     store: S,
     guard: Option<LeakGuard>,
-    /// The open batch lost its store (`Unavailable`): every later stage is
-    /// refused and `finish` abandons it.
+    /// The open batch lost its store (`Unavailable` or `Full`): every
+    /// later stage is refused and `finish` abandons it.
     broken: bool,
+    /// The last batch failed for lack of space ([`StoreError::Full`]).
+    out_of_space: bool,
     /// The open batch staged machine state (a claim, a decision, a launch,
     /// a consumed approval), so views of the bus are stale after it.
     changed_machines: bool,
@@ -71,6 +73,7 @@ impl<S: EvidenceStore> Driver<S> {
             store,
             guard: None,
             broken: false,
+            out_of_space: false,
             changed_machines: false,
             head,
             batch: (0, Vec::new()),
@@ -223,6 +226,26 @@ impl<S: EvidenceStore> Driver<S> {
         }
     }
 
+    /// Counts a refusal in its window without a row of its own, while the
+    /// disk is short (see `super::disk`): only its window's count is
+    /// written. Returns the refusal to answer with.
+    pub fn count_refusal(
+        &mut self,
+        now: Timestamp,
+        caller: Option<&Caller>,
+        verb: &str,
+        refusal: Refusal,
+    ) -> Refusal {
+        let record = RefusalRecord::of(caller, Some(verb), refusal);
+        self.windows.count(now, &record);
+        refusal
+    }
+
+    /// Whether the last batch failed for lack of space; clears it.
+    pub fn take_out_of_space(&mut self) -> bool {
+        std::mem::take(&mut self.out_of_space)
+    }
+
     /// Stages, in the open batch, the counts of the refusal windows that
     /// are over at `now` (every window's, when `all`: at shutdown). A count
     /// that cannot be staged, or whose batch fails, is written with the
@@ -284,7 +307,10 @@ impl<S: EvidenceStore> Driver<S> {
             self.store.abandon();
             Err(Refusal::StorageUnavailable)
         } else {
-            self.store.commit_staged().map_err(storage)
+            self.store.commit_staged().map_err(|e| {
+                self.out_of_space |= matches!(e, StoreError::Full(_));
+                storage(e)
+            })
         };
         let (records, changes) = std::mem::take(&mut self.batch);
         self.windows.committed(committed.is_ok());
@@ -362,8 +388,17 @@ impl<S: EvidenceStore> Driver<S> {
             }
             Err(e) => {
                 self.bus.rollback_to(mark);
-                if matches!(e, StoreError::Unavailable(_)) {
-                    self.broken = true;
+                match e {
+                    StoreError::Full(_) => {
+                        self.broken = true;
+                        self.out_of_space = true;
+                    }
+                    StoreError::Unavailable(_) => self.broken = true,
+                    StoreError::Duplicate
+                    | StoreError::Dangling
+                    | StoreError::CrossBusiness
+                    | StoreError::NonMonotonic
+                    | StoreError::Malformed => {}
                 }
                 Err(refused_by_store(e))
             }
@@ -438,6 +473,6 @@ fn refused_by_store(e: StoreError) -> Refusal {
         StoreError::Dangling => Refusal::UnknownReference,
         StoreError::CrossBusiness => Refusal::CrossBusiness,
         StoreError::Duplicate | StoreError::Malformed => Refusal::BadRequest,
-        StoreError::NonMonotonic | StoreError::Unavailable(_) => storage(e),
+        StoreError::NonMonotonic | StoreError::Full(_) | StoreError::Unavailable(_) => storage(e),
     }
 }

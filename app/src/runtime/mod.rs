@@ -35,6 +35,7 @@ mod browser;
 mod browsing;
 pub(crate) mod changes;
 mod connection;
+mod disk;
 pub mod driver;
 pub(crate) mod exits;
 pub mod feed;

@@ -53,6 +53,7 @@ pub(crate) enum Who {
 
 /// Who a request is from, as the writer gets it: a capability's caller, or
 /// the human CLI with the outcome of its proof, which ran beside the writer.
+#[derive(Clone)]
 pub(crate) enum Proven {
     /// A capability the broker issued.
     Known(Caller),

@@ -9,6 +9,12 @@
 //! the counts of the refusal windows that are over; while one is open the
 //! writer comes back within a window even when no job arrives, and at the
 //! end it writes every window's count before the store closes.
+//!
+//! A batch that fails for lack of space is rolled back whole, the disk
+//! reserve is released, and the same jobs are staged again under the
+//! policy of a short disk ([`super::disk`]): the human's are served, the
+//! rest refused and counted. While short, the writer tries to take the
+//! reserve again before each batch.
 
 use std::sync::{mpsc, Arc};
 
@@ -21,6 +27,7 @@ use mosaic_ports::StoreReaders;
 use serde_json::Value;
 use tokio::sync::{oneshot, watch};
 
+use super::disk::{self, DiskSpace, WhenShort};
 use super::driver::Driver;
 use super::pipeline::{commit_batch, stage_request, Proven, Writer, WriterWorld};
 use super::reads::Reads;
@@ -91,6 +98,16 @@ pub(super) struct Early {
     pub(super) durable: watch::Sender<Option<bool>>,
 }
 
+impl Early {
+    /// Says `staged`, once: a batch staged again after a full disk has
+    /// said it already, so a spent sender takes this one's place.
+    fn tell_staged(&mut self) {
+        let (spent, _) = oneshot::channel();
+        // A browser request whose caller went away has nobody to tell.
+        let _ = std::mem::replace(&mut self.staged, spent).send(());
+    }
+}
+
 /// Hands the writer the job `make` builds around a reply channel and waits,
 /// as a task, for its answer; a writer that is gone is `broker-unavailable`.
 pub(super) async fn ask<T>(
@@ -123,7 +140,9 @@ pub(super) fn write_loop<S: StoreReaders>(
     mut world: WriterWorld,
     reads: Arc<Reads<S>>,
 ) {
-    let mut answers = Vec::with_capacity(MAX_BATCH);
+    let mut space = DiskSpace::boot(&mut driver);
+    let mut jobs = Vec::with_capacity(MAX_BATCH);
+    let mut outcomes = Vec::with_capacity(MAX_BATCH);
     loop {
         // With a refusal window open, come back when it may be over even
         // if nothing arrives, to write its count.
@@ -139,25 +158,30 @@ pub(super) fn write_loop<S: StoreReaders>(
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
             }
         };
-        let mut next = first;
-        while let Some(job) = next {
-            let writer = Writer {
-                driver: &mut driver,
-                world: &mut world,
-                reads: &reads,
-            };
-            answers.push(stage_job(writer, job));
-            next = if answers.len() < MAX_BATCH {
-                queue.try_recv().ok()
-            } else {
-                None
-            };
+        jobs.extend(first);
+        while jobs.len() < MAX_BATCH {
+            match queue.try_recv() {
+                Ok(job) => jobs.push(job),
+                Err(mpsc::TryRecvError::Empty | mpsc::TryRecvError::Disconnected) => break,
+            }
         }
-        driver.stage_refusal_counts(world.time.now(), false);
-        // The view is published before any answer goes out.
-        let durable = commit_batch(&mut driver, &reads);
-        for answer in answers.drain(..) {
-            answer.send(durable);
+        space.try_return(&mut driver);
+        let mut batch = Batch {
+            driver: &mut driver,
+            world: &mut world,
+            reads: &reads,
+            space: &mut space,
+        };
+        let mut durable = batch.stage_and_commit(&mut jobs, &mut outcomes);
+        // Nothing of a failed batch is kept, so the retry starts clean.
+        if durable.is_err()
+            && batch.driver.take_out_of_space()
+            && batch.space.ran_out(batch.driver, batch.world.time.now())
+        {
+            durable = batch.stage_and_commit(&mut jobs, &mut outcomes);
+        }
+        for (job, outcome) in jobs.drain(..).zip(outcomes.drain(..)) {
+            send(job, outcome, durable);
         }
     }
     // The windows still open are written before the store closes.
@@ -173,78 +197,175 @@ pub(super) fn write_loop<S: StoreReaders>(
     drop(driver);
 }
 
-/// An answer held until its batch is durable.
-enum Answer {
-    /// A request's answer, and its [`Early`] `durable` signal.
-    Request(
-        ReplyTo<Value>,
-        Result<Value, Refusal>,
-        Option<watch::Sender<Option<bool>>>,
-    ),
-    Bind(ReplyTo<()>, Result<(), Refusal>),
-    Command(ReplyTo<Reply>, Result<Reply, Refusal>),
+/// What one batch is staged and committed with.
+struct Batch<'a, S> {
+    driver: &'a mut Driver<S>,
+    world: &'a mut WriterWorld,
+    reads: &'a Reads<S>,
+    space: &'a mut DiskSpace,
 }
 
-impl Answer {
-    /// Sends the answer, or `storage-unavailable` when its batch failed.
-    fn send(self, durable: Result<(), Refusal>) {
-        match self {
-            Answer::Request(to, answer, early) => {
-                let answer = durable.and(answer);
-                if let Some(early) = early {
-                    early.send_replace(Some(answer.is_ok()));
+impl<S: StoreReaders> Batch<'_, S> {
+    /// Stages every job (under the short policy while the disk is short),
+    /// with the refusal counts that are due, and commits; `outcomes` gets
+    /// each job's provisional answer, in order. Returns what every answer
+    /// is joined with.
+    fn stage_and_commit(
+        &mut self,
+        jobs: &mut [Job],
+        outcomes: &mut Vec<Outcome>,
+    ) -> Result<(), Refusal> {
+        outcomes.clear();
+        let short = self.space.is_short();
+        let mut refused = 0;
+        for job in jobs.iter_mut() {
+            let writer = Writer {
+                driver: self.driver,
+                world: self.world,
+                reads: self.reads,
+            };
+            let outcome = match short.then(|| disk::when_short(job)) {
+                None | Some(WhenShort::Serve) => stage_job(writer, job),
+                Some(WhenShort::Count {
+                    caller,
+                    verb,
+                    refusal,
+                }) => {
+                    refused += 1;
+                    let now = writer.world.time.now();
+                    let refusal = writer.driver.count_refusal(now, caller, verb, refusal);
+                    Outcome::refused(job, refusal)
                 }
-                to.send(answer);
-            }
-            Answer::Bind(to, answer) => to.send(durable.and(answer)),
-            Answer::Command(to, answer) => to.send(durable.and(answer)),
+                Some(WhenShort::Refuse) => {
+                    refused += 1;
+                    Outcome::refused(job, Refusal::StorageUnavailable)
+                }
+            };
+            outcomes.push(outcome);
+        }
+        self.space.refused(refused);
+        self.driver
+            .stage_refusal_counts(self.world.time.now(), false);
+        // The view is published before any answer goes out.
+        commit_batch(self.driver, self.reads)
+    }
+}
+
+/// The kinds of answer a job gets.
+#[derive(Clone, Copy)]
+enum Kind {
+    Value,
+    Unit,
+    Reply,
+}
+
+/// A job's provisional answer, of its job's kind, held until its batch is
+/// durable.
+enum Outcome {
+    /// A request's or a read refusal's.
+    Value(Result<Value, Refusal>),
+    /// A binding's.
+    Unit(Result<(), Refusal>),
+    /// A command's.
+    Reply(Result<Reply, Refusal>),
+}
+
+impl Outcome {
+    /// `refusal`, as `job`'s answer.
+    fn refused(job: &Job, refusal: Refusal) -> Self {
+        let kind = match job {
+            Job::Request { .. } | Job::Refuse { .. } => Kind::Value,
+            Job::Bind { .. } => Kind::Unit,
+            Job::Command { .. } => Kind::Reply,
+        };
+        match kind {
+            Kind::Value => Outcome::Value(Err(refusal)),
+            Kind::Unit => Outcome::Unit(Err(refusal)),
+            Kind::Reply => Outcome::Reply(Err(refusal)),
+        }
+    }
+
+    // Each job's outcome is built of its own kind (`stage_job`,
+    // `Outcome::refused`), so the other arms below are never taken; they
+    // answer `broker-unavailable` rather than panic on the writer thread.
+
+    fn value(self) -> Result<Value, Refusal> {
+        match self {
+            Outcome::Value(answer) => answer,
+            Outcome::Unit(_) | Outcome::Reply(_) => Err(Refusal::BrokerUnavailable),
+        }
+    }
+
+    fn unit(self) -> Result<(), Refusal> {
+        match self {
+            Outcome::Unit(answer) => answer,
+            Outcome::Value(_) | Outcome::Reply(_) => Err(Refusal::BrokerUnavailable),
+        }
+    }
+
+    fn reply(self) -> Result<Reply, Refusal> {
+        match self {
+            Outcome::Reply(answer) => answer,
+            Outcome::Value(_) | Outcome::Unit(_) => Err(Refusal::BrokerUnavailable),
         }
     }
 }
 
+/// Sends `job`'s answer: its outcome, or `storage-unavailable` when its
+/// batch failed.
+fn send(job: Job, outcome: Outcome, durable: Result<(), Refusal>) {
+    match job {
+        Job::Request { reply, early, .. } => {
+            let answer = durable.and(outcome.value());
+            if let Some(early) = early {
+                early.durable.send_replace(Some(answer.is_ok()));
+            }
+            reply.send(answer);
+        }
+        Job::Refuse { reply, .. } => reply.send(durable.and(outcome.value())),
+        Job::Bind { reply, .. } => reply.send(durable.and(outcome.unit())),
+        Job::Command { reply, .. } => reply.send(durable.and(outcome.reply())),
+    }
+}
+
 /// Stages one job in the open batch and returns its provisional answer.
-fn stage_job<S: StoreReaders>(writer: Writer<'_, S>, job: Job) -> Answer {
+/// The job is kept whole (its parts are cloned), so a batch that failed
+/// for lack of space can be staged again.
+fn stage_job<S: StoreReaders>(writer: Writer<'_, S>, job: &mut Job) -> Outcome {
     let now = writer.world.time.now();
     match job {
         Job::Request {
             who,
             verb,
             call,
-            reply,
             early,
+            ..
         } => {
-            let result = stage_request(writer, who, verb, call);
-            let durable = early.map(|Early { staged, durable }| {
-                if result.is_ok() {
-                    let _ = staged.send(());
-                }
-                durable
-            });
-            Answer::Request(reply, result, durable)
+            let result = stage_request(writer, who.clone(), verb, call.clone());
+            if let (Ok(_), Some(early)) = (&result, early) {
+                early.tell_staged();
+            }
+            Outcome::Value(result)
         }
         Job::Refuse {
             caller,
             verb,
             refusal,
-            reply,
-        } => {
-            let result = writer
-                .driver
-                .stage_refusal(now, Some(&caller), verb, refusal);
-            Answer::Request(reply, Err(result), None)
-        }
-        Job::Bind { record, reply } => {
-            let result = writer.driver.stage_bind(now, record).map(|_| ());
-            Answer::Bind(reply, result)
+            ..
+        } => Outcome::Value(Err(writer.driver.stage_refusal(
+            now,
+            Some(caller),
+            verb,
+            *refusal,
+        ))),
+        Job::Bind { record, .. } => {
+            Outcome::Unit(writer.driver.stage_bind(now, record.clone()).map(|_| ()))
         }
         Job::Command {
-            caller,
-            command,
-            reply,
+            caller, command, ..
         } => {
             let verb = command.verb();
-            let result = writer.driver.stage_call(now, &caller, verb, command);
-            Answer::Command(reply, result)
+            Outcome::Reply(writer.driver.stage_call(now, caller, verb, command.clone()))
         }
     }
 }

@@ -41,7 +41,8 @@ use crate::store::{EvidenceStore, StoreError, StoreHead, StoreReaders, TaskView}
 /// For failure paths, [`MemoryStore::fail_next_commit`] makes the next
 /// commit of a batch fail with [`StoreError::Unavailable`] and
 /// [`MemoryStore::set_unavailable`] makes every operation fail until cleared;
-/// the source of those errors is [`InjectedFailure`].
+/// [`MemoryStore::set_full`] fills the imaginary disk the store and its
+/// reserve live on; the source of those errors is [`InjectedFailure`].
 ///
 /// ```
 /// use mosaic_ports::fakes::MemoryStore;
@@ -73,6 +74,10 @@ struct Shared {
     failing_commits: usize,
     /// Whether every operation fails on purpose.
     unavailable: bool,
+    /// Whether the imaginary disk is full ([`MemoryStore::set_full`]).
+    full: bool,
+    /// Whether the disk reserve is held.
+    reserve: bool,
 }
 
 impl Clone for MemoryStore {
@@ -117,6 +122,20 @@ impl MemoryStore {
     /// batch, so none of it is ever committed.
     pub fn set_unavailable(&self, unavailable: bool) {
         lock(&self.shared).unavailable = unavailable;
+    }
+
+    /// While `full` is true the store's imaginary disk has no space left:
+    /// a commit of a batch fails with [`StoreError::Full`] and drops the
+    /// batch while the disk reserve is held, and succeeds once it is
+    /// released (the writes take the reserve's space); taking the reserve
+    /// fails with [`StoreError::Full`]. Cleared, space has returned.
+    pub fn set_full(&self, full: bool) {
+        lock(&self.shared).full = full;
+    }
+
+    /// Whether the disk reserve is held, on any handle.
+    pub fn holds_reserve(&self) -> bool {
+        lock(&self.shared).reserve
     }
 
     /// Every committed record, in commit order, regardless of injected
@@ -236,6 +255,9 @@ impl EvidenceStore for MemoryStore {
             shared.failing_commits -= 1;
             return Err(injected());
         }
+        if shared.full && shared.reserve {
+            return Err(StoreError::Full(Box::new(InjectedFailure)));
+        }
         shared.state = *batch;
         Ok(())
     }
@@ -244,6 +266,23 @@ impl EvidenceStore for MemoryStore {
         if self.batch.take().is_some() {
             lock(&self.shared).writing = false;
         }
+    }
+
+    fn take_reserve(&mut self) -> Result<(), StoreError> {
+        let mut shared = self.available()?;
+        if shared.reserve {
+            return Ok(());
+        }
+        if shared.full {
+            return Err(StoreError::Full(Box::new(InjectedFailure)));
+        }
+        shared.reserve = true;
+        Ok(())
+    }
+
+    fn release_reserve(&mut self) -> Result<bool, StoreError> {
+        let mut shared = self.available()?;
+        Ok(std::mem::take(&mut shared.reserve))
     }
 
     fn last_write(&self) -> Result<Option<Timestamp>, StoreError> {
@@ -472,7 +511,8 @@ mod tests {
     fn is_injected(error: &StoreError) -> bool {
         match error {
             StoreError::Unavailable(source) => source.downcast_ref::<InjectedFailure>().is_some(),
-            StoreError::Duplicate
+            StoreError::Full(_)
+            | StoreError::Duplicate
             | StoreError::Dangling
             | StoreError::CrossBusiness
             | StoreError::NonMonotonic
@@ -483,7 +523,8 @@ mod tests {
     fn is_busy(error: &StoreError) -> bool {
         match error {
             StoreError::Unavailable(source) => source.downcast_ref::<Busy>().is_some(),
-            StoreError::Duplicate
+            StoreError::Full(_)
+            | StoreError::Duplicate
             | StoreError::Dangling
             | StoreError::CrossBusiness
             | StoreError::NonMonotonic
@@ -582,6 +623,26 @@ mod tests {
             inspector.records(),
             vec![human(1, 9), refusal(5), sent(6, 1), human(7, 2)]
         );
+    }
+
+    #[test]
+    fn a_full_disk_fails_commits_until_the_reserve_is_released() {
+        let mut store = MemoryStore::new();
+        store.take_reserve().expect("room");
+        store.set_full(true);
+        match store.commit(&[human(1, 1)]) {
+            Err(StoreError::Full(_)) => {}
+            other => panic!("a full disk with the reserve held: {other:?}"),
+        }
+        assert!(store.records().is_empty());
+        assert!(matches!(store.take_reserve(), Ok(())), "held already");
+        assert!(store.release_reserve().expect("released"));
+        store.commit(&[human(1, 1)]).expect("the reserve's room");
+        assert!(matches!(store.take_reserve(), Err(StoreError::Full(_))));
+        store.set_full(false);
+        store.take_reserve().expect("space returned");
+        assert!(store.holds_reserve());
+        assert_eq!(store.records(), vec![human(1, 1)]);
     }
 
     #[test]

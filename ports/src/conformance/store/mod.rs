@@ -8,6 +8,7 @@
 mod evidence;
 mod group_commit;
 mod messages;
+mod reserve;
 mod rules;
 mod scenario;
 
@@ -22,6 +23,7 @@ use mosaic_domain::{BusinessId, Timestamp};
 use self::evidence::*;
 use self::group_commit::*;
 use self::messages::*;
+use self::reserve::*;
 use self::rules::*;
 use self::scenario::Scenario;
 use super::{check, check_eq, fail, run_checks, Check};
@@ -52,6 +54,10 @@ use mosaic_domain::changes::{Change, Routing};
 /// a refused commit) changing nothing; empty stages; a `commit` joining the
 /// open batch. What other handles see of an open batch (nothing) needs a
 /// second handle, so each store tests it on its own.
+///
+/// The disk reserve (`reserve.*`): taken, taken again, released (saying
+/// whether it was held) and taken again, with and without a batch open,
+/// never changing what the store holds.
 ///
 /// # Panics
 /// When any check fails, naming every failing check.
@@ -151,6 +157,14 @@ pub fn run<S: EvidenceStore>(make: impl FnMut() -> S) {
         Check::new(
             "group_commit.commit_joins_the_open_batch",
             commit_joins_the_open_batch::<S>,
+        ),
+        Check::new(
+            "reserve.taken_released_and_taken_again",
+            taken_released_and_taken_again::<S>,
+        ),
+        Check::new(
+            "reserve.an_open_batch_survives_the_reserve",
+            an_open_batch_survives_the_reserve::<S>,
         ),
     ];
     for case in rule_cases() {

@@ -31,6 +31,7 @@ pub(super) fn rule_of(error: &StoreError) -> Result<Rule, String> {
         StoreError::CrossBusiness => Ok(Rule::CrossBusiness),
         StoreError::NonMonotonic => Ok(Rule::NonMonotonic),
         StoreError::Malformed => Ok(Rule::Malformed),
+        StoreError::Full(source) => Err(format!("Full({source})")),
         StoreError::Unavailable(source) => Err(format!("Unavailable({source})")),
     }
 }

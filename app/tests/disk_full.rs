@@ -1,0 +1,380 @@
+//! A full disk never locks the human out (issue 42, item 7), with the real
+//! `up --stay`, the real broker, a real sandboxed agent and the real human
+//! CLI: the data root and the agent's `workdir` share a 48 MiB tmpfs, the
+//! agent fills it with `dd`, and then
+//! - the agent's own request is refused `storage-unavailable`;
+//! - the human's `launch.revoke` and `message.send`, from outside (the
+//!   detached CLI), are answered `ok` and recorded, as the reader
+//!   capability reads back while `up` still serves;
+//! - once the test deletes the agent's file, the agent is served again;
+//! - the log says why agents were refused, once, and that space returned;
+//! - `mosaic-bus verify` passes on the store afterwards.
+//!
+//! How it runs: `cargo test -p mosaic-app --test disk_full`. As root (how
+//! `.ci/run` runs it) it mounts the tmpfs on a fresh folder and unmounts it
+//! (lazily) when done. Without root, or where `mount` is refused, it runs
+//! again, whole, in a child of this binary that is root of its own user
+//! and mount namespaces (`unshare --user --map-root-user --mount`), where
+//! a tmpfs may be mounted; when it cannot mount there either, it fails,
+//! saying why: it never skips. Needs bwrap (`.ci/sandbox-deps`).
+//!
+//! Nothing sleeps: the agent reports through a fifo and waits on another,
+//! and every wait is bounded by [`WAIT`].
+
+#[path = "support/mod.rs"]
+mod support;
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+
+use serde_json::{json, Value};
+
+use support::detached::{detached, Pending};
+use support::{BIN, WAIT};
+
+/// Set in the re-run inside the namespaces: the file the child writes once
+/// the test has passed there.
+const IN_NAMESPACE: &str = "MOSAIC_DISK_FULL_IN_NAMESPACE";
+
+/// The test's name, as the harness filters on it.
+const TEST: &str = "a_full_disk_leaves_the_human_served_and_agents_refused_until_space_returns";
+
+/// The agent: it claims its role, fills the disk, asks for a write of its
+/// own, then waits at the gate while the test plays the human and frees
+/// the space, and asks again. Each outcome is one `name=answer` line into
+/// the `report` fifo (a fifo needs no room on a full disk).
+const AGENT: &str = r#"read _
+say() { printf '%s=%s\n' "$1" "$2" >./report; }
+say claim "$(mosaic-bus call role.claim 2>/dev/null)"
+dd if=/dev/zero of=./fill bs=1M count=100 2>/dev/null
+say dd "$?"
+say full "$(mosaic-bus call message.send '{"to":"human","body":"from a full disk"}' 2>/dev/null)"
+cat ./gate >/dev/null
+say after "$(mosaic-bus call message.send '{"to":"human","body":"after space returned"}' 2>/dev/null)"
+cat ./gate >/dev/null
+"#;
+
+/// A 48 MiB tmpfs on a fresh folder, unmounted when dropped.
+struct Tmpfs {
+    dir: tempfile::TempDir,
+}
+
+impl Tmpfs {
+    /// Mounts one here, or says why not.
+    fn mount() -> Result<Tmpfs, String> {
+        if !rustix::process::geteuid().is_root() {
+            return Err("not root".into());
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("mosaic-disk-full-")
+            .tempdir()
+            .map_err(|e| e.to_string())?;
+        let status = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=48m,mode=0700", "tmpfs"])
+            .arg(dir.path())
+            .status()
+            .map_err(|e| e.to_string())?;
+        if !status.success() {
+            return Err(format!("mount: {status}"));
+        }
+        Ok(Tmpfs { dir })
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        // Lazy: an `up` left running by a failed assertion must not keep
+        // the mount alive.
+        let _ = Command::new("umount").arg("-l").arg(self.path()).status();
+    }
+}
+
+/// Runs [`TEST`] again in a child that is root of its own user and mount
+/// namespaces, and fails unless it passed there.
+fn in_namespace(why: &str) {
+    assert!(
+        std::env::var_os(IN_NAMESPACE).is_none(),
+        "cannot mount a tmpfs even as root of a new user namespace: {why}"
+    );
+    let marks = tempfile::tempdir().expect("a folder for the mark");
+    let mark = marks.path().join("passed");
+    let status = Command::new("unshare")
+        .args(["--user", "--map-root-user", "--mount", "--"])
+        .arg(std::env::current_exe().expect("this test binary"))
+        .args([TEST, "--exact", "--test-threads=1", "--nocapture"])
+        .env(IN_NAMESPACE, &mark)
+        .status()
+        .expect("run unshare (util-linux)");
+    assert!(
+        status.success(),
+        "{TEST} failed in its user namespace ({status}); here it could not mount ({why}), \
+         and without root it needs unprivileged user namespaces"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&mark).ok().as_deref(),
+        Some(TEST),
+        "{TEST} did not run in its user namespace"
+    );
+}
+
+/// A new folder of mode 0700, as a data root must be.
+fn private_dir(dir: &Path) -> PathBuf {
+    std::fs::create_dir(dir).expect("mkdir");
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    dir.to_owned()
+}
+
+#[track_caller]
+fn mkfifo(path: &Path) {
+    let made = Command::new("mkfifo").arg(path).status().expect("mkfifo");
+    assert!(made.success(), "mkfifo {}", path.display());
+}
+
+/// The lines of the fifo at `path`, each sent as it comes: the fifo is
+/// held open for writing too, so it never ends between the agent's lines.
+fn fifo_lines(path: &Path) -> mpsc::Receiver<String> {
+    let fifo = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .expect("open the report fifo");
+    let (send, receive) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(fifo).lines() {
+            let Ok(line) = line else { break };
+            if send.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    receive
+}
+
+/// The agent's next report, which must be `name`; its answer, parsed when
+/// it is JSON.
+#[track_caller]
+fn next(reports: &mpsc::Receiver<String>, name: &str, log: &Path) -> Value {
+    let line = reports.recv_timeout(WAIT).unwrap_or_else(|_| {
+        let log = std::fs::read_to_string(log).unwrap_or_default();
+        panic!("no `{name}` report from the agent within {WAIT:?}\n{log}")
+    });
+    let answer = line
+        .strip_prefix(&format!("{name}="))
+        .unwrap_or_else(|| panic!("`{name}=…` expected, got {line:?}"));
+    serde_json::from_str(answer).unwrap_or_else(|_| Value::String(answer.to_owned()))
+}
+
+/// Opens the agent's gate once: it goes on to its next step.
+fn open_gate(gate: &Path) {
+    let mut fifo = std::fs::OpenOptions::new()
+        .write(true)
+        .open(gate)
+        .expect("open the gate");
+    fifo.write_all(b"\n").expect("open the gate");
+}
+
+/// The first stdout line of `child`, within [`WAIT`]; stdout is then read
+/// to its end on a thread, so `up` never blocks on it.
+fn first_line(child: &mut Child) -> String {
+    let stdout = child.stdout.take().expect("stdout");
+    let (send, receive) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut lines = BufReader::new(stdout).lines();
+        let _ = send.send(lines.next().and_then(Result::ok).unwrap_or_default());
+        lines.for_each(drop);
+    });
+    receive.recv_timeout(WAIT).expect("a first line from up")
+}
+
+/// Waits for `child`, killing it after [`WAIT`].
+fn wait(mut child: Child) -> std::process::ExitStatus {
+    let pid = rustix::process::Pid::from_child(&child);
+    let (send, receive) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = send.send(child.wait().expect("wait"));
+    });
+    receive.recv_timeout(WAIT).unwrap_or_else(|_| {
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+        panic!("up did not exit within {WAIT:?}");
+    })
+}
+
+/// `mosaic-bus call VERB ARGS` with the reader capability: its `result`.
+#[track_caller]
+fn reader_call(socket: &str, cap: &str, verb: &str, args: Value) -> Value {
+    let out = Command::new(BIN)
+        .args(["call", verb, &args.to_string(), "--socket", socket])
+        .args(["--cap-file", cap])
+        .stdin(Stdio::null())
+        .output()
+        .expect("mosaic-bus call");
+    let answer: Value = serde_json::from_slice(&out.stdout).expect("a JSON answer");
+    assert_eq!(answer["ok"], true, "{verb}: {answer}");
+    answer["result"].clone()
+}
+
+/// The human CLI from outside, detached from this test: its `result`.
+#[track_caller]
+fn human(socket: &str, verb: &str, args: Value) -> Value {
+    let mut command = detached();
+    command.arg(BIN).arg("human").arg(socket);
+    let request = json!({"business": "x", "verb": verb, "args": args});
+    Pending::start(&mut command)
+        .finish(format!("{request}\n").as_bytes())
+        .ok()
+}
+
+/// How many lines of `log` contain `text`.
+fn lines_with(log: &str, text: &str) -> usize {
+    log.lines().filter(|l| l.contains(text)).count()
+}
+
+#[test]
+fn a_full_disk_leaves_the_human_served_and_agents_refused_until_space_returns() {
+    let fs = match Tmpfs::mount() {
+        Ok(fs) => fs,
+        Err(why) => return in_namespace(&why),
+    };
+    let outside = tempfile::tempdir().expect("a folder off the small disk");
+    let root = private_dir(&fs.path().join("data"));
+    let work = fs.path().join("work");
+    std::fs::create_dir(&work).expect("mkdir work");
+    for fifo in ["report", "gate"] {
+        mkfifo(&work.join(fifo));
+    }
+    let team = outside.path().join("team");
+    std::fs::create_dir(&team).expect("mkdir team");
+    std::fs::write(team.join("agent.sh"), AGENT).expect("write the agent");
+    let sends = json!({"authority": {"withinRole": ["message.send"], "crossRole": []}});
+    let config = json!({
+        "sandbox": "required",
+        "business": {"id": "x", "human": "alice",
+                     "arbiters": {"technical": "a", "delivery": "a"},
+                     "roles": {"a": sends}},
+        "agents": [{"role": "a", "harness": "pi", "workdir": work,
+                    "command": ["sh", team.join("agent.sh")]}],
+    });
+    let config_path = team.join("up.json");
+    std::fs::write(&config_path, config.to_string()).expect("write the configuration");
+    let tmp = private_dir(&outside.path().join("tmp"));
+    let log_path = outside.path().join("up.log");
+    let reports = fifo_lines(&work.join("report"));
+    let mut up = Command::new(BIN)
+        .args(["up", "--stay", "--config"])
+        .arg(&config_path)
+        .arg("--data-root")
+        .arg(&root)
+        .env("TMPDIR", &tmp)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log_path).expect("the log"))
+        .spawn()
+        .expect("spawn up");
+    let first = first_line(&mut up);
+    let summary: Value = serde_json::from_str(&first).unwrap_or_else(|e| {
+        let _ = up.kill();
+        let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+        panic!("a JSON first line: {e}: {first:?}\n{log}")
+    });
+    let socket = summary["socket"].as_str().expect("socket").to_owned();
+    let reader_cap = summary["readerCap"].as_str().expect("readerCap").to_owned();
+    let reader = |verb: &str, args: Value| reader_call(&socket, &reader_cap, verb, args);
+    let reserve = root.join("bus").join(mosaic_adapters::sqlite::RESERVE_FILE);
+    let reserve_len = || std::fs::metadata(&reserve).expect("the reserve").len();
+    assert_eq!(summary["agents"][0]["sandboxed"], true, "{summary}");
+    assert!(reserve_len() > 0, "the broker holds its reserve");
+
+    let claim = next(&reports, "claim", &log_path);
+    assert_eq!(claim["ok"], true, "{claim}");
+    // `dd` ran out of space: the 100 MiB never fit.
+    assert_eq!(next(&reports, "dd", &log_path), json!(1));
+    assert!(
+        std::fs::metadata(work.join("fill"))
+            .expect("the agent's file")
+            .len()
+            > 30 << 20,
+        "the agent filled the disk"
+    );
+    // The agent's write failed for lack of space: the broker released its
+    // reserve and refused the agent.
+    assert_eq!(
+        next(&reports, "full", &log_path),
+        json!({"ok": false, "error": "storage-unavailable"})
+    );
+    assert_eq!(reserve_len(), 0, "the reserve is released");
+
+    // The human, from outside, on the full disk.
+    assert_eq!(human(&socket, "launch.revoke", json!({})), json!({}));
+    let sent = human(
+        &socket,
+        "message.send",
+        json!({"to": "a", "body": "stop filling the disk"}),
+    );
+    let id = sent["id"].as_str().expect("the message's id").to_owned();
+    // Recorded, as the reader capability reads back.
+    let trail = reader("trail", json!({"subject": id}));
+    assert!(trail.to_string().contains("message.sent"), "{trail}");
+    let changes = reader("changes", json!({"since": 0, "timeoutMs": 1000}));
+    let kinds: Vec<&str> = changes["changes"]
+        .as_array()
+        .unwrap_or_else(|| panic!("changes in {changes}"))
+        .iter()
+        .filter_map(|c| c["kind"].as_str())
+        .collect();
+    assert!(kinds.contains(&"launch.revoked"), "{changes}");
+    // The agent's message never was.
+    let inbox = reader("inbox", json!({}));
+    assert!(!inbox.to_string().contains("from a full disk"), "{inbox}");
+
+    // Space returns: the agent is served again, and the reserve is back.
+    std::fs::remove_file(work.join("fill")).expect("delete the agent's file");
+    open_gate(&work.join("gate"));
+    let after = next(&reports, "after", &log_path);
+    assert_eq!(after["ok"], true, "{after}");
+    assert!(reserve_len() > 0, "the reserve is taken again");
+    let inbox = reader("inbox", json!({})).to_string();
+    assert!(inbox.contains("after space returned"), "{inbox}");
+    assert!(!inbox.contains("from a full disk"), "{inbox}");
+
+    open_gate(&work.join("gate"));
+    rustix::process::kill_process(
+        rustix::process::Pid::from_child(&up),
+        rustix::process::Signal::TERM,
+    )
+    .expect("stop up");
+    let status = wait(up);
+    let log = std::fs::read_to_string(&log_path).expect("the log");
+    assert!(status.success(), "{status}\n{log}");
+    // Why agents were refused, once; and that space returned, once.
+    assert_eq!(
+        lines_with(
+            &log,
+            "the disk is full: only the human's requests are served now"
+        ),
+        1,
+        "{log}"
+    );
+    assert_eq!(lines_with(&log, "space returned"), 1, "{log}");
+
+    let verify = Command::new(BIN)
+        .args(["verify", "--db"])
+        .arg(root.join("bus/bus.sqlite"))
+        .output()
+        .expect("mosaic-bus verify");
+    assert!(
+        verify.status.success(),
+        "verify: {}\n{}",
+        String::from_utf8_lossy(&verify.stdout),
+        String::from_utf8_lossy(&verify.stderr)
+    );
+    if let Some(mark) = std::env::var_os(IN_NAMESPACE) {
+        std::fs::write(mark, TEST).expect("mark the child's pass");
+    }
+}
