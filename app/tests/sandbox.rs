@@ -23,10 +23,14 @@
 
 #[path = "sandbox/detours.rs"]
 mod detours;
+#[path = "sandbox/files.rs"]
+mod files;
 #[path = "sandbox/landlock.rs"]
 mod landlock;
 #[path = "sandbox/outside.rs"]
 mod outside;
+#[path = "sandbox/probe.rs"]
+mod probe;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

@@ -214,6 +214,12 @@ impl UpConfig {
         credential_env_names(&self.business)
     }
 
+    /// The files that hold this business's service tokens (`{"file":
+    /// PATH}` references): no sandbox binds a folder that holds one.
+    pub fn credential_files(&self) -> Vec<PathBuf> {
+        credential_file_paths(&self.business)
+    }
+
     /// Reads and parses the configuration file at `path`.
     ///
     /// # Errors
@@ -233,6 +239,25 @@ impl UpConfig {
         config.file = Some(path.clone());
         Ok(config)
     }
+}
+
+/// The files that hold `business`'s service tokens.
+fn credential_file_paths(business: &Business) -> Vec<PathBuf> {
+    use mosaic_domain::business::CredentialSource;
+    business
+        .roles()
+        .flat_map(|(_, role)| {
+            let credentials = role.credentials();
+            [
+                credentials.gitea.as_ref().map(|c| &c.source),
+                credentials.vikunja.as_ref().map(|c| &c.source),
+            ]
+        })
+        .filter_map(|source| match source {
+            Some(CredentialSource::File(path)) => Some(PathBuf::from(path)),
+            Some(CredentialSource::Env(_)) | None => None,
+        })
+        .collect()
 }
 
 /// The environment variables that hold `business`'s service tokens.

@@ -1,0 +1,295 @@
+//! The plan's tests: what it binds for the example configuration, exactly,
+//! what it refuses, and how it renders to bwrap's arguments.
+
+use super::*;
+use crate::commands::team::UpConfig;
+use mosaic_domain::evidence::Harness;
+use mosaic_domain::RoleInstance;
+
+fn spec(dir: &Path) -> AgentSpec {
+    AgentSpec {
+        role: RoleInstance::parse("lead").unwrap(),
+        harness: Harness::Pi,
+        program: PathBuf::from("sh"),
+        args: Vec::new(),
+        dir: dir.to_path_buf(),
+        config_dir: dir.to_path_buf(),
+        env: Vec::new(),
+        network: Network::Host,
+        read: Vec::new(),
+        write: Vec::new(),
+    }
+}
+
+/// A host of its own under `root`: merged `/usr` (`bin` a link), a `lib64`
+/// folder, an `/etc` with a `shadow` the plan must leave out and a
+/// `resolv.conf` link into `/run`, and the places of one `up`.
+fn host(root: &Path) -> Places {
+    for dir in [
+        "host/usr/bin",
+        "host/lib64",
+        "host/etc/ssl",
+        "host/run/resolve",
+        "data/bus",
+        "secrets",
+        "work",
+        "other",
+        "home/alice/tool",
+    ] {
+        std::fs::create_dir_all(root.join(dir)).unwrap();
+    }
+    std::os::unix::fs::symlink("usr/bin", root.join("host/bin")).unwrap();
+    for file in ["usr/bin/sh", "etc/passwd", "etc/shadow", "run/resolve/stub"] {
+        std::fs::write(root.join("host").join(file), "x").unwrap();
+    }
+    std::os::unix::fs::symlink(
+        root.join("host/run/resolve/stub"),
+        root.join("host/etc/resolv.conf"),
+    )
+    .unwrap();
+    std::fs::write(root.join("work/team.json"), "{}").unwrap();
+    Places {
+        host_root: root.join("host"),
+        exe: root.join("host/usr/bin/mosaic-bus"),
+        socket: root.join("data/bus/bus.sock"),
+        data_root: root.join("data"),
+        secrets: root.join("secrets"),
+        human_home: Some(root.join("home")),
+        config_file: Some(root.join("work/team.json")),
+        credentials: Vec::new(),
+    }
+}
+
+fn ro(source: &Path, dest: &str) -> Mount {
+    Mount::ReadOnly {
+        source: source.to_path_buf(),
+        dest: dest.into(),
+    }
+}
+
+fn same(path: &Path, writable: bool) -> Mount {
+    let (source, dest) = (path.to_path_buf(), path.to_path_buf());
+    if writable {
+        Mount::Writable { source, dest }
+    } else {
+        Mount::ReadOnly { source, dest }
+    }
+}
+
+#[test]
+fn the_plan_of_the_example_holds_exactly_the_expected_mounts() {
+    let root = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(root.path()).unwrap();
+    let places = Places {
+        config_file: None,
+        ..host(&root)
+    };
+    let examples =
+        std::fs::canonicalize(Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples")).unwrap();
+    let file = examples.join("business.json");
+    let config = UpConfig::load(&file).unwrap();
+    let places = Places {
+        config_file: Some(file.clone()),
+        ..places
+    };
+    let sh = root.join("host/usr/bin/sh");
+    for agent in &config.agents {
+        let plan = build(agent, &places, &sh, true, Vec::new()).unwrap();
+        let host = root.join("host");
+        let expected = vec![
+            ro(&host.join("usr"), "/usr"),
+            Mount::Symlink {
+                target: "usr/bin".into(),
+                dest: "/bin".into(),
+            },
+            ro(&host.join("lib64"), "/lib64"),
+            ro(&host.join("etc/passwd"), "/etc/passwd"),
+            ro(&host.join("etc/resolv.conf"), "/etc/resolv.conf"),
+            ro(&host.join("etc/ssl"), "/etc/ssl"),
+            Mount::Proc("/proc".into()),
+            Mount::Dev("/dev".into()),
+            Mount::Tmpfs("/tmp".into()),
+            Mount::Tmpfs(SANDBOX_HOME.into()),
+            same(&places.exe, false),
+            same(&examples, false),
+            same(&examples, true),
+            same(&file, false),
+            Mount::Tmpfs(root.join("data")),
+            same(&root.join("data/bus/bus.sock"), false),
+            Mount::RemountRo(root.join("data")),
+            Mount::RemountRo("/".into()),
+        ];
+        assert_eq!(plan.mounts, expected, "{}", agent.role.as_str());
+        assert_eq!(plan.chdir, examples);
+        assert_eq!(plan.program, sh);
+        assert_eq!(plan.network, agent.network);
+        assert!(plan.landlock);
+        assert!(plan.seccomp.iter().any(|(name, _)| *name == "ptrace"));
+    }
+}
+
+#[test]
+fn the_environment_is_the_allow_list_with_a_home_and_tmp_of_its_own() {
+    let root = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(root.path()).unwrap();
+    let places = host(&root);
+    let env = vec![
+        ("HOME".into(), "/home/alice".into()),
+        ("LANG".into(), "C.UTF-8".into()),
+        ("TMPDIR".into(), "/var/tmp".into()),
+    ];
+    let plan = build(
+        &spec(&root.join("work")),
+        &places,
+        &root.join("host/usr/bin/sh"),
+        false,
+        env,
+    )
+    .unwrap();
+    let env: Vec<(String, String)> = plan
+        .env
+        .iter()
+        .map(|(k, v)| (k.to_string_lossy().into(), v.to_string_lossy().into()))
+        .collect();
+    let pairs = |list: &[(&str, &str)]| -> Vec<(String, String)> {
+        list.iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    };
+    assert_eq!(
+        env,
+        pairs(&[
+            ("LANG", "C.UTF-8"),
+            ("HOME", SANDBOX_HOME),
+            ("TMPDIR", "/tmp")
+        ])
+    );
+}
+
+#[test]
+fn the_arguments_render_every_mount_in_order_after_the_namespaces() {
+    let root = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(root.path()).unwrap();
+    let places = host(&root);
+    let mut agent = spec(&root.join("work"));
+    agent.read = vec![root.join("other")];
+    // A program outside every bound folder gets a bind of its own.
+    let tool = root.join("home/alice/tool/run");
+    std::fs::write(&tool, "x").unwrap();
+    let plan = build(&agent, &places, &tool, false, Vec::new()).unwrap();
+    let text: Vec<String> = plan
+        .bwrap_args()
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let at = |words: &[&str]| {
+        text.windows(words.len())
+            .position(|w| w == words)
+            .unwrap_or_else(|| panic!("{words:?} in {text:?}"))
+    };
+    let s = |p: PathBuf| p.to_string_lossy().into_owned();
+    let (work, data) = (s(root.join("work")), s(root.join("data")));
+    let socket = s(root.join("data/bus/bus.sock"));
+    let config = s(root.join("work/team.json"));
+    let tool = s(tool);
+    for flag in [
+        "--unshare-user",
+        "--unshare-pid",
+        "--disable-userns",
+        "--new-session",
+        "--die-with-parent",
+    ] {
+        at(&[flag]);
+    }
+    assert!(!text.iter().any(|a| a == "--unshare-net"));
+    at(&["--uid", "1000", "--gid", "1000"]);
+    let usr = at(&["--ro-bind", &s(root.join("host/usr")), "/usr"]);
+    at(&["--symlink", "usr/bin", "/bin"]);
+    assert!(!text.iter().any(|a| a.ends_with("shadow")), "{text:?}");
+    at(&["--ro-bind", &tool, &tool]);
+    at(&["--ro-bind", &s(root.join("other")), &s(root.join("other"))]);
+    let workdir = at(&["--bind", &work, &work]);
+    let config_ro = at(&["--ro-bind", &config, &config]);
+    let tmpfs_data = at(&["--tmpfs", &data]);
+    let socket_ro = at(&["--ro-bind", &socket, &socket]);
+    let data_ro = at(&["--remount-ro", &data]);
+    let root_ro = at(&["--remount-ro", "/"]);
+    assert!(usr < workdir && workdir < config_ro && config_ro < tmpfs_data);
+    assert!(tmpfs_data < socket_ro && socket_ro < data_ro && data_ro < root_ro);
+    at(&["--chdir", &work]);
+    assert_eq!(text.last().map(String::as_str), Some("--"));
+    // Nothing of the human's home, the secrets or /run is named.
+    for hidden in [s(root.join("secrets")), s(root.join("home"))] {
+        assert!(!text.contains(&hidden), "{hidden}: {text:?}");
+    }
+    agent.network = Network::None;
+    let plan = build(
+        &agent,
+        &places,
+        &root.join("host/usr/bin/sh"),
+        false,
+        Vec::new(),
+    )
+    .unwrap();
+    assert!(plan.bwrap_args().iter().any(|a| a == "--unshare-net"));
+    // A program in a system folder needs no bind of its own.
+    assert!(!plan.mounts.iter().any(|m| matches!(
+        m,
+        Mount::ReadOnly { dest, .. } if dest.ends_with("sh")
+    )));
+}
+
+#[test]
+fn a_bind_that_shows_the_data_root_the_secrets_the_home_or_a_credential_is_refused() {
+    let root = tempfile::tempdir().unwrap();
+    let root = root.path();
+    let places = host(root);
+    let sh = root.join("host/usr/bin/sh");
+    let refused =
+        |agent: &AgentSpec, places: &Places| build(agent, places, &sh, false, Vec::new()).err();
+    for (field, path) in [
+        ("workdir", root.to_path_buf()),
+        ("workdir", root.join("data")),
+        ("read", root.join("data/bus")),
+        ("write", root.join("secrets")),
+        ("read", root.to_path_buf()),
+        ("workdir", root.join("home")),
+        ("read", root.join("home/alice/..")),
+    ] {
+        let mut agent = spec(&root.join("work"));
+        match field {
+            "workdir" => agent.dir = path.clone(),
+            "read" => agent.read = vec![path.clone()],
+            _ => agent.write = vec![path.clone()],
+        }
+        assert_eq!(
+            refused(&agent, &places),
+            Some(Refusal::UnsafePath),
+            "{field} {path:?}"
+        );
+    }
+    // A folder inside the human's home may be bound: a harness's own.
+    let mut agent = spec(&root.join("work"));
+    agent.read = vec![root.join("home/alice/tool")];
+    assert_eq!(refused(&agent, &places), None);
+    let mut agent = spec(&root.join("work"));
+    agent.read = vec![root.join("missing")];
+    assert_eq!(refused(&agent, &places), Some(Refusal::BadConfig));
+    // A symbolic link into the data root is followed before the check.
+    std::os::unix::fs::symlink(root.join("data"), root.join("work/link")).unwrap();
+    let mut agent = spec(&root.join("work"));
+    agent.write = vec![root.join("work/link")];
+    assert_eq!(refused(&agent, &places), Some(Refusal::UnsafePath));
+    // A service credential's file in a bound folder, the system's too.
+    let agent = spec(&root.join("work"));
+    for file in ["home/alice/tool/gitea.token", "host/usr/vikunja.token"] {
+        std::fs::write(root.join(file), "t").unwrap();
+        let with = Places {
+            credentials: vec![root.join(file)],
+            ..places.clone()
+        };
+        let mut reader = agent.clone();
+        reader.read = vec![root.join("home/alice/tool")];
+        assert_eq!(refused(&reader, &with), Some(Refusal::UnsafePath), "{file}");
+    }
+}
