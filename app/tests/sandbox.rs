@@ -21,6 +21,8 @@
 //! or the answer of a detached CLI, each bounded ([`WAIT`], or `timeout` in
 //! the script).
 
+#[path = "sandbox/config.rs"]
+mod config;
 #[path = "sandbox/detours.rs"]
 mod detours;
 #[path = "sandbox/files.rs"]

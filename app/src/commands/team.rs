@@ -57,6 +57,13 @@ pub enum Network {
     None,
 }
 
+impl AgentSpec {
+    /// Where it runs: its `workdir`, or else the configuration's folder.
+    pub fn cwd(&self) -> &Path {
+        self.workdir.as_deref().unwrap_or(&self.config_dir)
+    }
+}
+
 /// One agent to launch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentSpec {
@@ -68,9 +75,10 @@ pub struct AgentSpec {
     pub program: PathBuf,
     /// The program's arguments.
     pub args: Vec<String>,
-    /// The working directory (`workdir`, absolute; by default the
-    /// configuration file's directory), writable in a sandbox.
-    pub dir: PathBuf,
+    /// The `workdir` (absolute), writable in a sandbox; `None` when the
+    /// configuration names none, and the agent then runs in
+    /// `config_dir`, read-only in a sandbox.
+    pub workdir: Option<PathBuf>,
     /// The configuration file's directory, where relative programs are.
     pub config_dir: PathBuf,
     /// The names of `up`'s environment variables the agent also gets,
@@ -188,10 +196,10 @@ impl UpConfig {
                     harness,
                     program,
                     args: words.collect(),
-                    dir: match agent.workdir {
-                        Some(workdir) => config_path(&workdir, dir)?,
-                        None => dir.to_path_buf(),
-                    },
+                    workdir: agent
+                        .workdir
+                        .map(|workdir| config_path(&workdir, dir))
+                        .transpose()?,
                     config_dir: dir.to_path_buf(),
                     env: agent.env,
                     network: agent.network,
@@ -312,11 +320,12 @@ mod tests {
             PathBuf::from("/etc/demo/agents/lead.sh")
         );
         assert_eq!(parsed.agents[0].args, ["x"]);
-        assert_eq!(parsed.agents[0].dir, PathBuf::from("/etc/demo"));
+        assert_eq!(parsed.agents[0].workdir, None);
+        assert_eq!(parsed.agents[0].cwd(), Path::new("/etc/demo"));
         assert_eq!(parsed.agents[1].program, PathBuf::from("sh"));
         assert_eq!(parsed.agents[1].harness, Harness::ClaudeCode);
-        // The sandbox's defaults: `auto`, the host's network, the
-        // configuration's folder as the workdir, nothing extra bound.
+        // The sandbox's defaults: `auto`, the host's network, no workdir
+        // (the configuration's folder, read-only), nothing extra bound.
         assert_eq!(parsed.sandbox, SandboxMode::Auto);
         assert_eq!(parsed.agents[0].network, Network::Host);
         assert!(parsed.agents[0].read.is_empty() && parsed.agents[0].write.is_empty());
@@ -332,7 +341,7 @@ mod tests {
         let parsed = UpConfig::parse(&text, Path::new("/etc/demo")).unwrap();
         assert_eq!(parsed.sandbox, SandboxMode::Required);
         let agent = &parsed.agents[0];
-        assert_eq!(agent.dir, PathBuf::from("/etc/demo/work"));
+        assert_eq!(agent.workdir, Some(PathBuf::from("/etc/demo/work")));
         assert_eq!(agent.config_dir, PathBuf::from("/etc/demo"));
         assert_eq!(agent.network, Network::None);
         assert_eq!(agent.read, [PathBuf::from("/opt/tools")]);
@@ -452,7 +461,7 @@ mod tests {
         let roles: Vec<&str> = parsed.agents.iter().map(|a| a.role.as_str()).collect();
         assert_eq!(roles, ["lead", "dev"]);
         for agent in &parsed.agents {
-            let script = agent.dir.join(&agent.args[0]);
+            let script = agent.cwd().join(&agent.args[0]);
             assert!(script.is_file(), "{}", script.display());
         }
     }

@@ -138,13 +138,20 @@ except OSError as e:
     print("failed:" + errno.errorcode.get(e.errno, str(e.errno)))
 "##;
 
-/// The business of the probes, `a` probing and `b` the victim, in a new
-/// folder `team` of `work`: the agents' workdir, beside the data root and
-/// the secrets folder, never holding them.
+/// The business of the probes, `a` probing and `b` the victim: the
+/// configuration in a new folder `conf` of `work`, the agents' workdir
+/// `team` beside it, the data root and the secrets folder, never holding
+/// them.
 pub fn config(work: &Path, sandbox: &str) -> PathBuf {
     let dir = &work.join("team");
-    std::fs::create_dir(dir).expect("mkdir team");
-    std::fs::write(dir.join("probe.sh"), PROBE).expect("write the probe");
+    let conf = &work.join("conf");
+    for d in [dir, conf] {
+        std::fs::create_dir(d).expect("mkdir");
+    }
+    // The probe's script lies in the configuration's folder, which no
+    // agent may write (a workdir may not hold a file a command names).
+    let probe = conf.join("probe.sh");
+    std::fs::write(&probe, PROBE).expect("write the probe");
     std::fs::write(dir.join("probe.py"), PROBE_PY).expect("write the probe");
     for fifo in ["gate", "finished"] {
         let made = Command::new("mkfifo")
@@ -161,11 +168,11 @@ pub fn config(work: &Path, sandbox: &str) -> PathBuf {
                      "roles": {"a": {"authority": {"withinRole": [], "crossRole": []}},
                                "b": {"authority": {"withinRole": [], "crossRole": []}}}},
         "agents": [
-            {"role": "b", "harness": "pi", "command": ["sh", "-c", VICTIM]},
-            {"role": "a", "harness": "pi", "env": env, "command": ["sh", "./probe.sh"]},
+            {"role": "b", "harness": "pi", "workdir": dir, "command": ["sh", "-c", VICTIM]},
+            {"role": "a", "harness": "pi", "env": env, "workdir": dir, "command": ["sh", probe]},
         ],
     });
-    let path = dir.join("up.json");
+    let path = conf.join("up.json");
     std::fs::write(&path, config.to_string()).expect("write the configuration");
     path
 }
@@ -453,6 +460,14 @@ fn every_detour_fails_in_the_sandbox_and_launching_stays_on() {
         })
         .sum();
     assert!(logged >= 1, "{}", run.log);
+    // The prober and the victim share their workdir: one warning says so.
+    let shared: Vec<&str> = run
+        .log
+        .lines()
+        .filter(|l| l.contains("share a workdir"))
+        .collect();
+    assert_eq!(shared.len(), 1, "{}", run.log);
+    assert!(shared[0].contains(" WARN ") && shared[0].contains("roles=\"b,a\""));
     assert_eq!(logged + summed, HUMAN_PROBES.len(), "{}", run.log);
 }
 

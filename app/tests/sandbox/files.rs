@@ -165,7 +165,8 @@ fn without_the_sandbox_the_same_files_and_the_tmux_server_are_in_reach() {
     for p in ["/var/tmp", "/opt"] {
         assert_eq!(r[&format!("list_{p}")], "ok", "{p}: {r:?}");
     }
-    assert_eq!(r["credential"], TOKEN, "{r:?}");
+    // The glob may meet another test's folder too: each holds the token.
+    assert!(r["credential"].starts_with(TOKEN), "{r:?}");
     let answer: Value = serde_json::from_str(&r["tmux_run"]).unwrap_or(Value::Null);
     assert_eq!(answer["ok"], true, "{r:?}");
     let bodies: Vec<&str> = run
@@ -194,7 +195,7 @@ fn a_granted_path_that_holds_a_credential_file_is_refused() {
             first, r#"{"error":"unsafe-path","ok":false,"role":"a"}"#,
             "{key}: {log}"
         );
-        assert!(log.contains("holds a service credential's file"), "{log}");
+        assert!(log.contains("a service credential's file"), "{log}");
         assert!(!log.contains(TOKEN), "{log}");
     }
 }

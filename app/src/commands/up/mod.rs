@@ -22,7 +22,7 @@
 //! keys, wrong types and bad names refuse with `bad-config` (or the
 //! business's own codes, `unknown-role` for an agent of no such role). Every
 //! agent runs in its `workdir` (by default the configuration file's
-//! directory), and a relative program path (one with a `/`) is resolved
+//! directory, read-only in a sandbox), and a relative program path (one with a `/`) is resolved
 //! against the configuration's directory; a bare program name is looked up
 //! in the agent's `PATH`.
 //!
@@ -135,6 +135,7 @@
 mod console;
 mod launch;
 mod output;
+mod paths;
 mod plan;
 mod sandbox;
 mod secrets;
@@ -142,7 +143,7 @@ mod supervise;
 
 use std::ffi::OsStr;
 use std::io::{self, Write};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, ExitCode, Stdio};
@@ -208,9 +209,13 @@ also needs. sandbox is auto (the default: a bubblewrap sandbox per agent \
 when bwrap works, else one warning), required (else sandbox-unavailable) \
 or off. In its sandbox an agent sees an empty root and only what is \
 granted: the system's program folders and a named list of /etc read-only, \
-mosaic-bus and its program, its workdir (default: the configuration's \
-directory) and write paths writable, its read paths, a private /tmp and \
-home, the socket; nothing of the data root, the secrets, /var, /opt, /run \
+mosaic-bus and its program, the configuration's directory read-only \
+(where an agent without a workdir runs), its read paths, its workdir and \
+write paths writable (never one that is, holds or lies in the \
+configuration, its folder, a program or file a command names, mosaic-bus, \
+a credential file, the data root, the secrets or the human's home: \
+unsafe-path; no symbolic link is followed), a private /tmp and home, the \
+socket; nothing of the data root, the secrets, /var, /opt, /run \
 or any home. network none gives it loopback only. Each agent runs in its \
 workdir with MOSAIC_RUN_ID, MOSAIC_BUS_SOCKET and \
 MOSAIC_BUS_CAP_FD, the number of an inherited sealed descriptor that holds \
@@ -453,6 +458,21 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
         .console
         .then(|| console::open_log(&data_root))
         .transpose()?;
+    let path = child_path()?;
+    let programs: Vec<PathBuf> = config
+        .agents
+        .iter()
+        .filter_map(|spec| find_program(&spec.program, &path))
+        .collect();
+    let human_home = std::env::var_os("HOME").map(PathBuf::from);
+    let guards = paths::guards(
+        &config.agents,
+        &programs,
+        config.file.as_deref(),
+        &exe,
+        &credentials,
+        human_home.as_deref(),
+    );
     let sandbox = bwrap.map(|bwrap| Sandbox {
         bwrap,
         landlock: sandbox::landlock_scopes(),
@@ -462,9 +482,10 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
             socket: booted.socket.clone(),
             data_root: data_root.clone(),
             secrets: secrets.dir.clone(),
-            human_home: std::env::var_os("HOME").map(PathBuf::from),
+            human_home,
             config_file: config.file.clone(),
             credentials,
+            guards,
         },
     });
     if let Some(sandbox) = sandbox.as_ref().filter(|s| !s.landlock) {
@@ -487,7 +508,6 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
     }
     // Every agent's plan is built, and so checked, before the first
     // launch, so a refused path starts nobody.
-    let path = child_path()?;
     let plans = config
         .agents
         .iter()
@@ -496,6 +516,7 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
             None => Ok(None),
         })
         .collect::<Result<Vec<_>, _>>()?;
+    warn_shared_workdirs(&plans, &config.agents);
     let mut session = Session {
         runtime,
         signals,
@@ -528,6 +549,30 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
         session.launch(spec, plan.as_ref(), &path)?;
     }
     Ok(session)
+}
+
+/// One warning per `workdir` that two sandboxed agents share: each can
+/// change the other's files there, its scripts included.
+fn warn_shared_workdirs(plans: &[Option<Plan>], agents: &[AgentSpec]) {
+    let mut seen: Vec<(&std::path::Path, Vec<&str>)> = Vec::new();
+    for (plan, spec) in plans.iter().zip(agents) {
+        let (Some(plan), Some(_)) = (plan, &spec.workdir) else {
+            continue;
+        };
+        let dir = plan.chdir.as_path();
+        match seen.iter_mut().find(|(d, _)| *d == dir) {
+            Some((_, roles)) => roles.push(spec.role.as_str()),
+            None => seen.push((dir, vec![spec.role.as_str()])),
+        }
+    }
+    for (dir, roles) in seen.into_iter().filter(|(_, roles)| roles.len() > 1) {
+        tracing::warn!(
+            workdir = &*fs::neutral_path(dir),
+            roles = roles.join(",").as_str(),
+            "these agents share a workdir, so each can change the other's files there \
+             (give each its own workdir to keep them apart)"
+        );
+    }
 }
 
 /// The plan of `spec`'s sandbox, its program found on `path`.
@@ -628,6 +673,18 @@ impl Session {
         let landlock = self.sandbox.as_ref().is_some_and(|s| s.landlock);
         let (mut command, sandboxed) = match (&self.sandbox, plan) {
             (Some(sandbox), Some(plan)) => {
+                tracing::debug!(
+                    role = spec.role.as_str(),
+                    mounts = plan.mounts.len(),
+                    denied = plan
+                        .seccomp
+                        .iter()
+                        .map(|(n, _)| *n)
+                        .collect::<Vec<_>>()
+                        .join(",")
+                        .as_str(),
+                    "starting an agent in its sandbox"
+                );
                 let mut command = Command::new(sandbox.bwrap.path());
                 command
                     .args(plan.bwrap_args())
@@ -647,7 +704,7 @@ impl Session {
                 let mut command = Command::new(&spec.program);
                 command
                     .args(&spec.args)
-                    .current_dir(&spec.dir)
+                    .current_dir(spec.cwd())
                     .env_clear()
                     .envs(agent_env(spec, std::env::vars_os(), &self.secret_env));
                 (command, false)
@@ -665,7 +722,9 @@ impl Session {
         if self.log.is_some() {
             command.env(CONSOLE_ENV, "1");
         }
-        let mut child = spawn_inheriting(&mut command, &memfd).map_err(failed)?;
+        let mut inherited = vec![memfd.as_fd()];
+        inherited.extend(plan.iter().flat_map(|p| p.held.iter().map(AsFd::as_fd)));
+        let mut child = spawn_inheriting(&mut command, &inherited).map_err(failed)?;
         let pid = child.id();
         self.agents.push(Agent {
             role: spec.role.clone(),

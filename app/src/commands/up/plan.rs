@@ -48,10 +48,12 @@
 //! token.
 
 use std::ffi::{OsStr, OsString};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use mosaic_domain::Refusal;
 
+use super::paths::{check_writable, open_granted, Guard, Opened};
 use super::sandbox::{namespace_args, DENIED_CALLS, SANDBOX_HOME};
 use crate::commands::team::{AgentSpec, Network};
 
@@ -112,6 +114,8 @@ pub(super) struct Places {
     /// The files of the business's service credentials, which the broker
     /// reads and no agent may.
     pub(super) credentials: Vec<PathBuf>,
+    /// What no writable path may be or hold (`paths::guards`).
+    pub(super) guards: Vec<Guard>,
 }
 
 /// One mount of a sandbox, in bwrap's terms.
@@ -119,8 +123,16 @@ pub(super) struct Places {
 pub(super) enum Mount {
     /// A host path, read-only, at `dest`.
     ReadOnly { source: PathBuf, dest: PathBuf },
-    /// A host path, writable, at `dest`.
-    Writable { source: PathBuf, dest: PathBuf },
+    /// A path of the configuration, checked and held open (`fd`, this
+    /// process's descriptor, passed on to bwrap): bound from the
+    /// descriptor, so what is bound is what was checked. `path` is where
+    /// the kernel says it is.
+    Granted {
+        fd: i32,
+        path: PathBuf,
+        dest: PathBuf,
+        writable: bool,
+    },
     /// A symbolic link at `dest` to `target`.
     Symlink { target: PathBuf, dest: PathBuf },
     /// An empty tmpfs.
@@ -134,7 +146,7 @@ pub(super) enum Mount {
 }
 
 /// One agent's sandbox: see the module documentation.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub(super) struct Plan {
     /// Its network: `none` adds a network namespace of its own.
     pub(super) network: Network,
@@ -152,6 +164,9 @@ pub(super) struct Plan {
     /// The system calls `sandbox-exec`'s seccomp filter refuses outright
     /// (beyond its argument rules: see `sandbox::seccomp_filters`).
     pub(super) seccomp: &'static [(&'static str, i64)],
+    /// The descriptors of the [`Mount::Granted`] paths, open until bwrap
+    /// is spawned with them.
+    pub(super) held: Vec<OwnedFd>,
 }
 
 impl Plan {
@@ -164,8 +179,16 @@ impl Plan {
                 Mount::ReadOnly { source, dest } => {
                     push(&["--ro-bind".as_ref(), source.as_os_str(), dest.as_os_str()]);
                 }
-                Mount::Writable { source, dest } => {
-                    push(&["--bind".as_ref(), source.as_os_str(), dest.as_os_str()]);
+                Mount::Granted {
+                    fd, dest, writable, ..
+                } => {
+                    let how = if *writable {
+                        "--bind-fd"
+                    } else {
+                        "--ro-bind-fd"
+                    };
+                    let fd = OsString::from(fd.to_string());
+                    push(&[how.as_ref(), &fd, dest.as_os_str()]);
                 }
                 Mount::Symlink { target, dest } => {
                     push(&["--symlink".as_ref(), target.as_os_str(), dest.as_os_str()]);
@@ -185,7 +208,7 @@ impl Plan {
     fn binds(&self) -> impl Iterator<Item = (&Path, bool)> {
         self.mounts.iter().filter_map(|mount| match mount {
             Mount::ReadOnly { source, .. } => Some((source.as_path(), false)),
-            Mount::Writable { source, .. } => Some((source.as_path(), true)),
+            Mount::Granted { path, writable, .. } => Some((path.as_path(), *writable)),
             Mount::Symlink { .. }
             | Mount::Tmpfs(_)
             | Mount::Proc(_)
@@ -223,10 +246,15 @@ fn system_mounts(root: &Path) -> Vec<Mount> {
     mounts
 }
 
-/// The checked, resolved paths of `spec`'s sandbox: the configuration's
-/// folder and `read` paths read-only, then `workdir` and `write` paths
-/// writable.
-fn resolve(spec: &AgentSpec, places: &Places) -> Result<Vec<(PathBuf, bool)>, Refusal> {
+/// The granted paths of `spec`'s sandbox, opened and checked: the
+/// configuration's folder and `read` paths read-only, then `workdir` and
+/// `write` paths writable.
+///
+/// Sorted by depth, stable: a folder is bound before a path inside it, so
+/// the inner bind shows through (a `write` path inside a `read` one stays
+/// writable). The working directory comes first in the returned pair: the
+/// `workdir` resolved, or else the configuration's folder.
+fn resolve(spec: &AgentSpec, places: &Places) -> Result<(PathBuf, Vec<(Opened, bool)>), Refusal> {
     let hidden = [&places.data_root, &places.secrets]
         .into_iter()
         .map(|p| std::fs::canonicalize(p).map_err(|_| Refusal::UnsafePath))
@@ -237,26 +265,20 @@ fn resolve(spec: &AgentSpec, places: &Places) -> Result<Vec<(PathBuf, bool)>, Re
         .and_then(|h| std::fs::canonicalize(h).ok());
     let wanted = std::iter::once((&spec.config_dir, false))
         .chain(spec.read.iter().map(|p| (p, false)))
-        .chain(std::iter::once((&spec.dir, true)))
+        .chain(spec.workdir.iter().map(|p| (p, true)))
         .chain(spec.write.iter().map(|p| (p, true)));
     let mut binds = Vec::new();
+    let mut cwd = None;
     for (path, writable) in wanted {
-        let resolved = std::fs::canonicalize(path).map_err(|_| {
-            tracing::warn!(
-                code = Refusal::BadConfig.code(),
-                role = spec.role.as_str(),
-                path = &*mosaic_adapters::fs::neutral_path(path),
-                "a path the sandbox would bind does not exist"
-            );
-            Refusal::BadConfig
-        })?;
-        let shows = |h: &PathBuf| resolved.starts_with(h) || h.starts_with(&resolved);
+        let opened = open_granted(spec, path)?;
+        if spec.workdir.as_ref() == Some(path) || (cwd.is_none() && path == &spec.config_dir) {
+            cwd = Some(opened.path.clone());
+        }
+        let resolved = &opened.path;
+        let shows = |h: &PathBuf| resolved.starts_with(h) || h.starts_with(resolved);
         let why = if hidden.iter().any(shows) {
             Some("a path the sandbox would bind shows the data root or the secrets folder")
-        } else if home
-            .as_ref()
-            .is_some_and(|home| home.starts_with(&resolved))
-        {
+        } else if home.as_ref().is_some_and(|home| home.starts_with(resolved)) {
             // A folder inside the human's home (a harness's own, say) may
             // be bound; the home itself, or what holds it, may not.
             Some("a path the sandbox would bind shows the human's home")
@@ -267,14 +289,19 @@ fn resolve(spec: &AgentSpec, places: &Places) -> Result<Vec<(PathBuf, bool)>, Re
             tracing::warn!(
                 code = Refusal::UnsafePath.code(),
                 role = spec.role.as_str(),
-                path = &*mosaic_adapters::fs::neutral_path(&resolved),
+                path = &*mosaic_adapters::fs::neutral_path(resolved),
                 "{why}"
             );
             return Err(Refusal::UnsafePath);
         }
-        binds.push((resolved, writable));
+        if writable {
+            check_writable(spec, resolved, &places.guards)?;
+        }
+        binds.push((opened, writable));
     }
-    Ok(binds)
+    binds.sort_by_key(|(opened, _)| opened.path.components().count());
+    let cwd = cwd.unwrap_or_else(|| spec.cwd().to_path_buf());
+    Ok((cwd, binds))
 }
 
 /// `spec`'s plan: `program` is its program as found (absolute), `env` its
@@ -287,7 +314,7 @@ pub(super) fn build(
     landlock: bool,
     mut env: Vec<(OsString, OsString)>,
 ) -> Result<Plan, Refusal> {
-    let binds = resolve(spec, places)?;
+    let (chdir, binds) = resolve(spec, places)?;
     let mut mounts = system_mounts(&places.host_root);
     mounts.push(Mount::Proc("/proc".into()));
     mounts.push(Mount::Dev("/dev".into()));
@@ -298,25 +325,32 @@ pub(super) fn build(
         dest: places.exe.clone(),
     });
     let program = std::path::absolute(program).map_err(|_| Refusal::LaunchFailed)?;
-    if !covered(&program, &places.host_root, &binds) {
+    let folders: Vec<PathBuf> = binds.iter().map(|(o, _)| o.path.clone()).collect();
+    if !covered(&program, &places.host_root, &folders) {
         mounts.push(Mount::ReadOnly {
             source: program.clone(),
             dest: program.clone(),
         });
     }
-    for (path, writable) in &binds {
-        let (source, dest) = (path.clone(), path.clone());
-        mounts.push(if *writable {
-            Mount::Writable { source, dest }
-        } else {
-            Mount::ReadOnly { source, dest }
+    let mut held = Vec::new();
+    for (opened, writable) in binds {
+        mounts.push(Mount::Granted {
+            fd: opened.fd.as_raw_fd(),
+            dest: opened.path.clone(),
+            path: opened.path,
+            writable,
         });
+        held.push(opened.fd);
     }
     if let Some(file) = &places.config_file {
-        mounts.push(Mount::ReadOnly {
-            source: file.clone(),
-            dest: file.clone(),
+        let opened = open_granted(spec, file)?;
+        mounts.push(Mount::Granted {
+            fd: opened.fd.as_raw_fd(),
+            dest: opened.path.clone(),
+            path: opened.path,
+            writable: false,
         });
+        held.push(opened.fd);
     }
     mounts.push(Mount::Tmpfs(places.data_root.clone()));
     mounts.push(Mount::ReadOnly {
@@ -328,10 +362,6 @@ pub(super) fn build(
     env.retain(|(name, _)| name != "HOME" && name != "TMPDIR");
     env.push(("HOME".into(), SANDBOX_HOME.into()));
     env.push(("TMPDIR".into(), "/tmp".into()));
-    let chdir = binds
-        .iter()
-        .find(|(_, writable)| *writable)
-        .map_or(spec.dir.clone(), |(path, _)| path.clone());
     let plan = Plan {
         network: spec.network,
         mounts,
@@ -340,6 +370,7 @@ pub(super) fn build(
         env,
         landlock,
         seccomp: &DENIED_CALLS,
+        held,
     };
     check_credentials(spec, &plan, &places.credentials)?;
     Ok(plan)
@@ -347,14 +378,14 @@ pub(super) fn build(
 
 /// Whether `program` lies in a system folder or a folder already bound,
 /// both resolved: then it needs no bind of its own.
-fn covered(program: &Path, host_root: &Path, binds: &[(PathBuf, bool)]) -> bool {
+fn covered(program: &Path, host_root: &Path, folders: &[PathBuf]) -> bool {
     let Ok(program) = std::fs::canonicalize(program) else {
         return false;
     };
     SYSTEM
         .iter()
         .filter_map(|name| std::fs::canonicalize(host_root.join(name)).ok())
-        .chain(binds.iter().map(|(path, _)| path.clone()))
+        .chain(folders.iter().cloned())
         .any(|folder| program.starts_with(folder))
 }
 

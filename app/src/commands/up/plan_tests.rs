@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::commands::team::UpConfig;
+use crate::commands::up::paths;
 use mosaic_domain::evidence::Harness;
 use mosaic_domain::RoleInstance;
 
@@ -12,7 +13,7 @@ fn spec(dir: &Path) -> AgentSpec {
         harness: Harness::Pi,
         program: PathBuf::from("sh"),
         args: Vec::new(),
-        dir: dir.to_path_buf(),
+        workdir: Some(dir.to_path_buf()),
         config_dir: dir.to_path_buf(),
         env: Vec::new(),
         network: Network::Host,
@@ -39,7 +40,13 @@ fn host(root: &Path) -> Places {
         std::fs::create_dir_all(root.join(dir)).unwrap();
     }
     std::os::unix::fs::symlink("usr/bin", root.join("host/bin")).unwrap();
-    for file in ["usr/bin/sh", "etc/passwd", "etc/shadow", "run/resolve/stub"] {
+    for file in [
+        "usr/bin/sh",
+        "usr/bin/mosaic-bus",
+        "etc/passwd",
+        "etc/shadow",
+        "run/resolve/stub",
+    ] {
         std::fs::write(root.join("host").join(file), "x").unwrap();
     }
     std::os::unix::fs::symlink(
@@ -57,6 +64,7 @@ fn host(root: &Path) -> Places {
         human_home: Some(root.join("home")),
         config_file: Some(root.join("work/team.json")),
         credentials: Vec::new(),
+        guards: Vec::new(),
     }
 }
 
@@ -68,12 +76,34 @@ fn ro(source: &Path, dest: &str) -> Mount {
 }
 
 fn same(path: &Path, writable: bool) -> Mount {
-    let (source, dest) = (path.to_path_buf(), path.to_path_buf());
-    if writable {
-        Mount::Writable { source, dest }
-    } else {
-        Mount::ReadOnly { source, dest }
+    Mount::Granted {
+        fd: -1,
+        path: path.to_path_buf(),
+        dest: path.to_path_buf(),
+        writable,
     }
+}
+
+/// `mounts` with every descriptor number made -1: the rest is compared.
+fn without_fds(mounts: &[Mount]) -> Vec<Mount> {
+    mounts
+        .iter()
+        .cloned()
+        .map(|mount| match mount {
+            Mount::Granted {
+                path,
+                dest,
+                writable,
+                ..
+            } => Mount::Granted {
+                fd: -1,
+                path,
+                dest,
+                writable,
+            },
+            other => other,
+        })
+        .collect()
 }
 
 #[test]
@@ -110,16 +140,32 @@ fn the_plan_of_the_example_holds_exactly_the_expected_mounts() {
             Mount::Dev("/dev".into()),
             Mount::Tmpfs("/tmp".into()),
             Mount::Tmpfs(SANDBOX_HOME.into()),
-            same(&places.exe, false),
+            ro(&places.exe, &places.exe.to_string_lossy()),
+            // No workdir: the configuration's folder, read-only, is where
+            // the agent runs.
             same(&examples, false),
-            same(&examples, true),
             same(&file, false),
             Mount::Tmpfs(root.join("data")),
-            same(&root.join("data/bus/bus.sock"), false),
+            ro(
+                &root.join("data/bus/bus.sock"),
+                &root.join("data/bus/bus.sock").to_string_lossy(),
+            ),
             Mount::RemountRo(root.join("data")),
             Mount::RemountRo("/".into()),
         ];
-        assert_eq!(plan.mounts, expected, "{}", agent.role.as_str());
+        assert_eq!(
+            without_fds(&plan.mounts),
+            expected,
+            "{}",
+            agent.role.as_str()
+        );
+        // Each granted path is bound from the descriptor that was checked.
+        for mount in &plan.mounts {
+            if let Mount::Granted { fd, path, .. } = mount {
+                let held = std::fs::read_link(format!("/proc/self/fd/{fd}")).unwrap();
+                assert_eq!(&held, path);
+            }
+        }
         assert_eq!(plan.chdir, examples);
         assert_eq!(plan.program, sh);
         assert_eq!(plan.network, agent.network);
@@ -207,9 +253,30 @@ fn the_arguments_render_every_mount_in_order_after_the_namespaces() {
     at(&["--symlink", "usr/bin", "/bin"]);
     assert!(!text.iter().any(|a| a.ends_with("shadow")), "{text:?}");
     at(&["--ro-bind", &tool, &tool]);
-    at(&["--ro-bind", &s(root.join("other")), &s(root.join("other"))]);
-    let workdir = at(&["--bind", &work, &work]);
-    let config_ro = at(&["--ro-bind", &config, &config]);
+    let granted = |writable: bool, path: &str| -> Vec<String> {
+        let fd = plan
+            .mounts
+            .iter()
+            .find_map(|m| match m {
+                Mount::Granted {
+                    fd,
+                    dest,
+                    writable: w,
+                    ..
+                } if dest == Path::new(path) && *w == writable => Some(*fd),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("{path} granted"));
+        let how = if writable {
+            "--bind-fd"
+        } else {
+            "--ro-bind-fd"
+        };
+        vec![how.to_owned(), fd.to_string(), path.to_owned()]
+    };
+    at(&words(&granted(false, &s(root.join("other")))));
+    let workdir = at(&words(&granted(true, &work)));
+    let config_ro = at(&words(&granted(false, &config)));
     let tmpfs_data = at(&["--tmpfs", &data]);
     let socket_ro = at(&["--ro-bind", &socket, &socket]);
     let data_ro = at(&["--remount-ro", &data]);
@@ -258,7 +325,7 @@ fn a_bind_that_shows_the_data_root_the_secrets_the_home_or_a_credential_is_refus
     ] {
         let mut agent = spec(&root.join("work"));
         match field {
-            "workdir" => agent.dir = path.clone(),
+            "workdir" => agent.workdir = Some(path.clone()),
             "read" => agent.read = vec![path.clone()],
             _ => agent.write = vec![path.clone()],
         }
@@ -291,5 +358,82 @@ fn a_bind_that_shows_the_data_root_the_secrets_the_home_or_a_credential_is_refus
         let mut reader = agent.clone();
         reader.read = vec![root.join("home/alice/tool")];
         assert_eq!(refused(&reader, &with), Some(Refusal::UnsafePath), "{file}");
+    }
+}
+
+fn words(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+#[test]
+fn a_writable_path_may_not_touch_what_is_later_run_or_read_as_configuration() {
+    let root = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(root.path()).unwrap();
+    std::fs::create_dir_all(root.join("conf/agents")).unwrap();
+    std::fs::create_dir_all(root.join("repo/src")).unwrap();
+    std::fs::create_dir_all(root.join("home/alice")).unwrap();
+    std::fs::write(root.join("conf/up.json"), "{}").unwrap();
+    std::fs::write(root.join("conf/agents/lead.sh"), "x").unwrap();
+    std::fs::write(root.join("repo/tool.sh"), "x").unwrap();
+    std::fs::write(root.join("home/alice/.bashrc"), "x").unwrap();
+    let places = host(&root);
+    let mut lead = spec(&root.join("conf"));
+    lead.workdir = None;
+    lead.args = vec!["agents/lead.sh".into()];
+    let guards = paths::guards(
+        std::slice::from_ref(&lead),
+        &[root.join("repo/tool.sh")],
+        Some(&root.join("conf/up.json")),
+        &places.exe,
+        &[],
+        Some(&root.join("home/alice")),
+    );
+    let places = Places { guards, ..places };
+    let sh = root.join("host/usr/bin/sh");
+    // Without a workdir, nothing of the configuration's folder is
+    // writable, and the agent runs there.
+    let plan = build(&lead, &places, &sh, false, Vec::new()).unwrap();
+    assert!(!plan
+        .mounts
+        .iter()
+        .any(|m| matches!(m, Mount::Granted { writable: true, .. })));
+    assert_eq!(plan.chdir, root.join("conf"));
+    for (key, path) in [
+        ("workdir", root.join("conf")),
+        ("workdir", root.join("conf/agents")),
+        ("write", root.join("conf/agents/lead.sh")),
+        ("write", root.join("conf/up.json")),
+        ("workdir", root.clone()),
+        ("write", root.join("repo")),
+        ("write", root.join("home/alice/.bashrc")),
+        ("write", root.join("host/usr/bin")),
+    ] {
+        let mut agent = lead.clone();
+        match key {
+            "workdir" => agent.workdir = Some(path.clone()),
+            _ => agent.write = vec![path.clone()],
+        }
+        assert_eq!(
+            build(&agent, &places, &sh, false, Vec::new()).err(),
+            Some(Refusal::UnsafePath),
+            "{key} {path:?}"
+        );
+    }
+    // A folder beside them is fine; read-only, the same paths are too.
+    let mut agent = lead.clone();
+    agent.workdir = Some(root.join("repo/src"));
+    agent.read = vec![root.join("repo")];
+    assert!(build(&agent, &places, &sh, false, Vec::new()).is_ok());
+    // A symbolic link anywhere in a granted path is refused, not followed.
+    std::os::unix::fs::symlink(root.join("home/alice"), root.join("repo/src/out")).unwrap();
+    std::os::unix::fs::symlink(root.join("repo"), root.join("repo-link")).unwrap();
+    for path in [root.join("repo/src/out"), root.join("repo-link/src")] {
+        let mut agent = lead.clone();
+        agent.write = vec![path.clone()];
+        assert_eq!(
+            build(&agent, &places, &sh, false, Vec::new()).err(),
+            Some(Refusal::UnsafePath),
+            "{path:?}"
+        );
     }
 }
