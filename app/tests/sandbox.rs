@@ -27,6 +27,8 @@ mod config;
 mod detours;
 #[path = "sandbox/files.rs"]
 mod files;
+#[path = "sandbox/kernel.rs"]
+mod kernel;
 #[path = "sandbox/landlock.rs"]
 mod landlock;
 #[path = "sandbox/outside.rs"]

@@ -113,8 +113,10 @@ fn a_workdir_that_holds_the_configuration_is_refused_and_told_to_move_it_out() {
 /// `write` path `team/out` into a link to the human's `.bashrc`, and its
 /// `workdir` `team/w` into one to the human's home, then opens the
 /// `planted` fifo the prober waits on: the links are left for the next
-/// `up`.
+/// `up`. It starts once the prober says, through the `mounted` fifo, that
+/// its sandbox is in place.
 const PLANT: &str = r#"
+cat ./mounted >/dev/null
 rm -rf ./out ./w
 ln -s "$PROBE_BASHRC" ./out && ln -s "$(dirname "$PROBE_BASHRC")" ./w && say planted yes
 echo >./planted
@@ -129,14 +131,20 @@ fn a_write_path_and_a_workdir_made_links_into_the_home_are_refused_the_next_time
     for dir in ["out", "w"] {
         std::fs::create_dir(layout.team.join(dir)).expect("mkdir");
     }
-    let made = std::process::Command::new("mkfifo")
-        .arg(layout.team.join("planted"))
-        .status()
-        .expect("mkfifo");
-    assert!(made.success());
+    for fifo in ["mounted", "planted"] {
+        let made = std::process::Command::new("mkfifo")
+            .arg(layout.team.join(fifo))
+            .status()
+            .expect("mkfifo");
+        assert!(made.success());
+    }
     let mut planter = layout.agent("b", PLANT);
     planter["env"] = json!(["PROBE_BASHRC"]);
-    let wait = format!("cat '{}' >/dev/null", layout.team.join("planted").display());
+    let wait = format!(
+        "echo >'{}'\ncat '{}' >/dev/null",
+        layout.team.join("mounted").display(),
+        layout.team.join("planted").display()
+    );
     let mut prober = layout.agent("a", &wait);
     prober["workdir"] = json!(layout.team.join("w"));
     prober["write"] = json!([layout.team, layout.team.join("out")]);

@@ -31,6 +31,9 @@ pub struct Layout {
     pub home: PathBuf,
     /// The human's temporary folder, `up`'s `TMPDIR`.
     pub tmp: PathBuf,
+    /// A program and its arguments that execute `up` (the rest of the
+    /// command line), or nothing.
+    pub wrapper: Vec<std::ffi::OsString>,
 }
 
 /// A run of `up --stay` with a probe: its first line, the report, what
@@ -65,6 +68,7 @@ impl Layout {
             data: work.join("data"),
             home: work.join("human-home"),
             tmp: work.join("human-tmp"),
+            wrapper: Vec::new(),
         };
         for dir in [&layout.conf, &layout.team] {
             std::fs::create_dir(dir).expect("mkdir");
@@ -124,7 +128,13 @@ impl Layout {
         during: impl FnOnce(&Live) -> T,
     ) -> Stayed<T> {
         let log_path = self.home.join("up.log");
-        let mut child = Command::new(BIN)
+        let (program, rest) = match self.wrapper.split_first() {
+            Some((program, rest)) => (program.as_os_str(), rest),
+            None => (OsStr::new(BIN), &[][..]),
+        };
+        let mut child = Command::new(program)
+            .args(rest)
+            .args(self.wrapper.first().map(|_| BIN))
             .args(["up", "--stay", "--config"])
             .arg(config)
             .arg("--data-root")

@@ -241,20 +241,68 @@ pub(super) fn exec_main(args: SandboxExecArgs) -> std::process::ExitCode {
 }
 
 /// The system calls the seccomp filter refuses whatever their arguments,
-/// by name and number: reading or steering another process (`ptrace`,
-/// `process_vm_readv`, `process_vm_writev`), system calls the filter could
-/// not see (`io_uring_*`) and new or joined namespaces (`unshare`,
-/// `setns`).
-pub(super) const DENIED_CALLS: [(&str, i64); 8] = [
+/// by name and number (docs/host.md says why each):
+/// - reading or steering another process: `ptrace`, `process_vm_readv`,
+///   `process_vm_writev`, `process_madvise`, `pidfd_getfd` (another
+///   process's descriptor), `kcmp` (comparing another's descriptors);
+/// - system calls the filter could not see: `io_uring_*`;
+/// - new or joined namespaces: `unshare`, `setns`;
+/// - mounts, even in its own namespaces: `mount`, `umount2`,
+///   `pivot_root`, `open_tree`, `move_mount`, `fsopen`, `fsconfig`,
+///   `fsmount`, `fspick`, `mount_setattr`;
+/// - the kernel's keyrings, which the sandbox would otherwise share with
+///   whoever started `up`: `keyctl`, `add_key`, `request_key`;
+/// - kernel state beyond its own processes: `bpf`, `perf_event_open`,
+///   `userfaultfd` (stalling the kernel at will), `open_by_handle_at`
+///   (opening a file by handle, around every mount), `kexec_load`,
+///   `kexec_file_load`, `init_module`, `finit_module`, `delete_module`,
+///   `acct`, `swapon`, `swapoff`, `reboot`, `syslog`, `quotactl`.
+pub(super) const DENIED_CALLS: [(&str, i64); 39] = [
     ("ptrace", libc::SYS_ptrace),
     ("process_vm_readv", libc::SYS_process_vm_readv),
     ("process_vm_writev", libc::SYS_process_vm_writev),
+    ("process_madvise", libc::SYS_process_madvise),
+    ("pidfd_getfd", libc::SYS_pidfd_getfd),
+    ("kcmp", libc::SYS_kcmp),
     ("io_uring_setup", libc::SYS_io_uring_setup),
     ("io_uring_enter", libc::SYS_io_uring_enter),
     ("io_uring_register", libc::SYS_io_uring_register),
     ("unshare", libc::SYS_unshare),
     ("setns", libc::SYS_setns),
+    ("mount", libc::SYS_mount),
+    ("umount2", libc::SYS_umount2),
+    ("pivot_root", libc::SYS_pivot_root),
+    ("open_tree", libc::SYS_open_tree),
+    ("move_mount", libc::SYS_move_mount),
+    ("fsopen", libc::SYS_fsopen),
+    ("fsconfig", libc::SYS_fsconfig),
+    ("fsmount", libc::SYS_fsmount),
+    ("fspick", libc::SYS_fspick),
+    ("mount_setattr", libc::SYS_mount_setattr),
+    ("keyctl", libc::SYS_keyctl),
+    ("add_key", libc::SYS_add_key),
+    ("request_key", libc::SYS_request_key),
+    ("bpf", libc::SYS_bpf),
+    ("perf_event_open", libc::SYS_perf_event_open),
+    ("userfaultfd", libc::SYS_userfaultfd),
+    ("open_by_handle_at", libc::SYS_open_by_handle_at),
+    ("kexec_load", libc::SYS_kexec_load),
+    ("kexec_file_load", libc::SYS_kexec_file_load),
+    ("init_module", libc::SYS_init_module),
+    ("finit_module", libc::SYS_finit_module),
+    ("delete_module", libc::SYS_delete_module),
+    ("acct", libc::SYS_acct),
+    ("swapon", libc::SYS_swapon),
+    ("swapoff", libc::SYS_swapoff),
+    ("reboot", libc::SYS_reboot),
+    ("syslog", libc::SYS_syslog),
+    ("quotactl", libc::SYS_quotactl),
 ];
+
+/// `personality` with any value but the two harmless ones: a query
+/// (`0xffffffff`) and plain Linux (`0`); the rest (turning address
+/// randomisation off, say) is refused.
+const PERSONALITY_ALLOWED: [u64; 2] = [0, 0xffff_ffff];
 
 /// The namespace flags of `clone` that the filter refuses.
 const NAMESPACE_FLAGS: [u64; 8] = [
@@ -270,10 +318,9 @@ const NAMESPACE_FLAGS: [u64; 8] = [
 
 /// The seccomp filters `sandbox-exec` installs before it executes the
 /// agent, which its every descendant keeps. The first refuses with `EPERM`:
-/// `ptrace`, `process_vm_readv` and `process_vm_writev` (reading or
-/// steering another process), `ioctl` `TIOCSTI` and `TIOCLINUX` (typing
-/// into a terminal), `io_uring_*` (system calls this filter could not
-/// see), `unshare`, `setns` and a `clone` that asks for a new namespace.
+/// every call of [`DENIED_CALLS`], `ioctl` `TIOCSTI` and `TIOCLINUX`
+/// (typing into a terminal), `personality` but a query or plain Linux,
+/// and a `clone` that asks for a new namespace.
 /// The second answers `clone3` with `ENOSYS`: its flags lie in memory a
 /// filter cannot read, and C libraries then fall back to `clone`, which
 /// the first filter sees.
@@ -308,6 +355,11 @@ fn seccomp_filters() -> Result<[seccompiler::BpfProgram; 2], seccompiler::Error>
         })
         .collect::<Result<_, _>>()?;
     denied.insert(libc::SYS_ioctl, ioctl);
+    let personality = PERSONALITY_ALLOWED
+        .into_iter()
+        .map(|value| SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, value))
+        .collect::<Result<Vec<_>, _>>()?;
+    denied.insert(libc::SYS_personality, vec![SeccompRule::new(personality)?]);
     let clone = NAMESPACE_FLAGS
         .into_iter()
         .map(|flag| {
@@ -360,6 +412,13 @@ pub(super) fn exec(keep: i32, landlock: bool, program: &OsStr, args: &[OsString]
         // inherited across `exec`. The folder's own is already closed, so
         // its number fails with EBADF, which is harmless.
         let _ = nix::unistd::close(fd);
+    }
+    // A keyring of its own, before the filter denies every key call: the
+    // one it inherited is `up`'s caller's, which can hold the human's
+    // tokens.
+    if let Err(e) = mosaic_adapters::keyring::join_anonymous_session_keyring() {
+        eprintln!("mosaic-bus sandbox-exec: joining a new session keyring: {e}");
+        return 127;
     }
     if landlock {
         if let Err(e) = restrict_scopes() {
