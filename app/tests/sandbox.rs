@@ -35,6 +35,8 @@ mod landlock;
 mod outside;
 #[path = "sandbox/probe.rs"]
 mod probe;
+#[path = "sandbox/resources.rs"]
+mod resources;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

@@ -90,7 +90,19 @@ pub struct AgentSpec {
     pub read: Vec<PathBuf>,
     /// Extra paths a sandbox binds writable (absolute).
     pub write: Vec<PathBuf>,
+    /// The size cap, in MiB, of its private `/tmp` and of its home in a
+    /// sandbox, each (`tmpMiB`, default [`DEFAULT_TMP_MIB`]).
+    pub tmp_mib: u32,
+    /// The most processes (threads included) its sandbox may hold, as
+    /// `RLIMIT_NPROC` (`processes`, default [`DEFAULT_PROCESSES`]).
+    pub processes: u32,
 }
+
+/// The default size cap of a sandboxed agent's `/tmp` and home, each.
+pub const DEFAULT_TMP_MIB: u32 = 256;
+
+/// The default cap on a sandboxed agent's processes and threads.
+pub const DEFAULT_PROCESSES: u32 = 1024;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -116,6 +128,23 @@ struct AgentJson {
     read: Vec<String>,
     #[serde(default)]
     write: Vec<String>,
+    #[serde(rename = "tmpMiB")]
+    tmp_mib: Option<u32>,
+    processes: Option<u32>,
+}
+
+/// `value`, or `default` when absent; `bad-config` outside `range`.
+fn within(
+    value: Option<u32>,
+    default: u32,
+    range: std::ops::RangeInclusive<u32>,
+) -> Result<u32, Refusal> {
+    let value = value.unwrap_or(default);
+    if range.contains(&value) {
+        Ok(value)
+    } else {
+        Err(Refusal::BadConfig)
+    }
 }
 
 /// A path of the configuration: non-empty, without NUL, resolved against
@@ -145,8 +174,9 @@ impl UpConfig {
     /// empty or NUL-holding command word, a bad harness or role name, an
     /// `env` entry that is not a variable name or that names a credential
     /// reference of the business (a service token never reaches an agent),
-    /// a `sandbox` or `network` of another value, or a `workdir`, `read` or
-    /// `write` path that is empty or holds `..` or NUL;
+    /// a `sandbox` or `network` of another value, a `workdir`, `read` or
+    /// `write` path that is empty or holds `..` or NUL, a `tmpMiB` outside
+    /// 1–65536 or a `processes` outside 16–65536;
     /// `unknown-role` for an agent whose role the business lacks; and the
     /// codes of [`business_from_value`], with the reference it names.
     pub fn parse(text: &str, dir: &Path) -> Result<Self, ConfigError> {
@@ -205,6 +235,8 @@ impl UpConfig {
                     network: agent.network,
                     read: paths(agent.read)?,
                     write: paths(agent.write)?,
+                    tmp_mib: within(agent.tmp_mib, DEFAULT_TMP_MIB, 1..=65_536)?,
+                    processes: within(agent.processes, DEFAULT_PROCESSES, 16..=65_536)?,
                 })
             })
             .collect::<Result<_, Refusal>>()?;
@@ -340,6 +372,21 @@ mod tests {
         .replacen('{', r#"{"sandbox":"required","#, 1);
         let parsed = UpConfig::parse(&text, Path::new("/etc/demo")).unwrap();
         assert_eq!(parsed.sandbox, SandboxMode::Required);
+        assert_eq!(parsed.agents[0].tmp_mib, DEFAULT_TMP_MIB);
+        assert_eq!(parsed.agents[0].processes, DEFAULT_PROCESSES);
+        let capped = text.replace(r#""network""#, r#""tmpMiB":8,"processes":64,"network""#);
+        let capped = UpConfig::parse(&capped, Path::new("/etc/demo")).unwrap();
+        assert_eq!(
+            (capped.agents[0].tmp_mib, capped.agents[0].processes),
+            (8, 64)
+        );
+        for bad in [r#""tmpMiB":0,"#, r#""processes":8,"#, r#""tmpMiB":"8","#] {
+            let text = text.replace(r#""network""#, &format!(r#"{bad}"network""#));
+            assert!(
+                UpConfig::parse(&text, Path::new("/etc/demo")).is_err(),
+                "{bad}"
+            );
+        }
         let agent = &parsed.agents[0];
         assert_eq!(agent.workdir, Some(PathBuf::from("/etc/demo/work")));
         assert_eq!(agent.config_dir, PathBuf::from("/etc/demo"));

@@ -53,6 +53,11 @@ pub struct Live {
 }
 
 impl Live {
+    /// The broker's socket.
+    pub fn socket(&self) -> &str {
+        &self.socket
+    }
+
     /// `mosaic-bus call VERB ARGS` with the reader capability: its result.
     pub fn reader(&self, verb: &str, args: Value) -> Value {
         reader_call(&self.socket, &self.cap, verb, args)

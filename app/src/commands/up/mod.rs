@@ -31,7 +31,8 @@
 //! `"sandbox"` at the top (`required`, `auto`, the default, or `off`)
 //! decides whether each agent starts in a bubblewrap sandbox
 //! ([`sandbox`]), configured per agent by `workdir`, `network` (`host` or
-//! `none`) and the extra paths `read` and `write`; each agent's sandbox is
+//! `none`), the extra paths `read` and `write`, and the caps `tmpMiB` and
+//! `processes`; each agent's sandbox is
 //! one [`plan::Plan`], built (and so checked) for every agent before the
 //! first launch. A working `bwrap` on
 //! `PATH` is checked once, before the broker boots: without one,
@@ -203,7 +204,7 @@ has exited.
 
 The configuration is {\"sandbox\"?, \"business\":{id, human, arbiters, roles, \
 launch?}, \"agents\":[{role, harness, command, env?, workdir?, network?, read?, \
-write?}]}: harness is pi or claude-code, command a program and its \
+write?, tmpMiB?, processes?}]}: harness is pi or claude-code, command a program and its \
 arguments (no shell), env the names of this process's variables the agent \
 also needs. sandbox is auto (the default: a bubblewrap sandbox per agent \
 when bwrap works, else one warning), required (else sandbox-unavailable) \
@@ -214,8 +215,9 @@ mosaic-bus and its program, the configuration's directory read-only \
 write paths writable (never one that is, holds or lies in the \
 configuration, its folder, a program or file a command names, mosaic-bus, \
 a credential file, the data root, the secrets or the human's home: \
-unsafe-path; no symbolic link is followed), a private /tmp and home, the \
-socket; nothing of the data root, the secrets, /var, /opt, /run \
+unsafe-path; no symbolic link is followed), a private /tmp and home (each a tmpfs of \
+tmpMiB, default 256), the socket; at most processes (default 1024) \
+processes, unless up runs as root; nothing of the data root, the secrets, /var, /opt, /run \
 or any home. network none gives it loopback only. Each agent runs in its \
 workdir with MOSAIC_RUN_ID, MOSAIC_BUS_SOCKET and \
 MOSAIC_BUS_CAP_FD, the number of an inherited sealed descriptor that holds \
@@ -691,6 +693,7 @@ impl Session {
                     .arg(&sandbox.places.exe)
                     .args([sandbox::EXEC_SUBCOMMAND, "--keep-fd", &fd])
                     .args(plan.landlock.then_some("--landlock"))
+                    .args(["--processes", &plan.processes.to_string()])
                     .arg("--")
                     .arg(&plan.program)
                     .args(&spec.args)

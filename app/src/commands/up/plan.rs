@@ -21,7 +21,7 @@
 //! 3. a fresh `/proc` (the sandbox's own processes only) and a minimal
 //!    `/dev`;
 //! 4. a private `/tmp` and a home of its own, [`SANDBOX_HOME`], each an
-//!    empty tmpfs;
+//!    empty tmpfs capped at the agent's `tmpMiB`;
 //! 5. this executable, read-only at its own path (agents call
 //!    `mosaic-bus call`), and the agent's program, when no other bind holds
 //!    it already;
@@ -137,6 +137,9 @@ pub(super) enum Mount {
     Symlink { target: PathBuf, dest: PathBuf },
     /// An empty tmpfs.
     Tmpfs(PathBuf),
+    /// An empty tmpfs the agent writes, capped at `bytes`: its `/tmp` and
+    /// its home.
+    Scratch { dest: PathBuf, bytes: u64 },
     /// The sandbox's own `/proc`.
     Proc(PathBuf),
     /// A minimal `/dev`.
@@ -161,6 +164,10 @@ pub(super) struct Plan {
     pub(super) env: Vec<(OsString, OsString)>,
     /// Whether `sandbox-exec` applies the Landlock scopes.
     pub(super) landlock: bool,
+    /// The `RLIMIT_NPROC` `sandbox-exec` sets: the most processes and
+    /// threads of the sandbox (where the kernel counts them: not for
+    /// root, docs/host.md).
+    pub(super) processes: u32,
     /// The system calls `sandbox-exec`'s seccomp filter refuses outright
     /// (beyond its argument rules: see `sandbox::seccomp_filters`).
     pub(super) seccomp: &'static [(&'static str, i64)],
@@ -194,6 +201,15 @@ impl Plan {
                     push(&["--symlink".as_ref(), target.as_os_str(), dest.as_os_str()]);
                 }
                 Mount::Tmpfs(dest) => push(&["--tmpfs".as_ref(), dest.as_os_str()]),
+                Mount::Scratch { dest, bytes } => {
+                    let bytes = OsString::from(bytes.to_string());
+                    push(&[
+                        "--size".as_ref(),
+                        &bytes,
+                        "--tmpfs".as_ref(),
+                        dest.as_os_str(),
+                    ]);
+                }
                 Mount::Proc(dest) => push(&["--proc".as_ref(), dest.as_os_str()]),
                 Mount::Dev(dest) => push(&["--dev".as_ref(), dest.as_os_str()]),
                 Mount::RemountRo(dest) => push(&["--remount-ro".as_ref(), dest.as_os_str()]),
@@ -211,6 +227,7 @@ impl Plan {
             Mount::Granted { path, writable, .. } => Some((path.as_path(), *writable)),
             Mount::Symlink { .. }
             | Mount::Tmpfs(_)
+            | Mount::Scratch { .. }
             | Mount::Proc(_)
             | Mount::Dev(_)
             | Mount::RemountRo(_) => None,
@@ -318,8 +335,13 @@ pub(super) fn build(
     let mut mounts = system_mounts(&places.host_root);
     mounts.push(Mount::Proc("/proc".into()));
     mounts.push(Mount::Dev("/dev".into()));
-    mounts.push(Mount::Tmpfs("/tmp".into()));
-    mounts.push(Mount::Tmpfs(SANDBOX_HOME.into()));
+    let bytes = u64::from(spec.tmp_mib) * 1024 * 1024;
+    for dest in ["/tmp", SANDBOX_HOME] {
+        mounts.push(Mount::Scratch {
+            dest: dest.into(),
+            bytes,
+        });
+    }
     mounts.push(Mount::ReadOnly {
         source: places.exe.clone(),
         dest: places.exe.clone(),
@@ -369,6 +391,7 @@ pub(super) fn build(
         program,
         env,
         landlock,
+        processes: spec.processes,
         seccomp: &DENIED_CALLS,
         held,
     };

@@ -19,6 +19,8 @@ fn spec(dir: &Path) -> AgentSpec {
         network: Network::Host,
         read: Vec::new(),
         write: Vec::new(),
+        tmp_mib: 4,
+        processes: 64,
     }
 }
 
@@ -138,8 +140,14 @@ fn the_plan_of_the_example_holds_exactly_the_expected_mounts() {
             ro(&host.join("etc/ssl"), "/etc/ssl"),
             Mount::Proc("/proc".into()),
             Mount::Dev("/dev".into()),
-            Mount::Tmpfs("/tmp".into()),
-            Mount::Tmpfs(SANDBOX_HOME.into()),
+            Mount::Scratch {
+                dest: "/tmp".into(),
+                bytes: 256 << 20,
+            },
+            Mount::Scratch {
+                dest: SANDBOX_HOME.into(),
+                bytes: 256 << 20,
+            },
             ro(&places.exe, &places.exe.to_string_lossy()),
             // No workdir: the configuration's folder, read-only, is where
             // the agent runs.
@@ -170,6 +178,7 @@ fn the_plan_of_the_example_holds_exactly_the_expected_mounts() {
         assert_eq!(plan.program, sh);
         assert_eq!(plan.network, agent.network);
         assert!(plan.landlock);
+        assert_eq!(plan.processes, crate::commands::team::DEFAULT_PROCESSES);
         assert!(plan.seccomp.iter().any(|(name, _)| *name == "ptrace"));
     }
 }
@@ -249,6 +258,8 @@ fn the_arguments_render_every_mount_in_order_after_the_namespaces() {
     }
     assert!(!text.iter().any(|a| a == "--unshare-net"));
     at(&["--uid", "1000", "--gid", "1000"]);
+    at(&["--size", "4194304", "--tmpfs", "/tmp"]);
+    at(&["--size", "4194304", "--tmpfs", SANDBOX_HOME]);
     let usr = at(&["--ro-bind", &s(root.join("host/usr")), "/usr"]);
     at(&["--symlink", "usr/bin", "/bin"]);
     assert!(!text.iter().any(|a| a.ends_with("shadow")), "{text:?}");

@@ -227,6 +227,9 @@ pub struct SandboxExecArgs {
     /// refuse to execute the program.
     #[arg(long)]
     pub landlock: bool,
+    /// The `RLIMIT_NPROC` to set: the most processes and threads.
+    #[arg(long, value_name = "N")]
+    pub processes: u64,
     /// The agent's program and its arguments.
     #[arg(last = true, required = true, num_args = 1.., value_name = "COMMAND")]
     pub command: Vec<OsString>,
@@ -237,7 +240,13 @@ pub(super) fn exec_main(args: SandboxExecArgs) -> std::process::ExitCode {
     let Some((program, rest)) = args.command.split_first() else {
         return std::process::ExitCode::from(127);
     };
-    std::process::ExitCode::from(exec(args.keep_fd, args.landlock, program, rest))
+    std::process::ExitCode::from(exec(
+        args.keep_fd,
+        args.landlock,
+        args.processes,
+        program,
+        rest,
+    ))
 }
 
 /// The system calls the seccomp filter refuses whatever their arguments,
@@ -388,13 +397,21 @@ fn seccomp_filters() -> Result<[seccompiler::BpfProgram; 2], seccompiler::Error>
 }
 
 /// `sandbox-exec`, inside the sandbox: closes every descriptor above 2
-/// except `keep`, applies the Landlock scopes when `landlock` asks for
-/// them ([`restrict_scopes`]), installs the seccomp filters
+/// except `keep`, caps the processes and threads at `processes`
+/// (`RLIMIT_NPROC`), joins a new anonymous session keyring, applies the
+/// Landlock scopes when `landlock` asks for them ([`restrict_scopes`]),
+/// installs the seccomp filters
 /// ([`seccomp_filters`], with `no_new_privs`, which bwrap has set
 /// already), then executes `program` with `args`. Returns only when one of
 /// these fails, with the exit code 127 (a shell's "cannot execute"): an
 /// agent never starts with less of its sandbox than this.
-pub(super) fn exec(keep: i32, landlock: bool, program: &OsStr, args: &[OsString]) -> u8 {
+pub(super) fn exec(
+    keep: i32,
+    landlock: bool,
+    processes: u64,
+    program: &OsStr,
+    args: &[OsString],
+) -> u8 {
     use std::os::unix::process::CommandExt;
     // Listed first and closed after: closing while reading the folder
     // would close the folder's own descriptor under the reader.
@@ -412,6 +429,15 @@ pub(super) fn exec(keep: i32, landlock: bool, program: &OsStr, args: &[OsString]
         // inherited across `exec`. The folder's own is already closed, so
         // its number fails with EBADF, which is harmless.
         let _ = nix::unistd::close(fd);
+    }
+    // The process cap, counted in the sandbox's own user namespace.
+    let cap = rustix::process::Rlimit {
+        current: Some(processes),
+        maximum: Some(processes),
+    };
+    if let Err(e) = rustix::process::setrlimit(rustix::process::Resource::Nproc, cap) {
+        eprintln!("mosaic-bus sandbox-exec: capping the processes: {e}");
+        return 127;
     }
     // A keyring of its own, before the filter denies every key call: the
     // one it inherited is `up`'s caller's, which can hold the human's
