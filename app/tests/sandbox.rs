@@ -37,6 +37,8 @@ mod outside;
 mod probe;
 #[path = "sandbox/resources.rs"]
 mod resources;
+#[path = "sandbox/terminal.rs"]
+mod terminal;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

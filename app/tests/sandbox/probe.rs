@@ -34,6 +34,8 @@ pub struct Layout {
     /// A program and its arguments that execute `up` (the rest of the
     /// command line), or nothing.
     pub wrapper: Vec<std::ffi::OsString>,
+    /// `up`'s standard input (a terminal, say), or else `/dev/null`.
+    pub stdin: Option<std::fs::File>,
 }
 
 /// A run of `up --stay` with a probe: its first line, the report, what
@@ -74,6 +76,7 @@ impl Layout {
             home: work.join("human-home"),
             tmp: work.join("human-tmp"),
             wrapper: Vec::new(),
+            stdin: None,
         };
         for dir in [&layout.conf, &layout.team] {
             std::fs::create_dir(dir).expect("mkdir");
@@ -147,7 +150,10 @@ impl Layout {
             .env("HOME", &self.home)
             .env("TMPDIR", &self.tmp)
             .envs(env.iter().copied())
-            .stdin(Stdio::null())
+            .stdin(match &self.stdin {
+                Some(file) => Stdio::from(file.try_clone().expect("stdin")),
+                None => Stdio::null(),
+            })
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&log_path).expect("the log"))
             .spawn()
