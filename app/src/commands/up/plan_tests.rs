@@ -91,19 +91,11 @@ fn without_fds(mounts: &[Mount]) -> Vec<Mount> {
     mounts
         .iter()
         .cloned()
-        .map(|mount| match mount {
-            Mount::Granted {
-                path,
-                dest,
-                writable,
-                ..
-            } => Mount::Granted {
-                fd: -1,
-                path,
-                dest,
-                writable,
-            },
-            other => other,
+        .map(|mut mount| {
+            if let Mount::Granted { fd, .. } = &mut mount {
+                *fd = -1;
+            }
+            mount
         })
         .collect()
 }
@@ -268,14 +260,17 @@ fn the_arguments_render_every_mount_in_order_after_the_namespaces() {
         let fd = plan
             .mounts
             .iter()
-            .find_map(|m| match m {
-                Mount::Granted {
+            .find_map(|m| {
+                let Mount::Granted {
                     fd,
                     dest,
                     writable: w,
                     ..
-                } if dest == Path::new(path) && *w == writable => Some(*fd),
-                _ => None,
+                } = m
+                else {
+                    return None;
+                };
+                (dest == Path::new(path) && *w == writable).then_some(*fd)
             })
             .unwrap_or_else(|| panic!("{path} granted"));
         let how = if writable {
