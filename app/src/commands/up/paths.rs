@@ -14,9 +14,9 @@
 //! ([`guards`]): the configuration file, every program a command of the
 //! configuration names and every existing file its arguments name, the
 //! `mosaic-bus` binary, a service credential's file, the human's home and
-//! its start-up files ([`STARTUP`]); and when it lies in the
-//! configuration's folder, the data root or the secrets folder, or holds
-//! one of them.
+//! its start-up files ([`STARTUP`], and `~/.config`); and when it lies in
+//! the configuration's folder, the data root, the secrets folder or one
+//! of the home's start-up folders ([`STARTUP_DIRS`]), or holds one.
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -27,9 +27,10 @@ use mosaic_domain::Refusal;
 
 use crate::commands::team::AgentSpec;
 
-/// The files and folders of a home that a shell, git or a desktop session
-/// read or run at start: no sandbox may write one.
-pub(super) const STARTUP: [&str; 16] = [
+/// The files of a home that a shell, git or a desktop session read or
+/// run at start: no writable bind may be or hold one (nor `~/.config`
+/// itself).
+pub(super) const STARTUP: [&str; 13] = [
     ".bashrc",
     ".bash_profile",
     ".bash_login",
@@ -42,10 +43,22 @@ pub(super) const STARTUP: [&str; 16] = [
     ".zlogout",
     ".inputrc",
     ".gitconfig",
-    ".ssh",
-    ".config",
-    ".local/bin",
     ".pam_environment",
+];
+
+/// The folders of a home whose every file is run, trusted or read at
+/// start: no writable bind may be, hold or lie in one (a harness's own
+/// folder elsewhere in `~/.config` may be bound).
+pub(super) const STARTUP_DIRS: [&str; 9] = [
+    ".ssh",
+    ".gnupg",
+    ".local/bin",
+    ".config/autostart",
+    ".config/systemd",
+    ".config/environment.d",
+    ".config/git",
+    ".config/fish",
+    ".config/mosaic-bus",
 ];
 
 /// A path no writable bind may be or hold (and, when `whole`, lie in):
@@ -215,11 +228,18 @@ pub(super) fn guards(
     }
     if let Some(home) = human_home {
         add(home, "the human's home", false);
-        for name in STARTUP {
+        for name in STARTUP.iter().chain(&[".config"]) {
             add(
                 &home.join(name),
                 "a start-up file of the human's home",
                 false,
+            );
+        }
+        for name in STARTUP_DIRS {
+            add(
+                &home.join(name),
+                "a start-up folder of the human's home",
+                true,
             );
         }
     }

@@ -382,6 +382,9 @@ fn a_writable_path_may_not_touch_what_is_later_run_or_read_as_configuration() {
     std::fs::write(root.join("conf/agents/lead.sh"), "x").unwrap();
     std::fs::write(root.join("repo/tool.sh"), "x").unwrap();
     std::fs::write(root.join("home/alice/.bashrc"), "x").unwrap();
+    std::fs::create_dir_all(root.join("home/alice/.ssh")).unwrap();
+    std::fs::create_dir_all(root.join("home/alice/.config/claude")).unwrap();
+    std::fs::write(root.join("home/alice/.ssh/authorized_keys"), "x").unwrap();
     let places = host(&root);
     let mut lead = spec(&root.join("conf"));
     lead.workdir = None;
@@ -412,6 +415,8 @@ fn a_writable_path_may_not_touch_what_is_later_run_or_read_as_configuration() {
         ("workdir", root.clone()),
         ("write", root.join("repo")),
         ("write", root.join("home/alice/.bashrc")),
+        ("write", root.join("home/alice/.ssh/authorized_keys")),
+        ("write", root.join("home/alice/.config")),
         ("write", root.join("host/usr/bin")),
     ] {
         let mut agent = lead.clone();
@@ -429,6 +434,7 @@ fn a_writable_path_may_not_touch_what_is_later_run_or_read_as_configuration() {
     let mut agent = lead.clone();
     agent.workdir = Some(root.join("repo/src"));
     agent.read = vec![root.join("repo")];
+    agent.write = vec![root.join("home/alice/.config/claude")];
     assert!(build(&agent, &places, &sh, false, Vec::new()).is_ok());
     // A symbolic link anywhere in a granted path is refused, not followed.
     std::os::unix::fs::symlink(root.join("home/alice"), root.join("repo/src/out")).unwrap();
