@@ -22,6 +22,7 @@ pub mod credentials;
 pub mod fs;
 pub mod http;
 pub mod http_drain;
+pub mod keyring;
 pub mod mcp;
 pub mod procfs;
 pub mod socket;

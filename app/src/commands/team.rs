@@ -57,6 +57,13 @@ pub enum Network {
     None,
 }
 
+impl AgentSpec {
+    /// Where it runs: its `workdir`, or else the configuration's folder.
+    pub fn cwd(&self) -> &Path {
+        self.workdir.as_deref().unwrap_or(&self.config_dir)
+    }
+}
+
 /// One agent to launch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentSpec {
@@ -68,9 +75,10 @@ pub struct AgentSpec {
     pub program: PathBuf,
     /// The program's arguments.
     pub args: Vec<String>,
-    /// The working directory (`workdir`, absolute; by default the
-    /// configuration file's directory), writable in a sandbox.
-    pub dir: PathBuf,
+    /// The `workdir` (absolute), writable in a sandbox; `None` when the
+    /// configuration names none, and the agent then runs in
+    /// `config_dir`, read-only in a sandbox.
+    pub workdir: Option<PathBuf>,
     /// The configuration file's directory, where relative programs are.
     pub config_dir: PathBuf,
     /// The names of `up`'s environment variables the agent also gets,
@@ -82,7 +90,19 @@ pub struct AgentSpec {
     pub read: Vec<PathBuf>,
     /// Extra paths a sandbox binds writable (absolute).
     pub write: Vec<PathBuf>,
+    /// The size cap, in MiB, of its private `/tmp` and of its home in a
+    /// sandbox, each (`tmpMiB`, default [`DEFAULT_TMP_MIB`]).
+    pub tmp_mib: u32,
+    /// The most processes (threads included) its sandbox may hold, as
+    /// `RLIMIT_NPROC` (`processes`, default [`DEFAULT_PROCESSES`]).
+    pub processes: u32,
 }
+
+/// The default size cap of a sandboxed agent's `/tmp` and home, each.
+pub const DEFAULT_TMP_MIB: u32 = 256;
+
+/// The default cap on a sandboxed agent's processes and threads.
+pub const DEFAULT_PROCESSES: u32 = 1024;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -108,6 +128,23 @@ struct AgentJson {
     read: Vec<String>,
     #[serde(default)]
     write: Vec<String>,
+    #[serde(rename = "tmpMiB")]
+    tmp_mib: Option<u32>,
+    processes: Option<u32>,
+}
+
+/// `value`, or `default` when absent; `bad-config` outside `range`.
+fn within(
+    value: Option<u32>,
+    default: u32,
+    range: std::ops::RangeInclusive<u32>,
+) -> Result<u32, Refusal> {
+    let value = value.unwrap_or(default);
+    if range.contains(&value) {
+        Ok(value)
+    } else {
+        Err(Refusal::BadConfig)
+    }
 }
 
 /// A path of the configuration: non-empty, without NUL, resolved against
@@ -137,8 +174,9 @@ impl UpConfig {
     /// empty or NUL-holding command word, a bad harness or role name, an
     /// `env` entry that is not a variable name or that names a credential
     /// reference of the business (a service token never reaches an agent),
-    /// a `sandbox` or `network` of another value, or a `workdir`, `read` or
-    /// `write` path that is empty or holds `..` or NUL;
+    /// a `sandbox` or `network` of another value, a `workdir`, `read` or
+    /// `write` path that is empty or holds `..` or NUL, a `tmpMiB` outside
+    /// 1–65536 or a `processes` outside 16–65536;
     /// `unknown-role` for an agent whose role the business lacks; and the
     /// codes of [`business_from_value`], with the reference it names.
     pub fn parse(text: &str, dir: &Path) -> Result<Self, ConfigError> {
@@ -188,15 +226,17 @@ impl UpConfig {
                     harness,
                     program,
                     args: words.collect(),
-                    dir: match agent.workdir {
-                        Some(workdir) => config_path(&workdir, dir)?,
-                        None => dir.to_path_buf(),
-                    },
+                    workdir: agent
+                        .workdir
+                        .map(|workdir| config_path(&workdir, dir))
+                        .transpose()?,
                     config_dir: dir.to_path_buf(),
                     env: agent.env,
                     network: agent.network,
                     read: paths(agent.read)?,
                     write: paths(agent.write)?,
+                    tmp_mib: within(agent.tmp_mib, DEFAULT_TMP_MIB, 1..=65_536)?,
+                    processes: within(agent.processes, DEFAULT_PROCESSES, 16..=65_536)?,
                 })
             })
             .collect::<Result<_, Refusal>>()?;
@@ -212,6 +252,12 @@ impl UpConfig {
     /// service tokens (`{"env": NAME}` references): never passed to an agent.
     pub fn credential_env(&self) -> Vec<String> {
         credential_env_names(&self.business)
+    }
+
+    /// The files that hold this business's service tokens (`{"file":
+    /// PATH}` references): no sandbox binds a folder that holds one.
+    pub fn credential_files(&self) -> Vec<PathBuf> {
+        credential_file_paths(&self.business)
     }
 
     /// Reads and parses the configuration file at `path`.
@@ -233,6 +279,25 @@ impl UpConfig {
         config.file = Some(path.clone());
         Ok(config)
     }
+}
+
+/// The files that hold `business`'s service tokens.
+fn credential_file_paths(business: &Business) -> Vec<PathBuf> {
+    use mosaic_domain::business::CredentialSource;
+    business
+        .roles()
+        .flat_map(|(_, role)| {
+            let credentials = role.credentials();
+            [
+                credentials.gitea.as_ref().map(|c| &c.source),
+                credentials.vikunja.as_ref().map(|c| &c.source),
+            ]
+        })
+        .filter_map(|source| match source {
+            Some(CredentialSource::File(path)) => Some(PathBuf::from(path)),
+            Some(CredentialSource::Env(_)) | None => None,
+        })
+        .collect()
 }
 
 /// The environment variables that hold `business`'s service tokens.
@@ -287,11 +352,12 @@ mod tests {
             PathBuf::from("/etc/demo/agents/lead.sh")
         );
         assert_eq!(parsed.agents[0].args, ["x"]);
-        assert_eq!(parsed.agents[0].dir, PathBuf::from("/etc/demo"));
+        assert_eq!(parsed.agents[0].workdir, None);
+        assert_eq!(parsed.agents[0].cwd(), Path::new("/etc/demo"));
         assert_eq!(parsed.agents[1].program, PathBuf::from("sh"));
         assert_eq!(parsed.agents[1].harness, Harness::ClaudeCode);
-        // The sandbox's defaults: `auto`, the host's network, the
-        // configuration's folder as the workdir, nothing extra bound.
+        // The sandbox's defaults: `auto`, the host's network, no workdir
+        // (the configuration's folder, read-only), nothing extra bound.
         assert_eq!(parsed.sandbox, SandboxMode::Auto);
         assert_eq!(parsed.agents[0].network, Network::Host);
         assert!(parsed.agents[0].read.is_empty() && parsed.agents[0].write.is_empty());
@@ -306,8 +372,23 @@ mod tests {
         .replacen('{', r#"{"sandbox":"required","#, 1);
         let parsed = UpConfig::parse(&text, Path::new("/etc/demo")).unwrap();
         assert_eq!(parsed.sandbox, SandboxMode::Required);
+        assert_eq!(parsed.agents[0].tmp_mib, DEFAULT_TMP_MIB);
+        assert_eq!(parsed.agents[0].processes, DEFAULT_PROCESSES);
+        let capped = text.replace(r#""network""#, r#""tmpMiB":8,"processes":64,"network""#);
+        let capped = UpConfig::parse(&capped, Path::new("/etc/demo")).unwrap();
+        assert_eq!(
+            (capped.agents[0].tmp_mib, capped.agents[0].processes),
+            (8, 64)
+        );
+        for bad in [r#""tmpMiB":0,"#, r#""processes":8,"#, r#""tmpMiB":"8","#] {
+            let text = text.replace(r#""network""#, &format!(r#"{bad}"network""#));
+            assert!(
+                UpConfig::parse(&text, Path::new("/etc/demo")).is_err(),
+                "{bad}"
+            );
+        }
         let agent = &parsed.agents[0];
-        assert_eq!(agent.dir, PathBuf::from("/etc/demo/work"));
+        assert_eq!(agent.workdir, Some(PathBuf::from("/etc/demo/work")));
         assert_eq!(agent.config_dir, PathBuf::from("/etc/demo"));
         assert_eq!(agent.network, Network::None);
         assert_eq!(agent.read, [PathBuf::from("/opt/tools")]);
@@ -427,7 +508,7 @@ mod tests {
         let roles: Vec<&str> = parsed.agents.iter().map(|a| a.role.as_str()).collect();
         assert_eq!(roles, ["lead", "dev"]);
         for agent in &parsed.agents {
-            let script = agent.dir.join(&agent.args[0]);
+            let script = agent.cwd().join(&agent.args[0]);
             assert!(script.is_file(), "{}", script.display());
         }
     }

@@ -164,24 +164,32 @@ fn entry<'a>(trail: &'a Value, kind: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no {kind} in {trail}"))
 }
 
-/// A copy of the example (its configuration and its agents) in `dir`,
-/// with an empty `dump` folder beside it: in a sandbox only the agents'
-/// `workdir`, the configuration's folder, is theirs to write.
+/// A copy of the example (its configuration and its agents) in `dir/ex`,
+/// with an empty `dump` folder beside it that each agent is granted as a
+/// `write` path: in a sandbox an agent without a `workdir` runs in the
+/// configuration's folder read-only, and writes only where it is granted.
 fn copy_example(dir: &Path) -> (PathBuf, PathBuf) {
     let examples = example().parent().expect("examples").to_owned();
-    std::fs::create_dir(dir.join("agents")).expect("mkdir agents");
+    let ex = dir.join("ex");
+    std::fs::create_dir_all(ex.join("agents")).expect("mkdir agents");
     for name in ["lib.sh", "lead.sh", "dev.sh"] {
         std::fs::copy(
             examples.join("agents").join(name),
-            dir.join("agents").join(name),
+            ex.join("agents").join(name),
         )
         .expect("copy an agent");
     }
-    let config = dir.join("business.json");
-    std::fs::copy(example(), &config).expect("copy the configuration");
     let dump = dir.join("dump");
     std::fs::create_dir(&dump).expect("mkdir dump");
-    (config, dump)
+    let mut config: Value =
+        serde_json::from_str(&std::fs::read_to_string(example()).expect("the example"))
+            .expect("JSON");
+    for agent in config["agents"].as_array_mut().expect("agents") {
+        agent["write"] = json!([dump]);
+    }
+    let file = ex.join("business.json");
+    std::fs::write(&file, config.to_string()).expect("write the configuration");
+    (file, dump)
 }
 
 #[test]
@@ -616,13 +624,21 @@ fn an_agent_gets_only_allowed_variables_and_never_a_service_token() {
         "id": "x", "human": "alice", "arbiters": {"technical": "a", "delivery": "a"},
         "roles": {"a": {"authority": {"withinRole": [], "crossRole": []},
                         "credentials": {"vikunja": {"env": "X_A_VIKUNJA"}}}}});
-    let write = |agent: Value| {
-        let path = dir.path().join("up.json");
+    // The agent writes its environment into `out`, granted as a `write`
+    // path beside the configuration's folder, which is read-only in a
+    // sandbox and may hold no writable path.
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).expect("mkdir out");
+    let write = |mut agent: Value| {
+        agent["write"] = json!([out]);
+        let conf = dir.path().join("conf");
+        std::fs::create_dir_all(&conf).expect("mkdir conf");
+        let path = conf.join("up.json");
         let config = json!({"business": business, "agents": [agent]});
         std::fs::write(&path, config.to_string()).expect("write config");
         path
     };
-    let dump = dir.path().join("agent.env");
+    let dump = out.join("agent.env");
     let env: [(&str, &std::ffi::OsStr); 4] = [
         ("X_A_VIKUNJA", TOKEN.as_ref()),
         ("UNLISTED_SECRET", "unlisted-value".as_ref()),

@@ -6,6 +6,7 @@
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io;
+use std::os::fd::BorrowedFd;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus};
@@ -128,26 +129,28 @@ pub(super) fn cap_memfd() -> io::Result<File> {
     Ok(File::from(fd))
 }
 
-/// Sets or clears `FD_CLOEXEC` on `file`.
-fn set_cloexec(file: &File, cloexec: bool) -> io::Result<()> {
+/// Sets or clears `FD_CLOEXEC` on `fd`.
+fn set_cloexec(fd: BorrowedFd<'_>, cloexec: bool) -> io::Result<()> {
     use rustix::io::{fcntl_setfd, FdFlags};
     let flags = if cloexec {
         FdFlags::CLOEXEC
     } else {
         FdFlags::empty()
     };
-    Ok(fcntl_setfd(file, flags)?)
+    Ok(fcntl_setfd(fd, flags)?)
 }
 
-/// Spawns `command` with `fd` inheritable for this one spawn only.
+/// Spawns `command` with `fds` inheritable for this one spawn only: the
+/// capability's memfd, and for a sandbox the descriptors of the paths its
+/// plan checked, which bwrap binds.
 ///
 /// Safe because every spawn of this process happens on this one thread:
 /// while the flag is clear no other `fork` can happen (see the module
 /// documentation).
-pub(super) fn spawn_inheriting(command: &mut Command, fd: &File) -> io::Result<Child> {
-    set_cloexec(fd, false)?;
-    let spawned = command.spawn();
-    let restored = set_cloexec(fd, true);
+pub(super) fn spawn_inheriting(command: &mut Command, fds: &[BorrowedFd<'_>]) -> io::Result<Child> {
+    let cleared = fds.iter().try_for_each(|fd| set_cloexec(*fd, false));
+    let spawned = cleared.and_then(|()| command.spawn());
+    let restored = fds.iter().try_for_each(|fd| set_cloexec(*fd, true));
     let mut child = spawned?;
     if let Err(e) = restored {
         let _ = child.kill();

@@ -22,7 +22,7 @@
 //! keys, wrong types and bad names refuse with `bad-config` (or the
 //! business's own codes, `unknown-role` for an agent of no such role). Every
 //! agent runs in its `workdir` (by default the configuration file's
-//! directory), and a relative program path (one with a `/`) is resolved
+//! directory, read-only in a sandbox), and a relative program path (one with a `/`) is resolved
 //! against the configuration's directory; a bare program name is looked up
 //! in the agent's `PATH`.
 //!
@@ -31,12 +31,15 @@
 //! `"sandbox"` at the top (`required`, `auto`, the default, or `off`)
 //! decides whether each agent starts in a bubblewrap sandbox
 //! ([`sandbox`]), configured per agent by `workdir`, `network` (`host` or
-//! `none`) and the extra paths `read` and `write`. A working `bwrap` on
+//! `none`), the extra paths `read` and `write`, and the caps `tmpMiB` and
+//! `processes`; each agent's sandbox is
+//! one [`plan::Plan`], built (and so checked) for every agent before the
+//! first launch. A working `bwrap` on
 //! `PATH` is checked once, before the broker boots: without one,
 //! `required` refuses with `sandbox-unavailable` and `auto` logs one
 //! warning and starts the agents as before. Every agent's bound paths are
-//! checked (`unsafe-path` when one would show the data root or the secrets
-//! folder) before the first launch. In a sandbox, step 2 below spawns
+//! checked (`unsafe-path` when one would show the data root, the secrets,
+//! the human's home or a credential file) before the first launch. In a sandbox, step 2 below spawns
 //! bwrap, which runs `mosaic-bus sandbox-exec` and then the command, and
 //! steps 3 and 4 bind bwrap's pid and start time: see [`sandbox`] for why
 //! that pid is the one to bind. Whether the kernel has Landlock's scopes is
@@ -133,16 +136,19 @@
 mod console;
 mod launch;
 mod output;
+mod paths;
+mod plan;
 mod sandbox;
 mod secrets;
+mod supervise;
 
 use std::ffi::OsStr;
 use std::io::{self, Write};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, ExitCode, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use clap::builder::NonEmptyStringValueParser;
 use clap::Args;
@@ -158,18 +164,18 @@ use serde_json::{json, Value};
 
 use super::args::{non_empty_path, LogArgs};
 use super::logs;
-use super::signals::{Event, Signals};
+use super::signals::Signals;
 use super::team::{AgentSpec, SandboxMode, UpConfig};
 use crate::runtime::{start_broker, BootFailure, Broker};
 use console::Console;
 pub use console::CONSOLE_ENV;
 pub use launch::BASE_ENV;
 use launch::{
-    agent_env, cap_memfd, child_path, describe, exit_parts, fill_and_seal, find_program,
-    kill_sandbox, run_id, signal_group, spawn_inheriting,
+    agent_env, cap_memfd, child_path, fill_and_seal, find_program, run_id, spawn_inheriting,
 };
 use output::Relays;
-use sandbox::{AbstractSockets, Bwrap, Places};
+use plan::{Places, Plan};
+use sandbox::{AbstractSockets, Bwrap};
 pub use sandbox::{SandboxExecArgs, SANDBOX_HOME, SANDBOX_UID};
 use secrets::Secrets;
 
@@ -198,14 +204,21 @@ has exited.
 
 The configuration is {\"sandbox\"?, \"business\":{id, human, arbiters, roles, \
 launch?}, \"agents\":[{role, harness, command, env?, workdir?, network?, read?, \
-write?}]}: harness is pi or claude-code, command a program and its \
+write?, tmpMiB?, processes?}]}: harness is pi or claude-code, command a program and its \
 arguments (no shell), env the names of this process's variables the agent \
 also needs. sandbox is auto (the default: a bubblewrap sandbox per agent \
 when bwrap works, else one warning), required (else sandbox-unavailable) \
-or off. In its sandbox an agent sees the system read-only, its workdir \
-(default: the configuration's directory) and write paths writable, its \
-read paths, the socket, and nothing of the data root, the secrets or the \
-human's home; network none gives it loopback only. Each agent runs in its \
+or off. In its sandbox an agent sees an empty root and only what is \
+granted: the system's program folders and a named list of /etc read-only, \
+mosaic-bus and its program, the configuration's directory read-only \
+(where an agent without a workdir runs), its read paths, its workdir and \
+write paths writable (never one that is, holds or lies in the \
+configuration, its folder, a program or file a command names, mosaic-bus, \
+a credential file, the data root, the secrets or the human's home: \
+unsafe-path; no symbolic link is followed), a private /tmp and home (each a tmpfs of \
+tmpMiB, default 256), the socket; at most processes (default 1024) \
+processes, unless up runs as root; nothing of the data root, the secrets, /var, /opt, /run \
+or any home. network none gives it loopback only. Each agent runs in its \
 workdir with MOSAIC_RUN_ID, MOSAIC_BUS_SOCKET and \
 MOSAIC_BUS_CAP_FD, the number of an inherited sealed descriptor that holds \
 its capability (never an environment value); it must read one line, \
@@ -431,6 +444,7 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
     };
     let business = config.business.id().clone();
     let secret_env = config.credential_env();
+    let credentials = config.credential_files();
     let (broker, booted) = start_broker(BootConfig {
         data_root: data_root.clone(),
         businesses: vec![config.business],
@@ -446,16 +460,34 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
         .console
         .then(|| console::open_log(&data_root))
         .transpose()?;
+    let path = child_path()?;
+    let programs: Vec<PathBuf> = config
+        .agents
+        .iter()
+        .filter_map(|spec| find_program(&spec.program, &path))
+        .collect();
+    let human_home = std::env::var_os("HOME").map(PathBuf::from);
+    let guards = paths::guards(
+        &config.agents,
+        &programs,
+        config.file.as_deref(),
+        &exe,
+        &credentials,
+        human_home.as_deref(),
+    );
     let sandbox = bwrap.map(|bwrap| Sandbox {
         bwrap,
         landlock: sandbox::landlock_scopes(),
         places: Places {
+            host_root: PathBuf::from("/"),
             exe,
             socket: booted.socket.clone(),
             data_root: data_root.clone(),
             secrets: secrets.dir.clone(),
-            human_home: std::env::var_os("HOME").map(PathBuf::from),
+            human_home,
             config_file: config.file.clone(),
+            credentials,
+            guards,
         },
     });
     if let Some(sandbox) = sandbox.as_ref().filter(|s| !s.landlock) {
@@ -476,18 +508,17 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
             );
         }
     }
-    // Every agent's paths are checked before the first launches, so a
-    // refused path starts nobody.
-    let binds = config
+    // Every agent's plan is built, and so checked, before the first
+    // launch, so a refused path starts nobody.
+    let plans = config
         .agents
         .iter()
         .map(|spec| match &sandbox {
-            Some(sandbox) => sandbox::check_paths(spec, &sandbox.places)
-                .map(Some)
-                .map_err(|r| Failure::of(&spec.role, r)),
+            Some(sandbox) => sandbox_plan(spec, sandbox, &path, &secret_env).map(Some),
             None => Ok(None),
         })
         .collect::<Result<Vec<_>, _>>()?;
+    warn_shared_workdirs(&plans, &config.agents);
     let mut session = Session {
         runtime,
         signals,
@@ -516,11 +547,55 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
     if let Some(browser) = &booted.browser {
         session.ui_token = Some(session.secrets.write(UI_TOKEN_FILE, &browser.token)?);
     }
-    let path = child_path()?;
-    for (spec, binds) in config.agents.iter().zip(&binds) {
-        session.launch(spec, binds.as_deref(), &path)?;
+    for (spec, plan) in config.agents.iter().zip(&plans) {
+        session.launch(spec, plan.as_ref(), &path)?;
     }
     Ok(session)
+}
+
+/// One warning per `workdir` that two sandboxed agents share: each can
+/// change the other's files there, its scripts included.
+fn warn_shared_workdirs(plans: &[Option<Plan>], agents: &[AgentSpec]) {
+    let mut seen: Vec<(&std::path::Path, Vec<&str>)> = Vec::new();
+    for (plan, spec) in plans.iter().zip(agents) {
+        let (Some(plan), Some(_)) = (plan, &spec.workdir) else {
+            continue;
+        };
+        let dir = plan.chdir.as_path();
+        match seen.iter_mut().find(|(d, _)| *d == dir) {
+            Some((_, roles)) => roles.push(spec.role.as_str()),
+            None => seen.push((dir, vec![spec.role.as_str()])),
+        }
+    }
+    for (dir, roles) in seen.into_iter().filter(|(_, roles)| roles.len() > 1) {
+        tracing::warn!(
+            workdir = &*fs::neutral_path(dir),
+            roles = roles.join(",").as_str(),
+            "these agents share a workdir, so each can change the other's files there \
+             (give each its own workdir to keep them apart)"
+        );
+    }
+}
+
+/// The plan of `spec`'s sandbox, its program found on `path`.
+fn sandbox_plan(
+    spec: &AgentSpec,
+    sandbox: &Sandbox,
+    path: &OsStr,
+    secret_env: &[String],
+) -> Result<Plan, Failure> {
+    let program = find_program(&spec.program, path).ok_or_else(|| {
+        tracing::warn!(
+            code = Refusal::LaunchFailed.code(),
+            role = spec.role.as_str(),
+            program = &*fs::neutral_path(&spec.program),
+            "the agent's program is not an executable file"
+        );
+        Failure::of(&spec.role, Refusal::LaunchFailed)
+    })?;
+    let env = agent_env(spec, std::env::vars_os(), secret_env);
+    plan::build(spec, &sandbox.places, &program, sandbox.landlock, env)
+        .map_err(|r| Failure::of(&spec.role, r))
 }
 
 /// One launched agent.
@@ -582,12 +657,12 @@ struct Sandbox {
 }
 
 impl Session {
-    /// One launch, steps 1 to 4 of the module documentation; `binds` are
-    /// the checked paths of its sandbox, when it has one.
+    /// One launch, steps 1 to 4 of the module documentation; `plan` is
+    /// its sandbox's, when it has one.
     fn launch(
         &mut self,
         spec: &AgentSpec,
-        binds: Option<&[(PathBuf, bool)]>,
+        plan: Option<&Plan>,
         path: &OsStr,
     ) -> Result<(), Failure> {
         let failed = |e: io::Error| {
@@ -598,43 +673,46 @@ impl Session {
         let memfd = cap_memfd().map_err(failed)?;
         let fd = memfd.as_raw_fd().to_string();
         let landlock = self.sandbox.as_ref().is_some_and(|s| s.landlock);
-        let (mut command, sandboxed) = match (&self.sandbox, binds) {
-            (Some(sandbox), Some(binds)) => {
-                let program = find_program(&spec.program, path).ok_or_else(|| {
-                    tracing::warn!(
-                        code = Refusal::LaunchFailed.code(),
-                        role = spec.role.as_str(),
-                        program = &*fs::neutral_path(&spec.program),
-                        "the agent's program is not an executable file"
-                    );
-                    Failure::of(&spec.role, Refusal::LaunchFailed)
-                })?;
+        let (mut command, sandboxed) = match (&self.sandbox, plan) {
+            (Some(sandbox), Some(plan)) => {
+                tracing::debug!(
+                    role = spec.role.as_str(),
+                    mounts = plan.mounts.len(),
+                    denied = plan
+                        .seccomp
+                        .iter()
+                        .map(|(n, _)| *n)
+                        .collect::<Vec<_>>()
+                        .join(",")
+                        .as_str(),
+                    "starting an agent in its sandbox"
+                );
                 let mut command = Command::new(sandbox.bwrap.path());
                 command
-                    .args(sandbox::bwrap_args(spec, &sandbox.places, binds))
+                    .args(plan.bwrap_args())
                     .arg(&sandbox.places.exe)
                     .args([sandbox::EXEC_SUBCOMMAND, "--keep-fd", &fd])
-                    .args(sandbox.landlock.then_some("--landlock"))
+                    .args(plan.landlock.then_some("--landlock"))
+                    .args(["--processes", &plan.processes.to_string()])
                     .arg("--")
-                    .arg(program)
+                    .arg(&plan.program)
                     .args(&spec.args)
                     // bwrap's own; the agent's is its `--chdir`.
-                    .current_dir("/");
+                    .current_dir("/")
+                    .env_clear()
+                    .envs(plan.env.iter().map(|(k, v)| (k, v)));
                 (command, true)
             }
             (Some(_) | None, _) => {
                 let mut command = Command::new(&spec.program);
-                command.args(&spec.args).current_dir(&spec.dir);
+                command
+                    .args(&spec.args)
+                    .current_dir(spec.cwd())
+                    .env_clear()
+                    .envs(agent_env(spec, std::env::vars_os(), &self.secret_env));
                 (command, false)
             }
         };
-        command
-            .env_clear()
-            .envs(agent_env(spec, std::env::vars_os(), &self.secret_env));
-        if sandboxed {
-            // The human's home and temporary folder are hidden in there.
-            command.env("HOME", SANDBOX_HOME).env("TMPDIR", "/tmp");
-        }
         command
             .env(RUN_ID_ENV, run.as_str())
             .env(SOCKET_ENV, &self.socket)
@@ -647,7 +725,9 @@ impl Session {
         if self.log.is_some() {
             command.env(CONSOLE_ENV, "1");
         }
-        let mut child = spawn_inheriting(&mut command, &memfd).map_err(failed)?;
+        let mut inherited = vec![memfd.as_fd()];
+        inherited.extend(plan.iter().flat_map(|p| p.held.iter().map(AsFd::as_fd)));
+        let mut child = spawn_inheriting(&mut command, &inherited).map_err(failed)?;
         let pid = child.id();
         self.agents.push(Agent {
             role: spec.role.clone(),
@@ -721,125 +801,6 @@ impl Session {
                 // reported like any other.
                 let _ = stdin.write_all(READY_LINE.as_bytes());
             }
-        }
-    }
-
-    /// Waits for the agents, the console and the signals; returns 0, or 1
-    /// when an agent exited non-zero on its own or the console could not
-    /// open.
-    fn supervise(&mut self) -> u8 {
-        let mut announced = false;
-        loop {
-            self.reap(false);
-            if let Some(console) = &mut self.console {
-                if console.exited() {
-                    self.stop_agents();
-                    break;
-                }
-            }
-            if self.agents.iter().all(|a| a.exited) {
-                if !self.stay && self.console.is_none() {
-                    break;
-                }
-                if !announced {
-                    tracing::info!("every agent has exited; serving until stopped");
-                    announced = true;
-                }
-            }
-            match self.runtime.block_on(self.signals.next()) {
-                Event::ChildExited => {}
-                Event::Stop => {
-                    if let Some(console) = &mut self.console {
-                        console.stop(&self.runtime, &mut self.signals, STOP_GRACE);
-                    }
-                    self.stop_agents();
-                    break;
-                }
-            }
-        }
-        let console_failed = self.console.as_ref().is_some_and(Console::failed);
-        u8::from(self.agents.iter().any(|a| a.failed) || console_failed)
-    }
-
-    /// Collects the agents that exited; reports non-zero exits unless they
-    /// are the ones `up` is stopping.
-    fn reap(&mut self, stopping: bool) {
-        for agent in self.agents.iter_mut().filter(|a| !a.exited) {
-            let status = match agent.child.try_wait() {
-                Ok(None) => continue,
-                Ok(Some(status)) => Some(status),
-                Err(_) => None,
-            };
-            agent.exited = true;
-            // `agents` says so from now on, with how it ended.
-            if let Some(broker) = &self.broker {
-                let (code, signal) = exit_parts(status);
-                broker.note_exit(&agent.run, code, signal);
-            }
-            if stopping || status.is_some_and(|s| s.success()) {
-                continue;
-            }
-            agent.failed = true;
-            tracing::warn!(
-                role = agent.role.as_str(),
-                run = agent.run.as_str(),
-                pid = agent.child.id(),
-                status = describe(status).as_str(),
-                "an agent failed"
-            );
-        }
-    }
-
-    /// SIGTERM to every agent still running, a grace period, then SIGKILL.
-    fn stop_agents(&mut self) {
-        let running: Vec<&Agent> = self.agents.iter().filter(|a| !a.exited).collect();
-        if running.is_empty() {
-            return;
-        }
-        tracing::info!(agents = running.len(), "stopping the agents");
-        for agent in running {
-            if agent.sandboxed {
-                // A sandbox ends at once (see `sandbox`'s documentation),
-                // and before bwrap: once bwrap is gone, its child is no
-                // longer listed as its own.
-                kill_sandbox(&agent.child);
-            }
-            signal_group(&agent.child, rustix::process::Signal::TERM);
-        }
-        let deadline = Instant::now() + STOP_GRACE;
-        loop {
-            self.reap(true);
-            let left = deadline.saturating_duration_since(Instant::now());
-            if self.agents.iter().all(|a| a.exited) || left.is_zero() {
-                break;
-            }
-            let signals = &mut self.signals;
-            // Built inside the runtime: a timer needs its context.
-            let next = self
-                .runtime
-                .block_on(async move { tokio::time::timeout(left, signals.next()).await });
-            match next {
-                Ok(Event::ChildExited) => {}
-                // A second signal, or the grace period is over.
-                Ok(Event::Stop) | Err(_) => break,
-            }
-        }
-        self.kill_agents();
-    }
-
-    /// SIGKILL every agent still running, with its process group, and reap
-    /// it. Killed before its input closes: an agent released by the end of
-    /// its input could otherwise still start something.
-    fn kill_agents(&mut self) {
-        for agent in self.agents.iter_mut().filter(|a| !a.exited) {
-            if agent.sandboxed {
-                kill_sandbox(&agent.child);
-            }
-            signal_group(&agent.child, rustix::process::Signal::KILL);
-            let _ = agent.child.kill();
-            let _ = agent.child.wait();
-            agent.stdin = None;
-            agent.exited = true;
         }
     }
 
