@@ -30,8 +30,9 @@
 //!
 //! `"sandbox"` at the top (`required`, `auto`, the default, or `off`)
 //! decides whether each agent starts in a bubblewrap sandbox
-//! ([`sandbox`]), configured per agent by `workdir`, `network` (`host` or
-//! `none`) and the extra paths `read` and `write`. A working `bwrap` on
+//! ([`sandbox`]), configured per agent by `workdir`, `network` (`none`,
+//! the default, `proxy` with its `allow` list, or `host`: [`network`]) and
+//! the extra paths `read` and `write`. A working `bwrap` on
 //! `PATH` is checked once, before the broker boots: without one,
 //! `required` refuses with `sandbox-unavailable` and `auto` logs one
 //! warning and starts the agents as before. Every agent's bound paths are
@@ -42,7 +43,7 @@
 //! that pid is the one to bind. Whether the kernel has Landlock's scopes is
 //! checked once too: where it does not, the sandboxed agents with
 //! `"network": "host"` can reach abstract Unix sockets outside, which their
-//! `abstractSockets` on the first line and one warning say.
+//! `abstractSockets` on the first line and a warning say.
 //!
 //! # One launch, in order
 //!
@@ -115,7 +116,7 @@
 //! (`unsafe-path`) otherwise.
 //!
 //! On stdout, exactly one line: `{"ok":true,"business","dataRoot","socket",
-//! "readerCap","log","agents":[{role,run,harness,pid,sandboxed,abstractSockets}]}`
+//! "readerCap","log","agents":[{role,run,harness,pid,sandboxed,network,abstractSockets}]}`
 //! (never a capability), or on a startup failure
 //! `{"ok":false,"error":CODE}` (plus `"role"` when one agent's launch
 //! failed) with exit 2. An agent that exits non-zero on its own is
@@ -130,9 +131,12 @@
 //! `log` names; the console's quitting stops `up` as a signal does. Closing closes the broker cleanly (socket and writer lock
 //! removed) and removes `reader.cap`; a failed close exits 2.
 
+mod bridge;
 mod console;
 mod launch;
+mod network;
 mod output;
+mod proxy;
 mod sandbox;
 mod secrets;
 
@@ -159,8 +163,9 @@ use serde_json::{json, Value};
 use super::args::{non_empty_path, LogArgs};
 use super::logs;
 use super::signals::{Event, Signals};
-use super::team::{AgentSpec, SandboxMode, UpConfig};
+use super::team::{AgentSpec, Network, SandboxMode, UpConfig};
 use crate::runtime::{start_broker, BootFailure, Broker};
+pub use bridge::SandboxBridgeArgs;
 use console::Console;
 pub use console::CONSOLE_ENV;
 pub use launch::BASE_ENV;
@@ -169,6 +174,7 @@ use launch::{
     kill_sandbox, run_id, signal_group, spawn_inheriting,
 };
 use output::Relays;
+pub use proxy::Allow;
 use sandbox::{AbstractSockets, Bwrap, Places};
 pub use sandbox::{SandboxExecArgs, SANDBOX_HOME, SANDBOX_UID};
 use secrets::Secrets;
@@ -176,6 +182,11 @@ use secrets::Secrets;
 /// `sandbox-exec`, run by bwrap inside an agent's sandbox.
 pub fn sandbox_exec(args: SandboxExecArgs) -> ExitCode {
     sandbox::exec_main(args)
+}
+
+/// `sandbox-bridge`, started by `sandbox-exec` for an agent with a proxy.
+pub fn sandbox_bridge(args: SandboxBridgeArgs) -> ExitCode {
+    bridge::main(args)
 }
 
 /// The environment variable naming an agent's run.
@@ -197,15 +208,18 @@ configuration lists, and run until SIGINT or SIGTERM, or until every agent \
 has exited.
 
 The configuration is {\"sandbox\"?, \"business\":{id, human, arbiters, roles, \
-launch?}, \"agents\":[{role, harness, command, env?, workdir?, network?, read?, \
-write?}]}: harness is pi or claude-code, command a program and its \
+launch?}, \"agents\":[{role, harness, command, env?, workdir?, network?, allow?, \
+read?, write?}]}: harness is pi or claude-code, command a program and its \
 arguments (no shell), env the names of this process's variables the agent \
 also needs. sandbox is auto (the default: a bubblewrap sandbox per agent \
 when bwrap works, else one warning), required (else sandbox-unavailable) \
 or off. In its sandbox an agent sees the system read-only, its workdir \
 (default: the configuration's directory) and write paths writable, its \
 read paths, the socket, and nothing of the data root, the secrets or the \
-human's home; network none gives it loopback only. Each agent runs in its \
+human's home. network is none (the default: loopback only), proxy (loopback \
+and up's forward proxy, at HTTPS_PROXY, which admits only the host:port \
+names in allow, exact or *.domain) or host (every loopback service of the \
+user in reach, with a warning). Each agent runs in its \
 workdir with MOSAIC_RUN_ID, MOSAIC_BUS_SOCKET and \
 MOSAIC_BUS_CAP_FD, the number of an inherited sealed descriptor that holds \
 its capability (never an environment value); it must read one line, \
@@ -213,7 +227,7 @@ its capability (never an environment value); it must read one line, \
 
 Stdout gets exactly one line: {\"ok\":true, business, dataRoot, socket, \
 readerCap, browser?, log?, agents:[{role, run, harness, pid, sandboxed, \
-abstractSockets}]}, never a capability; abstractSockets is closed when the \
+network, abstractSockets}]}, never a capability; abstractSockets is closed when the \
 agent cannot reach abstract Unix sockets outside its sandbox (network none, \
 or a Landlock scope), open otherwise. The human's reader capability \
 (reader.cap) and, with --browser, the UI token (ui.token) are written to the secrets folder (mode 0600) and \
@@ -458,24 +472,8 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
             config_file: config.file.clone(),
         },
     });
-    if let Some(sandbox) = sandbox.as_ref().filter(|s| !s.landlock) {
-        let open = config
-            .agents
-            .iter()
-            .filter(|spec| {
-                AbstractSockets::of(true, spec.network, sandbox.landlock) == AbstractSockets::Open
-            })
-            .count();
-        if open > 0 {
-            tracing::warn!(
-                agents = open,
-                "this kernel has no Landlock scopes (Linux 6.12 or later has them), so the \
-                 sandboxed agents with \"network\": \"host\" can reach abstract Unix sockets \
-                 outside their sandbox, a desktop session's say (\"abstractSockets\": \"open\" \
-                 on the first line); \"network\": \"none\" closes them"
-            );
-        }
-    }
+    network::warn(&config.agents, sandbox.as_ref().map(|s| s.landlock));
+    let proxy = network::proxy(&config.agents, sandbox.is_some())?;
     // Every agent's paths are checked before the first launches, so a
     // refused path starts nobody.
     let binds = config
@@ -506,6 +504,7 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
         console: None,
         secret_env,
         sandbox,
+        proxy,
     };
     let reader = booted
         .readers
@@ -531,6 +530,8 @@ struct Agent {
     harness: Harness,
     /// Whether it runs in a sandbox (then `child` is its bwrap).
     sandboxed: bool,
+    /// Its network: the configuration's in a sandbox, else the host's.
+    network: Network,
     /// Whether abstract Unix sockets outside are in its reach.
     abstract_sockets: AbstractSockets,
     child: Child,
@@ -569,6 +570,8 @@ struct Session {
     secret_env: Vec<String>,
     /// The sandbox the agents start in, unless there is none.
     sandbox: Option<Sandbox>,
+    /// The forward proxy, when a sandboxed agent has `"network": "proxy"`.
+    proxy: Option<proxy::Proxy>,
 }
 
 /// A working bubblewrap and where things are for it.
@@ -609,12 +612,19 @@ impl Session {
                     );
                     Failure::of(&spec.role, Refusal::LaunchFailed)
                 })?;
+                let proxy = network::listen(self.proxy.as_ref(), spec, &run).map_err(failed)?;
                 let mut command = Command::new(sandbox.bwrap.path());
                 command
-                    .args(sandbox::bwrap_args(spec, &sandbox.places, binds))
+                    .args(sandbox::bwrap_args(
+                        spec,
+                        &sandbox.places,
+                        binds,
+                        proxy.as_deref(),
+                    ))
                     .arg(&sandbox.places.exe)
                     .args([sandbox::EXEC_SUBCOMMAND, "--keep-fd", &fd])
                     .args(sandbox.landlock.then_some("--landlock"))
+                    .args(bridge::exec_args(proxy.is_some()))
                     .arg("--")
                     .arg(program)
                     .args(&spec.args)
@@ -654,6 +664,11 @@ impl Session {
             run: run.clone(),
             harness: spec.harness,
             sandboxed,
+            network: if sandboxed {
+                spec.network
+            } else {
+                Network::Host
+            },
             abstract_sockets: AbstractSockets::of(sandboxed, spec.network, landlock),
             stdin: child.stdin.take(),
             child,
@@ -708,6 +723,7 @@ impl Session {
                 "harness": a.harness.as_str(),
                 "pid": a.child.id(),
                 "sandboxed": a.sandboxed,
+                "network": a.network.as_str(),
                 "abstractSockets": a.abstract_sockets.as_str(),
             })).collect::<Vec<_>>(),
         })

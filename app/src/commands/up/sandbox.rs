@@ -9,7 +9,7 @@
 //! order given, so a later bind shows through an earlier tmpfs):
 //!
 //! - new user, PID, IPC, UTS and cgroup namespaces (and a network namespace
-//!   for `"network": "none"`); uid and gid [`SANDBOX_UID`] inside, never 0,
+//!   with loopback only for `"network": "none"` and `"proxy"`); uid and gid [`SANDBOX_UID`] inside, never 0,
 //!   no capabilities (`--cap-drop ALL`), and no further user namespaces
 //!   (`--disable-userns`), so `unshare -Urm` cannot win back what was
 //!   dropped;
@@ -30,7 +30,8 @@
 //!   and `write` paths writable, then the configuration file read-only again
 //!   (an agent must not change how the next `up` starts it), and last the
 //!   one socket path inside the data root, after which the tmpfs over the
-//!   data root and the secrets folder are made read-only;
+//!   data root and the secrets folder are made read-only; with a proxy,
+//!   its socket at [`super::bridge::PROXY_SOCKET`];
 //! - a home of its own, [`SANDBOX_HOME`] in the tmpfs, which `HOME` names.
 //!
 //! bwrap sets `no_new_privs` itself; `sandbox-exec` adds a seccomp
@@ -154,7 +155,7 @@ fn namespace_args(network: Network) -> Vec<OsString> {
     .collect();
     match network {
         Network::Host => {}
-        Network::None => args.push("--unshare-net".into()),
+        Network::None | Network::Proxy => args.push("--unshare-net".into()),
     }
     for arg in [
         "--uid",
@@ -253,12 +254,14 @@ pub(super) fn check_paths(
 }
 
 /// bwrap's arguments for one agent, up to and including `--`, given the
-/// binds [`check_paths`] returned: see the module documentation for what
-/// each part does and why the order matters.
+/// binds [`check_paths`] returned and its proxy's socket, if it has one:
+/// see the module documentation for what each part does and why the order
+/// matters.
 pub(super) fn bwrap_args(
     spec: &AgentSpec,
     places: &Places,
     binds: &[(PathBuf, bool)],
+    proxy: Option<&Path>,
 ) -> Vec<OsString> {
     let mut args = namespace_args(spec.network);
     let mut push = |words: &[&OsStr]| args.extend(words.iter().map(|w| w.to_os_string()));
@@ -311,6 +314,8 @@ pub(super) fn bwrap_args(
     if !secrets_hidden {
         push(&["--remount-ro".as_ref(), places.secrets.as_os_str()]);
     }
+    args.extend(super::bridge::bind_args(proxy));
+    let mut push = |words: &[&OsStr]| args.extend(words.iter().map(|w| w.to_os_string()));
     push(&["--dir".as_ref(), SANDBOX_HOME.as_ref()]);
     let workdir = binds
         .iter()
@@ -339,7 +344,7 @@ impl AbstractSockets {
     pub(super) fn of(sandboxed: bool, network: Network, scopes: bool) -> Self {
         match (sandboxed, network) {
             (false, _) => AbstractSockets::Open,
-            (true, Network::None) => AbstractSockets::Closed,
+            (true, Network::None | Network::Proxy) => AbstractSockets::Closed,
             (true, Network::Host) if scopes => AbstractSockets::Closed,
             (true, Network::Host) => AbstractSockets::Open,
         }
@@ -409,6 +414,10 @@ pub struct SandboxExecArgs {
     /// refuse to execute the program.
     #[arg(long)]
     pub landlock: bool,
+    /// The proxy's socket inside the sandbox: start the bridge to it and
+    /// point the agent's proxy variables at it.
+    #[arg(long, value_name = "PATH")]
+    pub proxy_socket: Option<PathBuf>,
     /// The agent's program and its arguments.
     #[arg(last = true, required = true, num_args = 1.., value_name = "COMMAND")]
     pub command: Vec<OsString>,
@@ -419,7 +428,8 @@ pub(super) fn exec_main(args: SandboxExecArgs) -> std::process::ExitCode {
     let Some((program, rest)) = args.command.split_first() else {
         return std::process::ExitCode::from(127);
     };
-    std::process::ExitCode::from(exec(args.keep_fd, args.landlock, program, rest))
+    let proxy = args.proxy_socket.as_deref();
+    std::process::ExitCode::from(exec(args.keep_fd, args.landlock, proxy, program, rest))
 }
 
 /// The namespace flags of `clone` that the filter refuses.
@@ -514,10 +524,17 @@ fn seccomp_filters() -> Result<[seccompiler::BpfProgram; 2], seccompiler::Error>
 /// except `keep`, applies the Landlock scopes when `landlock` asks for
 /// them ([`restrict_scopes`]), installs the seccomp filters
 /// ([`seccomp_filters`], with `no_new_privs`, which bwrap has set
-/// already), then executes `program` with `args`. Returns only when one of
+/// already), starts the bridge to `proxy` when there is one
+/// ([`super::bridge::start`]), then executes `program` with `args`. Returns only when one of
 /// these fails, with the exit code 127 (a shell's "cannot execute"): an
 /// agent never starts with less of its sandbox than this.
-pub(super) fn exec(keep: i32, landlock: bool, program: &OsStr, args: &[OsString]) -> u8 {
+pub(super) fn exec(
+    keep: i32,
+    landlock: bool,
+    proxy: Option<&Path>,
+    program: &OsStr,
+    args: &[OsString],
+) -> u8 {
     use std::os::unix::process::CommandExt;
     // Listed first and closed after: closing while reading the folder
     // would close the folder's own descriptor under the reader.
@@ -551,7 +568,14 @@ pub(super) fn exec(keep: i32, landlock: bool, program: &OsStr, args: &[OsString]
         eprintln!("mosaic-bus sandbox-exec: installing the seccomp filter: {e}");
         return 127;
     }
-    let error = Command::new(program).args(args).exec();
+    let proxy_env = match proxy.map(super::bridge::start).transpose() {
+        Ok(env) => env.unwrap_or_default(),
+        Err(e) => {
+            eprintln!("mosaic-bus sandbox-exec: starting the bridge to the proxy: {e}");
+            return 127;
+        }
+    };
+    let error = Command::new(program).args(args).envs(proxy_env).exec();
     eprintln!(
         "mosaic-bus sandbox-exec: executing {}: {error}",
         program.to_string_lossy()
@@ -575,6 +599,7 @@ mod tests {
             config_dir: dir.to_path_buf(),
             env: Vec::new(),
             network: Network::Host,
+            allow: Vec::new(),
             read: Vec::new(),
             write: Vec::new(),
         }
@@ -607,7 +632,7 @@ mod tests {
         agent.read = vec![root.join("other")];
         let places = places(&root);
         let binds = check_paths(&agent, &places).unwrap();
-        let args = bwrap_args(&agent, &places, &binds);
+        let args = bwrap_args(&agent, &places, &binds, None);
         let text: Vec<String> = args
             .iter()
             .map(|a| a.to_string_lossy().into_owned())
@@ -657,20 +682,20 @@ mod tests {
             ..places.clone()
         };
         let secrets = root.join("home/alice").to_string_lossy().into_owned();
-        let text: Vec<String> = bwrap_args(&agent, &in_home, &binds)
+        let text: Vec<String> = bwrap_args(&agent, &in_home, &binds, None)
             .iter()
             .map(|a| a.to_string_lossy().into_owned())
             .collect();
         assert!(!text.contains(&secrets), "{text:?}");
         agent.network = Network::None;
-        let args = bwrap_args(&agent, &places, &binds);
+        let args = bwrap_args(&agent, &places, &binds, None);
         assert!(args.iter().any(|a| a == "--unshare-net"));
         // Elsewhere it gets a tmpfs of its own, read-only.
         let elsewhere = Places {
             secrets: PathBuf::from("/srv/mosaic-secrets"),
             ..places
         };
-        let text: Vec<String> = bwrap_args(&agent, &elsewhere, &binds)
+        let text: Vec<String> = bwrap_args(&agent, &elsewhere, &binds, None)
             .iter()
             .map(|a| a.to_string_lossy().into_owned())
             .collect();
@@ -692,6 +717,8 @@ mod tests {
             (true, Network::Host, false, Open),
             (true, Network::None, false, Closed),
             (true, Network::None, true, Closed),
+            (true, Network::Proxy, false, Closed),
+            (false, Network::Proxy, true, Open),
         ] {
             assert_eq!(
                 AbstractSockets::of(sandboxed, network, scopes),
