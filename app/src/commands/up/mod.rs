@@ -420,7 +420,8 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
                     tracing::warn!(
                         "no bwrap on PATH can make a sandbox, so the agents run unsandboxed, \
                          as this user: an agent can then act as the human by detaching from \
-                         its ancestry, and read the data root; install the bubblewrap package \
+                         its ancestry, read the data root and reach every loopback service of \
+                         this user (their \"network\" is \"host\"); install the bubblewrap package \
                          (or set \"sandbox\": \"required\" to refuse to start without it)"
                     );
                     None

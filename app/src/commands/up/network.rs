@@ -12,7 +12,8 @@
 //!
 //! An agent without a sandbox has the host's network whatever its
 //! configuration says: `up`'s first line says `"network": "host"` for it,
-//! and the warning names it too.
+//! beside `"sandboxed": false`, and the one warning about running without
+//! a sandbox covers it.
 
 use std::io;
 use std::path::PathBuf;
@@ -24,15 +25,19 @@ use super::proxy::{Limits, Proxy};
 use super::sandbox::AbstractSockets;
 use crate::commands::team::{AgentSpec, Network};
 
-/// The warnings of one `up` about its agents' networks, each at most once:
-/// the agents on the host's network (all of them without a sandbox), and
-/// where the kernel has no Landlock scopes, the sandboxed ones that can
-/// reach abstract Unix sockets outside. `landlock` is `None` without a
-/// sandbox, else whether the kernel has the scopes.
+/// The warnings of one `up` about its sandboxed agents' networks, each at
+/// most once: the agents with `"network": "host"`, and where the kernel
+/// has no Landlock scopes, the ones that can reach abstract Unix sockets
+/// outside. `landlock` is `None` without a sandbox (whose own warning
+/// says that the agents run as the user, network and all), else whether
+/// the kernel has the scopes.
 pub(super) fn warn(agents: &[AgentSpec], landlock: Option<bool>) {
+    let Some(scopes) = landlock else {
+        return;
+    };
     let on_host: Vec<&str> = agents
         .iter()
-        .filter(|spec| landlock.is_none() || spec.network == Network::Host)
+        .filter(|spec| spec.network == Network::Host)
         .map(|spec| spec.role.as_str())
         .collect();
     if !on_host.is_empty() {
@@ -44,9 +49,6 @@ pub(super) fn warn(agents: &[AgentSpec], landlock: Option<bool>) {
              reaches only the hosts it names"
         );
     }
-    let Some(scopes) = landlock else {
-        return;
-    };
     let open = agents
         .iter()
         .filter(|spec| AbstractSockets::of(true, spec.network, scopes) == AbstractSockets::Open)
