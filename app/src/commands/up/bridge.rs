@@ -94,9 +94,10 @@ pub struct SandboxBridgeArgs {
     pub socket: PathBuf,
 }
 
-/// Runs the bridge on the listener that is its standard input, until the
+/// `sandbox-bridge`, started by `sandbox-exec` for an agent with a proxy:
+/// runs the bridge on the listener that is its standard input, until the
 /// sandbox ends; returns only when the listener fails.
-pub(super) fn main(args: SandboxBridgeArgs) -> ExitCode {
+pub fn main(args: SandboxBridgeArgs) -> ExitCode {
     close_inherited();
     let listener = match io::stdin().as_fd().try_clone_to_owned() {
         Ok(fd) => TcpListener::from(fd),

@@ -30,20 +30,16 @@
 //!
 //! `"sandbox"` at the top (`required`, `auto`, the default, or `off`)
 //! decides whether each agent starts in a bubblewrap sandbox
-//! ([`sandbox`]), configured per agent by `workdir`, `network` (`none`,
-//! the default, `proxy` with its `allow` list, or `host`: [`network`]) and
-//! the extra paths `read` and `write`. A working `bwrap` on
-//! `PATH` is checked once, before the broker boots: without one,
+//! ([`sandbox`]), configured per agent by `workdir`, `network` and `allow`
+//! ([`network`]) and the extra paths `read` and `write`. A working `bwrap`
+//! on `PATH` is checked once, before the broker boots: without one,
 //! `required` refuses with `sandbox-unavailable` and `auto` logs one
 //! warning and starts the agents as before. Every agent's bound paths are
 //! checked (`unsafe-path` when one would show the data root or the secrets
 //! folder) before the first launch. In a sandbox, step 2 below spawns
 //! bwrap, which runs `mosaic-bus sandbox-exec` and then the command, and
 //! steps 3 and 4 bind bwrap's pid and start time: see [`sandbox`] for why
-//! that pid is the one to bind. Whether the kernel has Landlock's scopes is
-//! checked once too: where it does not, the sandboxed agents with
-//! `"network": "host"` can reach abstract Unix sockets outside, which their
-//! `abstractSockets` on the first line and a warning say.
+//! that pid is the one to bind.
 //!
 //! # One launch, in order
 //!
@@ -165,7 +161,7 @@ use super::logs;
 use super::signals::{Event, Signals};
 use super::team::{AgentSpec, Network, SandboxMode, UpConfig};
 use crate::runtime::{start_broker, BootFailure, Broker};
-pub use bridge::SandboxBridgeArgs;
+pub use bridge::{main as sandbox_bridge, SandboxBridgeArgs};
 use console::Console;
 pub use console::CONSOLE_ENV;
 pub use launch::BASE_ENV;
@@ -182,11 +178,6 @@ use secrets::Secrets;
 /// `sandbox-exec`, run by bwrap inside an agent's sandbox.
 pub fn sandbox_exec(args: SandboxExecArgs) -> ExitCode {
     sandbox::exec_main(args)
-}
-
-/// `sandbox-bridge`, started by `sandbox-exec` for an agent with a proxy.
-pub fn sandbox_bridge(args: SandboxBridgeArgs) -> ExitCode {
-    bridge::main(args)
 }
 
 /// The environment variable naming an agent's run.
@@ -219,17 +210,16 @@ read paths, the socket, and nothing of the data root, the secrets or the \
 human's home. network is none (the default: loopback only), proxy (loopback \
 and up's forward proxy, at HTTPS_PROXY, which admits only the host:port \
 names in allow, exact or *.domain) or host (every loopback service of the \
-user in reach, with a warning). Each agent runs in its \
-workdir with MOSAIC_RUN_ID, MOSAIC_BUS_SOCKET and \
-MOSAIC_BUS_CAP_FD, the number of an inherited sealed descriptor that holds \
+user in reach, with a warning). Each agent runs in its workdir with \
+MOSAIC_RUN_ID, MOSAIC_BUS_SOCKET and MOSAIC_BUS_CAP_FD, the number of an inherited sealed descriptor that holds \
 its capability (never an environment value); it must read one line, \
 \"ready\", on stdin before its first call.
 
 Stdout gets exactly one line: {\"ok\":true, business, dataRoot, socket, \
 readerCap, browser?, log?, agents:[{role, run, harness, pid, sandboxed, \
 network, abstractSockets}]}, never a capability; abstractSockets is closed when the \
-agent cannot reach abstract Unix sockets outside its sandbox (network none, \
-or a Landlock scope), open otherwise. The human's reader capability \
+agent cannot reach abstract Unix sockets outside its sandbox (network none or \
+proxy, or a Landlock scope), open otherwise. The human's reader capability \
 (reader.cap) and, with --browser, the UI token (ui.token) are written to the secrets folder (mode 0600) and \
 removed on close. Each line an agent writes (stdout or stderr) is relayed \
 to stderr as ROLE: LINE, every control character shown as a token such as \
