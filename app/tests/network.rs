@@ -234,6 +234,33 @@ fn reports(work: &Path) -> Vec<Option<Value>> {
         .collect()
 }
 
+/// The bridges of this binary still running once every agent's sandbox
+/// has had time to end (polled with a short pause, within [`WAIT`]): their
+/// pids, seen from outside.
+fn bridges_after_the_agents() -> Vec<u32> {
+    let bridges = || -> Vec<u32> {
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        entries
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|pid| {
+                let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                let words: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
+                words.len() > 1 && words[0] == BIN.as_bytes() && words[1] == b"sandbox-bridge"
+            })
+            .collect()
+    };
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let left = bridges();
+        if left.is_empty() || Instant::now() >= deadline {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// `up`'s log events (its JSON lines; the agents' relayed lines are not).
 fn events(log: &str) -> Vec<Value> {
     log.lines()
@@ -270,6 +297,9 @@ fn a_loopback_service_is_out_of_reach_but_with_network_host() {
         .expect("spawn up");
     let first = first_line(&mut child);
     let reports = reports(work);
+    // The agents end once they have reported; the proxied one's bridge
+    // ends with its sandbox, while `up` still serves.
+    let bridges_left = bridges_after_the_agents();
     rustix::process::kill_process(
         rustix::process::Pid::from_child(&child),
         rustix::process::Signal::TERM,
@@ -280,6 +310,11 @@ fn a_loopback_service_is_out_of_reach_but_with_network_host() {
     let summary: Value = serde_json::from_str(&first)
         .unwrap_or_else(|e| panic!("a JSON first line: {e}: {first:?}\n{log}"));
     assert_eq!(status.code(), Some(0), "{log}");
+    assert_eq!(
+        bridges_left,
+        Vec::<u32>::new(),
+        "bridges outlived their sandbox"
+    );
     // The first line says each agent's network, as configured: all three
     // are sandboxed.
     let agents = summary["agents"].as_array().expect("agents");

@@ -90,8 +90,11 @@ impl Proxy {
             .enable_io()
             .enable_time()
             .build()?;
+        // Created 0700, not left to the umask: whoever reaches a socket in
+        // it speaks as the run it names.
         let dir = tempfile::Builder::new()
             .prefix("mosaic-up-proxy-")
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
             .tempdir()?;
         Ok(Proxy {
             runtime: Some(runtime),
@@ -214,41 +217,63 @@ async fn carry(client: &mut UnixStream, agent: &Agent) {
         Ok(request) => request,
         Err(reason) => return answer(client, agent, None, reason).await,
     };
-    let target = request.target.clone();
-    let upstream = match open(agent, &target).await {
+    let target = request.target;
+    let mut upstream = match open(agent, &target).await {
         Ok(upstream) => upstream,
         Err(reason) => return answer(client, agent, Some(&target), reason).await,
     };
-    let mut upstream = upstream;
-    let mut sent = rest.len() as u64;
-    let opened = match &request.forward {
-        None => client
+    // What the client sent with its head goes on first: for plain HTTP the
+    // rewritten head, then whatever followed it in the same reads.
+    let tunnel = request.forward.is_none();
+    let mut first = request.forward.unwrap_or_default().into_bytes();
+    first.extend_from_slice(&rest);
+    let opened = if tunnel {
+        client
             .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
             .await
-            .and(Ok(())),
-        Some(head) => {
-            sent += head.len() as u64;
-            upstream.write_all(head.as_bytes()).await
-        }
+    } else {
+        Ok(())
     };
     let opened = match opened {
-        Ok(()) => upstream.write_all(&rest).await,
+        Ok(()) => upstream.write_all(&first).await,
         Err(e) => Err(e),
     };
-    let (more, received) = match opened {
-        Ok(()) => tokio::io::copy_bidirectional(client, &mut upstream)
-            .await
-            .unwrap_or((0, 0)),
+    let (sent, received) = match opened {
+        Ok(()) => {
+            let (client_in, client_out) = client.split();
+            let (upstream_in, upstream_out) = upstream.split();
+            tokio::join!(pump(client_in, upstream_out), pump(upstream_in, client_out))
+        }
         Err(_) => (0, 0),
     };
     tracing::info!(
         run = &*agent.run,
         host = target.host_text().as_str(),
         port = target.port,
-        sent = sent + more,
+        sent = sent + first.len() as u64,
         received,
         "the proxy carried a connection"
     );
+}
+
+/// Copies `from` into `to` until `from` ends or either side fails, then
+/// shuts `to` for writing, so its reader sees the end; the bytes copied.
+async fn pump(
+    mut from: impl tokio::io::AsyncRead + Unpin,
+    mut to: impl tokio::io::AsyncWrite + Unpin,
+) -> u64 {
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut copied = 0u64;
+    // A failure ends this direction as its end does: the log counts what
+    // went through, and the other direction ends on its own.
+    while let Ok(n @ 1..) = from.read(&mut buf).await {
+        if to.write_all(&buf[..n]).await.is_err() {
+            break;
+        }
+        copied += n as u64;
+    }
+    let _ = to.shutdown().await;
+    copied
 }
 
 /// Sends the refusal for `reason` and logs it.

@@ -281,8 +281,10 @@ fn a_client_that_sends_half_a_request_and_leaves_costs_nothing_lasting() {
         assert!(Instant::now() < deadline, "the place was never freed");
         std::thread::sleep(Duration::from_millis(20));
     }
-    // Dropped, the proxy removes its folder of sockets.
+    // Its folder of sockets is private, and dropped, the proxy removes it.
     let dir = proxy.dir().to_path_buf();
+    let mode = std::os::unix::fs::PermissionsExt::mode(&dir.metadata().unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o700);
     assert!(socket.starts_with(&dir));
     drop(proxy);
     assert!(!dir.exists());
