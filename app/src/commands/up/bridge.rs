@@ -169,3 +169,65 @@ fn pipe<R: Read, W: Write>(mut from: R, mut to: W, shut: impl FnOnce(&W) -> io::
     let _ = io::copy(&mut from, &mut to);
     let _ = shut(&to);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::commands::team::{AgentSpec, Network};
+    use crate::commands::up::sandbox::{bwrap_args, Places};
+    use mosaic_domain::evidence::Harness;
+    use mosaic_domain::RoleInstance;
+
+    #[test]
+    fn a_proxied_agent_gets_loopback_only_and_the_socket_after_the_run_tmpfs() {
+        let root = Path::new("/srv/up");
+        let mut spec = AgentSpec {
+            role: RoleInstance::parse("lead").unwrap(),
+            harness: Harness::Pi,
+            program: PathBuf::from("sh"),
+            args: Vec::new(),
+            dir: root.join("work"),
+            config_dir: root.join("work"),
+            env: Vec::new(),
+            network: Network::Proxy,
+            allow: Vec::new(),
+            read: Vec::new(),
+            write: Vec::new(),
+        };
+        let places = Places {
+            exe: PathBuf::from("/usr/bin/mosaic-bus"),
+            socket: root.join("data/bus/bus.sock"),
+            data_root: root.join("data"),
+            secrets: root.join("secrets"),
+            human_home: None,
+            config_file: None,
+        };
+        let binds = [(root.join("work"), true)];
+        let socket = Path::new("/tmp/mosaic-up-proxy-x/lead-1.sock");
+        let text = |spec: &AgentSpec, proxy| -> Vec<String> {
+            bwrap_args(spec, &places, &binds, proxy)
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect()
+        };
+        let args = text(&spec, Some(socket));
+        let at = |words: &[&str]| args.windows(words.len()).position(|w| w == words);
+        assert!(at(&["--unshare-net"]).is_some(), "{args:?}");
+        let run = at(&["--tmpfs", "/run"]).expect("a tmpfs over /run");
+        let bound = at(&["--ro-bind", &socket.to_string_lossy(), PROXY_SOCKET])
+            .unwrap_or_else(|| panic!("the proxy's socket in {args:?}"));
+        assert!(run < bound);
+        assert_eq!(args.last().map(String::as_str), Some("--"));
+        // Without a proxy, no socket; with the host's network, no namespace.
+        spec.network = Network::Host;
+        let args = text(&spec, None);
+        assert!(!args
+            .iter()
+            .any(|a| a == PROXY_SOCKET || a == "--unshare-net"));
+        assert_eq!(
+            exec_args(true),
+            [OsString::from("--proxy-socket"), PROXY_SOCKET.into()]
+        );
+        assert!(exec_args(false).is_empty());
+    }
+}
