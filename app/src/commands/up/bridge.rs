@@ -13,9 +13,12 @@
 //! the sandbox, when its init ends with the agent or when `up` kills it.
 //!
 //! The proxy's socket names the run, so the bridge adds nothing to what
-//! passes and holds no secret. Issue 43's loopback model endpoint is one
-//! more bridge of this kind on that endpoint's port, whose connections
-//! start with a `CONNECT` to the endpoint.
+//! passes and holds no secret. A bridge can also forward a port: with
+//! `sandbox-exec --forward PORT`, `127.0.0.1:PORT` inside reaches
+//! `127.0.0.1:PORT` outside, through the proxy (each connection opens with
+//! a `CONNECT` to it), so a client that expects a service of the user's
+//! loopback (a model endpoint, say) finds it at the same address, and the
+//! proxy still decides whether it is admitted.
 
 use std::ffi::OsString;
 use std::io::{self, Read, Write};
@@ -60,18 +63,14 @@ pub(super) fn exec_args(proxied: bool) -> Vec<OsString> {
     }
 }
 
-/// In `sandbox-exec`: binds the bridge's port, starts the bridge on it
-/// toward `socket`, and returns the environment the agent gets.
-pub(super) fn start(socket: &Path) -> io::Result<Vec<(&'static str, String)>> {
-    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, PROXY_PORT))?;
-    let exe = std::env::current_exe()?;
-    Command::new(exe)
-        .arg(BRIDGE_SUBCOMMAND)
-        .arg("--socket")
-        .arg(socket)
-        .stdin(Stdio::from(std::os::fd::OwnedFd::from(listener)))
-        .stdout(Stdio::null())
-        .spawn()?;
+/// In `sandbox-exec`: binds the bridge's port, and each port of
+/// `forwards`, starts a bridge on each toward `socket`, and returns the
+/// environment the agent gets.
+pub(super) fn start(socket: &Path, forwards: &[u16]) -> io::Result<Vec<(&'static str, String)>> {
+    spawn(socket, PROXY_PORT, None)?;
+    for &port in forwards {
+        spawn(socket, port, Some(format!("127.0.0.1:{port}")))?;
+    }
     let url = format!("http://127.0.0.1:{PROXY_PORT}");
     // Loopback stays direct: it is the sandbox's own.
     let local = "localhost,127.0.0.1,::1".to_owned();
@@ -85,6 +84,22 @@ pub(super) fn start(socket: &Path) -> io::Result<Vec<(&'static str, String)>> {
     ])
 }
 
+/// Binds `127.0.0.1:port` and starts a bridge on it toward `socket`,
+/// opening each connection with a `CONNECT` to `connect` when given.
+fn spawn(socket: &Path, port: u16, connect: Option<String>) -> io::Result<()> {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, port))?;
+    let exe = std::env::current_exe()?;
+    Command::new(exe)
+        .arg(BRIDGE_SUBCOMMAND)
+        .arg("--socket")
+        .arg(socket)
+        .args(connect.iter().flat_map(|target| ["--connect", target]))
+        .stdin(Stdio::from(std::os::fd::OwnedFd::from(listener)))
+        .stdout(Stdio::null())
+        .spawn()
+        .map(drop)
+}
+
 /// `sandbox-bridge`: what `sandbox-exec` starts inside a sandbox with a
 /// proxy. Not for people; hidden from the help.
 #[derive(Debug, Clone, clap::Args)]
@@ -92,6 +107,10 @@ pub struct SandboxBridgeArgs {
     /// The proxy's Unix socket, inside the sandbox.
     #[arg(long, value_name = "PATH")]
     pub socket: PathBuf,
+    /// Open each connection with a `CONNECT` to this `host:port`: the port
+    /// then forwards there, through the proxy.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub connect: Option<String>,
 }
 
 /// `sandbox-bridge`, started by `sandbox-exec` for an agent with a proxy:
@@ -107,6 +126,7 @@ pub fn main(args: SandboxBridgeArgs) -> ExitCode {
         }
     };
     let socket: Arc<Path> = args.socket.into();
+    let connect: Option<Arc<str>> = args.connect.map(Into::into);
     let open = Arc::new(AtomicUsize::new(0));
     for client in listener.incoming() {
         let client = match client {
@@ -120,9 +140,9 @@ pub fn main(args: SandboxBridgeArgs) -> ExitCode {
             open.fetch_sub(1, Ordering::SeqCst);
             continue;
         }
-        let (socket, open) = (socket.clone(), open.clone());
+        let (socket, connect, open) = (socket.clone(), connect.clone(), open.clone());
         std::thread::spawn(move || {
-            if let Err(e) = join(client, &socket) {
+            if let Err(e) = join(client, &socket, connect.as_deref()) {
                 eprintln!("mosaic-bus sandbox-bridge: reaching the proxy: {e}");
             }
             open.fetch_sub(1, Ordering::SeqCst);
@@ -149,10 +169,31 @@ fn close_inherited() {
     }
 }
 
+/// The largest answer head read from the proxy for a forwarded port.
+const MAX_ANSWER: usize = 16 * 1024;
+
 /// Carries one client's bytes to the proxy and back, each way on its own
-/// thread, each end shut for writing when the other side's reading ends.
-fn join(client: TcpStream, socket: &Path) -> io::Result<()> {
-    let proxy = UnixStream::connect(socket)?;
+/// thread, each end shut for writing when the other side's reading ends;
+/// for a forwarded port, after a `CONNECT` to `connect` that the proxy
+/// answered 200 (any other answer closes the client's connection).
+fn join(client: TcpStream, socket: &Path, connect: Option<&str>) -> io::Result<()> {
+    let mut proxy = UnixStream::connect(socket)?;
+    if let Some(target) = connect {
+        write!(proxy, "CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n")?;
+        // Byte by byte, so nothing after the head is taken from the tunnel.
+        let mut head = Vec::new();
+        let mut byte = [0u8];
+        while !head.ends_with(b"\r\n\r\n") && head.len() < MAX_ANSWER {
+            if proxy.read(&mut byte)? == 0 {
+                break;
+            }
+            head.push(byte[0]);
+        }
+        let established = head.starts_with(b"HTTP/1.1 200 ") && head.ends_with(b"\r\n\r\n");
+        if !established {
+            return Err(io::Error::other("the proxy refused the forwarded port"));
+        }
+    }
     let (client_in, proxy_out) = (client.try_clone()?, proxy.try_clone()?);
     let up =
         std::thread::spawn(move || pipe(client_in, proxy_out, |p| p.shutdown(Shutdown::Write)));
@@ -229,5 +270,52 @@ mod tests {
             [OsString::from("--proxy-socket"), PROXY_SOCKET.into()]
         );
         assert!(exec_args(false).is_empty());
+    }
+
+    /// A forwarded port, as `sandbox-bridge --connect` runs it: the bridge's
+    /// side of each connection against the real proxy, admitted or not.
+    #[test]
+    fn a_forwarded_port_reaches_its_target_through_the_proxy_when_admitted() {
+        use crate::commands::up::proxy::{Allow, Limits, Proxy};
+        let echo = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = echo.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            for stream in echo.incoming().flatten() {
+                let mut out = stream.try_clone().unwrap();
+                let _ = io::copy(&mut &stream, &mut out);
+            }
+        });
+        let proxy = Proxy::start(Limits::default()).unwrap();
+        let allow = [Allow::parse(&format!("127.0.0.1:{port}")).unwrap()];
+        let socket = proxy.listen("lead-0badc0de", &allow).unwrap();
+        let inside = TcpListener::bind("127.0.0.1:0").unwrap();
+        let at = inside.local_addr().unwrap();
+        let bridge = |target: String| {
+            let (inside, socket) = (inside.try_clone().unwrap(), socket.clone());
+            std::thread::spawn(move || {
+                let (client, _) = inside.accept().unwrap();
+                join(client, &socket, Some(&target)).is_ok()
+            })
+        };
+        let admitted = bridge(format!("127.0.0.1:{port}"));
+        let mut client = TcpStream::connect(at).unwrap();
+        client
+            .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+            .unwrap();
+        client.write_all(b"through the bridge\n").unwrap();
+        let mut echoed = [0u8; 19];
+        client.read_exact(&mut echoed).unwrap();
+        assert_eq!(&echoed, b"through the bridge\n");
+        client.shutdown(Shutdown::Write).unwrap();
+        assert!(admitted.join().unwrap());
+        // A target the proxy does not admit: the client's connection ends.
+        let refused = bridge("127.0.0.1:1".to_owned());
+        let mut client = TcpStream::connect(at).unwrap();
+        client
+            .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+            .unwrap();
+        assert!(!refused.join().unwrap());
+        let mut rest = Vec::new();
+        assert_eq!(client.read_to_end(&mut rest).unwrap(), 0);
     }
 }

@@ -418,6 +418,10 @@ pub struct SandboxExecArgs {
     /// point the agent's proxy variables at it.
     #[arg(long, value_name = "PATH")]
     pub proxy_socket: Option<PathBuf>,
+    /// A port of the host's loopback to reach at the same address inside,
+    /// through the proxy (which must admit it).
+    #[arg(long, value_name = "PORT", requires = "proxy_socket")]
+    pub forward: Vec<u16>,
     /// The agent's program and its arguments.
     #[arg(last = true, required = true, num_args = 1.., value_name = "COMMAND")]
     pub command: Vec<OsString>,
@@ -428,7 +432,7 @@ pub(super) fn exec_main(args: SandboxExecArgs) -> std::process::ExitCode {
     let Some((program, rest)) = args.command.split_first() else {
         return std::process::ExitCode::from(127);
     };
-    let proxy = args.proxy_socket.as_deref();
+    let proxy = args.proxy_socket.as_deref().map(|s| (s, &args.forward[..]));
     std::process::ExitCode::from(exec(args.keep_fd, args.landlock, proxy, program, rest))
 }
 
@@ -524,14 +528,15 @@ fn seccomp_filters() -> Result<[seccompiler::BpfProgram; 2], seccompiler::Error>
 /// except `keep`, applies the Landlock scopes when `landlock` asks for
 /// them ([`restrict_scopes`]), installs the seccomp filters
 /// ([`seccomp_filters`], with `no_new_privs`, which bwrap has set
-/// already), starts the bridge to `proxy` when there is one
-/// ([`super::bridge::start`]), then executes `program` with `args`. Returns only when one of
+/// already), starts the bridges to `proxy`'s socket, with its forwarded
+/// ports, when there is one ([`super::bridge::start`]), then executes
+/// `program` with `args`. Returns only when one of
 /// these fails, with the exit code 127 (a shell's "cannot execute"): an
 /// agent never starts with less of its sandbox than this.
 pub(super) fn exec(
     keep: i32,
     landlock: bool,
-    proxy: Option<&Path>,
+    proxy: Option<(&Path, &[u16])>,
     program: &OsStr,
     args: &[OsString],
 ) -> u8 {
@@ -568,7 +573,8 @@ pub(super) fn exec(
         eprintln!("mosaic-bus sandbox-exec: installing the seccomp filter: {e}");
         return 127;
     }
-    let proxy_env = match proxy.map(super::bridge::start).transpose() {
+    let bridges = proxy.map(|(socket, forwards)| super::bridge::start(socket, forwards));
+    let proxy_env = match bridges.transpose() {
         Ok(env) => env.unwrap_or_default(),
         Err(e) => {
             eprintln!("mosaic-bus sandbox-exec: starting the bridge to the proxy: {e}");
