@@ -46,6 +46,7 @@ fn main() -> ExitCode {
         Some(Command::Backup(args)) => commands::backup::main(args),
         Some(Command::Head(args)) => commands::head::main(args),
         Some(Command::SandboxExec(args)) => commands::up::sandbox_exec(args),
+        Some(Command::SandboxBridge(args)) => commands::up::sandbox_bridge(args),
     }
 }
 

@@ -124,6 +124,9 @@ pub enum Command {
     /// Inside an agent's sandbox: close inherited descriptors, run the agent.
     #[command(hide = true, name = "sandbox-exec")]
     SandboxExec(up::SandboxExecArgs),
+    /// Inside an agent's sandbox: bridge its loopback port to up's proxy.
+    #[command(hide = true, name = "sandbox-bridge")]
+    SandboxBridge(up::SandboxBridgeArgs),
 }
 
 impl Command {
@@ -180,7 +183,8 @@ mod tests {
             | Command::Head(_)
             | Command::Backup(_)
             | Command::Version
-            | Command::SandboxExec(_) => None,
+            | Command::SandboxExec(_)
+            | Command::SandboxBridge(_) => None,
         }
     }
 

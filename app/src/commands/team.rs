@@ -13,6 +13,8 @@ use mosaic_domain::{Business, Refusal, RoleInstance};
 use serde::Deserialize;
 use serde_json::Value;
 
+pub use super::up::Allow;
+
 /// The largest configuration file read.
 const MAX_CONFIG: u64 = 1024 * 1024;
 
@@ -46,15 +48,33 @@ pub enum SandboxMode {
     Off,
 }
 
-/// An agent's `network` key.
+/// An agent's `network` key: what its sandbox lets it reach beyond the
+/// broker's socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Network {
-    /// The host's network, which harnesses need to reach their model's API.
+    /// A network namespace of its own with loopback only: the default,
+    /// since the host's loopback holds services that run what they are
+    /// sent (debuggers, dev servers).
     #[default]
-    Host,
-    /// A network namespace of its own with loopback only.
     None,
+    /// A loopback-only namespace, and `up`'s forward proxy, which admits
+    /// only the `host:port` names of the agent's `allow` list.
+    Proxy,
+    /// The host's network, loopback services included: a deliberate
+    /// choice, which `up` warns about.
+    Host,
+}
+
+impl Network {
+    /// Its name in the configuration and on `up`'s first line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Network::None => "none",
+            Network::Proxy => "proxy",
+            Network::Host => "host",
+        }
+    }
 }
 
 impl AgentSpec {
@@ -86,6 +106,8 @@ pub struct AgentSpec {
     pub env: Vec<String>,
     /// Its network in a sandbox.
     pub network: Network,
+    /// With `"network": "proxy"`, what the proxy admits (`allow`).
+    pub allow: Vec<Allow>,
     /// Extra paths a sandbox binds read-only (absolute).
     pub read: Vec<PathBuf>,
     /// Extra paths a sandbox binds writable (absolute).
@@ -124,6 +146,8 @@ struct AgentJson {
     workdir: Option<String>,
     #[serde(default)]
     network: Network,
+    #[serde(default)]
+    allow: Vec<String>,
     #[serde(default)]
     read: Vec<String>,
     #[serde(default)]
@@ -174,9 +198,11 @@ impl UpConfig {
     /// empty or NUL-holding command word, a bad harness or role name, an
     /// `env` entry that is not a variable name or that names a credential
     /// reference of the business (a service token never reaches an agent),
-    /// a `sandbox` or `network` of another value, a `workdir`, `read` or
-    /// `write` path that is empty or holds `..` or NUL, a `tmpMiB` outside
-    /// 1–65536 or a `processes` outside 16–65536;
+    /// a `sandbox` or `network` of another value, an `allow` list without
+    /// `"network": "proxy"` or with an entry that is not `host:port`
+    /// ([`Allow::parse`]), a `workdir`, `read` or `write` path that is
+    /// empty or holds `..` or NUL, a `tmpMiB` outside 1–65536 or a
+    /// `processes` outside 16–65536;
     /// `unknown-role` for an agent whose role the business lacks; and the
     /// codes of [`business_from_value`], with the reference it names.
     pub fn parse(text: &str, dir: &Path) -> Result<Self, ConfigError> {
@@ -215,6 +241,14 @@ impl UpConfig {
                 } else {
                     program
                 };
+                if !agent.allow.is_empty() && agent.network != Network::Proxy {
+                    return Err(Refusal::BadConfig);
+                }
+                let allow = agent
+                    .allow
+                    .iter()
+                    .map(|text| Allow::parse(text).ok_or(Refusal::BadConfig))
+                    .collect::<Result<_, _>>()?;
                 let paths = |texts: Vec<String>| {
                     texts
                         .iter()
@@ -233,6 +267,7 @@ impl UpConfig {
                     config_dir: dir.to_path_buf(),
                     env: agent.env,
                     network: agent.network,
+                    allow,
                     read: paths(agent.read)?,
                     write: paths(agent.write)?,
                     tmp_mib: within(agent.tmp_mib, DEFAULT_TMP_MIB, 1..=65_536)?,
@@ -356,10 +391,11 @@ mod tests {
         assert_eq!(parsed.agents[0].cwd(), Path::new("/etc/demo"));
         assert_eq!(parsed.agents[1].program, PathBuf::from("sh"));
         assert_eq!(parsed.agents[1].harness, Harness::ClaudeCode);
-        // The sandbox's defaults: `auto`, the host's network, no workdir
-        // (the configuration's folder, read-only), nothing extra bound.
+        // The sandbox's defaults: `auto`, no network, no workdir (the
+        // configuration's folder, read-only), nothing extra bound.
         assert_eq!(parsed.sandbox, SandboxMode::Auto);
-        assert_eq!(parsed.agents[0].network, Network::Host);
+        assert_eq!(parsed.agents[0].network, Network::None);
+        assert!(parsed.agents[0].allow.is_empty());
         assert!(parsed.agents[0].read.is_empty() && parsed.agents[0].write.is_empty());
     }
 
@@ -399,6 +435,20 @@ mod tests {
                 PathBuf::from("/var/tmp/x")
             ]
         );
+        let proxy = config(
+            r#"[{"role":"lead","harness":"pi","command":["sh"],"network":"proxy",
+                 "allow":["api.example.com:443","*.example.org:80","127.0.0.1:8080"]}]"#,
+        );
+        let agent = &UpConfig::parse(&proxy, Path::new("/")).unwrap().agents[0];
+        assert_eq!(agent.network, Network::Proxy);
+        let allow: Vec<String> = agent.allow.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            allow,
+            ["api.example.com:443", "*.example.org:80", "127.0.0.1:8080"]
+        );
+        let host = config(r#"[{"role":"lead","harness":"pi","command":["sh"],"network":"host"}]"#);
+        let parsed = UpConfig::parse(&host, Path::new("/")).unwrap();
+        assert_eq!(parsed.agents[0].network, Network::Host);
         let off = config(r#"[{"role":"lead","harness":"pi","command":["sh"]}]"#).replacen(
             '{',
             r#"{"sandbox":"off","#,
@@ -465,6 +515,23 @@ mod tests {
                 config(&format!(
                     "[{}]",
                     agent.replace(r#""pi""#, r#""pi","network":"lan""#)
+                )),
+                Refusal::BadConfig,
+            ),
+            (
+                config(&format!(
+                    "[{}]",
+                    agent.replace(r#""pi""#, r#""pi","allow":["example.com:443"]"#)
+                )),
+                Refusal::BadConfig,
+            ),
+            (
+                config(&format!(
+                    "[{}]",
+                    agent.replace(
+                        r#""pi""#,
+                        r#""pi","network":"proxy","allow":["example.com"]"#
+                    )
                 )),
                 Refusal::BadConfig,
             ),

@@ -138,7 +138,8 @@ except OSError as e:
     print("failed:" + errno.errorcode.get(e.errno, str(e.errno)))
 "##;
 
-/// The business of the probes, `a` probing and `b` the victim: the
+/// The business of the probes, `a` probing and `b` the victim, both on
+/// the host's network (the abstract socket probe needs it): the
 /// configuration in a new folder `conf` of `work`, the agents' workdir
 /// `team` beside it, the data root and the secrets folder, never holding
 /// them.
@@ -168,8 +169,10 @@ pub fn config(work: &Path, sandbox: &str) -> PathBuf {
                      "roles": {"a": {"authority": {"withinRole": [], "crossRole": []}},
                                "b": {"authority": {"withinRole": [], "crossRole": []}}}},
         "agents": [
-            {"role": "b", "harness": "pi", "workdir": dir, "command": ["sh", "-c", VICTIM]},
-            {"role": "a", "harness": "pi", "env": env, "workdir": dir, "command": ["sh", probe]},
+            {"role": "b", "harness": "pi", "workdir": dir, "network": "host",
+             "command": ["sh", "-c", VICTIM]},
+            {"role": "a", "harness": "pi", "env": env, "workdir": dir, "network": "host",
+             "command": ["sh", probe]},
         ],
     });
     let path = conf.join("up.json");

@@ -30,22 +30,18 @@
 //!
 //! `"sandbox"` at the top (`required`, `auto`, the default, or `off`)
 //! decides whether each agent starts in a bubblewrap sandbox
-//! ([`sandbox`]), configured per agent by `workdir`, `network` (`host` or
-//! `none`), the extra paths `read` and `write`, and the caps `tmpMiB` and
-//! `processes`; each agent's sandbox is
-//! one [`plan::Plan`], built (and so checked) for every agent before the
-//! first launch. A working `bwrap` on
-//! `PATH` is checked once, before the broker boots: without one,
+//! ([`sandbox`]), configured per agent by `workdir`, `network` and `allow`
+//! ([`network`]), the extra paths `read` and `write`, and the caps `tmpMiB`
+//! and `processes`; each agent's sandbox is one [`plan::Plan`], built (and
+//! so checked) for every agent before the first launch. A working `bwrap`
+//! on `PATH` is checked once, before the broker boots: without one,
 //! `required` refuses with `sandbox-unavailable` and `auto` logs one
 //! warning and starts the agents as before. Every agent's bound paths are
 //! checked (`unsafe-path` when one would show the data root, the secrets,
 //! the human's home or a credential file) before the first launch. In a sandbox, step 2 below spawns
 //! bwrap, which runs `mosaic-bus sandbox-exec` and then the command, and
 //! steps 3 and 4 bind bwrap's pid and start time: see [`sandbox`] for why
-//! that pid is the one to bind. Whether the kernel has Landlock's scopes is
-//! checked once too: where it does not, the sandboxed agents with
-//! `"network": "host"` can reach abstract Unix sockets outside, which their
-//! `abstractSockets` on the first line and one warning say.
+//! that pid is the one to bind.
 //!
 //! # One launch, in order
 //!
@@ -118,7 +114,7 @@
 //! (`unsafe-path`) otherwise.
 //!
 //! On stdout, exactly one line: `{"ok":true,"business","dataRoot","socket",
-//! "readerCap","log","agents":[{role,run,harness,pid,sandboxed,abstractSockets}]}`
+//! "readerCap","log","agents":[{role,run,harness,pid,sandboxed,network,abstractSockets}]}`
 //! (never a capability), or on a startup failure
 //! `{"ok":false,"error":CODE}` (plus `"role"` when one agent's launch
 //! failed) with exit 2. An agent that exits non-zero on its own is
@@ -133,11 +129,14 @@
 //! `log` names; the console's quitting stops `up` as a signal does. Closing closes the broker cleanly (socket and writer lock
 //! removed) and removes `reader.cap`; a failed close exits 2.
 
+mod bridge;
 mod console;
 mod launch;
+mod network;
 mod output;
 mod paths;
 mod plan;
+mod proxy;
 mod sandbox;
 mod secrets;
 mod supervise;
@@ -165,8 +164,9 @@ use serde_json::{json, Value};
 use super::args::{non_empty_path, LogArgs};
 use super::logs;
 use super::signals::Signals;
-use super::team::{AgentSpec, SandboxMode, UpConfig};
+use super::team::{AgentSpec, Network, SandboxMode, UpConfig};
 use crate::runtime::{start_broker, BootFailure, Broker};
+pub use bridge::{main as sandbox_bridge, SandboxBridgeArgs};
 use console::Console;
 pub use console::CONSOLE_ENV;
 pub use launch::BASE_ENV;
@@ -175,6 +175,7 @@ use launch::{
 };
 use output::Relays;
 use plan::{Places, Plan};
+pub use proxy::Allow;
 use sandbox::{AbstractSockets, Bwrap};
 pub use sandbox::{SandboxExecArgs, SANDBOX_HOME, SANDBOX_UID};
 use secrets::Secrets;
@@ -203,8 +204,8 @@ configuration lists, and run until SIGINT or SIGTERM, or until every agent \
 has exited.
 
 The configuration is {\"sandbox\"?, \"business\":{id, human, arbiters, roles, \
-launch?}, \"agents\":[{role, harness, command, env?, workdir?, network?, read?, \
-write?, tmpMiB?, processes?}]}: harness is pi or claude-code, command a program and its \
+launch?}, \"agents\":[{role, harness, command, env?, workdir?, network?, allow?, \
+read?, write?, tmpMiB?, processes?}]}: harness is pi or claude-code, command a program and its \
 arguments (no shell), env the names of this process's variables the agent \
 also needs. sandbox is auto (the default: a bubblewrap sandbox per agent \
 when bwrap works, else one warning), required (else sandbox-unavailable) \
@@ -218,17 +219,20 @@ a credential file, the data root, the secrets or the human's home: \
 unsafe-path; no symbolic link is followed), a private /tmp and home (each a tmpfs of \
 tmpMiB, default 256), the socket; at most processes (default 1024) \
 processes, unless up runs as root; nothing of the data root, the secrets, /var, /opt, /run \
-or any home. network none gives it loopback only. Each agent runs in its \
-workdir with MOSAIC_RUN_ID, MOSAIC_BUS_SOCKET and \
+or any home. network is none (the default: loopback only), proxy (loopback \
+and up's forward proxy, at HTTPS_PROXY, which admits only the host:port \
+names in allow, exact or *.domain) or host (every loopback service of the \
+user in reach, with a warning). Each agent runs in its workdir with \
+MOSAIC_RUN_ID, MOSAIC_BUS_SOCKET and \
 MOSAIC_BUS_CAP_FD, the number of an inherited sealed descriptor that holds \
 its capability (never an environment value); it must read one line, \
 \"ready\", on stdin before its first call.
 
 Stdout gets exactly one line: {\"ok\":true, business, dataRoot, socket, \
 readerCap, browser?, log?, agents:[{role, run, harness, pid, sandboxed, \
-abstractSockets}]}, never a capability; abstractSockets is closed when the \
-agent cannot reach abstract Unix sockets outside its sandbox (network none, \
-or a Landlock scope), open otherwise. The human's reader capability \
+network, abstractSockets}]}, never a capability; abstractSockets is closed when the \
+agent cannot reach abstract Unix sockets outside its sandbox (network none or \
+proxy, or a Landlock scope), open otherwise. The human's reader capability \
 (reader.cap) and, with --browser, the UI token (ui.token) are written to the secrets folder (mode 0600) and \
 removed on close. Each line an agent writes (stdout or stderr) is relayed \
 to stderr as ROLE: LINE, every control character shown as a token such as \
@@ -419,7 +423,8 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
                     tracing::warn!(
                         "no bwrap on PATH can make a sandbox, so the agents run unsandboxed, \
                          as this user: an agent can then act as the human by detaching from \
-                         its ancestry, and read the data root; install the bubblewrap package \
+                         its ancestry, read the data root and reach every loopback service of \
+                         this user (their \"network\" is \"host\"); install the bubblewrap package \
                          (or set \"sandbox\": \"required\" to refuse to start without it)"
                     );
                     None
@@ -490,24 +495,8 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
             guards,
         },
     });
-    if let Some(sandbox) = sandbox.as_ref().filter(|s| !s.landlock) {
-        let open = config
-            .agents
-            .iter()
-            .filter(|spec| {
-                AbstractSockets::of(true, spec.network, sandbox.landlock) == AbstractSockets::Open
-            })
-            .count();
-        if open > 0 {
-            tracing::warn!(
-                agents = open,
-                "this kernel has no Landlock scopes (Linux 6.12 or later has them), so the \
-                 sandboxed agents with \"network\": \"host\" can reach abstract Unix sockets \
-                 outside their sandbox, a desktop session's say (\"abstractSockets\": \"open\" \
-                 on the first line); \"network\": \"none\" closes them"
-            );
-        }
-    }
+    network::warn(&config.agents, sandbox.as_ref().map(|s| s.landlock));
+    let proxy = network::proxy(&config.agents, sandbox.is_some())?;
     // Every agent's plan is built, and so checked, before the first
     // launch, so a refused path starts nobody.
     let plans = config
@@ -537,6 +526,7 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
         console: None,
         secret_env,
         sandbox,
+        proxy,
     };
     let reader = booted
         .readers
@@ -606,6 +596,8 @@ struct Agent {
     harness: Harness,
     /// Whether it runs in a sandbox (then `child` is its bwrap).
     sandboxed: bool,
+    /// Its network: the configuration's in a sandbox, else the host's.
+    network: Network,
     /// Whether abstract Unix sockets outside are in its reach.
     abstract_sockets: AbstractSockets,
     child: Child,
@@ -644,6 +636,8 @@ struct Session {
     secret_env: Vec<String>,
     /// The sandbox the agents start in, unless there is none.
     sandbox: Option<Sandbox>,
+    /// The forward proxy, when a sandboxed agent has `"network": "proxy"`.
+    proxy: Option<proxy::Proxy>,
 }
 
 /// A working bubblewrap and where things are for it.
@@ -687,13 +681,15 @@ impl Session {
                         .as_str(),
                     "starting an agent in its sandbox"
                 );
+                let proxy = network::listen(self.proxy.as_ref(), spec, &run).map_err(failed)?;
                 let mut command = Command::new(sandbox.bwrap.path());
                 command
-                    .args(plan.bwrap_args())
+                    .args(plan.bwrap_args(proxy.as_deref()))
                     .arg(&sandbox.places.exe)
                     .args([sandbox::EXEC_SUBCOMMAND, "--keep-fd", &fd])
                     .args(plan.landlock.then_some("--landlock"))
                     .args(["--processes", &plan.processes.to_string()])
+                    .args(bridge::exec_args(proxy.is_some()))
                     .arg("--")
                     .arg(&plan.program)
                     .args(&spec.args)
@@ -734,6 +730,11 @@ impl Session {
             run: run.clone(),
             harness: spec.harness,
             sandboxed,
+            network: if sandboxed {
+                spec.network
+            } else {
+                Network::Host
+            },
             abstract_sockets: AbstractSockets::of(sandboxed, spec.network, landlock),
             stdin: child.stdin.take(),
             child,
@@ -788,6 +789,7 @@ impl Session {
                 "harness": a.harness.as_str(),
                 "pid": a.child.id(),
                 "sandboxed": a.sandboxed,
+                "network": a.network.as_str(),
                 "abstractSockets": a.abstract_sockets.as_str(),
             })).collect::<Vec<_>>(),
         })

@@ -31,11 +31,14 @@
 //! 7. the data root as an empty tmpfs holding only the broker's socket,
 //!    then made read-only, so an agent cannot leave a file where the
 //!    broker's would be;
-//! 8. the root made read-only: nothing but the tmpfs of 4 and the writable
+//! 8. with `"network": "proxy"`, the socket of `up`'s forward proxy for the
+//!    run at [`PROXY_SOCKET`] (`sandbox-exec`'s bridge serves it on the
+//!    sandbox's loopback: [`super::bridge`]);
+//! 9. the root made read-only: nothing but the tmpfs of 4 and the writable
 //!    binds of 6 takes a write.
 //!
 //! Nothing else of the host is there: no `/var`, `/opt`, `/srv`, `/mnt`,
-//! `/root`, `/run`, `/home` (no other home, the human's neither), no
+//! `/root`, `/run` (but the proxy's socket), `/home` (no other home, the human's neither), no
 //! `/sys`, no tmux or session-bus socket.
 //!
 //! # What [`build`] refuses
@@ -53,6 +56,7 @@ use std::path::{Path, PathBuf};
 
 use mosaic_domain::Refusal;
 
+use super::bridge::PROXY_SOCKET;
 use super::paths::{check_writable, open_granted, Guard, Opened};
 use super::sandbox::{namespace_args, DENIED_CALLS, SANDBOX_HOME};
 use crate::commands::team::{AgentSpec, Network};
@@ -144,6 +148,11 @@ pub(super) enum Mount {
     Proc(PathBuf),
     /// A minimal `/dev`.
     Dev(PathBuf),
+    /// The socket of `up`'s forward proxy for this run, bound read-only
+    /// at [`PROXY_SOCKET`] (an agent with `"network": "proxy"`): the
+    /// socket is made per run, at launch, so the plan names its place and
+    /// [`Plan::bwrap_args`] is given the socket.
+    ProxySocket,
     /// A mount made read-only once everything under it is in place.
     RemountRo(PathBuf),
 }
@@ -177,8 +186,9 @@ pub(super) struct Plan {
 }
 
 impl Plan {
-    /// bwrap's arguments, up to and including `--`.
-    pub(super) fn bwrap_args(&self) -> Vec<OsString> {
+    /// bwrap's arguments, up to and including `--`; `proxy` is the proxy's
+    /// socket for this run, for a [`Mount::ProxySocket`].
+    pub(super) fn bwrap_args(&self, proxy: Option<&Path>) -> Vec<OsString> {
         let mut args = namespace_args(self.network);
         let mut push = |words: &[&OsStr]| args.extend(words.iter().map(|w| w.to_os_string()));
         for mount in &self.mounts {
@@ -212,6 +222,15 @@ impl Plan {
                 }
                 Mount::Proc(dest) => push(&["--proc".as_ref(), dest.as_os_str()]),
                 Mount::Dev(dest) => push(&["--dev".as_ref(), dest.as_os_str()]),
+                Mount::ProxySocket => {
+                    if let Some(socket) = proxy {
+                        push(&[
+                            "--ro-bind".as_ref(),
+                            socket.as_os_str(),
+                            PROXY_SOCKET.as_ref(),
+                        ]);
+                    }
+                }
                 Mount::RemountRo(dest) => push(&["--remount-ro".as_ref(), dest.as_os_str()]),
             }
         }
@@ -230,6 +249,7 @@ impl Plan {
             | Mount::Scratch { .. }
             | Mount::Proc(_)
             | Mount::Dev(_)
+            | Mount::ProxySocket
             | Mount::RemountRo(_) => None,
         })
     }
@@ -380,6 +400,9 @@ pub(super) fn build(
         dest: places.socket.clone(),
     });
     mounts.push(Mount::RemountRo(places.data_root.clone()));
+    if spec.network == Network::Proxy {
+        mounts.push(Mount::ProxySocket);
+    }
     mounts.push(Mount::RemountRo("/".into()));
     env.retain(|(name, _)| name != "HOME" && name != "TMPDIR");
     env.push(("HOME".into(), SANDBOX_HOME.into()));

@@ -17,6 +17,7 @@ fn spec(dir: &Path) -> AgentSpec {
         config_dir: dir.to_path_buf(),
         env: Vec::new(),
         network: Network::Host,
+        allow: Vec::new(),
         read: Vec::new(),
         write: Vec::new(),
         tmp_mib: 4,
@@ -225,7 +226,7 @@ fn the_arguments_render_every_mount_in_order_after_the_namespaces() {
     std::fs::write(&tool, "x").unwrap();
     let plan = build(&agent, &places, &tool, false, Vec::new()).unwrap();
     let text: Vec<String> = plan
-        .bwrap_args()
+        .bwrap_args(None)
         .iter()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
@@ -304,7 +305,7 @@ fn the_arguments_render_every_mount_in_order_after_the_namespaces() {
         Vec::new(),
     )
     .unwrap();
-    assert!(plan.bwrap_args().iter().any(|a| a == "--unshare-net"));
+    assert!(plan.bwrap_args(None).iter().any(|a| a == "--unshare-net"));
     // A program in a system folder needs no bind of its own.
     assert!(!plan.mounts.iter().any(|m| matches!(
         m,
@@ -448,4 +449,37 @@ fn a_writable_path_may_not_touch_what_is_later_run_or_read_as_configuration() {
             "{path:?}"
         );
     }
+}
+
+#[test]
+fn a_proxied_agent_gets_loopback_only_and_its_proxy_socket_before_the_root_is_read_only() {
+    let root = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(root.path()).unwrap();
+    let places = host(&root);
+    let sh = root.join("host/usr/bin/sh");
+    let socket = Path::new("/tmp/mosaic-up-proxy-x/lead-1.sock");
+    let text = |agent: &AgentSpec| -> Vec<String> {
+        build(agent, &places, &sh, false, Vec::new())
+            .unwrap()
+            .bwrap_args(Some(socket))
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    };
+    let mut agent = spec(&root.join("work"));
+    agent.network = Network::Proxy;
+    let args = text(&agent);
+    let at = |words: &[&str]| args.windows(words.len()).position(|w| w == words);
+    assert!(at(&["--unshare-net"]).is_some(), "{args:?}");
+    let bound = at(&["--ro-bind", &socket.to_string_lossy(), PROXY_SOCKET])
+        .unwrap_or_else(|| panic!("the proxy's socket in {args:?}"));
+    let root_ro = at(&["--remount-ro", "/"]).expect("the root made read-only");
+    assert!(bound < root_ro, "{args:?}");
+    // With the host's network: no namespace, and no socket even if one is
+    // given.
+    agent.network = Network::Host;
+    let args = text(&agent);
+    assert!(!args
+        .iter()
+        .any(|a| a == PROXY_SOCKET || a == "--unshare-net"));
 }

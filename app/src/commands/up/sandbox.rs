@@ -10,7 +10,7 @@
 //! arguments in `plan.rs`. Around it, [`namespace_args`] gives:
 //!
 //! - new user, PID, IPC, UTS and cgroup namespaces (and a network namespace
-//!   for `"network": "none"`); uid and gid [`SANDBOX_UID`] inside, never 0,
+//!   with loopback only for `"network": "none"` and `"proxy"`); uid and gid [`SANDBOX_UID`] inside, never 0,
 //!   no capabilities (`--cap-drop ALL`), and no further user namespaces
 //!   (`--disable-userns`), so `unshare -Urm` cannot win back what was
 //!   dropped;
@@ -133,7 +133,7 @@ pub(super) fn namespace_args(network: Network) -> Vec<OsString> {
     .collect();
     match network {
         Network::Host => {}
-        Network::None => args.push("--unshare-net".into()),
+        Network::None | Network::Proxy => args.push("--unshare-net".into()),
     }
     for arg in [
         "--uid",
@@ -169,7 +169,7 @@ impl AbstractSockets {
     pub(super) fn of(sandboxed: bool, network: Network, scopes: bool) -> Self {
         match (sandboxed, network) {
             (false, _) => AbstractSockets::Open,
-            (true, Network::None) => AbstractSockets::Closed,
+            (true, Network::None | Network::Proxy) => AbstractSockets::Closed,
             (true, Network::Host) if scopes => AbstractSockets::Closed,
             (true, Network::Host) => AbstractSockets::Open,
         }
@@ -230,6 +230,14 @@ pub struct SandboxExecArgs {
     /// The `RLIMIT_NPROC` to set: the most processes and threads.
     #[arg(long, value_name = "N")]
     pub processes: u64,
+    /// The proxy's socket inside the sandbox: start the bridge to it and
+    /// point the agent's proxy variables at it.
+    #[arg(long, value_name = "PATH")]
+    pub proxy_socket: Option<PathBuf>,
+    /// A port of the host's loopback to reach at the same address inside,
+    /// through the proxy (which must admit it).
+    #[arg(long, value_name = "PORT", requires = "proxy_socket")]
+    pub forward: Vec<u16>,
     /// The agent's program and its arguments.
     #[arg(last = true, required = true, num_args = 1.., value_name = "COMMAND")]
     pub command: Vec<OsString>,
@@ -240,10 +248,12 @@ pub(super) fn exec_main(args: SandboxExecArgs) -> std::process::ExitCode {
     let Some((program, rest)) = args.command.split_first() else {
         return std::process::ExitCode::from(127);
     };
+    let proxy = args.proxy_socket.as_deref().map(|s| (s, &args.forward[..]));
     std::process::ExitCode::from(exec(
         args.keep_fd,
         args.landlock,
         args.processes,
+        proxy,
         program,
         rest,
     ))
@@ -402,13 +412,16 @@ fn seccomp_filters() -> Result<[seccompiler::BpfProgram; 2], seccompiler::Error>
 /// Landlock scopes when `landlock` asks for them ([`restrict_scopes`]),
 /// installs the seccomp filters
 /// ([`seccomp_filters`], with `no_new_privs`, which bwrap has set
-/// already), then executes `program` with `args`. Returns only when one of
+/// already), starts the bridges to `proxy`'s socket, with its forwarded
+/// ports, when there is one ([`super::bridge::start`]), then executes
+/// `program` with `args`. Returns only when one of
 /// these fails, with the exit code 127 (a shell's "cannot execute"): an
 /// agent never starts with less of its sandbox than this.
 pub(super) fn exec(
     keep: i32,
     landlock: bool,
     processes: u64,
+    proxy: Option<(&Path, &[u16])>,
     program: &OsStr,
     args: &[OsString],
 ) -> u8 {
@@ -461,7 +474,15 @@ pub(super) fn exec(
         eprintln!("mosaic-bus sandbox-exec: installing the seccomp filter: {e}");
         return 127;
     }
-    let error = Command::new(program).args(args).exec();
+    let bridges = proxy.map(|(socket, forwards)| super::bridge::start(socket, forwards));
+    let proxy_env = match bridges.transpose() {
+        Ok(env) => env.unwrap_or_default(),
+        Err(e) => {
+            eprintln!("mosaic-bus sandbox-exec: starting the bridge to the proxy: {e}");
+            return 127;
+        }
+    };
+    let error = Command::new(program).args(args).envs(proxy_env).exec();
     eprintln!(
         "mosaic-bus sandbox-exec: executing {}: {error}",
         program.to_string_lossy()
@@ -483,6 +504,8 @@ mod tests {
             (true, Network::Host, false, Open),
             (true, Network::None, false, Closed),
             (true, Network::None, true, Closed),
+            (true, Network::Proxy, false, Closed),
+            (false, Network::Proxy, true, Open),
         ] {
             assert_eq!(
                 AbstractSockets::of(sandboxed, network, scopes),

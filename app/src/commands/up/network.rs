@@ -1,0 +1,93 @@
+//! What each agent's network is, and what `up` says and starts for it.
+//!
+//! - `"none"` (the default): a network namespace with loopback only. The
+//!   agent reaches the broker through its socket, a file, and nothing else.
+//! - `"proxy"`: the same namespace, and `up`'s forward proxy
+//!   ([`super::proxy`]) through the bridge inside ([`super::bridge`]),
+//!   which admits only the agent's `"allow"` list.
+//! - `"host"`: the host's network, loopback included. Every loopback
+//!   service of the user is then in the agent's reach, and some run what
+//!   they are sent (a `node --inspect` debugger, a dev server), outside any
+//!   sandbox; so `up` warns once, naming the agents.
+//!
+//! An agent without a sandbox has the host's network whatever its
+//! configuration says: `up`'s first line says `"network": "host"` for it,
+//! beside `"sandboxed": false`, and the one warning about running without
+//! a sandbox covers it.
+
+use std::io;
+use std::path::PathBuf;
+
+use mosaic_adapters::cause::logged;
+use mosaic_domain::{Refusal, RunId};
+
+use super::proxy::{Limits, Proxy};
+use super::sandbox::AbstractSockets;
+use crate::commands::team::{AgentSpec, Network};
+
+/// The warnings of one `up` about its sandboxed agents' networks, each at
+/// most once: the agents with `"network": "host"`, and where the kernel
+/// has no Landlock scopes, the ones that can reach abstract Unix sockets
+/// outside. `landlock` is `None` without a sandbox (whose own warning
+/// says that the agents run as the user, network and all), else whether
+/// the kernel has the scopes.
+pub(super) fn warn(agents: &[AgentSpec], landlock: Option<bool>) {
+    let Some(scopes) = landlock else {
+        return;
+    };
+    let on_host: Vec<&str> = agents
+        .iter()
+        .filter(|spec| spec.network == Network::Host)
+        .map(|spec| spec.role.as_str())
+        .collect();
+    if !on_host.is_empty() {
+        tracing::warn!(
+            agents = on_host.join(", ").as_str(),
+            "these agents have the host's network (\"network\": \"host\" on the first line): \
+             every loopback service of this user, a debugger or a dev server say, can run \
+             code for them outside the sandbox; \"network\": \"proxy\" with an \"allow\" list \
+             reaches only the hosts it names"
+        );
+    }
+    let open = agents
+        .iter()
+        .filter(|spec| AbstractSockets::of(true, spec.network, scopes) == AbstractSockets::Open)
+        .count();
+    if open > 0 {
+        tracing::warn!(
+            agents = open,
+            "this kernel has no Landlock scopes (Linux 6.12 or later has them), so the \
+             sandboxed agents with \"network\": \"host\" can reach abstract Unix sockets \
+             outside their sandbox, a desktop session's say (\"abstractSockets\": \"open\" \
+             on the first line); \"network\": \"none\" closes them"
+        );
+    }
+}
+
+/// The forward proxy, started when a sandboxed agent has
+/// `"network": "proxy"`.
+///
+/// # Errors
+/// `launch-failed` when its runtime or its private folder cannot be made.
+pub(super) fn proxy(agents: &[AgentSpec], sandboxed: bool) -> Result<Option<Proxy>, Refusal> {
+    if !sandboxed || agents.iter().all(|spec| spec.network != Network::Proxy) {
+        return Ok(None);
+    }
+    Proxy::start(Limits::default())
+        .map(Some)
+        .map_err(logged(Refusal::LaunchFailed, "starting the proxy"))
+}
+
+/// For a sandboxed agent with `"network": "proxy"`, the socket of its own
+/// on which the proxy now listens for `run`; `None` for the others.
+pub(super) fn listen(
+    proxy: Option<&Proxy>,
+    spec: &AgentSpec,
+    run: &RunId,
+) -> io::Result<Option<PathBuf>> {
+    match (spec.network, proxy) {
+        (Network::Proxy, Some(proxy)) => proxy.listen(run.as_str(), &spec.allow).map(Some),
+        (Network::Proxy, None) => Err(io::ErrorKind::NotFound.into()),
+        (Network::None | Network::Host, _) => Ok(None),
+    }
+}
