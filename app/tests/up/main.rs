@@ -6,6 +6,7 @@
 //! a pipe or the process's exit, each bounded by [`WAIT`] so a hung run
 //! fails the test instead of hanging it.
 
+mod folders;
 mod relay;
 
 use std::io::{BufRead, BufReader, Read};

@@ -24,14 +24,7 @@ impl Secrets {
     /// directory of ours with mode 0700, or one that cannot be made.
     pub(super) fn open(given: Option<PathBuf>, data_root: &Path) -> Result<Secrets, Refusal> {
         let Some(dir) = given else {
-            let dir = tempfile::Builder::new()
-                .prefix("mosaic-up-secrets-")
-                .tempdir()
-                .map_err(logged(
-                    Refusal::StorageUnavailable,
-                    "creating the secrets folder",
-                ))?
-                .keep();
+            let dir = crate::commands::create_private_temp_dir("mosaic-up-secrets-")?;
             return Ok(Secrets { dir, made: true });
         };
         let dir = std::fs::canonicalize(&dir).map_err(|_| Refusal::UnsafePath)?;
