@@ -280,42 +280,70 @@ fn after_outcome_unknown(tool: Tool, args: &JsonObject) -> String {
         "{unknown} Look at the trail of the task or decision involved (call trail with its \
          task ref or decision id)."
     );
-    match tool.0 {
-        Verb::RoleClaim | Verb::RoleRelease => {
+    match Look::of(tool.0) {
+        Look::Agents => {
             format!("{unknown} Call agents to see whether your run holds its role now.")
         }
-        Verb::MessageReceive => format!(
+        Look::Inbox => format!(
             "{unknown} Messages may have been delivered to you and are never handed out \
              again: call inbox, which lists your unread messages."
         ),
-        Verb::BrowserRequest => {
+        Look::Page => {
             let page = "The page may have acted: take a browser_request snapshot to see it.";
             match id("decision") {
                 Some(decision) => format!("{} {page}", look(decision)),
                 None => format!("{unknown} {page}"),
             }
         }
-        Verb::RoleRevoke => id("decision").map_or(involved, look),
-        Verb::DecisionResolve | Verb::DecisionSeen | Verb::DecisionWithdraw | Verb::MessageRead => {
-            id("id").map_or(involved, look)
-        }
-        Verb::DecisionRaise => id("supersedes")
-            .or_else(|| id("task_ref"))
-            .map_or(involved, look),
-        Verb::MessageSend => id("decision")
-            .or_else(|| id("in_reply_to"))
-            .or_else(|| id("corrects"))
-            .map_or(involved, look),
-        Verb::EventEmit => id("subject").map_or(involved, look),
-        // Reads returned above; the launch switch is the human's, not a tool.
-        Verb::Inbox
-        | Verb::Tasks
-        | Verb::Agents
-        | Verb::Trail
-        | Verb::Head
-        | Verb::Changes
-        | Verb::LaunchRevoke
-        | Verb::LaunchRestore => involved,
+        Look::Trail(keys) => keys.iter().find_map(|key| id(key)).map_or(involved, look),
+    }
+}
+
+/// Where an agent looks after an `outcome-unknown` write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Look {
+    /// At `agents`: whether the run holds its role now.
+    Agents,
+    /// At `inbox`: the messages handed out are never handed out again.
+    Inbox,
+    /// At the trail of the decision named, then at the page.
+    Page,
+    /// At the trail of the first of these arguments that holds a strict id
+    /// or task ref, else at the trail of what is involved.
+    Trail(&'static [&'static str]),
+}
+
+/// The writes whose guidance names where to look. A table, not a match
+/// over every verb, so a new verb needs no line here: without a row it is
+/// told to look at the trail of what it involved, which is always true.
+const LOOKS: &[(Verb, Look)] = &[
+    (Verb::RoleClaim, Look::Agents),
+    (Verb::RoleRelease, Look::Agents),
+    (Verb::MessageReceive, Look::Inbox),
+    (Verb::BrowserRequest, Look::Page),
+    (Verb::RoleRevoke, Look::Trail(&["decision"])),
+    (Verb::DecisionResolve, Look::Trail(&["id"])),
+    (Verb::DecisionSeen, Look::Trail(&["id"])),
+    (Verb::DecisionWithdraw, Look::Trail(&["id"])),
+    (Verb::MessageRead, Look::Trail(&["id"])),
+    (
+        Verb::DecisionRaise,
+        Look::Trail(&["supersedes", "task_ref"]),
+    ),
+    (
+        Verb::MessageSend,
+        Look::Trail(&["decision", "in_reply_to", "corrects"]),
+    ),
+    (Verb::EventEmit, Look::Trail(&["subject"])),
+];
+
+impl Look {
+    /// The row of `verb`, or the trail of what it involved.
+    fn of(verb: Verb) -> Look {
+        LOOKS
+            .iter()
+            .find(|(row, _)| *row == verb)
+            .map_or(Look::Trail(&[]), |&(_, look)| look)
     }
 }
 
@@ -576,5 +604,21 @@ mod tests {
         assert!(text.contains("task or decision involved"), "{text}");
         let text = after_outcome_unknown(Tool(Verb::Trail), &args(json!({})));
         assert!(text.contains("calling it again is safe"), "{text}");
+    }
+
+    #[test]
+    fn each_guidance_row_is_an_agent_write_once_and_names_only_its_own_arguments() {
+        for (i, &(verb, look)) in LOOKS.iter().enumerate() {
+            assert!(!verb.is_read() && verb.serves(CallerKind::Agent), "{verb}");
+            assert!(LOOKS[..i].iter().all(|(v, _)| *v != verb), "{verb} twice");
+            let keys = match look {
+                Look::Trail(keys) => keys,
+                Look::Page => &["decision"][..],
+                Look::Agents | Look::Inbox => &[][..],
+            };
+            for key in keys {
+                assert!(verb.arg_keys().contains(key), "{verb} has no {key}");
+            }
+        }
     }
 }

@@ -170,6 +170,46 @@ impl Command {
         }
     }
 
+    /// Whether the command carries the caller's undelivered messages
+    /// (`message.receive`): the runtime reads them for an agent's, and
+    /// hands every other caller's over empty.
+    pub fn wants_batch(&self) -> bool {
+        matches!(self, Command::Receive { .. })
+    }
+
+    /// The command with the store facts the runtime read for it: what the
+    /// store has for [`Command::references`], or the batch when
+    /// [`Command::wants_batch`]. The one place a command's facts are put in,
+    /// for the runtime and the machine fuzzer alike; a command that carries
+    /// none comes back as it was.
+    pub fn with_facts(self, mut facts: Vec<MessageFacts>) -> Command {
+        match self {
+            Command::Send { id, input, .. } => Command::Send {
+                id,
+                input,
+                known: facts,
+            },
+            Command::Read { id, .. } => Command::Read {
+                id,
+                known: facts.pop(),
+            },
+            Command::Receive { .. } => Command::Receive { batch: facts },
+            command @ (Command::Claim
+            | Command::Release
+            | Command::Revoke { .. }
+            | Command::Raise { .. }
+            | Command::Resolve { .. }
+            | Command::Seen { .. }
+            | Command::Withdraw { .. }
+            | Command::EmitRoutine { .. }
+            | Command::LaunchRevoke
+            | Command::LaunchRestore
+            | Command::Authorize { .. }
+            | Command::RecordEvent { .. }
+            | Command::RecordBrowserOutcome { .. }) => command,
+        }
+    }
+
     /// The name of the verb this command serves, for refusal records: the
     /// verb table's wire name, or the trusted call's own name.
     pub fn verb(&self) -> &'static str {
@@ -302,5 +342,151 @@ impl Command {
             subject,
             request,
         })
+    }
+}
+
+/// What the machine fuzzer (`fuzzing::machines`) draws a verb's arguments
+/// from: its names and ids, decoded from the fuzzer's bytes.
+#[cfg(feature = "fuzzing")]
+pub trait Draw {
+    /// A role name, of the business or not.
+    fn role(&mut self) -> arbitrary::Result<crate::RoleInstance>;
+    /// A message's recipient: a role or the human.
+    fn recipient(&mut self) -> arbitrary::Result<Recipient>;
+    /// A decision raised earlier, or one never raised.
+    fn decision(&mut self) -> arbitrary::Result<DecisionId>;
+    /// The id of a decision being raised now.
+    fn new_decision(&mut self) -> DecisionId;
+    /// A message sent earlier, or one never sent.
+    fn message(&mut self) -> arbitrary::Result<MessageId>;
+    /// The id of a message being sent now.
+    fn new_message(&mut self) -> MessageId;
+    /// An option key.
+    fn key(&mut self) -> arbitrary::Result<crate::evidence::OptionKey>;
+    /// A target, or none.
+    fn target(&mut self) -> arbitrary::Result<Option<Target>>;
+    /// A subject, or none.
+    fn subject(&mut self) -> arbitrary::Result<Option<Subject>>;
+    /// An action to decide on.
+    fn action(&mut self) -> arbitrary::Result<Action>;
+    /// A `browser.` action.
+    fn browser_action(&mut self) -> arbitrary::Result<Action>;
+    /// A task ref.
+    fn task_ref(&mut self) -> arbitrary::Result<TaskRef>;
+    /// A yes or no.
+    fn flag(&mut self) -> arbitrary::Result<bool>;
+    /// A count from 0 to `max`.
+    fn up_to(&mut self, max: u8) -> arbitrary::Result<u8>;
+}
+
+#[cfg(feature = "fuzzing")]
+impl Command {
+    /// A command of `verb` as the machine fuzzer sends it, its store facts
+    /// still empty (the fuzzer puts them in with [`Command::with_facts`], as
+    /// the runtime does); `None` for a read, which never reaches the bus.
+    /// It sits beside the commands so that a new verb's command and its
+    /// drawing are one edit: the match names every verb, so a new one does
+    /// not compile until the fuzzer draws it.
+    ///
+    /// # Errors
+    /// When the fuzzer's bytes run out.
+    pub fn drawn(verb: Verb, d: &mut impl Draw) -> arbitrary::Result<Option<Command>> {
+        use crate::evidence::{DecisionOption, RaiseFields};
+        fn maybe<D: Draw + ?Sized, T>(
+            d: &mut D,
+            value: impl FnOnce(&mut D) -> arbitrary::Result<T>,
+        ) -> arbitrary::Result<Option<T>> {
+            if d.flag()? {
+                value(d).map(Some)
+            } else {
+                Ok(None)
+            }
+        }
+        Ok(Some(match verb {
+            Verb::RoleClaim => Command::Claim,
+            Verb::RoleRelease => Command::Release,
+            Verb::RoleRevoke => Command::Revoke {
+                role: d.role()?,
+                decision: d.decision()?,
+            },
+            Verb::DecisionRaise => {
+                let mut options = Vec::new();
+                for _ in 0..d.up_to(3)? {
+                    options.push(DecisionOption {
+                        key: d.key()?,
+                        text: "an option".to_owned(),
+                    });
+                }
+                let input = RaiseInput {
+                    fields: RaiseFields {
+                        action: d.action()?,
+                        target: d.target()?,
+                        question: "shall we?".to_owned(),
+                        options,
+                        recommendation: "yes".to_owned(),
+                        blocking: d.flag()?,
+                        technical: d.flag()?,
+                        project: None,
+                        task_ref: maybe(d, |d| d.task_ref())?,
+                        requirement_ref: None,
+                        supersedes: maybe(d, |d| d.decision())?,
+                    },
+                    choice: maybe(d, |d| d.key())?,
+                    approval_choice: maybe(d, |d| d.key())?,
+                };
+                Command::Raise {
+                    id: d.new_decision(),
+                    input: Box::new(input),
+                }
+            }
+            Verb::DecisionResolve => Command::Resolve {
+                id: d.decision()?,
+                choice: d.key()?,
+                note: None,
+            },
+            Verb::DecisionSeen => Command::Seen {
+                id: d.decision()?,
+                note: Some("seen".to_owned()),
+            },
+            Verb::DecisionWithdraw => Command::Withdraw {
+                id: d.decision()?,
+                note: None,
+            },
+            Verb::MessageSend => {
+                let input = SendInput {
+                    to: d.recipient()?,
+                    class: None,
+                    body: "hello".to_owned(),
+                    in_reply_to: maybe(d, |d| d.message())?,
+                    corrects: maybe(d, |d| d.message())?,
+                    decision: maybe(d, |d| d.decision())?,
+                };
+                Command::Send {
+                    id: d.new_message(),
+                    input: Box::new(input),
+                    known: Vec::new(),
+                }
+            }
+            Verb::MessageReceive => Command::Receive { batch: Vec::new() },
+            Verb::MessageRead => Command::Read {
+                id: d.message()?,
+                known: None,
+            },
+            Verb::EventEmit => Command::EmitRoutine {
+                target: d.target()?,
+                subject: d.subject()?,
+            },
+            Verb::LaunchRevoke => Command::LaunchRevoke,
+            Verb::LaunchRestore => Command::LaunchRestore,
+            // Authorized like any action; the runtime then carries it to a pane.
+            Verb::BrowserRequest => Command::Authorize {
+                action: d.browser_action()?,
+                target: d.target()?,
+                decision: maybe(d, |d| d.decision())?,
+            },
+            Verb::Inbox | Verb::Tasks | Verb::Agents | Verb::Trail | Verb::Head | Verb::Changes => {
+                return Ok(None)
+            }
+        }))
     }
 }

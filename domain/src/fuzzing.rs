@@ -111,13 +111,14 @@ mod machines {
         effective_timeout, BrowserAction, BrowserEffect, BrowserRequests, ClaimReply, ClientInfo,
         HttpUrl, PaneOutcome,
     };
-    use crate::bus::{Bus, BusMark, Caller, Command, Reply, SendInput};
+    use crate::bus::{Bus, BusMark, Caller, Command, Reply};
     use crate::business::{AuthoritySpec, RoleSpec};
     use crate::claims::Occupancy;
-    use crate::decisions::{RaiseInput, Status};
+    use crate::command::Draw;
+    use crate::decisions::Status;
     use crate::evidence::{
-        AgentRef, DecisionOption, Evidence, Harness, LaunchRecord, MessageEvidence, OptionKey,
-        RaiseFields, Recipient, Stamped, Subject,
+        AgentRef, Evidence, Harness, LaunchRecord, MessageEvidence, OptionKey, Recipient, Stamped,
+        Subject,
     };
     use crate::messages::{MessageFacts, RECEIVE_LIMIT};
     use crate::{
@@ -287,6 +288,78 @@ mod machines {
         draws: u64,
     }
 
+    /// The harness's names and ids, as [`Command::drawn`] draws them.
+    struct Drawer<'h, 'u, 'd> {
+        h: &'h mut BusHarness,
+        u: &'u mut Unstructured<'d>,
+    }
+
+    impl Draw for Drawer<'_, '_, '_> {
+        fn role(&mut self) -> Result<RoleInstance> {
+            Ok(name(pick(self.u, &ROLES)?, RoleInstance::parse))
+        }
+
+        fn recipient(&mut self) -> Result<Recipient> {
+            Ok(match pick(self.u, &ROLES)? {
+                "ghost" if self.u.arbitrary()? => Recipient::Human,
+                role => Recipient::Role(name(role, RoleInstance::parse)),
+            })
+        }
+
+        fn decision(&mut self) -> Result<DecisionId> {
+            self.h.decision(self.u)
+        }
+
+        fn new_decision(&mut self) -> DecisionId {
+            let id = DecisionId::from_random(self.h.draw());
+            self.h.decisions.push(id);
+            id
+        }
+
+        fn message(&mut self) -> Result<MessageId> {
+            self.h.message(self.u)
+        }
+
+        fn new_message(&mut self) -> MessageId {
+            let id = MessageId::from_random(self.h.draw());
+            self.h.sent.push(id);
+            id
+        }
+
+        fn key(&mut self) -> Result<OptionKey> {
+            BusHarness::key(self.u)
+        }
+
+        fn target(&mut self) -> Result<Option<Target>> {
+            BusHarness::target(self.u)
+        }
+
+        fn subject(&mut self) -> Result<Option<Subject>> {
+            self.h.subject(self.u)
+        }
+
+        fn action(&mut self) -> Result<Action> {
+            Ok(name(pick(self.u, &ACTIONS)?, Action::parse))
+        }
+
+        fn browser_action(&mut self) -> Result<Action> {
+            let action = format!("browser.{}", pick(self.u, &BrowserAction::NAMES)?);
+            Ok(name(&action, Action::parse))
+        }
+
+        fn task_ref(&mut self) -> Result<TaskRef> {
+            Ok(name("vikunja:1/2", TaskRef::parse))
+        }
+
+        fn flag(&mut self) -> Result<bool> {
+            self.u.arbitrary()
+        }
+
+        fn up_to(&mut self, max: u8) -> Result<u8> {
+            self.u.int_in_range(0..=max)
+        }
+    }
+
     fn run_bus(u: &mut Unstructured<'_>) -> Result<()> {
         let businesses = businesses();
         let bus = Bus::new(businesses.clone(), None);
@@ -439,143 +512,38 @@ mod machines {
             let Some(&verb) = Verb::ALL.get(i) else {
                 return Ok(Some((None, self.trusted(u, i - Verb::ALL.len())?)));
             };
-            Ok(self.verb_command(u, caller, verb)?.map(|c| (Some(verb), c)))
+            let Some(command) = Command::drawn(verb, &mut Drawer { h: self, u })? else {
+                return Ok(None);
+            };
+            let facts = self.facts(caller, &command);
+            Ok(Some((Some(verb), command.with_facts(facts))))
         }
 
-        /// The bus command of `verb`. The match names every verb, so a new
-        /// one does not compile until the harness fuzzes it.
-        fn verb_command(
-            &mut self,
-            u: &mut Unstructured<'_>,
-            caller: &Caller,
-            verb: Verb,
-        ) -> Result<Option<Command>> {
-            Ok(Some(match verb {
-                Verb::RoleClaim => Command::Claim,
-                Verb::RoleRelease => Command::Release,
-                Verb::RoleRevoke => Command::Revoke {
-                    role: name(pick(u, &ROLES)?, RoleInstance::parse),
-                    decision: self.decision(u)?,
-                },
-                Verb::DecisionRaise => {
-                    let mut options = Vec::new();
-                    for _ in 0..u.int_in_range(0..=3u8)? {
-                        options.push(DecisionOption {
-                            key: Self::key(u)?,
-                            text: "an option".to_owned(),
-                        });
-                    }
-                    let input = RaiseInput {
-                        fields: RaiseFields {
-                            action: name(pick(u, &ACTIONS)?, Action::parse),
-                            target: Self::target(u)?,
-                            question: "shall we?".to_owned(),
-                            options,
-                            recommendation: "yes".to_owned(),
-                            blocking: u.arbitrary()?,
-                            technical: u.arbitrary()?,
-                            project: None,
-                            task_ref: Self::option(u, |_| Ok(name("vikunja:1/2", TaskRef::parse)))?,
-                            requirement_ref: None,
-                            supersedes: Self::option(u, |u| self.decision(u))?,
-                        },
-                        choice: Self::option(u, Self::key)?,
-                        approval_choice: Self::option(u, Self::key)?,
-                    };
-                    let id = DecisionId::from_random(self.draw());
-                    self.decisions.push(id);
-                    Command::Raise {
-                        id,
-                        input: Box::new(input),
-                    }
-                }
-                Verb::DecisionResolve => Command::Resolve {
-                    id: self.decision(u)?,
-                    choice: Self::key(u)?,
-                    note: None,
-                },
-                Verb::DecisionSeen => Command::Seen {
-                    id: self.decision(u)?,
-                    note: Some("seen".to_owned()),
-                },
-                Verb::DecisionWithdraw => Command::Withdraw {
-                    id: self.decision(u)?,
-                    note: None,
-                },
-                Verb::MessageSend => {
-                    let to = match pick(u, &ROLES)? {
-                        "ghost" if u.arbitrary()? => Recipient::Human,
-                        role => Recipient::Role(name(role, RoleInstance::parse)),
-                    };
-                    let input = SendInput {
-                        to,
-                        class: None,
-                        body: "hello".to_owned(),
-                        in_reply_to: Self::option(u, |u| self.message(u))?,
-                        corrects: Self::option(u, |u| self.message(u))?,
-                        decision: Self::option(u, |u| self.decision(u))?,
-                    };
-                    let staged = self.staged_messages();
-                    let known = [input.in_reply_to, input.corrects]
-                        .into_iter()
-                        .flatten()
-                        .filter_map(|id| staged.get(&id).cloned())
-                        .collect();
-                    let id = MessageId::from_random(self.draw());
-                    self.sent.push(id);
-                    Command::Send {
-                        id,
-                        input: Box::new(input),
-                        known,
-                    }
-                }
-                Verb::MessageReceive => {
-                    // What the runtime reads for `message.receive`: the
-                    // undelivered messages for the caller's role.
-                    let batch = match caller {
-                        Caller::Agent { business, agent } => self
-                            .staged_messages()
-                            .into_values()
+        /// The store facts the runtime would read for `command`: the
+        /// messages it references, and for an agent's `message.receive` its
+        /// role's undelivered messages.
+        fn facts(&self, caller: &Caller, command: &Command) -> Vec<MessageFacts> {
+            let staged = self.staged_messages();
+            let mut facts = Vec::new();
+            if command.wants_batch() {
+                match caller {
+                    Caller::Agent { business, agent } => facts.extend(
+                        staged
+                            .values()
                             .filter(|m| {
                                 &m.record.business == business
                                     && m.record.to == Recipient::Role(agent.role.clone())
                                     && m.delivered_to.is_none()
                             })
                             .take(RECEIVE_LIMIT)
-                            .collect(),
-                        Caller::Reader { .. } | Caller::Human { .. } => Vec::new(),
-                    };
-                    Command::Receive { batch }
-                }
-                Verb::MessageRead => {
-                    let id = self.message(u)?;
-                    Command::Read {
-                        id,
-                        known: self.staged_messages().remove(&id),
-                    }
-                }
-                Verb::EventEmit => Command::EmitRoutine {
-                    target: Self::target(u)?,
-                    subject: self.subject(u)?,
-                },
-                Verb::LaunchRevoke => Command::LaunchRevoke,
-                Verb::LaunchRestore => Command::LaunchRestore,
-                // Authorized like any action; the runtime then carries it to a pane.
-                Verb::BrowserRequest => Command::Authorize {
-                    action: name(
-                        &format!("browser.{}", pick(u, &BrowserAction::NAMES)?),
-                        Action::parse,
+                            .cloned(),
                     ),
-                    target: Self::target(u)?,
-                    decision: Self::option(u, |u| self.decision(u))?,
-                },
-                Verb::Inbox
-                | Verb::Tasks
-                | Verb::Agents
-                | Verb::Trail
-                | Verb::Head
-                | Verb::Changes => return Ok(None),
-            }))
+                    Caller::Reader { .. } | Caller::Human { .. } => {}
+                }
+            }
+            let referenced = command.references();
+            facts.extend(referenced.iter().filter_map(|id| staged.get(id).cloned()));
+            facts
         }
 
         /// Trusted call `i` of [`TRUSTED_CALLS`]: `authorize`, the broker's

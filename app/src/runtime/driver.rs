@@ -421,42 +421,23 @@ impl<S: EvidenceStore> Driver<S> {
 
     /// Fills in the store facts a message verb carries.
     fn with_facts(&self, caller: &Caller, command: Command) -> Result<Command, Refusal> {
-        let mut known = Vec::new();
-        for id in command.references() {
-            known.extend(self.store.message(&id).map_err(storage)?);
-        }
-        Ok(match command {
-            Command::Send { id, input, .. } => Command::Send { id, input, known },
-            Command::Read { id, .. } => Command::Read {
-                id,
-                known: known.pop(),
-            },
-            Command::Receive { .. } => match caller {
-                Caller::Agent { business, agent } => Command::Receive {
-                    batch: receive_batch(
+        let mut facts = Vec::new();
+        if command.wants_batch() {
+            match caller {
+                Caller::Agent { business, agent } => {
+                    facts = receive_batch(
                         self.store
                             .undelivered(business, &agent.role, RECEIVE_LIMIT)
                             .map_err(storage)?,
-                    ),
-                },
-                Caller::Reader { .. } | Caller::Human { .. } => {
-                    Command::Receive { batch: Vec::new() }
+                    );
                 }
-            },
-            command @ (Command::Claim
-            | Command::Release
-            | Command::Revoke { .. }
-            | Command::Raise { .. }
-            | Command::Resolve { .. }
-            | Command::Seen { .. }
-            | Command::Withdraw { .. }
-            | Command::EmitRoutine { .. }
-            | Command::LaunchRevoke
-            | Command::LaunchRestore
-            | Command::Authorize { .. }
-            | Command::RecordEvent { .. }
-            | Command::RecordBrowserOutcome { .. }) => command,
-        })
+                Caller::Reader { .. } | Caller::Human { .. } => {}
+            }
+        }
+        for id in command.references() {
+            facts.extend(self.store.message(&id).map_err(storage)?);
+        }
+        Ok(command.with_facts(facts))
     }
 }
 
