@@ -7,7 +7,7 @@ use std::os::unix::net::{SocketAddr, UnixListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-use crate::private_dir;
+use crate::support::up::private_dir;
 
 /// What the human has outside the sandbox: a private tmux server with a
 /// session `human` running its shell, an abstract socket, a process of its
