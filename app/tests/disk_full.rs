@@ -19,20 +19,21 @@
 //! saying why: it never skips. Needs bwrap (`.ci/sandbox-deps`).
 //!
 //! Nothing sleeps: the agent reports through a fifo and waits on another,
-//! and every wait is bounded by [`WAIT`].
+//! and every wait is bounded by [`WAIT`] or, for `up`, by
+//! [`support::up::UP_WAIT`].
 
 #[path = "support/mod.rs"]
 mod support;
 
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::mpsc;
 
 use serde_json::{json, Value};
 
 use support::detached::{detached, Pending};
+use support::up::{mkfifo, private_dir, reader_call, stop, summary};
 use support::{BIN, WAIT};
 
 /// Set in the re-run inside the namespaces: the file the child writes once
@@ -124,19 +125,6 @@ fn in_namespace(why: &str) {
     );
 }
 
-/// A new folder of mode 0700, as a data root must be.
-fn private_dir(dir: &Path) -> PathBuf {
-    std::fs::create_dir(dir).expect("mkdir");
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).expect("chmod");
-    dir.to_owned()
-}
-
-#[track_caller]
-fn mkfifo(path: &Path) {
-    let made = Command::new("mkfifo").arg(path).status().expect("mkfifo");
-    assert!(made.success(), "mkfifo {}", path.display());
-}
-
 /// The lines of the fifo at `path`, each sent as it comes: the fifo is
 /// held open for writing too, so it never ends between the agent's lines.
 fn fifo_lines(path: &Path) -> mpsc::Receiver<String> {
@@ -178,46 +166,6 @@ fn open_gate(gate: &Path) {
         .open(gate)
         .expect("open the gate");
     fifo.write_all(b"\n").expect("open the gate");
-}
-
-/// The first stdout line of `child`, within [`WAIT`]; stdout is then read
-/// to its end on a thread, so `up` never blocks on it.
-fn first_line(child: &mut Child) -> String {
-    let stdout = child.stdout.take().expect("stdout");
-    let (send, receive) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut lines = BufReader::new(stdout).lines();
-        let _ = send.send(lines.next().and_then(Result::ok).unwrap_or_default());
-        lines.for_each(drop);
-    });
-    receive.recv_timeout(WAIT).expect("a first line from up")
-}
-
-/// Waits for `child`, killing it after [`WAIT`].
-fn wait(mut child: Child) -> std::process::ExitStatus {
-    let pid = rustix::process::Pid::from_child(&child);
-    let (send, receive) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = send.send(child.wait().expect("wait"));
-    });
-    receive.recv_timeout(WAIT).unwrap_or_else(|_| {
-        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-        panic!("up did not exit within {WAIT:?}");
-    })
-}
-
-/// `mosaic-bus call VERB ARGS` with the reader capability: its `result`.
-#[track_caller]
-fn reader_call(socket: &str, cap: &str, verb: &str, args: Value) -> Value {
-    let out = Command::new(BIN)
-        .args(["call", verb, &args.to_string(), "--socket", socket])
-        .args(["--cap-file", cap])
-        .stdin(Stdio::null())
-        .output()
-        .expect("mosaic-bus call");
-    let answer: Value = serde_json::from_slice(&out.stdout).expect("a JSON answer");
-    assert_eq!(answer["ok"], true, "{verb}: {answer}");
-    answer["result"].clone()
 }
 
 /// The human CLI from outside, detached from this test: its `result`.
@@ -277,14 +225,9 @@ fn a_full_disk_leaves_the_human_served_and_agents_refused_until_space_returns() 
         .stderr(std::fs::File::create(&log_path).expect("the log"))
         .spawn()
         .expect("spawn up");
-    let first = first_line(&mut up);
-    let summary: Value = serde_json::from_str(&first).unwrap_or_else(|e| {
-        let _ = up.kill();
-        let log = std::fs::read_to_string(&log_path).unwrap_or_default();
-        panic!("a JSON first line: {e}: {first:?}\n{log}")
-    });
+    let summary = summary(&mut up, &log_path);
     let socket = summary["socket"].as_str().expect("socket").to_owned();
-    let reader_cap = summary["readerCap"].as_str().expect("readerCap").to_owned();
+    let reader_cap = PathBuf::from(summary["readerCap"].as_str().expect("readerCap"));
     let reader = |verb: &str, args: Value| reader_call(&socket, &reader_cap, verb, args);
     let reserve = root.join("bus").join(mosaic_adapters::sqlite::RESERVE_FILE);
     let reserve_len = || std::fs::metadata(&reserve).expect("the reserve").len();
@@ -344,12 +287,7 @@ fn a_full_disk_leaves_the_human_served_and_agents_refused_until_space_returns() 
     assert!(!inbox.contains("from a full disk"), "{inbox}");
 
     open_gate(&work.join("gate"));
-    rustix::process::kill_process(
-        rustix::process::Pid::from_child(&up),
-        rustix::process::Signal::TERM,
-    )
-    .expect("stop up");
-    let status = wait(up);
+    let status = stop(up);
     let log = std::fs::read_to_string(&log_path).expect("the log");
     assert!(status.success(), "{status}\n{log}");
     // Why agents were refused, once; and that space returned, once.

@@ -301,10 +301,10 @@ fn no_reason_shows_environment_values() {
 // ---------------------------------------------------------------------------
 // The peer.
 
-#[test]
-fn a_peer_in_another_namespace_is_refused_naming_which() {
-    let other = NamespaceId { dev: 4, ino: 99 };
-    let cases = [
+/// The host's namespaces with one of pid, mount and user moved to
+/// `other`, each with the name a refusal gives it.
+fn other_namespaces(other: NamespaceId) -> [(Namespaces, &'static str); 3] {
+    [
         (
             Namespaces {
                 pid: other,
@@ -326,8 +326,13 @@ fn a_peer_in_another_namespace_is_refused_naming_which() {
             },
             "user",
         ),
-    ];
-    for (namespaces, kind) in cases {
+    ]
+}
+
+#[test]
+fn a_peer_in_another_namespace_is_refused_naming_which() {
+    let other = NamespaceId { dev: 4, ino: 99 };
+    for (namespaces, kind) in other_namespaces(other) {
         // Everything else about the peer is the human's own CLI.
         let table = chain().with(peer().namespaces(namespaces));
         assert_refused(&table, ProofFailure::OtherNamespace { kind });

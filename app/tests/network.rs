@@ -17,21 +17,21 @@
 //! `setpriv --reuid=65534 --regid=65534 --clear-groups env HOME=/tmp
 //! TMPDIR=/tmp target/debug/deps/network-<hash>`. Needs bwrap and python3.
 //!
-//! Every wait is bounded ([`WAIT`]): for `up`'s first line, for the
+//! Every wait is bounded ([`UP_WAIT`]): for `up`'s first line, for the
 //! agents' reports (polled with a short pause) and for `up`'s exit.
+
+#[path = "support/mod.rs"]
+mod support;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-
-const BIN: &str = env!("CARGO_BIN_EXE_mosaic-bus");
-const WAIT: Duration = Duration::from_secs(60);
-const PYTHON: &str = "/usr/bin/python3";
+use support::up::{first_line, private_dir, stop, PYTHON, UP_WAIT};
+use support::BIN;
 
 /// The agents: role and network.
 const AGENTS: [(&str, &str); 3] = [
@@ -180,48 +180,14 @@ fn config(work: &Path, service: u16, echo: u16) -> PathBuf {
     path
 }
 
-/// A new folder of mode 0700, as the data root must be.
-fn private_dir(dir: &Path) {
-    std::fs::create_dir(dir).expect("mkdir");
-    std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))
-        .expect("chmod");
-}
-
-/// The first stdout line of `child`, within [`WAIT`]; stdout is then read
-/// to its end on a thread, so `up` never blocks on it.
-fn first_line(child: &mut Child) -> String {
-    let stdout = child.stdout.take().expect("stdout");
-    let (send, receive) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut lines = BufReader::new(stdout).lines();
-        let first = lines.next().and_then(Result::ok).unwrap_or_default();
-        let _ = send.send(first);
-        lines.for_each(drop);
-    });
-    receive.recv_timeout(WAIT).expect("a first line from up")
-}
-
-/// Waits for `child`, killing it after [`WAIT`].
-fn wait(mut child: Child) -> ExitStatus {
-    let pid = rustix::process::Pid::from_child(&child);
-    let (send, receive) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = send.send(child.wait().expect("wait"));
-    });
-    receive.recv_timeout(WAIT).unwrap_or_else(|_| {
-        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-        panic!("up did not exit within {WAIT:?}");
-    })
-}
-
 /// Each agent's report, once all are written (polled with a short pause,
-/// within [`WAIT`]); `None` for one that never came.
+/// within [`UP_WAIT`]); `None` for one that never came.
 fn reports(work: &Path) -> Vec<Option<Value>> {
     let paths: Vec<PathBuf> = AGENTS
         .iter()
         .map(|(role, _)| work.join(role).join("report.json"))
         .collect();
-    let deadline = Instant::now() + WAIT;
+    let deadline = Instant::now() + UP_WAIT;
     while !paths.iter().all(|p| p.exists()) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -235,7 +201,7 @@ fn reports(work: &Path) -> Vec<Option<Value>> {
 }
 
 /// The bridges of this binary still running once every agent's sandbox
-/// has had time to end (polled with a short pause, within [`WAIT`]): their
+/// has had time to end (polled with a short pause, within [`UP_WAIT`]): their
 /// pids, seen from outside.
 fn bridges_after_the_agents() -> Vec<u32> {
     let bridges = || -> Vec<u32> {
@@ -251,7 +217,7 @@ fn bridges_after_the_agents() -> Vec<u32> {
             })
             .collect()
     };
-    let deadline = Instant::now() + WAIT;
+    let deadline = Instant::now() + UP_WAIT;
     loop {
         let left = bridges();
         if left.is_empty() || Instant::now() >= deadline {
@@ -300,12 +266,7 @@ fn a_loopback_service_is_out_of_reach_but_with_network_host() {
     // The agents end once they have reported; the proxied one's bridge
     // ends with its sandbox, while `up` still serves.
     let bridges_left = bridges_after_the_agents();
-    rustix::process::kill_process(
-        rustix::process::Pid::from_child(&child),
-        rustix::process::Signal::TERM,
-    )
-    .expect("stop up");
-    let status = wait(child);
+    let status = stop(child);
     let log = std::fs::read_to_string(&log_path).expect("the log");
     let summary: Value = serde_json::from_str(&first)
         .unwrap_or_else(|e| panic!("a JSON first line: {e}: {first:?}\n{log}"));

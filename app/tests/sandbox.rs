@@ -18,8 +18,8 @@
 //! bwrap, tmux and python3 (`.ci/sandbox-deps`).
 //!
 //! Nothing sleeps: every wait is for a line, a fifo, the end of a process
-//! or the answer of a detached CLI, each bounded ([`WAIT`], or `timeout` in
-//! the script).
+//! or the answer of a detached CLI, each bounded
+//! ([`support::up::UP_WAIT`], or `timeout` in the script).
 
 #[path = "sandbox/config.rs"]
 mod config;
@@ -40,74 +40,15 @@ mod resources;
 #[path = "sandbox/terminal.rs"]
 mod terminal;
 
-use std::io::{BufRead, BufReader};
+#[path = "support/mod.rs"]
+mod support;
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
+use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
-
-const BIN: &str = env!("CARGO_BIN_EXE_mosaic-bus");
-const WAIT: Duration = Duration::from_secs(60);
-const PYTHON: &str = "/usr/bin/python3";
-
-/// A new folder of mode 0700, as the data root and the secrets folder
-/// must be.
-fn private_dir(dir: &Path) {
-    std::fs::create_dir(dir).expect("mkdir");
-    std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))
-        .expect("chmod");
-}
-
-/// `mosaic-bus call VERB ARGS` with the reader capability; its answer's
-/// `result`.
-fn reader_call(socket: &str, cap: &Path, verb: &str, args: Value) -> Value {
-    let out = Command::new(BIN)
-        .args([
-            "call",
-            verb,
-            &args.to_string(),
-            "--socket",
-            socket,
-            "--cap-file",
-        ])
-        .arg(cap)
-        .stdin(Stdio::null())
-        .output()
-        .expect("mosaic-bus call");
-    let answer: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{verb}: {e}: {}", String::from_utf8_lossy(&out.stdout)));
-    assert_eq!(answer["ok"], true, "{verb}: {answer}");
-    answer["result"].clone()
-}
-
-/// The first stdout line of `child`, within [`WAIT`]; stdout is then read
-/// to its end on a thread, so `up` never blocks on it.
-fn first_line(child: &mut Child) -> String {
-    let stdout = child.stdout.take().expect("stdout");
-    let (send, receive) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut lines = BufReader::new(stdout).lines();
-        let first = lines.next().and_then(Result::ok).unwrap_or_default();
-        let _ = send.send(first);
-        lines.for_each(drop);
-    });
-    receive.recv_timeout(WAIT).expect("a first line from up")
-}
-
-/// Waits for `child`, killing it after [`WAIT`].
-fn wait(mut child: Child) -> ExitStatus {
-    let pid = rustix::process::Pid::from_child(&child);
-    let (send, receive) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = send.send(child.wait().expect("wait"));
-    });
-    receive.recv_timeout(WAIT).unwrap_or_else(|_| {
-        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-        panic!("up did not exit within {WAIT:?}");
-    })
-}
+use support::up::{first_line, private_dir, reader_call, stop, wait, PYTHON};
+use support::BIN;
 
 #[test]
 fn a_human_cli_in_another_pid_namespace_is_refused_with_its_reason_logged() {
@@ -167,12 +108,7 @@ fn a_human_cli_in_another_pid_namespace_is_refused_with_its_reason_logged() {
     // reached the human's inbox.
     let reader_cap = PathBuf::from(summary["readerCap"].as_str().expect("readerCap"));
     let inbox = reader_call(&socket, &reader_cap, "inbox", json!({}));
-    rustix::process::kill_process(
-        rustix::process::Pid::from_child(&up),
-        rustix::process::Signal::TERM,
-    )
-    .expect("stop up");
-    let status = wait(up);
+    let status = stop(up);
     let log = std::fs::read_to_string(&log_path).expect("log");
     assert_eq!(
         answer, r#"{"error":"human-proof-failed","ok":false}"#,

@@ -25,14 +25,13 @@
 #[path = "support/mod.rs"]
 mod support;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use support::detached::{detached, Pending};
+use support::up::{first_line, private_dir, stop, PYTHON};
 use support::{BIN, POLL, WAIT};
 
 /// The product's promise: the human is answered within a second, whatever
@@ -164,13 +163,6 @@ while not os.path.exists("stop"):
 note("report")
 "#;
 
-/// A new folder of mode 0700, as the data root must be.
-fn private_dir(dir: &Path) {
-    std::fs::create_dir(dir).expect("mkdir");
-    std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))
-        .expect("chmod");
-}
-
 /// The configuration: business `x` of the human `alice`, one sandboxed
 /// agent (role `a`) running [`AGENT`] in `agent_dir`.
 fn config(work: &Path, agent_dir: &Path) -> PathBuf {
@@ -185,26 +177,12 @@ fn config(work: &Path, agent_dir: &Path) -> PathBuf {
             "role": "a",
             "harness": "pi",
             "workdir": agent_dir,
-            "command": ["/usr/bin/python3", "-c", AGENT, WAITS.to_string(), FORGERS.to_string()],
+            "command": [PYTHON, "-c", AGENT, WAITS.to_string(), FORGERS.to_string()],
         }],
     });
     let path = dir.join("up.json");
     std::fs::write(&path, config.to_string()).expect("write the configuration");
     path
-}
-
-/// The first stdout line of `child`, within [`WAIT`]; the rest is read to
-/// its end on a thread, so `up` never blocks on it.
-fn first_line(child: &mut Child) -> String {
-    let stdout = child.stdout.take().expect("stdout");
-    let (send, receive) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut lines = BufReader::new(stdout).lines();
-        let first = lines.next().and_then(Result::ok).unwrap_or_default();
-        let _ = send.send(first);
-        lines.for_each(drop);
-    });
-    receive.recv_timeout(WAIT).expect("a first line from up")
 }
 
 /// `up`, stopped (`SIGTERM`) and reaped when dropped, so a failed
@@ -219,7 +197,7 @@ impl Up {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    /// Stops `up` and waits (at most [`WAIT`]) for its exit.
+    /// Stops `up` and waits (at most [`support::up::UP_WAIT`]) for its exit.
     fn stop(mut self) -> ExitStatus {
         let child = self.child.take().expect("running");
         stop(child)
@@ -232,19 +210,6 @@ impl Drop for Up {
             let _ = stop(child);
         }
     }
-}
-
-fn stop(mut child: Child) -> ExitStatus {
-    let pid = rustix::process::Pid::from_child(&child);
-    let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
-    let (send, receive) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = send.send(child.wait().expect("wait"));
-    });
-    receive.recv_timeout(WAIT).unwrap_or_else(|_| {
-        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-        panic!("up did not exit within {WAIT:?}");
-    })
 }
 
 /// The JSON the agent wrote to `name` in its workdir, once it is there.

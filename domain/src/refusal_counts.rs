@@ -88,19 +88,7 @@ impl RefusalWindows {
     /// Whether `record`, refused at `now`, is written as a row or counted.
     /// A window that is over is closed first (its count kept to write).
     pub fn tally(&mut self, now: Timestamp, record: &RefusalRecord) -> Tally {
-        if let Some(window) = self.open.get(record) {
-            if over(window, now) {
-                let window = *window;
-                self.open.remove(record);
-                self.end(record.clone(), window);
-            }
-        }
-        let window = self.open.entry(record.clone()).or_insert(Window {
-            since: now,
-            rows: 0,
-            counted: 0,
-            staged: 0,
-        });
+        let window = self.window(now, record);
         if window.rows < rows_per_window(record) {
             window.rows += 1;
             Tally::Row
@@ -115,6 +103,13 @@ impl RefusalWindows {
     /// refusal rows for now (its disk is full, and what room is left is
     /// the human's). A window that is over is closed first.
     pub fn count(&mut self, now: Timestamp, record: &RefusalRecord) {
+        let window = self.window(now, record);
+        window.staged += 1;
+    }
+
+    /// The open window of `record` at `now`, a new one when there was none
+    /// or the last is over (then closed first, its count kept to write).
+    fn window(&mut self, now: Timestamp, record: &RefusalRecord) -> &mut Window {
         if let Some(window) = self.open.get(record) {
             if over(window, now) {
                 let window = *window;
@@ -122,13 +117,12 @@ impl RefusalWindows {
                 self.end(record.clone(), window);
             }
         }
-        let window = self.open.entry(record.clone()).or_insert(Window {
+        self.open.entry(record.clone()).or_insert(Window {
             since: now,
             rows: 0,
             counted: 0,
             staged: 0,
-        });
-        window.staged += 1;
+        })
     }
 
     /// The open batch committed (`true`): its counts are kept. It failed

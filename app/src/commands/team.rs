@@ -316,9 +316,10 @@ impl UpConfig {
     }
 }
 
-/// The files that hold `business`'s service tokens.
-fn credential_file_paths(business: &Business) -> Vec<PathBuf> {
-    use mosaic_domain::business::CredentialSource;
+/// Where `business`'s roles read their service tokens from.
+fn credential_sources(
+    business: &Business,
+) -> impl Iterator<Item = &mosaic_domain::business::CredentialSource> {
     business
         .roles()
         .flat_map(|(_, role)| {
@@ -328,9 +329,16 @@ fn credential_file_paths(business: &Business) -> Vec<PathBuf> {
                 credentials.vikunja.as_ref().map(|c| &c.source),
             ]
         })
+        .flatten()
+}
+
+/// The files that hold `business`'s service tokens.
+fn credential_file_paths(business: &Business) -> Vec<PathBuf> {
+    use mosaic_domain::business::CredentialSource;
+    credential_sources(business)
         .filter_map(|source| match source {
-            Some(CredentialSource::File(path)) => Some(PathBuf::from(path)),
-            Some(CredentialSource::Env(_)) | None => None,
+            CredentialSource::File(path) => Some(PathBuf::from(path)),
+            CredentialSource::Env(_) => None,
         })
         .collect()
 }
@@ -338,18 +346,10 @@ fn credential_file_paths(business: &Business) -> Vec<PathBuf> {
 /// The environment variables that hold `business`'s service tokens.
 fn credential_env_names(business: &Business) -> Vec<String> {
     use mosaic_domain::business::CredentialSource;
-    business
-        .roles()
-        .flat_map(|(_, role)| {
-            let credentials = role.credentials();
-            [
-                credentials.gitea.as_ref().map(|c| &c.source),
-                credentials.vikunja.as_ref().map(|c| &c.source),
-            ]
-        })
+    credential_sources(business)
         .filter_map(|source| match source {
-            Some(CredentialSource::Env(name)) => Some(name.clone()),
-            Some(CredentialSource::File(_)) | None => None,
+            CredentialSource::Env(name) => Some(name.clone()),
+            CredentialSource::File(_) => None,
         })
         .collect()
 }

@@ -24,30 +24,7 @@ fn the_human_and_a_same_namespace_forger_may_take_a_reserve_place() {
 #[test]
 fn a_peer_in_any_other_namespace_or_of_another_user_may_not() {
     let other = NamespaceId { dev: 4, ino: 1000 };
-    let cases = [
-        (
-            Namespaces {
-                pid: other,
-                ..HOST_NAMESPACES
-            },
-            "pid",
-        ),
-        (
-            Namespaces {
-                mnt: other,
-                ..HOST_NAMESPACES
-            },
-            "mount",
-        ),
-        (
-            Namespaces {
-                user: other,
-                ..HOST_NAMESPACES
-            },
-            "user",
-        ),
-    ];
-    for (namespaces, kind) in cases {
+    for (namespaces, kind) in other_namespaces(other) {
         let sandboxed = chain().with(peer().namespaces(namespaces));
         assert_eq!(
             admitted(&sandboxed, HUMAN),

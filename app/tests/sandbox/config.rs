@@ -132,11 +132,7 @@ fn a_write_path_and_a_workdir_made_links_into_the_home_are_refused_the_next_time
         std::fs::create_dir(layout.team.join(dir)).expect("mkdir");
     }
     for fifo in ["mounted", "planted"] {
-        let made = std::process::Command::new("mkfifo")
-            .arg(layout.team.join(fifo))
-            .status()
-            .expect("mkfifo");
-        assert!(made.success());
+        crate::support::up::mkfifo(&layout.team.join(fifo));
     }
     let mut planter = layout.agent("b", PLANT);
     planter["env"] = json!(["PROBE_BASHRC"]);

@@ -8,12 +8,12 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
-use std::sync::mpsc;
 
 use serde_json::{json, Value};
 
 use crate::outside::Outside;
-use crate::{first_line, private_dir, reader_call, wait, BIN, PYTHON, WAIT};
+use crate::support::up::{mkfifo, private_dir, reader_call, stop, summary, written_within};
+use crate::{BIN, PYTHON};
 
 /// What the prober tries, one `name=result` line each, into `report` in
 /// its workdir; it ends by writing `finished`. The victim (role `b`) holds
@@ -155,11 +155,7 @@ pub fn config(work: &Path, sandbox: &str) -> PathBuf {
     std::fs::write(&probe, PROBE).expect("write the probe");
     std::fs::write(dir.join("probe.py"), PROBE_PY).expect("write the probe");
     for fifo in ["gate", "finished"] {
-        let made = Command::new("mkfifo")
-            .arg(dir.join(fifo))
-            .status()
-            .expect("mkfifo");
-        assert!(made.success());
+        mkfifo(&dir.join(fifo));
     }
     let env = ["OUTSIDE_PID", "HUMAN_TMP", "TMUX_SOCKET", "ABSTRACT_NAME"];
     let config = json!({
@@ -245,27 +241,14 @@ pub fn run_up(config: &Path, work: &Path, outside: &Outside, wrapper: &[&str]) -
         .stderr(log)
         .spawn()
         .expect("spawn up");
-    let first = first_line(&mut child);
-    let summary: Value = serde_json::from_str(&first).unwrap_or_else(|e| {
-        let _ = child.kill();
-        let log = std::fs::read_to_string(&log_path).unwrap_or_default();
-        panic!("a JSON first line: {e}: {first:?}\n{log}")
-    });
+    let summary = summary(&mut child, &log_path);
     // The victim writes `finished` once the prober is done and it has
     // asked the change feed.
-    let finished = work.join("team/finished");
-    let (send, receive) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = send.send(std::fs::read_to_string(finished));
-    });
-    let done = receive.recv_timeout(WAIT);
+    let done = written_within(work.join("team/finished"));
     let reader_cap = PathBuf::from(summary["readerCap"].as_str().expect("readerCap"));
     let socket = summary["socket"].as_str().expect("socket").to_owned();
     let reader = |verb: &str, args: Value| reader_call(&socket, &reader_cap, verb, args);
-    let report = match done {
-        Ok(_) => report(work),
-        Err(_) => HashMap::new(),
-    };
+    let report = if done { report(work) } else { HashMap::new() };
     let inbox = reader("inbox", json!({}));
     let mut trails = HashMap::new();
     for (name, answer) in &report {
@@ -280,14 +263,9 @@ pub fn run_up(config: &Path, work: &Path, outside: &Outside, wrapper: &[&str]) -
         .ok()
         .and_then(|text| serde_json::from_str::<Value>(&text).ok())
         .map_or(Value::Null, |answer| answer["result"].clone());
-    rustix::process::kill_process(
-        rustix::process::Pid::from_child(&child),
-        rustix::process::Signal::TERM,
-    )
-    .expect("stop up");
-    let status = wait(child);
+    let status = stop(child);
     let log = std::fs::read_to_string(&log_path).expect("the log");
-    assert!(done.is_ok(), "the probes finished\n{log}");
+    assert!(done, "the probes finished\n{log}");
     Run {
         summary,
         report,

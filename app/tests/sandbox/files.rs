@@ -10,6 +10,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use mosaic_app::commands::up::SANDBOX_ETC;
 use serde_json::{json, Value};
 
 use crate::probe::{Layout, Stayed};
@@ -119,31 +120,7 @@ fn the_agent_sees_no_file_of_the_host_it_was_not_granted() {
     }
     // /etc holds the named list and nothing else.
     for name in r["etc"].split_whitespace() {
-        assert!(
-            [
-                "passwd",
-                "group",
-                "nsswitch.conf",
-                "host.conf",
-                "gai.conf",
-                "services",
-                "protocols",
-                "hosts",
-                "resolv.conf",
-                "ssl",
-                "ca-certificates",
-                "ca-certificates.conf",
-                "pki",
-                "localtime",
-                "timezone",
-                "ld.so.cache",
-                "ld.so.conf",
-                "ld.so.conf.d",
-                "alternatives",
-            ]
-            .contains(&name),
-            "{name} in /etc: {r:?}"
-        );
+        assert!(SANDBOX_ETC.contains(&name), "{name} in /etc: {r:?}");
     }
     assert!(r["etc"].contains("passwd"), "{r:?}");
     assert_eq!(r["credential"], "failed", "{r:?}");

@@ -7,7 +7,7 @@ use std::os::unix::net::{SocketAddr, UnixListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-use crate::private_dir;
+use crate::support::up::private_dir;
 
 /// What the human has outside the sandbox: a private tmux server with a
 /// session `human` running its shell, an abstract socket, a process of its
@@ -68,18 +68,7 @@ impl Outside {
             .stdin(Stdio::piped())
             .spawn()
             .expect("the human's process");
-        use rustix::pty::{grantpt, openpt, ptsname, unlockpt, OpenptFlags};
-        let master =
-            openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC).expect("a pty");
-        grantpt(&master).expect("grantpt");
-        unlockpt(&master).expect("unlockpt");
-        let slave = ptsname(&master, Vec::new()).expect("ptsname");
-        let terminal = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .custom_flags(libc::O_NOCTTY)
-            .open(slave.to_str().expect("a path"))
-            .expect("the terminal");
+        let (master, terminal) = pty();
         Outside {
             tmux_dir,
             tmux_socket,
@@ -95,6 +84,24 @@ impl Outside {
     pub fn victim_alive(&mut self) -> bool {
         self.victim.try_wait().expect("try_wait").is_none()
     }
+}
+
+/// A new pty: its master side, and its other side opened read-write (not
+/// made this process's controlling terminal), for `up` to run in.
+pub fn pty() -> (std::os::fd::OwnedFd, std::fs::File) {
+    use rustix::pty::{grantpt, openpt, ptsname, unlockpt, OpenptFlags};
+    let master =
+        openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC).expect("a pty");
+    grantpt(&master).expect("grantpt");
+    unlockpt(&master).expect("unlockpt");
+    let slave = ptsname(&master, Vec::new()).expect("ptsname");
+    let terminal = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NOCTTY)
+        .open(slave.to_str().expect("a path"))
+        .expect("the terminal");
+    (master, terminal)
 }
 
 impl Drop for Outside {

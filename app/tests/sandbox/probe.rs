@@ -13,11 +13,13 @@ use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
-use std::sync::mpsc;
 
 use serde_json::{json, Value};
 
-use crate::{first_line, private_dir, reader_call, wait, BIN, WAIT};
+use crate::support::up::{
+    first_line, mkfifo, private_dir, reader_call, stop, summary, wait, written_within,
+};
+use crate::BIN;
 
 /// Where a probe's files are (see the module documentation).
 pub struct Layout {
@@ -84,11 +86,7 @@ impl Layout {
         for dir in [&layout.data, &layout.home, &layout.tmp] {
             private_dir(dir);
         }
-        let made = Command::new("mkfifo")
-            .arg(layout.team.join("finished"))
-            .status()
-            .expect("mkfifo");
-        assert!(made.success());
+        mkfifo(&layout.team.join("finished"));
         layout
     }
 
@@ -158,31 +156,16 @@ impl Layout {
             .stderr(std::fs::File::create(&log_path).expect("the log"))
             .spawn()
             .expect("spawn up");
-        let first = first_line(&mut child);
-        let summary: Value = serde_json::from_str(&first).unwrap_or_else(|e| {
-            let _ = child.kill();
-            let log = std::fs::read_to_string(&log_path).unwrap_or_default();
-            panic!("a JSON first line: {e}: {first:?}\n{log}")
-        });
-        let finished = self.team.join("finished");
-        let (send, receive) = mpsc::channel();
-        std::thread::spawn(move || {
-            let _ = send.send(std::fs::read_to_string(finished));
-        });
-        let done = receive.recv_timeout(WAIT);
+        let summary = summary(&mut child, &log_path);
+        let done = written_within(self.team.join("finished"));
         let live = Live {
             socket: summary["socket"].as_str().unwrap_or_default().to_owned(),
             cap: PathBuf::from(summary["readerCap"].as_str().unwrap_or_default()),
         };
-        let during = done.is_ok().then(|| during(&live));
-        rustix::process::kill_process(
-            rustix::process::Pid::from_child(&child),
-            rustix::process::Signal::TERM,
-        )
-        .expect("stop up");
-        let status = wait(child);
+        let during = done.then(|| during(&live));
+        let status = stop(child);
         let log = std::fs::read_to_string(&log_path).expect("the log");
-        let (Ok(_), Some(during)) = (done, during) else {
+        let (true, Some(during)) = (done, during) else {
             panic!("the probe finished\n{summary}\n{log}");
         };
         let report = std::fs::read_to_string(self.team.join("report"))

@@ -45,11 +45,7 @@ fn an_agent_that_fills_its_tmp_and_forks_until_refused_leaves_the_human_served()
     let layout = Layout::new(work.path());
     let fork = layout.conf.join("fork.py");
     std::fs::write(&fork, FORK_PY).expect("write the forker");
-    let made = Command::new("mkfifo")
-        .arg(layout.team.join("forks"))
-        .status()
-        .expect("mkfifo");
-    assert!(made.success());
+    crate::support::up::mkfifo(&layout.team.join("forks"));
     let body = format!(
         r#"
 dd if=/dev/zero of=/tmp/fill bs=1M count=16 2>/dev/null

@@ -7,10 +7,10 @@
 
 use std::collections::HashMap;
 use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
 
 use serde_json::json;
 
+use crate::outside::pty;
 use crate::probe::Layout;
 use crate::PYTHON;
 
@@ -47,20 +47,9 @@ for n in (0, 1, 2):
 
 /// A run with `sandbox`: the report, what reached the terminal, the log.
 fn probe(sandbox: &str) -> (HashMap<String, String>, Vec<u8>, String) {
-    use rustix::pty::{grantpt, openpt, ptsname, unlockpt, OpenptFlags};
     let work = tempfile::tempdir().expect("work");
     let mut layout = Layout::new(work.path());
-    let master =
-        openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC).expect("a pty");
-    grantpt(&master).expect("grantpt");
-    unlockpt(&master).expect("unlockpt");
-    let slave = ptsname(&master, Vec::new()).expect("ptsname");
-    let terminal = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .custom_flags(libc::O_NOCTTY)
-        .open(slave.to_str().expect("a path"))
-        .expect("the terminal");
+    let (master, terminal) = pty();
     layout.stdin = Some(terminal);
     // `up` leads a session whose controlling terminal is the pty.
     layout.wrapper = vec!["setsid".into(), "--ctty".into()];

@@ -174,6 +174,7 @@ use launch::{
     agent_env, cap_memfd, child_path, fill_and_seal, find_program, run_id, spawn_inheriting,
 };
 use output::Relays;
+pub use plan::ETC as SANDBOX_ETC;
 use plan::{Places, Plan};
 pub use proxy::Allow;
 use sandbox::{AbstractSockets, Bwrap};

@@ -74,7 +74,7 @@ pub(super) const SYSTEM: [&str; 7] = ["usr", "bin", "sbin", "lib", "lib32", "lib
 /// `ld.so.conf.d`) and Debian's `alternatives` (links such as `awk` go
 /// through it). A symbolic link among them is followed on the host: what
 /// is bound is the file it names.
-pub(super) const ETC: [&str; 19] = [
+pub const ETC: [&str; 19] = [
     "passwd",
     "group",
     "nsswitch.conf",
