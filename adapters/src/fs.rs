@@ -492,6 +492,26 @@ pub fn check_private_dir(path: &Path) -> Result<(), Refusal> {
     }
 }
 
+/// A new folder of mode 0700 under the temporary directory, named
+/// `PREFIX` and random letters, kept (not removed on drop): a default
+/// data root, a secrets folder. Made 0700 at `mkdir`, not left to the
+/// umask, so no other user ever lists it.
+///
+/// # Errors
+/// `storage-unavailable` when it cannot be made (the cause is logged).
+pub fn create_private_temp_dir(prefix: &str) -> Result<PathBuf, Refusal> {
+    use std::os::unix::fs::PermissionsExt;
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir()
+        .map(tempfile::TempDir::keep)
+        .map_err(logged(
+            Refusal::StorageUnavailable,
+            "creating a private folder",
+        ))
+}
+
 /// `path` as a log field may show it: a folder name can hold an escape
 /// sequence (an agent may have made it, under a path the config names), so
 /// each control or format character becomes a visible token.

@@ -86,7 +86,7 @@ pub fn main(args: DemoArgs) -> ExitCode {
 pub fn run(data_root: Option<PathBuf>, out: &mut impl Write) -> Result<(), Refusal> {
     let path = match data_root {
         Some(p) => p,
-        None => super::create_private_temp_dir("mosaic-demo-")?,
+        None => mosaic_adapters::fs::create_private_temp_dir("mosaic-demo-")?,
     };
     let root = DataRoot::open(&path)?;
     let me = ProcFs::new().current().map_err(logged(

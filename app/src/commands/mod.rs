@@ -18,11 +18,7 @@
 //! `main` maps it onto each subcommand's contract ([`Contract`]), which is
 //! exit 2 with a static code where that subcommand puts its codes.
 
-use std::path::PathBuf;
-
 use clap::{Parser, Subcommand};
-use mosaic_adapters::cause::logged;
-use mosaic_domain::Refusal;
 
 use args::with_log_env;
 
@@ -159,26 +155,6 @@ pub enum Contract {
     JsonLineOnly,
     /// `bad-request` alone on the last line of stderr.
     CodeOnStderr,
-}
-
-/// A new folder of mode 0700 under the temporary directory, named
-/// `PREFIX` and random letters, kept (not removed on drop): a default
-/// data root, a secrets folder. Made 0700 at `mkdir`, not left to the
-/// umask, so no other user ever lists it.
-///
-/// # Errors
-/// `storage-unavailable` when it cannot be made (the cause is logged).
-pub(crate) fn create_private_temp_dir(prefix: &str) -> Result<PathBuf, Refusal> {
-    use std::os::unix::fs::PermissionsExt;
-    tempfile::Builder::new()
-        .prefix(prefix)
-        .permissions(std::fs::Permissions::from_mode(0o700))
-        .tempdir()
-        .map(tempfile::TempDir::keep)
-        .map_err(logged(
-            Refusal::StorageUnavailable,
-            "creating a private folder",
-        ))
 }
 
 #[cfg(test)]

@@ -21,9 +21,9 @@ use tokio::sync::oneshot;
 use super::browsing::Serving;
 use super::exits::Exits;
 use super::feed::Feed;
+use super::job::{ask_blocking, Job};
 use super::launch::{agent_binding, IssuedLaunch, LaunchCheck, Registry};
 use super::world::{SharedEntropy, Time};
-use super::writer::{ask_blocking, Job};
 
 /// A running broker.
 ///

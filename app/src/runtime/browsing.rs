@@ -18,8 +18,8 @@ use serde_json::Value;
 use tokio::sync::{oneshot, watch};
 
 use super::browser::{self, BrowserHub};
+use super::job::{Job, ReplyTo};
 use super::world::{SharedEntropy, Time};
-use super::writer::{Job, ReplyTo};
 use mosaic_adapters::cause::logged;
 
 /// Where panes connect, and the UI token every route requires.

@@ -18,11 +18,11 @@ use tokio::sync::{oneshot, watch};
 use super::browser::BrowserHub;
 use super::browsing::browse;
 use super::changes::{self, Asked};
+use super::job::{ask, Early, Job, ReplyTo};
 use super::launch::{Binding, Registry};
 use super::pipeline::{self, admit, read_now, Admitted, Proven, Prover, Who};
 use super::reads::Reads;
 use super::world::Time;
-use super::writer::{ask, Early, Job, ReplyTo};
 
 /// What every connection's handler shares.
 pub(super) struct Shared<S> {

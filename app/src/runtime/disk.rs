@@ -22,8 +22,8 @@ use mosaic_domain::{Refusal, Timestamp};
 use mosaic_ports::{StoreError, StoreReaders};
 
 use super::driver::Driver;
+use super::job::Job;
 use super::pipeline::Proven;
-use super::writer::Job;
 
 /// What becomes of a job while the disk is short.
 pub(super) enum WhenShort<'a> {
@@ -203,8 +203,8 @@ mod tests {
 
     use super::{when_short, DiskSpace, WhenShort};
     use crate::runtime::driver::Driver;
+    use crate::runtime::job::{Job, ReplyTo};
     use crate::runtime::pipeline::Proven;
-    use crate::runtime::writer::{Job, ReplyTo};
 
     fn acme() -> BusinessId {
         BusinessId::parse("acme").expect("a business id")

@@ -40,6 +40,7 @@ pub mod driver;
 pub(crate) mod exits;
 pub mod feed;
 pub mod human_proof;
+mod job;
 mod launch;
 pub(crate) mod pipeline;
 pub(crate) mod reads;

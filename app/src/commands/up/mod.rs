@@ -442,7 +442,7 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
     let signals = Signals::register(&runtime, true).map_err(|_| Refusal::BrokerUnavailable)?;
     let data_root = match options.data_root {
         Some(path) => std::path::absolute(path).map_err(|_| Refusal::UnsafePath)?,
-        None => super::create_private_temp_dir("mosaic-up-")?,
+        None => fs::create_private_temp_dir("mosaic-up-")?,
     };
     let business = config.business.id().clone();
     let secret_env = config.credential_env();

@@ -24,7 +24,7 @@ impl Secrets {
     /// directory of ours with mode 0700, or one that cannot be made.
     pub(super) fn open(given: Option<PathBuf>, data_root: &Path) -> Result<Secrets, Refusal> {
         let Some(dir) = given else {
-            let dir = crate::commands::create_private_temp_dir("mosaic-up-secrets-")?;
+            let dir = fs::create_private_temp_dir("mosaic-up-secrets-")?;
             return Ok(Secrets { dir, made: true });
         };
         let dir = std::fs::canonicalize(&dir).map_err(|_| Refusal::UnsafePath)?;
