@@ -47,6 +47,7 @@ fn main() -> ExitCode {
         Some(Command::Head(args)) => commands::head::main(args),
         Some(Command::SandboxExec(args)) => commands::up::sandbox_exec(args),
         Some(Command::SandboxBridge(args)) => commands::up::sandbox_bridge(args),
+        Some(Command::SandboxCgroup(args)) => commands::up::sandbox_cgroup(args),
     }
 }
 

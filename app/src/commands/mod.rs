@@ -127,6 +127,9 @@ pub enum Command {
     /// Inside an agent's sandbox: bridge its loopback port to up's proxy.
     #[command(hide = true, name = "sandbox-bridge")]
     SandboxBridge(up::SandboxBridgeArgs),
+    /// Outside an agent's sandbox: join its cgroups, then run bwrap.
+    #[command(hide = true, name = "sandbox-cgroup")]
+    SandboxCgroup(up::SandboxCgroupArgs),
 }
 
 impl Command {
@@ -184,7 +187,8 @@ mod tests {
             | Command::Backup(_)
             | Command::Version
             | Command::SandboxExec(_)
-            | Command::SandboxBridge(_) => None,
+            | Command::SandboxBridge(_)
+            | Command::SandboxCgroup(_) => None,
         }
     }
 

@@ -118,6 +118,9 @@ pub struct AgentSpec {
     /// The most processes (threads included) its sandbox may hold, as
     /// `RLIMIT_NPROC` (`processes`, default [`DEFAULT_PROCESSES`]).
     pub processes: u32,
+    /// The most memory, in MiB, its sandbox's processes may hold where a
+    /// cgroup caps them (`memoryMiB`, default [`DEFAULT_MEMORY_MIB`]).
+    pub memory_mib: u32,
 }
 
 /// The default size cap of a sandboxed agent's `/tmp` and home, each.
@@ -125,6 +128,9 @@ pub const DEFAULT_TMP_MIB: u32 = 256;
 
 /// The default cap on a sandboxed agent's processes and threads.
 pub const DEFAULT_PROCESSES: u32 = 1024;
+
+/// The default memory cap of a sandboxed agent, where a cgroup holds it.
+pub const DEFAULT_MEMORY_MIB: u32 = 4096;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -155,6 +161,8 @@ struct AgentJson {
     #[serde(rename = "tmpMiB")]
     tmp_mib: Option<u32>,
     processes: Option<u32>,
+    #[serde(rename = "memoryMiB")]
+    memory_mib: Option<u32>,
 }
 
 /// `value`, or `default` when absent; `bad-config` outside `range`.
@@ -201,8 +209,8 @@ impl UpConfig {
     /// a `sandbox` or `network` of another value, an `allow` list without
     /// `"network": "proxy"` or with an entry that is not `host:port`
     /// ([`Allow::parse`]), a `workdir`, `read` or `write` path that is
-    /// empty or holds `..` or NUL, a `tmpMiB` outside 1–65536 or a
-    /// `processes` outside 16–65536;
+    /// empty or holds `..` or NUL, a `tmpMiB` outside 1–65536, a
+    /// `processes` outside 16–65536 or a `memoryMiB` outside 32–1048576;
     /// `unknown-role` for an agent whose role the business lacks; and the
     /// codes of [`business_from_value`], with the reference it names.
     pub fn parse(text: &str, dir: &Path) -> Result<Self, ConfigError> {
@@ -272,6 +280,7 @@ impl UpConfig {
                     write: paths(agent.write)?,
                     tmp_mib: within(agent.tmp_mib, DEFAULT_TMP_MIB, 1..=65_536)?,
                     processes: within(agent.processes, DEFAULT_PROCESSES, 16..=65_536)?,
+                    memory_mib: within(agent.memory_mib, DEFAULT_MEMORY_MIB, 32..=1_048_576)?,
                 })
             })
             .collect::<Result<_, Refusal>>()?;
@@ -410,13 +419,20 @@ mod tests {
         assert_eq!(parsed.sandbox, SandboxMode::Required);
         assert_eq!(parsed.agents[0].tmp_mib, DEFAULT_TMP_MIB);
         assert_eq!(parsed.agents[0].processes, DEFAULT_PROCESSES);
-        let capped = text.replace(r#""network""#, r#""tmpMiB":8,"processes":64,"network""#);
-        let capped = UpConfig::parse(&capped, Path::new("/etc/demo")).unwrap();
-        assert_eq!(
-            (capped.agents[0].tmp_mib, capped.agents[0].processes),
-            (8, 64)
+        assert_eq!(parsed.agents[0].memory_mib, DEFAULT_MEMORY_MIB);
+        let capped = text.replace(
+            r#""network""#,
+            r#""tmpMiB":8,"processes":64,"memoryMiB":512,"network""#,
         );
-        for bad in [r#""tmpMiB":0,"#, r#""processes":8,"#, r#""tmpMiB":"8","#] {
+        let capped = UpConfig::parse(&capped, Path::new("/etc/demo")).unwrap();
+        let agent = &capped.agents[0];
+        assert_eq!((agent.tmp_mib, agent.processes, agent.memory_mib), (8, 64, 512));
+        for bad in [
+            r#""tmpMiB":0,"#,
+            r#""processes":8,"#,
+            r#""tmpMiB":"8","#,
+            r#""memoryMiB":16,"#,
+        ] {
             let text = text.replace(r#""network""#, &format!(r#"{bad}"network""#));
             assert!(
                 UpConfig::parse(&text, Path::new("/etc/demo")).is_err(),

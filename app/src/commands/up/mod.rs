@@ -130,6 +130,7 @@
 //! removed) and removes `reader.cap`; a failed close exits 2.
 
 mod bridge;
+mod cgroup;
 mod console;
 mod launch;
 mod network;
@@ -167,6 +168,7 @@ use super::signals::Signals;
 use super::team::{AgentSpec, Network, SandboxMode, UpConfig};
 use crate::runtime::{start_broker, BootFailure, Broker};
 pub use bridge::{main as sandbox_bridge, SandboxBridgeArgs};
+pub use cgroup::{main as sandbox_cgroup, SandboxCgroupArgs};
 use console::Console;
 pub use console::CONSOLE_ENV;
 pub use launch::BASE_ENV;
@@ -479,6 +481,7 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
     );
     let sandbox = bwrap.map(|bwrap| Sandbox {
         bwrap,
+        cgroups: cgroup::Cgroups::for_this_process(),
         landlock: sandbox::landlock_scopes(),
         places: Places {
             host_root: PathBuf::from("/"),
@@ -601,6 +604,9 @@ struct Agent {
     stdin: Option<ChildStdin>,
     exited: bool,
     failed: bool,
+    /// Its sandbox's cgroup, where there is one: removed when dropped,
+    /// after `child`'s sandbox is killed.
+    cgroup: Option<cgroup::RunCgroup>,
 }
 
 /// The running host: the broker, the agents, the reader capability file.
@@ -641,6 +647,8 @@ struct Session {
 #[derive(Debug)]
 struct Sandbox {
     bwrap: Bwrap,
+    /// Where each agent's cgroup is made ([`cgroup`]).
+    cgroups: cgroup::Cgroups,
     /// Whether the kernel has Landlock's scopes, which `sandbox-exec` then
     /// applies (`--landlock`).
     landlock: bool,
@@ -664,6 +672,7 @@ impl Session {
         let memfd = cap_memfd().map_err(failed)?;
         let fd = memfd.as_raw_fd().to_string();
         let landlock = self.sandbox.as_ref().is_some_and(|s| s.landlock);
+        let mut run_cgroup = None;
         let (mut command, sandboxed) = match (&self.sandbox, plan) {
             (Some(sandbox), Some(plan)) => {
                 tracing::debug!(
@@ -679,7 +688,9 @@ impl Session {
                     "starting an agent in its sandbox"
                 );
                 let proxy = network::listen(self.proxy.as_ref(), spec, &run).map_err(failed)?;
-                let mut command = Command::new(sandbox.bwrap.path());
+                run_cgroup = sandbox.cgroups.make(run.as_str(), plan.processes, spec.memory_mib);
+                let exe = &sandbox.places.exe;
+                let mut command = cgroup::command(sandbox.bwrap.path(), exe, run_cgroup.as_ref());
                 command
                     .args(plan.bwrap_args(proxy.as_deref()))
                     .arg(&sandbox.places.exe)
@@ -737,6 +748,7 @@ impl Session {
             child,
             exited: false,
             failed: false,
+            cgroup: run_cgroup,
         });
         // Once it is ours to stop: a failure here kills it with the rest.
         if let Some(agent) = self.agents.last_mut() {

@@ -22,6 +22,7 @@ fn spec(dir: &Path) -> AgentSpec {
         write: Vec::new(),
         tmp_mib: 4,
         processes: 64,
+        memory_mib: 256,
     }
 }
 

@@ -128,5 +128,9 @@ impl Session {
             agent.stdin = None;
             agent.exited = true;
         }
+        // Every sandbox has ended: its cgroup can go.
+        for agent in &mut self.agents {
+            drop(agent.cgroup.take());
+        }
     }
 }
