@@ -106,10 +106,7 @@ impl Cgroups {
     pub(super) fn for_this_process() -> Cgroups {
         let text = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
         let cgroups = Cgroups::open(Path::new(ROOT), &text, std::process::id());
-        tracing::info!(
-            caps = cgroups.kind.describe(),
-            "process caps: RLIMIT_NPROC for an unprivileged user, and these"
-        );
+        tracing::info!(caps = cgroups.kind.describe(), "process caps");
         cgroups
     }
 
