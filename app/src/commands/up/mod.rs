@@ -31,8 +31,9 @@
 //! `"sandbox"` at the top (`required`, `auto`, the default, or `off`)
 //! decides whether each agent starts in a bubblewrap sandbox
 //! ([`sandbox`]), configured per agent by `workdir`, `network` and `allow`
-//! ([`network`]), the extra paths `read` and `write`, and the caps `tmpMiB`
-//! and `processes`; each agent's sandbox is one [`plan::Plan`], built (and
+//! ([`network`]), the extra paths `read` and `write`, and the caps `tmpMiB`,
+//! `processes` and `memoryMiB` (the last two in a cgroup per agent where
+//! `up` can make one, [`cgroup`]); each agent's sandbox is one [`plan::Plan`], built (and
 //! so checked) for every agent before the first launch. A working `bwrap`
 //! on `PATH` is checked once, before the broker boots: without one,
 //! `required` refuses with `sandbox-unavailable` and `auto` logs one
@@ -208,7 +209,7 @@ has exited.
 
 The configuration is {\"sandbox\"?, \"business\":{id, human, arbiters, roles, \
 launch?}, \"agents\":[{role, harness, command, env?, workdir?, network?, allow?, \
-read?, write?, tmpMiB?, processes?}]}: harness is pi or claude-code, command a program and its \
+read?, write?, tmpMiB?, processes?, memoryMiB?}]}: harness is pi or claude-code, command a program and its \
 arguments (no shell), env the names of this process's variables the agent \
 also needs. sandbox is auto (the default: a bubblewrap sandbox per agent \
 when bwrap works, else one warning), required (else sandbox-unavailable) \
@@ -221,7 +222,9 @@ configuration, its folder, a program or file a command names, mosaic-bus, \
 a credential file, the data root, the secrets or the human's home: \
 unsafe-path; no symbolic link is followed), a private /tmp and home (each a tmpfs of \
 tmpMiB, default 256), the socket; at most processes (default 1024) \
-processes, unless up runs as root; nothing of the data root, the secrets, /var, /opt, /run \
+processes (RLIMIT_NPROC, which binds no root), and where up can make a cgroup \
+(v2 delegated, or v1 as root) also pids.max and memoryMiB (default 4096) of \
+memory; nothing of the data root, the secrets, /var, /opt, /run \
 or any home. network is none (the default: loopback only), proxy (loopback \
 and up's forward proxy, at HTTPS_PROXY, which admits only the host:port \
 names in allow, exact or *.domain) or host (every loopback service of the \
