@@ -426,7 +426,10 @@ mod tests {
         );
         let capped = UpConfig::parse(&capped, Path::new("/etc/demo")).unwrap();
         let agent = &capped.agents[0];
-        assert_eq!((agent.tmp_mib, agent.processes, agent.memory_mib), (8, 64, 512));
+        assert_eq!(
+            (agent.tmp_mib, agent.processes, agent.memory_mib),
+            (8, 64, 512)
+        );
         for bad in [
             r#""tmpMiB":0,"#,
             r#""processes":8,"#,

@@ -305,7 +305,10 @@ fn v2(root: &Path, path: &str, pid: u32) -> Result<Kind, String> {
         .collect();
     let enabled = words(&subtree);
     if wanted.iter().all(|w| enabled.iter().any(|e| e == w)) {
-        return Ok(Kind::V2 { parent: own, memory });
+        return Ok(Kind::V2 {
+            parent: own,
+            memory,
+        });
     }
     // No process may stay in a cgroup that enables controllers for its
     // children (the root excepted): `up` moves into a leaf of its own.
@@ -324,7 +327,10 @@ fn v2(root: &Path, path: &str, pid: u32) -> Result<Kind, String> {
     let plus: Vec<String> = wanted.iter().map(|w| format!("+{w}")).collect();
     write(&subtree, &plus.join(" "))
         .map_err(|e| format!("enabling {} for the children: {e}", plus.join(" ")))?;
-    Ok(Kind::V2 { parent: own, memory })
+    Ok(Kind::V2 {
+        parent: own,
+        memory,
+    })
 }
 
 /// The writable v1 `pids` hierarchy and, where there is one, `memory`.
@@ -400,7 +406,9 @@ impl Drop for RunCgroup {
                 match std::fs::remove_dir(&dir) {
                     Ok(()) => break,
                     Err(e) if e.kind() == io::ErrorKind::NotFound => break,
-                    Err(e) if e.raw_os_error() == Some(libc::EBUSY) && Instant::now() < deadline => {
+                    Err(e)
+                        if e.raw_os_error() == Some(libc::EBUSY) && Instant::now() < deadline =>
+                    {
                         std::thread::sleep(Duration::from_millis(10));
                     }
                     Err(e) => {

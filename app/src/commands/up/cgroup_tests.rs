@@ -42,7 +42,10 @@ fn hybrid(root: &Path) {
     file(&root.join("unified/cgroup.subtree_control"), "");
     file(&root.join("pids/cgroup.procs"), "1\n");
     file(&root.join("memory/jobs/a/cgroup.procs"), "");
-    file(&root.join("memory/jobs/a/memory.limit_in_bytes"), "9223372036854771712\n");
+    file(
+        &root.join("memory/jobs/a/memory.limit_in_bytes"),
+        "9223372036854771712\n",
+    );
 }
 
 #[test]
@@ -79,12 +82,12 @@ fn a_delegated_v2_cgroup_moves_up_into_a_leaf_and_caps_each_run() {
     assert_eq!(read(&own.join("cgroup.subtree_control")), "+pids +memory");
     let run = cgroups.make("lead-0a1b2c3d", 64, 128).expect("a cgroup");
     let dir = own.join(format!("mosaic-bus-{PID}-lead-0a1b2c3d"));
-    assert_eq!(run.dirs(), [dir.clone()]);
+    assert_eq!(run.dirs(), std::slice::from_ref(&dir));
     assert_eq!(read(&dir.join("pids.max")), "64");
     assert_eq!(read(&dir.join("memory.max")), (128u64 << 20).to_string());
     // Without swap accounting there is no such file, and none is made.
     assert!(!dir.join("memory.swap.max").exists());
-    assert_eq!(emptied(run), [dir.clone()]);
+    assert_eq!(emptied(run), std::slice::from_ref(&dir));
     assert!(!dir.exists(), "removed when dropped");
 }
 

@@ -691,7 +691,9 @@ impl Session {
                     "starting an agent in its sandbox"
                 );
                 let proxy = network::listen(self.proxy.as_ref(), spec, &run).map_err(failed)?;
-                run_cgroup = sandbox.cgroups.make(run.as_str(), plan.processes, spec.memory_mib);
+                run_cgroup = sandbox
+                    .cgroups
+                    .make(run.as_str(), plan.processes, spec.memory_mib);
                 let exe = &sandbox.places.exe;
                 let mut command = cgroup::command(sandbox.bwrap.path(), exe, run_cgroup.as_ref());
                 command
