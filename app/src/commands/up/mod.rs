@@ -33,16 +33,18 @@
 //! ([`sandbox`]), configured per agent by `workdir`, `network` and `allow`
 //! ([`network`]), the extra paths `read` and `write`, and the caps `tmpMiB`,
 //! `processes` and `memoryMiB` (the last two in a cgroup per agent where
-//! `up` can make one, [`cgroup`]); each agent's sandbox is one [`plan::Plan`], built (and
-//! so checked) for every agent before the first launch. A working `bwrap`
+//! `up` can make one, [`cgroup`]); each agent's sandbox is one
+//! [`plan::Plan`], built (and so checked) for every agent before the first launch. A working `bwrap`
 //! on `PATH` is checked once, before the broker boots: without one,
 //! `required` refuses with `sandbox-unavailable` and `auto` logs one
 //! warning and starts the agents as before. Every agent's bound paths are
 //! checked (`unsafe-path` when one would show the data root, the secrets,
 //! the human's home or a credential file) before the first launch. In a sandbox, step 2 below spawns
-//! bwrap, which runs `mosaic-bus sandbox-exec` and then the command, and
-//! steps 3 and 4 bind bwrap's pid and start time: see [`sandbox`] for why
-//! that pid is the one to bind.
+//! bwrap (through `mosaic-bus sandbox-cgroup`, which joins the agent's
+//! cgroup and executes bwrap in its place, where there is a cgroup), which
+//! runs `mosaic-bus sandbox-exec` and then the command, and steps 3 and 4
+//! bind bwrap's pid and start time (an `exec` keeps both): see [`sandbox`]
+//! for why that pid is the one to bind.
 //!
 //! # One launch, in order
 //!
