@@ -13,6 +13,7 @@ fn spec(dir: &Path) -> AgentSpec {
         harness: Harness::Pi,
         program: PathBuf::from("sh"),
         args: Vec::new(),
+        harnessed: None,
         workdir: Some(dir.to_path_buf()),
         config_dir: dir.to_path_buf(),
         env: Vec::new(),
