@@ -130,6 +130,7 @@
 //! removed) and removes `reader.cap`; a failed close exits 2.
 
 mod bridge;
+mod capfile;
 mod console;
 mod launch;
 mod network;
@@ -188,6 +189,10 @@ pub fn sandbox_exec(args: SandboxExecArgs) -> ExitCode {
 
 /// The environment variable naming an agent's run.
 pub const RUN_ID_ENV: &str = "MOSAIC_RUN_ID";
+/// The environment variable holding the change feed's cursor when the run
+/// was launched: an agent's loop waits from it at its first stop, so a
+/// change between the launch and that stop still wakes it.
+pub const SINCE_ENV: &str = "MOSAIC_BUS_SINCE";
 /// The line an agent reads on its standard input once its capability is ready.
 pub const READY_LINE: &str = "ready\n";
 /// The reader capability's file, relative to the data root.
@@ -706,8 +711,16 @@ impl Session {
                 (command, false)
             }
         };
+        // Taken before the spawn, so no later than the binding: the agent's
+        // first wait misses nothing that happens after its launch.
+        let since = self
+            .broker
+            .as_ref()
+            .ok_or(Refusal::BrokerUnavailable)?
+            .feed_cursor();
         command
             .env(RUN_ID_ENV, run.as_str())
+            .env(SINCE_ENV, since.to_string())
             .env(SOCKET_ENV, &self.socket)
             .env(CAP_FD_ENV, &fd)
             .env("PATH", path)
