@@ -7,6 +7,7 @@
 //! fails the test instead of hanging it.
 
 mod folders;
+mod harness;
 mod relay;
 
 use std::io::{BufRead, BufReader, Read};

@@ -129,9 +129,11 @@
 //! `log` names; the console's quitting stops `up` as a signal does. Closing closes the broker cleanly (socket and writer lock
 //! removed) and removes `reader.cap`; a failed close exits 2.
 
+mod activity;
 mod bridge;
 mod capfile;
 mod console;
+mod harness;
 mod launch;
 mod network;
 mod output;
@@ -140,26 +142,22 @@ mod plan;
 mod proxy;
 mod sandbox;
 mod secrets;
+mod spawn;
 mod supervise;
 
 use std::ffi::OsStr;
-use std::io::{self, Write};
-use std::os::fd::{AsFd, AsRawFd};
-use std::os::unix::process::CommandExt;
+use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, Command, ExitCode, Stdio};
+use std::process::{Child, ChildStdin, ExitCode};
 use std::time::Duration;
 
 use clap::builder::NonEmptyStringValueParser;
 use clap::Args;
-use mosaic_adapters::cap::{CAP_FD_ENV, SOCKET_ENV};
-use mosaic_adapters::cause::{self, logged};
+use mosaic_adapters::cause::logged;
 use mosaic_adapters::config::{BootConfig, ConfigError};
 use mosaic_adapters::fs;
-use mosaic_adapters::procfs::ProcFs;
-use mosaic_domain::evidence::{Harness, LaunchRecord};
+use mosaic_domain::evidence::Harness;
 use mosaic_domain::{BusinessId, Refusal, RoleInstance, RunId};
-use mosaic_ports::ProcessTable;
 use serde_json::{json, Value};
 
 use super::args::{non_empty_path, LogArgs};
@@ -171,9 +169,7 @@ pub use bridge::{main as sandbox_bridge, SandboxBridgeArgs};
 use console::Console;
 pub use console::CONSOLE_ENV;
 pub use launch::BASE_ENV;
-use launch::{
-    agent_env, cap_memfd, child_path, fill_and_seal, find_program, run_id, spawn_inheriting,
-};
+use launch::{agent_env, child_path, find_program, run_id};
 use output::Relays;
 pub use plan::ETC as SANDBOX_ETC;
 use plan::{Places, Plan};
@@ -411,6 +407,7 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
     let config = UpConfig::load(&options.config)?;
     let exe = std::env::current_exe()
         .map_err(logged(Refusal::LaunchFailed, "finding this executable"))?;
+    let exe_path = exe.clone();
     let bwrap = match config.sandbox {
         SandboxMode::Off => None,
         SandboxMode::Required | SandboxMode::Auto => {
@@ -499,13 +496,40 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
     });
     network::warn(&config.agents, sandbox.as_ref().map(|s| s.landlock));
     let proxy = network::proxy(&config.agents, sandbox.is_some())?;
+    let runs = config
+        .agents
+        .iter()
+        .map(|spec| run_id(&spec.role).map_err(|r| Failure::of(&spec.role, r)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let at = harness::Where {
+        data_root: &data_root,
+        exe: &exe_path,
+        socket: &booted.socket,
+        path: &path,
+        sandboxed: sandbox.is_some(),
+    };
+    let mut prepared = config
+        .agents
+        .iter()
+        .zip(&runs)
+        .map(|(spec, run)| {
+            spec.harnessed
+                .as_ref()
+                .map(|h| harness::prepare(spec, h, run, &at))
+                .transpose()
+                .map_err(|r| Failure::of(&spec.role, r))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     // Every agent's plan is built, and so checked, before the first
     // launch, so a refused path starts nobody.
     let plans = config
         .agents
         .iter()
-        .map(|spec| match &sandbox {
-            Some(sandbox) => sandbox_plan(spec, sandbox, &path, &secret_env).map(Some),
+        .zip(&prepared)
+        .map(|(spec, prepared)| match &sandbox {
+            Some(sandbox) => {
+                sandbox_plan(spec, prepared.as_ref(), sandbox, &path, &secret_env).map(Some)
+            }
             None => Ok(None),
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -539,8 +563,14 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
     if let Some(browser) = &booted.browser {
         session.ui_token = Some(session.secrets.write(UI_TOKEN_FILE, &browser.token)?);
     }
-    for (spec, plan) in config.agents.iter().zip(&plans) {
-        session.launch(spec, plan.as_ref(), &path)?;
+    for (((spec, plan), run), prepared) in config
+        .agents
+        .iter()
+        .zip(&plans)
+        .zip(runs)
+        .zip(prepared.drain(..))
+    {
+        session.launch(spec, run, plan.as_ref(), prepared, &path)?;
     }
     Ok(session)
 }
@@ -569,14 +599,20 @@ fn warn_shared_workdirs(plans: &[Option<Plan>], agents: &[AgentSpec]) {
     }
 }
 
-/// The plan of `spec`'s sandbox, its program found on `path`.
+/// The plan of `spec`'s sandbox, its program found on `path` (a harness's
+/// prepared real file, with its grants).
 fn sandbox_plan(
     spec: &AgentSpec,
+    prepared: Option<&harness::Prepared>,
     sandbox: &Sandbox,
     path: &OsStr,
     secret_env: &[String],
 ) -> Result<Plan, Failure> {
-    let program = find_program(&spec.program, path).ok_or_else(|| {
+    let found = match prepared {
+        Some(prepared) => Some(prepared.program.clone()),
+        None => find_program(&spec.program, path),
+    };
+    let program = found.ok_or_else(|| {
         tracing::warn!(
             code = Refusal::LaunchFailed.code(),
             role = spec.role.as_str(),
@@ -586,8 +622,16 @@ fn sandbox_plan(
         Failure::of(&spec.role, Refusal::LaunchFailed)
     })?;
     let env = agent_env(spec, std::env::vars_os(), secret_env);
-    plan::build(spec, &sandbox.places, &program, sandbox.landlock, env)
-        .map_err(|r| Failure::of(&spec.role, r))
+    let grants = prepared.map(|p| &p.grants);
+    plan::build(
+        spec,
+        &sandbox.places,
+        &program,
+        grants,
+        sandbox.landlock,
+        env,
+    )
+    .map_err(|r| Failure::of(&spec.role, r))
 }
 
 /// One launched agent.
@@ -604,6 +648,10 @@ struct Agent {
     abstract_sockets: AbstractSockets,
     child: Child,
     stdin: Option<ChildStdin>,
+    /// For a harness `up` starts, what its stdin gets after `ready`.
+    input: Option<harness::Input>,
+    /// For a harness `up` starts, its transcript.
+    transcript: Option<PathBuf>,
     exited: bool,
     failed: bool,
 }
@@ -653,132 +701,6 @@ struct Sandbox {
 }
 
 impl Session {
-    /// One launch, steps 1 to 4 of the module documentation; `plan` is
-    /// its sandbox's, when it has one.
-    fn launch(
-        &mut self,
-        spec: &AgentSpec,
-        plan: Option<&Plan>,
-        path: &OsStr,
-    ) -> Result<(), Failure> {
-        let failed = |e: io::Error| {
-            cause::log(Refusal::LaunchFailed, "launching an agent", &e);
-            Failure::of(&spec.role, Refusal::LaunchFailed)
-        };
-        let run = run_id(&spec.role).map_err(|r| Failure::of(&spec.role, r))?;
-        let memfd = cap_memfd().map_err(failed)?;
-        let fd = memfd.as_raw_fd().to_string();
-        let landlock = self.sandbox.as_ref().is_some_and(|s| s.landlock);
-        let (mut command, sandboxed) = match (&self.sandbox, plan) {
-            (Some(sandbox), Some(plan)) => {
-                tracing::debug!(
-                    role = spec.role.as_str(),
-                    mounts = plan.mounts.len(),
-                    denied = plan
-                        .seccomp
-                        .iter()
-                        .map(|(n, _)| *n)
-                        .collect::<Vec<_>>()
-                        .join(",")
-                        .as_str(),
-                    "starting an agent in its sandbox"
-                );
-                let proxy = network::listen(self.proxy.as_ref(), spec, &run).map_err(failed)?;
-                let mut command = Command::new(sandbox.bwrap.path());
-                command
-                    .args(plan.bwrap_args(proxy.as_deref()))
-                    .arg(&sandbox.places.exe)
-                    .args([sandbox::EXEC_SUBCOMMAND, "--keep-fd", &fd])
-                    .args(plan.landlock.then_some("--landlock"))
-                    .args(["--processes", &plan.processes.to_string()])
-                    .args(bridge::exec_args(proxy.is_some()))
-                    .arg("--")
-                    .arg(&plan.program)
-                    .args(&spec.args)
-                    // bwrap's own; the agent's is its `--chdir`.
-                    .current_dir("/")
-                    .env_clear()
-                    .envs(plan.env.iter().map(|(k, v)| (k, v)));
-                (command, true)
-            }
-            (Some(_) | None, _) => {
-                let mut command = Command::new(&spec.program);
-                command
-                    .args(&spec.args)
-                    .current_dir(spec.cwd())
-                    .env_clear()
-                    .envs(agent_env(spec, std::env::vars_os(), &self.secret_env));
-                (command, false)
-            }
-        };
-        // Taken before the spawn, so no later than the binding: the agent's
-        // first wait misses nothing that happens after its launch.
-        let since = self
-            .broker
-            .as_ref()
-            .ok_or(Refusal::BrokerUnavailable)?
-            .feed_cursor();
-        command
-            .env(RUN_ID_ENV, run.as_str())
-            .env(SINCE_ENV, since.to_string())
-            .env(SOCKET_ENV, &self.socket)
-            .env(CAP_FD_ENV, &fd)
-            .env("PATH", path)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
-        if self.log.is_some() {
-            command.env(CONSOLE_ENV, "1");
-        }
-        let mut inherited = vec![memfd.as_fd()];
-        inherited.extend(plan.iter().flat_map(|p| p.held.iter().map(AsFd::as_fd)));
-        let mut child = spawn_inheriting(&mut command, &inherited).map_err(failed)?;
-        let pid = child.id();
-        self.agents.push(Agent {
-            role: spec.role.clone(),
-            run: run.clone(),
-            harness: spec.harness,
-            sandboxed,
-            network: if sandboxed {
-                spec.network
-            } else {
-                Network::Host
-            },
-            abstract_sockets: AbstractSockets::of(sandboxed, spec.network, landlock),
-            stdin: child.stdin.take(),
-            child,
-            exited: false,
-            failed: false,
-        });
-        // Once it is ours to stop: a failure here kills it with the rest.
-        if let Some(agent) = self.agents.last_mut() {
-            let role = spec.role.as_str();
-            self.relays.start(role, &mut agent.child).map_err(failed)?;
-        }
-        // Our child, not yet reaped: the pid names it and nobody else.
-        let start_time = ProcFs::new()
-            .process(pid)
-            .map_err(|_| Failure::of(&spec.role, Refusal::LaunchFailed))?
-            .start_time;
-        let broker = self.broker.as_ref().ok_or(Refusal::BrokerUnavailable)?;
-        let issued = broker
-            .bind_launch(LaunchRecord {
-                business: self.business.clone(),
-                role: spec.role.clone(),
-                run,
-                harness: spec.harness,
-                address: None,
-                pid,
-                start_time,
-            })
-            .map_err(|r| Failure::of(&spec.role, r))?;
-        fill_and_seal(&memfd, &issued.cap).map_err(failed)?;
-        // This process's copy is closed here, before the next launch.
-        drop(memfd);
-        Ok(())
-    }
-
     /// The one line printed on stdout: where everything is, no capability.
     fn summary(&self) -> Value {
         json!({
@@ -801,17 +723,26 @@ impl Session {
                 "sandboxed": a.sandboxed,
                 "network": a.network.as_str(),
                 "abstractSockets": a.abstract_sockets.as_str(),
+                "transcript": a.transcript.as_ref().map(|p| p.to_string_lossy()),
             })).collect::<Vec<_>>(),
         })
     }
 
-    /// Lets every agent proceed: one `ready` line, then end of input.
+    /// Lets every agent proceed: one `ready` line, then end of input;
+    /// for pi, its prompt as an RPC command after it, and the pipe stays
+    /// open until pi exits (it ends its session itself).
     fn release(&mut self) {
         for agent in &mut self.agents {
             if let Some(mut stdin) = agent.stdin.take() {
                 // An agent that already exited cannot read it; its exit is
                 // reported like any other.
                 let _ = stdin.write_all(READY_LINE.as_bytes());
+                if let Some(harness::Input::Line(line)) = &agent.input {
+                    let _ = stdin
+                        .write_all(format!("{line}\n").as_bytes())
+                        .and_then(|()| stdin.flush());
+                    agent.stdin = Some(stdin);
+                }
             }
         }
     }
