@@ -265,3 +265,90 @@ fn up_starts_pi_in_rpc_mode_with_its_model_and_its_prompt_on_stdin() {
         );
     }
 }
+
+/// The real Claude Code: `tests/node_modules/.bin/claude`, as
+/// `.ci/harness-deps` installs it from `tests/package.json`, or the one in
+/// the folder `MOSAIC_TEST_HARNESS_BIN` names. The test fails without it.
+fn real_claude() -> PathBuf {
+    let program = match std::env::var_os("MOSAIC_TEST_HARNESS_BIN") {
+        Some(dir) => PathBuf::from(dir).join("claude"),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/node_modules/.bin/claude"),
+    };
+    assert!(
+        program.exists(),
+        "the real Claude Code is not at {} (run .ci/harness-deps)",
+        program.display()
+    );
+    program
+}
+
+#[test]
+fn the_real_claude_code_connects_to_the_bus_in_its_sandbox_before_its_first_request() {
+    let dir = tempfile::tempdir().expect("dir");
+    let work = dir.path().join("work");
+    let conf = dir.path().join("conf");
+    for folder in [&work, &conf] {
+        std::fs::create_dir(folder).expect("mkdir");
+    }
+    // A closed loopback port: the init event comes before the first model
+    // request, which then fails.
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+        listener.local_addr().expect("its address").port()
+    };
+    let config = conf.join("up.json");
+    let text = json!({"sandbox": "required",
+        "business": {"id": "x", "human": "alice", "arbiters": {"technical": "a", "delivery": "a"},
+                     "roles": {"a": {"authority": {"withinRole": [], "crossRole": []}}}},
+        "agents": [{"role": "a", "harness": "claude-code", "program": real_claude(),
+                    "prompt": "Claim your role.", "workdir": work,
+                    "model": {"api": "anthropic", "baseUrl": format!("http://127.0.0.1:{port}")}}]});
+    std::fs::write(&config, text.to_string()).expect("write config");
+    let root = tempfile::tempdir().expect("data root");
+    let up = Up::start_with(
+        &[
+            "--config".as_ref(),
+            config.as_os_str(),
+            "--data-root".as_ref(),
+            root.path().as_os_str(),
+        ],
+        &[("ANTHROPIC_API_KEY", "sk-test-not-a-key".as_ref())],
+    );
+    let summary: Value = serde_json::from_str(&up.line()).expect("the first line");
+    let transcript = PathBuf::from(
+        summary["agents"][0]["transcript"]
+            .as_str()
+            .expect("a transcript"),
+    );
+    // Polled with a short pause, bounded: the event is a line of a file.
+    let started = std::time::Instant::now();
+    let init = loop {
+        let text = std::fs::read_to_string(&transcript).unwrap_or_default();
+        if let Some(line) = text.lines().find(|l| l.contains(r#""subtype":"init""#)) {
+            break serde_json::from_str::<Value>(line).expect("a JSON event");
+        }
+        assert!(started.elapsed() < WAIT, "no init event within {WAIT:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    up.signal(rustix::process::Signal::TERM);
+    let (_, _, stderr) = up.finish();
+    let servers = init["mcp_servers"].as_array().expect("mcp_servers");
+    assert_eq!(servers.len(), 1, "{init}");
+    assert_eq!(
+        (&servers[0]["name"], &servers[0]["status"]),
+        (&json!("mosaic-bus"), &json!("connected")),
+        "{init}\n{stderr}"
+    );
+    let tools: Vec<&str> = init["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(Value::as_str)
+        .filter(|t| t.starts_with("mcp__mosaic-bus__"))
+        .collect();
+    assert!(tools.contains(&"mcp__mosaic-bus__role_claim"), "{tools:?}");
+    // Whatever it tried to reach went to its model's port alone.
+    for line in stderr.lines().filter(|l| l.contains("the proxy refused")) {
+        assert!(line.contains(&format!("port={port}")), "{line}");
+    }
+}
