@@ -699,5 +699,19 @@ mod tests {
             let script = agent.cwd().join(&agent.args[0]);
             assert!(script.is_file(), "{}", script.display());
         }
+        // The team of real harnesses: lead on Claude Code, dev on pi.
+        let team = UpConfig::load(&dir.join("claude-team.json")).unwrap();
+        let harnesses: Vec<(&str, Harness, bool)> = team
+            .agents
+            .iter()
+            .map(|a| (a.role.as_str(), a.harness, a.harnessed.is_some()))
+            .collect();
+        assert_eq!(
+            harnesses,
+            [
+                ("lead", Harness::ClaudeCode, true),
+                ("dev", Harness::Pi, true)
+            ]
+        );
     }
 }

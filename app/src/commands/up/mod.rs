@@ -17,7 +17,9 @@
 //! role of that business, a harness (`pi` or `claude-code`), a non-empty
 //! command (program and arguments, no shell) and optionally `env`, the
 //! names of `up`'s environment variables it also needs (an API key of its
-//! harness, say; a name holding a service token is refused). Parsing is
+//! harness, say; a name holding a service token is refused). An agent
+//! with a harness and no command is started by `up` itself ([`harness`]:
+//! `prompt`, `model`, `program`, `args`). Parsing is
 //! strict: unknown
 //! keys, wrong types and bad names refuse with `bad-config` (or the
 //! business's own codes, `unknown-role` for an agent of no such role). Every
@@ -114,7 +116,7 @@
 //! (`unsafe-path`) otherwise.
 //!
 //! On stdout, exactly one line: `{"ok":true,"business","dataRoot","socket",
-//! "readerCap","log","agents":[{role,run,harness,pid,sandboxed,network,abstractSockets}]}`
+//! "readerCap","log","agents":[{role,run,harness,pid,sandboxed,network,abstractSockets,transcript}]}`
 //! (never a capability), or on a startup failure
 //! `{"ok":false,"error":CODE}` (plus `"role"` when one agent's launch
 //! failed) with exit 2. An agent that exits non-zero on its own is
@@ -209,7 +211,11 @@ The configuration is {\"sandbox\"?, \"business\":{id, human, arbiters, roles, \
 launch?}, \"agents\":[{role, harness, command, env?, workdir?, network?, allow?, \
 read?, write?, tmpMiB?, processes?}]}: harness is pi or claude-code, command a program and its \
 arguments (no shell), env the names of this process's variables the agent \
-also needs. sandbox is auto (the default: a bubblewrap sandbox per agent \
+also needs. Without a command, up starts the harness itself: {role, harness, \
+prompt, model?: {api: \"anthropic\", baseUrl?, id?, keyEnv?}, program?, args?, \
+...}, its network proxy by default with the model's host admitted, its \
+capability in the file MOSAIC_BUS_CAP_FILE names, its event stream in the \
+transcript the first line names (docs/agents.md). sandbox is auto (the default: a bubblewrap sandbox per agent \
 when bwrap works, else one warning), required (else sandbox-unavailable) \
 or off. In its sandbox an agent sees an empty root and only what is \
 granted: the system's program folders and a named list of /etc read-only, \
@@ -225,14 +231,15 @@ or any home. network is none (the default: loopback only), proxy (loopback \
 and up's forward proxy, at HTTPS_PROXY, which admits only the host:port \
 names in allow, exact or *.domain) or host (every loopback service of the \
 user in reach, with a warning). Each agent runs in its workdir with \
-MOSAIC_RUN_ID, MOSAIC_BUS_SOCKET and \
+MOSAIC_RUN_ID, MOSAIC_BUS_SOCKET, MOSAIC_BUS_SINCE (the change feed's \
+cursor at its launch) and \
 MOSAIC_BUS_CAP_FD, the number of an inherited sealed descriptor that holds \
 its capability (never an environment value); it must read one line, \
 \"ready\", on stdin before its first call.
 
 Stdout gets exactly one line: {\"ok\":true, business, dataRoot, socket, \
 readerCap, browser?, log?, agents:[{role, run, harness, pid, sandboxed, \
-network, abstractSockets}]}, never a capability; abstractSockets is closed when the \
+network, abstractSockets, transcript}]}, never a capability; abstractSockets is closed when the \
 agent cannot reach abstract Unix sockets outside its sandbox (network none or \
 proxy, or a Landlock scope), open otherwise. The human's reader capability \
 (reader.cap) and, with --browser, the UI token (ui.token) are written to the secrets folder (mode 0600) and \
