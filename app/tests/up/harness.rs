@@ -348,7 +348,7 @@ fn the_real_claude_code_connects_to_the_bus_in_its_sandbox_before_its_first_requ
         .collect();
     assert!(tools.contains(&"mcp__mosaic-bus__role_claim"), "{tools:?}");
     // Whatever it tried to reach went to its model's port alone.
-    for line in stderr.lines().filter(|l| l.contains("the proxy refused")) {
+    for line in stderr.lines().filter(|l| l.contains("the proxy refused a connection")) {
         assert!(line.contains(&format!("port={port}")), "{line}");
     }
 }

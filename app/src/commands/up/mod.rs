@@ -722,16 +722,22 @@ impl Session {
                 "tokenFile": self.ui_token.as_ref().map(|p| p.to_string_lossy()),
             })),
             "log": self.log.as_ref().map(|(_, path)| path.to_string_lossy()),
-            "agents": self.agents.iter().map(|a| json!({
-                "role": a.role.as_str(),
-                "run": a.run.as_str(),
-                "harness": a.harness.as_str(),
-                "pid": a.child.id(),
-                "sandboxed": a.sandboxed,
-                "network": a.network.as_str(),
-                "abstractSockets": a.abstract_sockets.as_str(),
-                "transcript": a.transcript.as_ref().map(|p| p.to_string_lossy()),
-            })).collect::<Vec<_>>(),
+            "agents": self.agents.iter().map(|a| {
+                let mut agent = json!({
+                    "role": a.role.as_str(),
+                    "run": a.run.as_str(),
+                    "harness": a.harness.as_str(),
+                    "pid": a.child.id(),
+                    "sandboxed": a.sandboxed,
+                    "network": a.network.as_str(),
+                    "abstractSockets": a.abstract_sockets.as_str(),
+                });
+                // Only a harness `up` starts has a transcript.
+                if let Some(path) = &a.transcript {
+                    agent["transcript"] = json!(path.to_string_lossy());
+                }
+                agent
+            }).collect::<Vec<_>>(),
         })
     }
 
