@@ -215,7 +215,7 @@ also needs. Without a command, up starts the harness itself: {role, harness, \
 prompt, model?: {api: \"anthropic\", baseUrl?, id?, keyEnv?}, program?, args?, \
 ...}, its network proxy by default with the model's host admitted, its \
 capability in the file MOSAIC_BUS_CAP_FILE names, its event stream in the \
-transcript the first line names (docs/agents.md). sandbox is auto (the default: a bubblewrap sandbox per agent \
+transcript the first line names; see docs/agents.md. sandbox is auto (the default: a bubblewrap sandbox per agent \
 when bwrap works, else one warning), required (else sandbox-unavailable) \
 or off. In its sandbox an agent sees an empty root and only what is \
 granted: the system's program folders and a named list of /etc read-only, \
