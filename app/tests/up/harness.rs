@@ -219,6 +219,8 @@ fn up_starts_claude_code_with_the_bus_as_its_mcp_server_and_the_stop_hook() {
         }
         let state = root.path().join("agents/state/a.claude-code");
         assert!(state.join("written").exists(), "the state folder lasts");
+        // No capability is left on disk once `up` closed.
+        assert!(!run_dir.join("cap").exists());
     }
 }
 
@@ -348,7 +350,10 @@ fn the_real_claude_code_connects_to_the_bus_in_its_sandbox_before_its_first_requ
         .collect();
     assert!(tools.contains(&"mcp__mosaic-bus__role_claim"), "{tools:?}");
     // Whatever it tried to reach went to its model's port alone.
-    for line in stderr.lines().filter(|l| l.contains("the proxy refused a connection")) {
+    for line in stderr
+        .lines()
+        .filter(|l| l.contains("the proxy refused a connection"))
+    {
         assert!(line.contains(&format!("port={port}")), "{line}");
     }
 }

@@ -659,6 +659,10 @@ struct Agent {
     input: Option<harness::Input>,
     /// For a harness `up` starts, its transcript.
     transcript: Option<PathBuf>,
+    /// For a harness `up` starts without a sandbox, its capability's file
+    /// in the run's folder: removed when `up` closes, so no capability is
+    /// left on disk.
+    cap_file: Option<PathBuf>,
     exited: bool,
     failed: bool,
 }
@@ -760,10 +764,25 @@ impl Session {
         }
     }
 
+    /// Removes the capability files `up` wrote for its unsandboxed
+    /// harnesses, once their agents are gone.
+    fn remove_cap_files(&mut self) {
+        for path in self.agents.iter_mut().filter_map(|a| a.cap_file.take()) {
+            if let Err(e) = std::fs::remove_file(&path) {
+                tracing::warn!(
+                    path = &*fs::neutral_path(&path),
+                    cause = e.to_string().as_str(),
+                    "removing an agent's capability file failed"
+                );
+            }
+        }
+    }
+
     /// Closes the broker and removes `reader.cap`; returns `code`, or 2 when
     /// the close failed.
     fn close(mut self, code: u8) -> u8 {
         self.kill_agents();
+        self.remove_cap_files();
         self.relays.finish(STOP_GRACE);
         let mut code = code;
         if let Some(broker) = self.broker.take() {
@@ -793,6 +812,7 @@ impl Session {
 impl Drop for Session {
     fn drop(&mut self) {
         self.kill_agents();
+        self.remove_cap_files();
         if let Some(broker) = self.broker.take() {
             let _ = broker.close();
         }

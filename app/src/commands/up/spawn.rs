@@ -181,6 +181,7 @@ impl Session {
             stdin: child.stdin.take(),
             input: prepared.as_ref().map(|p| p.input.clone()),
             transcript: prepared.as_ref().map(|p| p.transcript.clone()),
+            cap_file: None,
             child,
             exited: false,
             failed: false,
@@ -217,6 +218,9 @@ impl Session {
         if let (true, Some(prepared)) = (unsandboxed_harness, &prepared) {
             capfile::write_cap(&issued.cap, &prepared.cap_file)
                 .map_err(|r| Failure::of(&spec.role, r))?;
+            if let Some(agent) = self.agents.last_mut() {
+                agent.cap_file = Some(prepared.cap_file.clone());
+            }
         }
         // This process's copy is closed here, before the next launch.
         drop(memfd);
