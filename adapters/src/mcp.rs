@@ -48,7 +48,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 
-use crate::cap::{cap_from_fd, cap_from_file};
+use crate::cap::cap_from;
 use crate::cause::logged;
 use crate::socket::{parse_response, Client, Session};
 use crate::wire::{UuidRef, VerbArgs};
@@ -61,7 +61,8 @@ means and what to do. On outcome-unknown the action may have happened: inspect \
 the trail before doing anything, and never retry blindly.";
 
 /// Runs `mcp` against `socket`: reads the capability once (from
-/// `cap_file`, or the descriptor named by `MOSAIC_BUS_CAP_FD`), then serves
+/// `cap_file`, or the descriptor named by `MOSAIC_BUS_CAP_FD`, or the file
+/// named by `MOSAIC_BUS_CAP_FILE`: [`cap_from`]), then serves
 /// MCP on stdio until the client closes stdin.
 ///
 /// # Errors
@@ -69,10 +70,7 @@ the trail before doing anything, and never retry blindly.";
 /// `bad-request` when the client left before the session began, and
 /// `broker-unavailable`); the binary prints it on stderr and exits 2.
 pub fn run(socket: PathBuf, cap_file: Option<PathBuf>) -> Result<(), Refusal> {
-    let cap = match &cap_file {
-        Some(path) => cap_from_file(path)?,
-        None => cap_from_fd()?,
-    };
+    let cap = cap_from(cap_file.as_deref())?;
     let adapter = Adapter {
         session: Arc::new(Session::new(Client::new(socket, cap.expose()))),
     };

@@ -1,4 +1,5 @@
-//! The Claude Code Stop hook of `examples/harness/claude-code`, run as the
+//! The Claude Code Stop hook `harness/claude-code/stop-hook.sh` (which
+//! `up` writes into a Claude Code agent's run folder), run as the
 //! real script with real hook input (the JSON Claude Code writes on its
 //! stdin) against a real `mosaic-bus broker` child over its socket.
 //!
@@ -21,10 +22,9 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use support::{acme, config, data_root, launch, Agent, Broker, BIN, WAIT};
 
-/// The hook as the recipe installs it.
+/// The hook as `up` embeds it.
 fn hook_script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../examples/harness/claude-code/.claude/hooks/mosaic-bus-stop.sh")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../harness/claude-code/stop-hook.sh")
 }
 
 /// How the hook finds its capability.
@@ -46,6 +46,8 @@ struct HookedRun {
     state: PathBuf,
     /// Holds the capability file, the state folder and the transcript.
     home: tempfile::TempDir,
+    /// The feed's cursor at launch, as `up` gives it (`MOSAIC_BUS_SINCE`).
+    since: Option<String>,
 }
 
 impl HookedRun {
@@ -61,6 +63,7 @@ impl HookedRun {
             cap_file,
             state: home.path().join("state/mosaic-bus/stop-hook"),
             home,
+            since: None,
         }
     }
 
@@ -107,6 +110,9 @@ impl HookedRun {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        if let Some(since) = &self.since {
+            command.env("MOSAIC_BUS_SINCE", since);
+        }
         match cap {
             // The shell opens the file on descriptor 3 for the hook only.
             Cap::Fd => command
@@ -415,5 +421,90 @@ fn the_hook_fails_with_a_static_code_and_never_blocks() {
     agent
         .stop(&agent.input("Stop", false), 1000, Cap::File)
         .refused("not-holder");
+    broker.close();
+}
+
+/// The cursor of the feed now, as `up` takes it when it binds a run.
+fn cursor_now(agent: &Agent) -> u64 {
+    agent.ok("changes", json!({}))["cursor"]
+        .as_u64()
+        .expect("a cursor")
+}
+
+#[test]
+fn a_resolution_before_the_first_stop_still_wakes_the_agent_from_its_launch_cursor() {
+    let root = data_root();
+    let (broker, dev, lead) = boot(root.path());
+    let mut agent = HookedRun::new(&broker, "dev-1");
+    let launched = cursor_now(&dev);
+    agent.since = Some(launched.to_string());
+
+    // Between the launch and dev's first stop, dev raises a cross-role
+    // merge and its arbiter approves it: nothing is left in dev's inbox.
+    let raised = dev.raise("repo.merge", Some("main"), json!({}));
+    assert_eq!(raised["route"], "lead", "{raised}");
+    lead.resolve(&raised["id"], "yes");
+    let inbox = dev.ok("inbox", json!({}));
+    assert_eq!(inbox, json!([]), "{inbox}");
+
+    // The first stop, delayed past the resolution, waits from the launch's
+    // cursor: the resolution wakes it.
+    let reason = agent
+        .stop(&agent.input("Stop", false), 1000, Cap::File)
+        .blocked();
+    let id = raised["id"].as_str().expect("an id");
+    assert!(
+        reason.contains(&format!("decision.resolved {id}")),
+        "{reason}"
+    );
+    assert!(agent.saved_cursor() > launched);
+
+    // Without the launch's cursor the same first stop takes the current
+    // one, and the resolution is lost: the wake-up this cursor keeps.
+    let late = HookedRun::new(&broker, "dev-1");
+    late.stop(&late.input("Stop", false), 1000, Cap::File)
+        .let_stop();
+
+    // A launch cursor that is not a number is refused, not guessed.
+    let mut bad = HookedRun::new(&broker, "dev-1");
+    bad.since = Some("12a".to_owned());
+    bad.stop(&bad.input("Stop", false), 1000, Cap::File)
+        .refused("bad-request");
+    broker.close();
+}
+
+#[test]
+fn a_missing_capability_file_is_refused_as_bad_capability() {
+    let root = data_root();
+    let (broker, _dev, _lead) = boot(root.path());
+    let missing = root.path().join("no-such.cap");
+    let out = Command::new(BIN)
+        .args(["call", "inbox", "--cap-file"])
+        .arg(&missing)
+        .env_clear()
+        .env("MOSAIC_BUS_SOCKET", &broker.socket)
+        .output()
+        .expect("run call");
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "{\"ok\":false,\"error\":\"bad-capability\"}\n"
+    );
+    // The same through MOSAIC_BUS_CAP_FILE, which `call` reads without a
+    // descriptor or --cap-file.
+    let out = Command::new(BIN)
+        .args(["call", "inbox"])
+        .env_clear()
+        .env("MOSAIC_BUS_SOCKET", &broker.socket)
+        .env("MOSAIC_BUS_CAP_FILE", &missing)
+        .output()
+        .expect("run call");
+    assert_eq!(
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).as_ref()
+        ),
+        (Some(1), "{\"ok\":false,\"error\":\"bad-capability\"}\n")
+    );
     broker.close();
 }

@@ -4,7 +4,8 @@
 //! The capability is never an argument or an environment value (both are
 //! readable by other processes of the user): it comes from the inherited
 //! descriptor named by `MOSAIC_BUS_CAP_FD` or from `--cap-file PATH` (a
-//! private 0600 file), read by `mosaic_adapters::cap`. The socket is
+//! private 0600 file), or else from the file `MOSAIC_BUS_CAP_FILE` names,
+//! read by `mosaic_adapters::cap`. The socket is
 //! `--socket PATH` or `MOSAIC_BUS_SOCKET`.
 //!
 //! Prints the broker's JSON answer on stdout: exit 0 when `ok`, 1 on a
@@ -15,7 +16,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use mosaic_adapters::cap::{cap_from_fd, cap_from_file};
+use mosaic_adapters::cap::cap_from;
 pub use mosaic_adapters::cap::{CAP_FD_ENV, SOCKET_ENV};
 use mosaic_adapters::socket::Client;
 use mosaic_adapters::wire::{self, parse_json};
@@ -30,7 +31,9 @@ the broker sent it: {\"ok\":true,\"result\":...} or {\"ok\":false,\"error\":CODE
 
 The capability comes from the inherited descriptor named by \
 MOSAIC_BUS_CAP_FD (how `up` hands it to an agent) or from a private file \
-(--cap-file, mode 0600), never from an argument or an environment value. \
+(--cap-file, or else MOSAIC_BUS_CAP_FILE; mode 0600), never from an \
+argument or an environment value; a file that is not there is \
+bad-capability. \
 There is no retry: on outcome-unknown the request may have taken effect, so \
 inspect the trail before doing anything again. Nothing is read from stdin.";
 
@@ -47,6 +50,8 @@ Verbs (readers):
 Environment:
   MOSAIC_BUS_CAP_FD      the descriptor holding the capability (without
                          --cap-file)
+  MOSAIC_BUS_CAP_FILE    a private 0600 file holding it (without --cap-file
+                         or MOSAIC_BUS_CAP_FD)
   MOSAIC_BUS_SOCKET      the socket (without --socket)
 
 Exit codes:
@@ -100,10 +105,7 @@ pub fn run(args: CallArgs) -> (String, u8) {
         },
         None => json!({}),
     };
-    let cap = match &args.cap_file {
-        Some(path) => cap_from_file(path),
-        None => cap_from_fd(),
-    };
+    let cap = cap_from(args.cap_file.as_deref());
     let answer = cap
         .and_then(|cap| Client::new(&args.socket, cap.expose()).call_verbatim(&args.verb, value));
     match answer {

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use mosaic_adapters::cap::{cap_from_fd, cap_from_file};
+use mosaic_adapters::cap::cap_from;
 use mosaic_adapters::socket::Client;
 use mosaic_domain::Refusal;
 use serde_json::json;
@@ -27,6 +27,8 @@ pub(crate) const AFTER: &str = "\
 Environment:
   MOSAIC_BUS_CAP_FD      the descriptor holding the capability (without
                          --cap-file)
+  MOSAIC_BUS_CAP_FILE    a private 0600 file holding it (without --cap-file
+                         or MOSAIC_BUS_CAP_FD)
   MOSAIC_BUS_SOCKET      the socket (without --socket)
 
 Output and exit codes:
@@ -55,10 +57,7 @@ pub struct HeadArgs {
 
 /// Runs `head`.
 pub fn main(args: HeadArgs) -> ExitCode {
-    let cap = match &args.cap_file {
-        Some(path) => cap_from_file(path),
-        None => cap_from_fd(),
-    };
+    let cap = cap_from(args.cap_file.as_deref());
     let answer =
         cap.and_then(|cap| Client::new(&args.socket, cap.expose()).call("head", json!({})));
     let refusal = match answer {

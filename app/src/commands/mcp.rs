@@ -30,6 +30,8 @@ Tools:
 Environment:
   MOSAIC_BUS_CAP_FD      the descriptor holding the capability (without
                          --cap-file)
+  MOSAIC_BUS_CAP_FILE    a private 0600 file holding it (without --cap-file
+                         or MOSAIC_BUS_CAP_FD)
   MOSAIC_BUS_SOCKET      the socket (without --socket)
 {log_env}
 

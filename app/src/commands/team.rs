@@ -14,6 +14,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 pub use super::up::Allow;
+pub use harness::{HarnessRun, Model, ModelUrl, DEFAULT_KEY_ENV, DEFAULT_MODEL_HOST};
+
+mod harness;
 
 /// The largest configuration file read.
 const MAX_CONFIG: u64 = 1024 * 1024;
@@ -91,10 +94,15 @@ pub struct AgentSpec {
     pub role: RoleInstance,
     /// Its harness.
     pub harness: Harness,
-    /// The program: absolute, or a bare name looked up in `PATH`.
+    /// The program: absolute, or a bare name looked up in `PATH` (for a
+    /// harness `up` starts, `"program"` or else the harness's own name).
     pub program: PathBuf,
-    /// The program's arguments.
+    /// The program's arguments: the command's, or for a harness `up`
+    /// starts the `"args"` it appends to its own.
     pub args: Vec<String>,
+    /// For an agent without a `"command"`, what `up` starts its harness
+    /// with; `None` for a command.
+    pub harnessed: Option<HarnessRun>,
     /// The `workdir` (absolute), writable in a sandbox; `None` when the
     /// configuration names none, and the agent then runs in
     /// `config_dir`, read-only in a sandbox.
@@ -146,12 +154,15 @@ struct ConfigJson {
 struct AgentJson {
     role: String,
     harness: String,
-    command: Vec<String>,
+    command: Option<Vec<String>>,
+    prompt: Option<String>,
+    model: Option<harness::ModelJson>,
+    program: Option<String>,
+    args: Option<Vec<String>>,
     #[serde(default)]
     env: Vec<String>,
     workdir: Option<String>,
-    #[serde(default)]
-    network: Network,
+    network: Option<Network>,
     #[serde(default)]
     allow: Vec<String>,
     #[serde(default)]
@@ -235,21 +246,35 @@ impl UpConfig {
                 {
                     return Err(Refusal::BadConfig);
                 }
-                if agent
-                    .command
-                    .iter()
-                    .any(|w| w.is_empty() || w.contains('\0'))
-                {
-                    return Err(Refusal::BadConfig);
-                }
-                let mut words = agent.command.into_iter();
-                let program = PathBuf::from(words.next().ok_or(Refusal::BadConfig)?);
-                let program = if program.is_relative() && program.components().count() > 1 {
-                    dir.join(program)
-                } else {
-                    program
+                let keys = harness::HarnessKeys {
+                    prompt: agent.prompt,
+                    model: agent.model,
+                    program: agent.program,
+                    args: agent.args,
                 };
-                if !agent.allow.is_empty() && agent.network != Network::Proxy {
+                let (program, args, harnessed, network) = match agent.command {
+                    Some(command) => {
+                        if keys.any() {
+                            return Err(Refusal::BadConfig);
+                        }
+                        let (program, args) = command_words(command, dir)?;
+                        (program, args, None, agent.network.unwrap_or_default())
+                    }
+                    None => {
+                        let (program, args, run) = harness::parse(harness, keys, dir, &secret)?;
+                        // A harness needs its model: without a network it
+                        // could not reach it, so its default is the proxy,
+                        // which admits the model's host, and `"none"` is
+                        // refused.
+                        let network = match agent.network {
+                            None | Some(Network::Proxy) => Network::Proxy,
+                            Some(Network::Host) => Network::Host,
+                            Some(Network::None) => return Err(Refusal::BadConfig),
+                        };
+                        (program, args, Some(run), network)
+                    }
+                };
+                if !agent.allow.is_empty() && network != Network::Proxy {
                     return Err(Refusal::BadConfig);
                 }
                 let allow = agent
@@ -267,14 +292,15 @@ impl UpConfig {
                     role,
                     harness,
                     program,
-                    args: words.collect(),
+                    args,
+                    harnessed,
                     workdir: agent
                         .workdir
                         .map(|workdir| config_path(&workdir, dir))
                         .transpose()?,
                     config_dir: dir.to_path_buf(),
                     env: agent.env,
-                    network: agent.network,
+                    network,
                     allow,
                     read: paths(agent.read)?,
                     write: paths(agent.write)?,
@@ -323,6 +349,22 @@ impl UpConfig {
         config.file = Some(path.clone());
         Ok(config)
     }
+}
+
+/// A command's program and arguments: non-empty words without NUL, the
+/// program resolved against `dir` when it is a relative path with a `/`.
+fn command_words(command: Vec<String>, dir: &Path) -> Result<(PathBuf, Vec<String>), Refusal> {
+    if command.iter().any(|w| w.is_empty() || w.contains('\0')) {
+        return Err(Refusal::BadConfig);
+    }
+    let mut words = command.into_iter();
+    let program = PathBuf::from(words.next().ok_or(Refusal::BadConfig)?);
+    let program = if program.is_relative() && program.components().count() > 1 {
+        dir.join(program)
+    } else {
+        program
+    };
+    Ok((program, words.collect()))
 }
 
 /// Where `business`'s roles read their service tokens from.
@@ -588,6 +630,85 @@ mod tests {
     }
 
     #[test]
+    fn harness_agents_parse_with_their_defaults_and_the_proxy() {
+        let text = config(
+            r#"[{"role":"lead","harness":"claude-code","prompt":"Claim your role."},
+                {"role":"lead","harness":"pi","prompt":"Go.","program":"bin/pi","args":["--x"],
+                 "model":{"api":"anthropic","baseUrl":"http://127.0.0.1:8080","id":"m-1",
+                          "keyEnv":"MODEL_KEY"},
+                 "allow":["example.com:443"]}]"#,
+        );
+        let parsed = UpConfig::parse(&text, Path::new("/etc/demo")).unwrap();
+        let claude = &parsed.agents[0];
+        assert_eq!(claude.program, PathBuf::from("claude"));
+        assert!(claude.args.is_empty());
+        assert_eq!(claude.network, Network::Proxy);
+        let run = claude.harnessed.as_ref().unwrap();
+        assert_eq!(run.prompt, "Claim your role.");
+        assert_eq!(
+            (run.model.base_url.as_ref(), run.model.id.as_deref()),
+            (None, None)
+        );
+        assert_eq!(run.model.key_env, DEFAULT_KEY_ENV);
+        assert_eq!(run.model.endpoint.to_string(), DEFAULT_MODEL_HOST);
+        let pi = &parsed.agents[1];
+        assert_eq!(pi.program, PathBuf::from("/etc/demo/bin/pi"));
+        assert_eq!(pi.args, ["--x"]);
+        let model = &pi.harnessed.as_ref().unwrap().model;
+        assert_eq!(model.key_env, "MODEL_KEY");
+        assert_eq!(model.id.as_deref(), Some("m-1"));
+        assert_eq!(model.endpoint.to_string(), "127.0.0.1:8080");
+        assert_eq!(model.loopback_port(), Some(8080));
+        // A command keeps its own network default and has no harness run.
+        let command = config(r#"[{"role":"lead","harness":"pi","command":["sh"]}]"#);
+        let parsed = UpConfig::parse(&command, Path::new("/")).unwrap();
+        assert_eq!(parsed.agents[0].harnessed, None);
+        assert_eq!(parsed.agents[0].network, Network::None);
+    }
+
+    #[test]
+    fn bad_harness_keys_refuse_with_bad_config() {
+        let secret = BUSINESS.replace(
+            r#""lead":{"authority""#,
+            r#""lead":{"credentials":{"gitea":{"env":"GITEA_TOKEN"}},"authority""#,
+        );
+        let harness = |keys: &str| {
+            format!(r#"{{"business":{secret},"agents":[{{"role":"lead","harness":"pi"{keys}}}]}}"#)
+        };
+        // The business with a service token parses, so each case below is
+        // refused for its harness keys alone.
+        assert!(UpConfig::parse(&harness(r#","prompt":"go""#), Path::new("/")).is_ok());
+        for keys in [
+            "",
+            r#","prompt":"""#,
+            r#","prompt":"  ""#,
+            r#","prompt":"go","network":"none""#,
+            r#","command":["sh"],"prompt":"go""#,
+            r#","command":["sh"],"args":["x"]"#,
+            r#","command":["sh"],"program":"pi""#,
+            r#","command":["sh"],"model":{"api":"anthropic"}"#,
+            r#","prompt":"go","program":"""#,
+            r#","prompt":"go","args":[""]"#,
+            r#","prompt":"go","args":"x""#,
+            r#","prompt":"go","model":{}"#,
+            r#","prompt":"go","model":{"api":"openai"}"#,
+            r#","prompt":"go","model":{"api":"anthropic","extra":1}"#,
+            r#","prompt":"go","model":{"api":"anthropic","baseUrl":"example.com"}"#,
+            r#","prompt":"go","model":{"api":"anthropic","id":""}"#,
+            r#","prompt":"go","model":{"api":"anthropic","keyEnv":"A-B"}"#,
+            r#","prompt":"go","model":{"api":"anthropic","keyEnv":"GITEA_TOKEN"}"#,
+        ] {
+            assert_eq!(
+                UpConfig::parse(&harness(keys), Path::new("/"))
+                    .map_err(Refusal::from)
+                    .err(),
+                Some(Refusal::BadConfig),
+                "{keys}"
+            );
+        }
+    }
+
+    #[test]
     fn the_example_configuration_parses() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
         let parsed = UpConfig::load(&dir.join("business.json")).unwrap();
@@ -597,5 +718,19 @@ mod tests {
             let script = agent.cwd().join(&agent.args[0]);
             assert!(script.is_file(), "{}", script.display());
         }
+        // The team of real harnesses: lead on Claude Code, dev on pi.
+        let team = UpConfig::load(&dir.join("claude-team.json")).unwrap();
+        let harnesses: Vec<(&str, Harness, bool)> = team
+            .agents
+            .iter()
+            .map(|a| (a.role.as_str(), a.harness, a.harnessed.is_some()))
+            .collect();
+        assert_eq!(
+            harnesses,
+            [
+                ("lead", Harness::ClaudeCode, true),
+                ("dev", Harness::Pi, true)
+            ]
+        );
     }
 }

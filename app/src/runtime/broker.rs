@@ -62,6 +62,13 @@ impl Broker {
         &self.socket
     }
 
+    /// The change feed's cursor now: an agent's loop that waits for
+    /// `changes` from it misses nothing committed after this call. `up`
+    /// gives it to each run it launches (`MOSAIC_BUS_SINCE`).
+    pub fn feed_cursor(&self) -> u64 {
+        self.feed.head()
+    }
+
     /// Binds a launch the host performed and issues its capability. A run
     /// bound again (with the identical record) gets a new capability; its
     /// old one stops working.

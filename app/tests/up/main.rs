@@ -7,6 +7,7 @@
 //! fails the test instead of hanging it.
 
 mod folders;
+mod harness;
 mod relay;
 
 use std::io::{BufRead, BufReader, Read};
@@ -315,6 +316,12 @@ fn the_example_agents_exchange_a_decision_and_a_message_then_up_exits() {
         assert!(!has_capability_shape(&env), "a capability in {name}'s env");
         assert!(env.contains(&format!("MOSAIC_RUN_ID={name}\n")));
         assert!(env.contains(&format!("MOSAIC_BUS_SOCKET={}\n", socket.display())));
+        // The feed's cursor at launch, where the agent's loop starts.
+        let since = env
+            .lines()
+            .find_map(|l| l.strip_prefix("MOSAIC_BUS_SINCE="))
+            .expect("MOSAIC_BUS_SINCE");
+        assert!(since.parse::<u64>().is_ok(), "{since}");
         let fd = env
             .lines()
             .find_map(|l| l.strip_prefix("MOSAIC_BUS_CAP_FD="))

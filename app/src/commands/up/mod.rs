@@ -17,7 +17,9 @@
 //! role of that business, a harness (`pi` or `claude-code`), a non-empty
 //! command (program and arguments, no shell) and optionally `env`, the
 //! names of `up`'s environment variables it also needs (an API key of its
-//! harness, say; a name holding a service token is refused). Parsing is
+//! harness, say; a name holding a service token is refused). An agent
+//! with a harness and no command is started by `up` itself ([`harness`]:
+//! `prompt`, `model`, `program`, `args`). Parsing is
 //! strict: unknown
 //! keys, wrong types and bad names refuse with `bad-config` (or the
 //! business's own codes, `unknown-role` for an agent of no such role). Every
@@ -117,7 +119,7 @@
 //! (`unsafe-path`) otherwise.
 //!
 //! On stdout, exactly one line: `{"ok":true,"business","dataRoot","socket",
-//! "readerCap","log","agents":[{role,run,harness,pid,sandboxed,network,abstractSockets}]}`
+//! "readerCap","log","agents":[{role,run,harness,pid,sandboxed,network,abstractSockets,transcript}]}`
 //! (never a capability), or on a startup failure
 //! `{"ok":false,"error":CODE}` (plus `"role"` when one agent's launch
 //! failed) with exit 2. An agent that exits non-zero on its own is
@@ -132,9 +134,12 @@
 //! `log` names; the console's quitting stops `up` as a signal does. Closing closes the broker cleanly (socket and writer lock
 //! removed) and removes `reader.cap`; a failed close exits 2.
 
+mod activity;
 mod bridge;
+mod capfile;
 mod cgroup;
 mod console;
+mod harness;
 mod launch;
 mod network;
 mod output;
@@ -143,26 +148,22 @@ mod plan;
 mod proxy;
 mod sandbox;
 mod secrets;
+mod spawn;
 mod supervise;
 
 use std::ffi::OsStr;
-use std::io::{self, Write};
-use std::os::fd::{AsFd, AsRawFd};
-use std::os::unix::process::CommandExt;
+use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, Command, ExitCode, Stdio};
+use std::process::{Child, ChildStdin, ExitCode};
 use std::time::Duration;
 
 use clap::builder::NonEmptyStringValueParser;
 use clap::Args;
-use mosaic_adapters::cap::{CAP_FD_ENV, SOCKET_ENV};
-use mosaic_adapters::cause::{self, logged};
+use mosaic_adapters::cause::logged;
 use mosaic_adapters::config::{BootConfig, ConfigError};
 use mosaic_adapters::fs;
-use mosaic_adapters::procfs::ProcFs;
-use mosaic_domain::evidence::{Harness, LaunchRecord};
+use mosaic_domain::evidence::Harness;
 use mosaic_domain::{BusinessId, Refusal, RoleInstance, RunId};
-use mosaic_ports::ProcessTable;
 use serde_json::{json, Value};
 
 use super::args::{non_empty_path, LogArgs};
@@ -175,9 +176,7 @@ pub use cgroup::{main as sandbox_cgroup, SandboxCgroupArgs};
 use console::Console;
 pub use console::CONSOLE_ENV;
 pub use launch::BASE_ENV;
-use launch::{
-    agent_env, cap_memfd, child_path, fill_and_seal, find_program, run_id, spawn_inheriting,
-};
+use launch::{agent_env, child_path, find_program, run_id};
 use output::Relays;
 pub use plan::ETC as SANDBOX_ETC;
 use plan::{Places, Plan};
@@ -193,6 +192,10 @@ pub fn sandbox_exec(args: SandboxExecArgs) -> ExitCode {
 
 /// The environment variable naming an agent's run.
 pub const RUN_ID_ENV: &str = "MOSAIC_RUN_ID";
+/// The environment variable holding the change feed's cursor when the run
+/// was launched: an agent's loop waits from it at its first stop, so a
+/// change between the launch and that stop still wakes it.
+pub const SINCE_ENV: &str = "MOSAIC_BUS_SINCE";
 /// The line an agent reads on its standard input once its capability is ready.
 pub const READY_LINE: &str = "ready\n";
 /// The reader capability's file, relative to the data root.
@@ -213,7 +216,11 @@ The configuration is {\"sandbox\"?, \"business\":{id, human, arbiters, roles, \
 launch?}, \"agents\":[{role, harness, command, env?, workdir?, network?, allow?, \
 read?, write?, tmpMiB?, processes?, memoryMiB?}]}: harness is pi or claude-code, command a program and its \
 arguments (no shell), env the names of this process's variables the agent \
-also needs. sandbox is auto (the default: a bubblewrap sandbox per agent \
+also needs. Without a command, up starts the harness itself: {role, harness, \
+prompt, model?: {api: \"anthropic\", baseUrl?, id?, keyEnv?}, program?, args?, \
+...}, its network proxy by default with the model's host admitted, its \
+capability in the file MOSAIC_BUS_CAP_FILE names, its event stream in the \
+transcript the first line names; see docs/agents.md. sandbox is auto (the default: a bubblewrap sandbox per agent \
 when bwrap works, else one warning), required (else sandbox-unavailable) \
 or off. In its sandbox an agent sees an empty root and only what is \
 granted: the system's program folders and a named list of /etc read-only, \
@@ -231,14 +238,15 @@ or any home. network is none (the default: loopback only), proxy (loopback \
 and up's forward proxy, at HTTPS_PROXY, which admits only the host:port \
 names in allow, exact or *.domain) or host (every loopback service of the \
 user in reach, with a warning). Each agent runs in its workdir with \
-MOSAIC_RUN_ID, MOSAIC_BUS_SOCKET and \
+MOSAIC_RUN_ID, MOSAIC_BUS_SOCKET, MOSAIC_BUS_SINCE (the change feed's \
+cursor at its launch) and \
 MOSAIC_BUS_CAP_FD, the number of an inherited sealed descriptor that holds \
 its capability (never an environment value); it must read one line, \
 \"ready\", on stdin before its first call.
 
 Stdout gets exactly one line: {\"ok\":true, business, dataRoot, socket, \
 readerCap, browser?, log?, agents:[{role, run, harness, pid, sandboxed, \
-network, abstractSockets}]}, never a capability; abstractSockets is closed when the \
+network, abstractSockets, transcript}]}, never a capability; abstractSockets is closed when the \
 agent cannot reach abstract Unix sockets outside its sandbox (network none or \
 proxy, or a Landlock scope), open otherwise. The human's reader capability \
 (reader.cap) and, with --browser, the UI token (ui.token) are written to the secrets folder (mode 0600) and \
@@ -413,6 +421,7 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
     let config = UpConfig::load(&options.config)?;
     let exe = std::env::current_exe()
         .map_err(logged(Refusal::LaunchFailed, "finding this executable"))?;
+    let exe_path = exe.clone();
     let bwrap = match config.sandbox {
         SandboxMode::Off => None,
         SandboxMode::Required | SandboxMode::Auto => {
@@ -502,13 +511,40 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
     });
     network::warn(&config.agents, sandbox.as_ref().map(|s| s.landlock));
     let proxy = network::proxy(&config.agents, sandbox.is_some())?;
+    let runs = config
+        .agents
+        .iter()
+        .map(|spec| run_id(&spec.role).map_err(|r| Failure::of(&spec.role, r)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let at = harness::Where {
+        data_root: &data_root,
+        exe: &exe_path,
+        socket: &booted.socket,
+        path: &path,
+        sandboxed: sandbox.is_some(),
+    };
+    let mut prepared = config
+        .agents
+        .iter()
+        .zip(&runs)
+        .map(|(spec, run)| {
+            spec.harnessed
+                .as_ref()
+                .map(|h| harness::prepare(spec, h, run, &at))
+                .transpose()
+                .map_err(|r| Failure::of(&spec.role, r))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     // Every agent's plan is built, and so checked, before the first
     // launch, so a refused path starts nobody.
     let plans = config
         .agents
         .iter()
-        .map(|spec| match &sandbox {
-            Some(sandbox) => sandbox_plan(spec, sandbox, &path, &secret_env).map(Some),
+        .zip(&prepared)
+        .map(|(spec, prepared)| match &sandbox {
+            Some(sandbox) => {
+                sandbox_plan(spec, prepared.as_ref(), sandbox, &path, &secret_env).map(Some)
+            }
             None => Ok(None),
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -542,8 +578,14 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
     if let Some(browser) = &booted.browser {
         session.ui_token = Some(session.secrets.write(UI_TOKEN_FILE, &browser.token)?);
     }
-    for (spec, plan) in config.agents.iter().zip(&plans) {
-        session.launch(spec, plan.as_ref(), &path)?;
+    for (((spec, plan), run), prepared) in config
+        .agents
+        .iter()
+        .zip(&plans)
+        .zip(runs)
+        .zip(prepared.drain(..))
+    {
+        session.launch(spec, run, plan.as_ref(), prepared, &path)?;
     }
     Ok(session)
 }
@@ -572,14 +614,20 @@ fn warn_shared_workdirs(plans: &[Option<Plan>], agents: &[AgentSpec]) {
     }
 }
 
-/// The plan of `spec`'s sandbox, its program found on `path`.
+/// The plan of `spec`'s sandbox, its program found on `path` (a harness's
+/// prepared real file, with its grants).
 fn sandbox_plan(
     spec: &AgentSpec,
+    prepared: Option<&harness::Prepared>,
     sandbox: &Sandbox,
     path: &OsStr,
     secret_env: &[String],
 ) -> Result<Plan, Failure> {
-    let program = find_program(&spec.program, path).ok_or_else(|| {
+    let found = match prepared {
+        Some(prepared) => Some(prepared.program.clone()),
+        None => find_program(&spec.program, path),
+    };
+    let program = found.ok_or_else(|| {
         tracing::warn!(
             code = Refusal::LaunchFailed.code(),
             role = spec.role.as_str(),
@@ -589,8 +637,16 @@ fn sandbox_plan(
         Failure::of(&spec.role, Refusal::LaunchFailed)
     })?;
     let env = agent_env(spec, std::env::vars_os(), secret_env);
-    plan::build(spec, &sandbox.places, &program, sandbox.landlock, env)
-        .map_err(|r| Failure::of(&spec.role, r))
+    let grants = prepared.map(|p| &p.grants);
+    plan::build(
+        spec,
+        &sandbox.places,
+        &program,
+        grants,
+        sandbox.landlock,
+        env,
+    )
+    .map_err(|r| Failure::of(&spec.role, r))
 }
 
 /// One launched agent.
@@ -607,6 +663,14 @@ struct Agent {
     abstract_sockets: AbstractSockets,
     child: Child,
     stdin: Option<ChildStdin>,
+    /// For a harness `up` starts, what its stdin gets after `ready`.
+    input: Option<harness::Input>,
+    /// For a harness `up` starts, its transcript.
+    transcript: Option<PathBuf>,
+    /// For a harness `up` starts without a sandbox, its capability's file
+    /// in the run's folder: removed when `up` closes, so no capability is
+    /// left on disk.
+    cap_file: Option<PathBuf>,
     exited: bool,
     failed: bool,
     /// Its sandbox's cgroup, where there is one: removed when dropped,
@@ -661,130 +725,6 @@ struct Sandbox {
 }
 
 impl Session {
-    /// One launch, steps 1 to 4 of the module documentation; `plan` is
-    /// its sandbox's, when it has one.
-    fn launch(
-        &mut self,
-        spec: &AgentSpec,
-        plan: Option<&Plan>,
-        path: &OsStr,
-    ) -> Result<(), Failure> {
-        let failed = |e: io::Error| {
-            cause::log(Refusal::LaunchFailed, "launching an agent", &e);
-            Failure::of(&spec.role, Refusal::LaunchFailed)
-        };
-        let run = run_id(&spec.role).map_err(|r| Failure::of(&spec.role, r))?;
-        let memfd = cap_memfd().map_err(failed)?;
-        let fd = memfd.as_raw_fd().to_string();
-        let landlock = self.sandbox.as_ref().is_some_and(|s| s.landlock);
-        let mut run_cgroup = None;
-        let (mut command, sandboxed) = match (&self.sandbox, plan) {
-            (Some(sandbox), Some(plan)) => {
-                tracing::debug!(
-                    role = spec.role.as_str(),
-                    mounts = plan.mounts.len(),
-                    denied = plan
-                        .seccomp
-                        .iter()
-                        .map(|(n, _)| *n)
-                        .collect::<Vec<_>>()
-                        .join(",")
-                        .as_str(),
-                    "starting an agent in its sandbox"
-                );
-                let proxy = network::listen(self.proxy.as_ref(), spec, &run).map_err(failed)?;
-                run_cgroup = sandbox
-                    .cgroups
-                    .make(run.as_str(), plan.processes, spec.memory_mib);
-                let exe = &sandbox.places.exe;
-                let mut command = cgroup::command(sandbox.bwrap.path(), exe, run_cgroup.as_ref());
-                command
-                    .args(plan.bwrap_args(proxy.as_deref()))
-                    .arg(&sandbox.places.exe)
-                    .args([sandbox::EXEC_SUBCOMMAND, "--keep-fd", &fd])
-                    .args(plan.landlock.then_some("--landlock"))
-                    .args(["--processes", &plan.processes.to_string()])
-                    .args(bridge::exec_args(proxy.is_some()))
-                    .arg("--")
-                    .arg(&plan.program)
-                    .args(&spec.args)
-                    // bwrap's own; the agent's is its `--chdir`.
-                    .current_dir("/")
-                    .env_clear()
-                    .envs(plan.env.iter().map(|(k, v)| (k, v)));
-                (command, true)
-            }
-            (Some(_) | None, _) => {
-                let mut command = Command::new(&spec.program);
-                command
-                    .args(&spec.args)
-                    .current_dir(spec.cwd())
-                    .env_clear()
-                    .envs(agent_env(spec, std::env::vars_os(), &self.secret_env));
-                (command, false)
-            }
-        };
-        command
-            .env(RUN_ID_ENV, run.as_str())
-            .env(SOCKET_ENV, &self.socket)
-            .env(CAP_FD_ENV, &fd)
-            .env("PATH", path)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
-        if self.log.is_some() {
-            command.env(CONSOLE_ENV, "1");
-        }
-        let mut inherited = vec![memfd.as_fd()];
-        inherited.extend(plan.iter().flat_map(|p| p.held.iter().map(AsFd::as_fd)));
-        let mut child = spawn_inheriting(&mut command, &inherited).map_err(failed)?;
-        let pid = child.id();
-        self.agents.push(Agent {
-            role: spec.role.clone(),
-            run: run.clone(),
-            harness: spec.harness,
-            sandboxed,
-            network: if sandboxed {
-                spec.network
-            } else {
-                Network::Host
-            },
-            abstract_sockets: AbstractSockets::of(sandboxed, spec.network, landlock),
-            stdin: child.stdin.take(),
-            child,
-            exited: false,
-            failed: false,
-            cgroup: run_cgroup,
-        });
-        // Once it is ours to stop: a failure here kills it with the rest.
-        if let Some(agent) = self.agents.last_mut() {
-            let role = spec.role.as_str();
-            self.relays.start(role, &mut agent.child).map_err(failed)?;
-        }
-        // Our child, not yet reaped: the pid names it and nobody else.
-        let start_time = ProcFs::new()
-            .process(pid)
-            .map_err(|_| Failure::of(&spec.role, Refusal::LaunchFailed))?
-            .start_time;
-        let broker = self.broker.as_ref().ok_or(Refusal::BrokerUnavailable)?;
-        let issued = broker
-            .bind_launch(LaunchRecord {
-                business: self.business.clone(),
-                role: spec.role.clone(),
-                run,
-                harness: spec.harness,
-                address: None,
-                pid,
-                start_time,
-            })
-            .map_err(|r| Failure::of(&spec.role, r))?;
-        fill_and_seal(&memfd, &issued.cap).map_err(failed)?;
-        // This process's copy is closed here, before the next launch.
-        drop(memfd);
-        Ok(())
-    }
-
     /// The one line printed on stdout: where everything is, no capability.
     fn summary(&self) -> Value {
         json!({
@@ -799,25 +739,54 @@ impl Session {
                 "tokenFile": self.ui_token.as_ref().map(|p| p.to_string_lossy()),
             })),
             "log": self.log.as_ref().map(|(_, path)| path.to_string_lossy()),
-            "agents": self.agents.iter().map(|a| json!({
-                "role": a.role.as_str(),
-                "run": a.run.as_str(),
-                "harness": a.harness.as_str(),
-                "pid": a.child.id(),
-                "sandboxed": a.sandboxed,
-                "network": a.network.as_str(),
-                "abstractSockets": a.abstract_sockets.as_str(),
-            })).collect::<Vec<_>>(),
+            "agents": self.agents.iter().map(|a| {
+                let mut agent = json!({
+                    "role": a.role.as_str(),
+                    "run": a.run.as_str(),
+                    "harness": a.harness.as_str(),
+                    "pid": a.child.id(),
+                    "sandboxed": a.sandboxed,
+                    "network": a.network.as_str(),
+                    "abstractSockets": a.abstract_sockets.as_str(),
+                });
+                // Only a harness `up` starts has a transcript.
+                if let Some(path) = &a.transcript {
+                    agent["transcript"] = json!(path.to_string_lossy());
+                }
+                agent
+            }).collect::<Vec<_>>(),
         })
     }
 
-    /// Lets every agent proceed: one `ready` line, then end of input.
+    /// Lets every agent proceed: one `ready` line, then end of input;
+    /// for pi, its prompt as an RPC command after it, and the pipe stays
+    /// open until pi exits (it ends its session itself).
     fn release(&mut self) {
         for agent in &mut self.agents {
             if let Some(mut stdin) = agent.stdin.take() {
                 // An agent that already exited cannot read it; its exit is
                 // reported like any other.
                 let _ = stdin.write_all(READY_LINE.as_bytes());
+                if let Some(harness::Input::Line(line)) = &agent.input {
+                    let _ = stdin
+                        .write_all(format!("{line}\n").as_bytes())
+                        .and_then(|()| stdin.flush());
+                    agent.stdin = Some(stdin);
+                }
+            }
+        }
+    }
+
+    /// Removes the capability files `up` wrote for its unsandboxed
+    /// harnesses, once their agents are gone.
+    fn remove_cap_files(&mut self) {
+        for path in self.agents.iter_mut().filter_map(|a| a.cap_file.take()) {
+            if let Err(e) = std::fs::remove_file(&path) {
+                tracing::warn!(
+                    path = &*fs::neutral_path(&path),
+                    cause = e.to_string().as_str(),
+                    "removing an agent's capability file failed"
+                );
             }
         }
     }
@@ -826,6 +795,7 @@ impl Session {
     /// the close failed.
     fn close(mut self, code: u8) -> u8 {
         self.kill_agents();
+        self.remove_cap_files();
         self.relays.finish(STOP_GRACE);
         let mut code = code;
         if let Some(broker) = self.broker.take() {
@@ -855,6 +825,7 @@ impl Session {
 impl Drop for Session {
     fn drop(&mut self) {
         self.kill_agents();
+        self.remove_cap_files();
         if let Some(broker) = self.broker.take() {
             let _ = broker.close();
         }

@@ -23,7 +23,7 @@ use mosaic_domain::{Refusal, RunId};
 
 use super::proxy::{Limits, Proxy};
 use super::sandbox::AbstractSockets;
-use crate::commands::team::{AgentSpec, Network};
+use crate::commands::team::{AgentSpec, Allow, Network};
 
 /// The warnings of one `up` about its sandboxed agents' networks, each at
 /// most once: the agents with `"network": "host"`, and where the kernel
@@ -79,14 +79,19 @@ pub(super) fn proxy(agents: &[AgentSpec], sandboxed: bool) -> Result<Option<Prox
 }
 
 /// For a sandboxed agent with `"network": "proxy"`, the socket of its own
-/// on which the proxy now listens for `run`; `None` for the others.
+/// on which the proxy now listens for `run`, admitting its `"allow"` list
+/// and `extra` (a harness's model endpoint); `None` for the others.
 pub(super) fn listen(
     proxy: Option<&Proxy>,
     spec: &AgentSpec,
     run: &RunId,
+    extra: &[Allow],
 ) -> io::Result<Option<PathBuf>> {
     match (spec.network, proxy) {
-        (Network::Proxy, Some(proxy)) => proxy.listen(run.as_str(), &spec.allow).map(Some),
+        (Network::Proxy, Some(proxy)) => {
+            let allow: Vec<Allow> = spec.allow.iter().chain(extra).cloned().collect();
+            proxy.listen(run.as_str(), &allow).map(Some)
+        }
         (Network::Proxy, None) => Err(io::ErrorKind::NotFound.into()),
         (Network::None | Network::Host, _) => Ok(None),
     }

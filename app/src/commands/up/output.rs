@@ -14,8 +14,12 @@ use std::process::Child;
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
+use std::os::unix::fs::OpenOptionsExt;
+
 use mosaic_adapters::cause::logged;
-use mosaic_domain::{text, Refusal};
+use mosaic_domain::{text, Refusal, RoleInstance, RunId};
+
+use super::harness::Prepared;
 
 /// The most bytes of one line `up` holds; a longer line is written in
 /// pieces of this size.
@@ -93,7 +97,12 @@ impl Relays {
                 .take()
                 .map(|p| Box::new(p) as Box<dyn Read + Send>),
         ];
-        for pipe in pipes.into_iter().flatten() {
+        self.relay_pipes(role, pipes.into_iter().flatten().collect())
+    }
+
+    /// Starts a relay for each of `pipes`, its lines prefixed with `role`.
+    fn relay_pipes(&mut self, role: &str, pipes: Vec<Box<dyn Read + Send>>) -> io::Result<()> {
+        for pipe in pipes {
             let (sink, role) = (self.sink.clone(), role.to_owned());
             let alive = self.alive.clone();
             std::thread::Builder::new()
@@ -104,6 +113,44 @@ impl Relays {
                 })?;
         }
         Ok(())
+    }
+
+    /// Starts the relays of a harness agent `up` started: its standard
+    /// error as [`Relays::start`] does, its standard output (the harness's
+    /// event stream) into its transcript, each complete line also handed
+    /// to [`super::activity::observe`].
+    ///
+    /// # Errors
+    /// The transcript that cannot be opened, or a thread that could not
+    /// be started.
+    pub(super) fn start_harness(
+        &mut self,
+        role: &RoleInstance,
+        run: &RunId,
+        prepared: &Prepared,
+        child: &mut Child,
+    ) -> io::Result<()> {
+        let transcript = std::fs::OpenOptions::new()
+            .append(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&prepared.transcript)?;
+        if let Some(stdout) = child.stdout.take() {
+            let (role, run, harness) = (role.clone(), run.clone(), prepared.harness);
+            let alive = self.alive.clone();
+            std::thread::Builder::new()
+                .name(format!("up-events-{}", role.as_str()))
+                .spawn(move || {
+                    record(stdout, transcript, |line| {
+                        super::activity::observe(&role, &run, harness, line);
+                    });
+                    drop(alive);
+                })?;
+        }
+        let stderr = child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>);
+        self.relay_pipes(role.as_str(), stderr.into_iter().collect())
     }
 
     /// Waits until every relay wrote its pipe's last line, or `within` has
@@ -171,6 +218,54 @@ pub(super) fn relay(pipe: impl Read, role: &str, sink: &Sink) {
     }
 }
 
+/// The longest event line handed to [`super::activity::observe`]; the
+/// transcript keeps longer ones whole.
+pub(super) const MAX_EVENT: usize = 1024 * 1024;
+
+/// Copies `pipe` into `transcript` as it comes, and hands each complete
+/// line of at most [`MAX_EVENT`] bytes, without its newline, to `observe`.
+/// A transcript that fails is no longer written, and the pipe is still
+/// drained, so the agent never blocks on a full one.
+pub(super) fn record(pipe: impl Read, mut transcript: File, mut observe: impl FnMut(&[u8])) {
+    let mut reader = BufReader::with_capacity(64 * 1024, pipe);
+    let mut line = Vec::with_capacity(4096);
+    let mut writing = true;
+    // Whether the current line grew past MAX_EVENT: it is not observed.
+    let mut long = false;
+    loop {
+        let (used, ended) = match reader.fill_buf() {
+            Ok([]) => return,
+            Ok(buf) => {
+                let (chunk, ended) = match buf.iter().position(|&b| b == b'\n') {
+                    Some(at) => (&buf[..=at], true),
+                    None => (buf, false),
+                };
+                if writing {
+                    writing = transcript.write_all(chunk).is_ok();
+                }
+                let body = chunk.strip_suffix(b"\n").unwrap_or(chunk);
+                if !long && line.len() + body.len() <= MAX_EVENT {
+                    line.extend_from_slice(body);
+                } else {
+                    long = true;
+                    line.clear();
+                }
+                (chunk.len(), ended)
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => return,
+        };
+        reader.consume(used);
+        if ended {
+            if !long {
+                observe(&line);
+            }
+            line.clear();
+            long = false;
+        }
+    }
+}
+
 /// `ROLE: LINE` and a newline: the line's bytes read as UTF-8 (an invalid
 /// sequence becomes U+FFFD), a carriage return before its end dropped, and
 /// every control or format character made a visible token.
@@ -193,6 +288,23 @@ mod tests {
         );
         let invalid = format_line("dev", b"a\xffb");
         assert_eq!(String::from_utf8(invalid).unwrap(), "dev: a\u{fffd}b\n");
+    }
+
+    #[test]
+    fn an_event_stream_is_kept_whole_and_its_lines_observed() {
+        let mut file = tempfile::tempfile().expect("a file");
+        let mut input = b"{\"type\":\"system\"}\n".to_vec();
+        input.extend(vec![b'x'; MAX_EVENT + 1]);
+        input.extend_from_slice(b"\n{\"type\":\"result\"}\npartial");
+        let mut seen = Vec::new();
+        record(&input[..], file.try_clone().expect("clone"), |line| {
+            seen.push(String::from_utf8_lossy(line).into_owned());
+        });
+        assert_eq!(seen, [r#"{"type":"system"}"#, r#"{"type":"result"}"#]);
+        let mut kept = Vec::new();
+        std::io::Seek::rewind(&mut file).expect("rewind");
+        file.read_to_end(&mut kept).expect("read");
+        assert_eq!(kept, input);
     }
 
     #[test]

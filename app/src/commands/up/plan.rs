@@ -57,6 +57,7 @@ use std::path::{Path, PathBuf};
 use mosaic_domain::Refusal;
 
 use super::bridge::PROXY_SOCKET;
+use super::harness::Grants;
 use super::paths::{check_writable, open_granted, Guard, Opened};
 use super::sandbox::{namespace_args, DENIED_CALLS, SANDBOX_HOME};
 use crate::commands::team::{AgentSpec, Network};
@@ -127,6 +128,9 @@ pub(super) struct Places {
 pub(super) enum Mount {
     /// A host path, read-only, at `dest`.
     ReadOnly { source: PathBuf, dest: PathBuf },
+    /// A folder of `up`'s own making, writable, at `dest`: a harness
+    /// agent's state folder (`super::harness`).
+    Writable { source: PathBuf, dest: PathBuf },
     /// A path of the configuration, checked and held open (`fd`, this
     /// process's descriptor, passed on to bwrap): bound from the
     /// descriptor, so what is bound is what was checked. `path` is where
@@ -196,6 +200,9 @@ impl Plan {
                 Mount::ReadOnly { source, dest } => {
                     push(&["--ro-bind".as_ref(), source.as_os_str(), dest.as_os_str()]);
                 }
+                Mount::Writable { source, dest } => {
+                    push(&["--bind".as_ref(), source.as_os_str(), dest.as_os_str()]);
+                }
                 Mount::Granted {
                     fd, dest, writable, ..
                 } => {
@@ -243,6 +250,7 @@ impl Plan {
     fn binds(&self) -> impl Iterator<Item = (&Path, bool)> {
         self.mounts.iter().filter_map(|mount| match mount {
             Mount::ReadOnly { source, .. } => Some((source.as_path(), false)),
+            Mount::Writable { source, .. } => Some((source.as_path(), true)),
             Mount::Granted { path, writable, .. } => Some((path.as_path(), *writable)),
             Mount::Symlink { .. }
             | Mount::Tmpfs(_)
@@ -341,13 +349,17 @@ fn resolve(spec: &AgentSpec, places: &Places) -> Result<(PathBuf, Vec<(Opened, b
     Ok((cwd, binds))
 }
 
-/// `spec`'s plan: `program` is its program as found (absolute), `env` its
-/// environment from the allow-list, `landlock` whether the kernel has the
-/// scopes. See the module documentation for what it grants and refuses.
+/// `spec`'s plan: `program` is its program as found (absolute), `grants`
+/// what a harness `up` starts needs beyond it (its install folder
+/// read-only beside the system's, its run folder read-only and its state
+/// folder writable in the data root's tmpfs), `env` its environment from
+/// the allow-list, `landlock` whether the kernel has the scopes. See the
+/// module documentation for what it grants and refuses.
 pub(super) fn build(
     spec: &AgentSpec,
     places: &Places,
     program: &Path,
+    grants: Option<&Grants>,
     landlock: bool,
     mut env: Vec<(OsString, OsString)>,
 ) -> Result<Plan, Refusal> {
@@ -367,7 +379,16 @@ pub(super) fn build(
         dest: places.exe.clone(),
     });
     let program = std::path::absolute(program).map_err(|_| Refusal::LaunchFailed)?;
-    let folders: Vec<PathBuf> = binds.iter().map(|(o, _)| o.path.clone()).collect();
+    let mut folders: Vec<PathBuf> = binds.iter().map(|(o, _)| o.path.clone()).collect();
+    if let Some(install) = grants.and_then(|g| g.install.as_ref()) {
+        if !covered(install, &places.host_root, &folders) {
+            mounts.push(Mount::ReadOnly {
+                source: install.clone(),
+                dest: install.clone(),
+            });
+            folders.push(install.clone());
+        }
+    }
     if !covered(&program, &places.host_root, &folders) {
         mounts.push(Mount::ReadOnly {
             source: program.clone(),
@@ -399,6 +420,16 @@ pub(super) fn build(
         source: places.socket.clone(),
         dest: places.socket.clone(),
     });
+    if let Some(grants) = grants {
+        mounts.push(Mount::ReadOnly {
+            source: grants.run_dir.clone(),
+            dest: grants.run_dir.clone(),
+        });
+        mounts.push(Mount::Writable {
+            source: grants.state.clone(),
+            dest: grants.state.clone(),
+        });
+    }
     mounts.push(Mount::RemountRo(places.data_root.clone()));
     if spec.network == Network::Proxy {
         mounts.push(Mount::ProxySocket);

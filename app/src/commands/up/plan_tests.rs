@@ -13,6 +13,7 @@ fn spec(dir: &Path) -> AgentSpec {
         harness: Harness::Pi,
         program: PathBuf::from("sh"),
         args: Vec::new(),
+        harnessed: None,
         workdir: Some(dir.to_path_buf()),
         config_dir: dir.to_path_buf(),
         env: Vec::new(),
@@ -120,7 +121,7 @@ fn the_plan_of_the_example_holds_exactly_the_expected_mounts() {
     };
     let sh = root.join("host/usr/bin/sh");
     for agent in &config.agents {
-        let plan = build(agent, &places, &sh, true, Vec::new()).unwrap();
+        let plan = build(agent, &places, &sh, None, true, Vec::new()).unwrap();
         let host = root.join("host");
         let expected = vec![
             ro(&host.join("usr"), "/usr"),
@@ -191,6 +192,7 @@ fn the_environment_is_the_allow_list_with_a_home_and_tmp_of_its_own() {
         &spec(&root.join("work")),
         &places,
         &root.join("host/usr/bin/sh"),
+        None,
         false,
         env,
     )
@@ -225,7 +227,7 @@ fn the_arguments_render_every_mount_in_order_after_the_namespaces() {
     // A program outside every bound folder gets a bind of its own.
     let tool = root.join("home/alice/tool/run");
     std::fs::write(&tool, "x").unwrap();
-    let plan = build(&agent, &places, &tool, false, Vec::new()).unwrap();
+    let plan = build(&agent, &places, &tool, None, false, Vec::new()).unwrap();
     let text: Vec<String> = plan
         .bwrap_args(None)
         .iter()
@@ -302,6 +304,7 @@ fn the_arguments_render_every_mount_in_order_after_the_namespaces() {
         &agent,
         &places,
         &root.join("host/usr/bin/sh"),
+        None,
         false,
         Vec::new(),
     )
@@ -320,8 +323,9 @@ fn a_bind_that_shows_the_data_root_the_secrets_the_home_or_a_credential_is_refus
     let root = root.path();
     let places = host(root);
     let sh = root.join("host/usr/bin/sh");
-    let refused =
-        |agent: &AgentSpec, places: &Places| build(agent, places, &sh, false, Vec::new()).err();
+    let refused = |agent: &AgentSpec, places: &Places| {
+        build(agent, places, &sh, None, false, Vec::new()).err()
+    };
     for (field, path) in [
         ("workdir", root.to_path_buf()),
         ("workdir", root.join("data")),
@@ -403,7 +407,7 @@ fn a_writable_path_may_not_touch_what_is_later_run_or_read_as_configuration() {
     let sh = root.join("host/usr/bin/sh");
     // Without a workdir, nothing of the configuration's folder is
     // writable, and the agent runs there.
-    let plan = build(&lead, &places, &sh, false, Vec::new()).unwrap();
+    let plan = build(&lead, &places, &sh, None, false, Vec::new()).unwrap();
     assert!(!plan
         .mounts
         .iter()
@@ -427,7 +431,7 @@ fn a_writable_path_may_not_touch_what_is_later_run_or_read_as_configuration() {
             _ => agent.write = vec![path.clone()],
         }
         assert_eq!(
-            build(&agent, &places, &sh, false, Vec::new()).err(),
+            build(&agent, &places, &sh, None, false, Vec::new()).err(),
             Some(Refusal::UnsafePath),
             "{key} {path:?}"
         );
@@ -437,7 +441,7 @@ fn a_writable_path_may_not_touch_what_is_later_run_or_read_as_configuration() {
     agent.workdir = Some(root.join("repo/src"));
     agent.read = vec![root.join("repo")];
     agent.write = vec![root.join("home/alice/.config/claude")];
-    assert!(build(&agent, &places, &sh, false, Vec::new()).is_ok());
+    assert!(build(&agent, &places, &sh, None, false, Vec::new()).is_ok());
     // A symbolic link anywhere in a granted path is refused, not followed.
     std::os::unix::fs::symlink(root.join("home/alice"), root.join("repo/src/out")).unwrap();
     std::os::unix::fs::symlink(root.join("repo"), root.join("repo-link")).unwrap();
@@ -445,7 +449,7 @@ fn a_writable_path_may_not_touch_what_is_later_run_or_read_as_configuration() {
         let mut agent = lead.clone();
         agent.write = vec![path.clone()];
         assert_eq!(
-            build(&agent, &places, &sh, false, Vec::new()).err(),
+            build(&agent, &places, &sh, None, false, Vec::new()).err(),
             Some(Refusal::UnsafePath),
             "{path:?}"
         );
@@ -460,7 +464,7 @@ fn a_proxied_agent_gets_loopback_only_and_its_proxy_socket_before_the_root_is_re
     let sh = root.join("host/usr/bin/sh");
     let socket = Path::new("/tmp/mosaic-up-proxy-x/lead-1.sock");
     let text = |agent: &AgentSpec| -> Vec<String> {
-        build(agent, &places, &sh, false, Vec::new())
+        build(agent, &places, &sh, None, false, Vec::new())
             .unwrap()
             .bwrap_args(Some(socket))
             .iter()

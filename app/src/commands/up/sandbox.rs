@@ -238,9 +238,28 @@ pub struct SandboxExecArgs {
     /// through the proxy (which must admit it).
     #[arg(long, value_name = "PORT", requires = "proxy_socket")]
     pub forward: Vec<u16>,
+    /// Wait for the `ready` line on stdin, then copy the capability into
+    /// a private file of the sandbox's `/tmp`, named to the program by
+    /// `MOSAIC_BUS_CAP_FILE`, and close the descriptor (a harness agent:
+    /// see `capfile`).
+    #[arg(long)]
+    pub cap_file: bool,
+    /// Give the program `/dev/null` as its standard input.
+    #[arg(long)]
+    pub stdin_null: bool,
     /// The agent's program and its arguments.
     #[arg(last = true, required = true, num_args = 1.., value_name = "COMMAND")]
     pub command: Vec<OsString>,
+}
+
+/// What `sandbox-exec` does with the capability and stdin before it
+/// executes the program.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Handoff {
+    /// `--cap-file`.
+    pub(super) cap_file: bool,
+    /// `--stdin-null`.
+    pub(super) stdin_null: bool,
 }
 
 /// Runs `sandbox-exec`; returns only when the program cannot be executed.
@@ -249,11 +268,16 @@ pub(super) fn exec_main(args: SandboxExecArgs) -> std::process::ExitCode {
         return std::process::ExitCode::from(127);
     };
     let proxy = args.proxy_socket.as_deref().map(|s| (s, &args.forward[..]));
+    let handoff = Handoff {
+        cap_file: args.cap_file,
+        stdin_null: args.stdin_null,
+    };
     std::process::ExitCode::from(exec(
         args.keep_fd,
         args.landlock,
         args.processes,
         proxy,
+        handoff,
         program,
         rest,
     ))
@@ -413,7 +437,8 @@ fn seccomp_filters() -> Result<[seccompiler::BpfProgram; 2], seccompiler::Error>
 /// installs the seccomp filters
 /// ([`seccomp_filters`], with `no_new_privs`, which bwrap has set
 /// already), starts the bridges to `proxy`'s socket, with its forwarded
-/// ports, when there is one ([`super::bridge::start`]), then executes
+/// ports, when there is one ([`super::bridge::start`]), hands the
+/// capability over as a file and stdin as [`Handoff`] says, then executes
 /// `program` with `args`. Returns only when one of
 /// these fails, with the exit code 127 (a shell's "cannot execute"): an
 /// agent never starts with less of its sandbox than this.
@@ -422,6 +447,7 @@ pub(super) fn exec(
     landlock: bool,
     processes: u64,
     proxy: Option<(&Path, &[u16])>,
+    handoff: Handoff,
     program: &OsStr,
     args: &[OsString],
 ) -> u8 {
@@ -482,7 +508,34 @@ pub(super) fn exec(
             return 127;
         }
     };
-    let error = Command::new(program).args(args).envs(proxy_env).exec();
+    let mut command = Command::new(program);
+    command.args(args).envs(proxy_env);
+    if handoff.cap_file {
+        let copied = super::capfile::wait_ready()
+            .map_err(|e| e.to_string())
+            .and_then(|()| {
+                super::capfile::copy_cap(keep, Path::new(super::capfile::SANDBOX_CAP_FILE))
+                    .map_err(|r| r.code().to_owned())
+            });
+        if let Err(why) = copied {
+            eprintln!("mosaic-bus sandbox-exec: handing the capability over as a file: {why}");
+            return 127;
+        }
+        // The file replaces the descriptor: a harness that would not pass
+        // it on finds the file, and nothing reads the descriptor again.
+        let _ = nix::unistd::close(keep);
+        command.env_remove(mosaic_adapters::cap::CAP_FD_ENV).env(
+            mosaic_adapters::cap::CAP_FILE_ENV,
+            super::capfile::SANDBOX_CAP_FILE,
+        );
+    }
+    if handoff.stdin_null {
+        if let Err(e) = super::capfile::null_stdin() {
+            eprintln!("mosaic-bus sandbox-exec: giving the program /dev/null as stdin: {e}");
+            return 127;
+        }
+    }
+    let error = command.exec();
     eprintln!(
         "mosaic-bus sandbox-exec: executing {}: {error}",
         program.to_string_lossy()

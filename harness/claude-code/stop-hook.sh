@@ -6,7 +6,11 @@
 # and which tool to call; when nothing arrives within the wait, let it
 # stop. At the first stop of a run there is no saved cursor: take the
 # current one, then read the inbox once for what came before it (and keep
-# the agent working when it holds anything). POSIX sh; besides `mosaic-bus`
+# the agent working when it holds anything). When `mosaic-bus up` started the
+# agent, it gave the run the feed's cursor at launch (MOSAIC_BUS_SINCE), and
+# the first stop waits from there instead: a change between the launch and
+# the first stop (a decision the agent raised, resolved before it stopped)
+# still wakes it. POSIX sh; besides `mosaic-bus`
 # (on PATH, as `mosaic-bus up` sets it) it needs only sed, grep, tr, ls, id,
 # mkdir and mv.
 #
@@ -33,7 +37,11 @@
 #   MOSAIC_BUS_SOCKET     the broker's socket (set by `mosaic-bus up`)
 #   MOSAIC_BUS_CAP_FD     the descriptor holding the capability (set by
 #                         `mosaic-bus up`), or else
-#   MOSAIC_BUS_CAP_FILE   a private 0600 file holding it
+#   MOSAIC_BUS_CAP_FILE   a private 0600 file holding it (set by
+#                         `mosaic-bus up` for a harness it starts); both
+#                         read by `mosaic-bus call` itself
+#   MOSAIC_BUS_SINCE      the feed's cursor when the run was launched (set by
+#                         `mosaic-bus up`): where the first stop waits from
 #   MOSAIC_HOOK_WAIT_MS   how long to wait for a change (default 60000; the
 #                         broker clamps it to 1000..120000)
 #   MOSAIC_HOOK_STATE_DIR the private folder (0700) of the saved cursors
@@ -66,16 +74,15 @@ wait_ms=${MOSAIC_HOOK_WAIT_MS:-60000}
 case $wait_ms in
   '' | *[!0-9]* | 0?*) refuse bad-request ;;
 esac
-cap_file=${MOSAIC_BUS_CAP_FILE:-}
+since_launch=${MOSAIC_BUS_SINCE:-}
+case $since_launch in
+  *[!0-9]* | 0?*) refuse bad-request ;;
+esac
 
 # call VERB [ARGS_JSON]: one request; its answer lands in $answer, and a
 # refusal ends the hook with its code.
 call() {
-  if [ -n "$cap_file" ]; then
-    answer=$(mosaic-bus call "$@" --cap-file "$cap_file")
-  else
-    answer=$(mosaic-bus call "$@")
-  fi || {
+  answer=$(mosaic-bus call "$@") || {
     code=$(printf '%s\n' "$answer" | sed -n 's/.*"error":"\([a-z-]*\)".*/\1/p')
     refuse "${code:-broker-unavailable}"
   }
@@ -131,11 +138,15 @@ if [ -e "$file" ] || [ -h "$file" ]; then
     '' | *[!0-9]* | 0?*) refuse integrity-failed ;;
   esac
 else
-  # No saved cursor yet: take the current one, then read the inbox once,
-  # for what came before it.
-  call changes
-  since=$(cursor)
-  [ -n "$since" ] || refuse bad-request
+  # No saved cursor yet: the launch's, or else the current one; then read
+  # the inbox once, for what came before it.
+  if [ -n "$since_launch" ]; then
+    since=$since_launch
+  else
+    call changes
+    since=$(cursor)
+    [ -n "$since" ] || refuse bad-request
+  fi
   save "$since"
   call inbox
   decisions=$(count '"type":"decision"')
