@@ -17,6 +17,7 @@ pub use super::up::Allow;
 pub use harness::{HarnessRun, Model, ModelUrl, DEFAULT_KEY_ENV, DEFAULT_MODEL_HOST};
 
 mod harness;
+use harness::is_env_name;
 
 /// The largest configuration file read.
 const MAX_CONFIG: u64 = 1024 * 1024;
@@ -403,15 +404,6 @@ fn credential_env_names(business: &Business) -> Vec<String> {
             CredentialSource::File(_) => None,
         })
         .collect()
-}
-
-/// A portable environment variable name: `[A-Za-z_][A-Za-z0-9_]*`.
-fn is_env_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use mosaic_domain::evidence::Harness;
 use mosaic_domain::Refusal;
 use serde::Deserialize;
 
-use super::{is_env_name, Allow};
+use crate::commands::up::Allow;
 
 /// The variable that holds the model's key when `"keyEnv"` names none:
 /// the one both harnesses read for Anthropic's API.
@@ -239,6 +239,15 @@ pub(super) fn parse(
         }
     };
     Ok((program, args, HarnessRun { prompt, model }))
+}
+
+/// A portable environment variable name: `[A-Za-z_][A-Za-z0-9_]*`.
+pub(super) fn is_env_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 #[cfg(test)]

@@ -46,8 +46,7 @@ use mosaic_domain::{Refusal, RunId};
 use serde_json::json;
 
 use super::capfile::SANDBOX_CAP_FILE;
-use super::launch::find_program;
-use super::RUN_ID_ENV;
+use super::launch::{find_program, RUN_ID_ENV};
 use crate::commands::team::{AgentSpec, Allow, HarnessRun};
 
 /// The Stop hook `up` writes into a Claude Code run's folder.

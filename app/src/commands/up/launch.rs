@@ -38,6 +38,9 @@ pub(super) fn child_path() -> Result<OsString, Refusal> {
     std::env::join_paths(dirs).map_err(|_| Refusal::UnsafePath)
 }
 
+/// The environment variable naming an agent's run.
+pub const RUN_ID_ENV: &str = "MOSAIC_RUN_ID";
+
 /// The variables of `up`'s environment every agent gets, when set: who and
 /// where it is, and how text is shown. Nothing else of `up`'s environment
 /// reaches an agent unless its configuration names it in `env`; `PATH` is

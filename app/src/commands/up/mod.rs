@@ -175,8 +175,8 @@ pub use bridge::{main as sandbox_bridge, SandboxBridgeArgs};
 pub use cgroup::{main as sandbox_cgroup, SandboxCgroupArgs};
 use console::Console;
 pub use console::CONSOLE_ENV;
-pub use launch::BASE_ENV;
 use launch::{agent_env, child_path, find_program, run_id};
+pub use launch::{BASE_ENV, RUN_ID_ENV};
 use output::Relays;
 pub use plan::ETC as SANDBOX_ETC;
 use plan::{Places, Plan};
@@ -190,8 +190,6 @@ pub fn sandbox_exec(args: SandboxExecArgs) -> ExitCode {
     sandbox::exec_main(args)
 }
 
-/// The environment variable naming an agent's run.
-pub const RUN_ID_ENV: &str = "MOSAIC_RUN_ID";
 /// The environment variable holding the change feed's cursor when the run
 /// was launched: an agent's loop waits from it at its first stop, so a
 /// change between the launch and that stop still wakes it.
