@@ -134,7 +134,7 @@
 //! `log` names; the console's quitting stops `up` as a signal does. Closing closes the broker cleanly (socket and writer lock
 //! removed) and removes `reader.cap`; a failed close exits 2.
 
-mod activity;
+pub mod activity;
 mod bridge;
 mod capfile;
 mod cgroup;
