@@ -32,6 +32,7 @@ use super::human;
 use super::signals::Signals;
 
 mod act;
+pub mod doing;
 pub mod grant;
 pub mod lines;
 pub mod model;
@@ -40,6 +41,8 @@ mod sentence;
 pub mod state;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_doing;
 #[cfg(test)]
 mod tests_screen;
 
@@ -121,6 +124,10 @@ pub struct ConsoleArgs {
     /// (restoring the terminal) when that process does.
     #[arg(long, value_name = "PID", hide = true)]
     pub parent: Option<i32>,
+    /// The FIFO on which `up --console` writes what its harness agents
+    /// are doing ([`doing`]).
+    #[arg(long, value_name = "PATH", hide = true)]
+    pub activity: Option<PathBuf>,
 }
 
 /// How the console reaches the broker: one request, one answer. The real
@@ -182,6 +189,9 @@ pub fn main(args: ConsoleArgs) -> ExitCode {
     }
     if let Some(parent) = args.parent {
         argv.extend(["--parent".into(), parent.to_string().into()]);
+    }
+    if let Some(activity) = &args.activity {
+        argv.extend(["--activity".into(), activity.clone().into()]);
     }
     let argv: Vec<&std::ffi::OsStr> = argv.iter().map(OsString::as_os_str).collect();
     let link = match human::nonce(&argv) {
@@ -278,6 +288,7 @@ enum Event {
     Changes(Value),
     Reply(Verb, Value, Result<Value, Refusal>),
     Link(bool),
+    Doing(String),
     Quiet,
     Quit,
 }
@@ -293,6 +304,9 @@ fn run(link: &Proven, args: &ConsoleArgs, cursor: u64) -> std::io::Result<()> {
     Signals::on_stop(move || {
         let _ = stop.send(Event::Quit);
     })?;
+    if let Some(path) = &args.activity {
+        read_activity(path.clone(), events.clone());
+    }
     read_terminal(events);
     // No terminal (or one that cannot be put in raw mode): exit 1.
     let mut terminal = ratatui::try_init().inspect_err(|_| {
@@ -323,8 +337,22 @@ fn run(link: &Proven, args: &ConsoleArgs, cursor: u64) -> std::io::Result<()> {
             state.handle_resize(size.width, size.height);
             let now = SystemClock.now().unix_ms();
             terminal.draw(|frame| render::draw(frame, &state, now))?;
-            match woken.recv() {
+            // The Agents view says how long ago each agent did what it
+            // did: with `up`'s activity on it, it is drawn again each
+            // second even when nothing wakes the loop.
+            let ages = state.doing.is_some() && state.view == state::View::Agents;
+            let next = if ages {
+                match woken.recv_timeout(AGES) {
+                    Err(mpsc::RecvTimeoutError::Timeout) => continue,
+                    Err(mpsc::RecvTimeoutError::Disconnected) => Err(mpsc::RecvError),
+                    Ok(event) => Ok(event),
+                }
+            } else {
+                woken.recv()
+            };
+            match next {
                 Ok(Event::Key(key)) => state.handle_key(key),
+                Ok(Event::Doing(line)) => state.handle_doing(&line, SystemClock.now().unix_ms()),
                 Ok(Event::Changes(page)) => state.handle_change(&page),
                 Ok(Event::Reply(verb, args, reply)) => state.handle_reply(verb, &args, reply),
                 Ok(Event::Link(up)) => state.handle_link(up),
@@ -356,6 +384,41 @@ fn send_requests(link: Proven, events: mpsc::Sender<Event>) -> mpsc::Sender<(Ver
 /// How long a wait on `changes` lasts when nothing changes; each quiet
 /// one reads the runs again (an exit is no change of the feed).
 const QUIET_MS: u64 = 10_000;
+
+/// How often the Agents view's ages are drawn again.
+const AGES: Duration = Duration::from_secs(1);
+
+/// The longest line read from `up`'s activity feed: a line per run, each
+/// a run id, a short tool name and a few numbers.
+const ACTIVITY_LINE_MAX: u64 = 1 << 20;
+
+/// A thread that opens the FIFO of `up`'s activity feed (waiting for `up`
+/// to open its end) and hands each line to the loop, until `up` closes
+/// it. A line over [`ACTIVITY_LINE_MAX`] ends the reading: `up` never
+/// writes one.
+fn read_activity(path: PathBuf, events: mpsc::Sender<Event>) {
+    use std::io::{BufRead, Read};
+    std::thread::spawn(move || {
+        let Ok(file) = std::fs::File::open(&path) else {
+            return;
+        };
+        let mut reader = std::io::BufReader::new(file);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            let read = (&mut reader)
+                .take(ACTIVITY_LINE_MAX)
+                .read_until(b'\n', &mut line);
+            if !matches!(read, Ok(n) if n > 0) || !line.ends_with(b"\n") {
+                return;
+            }
+            let text = String::from_utf8_lossy(&line).into_owned();
+            if events.send(Event::Doing(text)).is_err() {
+                return;
+            }
+        }
+    });
+}
 
 /// The longest pause between two tries to reach a lost broker.
 const MAX_BACKOFF: Duration = Duration::from_secs(2);

@@ -42,7 +42,7 @@ pub fn draw(frame: &mut Frame<'_>, state: &State, now_ms: i64) {
         View::Inbox => inbox(frame, state, now_ms, body),
         View::Decision => decision(frame, state, now_ms, body),
         View::Message => message(frame, state, body),
-        View::Agents => list(frame, " Agents ", &agents(state), body),
+        View::Agents => list(frame, " Agents ", &agents(state, now_ms), body),
         View::Trail => list(frame, " Trail ", &trail(state), body),
         View::Activity => list(frame, " Activity ", &activity(state), body),
     }
@@ -402,7 +402,7 @@ fn decision(frame: &mut Frame<'_>, state: &State, now_ms: i64, area: Rect) {
     );
 }
 
-fn agents(state: &State) -> Rows {
+fn agents(state: &State, now_ms: i64) -> Rows {
     let switch = match state.launching {
         Some(true) => "on",
         Some(false) => "OFF (L switches it back on)",
@@ -431,14 +431,18 @@ fn agents(state: &State) -> Rows {
                 w.route.to_string()
             }
         };
+        let doing = state.doing_of(&a.who.run_raw);
         // A run whose process ended waits on nothing any more: say how it
-        // ended instead.
+        // ended instead. An open decision says more than what its harness
+        // is doing (its loop waits on the feed for the answer).
         let state_word = if let Some(exit) = a.exited {
             exit.to_string()
         } else if a.waits.iter().any(|w| w.on_human) {
             "WAITING ON YOU".to_owned()
         } else if let Some(w) = a.waits.first() {
             format!("waiting on {}", with(w))
+        } else if let Some(doing) = doing {
+            super::doing::word(doing)
         } else if a.holding {
             "running".to_owned()
         } else {
@@ -457,6 +461,10 @@ fn agents(state: &State) -> Rows {
                 a.who.role, a.who.run, a.harness
             ),
         );
+        if let Some(doing) = doing {
+            let ago = |ms| age(now_ms, Some(ms));
+            rows.push(Line::from(super::doing::detail(doing, ago)));
+        }
         for w in &a.waits {
             let blocks = if w.blocking { " · BLOCKS a task" } else { "" };
             rows.push(Line::from(format!(

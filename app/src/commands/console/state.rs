@@ -93,6 +93,8 @@ pub struct State {
     pub inbox: Inbox,
     /// The business's runs, as `agents` answered.
     pub agents: Vec<Run>,
+    /// What the harness agents are doing, when `up --console` tells it.
+    pub doing: Option<Vec<super::doing::Doing>>,
     /// The launch switch, as `agents` last carried it, or a change or an
     /// act told it since; unknown only while no run is bound.
     pub launching: Option<bool>,
@@ -138,6 +140,7 @@ impl State {
             scroll: 0,
             inbox: Inbox::default(),
             agents: Vec::new(),
+            doing: None,
             launching: None,
             head: None,
             open: None,

@@ -363,6 +363,7 @@ fn a_console_that_did_not_open_says_why_and_what_to_do() {
         business: "nope".to_owned(),
         notify: None,
         parent: None,
+        activity: None,
     };
     let none = |_: &str| false;
     assert_eq!(

@@ -24,6 +24,14 @@
 //! is started with `--parent PID` and asks the kernel for SIGTERM when
 //! that process dies (`PR_SET_PDEATHSIG`). `--notify CMD` is passed on. While the console is open, `up` keeps serving
 //! after every agent has exited.
+//!
+//! What the harness agents are doing ([`super::activity`]) reaches the
+//! console through a FIFO in a private folder (0700, removed when the
+//! console is), named by the console's hidden `--activity PATH`: a thread
+//! of `up` opens its end once the console opens its own, and writes the
+//! table at once and after each change, until the console is gone. A FIFO
+//! rather than an inherited descriptor, because the console re-executes
+//! itself for its proof and nothing else of ours should cross that.
 
 use std::fs::File;
 use std::io;
@@ -34,6 +42,8 @@ use std::time::{Duration, Instant};
 
 use mosaic_adapters::cause::logged;
 use mosaic_domain::{BusinessId, Refusal};
+
+use super::activity::Activities;
 
 use crate::commands::signals::{Event, Signals};
 use crate::runtime::human_proof::NONCE_ENV;
@@ -65,19 +75,23 @@ pub(super) struct Console {
     /// `up`'s own standard error, while it points at the log file.
     terminal: Option<OwnedFd>,
     status: Option<ExitStatus>,
+    /// The private folder of the activity FIFO.
+    _feed: tempfile::TempDir,
 }
 
 impl Console {
     /// Starts `console` for `business` on `socket`, on this terminal (with
-    /// `--notify CMD` when given), then points this process's standard
-    /// error at `log`. `None` (logged) when it could not.
+    /// `--notify CMD` when given, and `activities` fed to it), then points
+    /// this process's standard error at `log`. `None` (logged) when it
+    /// could not.
     pub(super) fn open(
         socket: &Path,
         business: &BusinessId,
         log: &File,
         notify: Option<&str>,
+        activities: &Activities,
     ) -> Option<Console> {
-        Self::start(socket, business, log, notify)
+        Self::start(socket, business, log, notify, activities)
             .inspect_err(|e| {
                 tracing::error!(cause = e.to_string().as_str(), "opening the console failed");
             })
@@ -89,8 +103,18 @@ impl Console {
         business: &BusinessId,
         log: &File,
         notify: Option<&str>,
+        activities: &Activities,
     ) -> io::Result<Console> {
         let exe = std::env::current_exe()?;
+        let feed = tempfile::Builder::new().prefix("up-console-").tempdir()?;
+        let fifo = feed.path().join("activity");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )?;
         let mut command = Command::new(exe);
         command
             .arg("console")
@@ -107,11 +131,25 @@ impl Console {
         if let Some(notify) = notify {
             command.args(["--notify", notify]);
         }
+        command.arg("--activity").arg(&fifo);
         let child = command.spawn()?;
+        let activities = activities.clone();
+        // Opening blocks until the console opens its end; a console that
+        // never does leaves this thread waiting until `up` ends.
+        std::thread::spawn(move || {
+            let fed = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&fifo)
+                .and_then(|end| activities.feed(end));
+            if let Err(e) = fed {
+                tracing::debug!(cause = e.to_string().as_str(), "the console's feed ended");
+            }
+        });
         let mut console = Console {
             child,
             terminal: None,
             status: None,
+            _feed: feed,
         };
         let terminal = rustix::io::dup(std::io::stderr())?;
         rustix::stdio::dup2_stderr(log)?;

@@ -355,7 +355,13 @@ pub fn run(options: UpArgs, out: &mut impl Write) -> u8 {
         return session.close(2);
     }
     if let Some((log, _)) = &session.log {
-        match Console::open(&session.socket, &session.business, log, notify.as_deref()) {
+        match Console::open(
+            &session.socket,
+            &session.business,
+            log,
+            notify.as_deref(),
+            &session.activities,
+        ) {
             Some(console) => session.console = Some(console),
             None => return session.close(2),
         }
@@ -563,6 +569,7 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
         relays: Relays::to(log.as_ref().map(|(file, _)| file))?,
         log,
         console: None,
+        activities: activity::Activities::new(),
         secret_env,
         sandbox,
         proxy,
@@ -702,6 +709,8 @@ struct Session {
     log: Option<(std::fs::File, PathBuf)>,
     /// With `--console`, once it is open.
     console: Option<Console>,
+    /// What each harness agent is doing, which the console shows.
+    activities: activity::Activities,
     /// The environment variables holding service tokens: never passed on.
     secret_env: Vec<String>,
     /// The sandbox the agents start in, unless there is none.
