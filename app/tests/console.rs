@@ -11,6 +11,9 @@
 #[path = "support/mod.rs"]
 mod support;
 
+#[path = "console/activity.rs"]
+mod activity;
+
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};

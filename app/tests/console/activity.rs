@@ -1,0 +1,93 @@
+//! What each harness agent is doing, in a real terminal: the real console
+//! in tmux over a real broker, fed by the same table and feed `up
+//! --console` uses ([`Activities`]), through a real FIFO named by
+//! `--activity`. The table takes lines shaped as Claude Code's and pi's
+//! streams; the screen shows each agent's last tool, "waiting on the
+//! feed", an exit, and ages that move while nothing else happens.
+
+use std::os::unix::process::ExitStatusExt;
+use std::process::ExitStatus;
+use std::time::Instant;
+
+use mosaic_app::commands::up::activity::{Activities, Stream};
+
+use crate::support::{data_root, up::mkfifo, WAIT};
+use crate::{acme_broker, console_command, Tmux, PAUSE};
+
+const INIT: &str = r#"{"type":"system","subtype":"init","cwd":"/work","session_id":"fc1b","tools":["mcp__mosaic-bus__inbox"],"mcp_servers":[{"name":"mosaic-bus","status":"connected"}],"model":"claude-x","uuid":"c188"}"#;
+const TOOL_USE: &str = r#"{"type":"assistant","message":{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"mcp__mosaic-bus__inbox","input":{}}],"stop_reason":null},"session_id":"716b","uuid":"ca98"}"#;
+const HOOK_STARTED: &str = r#"{"type":"system","subtype":"hook_started","hook_id":"7bb7","hook_name":"Stop","hook_event":"Stop","uuid":"2eaa","session_id":"716b"}"#;
+const PI_START: &str = r#"{"type":"agent_start"}"#;
+const PI_TOOL: &str = r#"{"type":"tool_execution_start","toolCallId":"call_1","toolName":"message_send","args":{"to":"lead","body":"hello"}}"#;
+const PI_HOSTILE: &str = r#"{"type":"tool_execution_start","toolCallId":"call_2","toolName":"send\u001b[2J\u001b]0;pwned\u0007","args":{}}"#;
+
+#[test]
+fn the_console_shows_each_agent_s_last_tool_waiting_on_the_feed_and_its_exit() {
+    let root = data_root();
+    let b = acme_broker(root.path());
+    let (lead, dev) = (b.agent("lead-1"), b.agent("dev-1"));
+    lead.claim();
+    dev.claim();
+    let dir = tempfile::tempdir().expect("dir");
+    let fifo = dir.path().join("activity");
+    mkfifo(&fifo);
+    let activities = Activities::new();
+    let feeding = activities.clone();
+    let end = fifo.clone();
+    let feed = std::thread::spawn(move || {
+        let end = std::fs::OpenOptions::new().write(true).open(end)?;
+        feeding.feed(end)
+    });
+    let command = format!(
+        "{} --activity {}",
+        console_command(&b.socket),
+        fifo.display()
+    );
+    let tmux = Tmux::start(&command, 120, 40);
+    tmux.wait_for("Nothing is waiting on you", WAIT);
+    tmux.keys(&["Tab"]);
+    tmux.wait_for("dev · run dev-1 · running", WAIT);
+
+    // lead on Claude Code: a bus tool, then its Stop hook waits.
+    activities.observe("lead-1", Stream::ClaudeCode, INIT, Instant::now());
+    activities.observe("lead-1", Stream::ClaudeCode, TOOL_USE, Instant::now());
+    activities.observe("lead-1", Stream::ClaudeCode, HOOK_STARTED, Instant::now());
+    // dev on pi: at work in a tool.
+    activities.observe("dev-1", Stream::Pi, PI_START, Instant::now());
+    activities.observe("dev-1", Stream::Pi, PI_TOOL, Instant::now());
+    tmux.wait_for("lead · run lead-1 · waiting on the feed · pi", WAIT);
+    let screen = tmux.wait_for("dev · run dev-1 · working · pi", WAIT);
+    assert!(screen.contains("      last tool inbox, "), "{screen}");
+    assert!(screen.contains("      last tool message_send, "), "{screen}");
+
+    // Nothing else happens, and still the ages move.
+    let deadline = Instant::now() + WAIT;
+    while tmux
+        .screen()
+        .unwrap_or_default()
+        .contains("waiting on the feed for 0s")
+    {
+        assert!(Instant::now() < deadline, "the age stays at 0s");
+        std::thread::sleep(PAUSE);
+    }
+    tmux.wait_for("waiting on the feed for ", WAIT);
+
+    // A tool name with escape sequences is a `?`; then dev exits.
+    activities.observe("dev-1", Stream::Pi, PI_HOSTILE, Instant::now());
+    tmux.wait_for("      last tool ?, ", WAIT);
+    activities.exited("dev-1", Some(ExitStatus::from_raw(0)), Instant::now());
+    let screen = tmux.wait_for("dev · run dev-1 · EXITED with status 0 · pi", WAIT);
+    assert!(screen.contains("· exited "), "{screen}");
+    assert!(!screen.contains("pwned"), "{screen}");
+    tmux.keys(&["q"]);
+    tmux.wait_gone();
+
+    // The console gone, the feed ends at its next write.
+    activities.observe("lead-1", Stream::ClaudeCode, TOOL_USE, Instant::now());
+    let ended = feed.join().expect("the feed's thread");
+    assert_eq!(
+        ended.map_err(|e| e.kind()),
+        Err(std::io::ErrorKind::BrokenPipe)
+    );
+    b.close();
+}
