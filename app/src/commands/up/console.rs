@@ -26,10 +26,12 @@
 //! after every agent has exited.
 //!
 //! What the harness agents are doing ([`super::activity`]) reaches the
-//! console through a FIFO in a private folder (0700, removed when the
-//! console is), named by the console's hidden `--activity PATH`: a thread
-//! of `up` opens its end once the console opens its own, and writes the
-//! table at once and after each change, until the console is gone. A FIFO
+//! console through a FIFO in a private folder (0700), named by the
+//! console's hidden `--activity PATH`: a thread of `up` opens its end once
+//! the console has opened its own, removes the folder (both ends are
+//! open, nothing else needs the name), and writes the table at once and
+//! after each change, until the console is gone. A console that never
+//! opens it leaves the folder to [`Console`]'s drop. A FIFO
 //! rather than an inherited descriptor, because the console re-executes
 //! itself for its proof and nothing else of ours should cross that.
 
@@ -75,8 +77,8 @@ pub(super) struct Console {
     /// `up`'s own standard error, while it points at the log file.
     terminal: Option<OwnedFd>,
     status: Option<ExitStatus>,
-    /// The private folder of the activity FIFO.
-    _feed: tempfile::TempDir,
+    /// The private folder of the activity FIFO, until the feed opens it.
+    feed: PathBuf,
 }
 
 impl Console {
@@ -134,13 +136,17 @@ impl Console {
         command.arg("--activity").arg(&fifo);
         let child = command.spawn()?;
         let activities = activities.clone();
+        let folder = feed.path().to_path_buf();
         // Opening blocks until the console opens its end; a console that
         // never does leaves this thread waiting until `up` ends.
         std::thread::spawn(move || {
             let fed = std::fs::OpenOptions::new()
                 .write(true)
                 .open(&fifo)
-                .and_then(|end| activities.feed(end));
+                .and_then(|end| {
+                    drop(feed);
+                    activities.feed(end)
+                });
             if let Err(e) = fed {
                 tracing::debug!(cause = e.to_string().as_str(), "the console's feed ended");
             }
@@ -149,7 +155,7 @@ impl Console {
             child,
             terminal: None,
             status: None,
-            _feed: feed,
+            feed: folder,
         };
         let terminal = rustix::io::dup(std::io::stderr())?;
         rustix::stdio::dup2_stderr(log)?;
@@ -221,5 +227,7 @@ impl Drop for Console {
             let _ = self.child.wait();
         }
         self.restore_stderr();
+        // Gone already once the feed opened it.
+        let _ = std::fs::remove_dir_all(&self.feed);
     }
 }
