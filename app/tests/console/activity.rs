@@ -58,7 +58,10 @@ fn the_console_shows_each_agent_s_last_tool_waiting_on_the_feed_and_its_exit() {
     tmux.wait_for("lead · run lead-1 · waiting on the feed · pi", WAIT);
     let screen = tmux.wait_for("dev · run dev-1 · working · pi", WAIT);
     assert!(screen.contains("      last tool inbox, "), "{screen}");
-    assert!(screen.contains("      last tool message_send, "), "{screen}");
+    assert!(
+        screen.contains("      last tool message_send, "),
+        "{screen}"
+    );
 
     // Nothing else happens, and still the ages move.
     let deadline = Instant::now() + WAIT;

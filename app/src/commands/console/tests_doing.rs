@@ -74,7 +74,10 @@ fn a_line_decodes_to_each_run_anchored_at_the_time_it_was_read() {
 fn the_agents_view_shows_each_agent_s_state_last_tool_and_how_long_ago() {
     let state = agents_with(&feed());
     let screen = screen(&state, 120, 40);
-    let lines: Vec<&str> = screen.lines().map(|l| l.trim_matches('│').trim_end()).collect();
+    let lines: Vec<&str> = screen
+        .lines()
+        .map(|l| l.trim_matches('│').trim_end())
+        .collect();
     // dev-1 waits on the human: the decision says more than the feed.
     // dev-0's exit is the feed's: the broker has not said it.
     for expected in [
@@ -94,8 +97,8 @@ fn the_agents_view_shows_each_agent_s_state_last_tool_and_how_long_ago() {
     assert_eq!(at("no tool called yet") - 1, at("run qa-1"));
     // The same feed, 60 s later: only the ages moved.
     let later = state.clone();
-    let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(120, 40))
-        .expect("a terminal");
+    let mut terminal =
+        ratatui::Terminal::new(ratatui::backend::TestBackend::new(120, 40)).expect("a terminal");
     terminal
         .draw(|frame| super::render::draw(frame, &later, NOW_MS + 60_000))
         .expect("draws");
@@ -122,7 +125,9 @@ fn the_broker_s_exit_wins_over_the_feed_s_state() {
     state.handle_doing(&feed(), NOW_MS);
     let screen = screen(&state, 120, 40);
     assert!(
-        screen.contains("lead · run lead-1 · EXITED with status 3 (crashed) · generic · was pid 4243"),
+        screen.contains(
+            "lead · run lead-1 · EXITED with status 3 (crashed) · generic · was pid 4243"
+        ),
         "{screen}"
     );
     assert!(screen.contains("last tool inbox, 12s ago"), "{screen}");
@@ -138,7 +143,10 @@ fn a_hostile_feed_draws_no_control_character_and_stays_in_its_row() {
     .to_string();
     let state = agents_with(&line);
     let screen = screen(&state, 80, 24);
-    assert!(screen.contains("last tool ?, 0s ago · working for 0s"), "{screen}");
+    assert!(
+        screen.contains("last tool ?, 0s ago · working for 0s"),
+        "{screen}"
+    );
     let cut = format!("last tool {}…, 0s ago", "t".repeat(31));
     assert!(screen.contains(&cut), "{screen}");
     assert!(!screen.contains('\u{1b}'), "{screen}");

@@ -4,8 +4,9 @@
 //! [`read`] is a pure parser of one line of a harness's standard output
 //! (Claude Code's `--output-format stream-json --verbose`, pi's `--mode
 //! rpc` events) into what that line says ([`Seen`]). [`Activities`] is
-//! the table `up` keeps per run: its harness line reader calls
-//! [`Activities::observe`] for each line, its supervisor
+//! the table `up` keeps per run: the reader of a harness agent's standard
+//! output (`output.rs`, which also writes the transcript) calls
+//! [`Activities::observe`] for each line, the supervisor
 //! [`Activities::exited`] when the run's process ends, and the console
 //! `up --console` opens reads it through [`Activities::feed`] (one JSON
 //! line per change, decoded by `console::doing`). Every time is an
@@ -45,6 +46,7 @@ use std::process::ExitStatus;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+use mosaic_domain::evidence::Harness;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
@@ -55,6 +57,16 @@ pub enum Stream {
     ClaudeCode,
     /// pi's RPC mode events.
     Pi,
+}
+
+impl Stream {
+    /// The stream `harness` writes when `up` starts it.
+    pub fn of(harness: Harness) -> Stream {
+        match harness {
+            Harness::ClaudeCode => Stream::ClaudeCode,
+            Harness::Pi => Stream::Pi,
+        }
+    }
 }
 
 /// The prefix Claude Code puts before the bus's MCP tools.
@@ -166,8 +178,7 @@ fn read_claude(line: &str) -> Seen {
                     a.message
                         .content
                         .into_iter()
-                        .filter(|b| b.kind == "tool_use")
-                        .last()
+                        .rfind(|b| b.kind == "tool_use")
                 })
                 .map(|b| {
                     let name = b.name.unwrap_or_default();
@@ -327,14 +338,14 @@ impl Activities {
     }
 
     /// `run`'s process ended at `now`, as `wait` said (`None`: it could
-    /// not be waited for).
+    /// not be waited for). A run no line was seen of stays unknown: it is
+    /// no harness agent, or it said nothing, and the broker's `agents`
+    /// tells its exit either way.
     pub fn exited(&self, run: &str, status: Option<ExitStatus>, now: Instant) {
         let mut table = self.table();
-        let activity = table.runs.entry(run.to_owned()).or_insert(Activity {
-            doing: Doing::Working,
-            since: now,
-            tool: None,
-        });
+        let Some(activity) = table.runs.get_mut(run) else {
+            return;
+        };
         if matches!(activity.doing, Doing::Exited(_)) {
             return;
         }

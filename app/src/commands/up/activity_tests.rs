@@ -155,7 +155,9 @@ fn a_tool_name_outside_the_pattern_is_a_question_mark() {
     ] {
         let line = TOOL_USE.replace(
             "mcp__mosaic-bus__inbox",
-            &serde_json::to_string(name).expect("a name").replace('"', ""),
+            &serde_json::to_string(name)
+                .expect("a name")
+                .replace('"', ""),
         );
         let seen = read(Stream::ClaudeCode, &line);
         assert_eq!(seen, tool("?"), "{name:?} in {line}");
@@ -166,7 +168,10 @@ fn a_tool_name_outside_the_pattern_is_a_question_mark() {
         assert_eq!(read(Stream::Pi, &pi), tool("?"), "{name:?}");
     }
     assert_eq!(Tool::of(&"a".repeat(64)).as_str(), "a".repeat(64));
-    assert_eq!(Tool::of("decision_raise.v2-x").as_str(), "decision_raise.v2-x");
+    assert_eq!(
+        Tool::of("decision_raise.v2-x").as_str(),
+        "decision_raise.v2-x"
+    );
 }
 
 #[test]
@@ -206,20 +211,23 @@ fn the_table_keeps_the_last_tool_and_when_and_the_exit_ends_it() {
     assert_eq!(dev.since, at(7));
     assert_eq!(dev.tool, Some((Tool::of("inbox"), at(2))));
 
-    // A kill, and a run never seen before its exit.
+    // A kill; a run never seen (a command agent) stays unknown.
     table.exited("pi-1", Some(ExitStatus::from_raw(9)), at(9));
     table.exited("x-1", None, at(9));
     let snapshot = table.snapshot();
+    assert_eq!(snapshot.len(), 2);
     let killed = Ended {
         code: None,
         signal: Some(9),
     };
     assert_eq!(snapshot[1].1.doing, Doing::Exited(killed));
+    table.observe("x-1", Stream::Pi, PI_START, at(10));
+    table.exited("x-1", None, at(11));
     let unknown = Ended {
         code: None,
         signal: None,
     };
-    assert_eq!(snapshot[2].1.doing, Doing::Exited(unknown));
+    assert_eq!(table.snapshot()[2].1.doing, Doing::Exited(unknown));
 }
 
 #[test]

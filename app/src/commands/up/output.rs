@@ -19,6 +19,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use mosaic_adapters::cause::logged;
 use mosaic_domain::{text, Refusal, RoleInstance, RunId};
 
+use super::activity::{Activities, Stream};
 use super::harness::Prepared;
 
 /// The most bytes of one line `up` holds; a longer line is written in
@@ -118,7 +119,7 @@ impl Relays {
     /// Starts the relays of a harness agent `up` started: its standard
     /// error as [`Relays::start`] does, its standard output (the harness's
     /// event stream) into its transcript, each complete line also handed
-    /// to [`super::activity::observe`].
+    /// to `activities` ([`Activities::observe`]).
     ///
     /// # Errors
     /// The transcript that cannot be opened, or a thread that could not
@@ -129,19 +130,24 @@ impl Relays {
         run: &RunId,
         prepared: &Prepared,
         child: &mut Child,
+        activities: &Activities,
     ) -> io::Result<()> {
         let transcript = std::fs::OpenOptions::new()
             .append(true)
             .custom_flags(libc::O_NOFOLLOW)
             .open(&prepared.transcript)?;
         if let Some(stdout) = child.stdout.take() {
-            let (role, run, harness) = (role.clone(), run.clone(), prepared.harness);
-            let alive = self.alive.clone();
+            let (run, stream) = (run.clone(), Stream::of(prepared.harness));
+            let (alive, activities) = (self.alive.clone(), activities.clone());
             std::thread::Builder::new()
                 .name(format!("up-events-{}", role.as_str()))
                 .spawn(move || {
                     record(stdout, transcript, |line| {
-                        super::activity::observe(&role, &run, harness, line);
+                        // Both streams are JSON, so UTF-8: another line
+                        // says nothing.
+                        if let Ok(line) = std::str::from_utf8(line) {
+                            activities.observe(run.as_str(), stream, line, Instant::now());
+                        }
                     });
                     drop(alive);
                 })?;
@@ -218,7 +224,7 @@ pub(super) fn relay(pipe: impl Read, role: &str, sink: &Sink) {
     }
 }
 
-/// The longest event line handed to [`super::activity::observe`]; the
+/// The longest event line handed to [`Activities::observe`]; the
 /// transcript keeps longer ones whole.
 pub(super) const MAX_EVENT: usize = 1024 * 1024;
 

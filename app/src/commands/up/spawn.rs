@@ -198,7 +198,13 @@ impl Session {
             match &prepared {
                 Some(prepared) => self
                     .relays
-                    .start_harness(&spec.role, &run, prepared, &mut agent.child)
+                    .start_harness(
+                        &spec.role,
+                        &run,
+                        prepared,
+                        &mut agent.child,
+                        &self.activities,
+                    )
                     .map_err(failed)?,
                 None => self.relays.start(role, &mut agent.child).map_err(failed)?,
             }

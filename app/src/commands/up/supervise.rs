@@ -58,6 +58,9 @@ impl Session {
                 Err(_) => None,
             };
             agent.exited = true;
+            // The console's view of a harness agent ends with its exit.
+            self.activities
+                .exited(agent.run.as_str(), status, std::time::Instant::now());
             // `agents` says so from now on, with how it ended.
             if let Some(broker) = &self.broker {
                 let (code, signal) = exit_parts(status);
