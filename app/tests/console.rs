@@ -3,7 +3,9 @@
 //! launches, and the console in a private tmux server (its own `-L` name
 //! and `TMUX_TMPDIR`, no `TMUX` inherited), driven with `send-keys` and
 //! read with `capture-pane`; and `up --console` running the example
-//! business to its end with the human's answer typed into the console.
+//! business to its end with the human's answer typed into the console;
+//! and ([`activity`]) what harness agents are doing, fed to the console as
+//! `up --console` feeds it.
 //! Every wait is a deadline on what the screen, a file or a process shows,
 //! read again after a short pause ([`PAUSE`]) so the polling does not
 //! compete for the CPU with what it waits on.

@@ -3,7 +3,10 @@
 //! --console` uses ([`Activities`]), through a real FIFO named by
 //! `--activity`. The table takes lines shaped as Claude Code's and pi's
 //! streams; the screen shows each agent's last tool, "waiting on the
-//! feed", an exit, and ages that move while nothing else happens.
+//! feed", an exit, and ages that move while nothing else happens. Then the
+//! same under the real `up --console`, with a harness agent played by a
+//! fake Claude Code (a `#!/bin/sh` script as `"program"`) that writes its
+//! stream.
 
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
@@ -93,4 +96,57 @@ fn the_console_shows_each_agent_s_last_tool_waiting_on_the_feed_and_its_exit() {
         Err(std::io::ErrorKind::BrokenPipe)
     );
     b.close();
+}
+
+/// The fake Claude Code of [`up_console_shows_a_harness_agent_s_last_tool_waiting_and_exit`]:
+/// its stream says it started, called the bus's `inbox` and entered its
+/// Stop hook; it then waits for the test (a line on the FIFO `go` beside
+/// it) and exits 0.
+const FAKE_CLAUDE: &str = r#"#!/bin/sh
+go=$(dirname "$0")/go
+printf '%s\n' '{"type":"system","subtype":"init","cwd":"/","session_id":"s","tools":[],"mcp_servers":[{"name":"mosaic-bus","status":"connected"}]}'
+printf '%s\n' '{"type":"assistant","message":{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"mcp__mosaic-bus__inbox","input":{}}]},"session_id":"s"}'
+printf '%s\n' '{"type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_1","type":"tool_result","content":"[]"}]},"session_id":"s"}'
+printf '%s\n' '{"type":"system","subtype":"hook_started","hook_id":"h","hook_name":"Stop","hook_event":"Stop","session_id":"s"}'
+read _ < "$go"
+exit 0
+"#;
+
+#[test]
+fn up_console_shows_a_harness_agent_s_last_tool_waiting_and_exit() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("dir");
+    let root = data_root();
+    let program = dir.path().join("fake-claude");
+    std::fs::write(&program, FAKE_CLAUDE).expect("write the fake");
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let go = dir.path().join("go");
+    mkfifo(&go);
+    let config = dir.path().join("up.json");
+    let text = serde_json::json!({
+        "sandbox": "off",
+        "business": {"id": "x", "human": "alice", "arbiters": {"technical": "a", "delivery": "a"},
+                     "roles": {"a": {"authority": {"withinRole": [], "crossRole": []}}}},
+        "agents": [{"role": "a", "harness": "claude-code", "program": program,
+                    "prompt": "Claim your role."}],
+    });
+    std::fs::write(&config, text.to_string()).expect("write config");
+    let command = format!(
+        "{} up --config {} --data-root {} --console; read _",
+        crate::support::BIN,
+        config.display(),
+        root.path().display()
+    );
+    let tmux = Tmux::start(&command, 120, 40);
+    tmux.wait_for("Nothing is waiting on you", WAIT);
+    tmux.keys(&["Tab"]);
+    let screen = tmux.wait_for("· waiting on the feed · claude-code ·", WAIT);
+    assert!(screen.contains("      last tool inbox, "), "{screen}");
+    assert!(screen.contains("· waiting on the feed for "), "{screen}");
+
+    // Let it go: it exits 0, which the view says at once.
+    std::fs::write(&go, "\n").expect("the fake's FIFO");
+    let screen = tmux.wait_for("· EXITED with status 0 · claude-code ·", WAIT);
+    assert!(screen.contains("last tool inbox, "), "{screen}");
+    tmux.keys(&["q"]);
 }

@@ -173,7 +173,8 @@ fn up_starts_claude_code_with_the_bus_as_its_mcp_server_and_the_stop_hook() {
         let run_dir = root.path().join("agents/runs").join(run);
         let argv = read(&work, "argv");
         let expected = format!(
-            "-p\n--output-format\nstream-json\n--verbose\n--strict-mcp-config\n\
+            "-p\n--output-format\nstream-json\n--verbose\n--include-hook-events\n\
+             --strict-mcp-config\n\
              --mcp-config={run}/mcp.json\n--settings={run}/settings.json\n\
              --allowedTools=mcp__mosaic-bus\n--permission-mode=acceptEdits\n--model=model-1\n\
              --extra\nx\n--\nClaim your role, then \"work\".\n",

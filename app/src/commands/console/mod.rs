@@ -11,8 +11,10 @@
 //! waits on the broker: one thread waits on the human's `changes` (and
 //! tells the loop when the broker is lost and found again), one sends the
 //! state's requests in order and hands each answer back as an input, one
-//! reads the terminal's events; the loop redraws only when one of them
-//! wakes it.
+//! reads the terminal's events, and under `up --console` one reads what
+//! the harness agents are doing ([`doing`]); the loop redraws only when
+//! one of them wakes it, or each second while the Agents view shows those
+//! agents' ages.
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -56,7 +58,9 @@ decisions waiting on you (blocking ones first) and your unread messages, \
 each decision with a fixed grant area (what approving it authorizes, \
 from the broker, and whether its raiser is alive) above the raiser's own \
 words, the agents and what they wait on or how they exited, any \
-subject's trail, and the business's changes as they arrive.
+subject's trail, and the business's changes as they arrive. Under `up \
+--console`, the Agents view also shows what each harness agent is doing \
+(working, waiting on the feed, exited), its last tool and how long ago.
 
 Every request is proven exactly as `mosaic-bus human`'s: this binary, \
 re-executed once with a fresh nonce, with no agent among its ancestors. \

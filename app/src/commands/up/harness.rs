@@ -199,6 +199,9 @@ pub(super) fn prepare(
                 "--output-format",
                 "stream-json",
                 "--verbose",
+                // The Stop hook's start in the stream: the console's
+                // "waiting on the feed" (`activity.rs`).
+                "--include-hook-events",
                 "--strict-mcp-config",
             ] {
                 args.push(arg.into());
