@@ -131,8 +131,11 @@ fn up_console_shows_a_harness_agent_s_last_tool_waiting_and_exit() {
                     "prompt": "Claim your role."}],
     });
     std::fs::write(&config, text.to_string()).expect("write config");
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).expect("mkdir tmp");
     let command = format!(
-        "{} up --config {} --data-root {} --console; read _",
+        "TMPDIR={} {} up --config {} --data-root {} --console; read _",
+        tmp.display(),
         crate::support::BIN,
         config.display(),
         root.path().display()
@@ -143,6 +146,13 @@ fn up_console_shows_a_harness_agent_s_last_tool_waiting_and_exit() {
     let screen = tmux.wait_for("· waiting on the feed · claude-code ·", WAIT);
     assert!(screen.contains("      last tool inbox, "), "{screen}");
     assert!(screen.contains("· waiting on the feed for "), "{screen}");
+    // Both ends of the feed open, its FIFO's folder is gone.
+    let left: Vec<_> = std::fs::read_dir(&tmp)
+        .expect("tmp")
+        .map(|e| e.expect("an entry").file_name())
+        .filter(|name| name.to_string_lossy().starts_with("up-console-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
 
     // Let it go: it exits 0, which the view says at once.
     std::fs::write(&go, "\n").expect("the fake's FIFO");

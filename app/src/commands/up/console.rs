@@ -108,7 +108,10 @@ impl Console {
         activities: &Activities,
     ) -> io::Result<Console> {
         let exe = std::env::current_exe()?;
-        let feed = tempfile::Builder::new().prefix("up-console-").tempdir()?;
+        let feed = tempfile::Builder::new()
+            .prefix("up-console-")
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .tempdir()?;
         let fifo = feed.path().join("activity");
         rustix::fs::mknodat(
             rustix::fs::CWD,
