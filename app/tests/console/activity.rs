@@ -100,21 +100,22 @@ fn the_console_shows_each_agent_s_last_tool_waiting_on_the_feed_and_its_exit() {
 
 /// The fake Claude Code of [`up_console_shows_a_harness_agent_s_last_tool_waiting_and_exit`]:
 /// its stream says it started, called the bus's `inbox` and entered its
-/// Stop hook; it then waits for the test (a line on the FIFO `go` beside
-/// it) and exits 0.
+/// Stop hook; it then waits for the test (the FIFO `go` beside it opened
+/// and closed), at most 120 s so a failed test leaves nothing behind, and
+/// exits 0.
 const FAKE_CLAUDE: &str = r#"#!/bin/sh
 go=$(dirname "$0")/go
 printf '%s\n' '{"type":"system","subtype":"init","cwd":"/","session_id":"s","tools":[],"mcp_servers":[{"name":"mosaic-bus","status":"connected"}]}'
 printf '%s\n' '{"type":"assistant","message":{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"mcp__mosaic-bus__inbox","input":{}}]},"session_id":"s"}'
 printf '%s\n' '{"type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_1","type":"tool_result","content":"[]"}]},"session_id":"s"}'
 printf '%s\n' '{"type":"system","subtype":"hook_started","hook_id":"h","hook_name":"Stop","hook_event":"Stop","session_id":"s"}'
-read _ < "$go"
+timeout 120 cat "$go" > /dev/null
 exit 0
 "#;
 
 #[test]
 fn up_console_shows_a_harness_agent_s_last_tool_waiting_and_exit() {
-    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
     let dir = tempfile::tempdir().expect("dir");
     let root = data_root();
     let program = dir.path().join("fake-claude");
@@ -154,8 +155,22 @@ fn up_console_shows_a_harness_agent_s_last_tool_waiting_and_exit() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
 
-    // Let it go: it exits 0, which the view says at once.
-    std::fs::write(&go, "\n").expect("the fake's FIFO");
+    // Let it go: it exits 0, which the view says at once. The FIFO opened
+    // without blocking, again until the fake's `cat` has its end (it may
+    // not yet, just after the line), so a fake that is gone fails the
+    // test instead of hanging it.
+    let deadline = Instant::now() + WAIT;
+    let opened = loop {
+        let opened = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&go);
+        if opened.is_ok() || Instant::now() > deadline {
+            break opened;
+        }
+        std::thread::sleep(PAUSE);
+    };
+    drop(opened.expect("the fake waits on its FIFO"));
     let screen = tmux.wait_for("· EXITED with status 0 · claude-code ·", WAIT);
     assert!(screen.contains("last tool inbox, "), "{screen}");
     tmux.keys(&["q"]);
