@@ -273,11 +273,14 @@ fn claude_code_calls_the_bus_tools_through_mosaic_bus_mcp_with_the_permission_fl
         "{requests:?}"
     );
     let advertised = requests[0].tools();
-    let bus: Vec<&str> = advertised
+    // Claude Code lists the tools by name.
+    let mut bus: Vec<&str> = advertised
         .iter()
         .filter_map(|t| t.strip_prefix("mcp__mosaic-bus__"))
         .collect();
-    let expected: Vec<String> = agent_verbs().iter().map(|v| v.replace('.', "_")).collect();
+    bus.sort_unstable();
+    let mut expected: Vec<String> = agent_verbs().iter().map(|v| v.replace('.', "_")).collect();
+    expected.sort_unstable();
     assert_eq!(bus, expected, "{advertised:?}");
     assert_eq!(bus.len(), 17);
     // The model saw both calls answered: the claim, then the inbox.
@@ -325,7 +328,9 @@ fn without_the_permission_flag_claude_code_denies_every_bus_tool() {
     assert!(harness.exit().success());
     // The role is still free: lead-1 claims it now, for the first time.
     broker.agent("lead-1").claim();
-    let trail = broker.agent("lead-1").ok("trail", json!({"subject": "lead"}));
+    let trail = broker
+        .agent("lead-1")
+        .ok("trail", json!({"subject": "lead"}));
     let claims = trail
         .as_array()
         .expect("a trail")
