@@ -78,6 +78,8 @@ struct Harness {
     /// Every line so far.
     seen: Vec<String>,
     stdin: Option<ChildStdin>,
+    /// When it was started, for the figures in docs/performance.md.
+    started: Instant,
 }
 
 impl Harness {
@@ -100,6 +102,7 @@ impl Harness {
         });
         let stdin = child.stdin.take();
         Harness {
+            started: Instant::now(),
             child,
             lines,
             seen: Vec::new(),
@@ -144,6 +147,25 @@ impl Harness {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+}
+
+/// Prints a figure for docs/performance.md (`-- --nocapture`): the
+/// harness's peak RSS so far (VmHWM, the process itself, not its
+/// children) and how long after its start `what` happened.
+fn measure(harness: &Harness, what: &str) {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", harness.child.id()));
+    let hwm = status
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .map(str::to_owned)
+        })
+        .unwrap_or_default();
+    eprintln!(
+        "measure: {what} {} ms after the start; {hwm}",
+        harness.started.elapsed().as_millis()
+    );
 }
 
 impl Drop for Harness {
@@ -258,7 +280,14 @@ fn claude_code_calls_the_bus_tools_through_mosaic_bus_mcp_with_the_permission_fl
     let mut harness = claude(&model, "key-lead", &broker.socket, &cap, home.path(), true);
     let init = harness.event("the init event", is_init);
     assert_eq!(server_status(&init), "connected", "{init}");
+    model.wait("the claim's result", START, |requests| {
+        requests.iter().any(|r| {
+            model::tool_results(r.body["messages"].as_array().map_or(&[][..], |m| m)).len() == 1
+        })
+    });
+    measure(&harness, "claude-code: role claimed");
     let result = harness.event("the result", is_result);
+    measure(&harness, "claude-code: result");
     assert_eq!(result["permission_denials"], json!([]), "{result}");
     assert_eq!(result["subtype"], "success", "{result}");
     assert!(harness.exit().success());
@@ -439,7 +468,7 @@ fn last_user_text(request: &Request) -> String {
     match &last["content"] {
         Value::String(text) => text.clone(),
         Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect(),
-        _ => String::new(),
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::Object(_) => String::new(),
     }
 }
 
@@ -480,6 +509,7 @@ fn pi_with_the_extension_is_woken_after_agent_end_and_exits_when_nothing_more_ar
             model::tool_results(r.body["messages"].as_array().map_or(&[][..], |m| m)).len() == 1
         })
     });
+    measure(&harness, "pi: role claimed");
     let id = lead.send("dev", "The login fix is merged.", json!({}));
     let id = id.as_str().expect("an id").to_owned();
 
@@ -500,7 +530,18 @@ fn pi_with_the_extension_is_woken_after_agent_end_and_exits_when_nothing_more_ar
     );
     // Then it receives and reads the message, ends its turn, waits 2 s
     // with nothing more, and pi exits 0.
+    model.wait("the read's result", START, |requests| {
+        requests.iter().any(|r| {
+            model::tool_results(r.body["messages"].as_array().map_or(&[][..], |m| m)).len() == 4
+        })
+    });
+    let last_turn = Instant::now();
+    measure(&harness, "pi: the last turn");
     let status = harness.exit();
+    eprintln!(
+        "measure: pi: the last stop took {} ms beyond its 2000 ms wait",
+        last_turn.elapsed().as_millis().saturating_sub(2000)
+    );
     assert!(status.success(), "{status}");
     let requests: Vec<Request> = model
         .requests()

@@ -20,7 +20,7 @@
 //! recorded (method, path, headers without the key, body) for the tests.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
@@ -351,7 +351,7 @@ pub fn tool_results(messages: &[Value]) -> Vec<Value> {
                     .iter()
                     .filter_map(|p| p["text"].as_str())
                     .collect::<String>(),
-                _ => String::new(),
+                Value::Null | Value::Bool(_) | Value::Number(_) | Value::Object(_) => String::new(),
             };
             serde_json::from_str(&text).unwrap_or(Value::String(text))
         })
