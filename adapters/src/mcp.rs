@@ -98,6 +98,17 @@ pub fn run(socket: PathBuf, cap_file: Option<PathBuf>) -> Result<(), Refusal> {
     served
 }
 
+/// The `tools/list` array the server answers, as JSON: one entry per
+/// agent verb with its name, description, input schema and annotations.
+/// `mosaic-bus mcp --tools` prints it, so a harness that is no MCP client
+/// (the pi extension) registers the same tools from the same source.
+#[must_use]
+pub fn tools_json() -> Value {
+    let tools: Vec<rmcp::model::Tool> = Tool::all().map(Tool::listing).collect();
+    // A list of plain structs always serialises.
+    serde_json::to_value(tools).unwrap_or(Value::Null)
+}
+
 /// One MCP tool: one verb of the table that agents may call
 /// ([`CallerKind::Agent`]); the human's verbs have none.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -498,6 +509,23 @@ mod tests {
             assert!(!tool.name().contains('.'), "{}", tool.name());
             assert_eq!(Tool::from_name(&tool.name()), Some(tool));
             assert!(tool.description().starts_with(tool.0.meaning()));
+        }
+    }
+
+    /// `tools_json` is the listing `tools/list` answers: every agent verb's
+    /// tool, in order, with its schema.
+    #[test]
+    fn the_printed_tools_are_the_listing() {
+        let printed = tools_json();
+        let printed = printed.as_array().expect("an array");
+        assert_eq!(printed.len(), Tool::all().count());
+        for (entry, tool) in printed.iter().zip(Tool::all()) {
+            assert_eq!(entry["name"], tool.name().as_str());
+            assert_eq!(entry["description"], tool.description().as_str());
+            assert_eq!(
+                entry["inputSchema"],
+                serde_json::to_value(tool.0.input_schema()).expect("a schema")
+            );
         }
     }
 

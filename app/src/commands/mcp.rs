@@ -36,12 +36,15 @@ Environment:
 {log_env}
 
 Exit codes:
-  0  the client closed stdin
+  0  the client closed stdin (with --tools: the list was printed)
   2  it could not start: one static code on the last line of stderr
      (bad-request for a usage error, bad-capability, unsafe-path)
 
-Example (a harness's MCP server entry):
-  {{\"command\": \"mosaic-bus\", \"args\": [\"mcp\"]}}
+Examples:
+  a harness's MCP server entry:
+    {{\"command\": \"mosaic-bus\", \"args\": [\"mcp\"]}}
+  the tools as JSON, for a harness that registers its own (harness/pi/):
+    mosaic-bus mcp --tools
 
 Reference: docs/agents.md.",
         tools = verb_list(CallerKind::Agent).replace('.', "_"),
@@ -53,8 +56,14 @@ Reference: docs/agents.md.",
 #[derive(Debug, Clone, Args)]
 pub struct McpArgs {
     /// The broker's socket, <dataRoot>/bus/bus.sock.
-    #[arg(long, value_name = "PATH", env = "MOSAIC_BUS_SOCKET", value_parser = non_empty_path())]
-    pub socket: PathBuf,
+    #[arg(long, value_name = "PATH", env = "MOSAIC_BUS_SOCKET", value_parser = non_empty_path(),
+          required_unless_present = "tools")]
+    pub socket: Option<PathBuf>,
+    /// Print the tools (the MCP tools/list array: name, description,
+    /// inputSchema, annotations) as one JSON line and exit, without a
+    /// broker or a capability (a socket or capability given is unused).
+    #[arg(long)]
+    pub tools: bool,
     /// Read the capability from this private file (mode 0600) instead of the
     /// descriptor named by MOSAIC_BUS_CAP_FD.
     #[arg(long, value_name = "PATH", value_parser = non_empty_path())]
@@ -66,9 +75,14 @@ pub struct McpArgs {
 
 /// Runs the MCP server until the client closes stdin.
 pub fn main(args: McpArgs) -> ExitCode {
+    // The listing alone: what a harness that is no MCP client registers.
+    let Some(socket) = args.socket.filter(|_| !args.tools) else {
+        println!("{}", mosaic_adapters::mcp::tools_json());
+        return ExitCode::SUCCESS;
+    };
     // Stdout is the MCP channel: the logs go to stderr only.
     logs::init(&args.log);
-    match mosaic_adapters::mcp::run(args.socket, args.cap_file) {
+    match mosaic_adapters::mcp::run(socket, args.cap_file) {
         Ok(()) => ExitCode::SUCCESS,
         Err(refusal) => code_on_stderr(refusal),
     }
