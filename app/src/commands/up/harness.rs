@@ -224,6 +224,9 @@ pub(super) fn prepare(
             ] {
                 env.push((name.into(), "1".into()));
             }
+            // With tool search on, Claude Code defers MCP tools behind a
+            // search tool; the bus's tools are few and always needed.
+            env.push(("ENABLE_TOOL_SEARCH".into(), "false".into()));
             if let Some(url) = &model.base_url {
                 env.push(("ANTHROPIC_BASE_URL".into(), url.text.clone().into()));
             }
@@ -258,6 +261,9 @@ pub(super) fn prepare(
             args.push("-e".into());
             args.push(extension.into());
             env.push(("PI_CODING_AGENT_DIR".into(), state.clone().into()));
+            // The extension runs `mosaic-bus call`: this binary, bound
+            // read-only in the sandbox as for Claude Code's MCP server.
+            env.push(("MOSAIC_BUS_BIN".into(), at.exe.as_os_str().to_owned()));
             env.push(("PI_OFFLINE".into(), "1".into()));
             env.push(("PI_SKIP_VERSION_CHECK".into(), "1".into()));
             env.push(("PI_TELEMETRY".into(), "0".into()));
