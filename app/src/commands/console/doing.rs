@@ -19,7 +19,6 @@
 use serde::Deserialize;
 
 use super::model::{Exit, Shown};
-use super::state::State;
 use crate::commands::up::activity::Tool;
 
 /// The longest tool name drawn; a longer one ends in `…`.
@@ -102,21 +101,6 @@ pub fn decode(line: &str, now_ms: i64) -> Option<Vec<Doing>> {
         })
         .collect();
     Some(rows)
-}
-
-impl State {
-    /// A line from `up`'s activity feed, read at `now_ms`: it replaces
-    /// what the view knew. A line that is not one is dropped.
-    pub fn handle_doing(&mut self, line: &str, now_ms: i64) {
-        if let Some(rows) = decode(line, now_ms) {
-            self.doing = Some(rows);
-        }
-    }
-
-    /// What `run` (as the broker names it) is doing, if `up` told it.
-    pub fn doing_of(&self, run: &str) -> Option<&Doing> {
-        self.doing.as_ref()?.iter().find(|d| d.run == run)
-    }
 }
 
 /// The Agents row's word for `doing`, when neither the broker's exit nor

@@ -867,3 +867,18 @@ impl State {
         }
     }
 }
+
+impl State {
+    /// A line from `up`'s activity feed, read at `now_ms`: it replaces
+    /// what the view knew. A line that is not one is dropped.
+    pub fn handle_doing(&mut self, line: &str, now_ms: i64) {
+        if let Some(rows) = super::doing::decode(line, now_ms) {
+            self.doing = Some(rows);
+        }
+    }
+
+    /// What `run` (as the broker names it) is doing, if `up` told it.
+    pub fn doing_of(&self, run: &str) -> Option<&super::doing::Doing> {
+        self.doing.as_ref()?.iter().find(|d| d.run == run)
+    }
+}
