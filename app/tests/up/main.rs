@@ -717,15 +717,20 @@ fn startup_failures_print_one_static_code_and_release_everything() {
             json!({"ok": false, "error": "launch-failed", "role": "a"}),
         ),
     ];
+    let tmp = tempfile::tempdir().expect("up's TMPDIR");
     for (agents, expected) in cases {
         let config = config_file(dir.path(), agents);
-        let (status, stdout, stderr) = run_to_end(&config, root.path());
+        let (status, stdout, stderr) =
+            run_to_end_with(&config, root.path(), &[("TMPDIR", tmp.path().as_os_str())]);
         assert_eq!(status.code(), Some(2), "{stderr}");
         let line: Value = serde_json::from_str(&stdout).expect("one JSON line");
         assert_eq!(line, expected);
         assert!(!root.path().join("bus/writer.lock").exists());
         assert!(!root.path().join("bus/bus.sock").exists());
         assert!(!root.path().join("reader.cap").exists());
+        // Nor the secrets folder it made, whichever step refused.
+        let left: Vec<_> = std::fs::read_dir(tmp.path()).expect("tmp").collect();
+        assert!(left.is_empty(), "up left {left:?}");
     }
     // The human's secrets never go under the data root.
     let inside = root.path().join("keys");

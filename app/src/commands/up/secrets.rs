@@ -76,3 +76,11 @@ impl Secrets {
         }
     }
 }
+
+/// A start that fails before the session owns the folder (a refused path,
+/// a missing program) still removes the folder it made.
+impl Drop for Secrets {
+    fn drop(&mut self) {
+        self.remove_if_made();
+    }
+}
