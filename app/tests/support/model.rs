@@ -18,6 +18,8 @@
 //! same message as one JSON body. `/v1/messages/count_tokens` answers a
 //! count; a `GET` or `HEAD` elsewhere answers `{}`. Every request is
 //! recorded (method, path, headers without the key, body) for the tests.
+// Each test binary uses a part of it.
+#![allow(dead_code)]
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
@@ -38,6 +40,11 @@ pub enum Step {
     Tool { name: String, input: Input },
     /// Answer this text and end the turn.
     Text(String),
+    /// End the turn, waiting to be woken by a follow-up (pi's extension)
+    /// or a Stop hook's reason (Claude Code) that holds the text made from
+    /// the results so far; woken by anything else, end the turn again at
+    /// this same step.
+    WaitFor(Input),
 }
 
 impl Step {
@@ -63,6 +70,19 @@ impl Step {
     /// End the turn with `text`.
     pub fn text(text: &str) -> Step {
         Step::Text(text.to_owned())
+    }
+
+    /// End the turn until the wake-up that holds `text` (see
+    /// [`Step::WaitFor`]).
+    pub fn wait_for(text: &str) -> Step {
+        let text = Value::String(text.to_owned());
+        Step::WaitFor(Box::new(move |_| text.clone()))
+    }
+
+    /// End the turn until the wake-up that holds the text made from the
+    /// results so far (a string).
+    pub fn wait_for_with(text: impl Fn(&[Value]) -> Value + Send + Sync + 'static) -> Step {
+        Step::WaitFor(Box::new(text))
     }
 }
 
@@ -309,27 +329,51 @@ fn respond(out: &mut TcpStream, status: &str, body: &Value) -> std::io::Result<(
     )
 }
 
-/// The content blocks that answer a conversation: its step's (the number
-/// of assistant turns in it), or a final text past the script's end.
+/// The content blocks that answer a conversation: its step's, or a final
+/// text past the script's end. Each step answered one block (Claude Code
+/// merges the assistant messages of one turn, so blocks are counted, not
+/// messages), except a [`Step::WaitFor`] answered while the wake-up that
+/// followed it did not hold its text: the same step comes again.
 pub fn answer(steps: &[Step], request: &Value) -> Vec<Value> {
     let messages = request["messages"]
         .as_array()
         .map_or(&[][..], Vec::as_slice);
-    // Each step answered one block; Claude Code merges the assistant
-    // messages of one turn, so the blocks are counted, not the messages.
-    let turn: usize = messages
-        .iter()
-        .filter(|m| m["role"] == "assistant")
-        .map(|m| m["content"].as_array().map_or(1, Vec::len))
-        .sum();
-    match steps.get(turn) {
+    let results = tool_results(messages);
+    let mut step = 0;
+    let mut blocks = 0;
+    for (at, message) in messages.iter().enumerate() {
+        if message["role"] != "assistant" {
+            continue;
+        }
+        for _ in 0..message["content"].as_array().map_or(1, Vec::len) {
+            blocks += 1;
+            let woken = match steps.get(step) {
+                Some(Step::WaitFor(text)) => {
+                    let text = text(&results);
+                    let text = text.as_str().unwrap_or_default();
+                    messages[at + 1..]
+                        .iter()
+                        .find(|m| m["role"] == "user")
+                        .is_some_and(|m| m["content"].to_string().contains(text))
+                }
+                Some(Step::Tool { .. } | Step::Text(_)) | None => true,
+            };
+            step += usize::from(woken);
+        }
+    }
+    match steps.get(step) {
         Some(Step::Tool { name, input }) => vec![json!({
             "type": "tool_use",
-            "id": format!("toolu_{turn:04}"),
+            "id": format!("toolu_{blocks:04}"),
             "name": name,
-            "input": input(&tool_results(messages)),
+            "input": input(&results),
         })],
         Some(Step::Text(text)) => vec![json!({"type": "text", "text": text})],
+        Some(Step::WaitFor(text)) => {
+            let text = text(&results);
+            let text = text.as_str().unwrap_or_default();
+            vec![json!({"type": "text", "text": format!("Waiting for {text}.")})]
+        }
         None => vec![json!({"type": "text", "text": "Done."})],
     }
 }
@@ -477,6 +521,38 @@ mod tests {
             .unwrap()
             .push(json!({"role": "assistant", "content": "All done."}));
         assert_eq!(answer(steps, &later)[0]["type"], "text");
+    }
+
+    #[test]
+    fn a_wait_ends_the_turn_again_until_the_wake_up_holds_its_text() {
+        let steps = vec![
+            Step::tool("decision_raise", json!({})),
+            Step::wait_for_with(|results| {
+                json!(format!(
+                    "decision.resolved {}",
+                    results[0]["id"].as_str().unwrap()
+                ))
+            }),
+            Step::tool("message_send", json!({})),
+        ];
+        let mut conversation = json!({"messages": [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_0000",
+                "name": "decision_raise", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_0000",
+                "content": "{\"id\":\"d-1\"}"}]},
+        ]});
+        let waiting = answer(&steps, &conversation);
+        assert_eq!(waiting[0]["text"], "Waiting for decision.resolved d-1.");
+        let messages = conversation["messages"].as_array_mut().unwrap();
+        messages.push(json!({"role": "assistant", "content": [waiting[0].clone()]}));
+        messages.push(json!({"role": "user", "content": "work arrived: decision.seen d-1"}));
+        assert_eq!(answer(&steps, &conversation)[0], waiting[0]);
+        let messages = conversation["messages"].as_array_mut().unwrap();
+        messages.push(json!({"role": "assistant", "content": [waiting[0].clone()]}));
+        messages.push(json!({"role": "user", "content": [
+            {"type": "text", "text": "work arrived: decision.resolved d-1"}]}));
+        assert_eq!(answer(&steps, &conversation)[0]["name"], "message_send");
     }
 
     #[test]
