@@ -243,7 +243,11 @@ fn lead_on_claude_code_and_dev_on_pi_run_the_example_flow_in_up_s_sandbox_with_t
     tmux.wait_for(lead_exited, FLOW);
     let agents = tmux.wait_for(dev_exited, FLOW);
     eprintln!("the Agents view:\n{agents}");
-    assert!(agents.contains("last tool role_release, "), "{agents}");
+    assert_eq!(
+        agents.matches("      last tool role_release, ").count(),
+        2,
+        "{agents}"
+    );
     tmux.keys(&["q"]);
     let screen = tmux.wait_for("up exited with 0", WAIT);
     let first: Value = screen

@@ -97,6 +97,8 @@ pub struct Request {
     pub body: Value,
     /// The agent whose key it carried, if any.
     pub agent: Option<String>,
+    /// When its head and body had arrived.
+    pub at: Instant,
 }
 
 impl Request {
@@ -247,6 +249,7 @@ fn serve(state: &Scripted, stream: TcpStream) -> std::io::Result<()> {
         headers,
         body,
         agent: script.map(|(name, _)| name.clone()),
+        at: Instant::now(),
     };
     // A trace of what the harnesses send, for finding out what they ask.
     if let Some(log) = std::env::var_os("MOSAIC_MODEL_TRACE") {
