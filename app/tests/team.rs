@@ -50,14 +50,30 @@ fn harness_bin() -> PathBuf {
     dir
 }
 
-/// The agent verbs as tool names (dots as underscores), sorted.
+/// The names of the tools `mosaic-bus mcp --tools` lists (what the MCP
+/// server answers to `tools/list`, and what the pi extension registers),
+/// sorted; checked to be the agent verbs, dots as underscores.
 fn bus_tools() -> Vec<String> {
-    let mut tools: Vec<String> = Verb::ALL
+    let out = std::process::Command::new(BIN)
+        .args(["mcp", "--tools"])
+        .output()
+        .expect("mosaic-bus mcp --tools");
+    assert!(out.status.success(), "{out:?}");
+    let listed: Value = serde_json::from_slice(&out.stdout).expect("a JSON array");
+    let mut tools: Vec<String> = listed
+        .as_array()
+        .expect("an array")
+        .iter()
+        .map(|t| t["name"].as_str().expect("a name").to_owned())
+        .collect();
+    tools.sort_unstable();
+    let mut verbs: Vec<String> = Verb::ALL
         .iter()
         .filter(|v| v.serves(CallerKind::Agent))
         .map(|v| v.as_str().replace('.', "_"))
         .collect();
-    tools.sort_unstable();
+    verbs.sort_unstable();
+    assert_eq!(tools, verbs);
     tools
 }
 
@@ -272,7 +288,13 @@ fn lead_on_claude_code_and_dev_on_pi_run_the_example_flow_in_up_s_sandbox_with_t
     check_wake_ups(&model);
     check_evidence(root.path(), &example, &model, &lead_run, &dev_run);
     // Nothing reached any host but the model's: the proxy admits only it
-    // and logs every refusal; the model saw every request it admitted.
+    // and logs every refusal into this log (where up's own lines went
+    // while the console was open: the agents' exits are there); the
+    // model saw every request it admitted.
+    for run in [&lead_run, &dev_run] {
+        let exited = format!("agent exited run=\"{run}\"");
+        assert!(log.contains(&exited), "{exited} in {log}");
+    }
     assert!(!log.contains("the proxy refused"), "{log}");
     assert!(
         model
