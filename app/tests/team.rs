@@ -5,10 +5,11 @@
 //! names), each in `up`'s bubblewrap sandbox with `"network": "proxy"`, and
 //! the scripted model of `support/model.rs` in place of Anthropic's API.
 //!
-//! The example is taken as shipped: only each agent's model `baseUrl` (the
-//! scripted model on loopback) and `keyEnv` (a key per agent, which picks
-//! its script) change, and `claude` and `pi` are found on `PATH`, as a new
-//! user's would be. The human answers in the real console, with keys.
+//! The example is taken as shipped: only each agent's model `baseUrl`
+//! changes (the scripted model on loopback), both read the one
+//! `ANTHROPIC_API_KEY` (the model tells them apart by the tools they
+//! advertise), and `claude` and `pi` are found on `PATH`, as a new user's
+//! would be. The human answers in the real console, with keys.
 //!
 //! Nothing sleeps to synchronise: every wait is on the console's screen
 //! or the model's recorded requests, bounded by [`FLOW`] (the harnesses
@@ -155,19 +156,15 @@ fn lead_script() -> Vec<Step> {
     ]
 }
 
-/// `examples/claude-team.json` with each agent's model at `base_url` and
-/// its key in `MOSAIC_TEST_<ROLE>_KEY`; nothing else changed.
+/// `examples/claude-team.json` with each agent's model at `base_url`;
+/// nothing else changed.
 fn example_config(base_url: &str) -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/claude-team.json");
     let text = std::fs::read_to_string(path).expect("the example");
     let mut example: Value = serde_json::from_str(&text).expect("JSON");
     for agent in example["agents"].as_array_mut().expect("agents") {
-        let key_env = format!(
-            "MOSAIC_TEST_{}_KEY",
-            agent["role"].as_str().expect("a role").to_uppercase()
-        );
+        assert_eq!(agent["model"]["keyEnv"], "ANTHROPIC_API_KEY", "{agent}");
         agent["model"]["baseUrl"] = json!(base_url);
-        agent["model"]["keyEnv"] = json!(key_env);
     }
     example
 }
@@ -202,10 +199,13 @@ fn has_results(requests: &[Request], agent: &str, n: usize) -> bool {
 fn lead_on_claude_code_and_dev_on_pi_run_the_example_flow_in_up_s_sandbox_with_the_human_at_the_console(
 ) {
     let bin = harness_bin();
-    let model = Model::start(vec![
-        ("lead", "key-lead", lead_script()),
-        ("dev", "key-dev", dev_script()),
-    ]);
+    let model = Model::start_shared(
+        "sk-team-test",
+        vec![
+            ("lead", "mcp__mosaic-bus__role_claim", lead_script()),
+            ("dev", "role_claim", dev_script()),
+        ],
+    );
     let dir = tempfile::tempdir().expect("dir");
     let root = data_root();
     let config_path = dir.path().join("claude-team.json");
@@ -215,7 +215,7 @@ fn lead_on_claude_code_and_dev_on_pi_run_the_example_flow_in_up_s_sandbox_with_t
     // sandbox binds, and must not show the home).
     let home = tempfile::tempdir().expect("home");
     let command = format!(
-        "HOME={home} PATH={bin}:$PATH MOSAIC_TEST_LEAD_KEY=key-lead MOSAIC_TEST_DEV_KEY=key-dev \
+        "HOME={home} PATH={bin}:$PATH ANTHROPIC_API_KEY=sk-team-test \
          {BIN} up --config {config} --data-root {root} --console; echo \"up exited with $?\"; read _",
         home = home.path().display(),
         bin = bin.display(),

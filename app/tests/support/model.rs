@@ -4,7 +4,9 @@
 //! connection.
 //!
 //! Each agent has a script, chosen by the API key its harness sends
-//! (`x-api-key`, or `Authorization: Bearer`). The step a request gets is
+//! (`x-api-key`, or `Authorization: Bearer`), and when agents share a key
+//! (a team on one `ANTHROPIC_API_KEY`), by a tool the request advertises
+//! (Claude Code's `mcp__mosaic-bus__role_claim`, pi's `role_claim`). The step a request gets is
 //! the number of assistant turns already in its conversation, so a retry
 //! gets the same step and a follow-up the next one. A step calls a tool
 //! (its input may take values from the results of earlier calls, parsed
@@ -21,7 +23,6 @@
 // Each test binary uses a part of it.
 #![allow(dead_code)]
 
-use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -129,9 +130,17 @@ impl Request {
     }
 }
 
+/// One agent's script and how its requests are told apart.
+struct Script {
+    name: String,
+    key: String,
+    /// A tool its requests advertise, when others share its key.
+    tool: Option<String>,
+    steps: Vec<Step>,
+}
+
 struct Scripted {
-    /// Per key: the agent's name and its steps.
-    scripts: HashMap<String, (String, Vec<Step>)>,
+    scripts: Vec<Script>,
     requests: Mutex<Vec<Request>>,
     recorded: Condvar,
 }
@@ -145,10 +154,36 @@ pub struct Model {
 impl Model {
     /// Starts a server with one script per agent: `(name, key, steps)`.
     pub fn start(agents: Vec<(&str, &str, Vec<Step>)>) -> Model {
-        let scripts = agents
-            .into_iter()
-            .map(|(name, key, steps)| (key.to_owned(), (name.to_owned(), steps)))
-            .collect();
+        Model::serve(
+            agents
+                .into_iter()
+                .map(|(name, key, steps)| Script {
+                    name: name.to_owned(),
+                    key: key.to_owned(),
+                    tool: None,
+                    steps,
+                })
+                .collect(),
+        )
+    }
+
+    /// Starts a server whose agents share `key`, each told apart by a
+    /// tool its requests advertise: `(name, tool, steps)`.
+    pub fn start_shared(key: &str, agents: Vec<(&str, &str, Vec<Step>)>) -> Model {
+        Model::serve(
+            agents
+                .into_iter()
+                .map(|(name, tool, steps)| Script {
+                    name: name.to_owned(),
+                    key: key.to_owned(),
+                    tool: Some(tool.to_owned()),
+                    steps,
+                })
+                .collect(),
+        )
+    }
+
+    fn serve(scripts: Vec<Script>) -> Model {
         let state = Arc::new(Scripted {
             scripts,
             requests: Mutex::new(Vec::new()),
@@ -242,15 +277,20 @@ fn serve(state: &Scripted, stream: TcpStream) -> std::io::Result<()> {
     }
     let body = read_body(&mut reader, &headers)?;
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let script = key.as_deref().and_then(|k| state.scripts.get(k));
-    let request = Request {
+    let mut request = Request {
         method,
         path,
         headers,
         body,
-        agent: script.map(|(name, _)| name.clone()),
+        agent: None,
         at: Instant::now(),
     };
+    let advertised = request.tools();
+    let script = state.scripts.iter().find(|s| {
+        key.as_deref() == Some(s.key.as_str())
+            && s.tool.as_ref().is_none_or(|t| advertised.contains(t))
+    });
+    request.agent = script.map(|s| s.name.clone());
     // A trace of what the harnesses send, for finding out what they ask.
     if let Some(log) = std::env::var_os("MOSAIC_MODEL_TRACE") {
         if let Ok(mut file) = std::fs::OpenOptions::new()
@@ -271,7 +311,7 @@ fn serve(state: &Scripted, stream: TcpStream) -> std::io::Result<()> {
     let path = request.path.split('?').next().unwrap_or_default();
     match (request.method.as_str(), path) {
         ("POST", "/v1/messages") => {
-            let steps = script.map_or(&[][..], |(_, steps)| steps.as_slice());
+            let steps = script.map_or(&[][..], |s| s.steps.as_slice());
             let blocks = answer(steps, &request.body);
             if request.body["stream"] == true {
                 let events = stream_events(&request.body, &blocks);
