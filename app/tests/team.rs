@@ -224,8 +224,14 @@ fn lead_on_claude_code_and_dev_on_pi_run_the_example_flow_in_up_s_sandbox_with_t
     );
     let tmux = Tmux::start(&command, 160, 50);
 
-    // dev's publication comes to the human's console; the human answers.
+    // dev's publication comes to the human's console. The Agents view
+    // shows dev waiting on the human, its last tool the raise, its loop
+    // on the feed; then the human answers.
     tmux.wait_for("release.publish on login-fix", FLOW);
+    agents_view(&tmux);
+    tmux.wait_for("· WAITING ON YOU · pi ·", WAIT);
+    let working = tmux.wait_for("      last tool decision_raise, ", WAIT);
+    eprintln!("the Agents view, dev waiting:\n{working}");
     tmux.keys(&["]"]);
     tmux.wait_for("May I publish the login fix?", WAIT);
     tmux.keys(&["1"]);
@@ -240,20 +246,7 @@ fn lead_on_claude_code_and_dev_on_pi_run_the_example_flow_in_up_s_sandbox_with_t
     model.wait("both roles released", FLOW, |requests| {
         has_results(requests, "lead", 7) && has_results(requests, "dev", 6)
     });
-    // The Agents view, a few views on from the inbox: Tab, each time
-    // waiting for the screen to change.
-    for _ in 0..6 {
-        let before = tmux.screen().unwrap_or_default();
-        if before.contains(" · run lead-") {
-            break;
-        }
-        tmux.keys(&["Tab"]);
-        let deadline = std::time::Instant::now() + WAIT;
-        while tmux.screen().unwrap_or_default() == before {
-            assert!(std::time::Instant::now() < deadline, "Tab changed nothing");
-            std::thread::sleep(support::tmux::PAUSE);
-        }
-    }
+    agents_view(&tmux);
     let lead_exited = "· EXITED with status 0 · claude-code ·";
     let dev_exited = "· EXITED with status 0 · pi ·";
     tmux.wait_for(lead_exited, FLOW);
@@ -304,6 +297,24 @@ fn lead_on_claude_code_and_dev_on_pi_run_the_example_flow_in_up_s_sandbox_with_t
             .all(|r| r.agent.is_some()),
         "a request without a scripted key"
     );
+}
+
+/// Tabs to the Agents view, each time waiting for the screen to change.
+#[track_caller]
+fn agents_view(tmux: &Tmux) {
+    for _ in 0..6 {
+        let before = tmux.screen().unwrap_or_default();
+        if before.contains(" · run lead-") {
+            return;
+        }
+        tmux.keys(&["Tab"]);
+        let deadline = std::time::Instant::now() + WAIT;
+        while tmux.screen().unwrap_or_default() == before {
+            assert!(std::time::Instant::now() < deadline, "Tab changed nothing");
+            std::thread::sleep(support::tmux::PAUSE);
+        }
+    }
+    panic!("no Agents view after six Tabs");
 }
 
 /// Both agents ran in the sandbox with the proxy, each as its harness.
