@@ -15,8 +15,8 @@
 //   up to MOSAIC_HOOK_WAIT_MS. When something concerning the agent arrived,
 //   it sends the list as a follow-up user message, saying which tool to
 //   call, as the Claude Code Stop hook does; when nothing arrived, or the
-//   broker refused, it ends the session and pi exits (0, or 1 after a
-//   refusal). In `pi -p` the runtime is disposed before such a follow-up
+//   agent no longer holds its role (it released it: `not-holder`), it
+//   ends the session and pi exits 0; after any other refusal, 1. In `pi -p` the runtime is disposed before such a follow-up
 //   runs: use `--mode rpc`.
 //
 // Environment:
@@ -158,6 +158,9 @@ export default function (pi: ExtensionAPI) {
       }
     }
     const answer = await call("changes", { since, timeoutMs: waitMs });
+    // The agent released its role: nothing can concern its run any more,
+    // and that is a finished session, not a failure.
+    if (!answer.ok && answer.error === "not-holder") return stop(undefined);
     if (!answer.ok) return stop(answer.error);
     since = Number(answer.result.cursor);
     const changes: any[] = answer.result.changes ?? [];

@@ -4,7 +4,9 @@
 //! connection.
 //!
 //! Each agent has a script, chosen by the API key its harness sends
-//! (`x-api-key`, or `Authorization: Bearer`). The step a request gets is
+//! (`x-api-key`, or `Authorization: Bearer`), and when agents share a key
+//! (a team on one `ANTHROPIC_API_KEY`), by a tool the request advertises
+//! (Claude Code's `mcp__mosaic-bus__role_claim`, pi's `role_claim`). The step a request gets is
 //! the number of assistant turns already in its conversation, so a retry
 //! gets the same step and a follow-up the next one. A step calls a tool
 //! (its input may take values from the results of earlier calls, parsed
@@ -18,8 +20,9 @@
 //! same message as one JSON body. `/v1/messages/count_tokens` answers a
 //! count; a `GET` or `HEAD` elsewhere answers `{}`. Every request is
 //! recorded (method, path, headers without the key, body) for the tests.
+// Each test binary uses a part of it.
+#![allow(dead_code)]
 
-use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -38,6 +41,11 @@ pub enum Step {
     Tool { name: String, input: Input },
     /// Answer this text and end the turn.
     Text(String),
+    /// End the turn, waiting to be woken by a follow-up (pi's extension)
+    /// or a Stop hook's reason (Claude Code) that holds the text made from
+    /// the results so far; woken by anything else, end the turn again at
+    /// this same step.
+    WaitFor(Input),
 }
 
 impl Step {
@@ -64,6 +72,19 @@ impl Step {
     pub fn text(text: &str) -> Step {
         Step::Text(text.to_owned())
     }
+
+    /// End the turn until the wake-up that holds `text` (see
+    /// [`Step::WaitFor`]).
+    pub fn wait_for(text: &str) -> Step {
+        let text = Value::String(text.to_owned());
+        Step::WaitFor(Box::new(move |_| text.clone()))
+    }
+
+    /// End the turn until the wake-up that holds the text made from the
+    /// results so far (a string).
+    pub fn wait_for_with(text: impl Fn(&[Value]) -> Value + Send + Sync + 'static) -> Step {
+        Step::WaitFor(Box::new(text))
+    }
 }
 
 /// One request as the server received it.
@@ -77,6 +98,8 @@ pub struct Request {
     pub body: Value,
     /// The agent whose key it carried, if any.
     pub agent: Option<String>,
+    /// When its head and body had arrived.
+    pub at: Instant,
 }
 
 impl Request {
@@ -107,9 +130,17 @@ impl Request {
     }
 }
 
+/// One agent's script and how its requests are told apart.
+struct Script {
+    name: String,
+    key: String,
+    /// A tool its requests advertise, when others share its key.
+    tool: Option<String>,
+    steps: Vec<Step>,
+}
+
 struct Scripted {
-    /// Per key: the agent's name and its steps.
-    scripts: HashMap<String, (String, Vec<Step>)>,
+    scripts: Vec<Script>,
     requests: Mutex<Vec<Request>>,
     recorded: Condvar,
 }
@@ -123,10 +154,36 @@ pub struct Model {
 impl Model {
     /// Starts a server with one script per agent: `(name, key, steps)`.
     pub fn start(agents: Vec<(&str, &str, Vec<Step>)>) -> Model {
-        let scripts = agents
-            .into_iter()
-            .map(|(name, key, steps)| (key.to_owned(), (name.to_owned(), steps)))
-            .collect();
+        Model::serve(
+            agents
+                .into_iter()
+                .map(|(name, key, steps)| Script {
+                    name: name.to_owned(),
+                    key: key.to_owned(),
+                    tool: None,
+                    steps,
+                })
+                .collect(),
+        )
+    }
+
+    /// Starts a server whose agents share `key`, each told apart by a
+    /// tool its requests advertise: `(name, tool, steps)`.
+    pub fn start_shared(key: &str, agents: Vec<(&str, &str, Vec<Step>)>) -> Model {
+        Model::serve(
+            agents
+                .into_iter()
+                .map(|(name, tool, steps)| Script {
+                    name: name.to_owned(),
+                    key: key.to_owned(),
+                    tool: Some(tool.to_owned()),
+                    steps,
+                })
+                .collect(),
+        )
+    }
+
+    fn serve(scripts: Vec<Script>) -> Model {
         let state = Arc::new(Scripted {
             scripts,
             requests: Mutex::new(Vec::new()),
@@ -220,14 +277,20 @@ fn serve(state: &Scripted, stream: TcpStream) -> std::io::Result<()> {
     }
     let body = read_body(&mut reader, &headers)?;
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let script = key.as_deref().and_then(|k| state.scripts.get(k));
-    let request = Request {
+    let mut request = Request {
         method,
         path,
         headers,
         body,
-        agent: script.map(|(name, _)| name.clone()),
+        agent: None,
+        at: Instant::now(),
     };
+    let advertised = request.tools();
+    let script = state.scripts.iter().find(|s| {
+        key.as_deref() == Some(s.key.as_str())
+            && s.tool.as_ref().is_none_or(|t| advertised.contains(t))
+    });
+    request.agent = script.map(|s| s.name.clone());
     // A trace of what the harnesses send, for finding out what they ask.
     if let Some(log) = std::env::var_os("MOSAIC_MODEL_TRACE") {
         if let Ok(mut file) = std::fs::OpenOptions::new()
@@ -248,7 +311,7 @@ fn serve(state: &Scripted, stream: TcpStream) -> std::io::Result<()> {
     let path = request.path.split('?').next().unwrap_or_default();
     match (request.method.as_str(), path) {
         ("POST", "/v1/messages") => {
-            let steps = script.map_or(&[][..], |(_, steps)| steps.as_slice());
+            let steps = script.map_or(&[][..], |s| s.steps.as_slice());
             let blocks = answer(steps, &request.body);
             if request.body["stream"] == true {
                 let events = stream_events(&request.body, &blocks);
@@ -309,27 +372,51 @@ fn respond(out: &mut TcpStream, status: &str, body: &Value) -> std::io::Result<(
     )
 }
 
-/// The content blocks that answer a conversation: its step's (the number
-/// of assistant turns in it), or a final text past the script's end.
+/// The content blocks that answer a conversation: its step's, or a final
+/// text past the script's end. Each step answered one block (Claude Code
+/// merges the assistant messages of one turn, so blocks are counted, not
+/// messages), except a [`Step::WaitFor`] answered while the wake-up that
+/// followed it did not hold its text: the same step comes again.
 pub fn answer(steps: &[Step], request: &Value) -> Vec<Value> {
     let messages = request["messages"]
         .as_array()
         .map_or(&[][..], Vec::as_slice);
-    // Each step answered one block; Claude Code merges the assistant
-    // messages of one turn, so the blocks are counted, not the messages.
-    let turn: usize = messages
-        .iter()
-        .filter(|m| m["role"] == "assistant")
-        .map(|m| m["content"].as_array().map_or(1, Vec::len))
-        .sum();
-    match steps.get(turn) {
+    let results = tool_results(messages);
+    let mut step = 0;
+    let mut blocks = 0;
+    for (at, message) in messages.iter().enumerate() {
+        if message["role"] != "assistant" {
+            continue;
+        }
+        for _ in 0..message["content"].as_array().map_or(1, Vec::len) {
+            blocks += 1;
+            let woken = match steps.get(step) {
+                Some(Step::WaitFor(text)) => {
+                    let text = text(&results);
+                    let text = text.as_str().unwrap_or_default();
+                    messages[at + 1..]
+                        .iter()
+                        .find(|m| m["role"] == "user")
+                        .is_some_and(|m| m["content"].to_string().contains(text))
+                }
+                Some(Step::Tool { .. } | Step::Text(_)) | None => true,
+            };
+            step += usize::from(woken);
+        }
+    }
+    match steps.get(step) {
         Some(Step::Tool { name, input }) => vec![json!({
             "type": "tool_use",
-            "id": format!("toolu_{turn:04}"),
+            "id": format!("toolu_{blocks:04}"),
             "name": name,
-            "input": input(&tool_results(messages)),
+            "input": input(&results),
         })],
         Some(Step::Text(text)) => vec![json!({"type": "text", "text": text})],
+        Some(Step::WaitFor(text)) => {
+            let text = text(&results);
+            let text = text.as_str().unwrap_or_default();
+            vec![json!({"type": "text", "text": format!("Waiting for {text}.")})]
+        }
         None => vec![json!({"type": "text", "text": "Done."})],
     }
 }
@@ -477,6 +564,38 @@ mod tests {
             .unwrap()
             .push(json!({"role": "assistant", "content": "All done."}));
         assert_eq!(answer(steps, &later)[0]["type"], "text");
+    }
+
+    #[test]
+    fn a_wait_ends_the_turn_again_until_the_wake_up_holds_its_text() {
+        let steps = vec![
+            Step::tool("decision_raise", json!({})),
+            Step::wait_for_with(|results| {
+                json!(format!(
+                    "decision.resolved {}",
+                    results[0]["id"].as_str().unwrap()
+                ))
+            }),
+            Step::tool("message_send", json!({})),
+        ];
+        let mut conversation = json!({"messages": [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_0000",
+                "name": "decision_raise", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_0000",
+                "content": "{\"id\":\"d-1\"}"}]},
+        ]});
+        let waiting = answer(&steps, &conversation);
+        assert_eq!(waiting[0]["text"], "Waiting for decision.resolved d-1.");
+        let messages = conversation["messages"].as_array_mut().unwrap();
+        messages.push(json!({"role": "assistant", "content": [waiting[0].clone()]}));
+        messages.push(json!({"role": "user", "content": "work arrived: decision.seen d-1"}));
+        assert_eq!(answer(&steps, &conversation)[0], waiting[0]);
+        let messages = conversation["messages"].as_array_mut().unwrap();
+        messages.push(json!({"role": "assistant", "content": [waiting[0].clone()]}));
+        messages.push(json!({"role": "user", "content": [
+            {"type": "text", "text": "work arrived: decision.resolved d-1"}]}));
+        assert_eq!(answer(&steps, &conversation)[0]["name"], "message_send");
     }
 
     #[test]
