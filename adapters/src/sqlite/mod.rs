@@ -25,6 +25,7 @@
 //! the same for every stored row.
 
 mod backup;
+mod carry;
 mod chain;
 mod pass;
 mod reserve;
@@ -572,25 +573,8 @@ impl EvidenceStore for SqliteStore {
                 return Err(write_failure(e));
             }
         };
-        // A send's `action.allowed` rides on its message's row when the
-        // message says all of it (`mosaic-bus/5`): two B-trees fewer.
-        // `carrying` is the grant of the record at hand when the record
-        // before it rides on it.
-        let mut carrying: Option<&'static str> = None;
-        for (i, record) in records.iter().enumerate() {
-            let this = match carrying.take() {
-                Some(grant) => rows::Carry::Previous(grant),
-                None => match records
-                    .get(i + 1)
-                    .and_then(|next| rows::carried(record, next))
-                {
-                    Some(grant) => {
-                        carrying = Some(grant);
-                        rows::Carry::ByNext
-                    }
-                    None => rows::Carry::Alone,
-                },
-            };
+        // A send's grant rides on its message's row: two B-trees fewer.
+        for (record, this) in records.iter().zip(carry::plan(records)) {
             match rows::insert(&self.conn, seq, record, &prev, this) {
                 Ok(hash) => prev = hash,
                 Err(e) => {

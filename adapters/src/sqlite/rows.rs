@@ -1,6 +1,7 @@
 //! Evidence to rows and back. One function writes each kind of fact into the
 //! ledger and its typed table; one function reads a ledger entry back.
 
+use super::carry::Carry;
 use super::chain::{Hash, Link};
 use mosaic_domain::business::ActionClass;
 use mosaic_domain::evidence::{
@@ -198,19 +199,6 @@ pub(crate) struct Ledger<'a> {
     carry: Carry,
 }
 
-/// Whether a record shares a typed row with the record beside it: a
-/// send's `action.allowed` is carried by its message's row.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Carry {
-    /// The record has a typed row of its own and carries nothing.
-    Alone,
-    /// An `action.allowed` whose typed row is the next record's message.
-    ByNext,
-    /// A message that carries the `action.allowed` before it, with this
-    /// grant (`within-role` or `approved`).
-    Previous(&'static str),
-}
-
 impl Ledger<'_> {
     /// Writes the ledger row, its hash computed from the values bound here
     /// and in `params` (the typed row, every column in the table's order),
@@ -240,39 +228,9 @@ impl Ledger<'_> {
     }
 }
 
-/// The grant with which `message`'s row can carry `allowed`, the record
-/// right before it: when every column of `allowed` follows from the
-/// message (`mosaic-bus/5`, the view `actions_allowed`), else `None`, and
-/// each keeps a row of its own.
-pub(crate) fn carried(allowed: &Stamped, message: &Stamped) -> Option<&'static str> {
-    let (Evidence::Allowed(a), Evidence::Message(MessageEvidence::Sent(m))) =
-        (&allowed.evidence, &message.evidence)
-    else {
-        return None;
-    };
-    let Sender::Agent(from) = &m.from else {
-        return None;
-    };
-    let (target, subject) = match &m.to {
-        Recipient::Role(r) => (r.as_str(), Some(Subject::Role(r.clone()))),
-        Recipient::Human => ("human", None),
-    };
-    let same = a.business == m.business
-        && &a.agent == from
-        && a.action.as_str() == "message.send"
-        && a.target.as_ref().map(ToString::to_string).as_deref() == Some(target)
-        && a.subject == subject;
-    match a.decision {
-        _ if !same => None,
-        None => Some("within-role"),
-        Some(d) if m.decision == Some(d) => Some("approved"),
-        Some(_) => None,
-    }
-}
-
 /// Writes one fact as ledger row `seq` plus its typed row, chained after
 /// `prev`; returns the new row's hash. `carry` says whether the row is
-/// shared with a neighbour ([`carried`]).
+/// shared with a neighbour ([`Carry`]).
 pub(crate) fn insert(
     conn: &Connection,
     seq: i64,
