@@ -105,7 +105,10 @@ fn a_carried_action_allowed_reads_and_chains_as_one_kept_apart() {
         for n in 1..=3 {
             let id = MessageId::from_random([n; 16]);
             let message = &sends[usize::from(n) - 1][1];
-            assert_eq!(trail(store, Subject::Message(id)), [message.clone()]);
+            assert_eq!(
+                trail(store, Subject::Message(id)),
+                std::slice::from_ref(message)
+            );
             let facts = store.message(&id).unwrap().expect("the message");
             assert_eq!(
                 Evidence::Message(MessageEvidence::Sent(Box::new(facts.record))),
