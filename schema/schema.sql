@@ -1,7 +1,9 @@
--- mosaic-bus evidence store, schema mosaic-bus/4.
+-- mosaic-bus evidence store, schema mosaic-bus/5.
 --
 -- Every fact is one row of `ledger` (global write order and broker time)
--- plus one row of the typed table its kind names, with the same `seq`.
+-- plus one row of the typed table its kind names, with the same `seq`
+-- (but a send's `action.allowed`, which its message row carries: see
+-- mosaic-bus/5 below).
 -- Nothing is ever updated or deleted: the triggers below refuse UPDATE,
 -- DELETE and any INSERT that would collide with a stored unique key (so
 -- INSERT OR REPLACE cannot delete a row, whether or not
@@ -39,6 +41,26 @@
 --   `meta`. The writer extends the chain in the record's transaction; every
 --   open recomputes it.
 -- mosaic-bus/4, the hash chain (end).
+--
+-- mosaic-bus/5 (fewer B-trees a send): a `message.send` wrote rows into 6
+-- B-trees: the ledger (both records, on one page), `actions_allowed` and
+-- its subject index, `messages`, its `id` index and `messages_recipient`
+-- (the chain is a column of the ledger; refusal counts are not written by
+-- a send). Now the message row carries the send's `action.allowed`: its
+-- `allowed` column says it does, and with which grant, and every other
+-- column of that record follows from the message (business, sender,
+-- action `message.send`, target the recipient role or `human`, decision
+-- only for `approved`, subject the recipient role). So a send writes 4
+-- B-trees: the ledger, `messages`, its `id` index and `messages_recipient`,
+-- each read by a verb (the id by `message.read` and every reference, the
+-- recipient index by `message.receive`, `inbox` and the trail). Both
+-- records keep their own ledger row, `seq`, time and link of the chain,
+-- so the feed's cursor, `head` and every read answer are what they were.
+-- Every other `action.allowed` (and one the store cannot derive from its
+-- message) is a row of `allowances`; the view `actions_allowed` shows
+-- every `action.allowed` record, whichever way it is stored. The chain
+-- hashes such a record as that view's row, and the message row with its
+-- `allowed` column, so each is covered as it is kept.
 
 CREATE TABLE meta (
     key TEXT PRIMARY KEY NOT NULL,
@@ -133,7 +155,8 @@ CREATE TABLE consumptions (
     target TEXT
 ) STRICT;
 
-CREATE TABLE actions_allowed (
+-- The `action.allowed` records no message carries (mosaic-bus/5).
+CREATE TABLE allowances (
     seq INTEGER PRIMARY KEY,
     business TEXT NOT NULL,
     role TEXT NOT NULL,
@@ -146,8 +169,8 @@ CREATE TABLE actions_allowed (
     subject TEXT,
     CHECK ((subject_kind IS NULL) = (subject IS NULL))
 ) STRICT;
-CREATE INDEX actions_allowed_decision ON actions_allowed(decision) WHERE decision IS NOT NULL;
-CREATE INDEX actions_allowed_subject ON actions_allowed(subject_kind, subject) WHERE subject IS NOT NULL;
+CREATE INDEX allowances_decision ON allowances(decision) WHERE decision IS NOT NULL;
+CREATE INDEX allowances_subject ON allowances(subject_kind, subject) WHERE subject IS NOT NULL;
 
 CREATE TABLE human_inputs (
     seq INTEGER PRIMARY KEY,
@@ -178,7 +201,13 @@ CREATE TABLE messages (
     corrects TEXT REFERENCES messages(id),
     decision TEXT REFERENCES decisions(id),
     request TEXT REFERENCES human_inputs(id),
-    CHECK ((from_role IS NULL) = (from_run IS NULL))
+    -- mosaic-bus/5: NULL, or this row also carries the `action.allowed` at
+    -- `seq - 1`, granted within the role (no decision) or by approval of
+    -- this message's `decision`.
+    allowed TEXT CHECK ((allowed = 'within-role' OR allowed = 'approved')),
+    CHECK ((from_role IS NULL) = (from_run IS NULL)),
+    CHECK (allowed IS NULL OR from_run IS NOT NULL),
+    CHECK (allowed IS NOT 'approved' OR decision IS NOT NULL)
 ) STRICT;
 CREATE INDEX messages_recipient ON messages(business, to_role, seq);
 CREATE INDEX messages_in_reply_to ON messages(in_reply_to) WHERE in_reply_to IS NOT NULL;
@@ -254,8 +283,8 @@ CREATE TRIGGER decision_events_no_update BEFORE UPDATE ON decision_events BEGIN 
 CREATE TRIGGER decision_events_no_delete BEFORE DELETE ON decision_events BEGIN SELECT RAISE(ABORT, 'mosaic:append-only'); END;
 CREATE TRIGGER consumptions_no_update BEFORE UPDATE ON consumptions BEGIN SELECT RAISE(ABORT, 'mosaic:append-only'); END;
 CREATE TRIGGER consumptions_no_delete BEFORE DELETE ON consumptions BEGIN SELECT RAISE(ABORT, 'mosaic:append-only'); END;
-CREATE TRIGGER actions_allowed_no_update BEFORE UPDATE ON actions_allowed BEGIN SELECT RAISE(ABORT, 'mosaic:append-only'); END;
-CREATE TRIGGER actions_allowed_no_delete BEFORE DELETE ON actions_allowed BEGIN SELECT RAISE(ABORT, 'mosaic:append-only'); END;
+CREATE TRIGGER allowances_no_update BEFORE UPDATE ON allowances BEGIN SELECT RAISE(ABORT, 'mosaic:append-only'); END;
+CREATE TRIGGER allowances_no_delete BEFORE DELETE ON allowances BEGIN SELECT RAISE(ABORT, 'mosaic:append-only'); END;
 CREATE TRIGGER human_inputs_no_update BEFORE UPDATE ON human_inputs BEGIN SELECT RAISE(ABORT, 'mosaic:append-only'); END;
 CREATE TRIGGER human_inputs_no_delete BEFORE DELETE ON human_inputs BEGIN SELECT RAISE(ABORT, 'mosaic:append-only'); END;
 CREATE TRIGGER messages_no_update BEFORE UPDATE ON messages BEGIN SELECT RAISE(ABORT, 'mosaic:append-only'); END;
@@ -323,9 +352,9 @@ CREATE TRIGGER consumptions_insert BEFORE INSERT ON consumptions BEGIN
     SELECT RAISE(ABORT, 'mosaic:dangling') WHERE NOT EXISTS (SELECT 1 FROM decisions WHERE id = NEW.decision);
     SELECT RAISE(ABORT, 'mosaic:cross-business') WHERE (SELECT business FROM decisions WHERE id = NEW.decision) IS NOT NEW.business;
 END;
-CREATE TRIGGER actions_allowed_insert BEFORE INSERT ON actions_allowed BEGIN
+CREATE TRIGGER allowances_insert BEFORE INSERT ON allowances BEGIN
     SELECT RAISE(ABORT, 'mosaic:malformed') WHERE NOT EXISTS (SELECT 1 FROM ledger WHERE seq = NEW.seq AND kind = 'action.allowed' AND business IS NEW.business);
-    SELECT RAISE(ABORT, 'mosaic:duplicate') WHERE EXISTS (SELECT 1 FROM actions_allowed WHERE seq = NEW.seq);
+    SELECT RAISE(ABORT, 'mosaic:duplicate') WHERE EXISTS (SELECT 1 FROM allowances WHERE seq = NEW.seq) OR EXISTS (SELECT 1 FROM messages WHERE seq = NEW.seq + 1 AND allowed IS NOT NULL);
     SELECT RAISE(ABORT, 'mosaic:dangling') WHERE NEW.decision IS NOT NULL AND NOT EXISTS (SELECT 1 FROM decisions WHERE id = NEW.decision);
     SELECT RAISE(ABORT, 'mosaic:cross-business') WHERE NEW.decision IS NOT NULL AND (SELECT business FROM decisions WHERE id = NEW.decision) IS NOT NEW.business;
 END;
@@ -336,6 +365,8 @@ END;
 CREATE TRIGGER messages_insert BEFORE INSERT ON messages BEGIN
     SELECT RAISE(ABORT, 'mosaic:malformed') WHERE NOT EXISTS (SELECT 1 FROM ledger WHERE seq = NEW.seq AND kind = 'message.sent' AND business IS NEW.business);
     SELECT RAISE(ABORT, 'mosaic:duplicate') WHERE EXISTS (SELECT 1 FROM messages WHERE seq = NEW.seq) OR EXISTS (SELECT 1 FROM messages WHERE id = NEW.id);
+    SELECT RAISE(ABORT, 'mosaic:malformed') WHERE NEW.allowed IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ledger WHERE seq = NEW.seq - 1 AND kind = 'action.allowed' AND business IS NEW.business);
+    SELECT RAISE(ABORT, 'mosaic:duplicate') WHERE NEW.allowed IS NOT NULL AND EXISTS (SELECT 1 FROM allowances WHERE seq = NEW.seq - 1);
     SELECT RAISE(ABORT, 'mosaic:dangling') WHERE NEW.in_reply_to IS NOT NULL AND NOT EXISTS (SELECT 1 FROM messages WHERE id = NEW.in_reply_to);
     SELECT RAISE(ABORT, 'mosaic:cross-business') WHERE NEW.in_reply_to IS NOT NULL AND (SELECT business FROM messages WHERE id = NEW.in_reply_to) IS NOT NEW.business;
     SELECT RAISE(ABORT, 'mosaic:dangling') WHERE NEW.corrects IS NOT NULL AND NOT EXISTS (SELECT 1 FROM messages WHERE id = NEW.corrects);
@@ -406,6 +437,19 @@ SELECT c.seq, l.at, c.since, c.business, c.role, c.run, c.verb, c.code, c.count
 FROM refusal_counts c JOIN ledger l ON l.seq = c.seq;
 -- mosaic-bus/4, refusal counts: end.
 
+-- mosaic-bus/5: every `action.allowed` record, a row of `allowances` or
+-- carried by the message after it, with the columns the record has either
+-- way. The chain hashes a carried record as this row.
+CREATE VIEW actions_allowed AS
+SELECT seq, business, role, run, action, target, decision, subject_kind, subject
+FROM allowances
+UNION ALL
+SELECT seq - 1, business, from_role, from_run, 'message.send', coalesce(to_role, 'human'),
+       CASE allowed WHEN 'approved' THEN decision END,
+       CASE WHEN to_role IS NOT NULL THEN 'role' END, to_role
+FROM messages
+WHERE allowed IS NOT NULL;
+
 -- Projections. Each reads only stored rows; none is a source of truth.
 
 -- The run holding each role: its newest claim event is a claim.
@@ -468,8 +512,10 @@ UNION ALL SELECT seq, business, 'task', task_ref FROM decisions WHERE task_ref I
 UNION ALL SELECT seq, business, 'decision', decision FROM decision_events
 UNION ALL SELECT seq, business, 'decision', superseded_by FROM decision_events WHERE superseded_by IS NOT NULL
 UNION ALL SELECT seq, business, 'decision', decision FROM consumptions
-UNION ALL SELECT seq, business, 'decision', decision FROM actions_allowed WHERE decision IS NOT NULL
-UNION ALL SELECT seq, business, subject_kind, subject FROM actions_allowed WHERE subject IS NOT NULL
+UNION ALL SELECT seq, business, 'decision', decision FROM allowances WHERE decision IS NOT NULL
+UNION ALL SELECT seq, business, subject_kind, subject FROM allowances WHERE subject IS NOT NULL
+UNION ALL SELECT seq - 1, business, 'decision', decision FROM messages WHERE allowed = 'approved'
+UNION ALL SELECT seq - 1, business, 'role', to_role FROM messages WHERE allowed IS NOT NULL AND to_role IS NOT NULL
 UNION ALL SELECT seq, business, 'message', id FROM messages
 UNION ALL SELECT seq, business, 'message', in_reply_to FROM messages WHERE in_reply_to IS NOT NULL
 UNION ALL SELECT seq, business, 'message', corrects FROM messages WHERE corrects IS NOT NULL

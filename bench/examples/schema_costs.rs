@@ -9,9 +9,10 @@
 //! store's settings (WAL, `synchronous=FULL`, `DEFENSIVE`,
 //! `trusted_schema=off`, `foreign_keys=on`, QPSG, cached statements), and
 //! commits what one `message.send` commits in the store-only figure: in one
-//! `BEGIN IMMEDIATE` transaction and one `SAVEPOINT`, a ledger row and an
-//! `actions_allowed` row, then a ledger row and a `messages` row, with the
-//! store's own statements, random message ids and times a millisecond apart.
+//! `BEGIN IMMEDIATE` transaction and one `SAVEPOINT`, the ledger row of the
+//! `action.allowed`, then a ledger row and a `messages` row that carries the
+//! grant (`mosaic-bus/5`), with the store's own statements, random message
+//! ids and times a millisecond apart.
 //!
 //! Each file is warmed up until its WAL has wrapped, then the variants run
 //! in rounds, in an order that rotates every round, so a slow stretch of the
@@ -50,9 +51,9 @@ const LEDGER_PREV: &str = "OR NEW.at <= (SELECT at FROM ledger WHERE seq = NEW.s
 /// The same rule in `mosaic-bus/2` and before: the newest time through the `at` index.
 const LEDGER_MAX_AT: &str = "OR NEW.at <= (SELECT max(at) FROM ledger);";
 
-/// The ledger-row guard of the two hot tables in `mosaic-bus/3`: one probe (`_TWO_PROBES`: before).
-const ALLOWED_ONE_PROBE: &str = "SELECT RAISE(ABORT, 'mosaic:malformed') WHERE NOT EXISTS (SELECT 1 FROM ledger WHERE seq = NEW.seq AND kind = 'action.allowed' AND business IS NEW.business);";
-const ALLOWED_TWO_PROBES: &str = "SELECT RAISE(ABORT, 'mosaic:malformed') WHERE (SELECT kind FROM ledger WHERE seq = NEW.seq) IS NOT 'action.allowed' OR (SELECT business FROM ledger WHERE seq = NEW.seq) IS NOT NEW.business;";
+/// The ledger-row guard of the hot table since `mosaic-bus/3`: one probe
+/// (`_TWO_PROBES`: before). A send's grant has no typed row since
+/// `mosaic-bus/5`, so its table's guard is off the send's path.
 const SENT_ONE_PROBE: &str = "SELECT RAISE(ABORT, 'mosaic:malformed') WHERE NOT EXISTS (SELECT 1 FROM ledger WHERE seq = NEW.seq AND kind = 'message.sent' AND business IS NEW.business);";
 const SENT_TWO_PROBES: &str = "SELECT RAISE(ABORT, 'mosaic:malformed') WHERE (SELECT kind FROM ledger WHERE seq = NEW.seq) IS NOT 'message.sent' OR (SELECT business FROM ledger WHERE seq = NEW.seq) IS NOT NEW.business;";
 
@@ -79,7 +80,6 @@ const MESSAGE_REFS_ONE: &str = "    SELECT CASE
 
 const AT_UNIQUE: Edit = ("at TEXT NOT NULL,\n", "at TEXT NOT NULL UNIQUE,\n");
 const MAX_AT: Edit = (LEDGER_PREV, LEDGER_MAX_AT);
-const TWO_PROBES_ALLOWED: Edit = (ALLOWED_ONE_PROBE, ALLOWED_TWO_PROBES);
 const TWO_PROBES_SENT: Edit = (SENT_ONE_PROBE, SENT_TWO_PROBES);
 /// Every typed table's `seq` references the ledger again (the ledger's own
 /// `seq` line is the same text, so it is put back as it was).
@@ -115,8 +115,8 @@ fn variants() -> Vec<Variant> {
         ),
         v(
             "+two_probes",
-            "the two hot typed triggers probe the ledger row twice (kind, then business)",
-            vec![TWO_PROBES_ALLOWED, TWO_PROBES_SENT],
+            "the hot typed trigger probes the ledger row twice (kind, then business)",
+            vec![TWO_PROBES_SENT],
         ),
         v(
             "+seq_fk",
@@ -126,37 +126,20 @@ fn variants() -> Vec<Variant> {
         v(
             "mosaic-bus/2",
             "all three put back: `mosaic-bus/2` as it was",
-            [AT_UNIQUE, MAX_AT, TWO_PROBES_ALLOWED, TWO_PROBES_SENT, SEQ_FK[0], SEQ_FK[1]].to_vec(),
+            [AT_UNIQUE, MAX_AT, TWO_PROBES_SENT, SEQ_FK[0], SEQ_FK[1]].to_vec(),
         ),
         v(
             "-dup_seq_guards",
-            "drop the `seq` duplicate guards of the two hot tables (not allowed: REPLACE)",
-            vec![
-                (
-                    "SELECT RAISE(ABORT, 'mosaic:duplicate') WHERE EXISTS (SELECT 1 FROM actions_allowed WHERE seq = NEW.seq);\n",
-                    "",
-                ),
-                (
-                    "EXISTS (SELECT 1 FROM messages WHERE seq = NEW.seq) OR ",
-                    "",
-                ),
-            ],
-        ),
-        v(
-            "-subject_index",
-            "drop `actions_allowed_subject` (the trail needs it)",
+            "drop the `seq` duplicate guard of the hot table (not allowed: REPLACE)",
             vec![(
-                "CREATE INDEX actions_allowed_subject ON actions_allowed(subject_kind, subject) WHERE subject IS NOT NULL;\n",
+                "EXISTS (SELECT 1 FROM messages WHERE seq = NEW.seq) OR ",
                 "",
             )],
         ),
         v(
             "-typed_triggers",
-            "drop the two hot typed tables' insert triggers (a floor, not a candidate)",
-            vec![(
-                "",
-                "DROP TRIGGER actions_allowed_insert; DROP TRIGGER messages_insert;",
-            )],
+            "drop the hot typed table's insert trigger (a floor, not a candidate)",
+            vec![("", "DROP TRIGGER messages_insert;")],
         ),
         v(
             "refs_one_statement",
@@ -268,21 +251,6 @@ impl Store {
             "action.allowed",
             "bench"
         ])?;
-        c.prepare_cached(
-            "INSERT INTO actions_allowed (seq, business, role, run, action, target, decision, subject_kind, \
-             subject) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-        )?
-        .execute(params![
-            self.seq,
-            "bench",
-            "lead",
-            "l0",
-            "message.send",
-            Some("dev"),
-            None::<String>,
-            Some("role"),
-            Some("dev")
-        ])?;
         self.seq += 1;
         self.at_ms += 1;
         c.prepare_cached(ledger)?.execute(params![
@@ -293,7 +261,7 @@ impl Store {
         ])?;
         c.prepare_cached(
             "INSERT INTO messages (seq, id, business, from_role, from_run, to_role, class, body, in_reply_to, \
-             corrects, decision, request) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+             corrects, decision, request, allowed) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
         )?
         .execute(params![
             self.seq,
@@ -307,7 +275,8 @@ impl Store {
             None::<String>,
             None::<String>,
             None::<String>,
-            None::<String>
+            None::<String>,
+            "within-role"
         ])?;
         c.prepare_cached("RELEASE stage")?.execute([])?;
         self.in_sql += thread_cpu().saturating_sub(started);

@@ -11,23 +11,23 @@
 use sha2::{Digest, Sha256};
 
 /// The schema version recorded in `meta` under [`VERSION_KEY`].
-pub const VERSION: &str = "mosaic-bus/4";
+pub const VERSION: &str = "mosaic-bus/5";
 
 /// The `meta` key holding the schema version.
 pub const VERSION_KEY: &str = "schema_version";
 
 /// The `meta` key holding the store's random id, whose hash is the chain's
-/// first previous hash (`mosaic-bus/4`).
+/// first previous hash (since `mosaic-bus/4`).
 pub const STORE_ID_KEY: &str = "store_id";
 
 /// The schema source.
 pub const SCHEMA_SQL: &str = include_str!("../schema.sql");
 
 /// SHA-256 of [`SCHEMA_SQL`], lowercase hex.
-pub const SCHEMA_SHA256: &str = "f9af35dc69ca3d0438b733d39bb484810f8e5596580f24c776555bfb6de21e02";
+pub const SCHEMA_SHA256: &str = "3ca35953668df6dbd4d9c589d6750681dc1744b2e57e35ae637ecb9a8955f386";
 
 /// SHA-256 of [`canonical_master`] over a database holding exactly this schema.
-pub const MASTER_SHA256: &str = "6a2a89fa820cca9189711e819193d565f406316608ab8430d0a702945f8ca2c9";
+pub const MASTER_SHA256: &str = "6360d8789474ea0a22c82752c5f6520b04e31ce18e685df141828516fbcd9362";
 
 /// Lowercase hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {

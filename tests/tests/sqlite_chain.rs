@@ -280,13 +280,40 @@ fn a_changed_body_question_note_option_recipient_or_time_is_named_by_its_seq() {
     }
 }
 
+/// A message that carries its send's `action.allowed` (`mosaic-bus/5`):
+/// a changed recipient, grant or sender, or the grant dropped, breaks the
+/// grant's link first, the record before the message; a grant given to a
+/// message that carried none breaks at that message.
+#[test]
+fn a_carried_grant_changed_or_dropped_is_named_by_the_grant() {
+    let carried = "SELECT min(seq) FROM messages WHERE allowed IS NOT NULL";
+    let grant = format!("SELECT seq - 1 FROM messages WHERE seq = ({carried})");
+    for change in [
+        "to_role = 'intruder'",
+        "allowed = NULL",
+        "from_role = 'ops'",
+        "from_run = 'd1'",
+    ] {
+        let tamper = format!("UPDATE messages SET {change} WHERE seq = ({carried})");
+        assert_chain_breaks_at(&grant, &behind("messages_no_update", &tamper));
+    }
+    // The human's message, given a sender and a grant: no grant stands
+    // before it.
+    let human = "SELECT min(seq) FROM messages WHERE from_run IS NULL";
+    let tamper = format!(
+        "UPDATE messages SET from_role = 'lead', from_run = 'l0', allowed = 'within-role' \
+         WHERE seq = ({human})"
+    );
+    assert_chain_breaks_at(human, &behind("messages_no_update", &tamper));
+}
+
 /// Two messages exchange every column but their `seq`: each row is
 /// well-formed where it now stands, but the chain breaks at the first.
 #[test]
 fn a_swapped_pair_of_rows_is_named_by_the_first() {
     let columns =
         "id, business, from_role, from_run, to_role, class, body, in_reply_to, corrects, \
-                   decision, request";
+                   decision, request, allowed";
     let swap = format!(
         "PRAGMA foreign_keys = OFF; CREATE TEMP TABLE pair AS SELECT * FROM messages ORDER BY seq LIMIT 2; \
          UPDATE messages SET id = '00000000-0000-4000-8000-000000000000' \

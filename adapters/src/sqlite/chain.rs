@@ -1,4 +1,4 @@
-//! The hash chain over the ledger (`mosaic-bus/4`).
+//! The hash chain over the ledger (since `mosaic-bus/4`).
 //!
 //! Each ledger row stores `hash = SHA-256(0x01 ‖ previous hash ‖ encoding)`,
 //! where the encoding covers the ledger row and its typed row, one field
@@ -12,7 +12,10 @@
 //! It is, in order:
 //! - the schema version, as a text field;
 //! - per row: `R`, the table's name as a text field, the column count as a
-//!   big-endian `u64`, then each column as a field.
+//!   big-endian `u64`, then each column as a field. An `action.allowed` is
+//!   the row of the view `actions_allowed` under that name, whether it is
+//!   stored in `allowances` or carried by its message (`mosaic-bus/5`);
+//!   the message that carries it is hashed with its `allowed` column.
 //!
 //! A field is a tag and its bytes: `0` NULL; `1` integer, 8 bytes
 //! big-endian; `2` real, its IEEE bits, 8 bytes big-endian; `3` text and `4`
@@ -127,6 +130,15 @@ impl Link {
         Ok(())
     }
 
+    /// A row of `table` from values at hand: a record that has no row of
+    /// its own, as the view that shows it returns it (`mosaic-bus/5`).
+    pub(crate) fn values(&mut self, table: &str, values: &[ValueRef<'_>]) {
+        self.row(table, values.len());
+        for value in values {
+            self.value(*value);
+        }
+    }
+
     /// The link's hash.
     pub(crate) fn finish(&self) -> Hash {
         Sha256::digest(&self.0).into()
@@ -163,7 +175,7 @@ mod tests {
         link.bound("t", &[&7_i64, &"a", &None::<String>]).unwrap();
         assert_eq!(
             hex(link.finish()),
-            "c0f90470e3f937c6629e9bf5043c9cc82dfdac896127afc7b24202e27f3fba0b"
+            "4a3cf1a5bd5ebff86ffed3c239fd2d9dc5019a2f9a82c7e86c5136dbccf62460"
         );
     }
 

@@ -25,6 +25,7 @@
 //! the same for every stored row.
 
 mod backup;
+mod carry;
 mod chain;
 mod pass;
 mod reserve;
@@ -572,8 +573,9 @@ impl EvidenceStore for SqliteStore {
                 return Err(write_failure(e));
             }
         };
-        for record in records {
-            match rows::insert(&self.conn, seq, record, &prev) {
+        // A send's grant rides on its message's row: two B-trees fewer.
+        for (record, this) in records.iter().zip(carry::plan(records)) {
+            match rows::insert(&self.conn, seq, record, &prev, this) {
                 Ok(hash) => prev = hash,
                 Err(e) => {
                     // Undo this stage only; a failure that already ended the

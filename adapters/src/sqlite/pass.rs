@@ -38,8 +38,9 @@ use std::time::Instant;
 
 use mosaic_domain::evidence::EvidenceKind;
 use mosaic_domain::Timestamp;
+use rusqlite::fallible_streaming_iterator::FallibleStreamingIterator;
 use rusqlite::types::ValueRef;
-use rusqlite::{Connection, OptionalExtension};
+use rusqlite::{Connection, OptionalExtension, Row, Rows};
 
 use super::chain::{self, Hash, Link};
 use super::rows::Table;
@@ -249,11 +250,14 @@ fn store_id(conn: &Connection) -> Result<String, Broken> {
 }
 
 /// Where a walk begins: after the row `head` (0: before the first), whose
-/// stored hash and time are `prev` and `at`.
+/// stored hash and time are `prev` and `at`; `carried` when that row is an
+/// `action.allowed` with no row of its own, which the message at the
+/// walk's first row carries (the walk before checked that it does).
 struct After {
     head: i64,
     prev: Hash,
     at: String,
+    carried: bool,
 }
 
 impl After {
@@ -262,6 +266,7 @@ impl After {
             head: 0,
             prev: chain::genesis(store_id),
             at: String::new(),
+            carried: false,
         }
     }
 
@@ -269,15 +274,25 @@ impl After {
     /// its hash is not a hash (a walk from the start finds why).
     fn row(conn: &Connection, seq: i64) -> rusqlite::Result<Option<After>> {
         let row = conn
-            .query_row("SELECT at, hash FROM ledger WHERE seq = ?1", [seq], |r| {
-                Ok((r.get::<_, String>(0), r.get::<_, Vec<u8>>(1)))
-            })
+            .query_row(
+                "SELECT at, hash, kind = 'action.allowed' AND NOT EXISTS \
+                 (SELECT 1 FROM allowances a WHERE a.seq = ledger.seq) FROM ledger WHERE seq = ?1",
+                [seq],
+                |r| {
+                    Ok((
+                        r.get::<_, String>(0),
+                        r.get::<_, Vec<u8>>(1),
+                        r.get::<_, bool>(2),
+                    ))
+                },
+            )
             .optional()?;
         Ok(match row {
-            Some((Ok(at), Ok(hash))) => hash.try_into().ok().map(|prev| After {
+            Some((Ok(at), Ok(hash), Ok(carried))) => hash.try_into().ok().map(|prev| After {
                 head: seq,
                 prev,
                 at,
+                carried,
             }),
             _ => None,
         })
@@ -316,6 +331,74 @@ impl Part {
     }
 }
 
+/// A walk along one typed table that can look at its next row before
+/// taking it: a send's `action.allowed` may be carried by the message
+/// after it, so the walk looks at both tables' next rows.
+struct Cursor<'s> {
+    rows: Rows<'s>,
+    /// The row at hand was looked at but not taken.
+    held: bool,
+}
+
+impl<'s> Cursor<'s> {
+    /// The next row, left in place.
+    fn peek(&mut self) -> rusqlite::Result<Option<&Row<'s>>> {
+        if !self.held {
+            self.rows.advance()?;
+            self.held = true;
+        }
+        Ok(self.rows.get())
+    }
+
+    /// The next row, taken.
+    fn take(&mut self) -> rusqlite::Result<Option<&Row<'s>>> {
+        self.peek()?;
+        self.held = false;
+        Ok(self.rows.get())
+    }
+}
+
+/// The column of `messages` that says the row carries the `action.allowed`
+/// before it, and with which grant.
+const ALLOWED_COLUMN: usize = 12;
+
+/// Adds to `link` the `action.allowed` at `seq` that the message `row`
+/// carries, as the view `actions_allowed` shows it: every column follows
+/// from the message.
+fn carried(link: &mut Link, seq: i64, row: &Row<'_>) -> rusqlite::Result<()> {
+    let column = |i: usize| row.get_ref(i);
+    let to_role = column(5)?;
+    let approved = column(ALLOWED_COLUMN)? == ValueRef::Text(b"approved");
+    let recipient = to_role != ValueRef::Null;
+    link.values(
+        Table::ActionsAllowed.name(),
+        &[
+            ValueRef::Integer(seq),
+            column(2)?,
+            column(3)?,
+            column(4)?,
+            ValueRef::Text(b"message.send"),
+            if recipient {
+                to_role
+            } else {
+                ValueRef::Text(b"human")
+            },
+            if approved {
+                column(10)?
+            } else {
+                ValueRef::Null
+            },
+            if recipient {
+                ValueRef::Text(b"role")
+            } else {
+                ValueRef::Null
+            },
+            to_role,
+        ],
+    );
+    Ok(())
+}
+
 /// The ledger rules over the rows after `from.head`, up to `end`
 /// (inclusive; the ledger's end when `None`), inside the caller's read
 /// transaction.
@@ -324,12 +407,34 @@ fn walk_ledger(conn: &Connection, from: After, end: Option<i64>) -> Result<Part,
     let range = "WHERE seq > ?1 AND seq <= ?2 ORDER BY seq";
     let mut walks = Table::ALL
         .iter()
-        .map(|t| conn.prepare(&format!("SELECT * FROM {} {range}", t.name())))
+        .map(|t| conn.prepare(&format!("SELECT * FROM {} {range}", t.stored())))
         .collect::<Result<Vec<_>, _>>()
         .map_err(open_failure)?;
+    // The messages go one row further: an `action.allowed` at the end of
+    // the range may be carried by the message just past it.
     let mut typed = walks
         .iter_mut()
-        .map(|st| st.query([lo, hi]))
+        .zip(Table::ALL)
+        .map(|(st, table)| {
+            let last = match table {
+                Table::Messages => hi.saturating_add(1),
+                Table::Launches
+                | Table::LaunchSwitches
+                | Table::Claims
+                | Table::Decisions
+                | Table::DecisionEvents
+                | Table::Consumptions
+                | Table::ActionsAllowed
+                | Table::Deliveries
+                | Table::Reads
+                | Table::HumanInputs
+                | Table::Observations
+                | Table::Refusals
+                | Table::RefusalCounts => hi,
+            };
+            st.query([lo, last])
+                .map(|rows| Cursor { rows, held: false })
+        })
         .collect::<Result<Vec<_>, _>>()
         .map_err(open_failure)?;
     let mut ledger = conn
@@ -343,6 +448,8 @@ fn walk_ledger(conn: &Connection, from: After, end: Option<i64>) -> Result<Part,
     let (mut head, mut last_at, mut prev) = (from.head, from.at, from.prev);
     let mut link = Link::after(&prev);
     let mut replayable = Vec::new();
+    // The message that carries the `action.allowed` just walked.
+    let mut carrier: Option<i64> = from.carried.then_some(from.head + 1);
     while let Some(row) = rows.next().map_err(open_failure)? {
         let broken = |_| Broken::at(head + 1);
         let seq: i64 = row.get(0).map_err(broken)?;
@@ -361,16 +468,42 @@ fn walk_ledger(conn: &Connection, from: After, end: Option<i64>) -> Result<Part,
         }
         link.restart(&prev);
         link.stored("ledger", row, hash_column).map_err(broken)?;
-        let typed_row = typed[table as usize]
-            .next()
-            .map_err(open_failure)?
-            .ok_or(Broken::at(seq))?;
-        if typed_row.get::<_, i64>(0).map_err(broken)? != seq {
+        let carried_here = carrier.take() == Some(seq);
+        let own = typed[table as usize].peek().map_err(open_failure)?;
+        if own
+            .map(|r| r.get::<_, i64>(0))
+            .transpose()
+            .map_err(broken)?
+            == Some(seq)
+        {
+            let typed_row = typed[table as usize]
+                .take()
+                .map_err(open_failure)?
+                .ok_or(Broken::at(seq))?;
+            let carries = kind == EvidenceKind::MessageSent
+                && typed_row.get_ref(ALLOWED_COLUMN).map_err(broken)? != ValueRef::Null;
+            if carries != carried_here {
+                return Err(Broken::at(seq));
+            }
+            let columns = typed_row.as_ref().column_count();
+            link.stored(table.name(), typed_row, columns)
+                .map_err(broken)?;
+        } else if kind == EvidenceKind::ActionAllowed && !carried_here {
+            // No row of its own: the message right after it must carry it.
+            let message = typed[Table::Messages as usize]
+                .peek()
+                .map_err(open_failure)?
+                .ok_or(Broken::at(seq))?;
+            let next: i64 = message.get(0).map_err(broken)?;
+            if next != seq + 1 || message.get_ref(ALLOWED_COLUMN).map_err(broken)? == ValueRef::Null
+            {
+                return Err(Broken::at(seq));
+            }
+            carried(&mut link, seq, message).map_err(broken)?;
+            carrier = Some(next);
+        } else {
             return Err(Broken::at(seq));
         }
-        let columns = typed_row.as_ref().column_count();
-        link.stored(table.name(), typed_row, columns)
-            .map_err(broken)?;
         let hash = link.finish();
         if row.get_ref(hash_column).map_err(broken)? != ValueRef::Blob(&hash) {
             return Err(Broken::at(seq));
@@ -382,14 +515,28 @@ fn walk_ledger(conn: &Connection, from: After, end: Option<i64>) -> Result<Part,
         at.clone_into(&mut last_at);
         head = seq;
     }
-    // A range that ends before its end misses the row after its head.
-    if end.is_some_and(|end| head != end) {
+    // A range that ends before its end misses the row after its head; a
+    // carried record at the ledger's end misses its message. One at the
+    // range's end was checked against the message after it, which the next
+    // range walks.
+    if end.is_some_and(|end| head != end) || (end.is_none() && carrier.is_some()) {
         return Err(Broken::at(head + 1));
     }
+    if let Some(next) = carrier {
+        typed[Table::Messages as usize]
+            .take()
+            .map_err(open_failure)?
+            .filter(|row| row.get::<_, i64>(0).ok() == Some(next))
+            .ok_or(Broken::at(head))?;
+    }
     // A typed row left over stands past the ledger or at another kind's place.
-    for rows in &mut typed {
-        if let Some(row) = rows.next().map_err(open_failure)? {
-            return Err(Broken::at(row.get(0).unwrap_or(head + 1)));
+    for (rows, table) in typed.iter_mut().zip(Table::ALL) {
+        if let Some(row) = rows.peek().map_err(open_failure)? {
+            let seq = row.get(0).unwrap_or(head + 1);
+            // The message past a range's end is the next range's.
+            if !(table == Table::Messages && end.is_some_and(|end| seq == end + 1)) {
+                return Err(Broken::at(seq));
+            }
         }
     }
     Ok(Part {

@@ -1,6 +1,7 @@
 //! Evidence to rows and back. One function writes each kind of fact into the
 //! ledger and its typed table; one function reads a ledger entry back.
 
+use super::carry::Carry;
 use super::chain::{Hash, Link};
 use mosaic_domain::business::ActionClass;
 use mosaic_domain::evidence::{
@@ -111,6 +112,28 @@ impl Table {
 }
 
 impl Table {
+    /// The table that stores the rows: the name, but for the
+    /// `action.allowed` records no message carries, which `mosaic-bus/5`
+    /// keeps in `allowances` (the view `actions_allowed` shows them all).
+    pub(crate) fn stored(self) -> &'static str {
+        match self {
+            Table::ActionsAllowed => "allowances",
+            Table::Launches
+            | Table::LaunchSwitches
+            | Table::Claims
+            | Table::Decisions
+            | Table::DecisionEvents
+            | Table::Consumptions
+            | Table::Messages
+            | Table::Deliveries
+            | Table::Reads
+            | Table::HumanInputs
+            | Table::Observations
+            | Table::Refusals
+            | Table::RefusalCounts => self.name(),
+        }
+    }
+
     /// The typed table a kind's rows live in.
     pub(crate) fn of(kind: EvidenceKind) -> Table {
         match kind {
@@ -172,12 +195,15 @@ pub(crate) struct Ledger<'a> {
     kind: EvidenceKind,
     business: Option<String>,
     prev: &'a Hash,
+    /// How this record's row is shared with its neighbour (`mosaic-bus/5`).
+    carry: Carry,
 }
 
 impl Ledger<'_> {
     /// Writes the ledger row, its hash computed from the values bound here
     /// and in `params` (the typed row, every column in the table's order),
-    /// then the typed row with `sql`.
+    /// then the typed row with `sql`, unless the next record's row carries
+    /// this one ([`Carry::ByNext`]).
     fn typed(&self, sql: &str, params: &[&dyn ToSql]) -> rusqlite::Result<Hash> {
         let kind = self.kind.as_str();
         let mut link = Link::after(self.prev);
@@ -195,18 +221,22 @@ impl Ledger<'_> {
                 self.business,
                 hash.as_slice()
             ])?;
-        self.conn.prepare_cached(sql)?.execute(params)?;
+        if self.carry != Carry::ByNext {
+            self.conn.prepare_cached(sql)?.execute(params)?;
+        }
         Ok(hash)
     }
 }
 
 /// Writes one fact as ledger row `seq` plus its typed row, chained after
-/// `prev`; returns the new row's hash.
+/// `prev`; returns the new row's hash. `carry` says whether the row is
+/// shared with a neighbour ([`Carry`]).
 pub(crate) fn insert(
     conn: &Connection,
     seq: i64,
     record: &Stamped,
     prev: &Hash,
+    carry: Carry,
 ) -> rusqlite::Result<Hash> {
     let e = &record.evidence;
     let ledger = &Ledger {
@@ -216,6 +246,7 @@ pub(crate) fn insert(
         kind: e.kind(),
         business: e.business().map(ToString::to_string),
         prev,
+        carry,
     };
     match e {
         Evidence::Launch(LaunchEvidence::Launched(l)) => ledger.typed(
@@ -279,7 +310,7 @@ pub(crate) fn insert(
         Evidence::Allowed(a) => {
             let (sk, s) = subject_cols(a.subject.as_ref());
             ledger.typed(
-                "INSERT INTO actions_allowed (seq, business, role, run, action, target, decision, subject_kind, \
+                "INSERT INTO allowances (seq, business, role, run, action, target, decision, subject_kind, \
                  subject) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             params![
                 ledger.seq,
@@ -302,9 +333,13 @@ pub(crate) fn insert(
                 Recipient::Role(r) => Some(r.as_str()),
                 Recipient::Human => None,
             };
+            let allowed = match carry {
+                Carry::Previous(grant) => Some(grant),
+                Carry::Alone | Carry::ByNext => None,
+            };
             ledger.typed(
                 "INSERT INTO messages (seq, id, business, from_role, from_run, to_role, class, body, in_reply_to, \
-                 corrects, decision, request) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                 corrects, decision, request, allowed) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
             params![
                 ledger.seq,
                 m.id.to_string(),
@@ -317,7 +352,8 @@ pub(crate) fn insert(
                 opt(m.in_reply_to.as_ref()),
                 opt(m.corrects.as_ref()),
                 opt(m.decision.as_ref()),
-                opt(m.request.as_ref())
+                opt(m.request.as_ref()),
+                allowed
             ])
         }
         Evidence::Message(MessageEvidence::Delivered { business, message, run }) => ledger.typed("INSERT INTO deliveries (seq, message, business, run) VALUES (?1, ?2, ?3, ?4)", params![
@@ -741,8 +777,11 @@ fn load_consumption(conn: &Connection, seq: i64) -> Result<Consumption, ReadErro
 fn load_allowed(conn: &Connection, seq: i64) -> Result<ActionAllowed, ReadError> {
     let mut st = one(
         conn,
-        "SELECT business, role, run, action, target, decision, subject_kind, subject FROM actions_allowed \
-         WHERE seq = ?1",
+        "SELECT business, role, run, action, target, decision, subject_kind, subject FROM allowances \
+         WHERE seq = ?1 \
+         UNION ALL SELECT business, from_role, from_run, 'message.send', coalesce(to_role, 'human'), \
+         CASE allowed WHEN 'approved' THEN decision END, CASE WHEN to_role IS NOT NULL THEN 'role' END, \
+         to_role FROM messages WHERE seq = ?1 + 1 AND allowed IS NOT NULL",
     )?;
     let (b, role, run, action, target, decision, sk, s) = st.query_row([seq], |r| {
         Ok((
@@ -1048,7 +1087,7 @@ mod tests {
         // Each table's insert trigger names its kinds, whole or as their
         // family followed by the row's event (`'role.' || NEW.event`).
         for &kind in EvidenceKind::ALL {
-            let table = Table::of(kind).name();
+            let table = Table::of(kind).stored();
             let head = format!("CREATE TRIGGER {table}_insert BEFORE INSERT ON {table} BEGIN");
             let body = &sql[sql.find(&head).unwrap_or_else(|| panic!("{head}"))..];
             let body = &body[..body.find("END;").unwrap()];
