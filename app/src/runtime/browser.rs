@@ -184,6 +184,14 @@ impl BrowserHub {
         Ok(Pending { id, answer })
     }
 
+    /// `answer`, or `credential-leak` in its place when it holds a secret.
+    pub(super) fn guarded(&self, answer: String) -> String {
+        if (self.secrets)(answer.as_bytes()) {
+            return mosaic_adapters::wire::err(Refusal::CredentialLeak);
+        }
+        answer
+    }
+
     /// Ends a live request as `browser-aborted`.
     pub(super) fn abort(&self, id: BrowserRequestId) {
         let mut state = self.lock();
@@ -309,7 +317,7 @@ impl Drop for FirstPlace<'_> {
 
 /// Whether `client`'s event stream is open now.
 fn connected(state: &HubState, client: &ClientId) -> bool {
-    state.transport.clients().iter().any(|c| c.id == *client)
+    state.transport.is_connected(client)
 }
 
 /// The seam the HTTP transport calls: a pane's claim and result.
@@ -656,7 +664,11 @@ mod tests {
         );
         transport.disconnect(&other);
         durable.send_replace(Some(true));
-        assert_eq!(second.await, None, "its client left before the commit ended");
+        assert_eq!(
+            second.await,
+            None,
+            "its client left before the commit ended"
+        );
         assert!(
             hub.claim(id, pane()).await.is_some(),
             "a claim after a first that lost can still win"
