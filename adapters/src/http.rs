@@ -207,6 +207,10 @@ impl BrowserTransport for SseTransport {
             .collect()
     }
 
+    fn is_connected(&self, client: &ClientId) -> bool {
+        self.lock().1.contains_key(client)
+    }
+
     fn send(&self, client: &ClientId, event: PaneEvent) -> Result<(), TransportError> {
         self.send_all(std::slice::from_ref(client), &event)
             .is_empty()

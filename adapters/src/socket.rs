@@ -10,7 +10,10 @@
 //! - this file: the wire limits, [`bind_private`], [`error_line`] and the two
 //!   libc calls (`umask`, `geteuid`) that `std` does not offer;
 //! - `server`: [`serve`] / [`serve_with`], the [`Handler`] trait and its
-//!   [`Standing`], [`Peer`], [`Disconnect`] and [`Limits`] (tokio);
+//!   [`Standing`], [`Peer`] and [`Limits`] (tokio);
+//! - `answer`: what a handler gets beside its line, the [`Disconnect`]
+//!   signal and the [`DirectReply`] (the connection, lent so the thread
+//!   that has the answer writes it);
 //! - `client`: the synchronous [`Client`] (no tokio), one connection per
 //!   call, used by the CLI and by code that has no runtime;
 //! - `session`: the synchronous [`Session`], a [`Client`] that keeps its
@@ -65,6 +68,7 @@
 //!      end of stream or an error fires the signal, which is how an agent
 //!      closing its connection aborts its request;
 //!    - writes the handler's bytes plus `\n` within [`Limits::write_deadline`]
+//!      (or what of them the [`DirectReply`] could not write at once)
 //!      (a client that does not take it loses the connection), then goes
 //!      on with the next line. On an authenticated connection a line the
 //!      handler refuses (not JSON, an unknown verb) is answered like any
@@ -80,6 +84,7 @@
 //! from [`Refusal::code`] ([`error_line`]); no OS error text ever reaches a
 //! client, and I/O errors end a connection, never the process.
 
+mod answer;
 mod client;
 mod server;
 mod session;
@@ -95,8 +100,9 @@ use mosaic_domain::Refusal;
 
 use crate::fs;
 
+pub use answer::{DirectReply, Disconnect};
 pub use client::{broker_wait, parse_response, Client};
-pub use server::{serve, serve_with, Disconnect, Handler, Limits, Peer, Standing};
+pub use server::{serve, serve_with, Handler, Limits, Peer, Standing};
 pub use session::Session;
 
 /// The longest request line, in bytes before its `\n`: 64 KiB. A line of

@@ -27,6 +27,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use mosaic_domain::Refusal;
 use serde_json::{json, Value};
 
+use mosaic_adapters::socket::Client;
 use support::pane::{boot_shop, Ui};
 use support::{
     acme, acme_launches, assert_gone, assert_whole_transactions, boot_line, config, count,
@@ -425,8 +426,38 @@ fn captured_logs() -> String {
 /// write from the send on: the client gets the static code, the log the
 /// store's cause and no body.
 fn storage_failure_over_a_failing_store() {
+    let (broker, booted, store, _dir) = over_a_fake_store();
+    let lead = Client::new(&booted.socket, booted.launches[0].cap.expose());
+    lead.call("role.claim", json!({})).expect("claimed");
+    store.set_unavailable(true);
+    let send = json!({"cap": booted.launches[0].cap.expose(), "verb": "message.send",
+                      "args": {"to": "dev", "body": "refused"}});
+    let answer = support::raw(&booted.socket, send.to_string().as_bytes());
+    assert_eq!(answer, json!({"ok": false, "error": "storage-unavailable"}));
+    store.set_unavailable(false);
+    broker.close().expect("closes");
+    let log = captured_logs();
+    assert!(
+        logged(
+            &log,
+            "storage-unavailable",
+            "the store",
+            "failure injected by a test"
+        ),
+        "{log}"
+    );
+    assert!(!log.contains("refused\""), "no body in the log: {log}");
+}
+
+/// The real runtime over the in-memory fakes (a store that fails on
+/// demand), acme's `lead` allowed to send, with its socket's folder.
+fn over_a_fake_store() -> (
+    mosaic_app::runtime::Broker,
+    mosaic_app::runtime::Booted,
+    mosaic_ports::fakes::MemoryStore,
+    tempfile::TempDir,
+) {
     use mosaic_adapters::config::{business_from_json, BootConfig};
-    use mosaic_adapters::socket::Client;
     use mosaic_app::runtime::human_proof::BrokerExe;
     use mosaic_app::runtime::start_runtime;
     use mosaic_app::runtime::world::{BrokerIdentity, Ports};
@@ -481,26 +512,79 @@ fn storage_failure_over_a_failing_store() {
         ..BootConfig::default()
     };
     let (broker, booted) = start_runtime(ports, config).expect("the runtime starts over fakes");
-    let lead = Client::new(&booted.socket, booted.launches[0].cap.expose());
+    (broker, booted, store, dir)
+}
+
+/// Every request of a batch whose commit fails hears `storage-unavailable`
+/// on its own connection, in its order, from the writer that answers it
+/// directly; none of them is kept.
+#[test]
+fn every_request_of_a_failed_batch_is_answered_storage_unavailable() {
+    use std::io::Read;
+    use std::os::unix::net::UnixStream;
+    const CONNECTIONS: usize = 6;
+    const LINES: usize = 8;
+    let _serial = serial();
+    let (broker, booted, store, _dir) = over_a_fake_store();
+    let cap = booted.launches[0].cap.expose().to_owned();
+    let lead = Client::new(&booted.socket, &cap);
     lead.call("role.claim", json!({})).expect("claimed");
-    store.set_unavailable(true);
-    let send = json!({"cap": booted.launches[0].cap.expose(), "verb": "message.send",
-                      "args": {"to": "dev", "body": "refused"}});
-    let answer = support::raw(&booted.socket, send.to_string().as_bytes());
-    assert_eq!(answer, json!({"ok": false, "error": "storage-unavailable"}));
-    store.set_unavailable(false);
-    broker.close().expect("closes");
-    let log = captured_logs();
-    assert!(
-        logged(
-            &log,
-            "storage-unavailable",
-            "the store",
-            "failure injected by a test"
-        ),
-        "{log}"
+    let kept = store.records().len();
+    // Every batch these requests can form fails, however they are grouped.
+    for _ in 0..CONNECTIONS * LINES {
+        store.fail_next_commit();
+    }
+    let connections: Vec<_> = (0..CONNECTIONS)
+        .map(|k| {
+            let lines: String = (0..LINES)
+                .map(|i| {
+                    let args = json!({"to": "dev", "body": format!("c{k}-{i}")});
+                    format!(
+                        "{}\n",
+                        json!({"cap": cap, "verb": "message.send", "args": args})
+                    )
+                })
+                .collect();
+            let socket = booted.socket.clone();
+            std::thread::spawn(move || {
+                let mut stream = UnixStream::connect(socket).expect("connect");
+                stream
+                    .set_read_timeout(Some(support::WAIT))
+                    .expect("timeout");
+                stream.write_all(lines.as_bytes()).expect("write");
+                stream
+                    .shutdown(std::net::Shutdown::Write)
+                    .expect("half-close");
+                let mut answers = String::new();
+                stream.read_to_string(&mut answers).expect("the answers");
+                answers
+            })
+        })
+        .collect();
+    let refused = "{\"ok\":false,\"error\":\"storage-unavailable\"}\n";
+    for (k, connection) in connections.into_iter().enumerate() {
+        let answers = connection.join().expect("a connection's answers");
+        assert_eq!(answers, refused.repeat(LINES), "connection {k}");
+    }
+    assert_eq!(
+        store.records().len(),
+        kept,
+        "nothing of a failed batch is kept"
     );
-    assert!(!log.contains("refused\""), "no body in the log: {log}");
+    // What is left armed fails one lone request each; then a send commits.
+    let mut failed_alone = 0;
+    while lead.call("message.send", json!({"to": "dev", "body": "after"}))
+        == Err(Refusal::StorageUnavailable)
+    {
+        failed_alone += 1;
+        assert!(failed_alone <= CONNECTIONS * LINES, "the failures ran out");
+    }
+    assert_eq!(
+        store.records().len(),
+        kept + 2,
+        "the send after them is kept"
+    );
+    broker.close().expect("closes");
 }
 
 /// The same over the real broker on a full tmpfs, then its boots on the

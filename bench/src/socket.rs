@@ -92,17 +92,23 @@ fn one_client<C: Caller>(
     let client = make(&live);
     live::warm_up(&client, sizes.socket_warmup)?;
     let mut sent = 0;
+    let mut split = CpuSplit::new();
     let (sends, raws) =
         crate::raw::alternate(ctx, sizes.socket_rounds, sizes.socket_per_round, || {
-            Round::run(sizes.socket_per_round, || {
+            let (before, client_before) = (BrokerCpu::now(), crate::stats::thread_cpu_time());
+            let round = Round::run(sizes.socket_per_round, || {
                 sent += 1;
                 live::send(&client, sent)
-            })
+            })?;
+            let client_cpu = crate::stats::thread_cpu_time().saturating_sub(client_before);
+            split.add(client_cpu, before, BrokerCpu::now());
+            Ok(round)
         })?;
     drop(client);
     live.close()?;
     let ratio = sends.rate() / raws.rate();
     let mut fields = sends.fields("requests_per_s");
+    fields.extend(split.fields(&sends, raws.rate()));
     fields.extend([
         ("ratio_to_raw", round3(ratio)),
         (
@@ -243,6 +249,33 @@ impl CpuSplit {
             ),
         ]
     }
+}
+
+/// The ceilings of a figure whose every request runs on one thread, the
+/// runtime loop and SQLite in the caller's own (`message_send_1_client`):
+/// how busy the CPUs were, and the ratios to raw its CPU cost per request
+/// allows with every CPU busy, and on its one thread if it never waited
+/// (for the disk, above all).
+pub fn one_thread_ceilings(sends: &Series, raw_rate: f64) -> Fields {
+    let n = sends.count() as f64;
+    let cpu: Duration = sends.rounds.iter().map(|r| r.cpu).sum();
+    let wall: Duration = sends.rounds.iter().map(|r| r.elapsed).sum();
+    let cpus = std::thread::available_parallelism().map_or(1, usize::from) as f64;
+    vec![
+        ("busy_cpus", round3(cpu.as_secs_f64() / wall.as_secs_f64())),
+        (
+            "cpu_bound_ratio_to_raw",
+            round3(cpus * n / cpu.as_secs_f64() / raw_rate),
+        ),
+        (
+            "writer_bound_ratio_to_raw",
+            round3(n / cpu.as_secs_f64() / raw_rate),
+        ),
+        (
+            "cpu_note",
+            Value::from("cpu_bound_ratio_to_raw: the ratio to raw this run would reach with every CPU busy at its cpu_us_per_op; writer_bound_ratio_to_raw: the same for the one thread that runs each request (the caller, the runtime loop and SQLite), if it never waited; the clients cost nothing apart here"),
+        ),
+    ]
 }
 
 /// Times `n` `inbox` calls of `client`; also returns the last answer's size

@@ -488,6 +488,7 @@ pub fn message_send_1_client(ctx: &mut Ctx) -> Result<Fields, Failure> {
     let ledger_rows = count_rows(&path, "ledger")? - ledger_before;
     let ratio = sends.rate() / raws.rate();
     let mut fields = sends.fields("requests_per_s");
+    fields.extend(crate::socket::one_thread_ceilings(&sends, raws.rate()));
     fields.extend([
         ("ratio_to_raw", round3(ratio)),
         ("target", Value::from("ratio_to_raw >= 0.8")),

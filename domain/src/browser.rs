@@ -719,6 +719,15 @@ impl<R> BrowserRequests<R> {
         }
     }
 
+    /// Whether a claim by `client` could win now: the request is pending
+    /// and was delivered to that client. Changes nothing.
+    pub fn may_claim(&self, id: BrowserRequestId, client: &ClientId) -> bool {
+        match self.requests.get(&id) {
+            Some(RequestState::Pending { delivered_to, .. }) => delivered_to.contains(client),
+            Some(RequestState::Claimed { .. }) | None => false,
+        }
+    }
+
     /// Settles a claimed request with its claimant's outcome, if `token` is
     /// the claim token. Returns whether it matched; an unknown or settled
     /// request, an unclaimed one, or a wrong token matches nothing and leaves

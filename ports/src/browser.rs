@@ -49,6 +49,13 @@ pub trait BrowserTransport: Send + Sync {
     /// declared (`browser=1`). A capability MUST die with its connection.
     fn clients(&self) -> Vec<ClientInfo>;
 
+    /// Whether `client` is connected now: [`BrowserTransport::clients`]
+    /// holds it. A transport MAY answer without listing every client (each
+    /// of a hundred panes' claims asks).
+    fn is_connected(&self, client: &ClientId) -> bool {
+        self.clients().iter().any(|c| c.id == *client)
+    }
+
     /// Queues `event` for `client` without blocking. Events to one client
     /// MUST arrive in the order they were sent.
     ///

@@ -12,6 +12,7 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{mpsc, oneshot, watch, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
+use super::answer::{DirectReply, Disconnect};
 use super::waiting::{Place, Waiting};
 
 use super::{
@@ -121,55 +122,6 @@ impl Default for Limits {
     }
 }
 
-/// Fires when the client goes away before its reply was written.
-///
-/// The server keeps reading a connection while its handler works; the
-/// request is complete, so what it can still see is the client's next
-/// lines (kept for later), the end of the stream (the client closed, or
-/// shut down its writing side) or an error (the connection was reset).
-/// The end or an error fires the signal, and it has fired already for a
-/// line handled after the end was seen (a client that wrote several lines
-/// and then half-closed). A client therefore keeps its connection open,
-/// both ways, until it has its answer; our [`Client`] and [`Session`] do.
-/// A handler that ignores the signal still gets its reply written, so a
-/// client that only half-closed still reads it. While more than
-/// [`MAX_REQUEST`] bytes of later lines wait unhandled, the server stops
-/// reading, and so does not see the client leave until it reads again.
-///
-/// If the reply is written first the signal never fires.
-///
-/// [`Client`]: super::Client
-/// [`Session`]: super::Session
-#[derive(Debug, Clone)]
-pub struct Disconnect {
-    gone: watch::Receiver<bool>,
-}
-
-impl Disconnect {
-    /// A signal that never fires, for handlers called without a socket (an
-    /// in-process host, a test).
-    pub fn never() -> Disconnect {
-        let (_sender, gone) = watch::channel(false);
-        Disconnect { gone }
-    }
-
-    /// Whether the client has gone away.
-    pub fn is_disconnected(&self) -> bool {
-        *self.gone.borrow()
-    }
-
-    /// Completes when the client has gone away; never completes for a
-    /// connection that ends normally.
-    pub async fn disconnected(&self) {
-        let mut gone = self.gone.clone();
-        if gone.wait_for(|gone| *gone).await.is_err() {
-            // The connection ended with its reply written: no disconnect
-            // will ever come.
-            std::future::pending::<()>().await;
-        }
-    }
-}
-
 /// What a connection's first line shows of who sent it, as the handler
 /// tells the server ([`Handler::standing`]) before it handles the line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -235,7 +187,9 @@ pub trait Handler: Send + Sync + 'static {
     /// the client reads up to the first. `disconnect` fires when the client
     /// goes away before the answer is written; a handler whose work can be
     /// abandoned (a browser request) SHOULD watch it, and one that commits
-    /// something MAY ignore it.
+    /// something MAY ignore it. A handler whose answer comes from another
+    /// thread MAY have that thread write it through
+    /// [`Disconnect::direct`]; it MUST then return the same bytes.
     fn handle(
         &self,
         peer: Peer,
@@ -614,8 +568,11 @@ async fn connection<H: Handler>(
                 request
             }
         };
-        let response = handle(&mut stream, &mut input, peer, handler, request).await;
-        if !reply(&mut stream, response, limits).await || last || input.broken || *closing.borrow()
+        let (response, written) = handle(&mut stream, &mut input, peer, handler, request).await;
+        if !reply_rest(&mut stream, response, written, limits).await
+            || last
+            || input.broken
+            || *closing.borrow()
         {
             return (stream, held);
         }
@@ -729,22 +686,29 @@ async fn next_line(
 /// connection meanwhile: bytes are the client's next lines, kept in
 /// `input` (at most [`MAX_REQUEST`] + 1 of them ahead, then reading pauses
 /// until they are handled); the end of the stream or an error fires the
-/// [`Disconnect`] signal, at once when it was seen before.
+/// [`Disconnect`] signal, at once when it was seen before. Returns the
+/// answer and how much of it (and its `\n`) went straight to the socket
+/// through the request's [`DirectReply`].
 async fn handle<H: Handler>(
     stream: &mut UnixStream,
     input: &mut Input,
     peer: Peer,
     handler: &H,
     line: Vec<u8>,
-) -> Vec<u8> {
+) -> (Vec<u8>, usize) {
+    use std::os::fd::AsRawFd as _;
     let (gone_sender, gone) = watch::channel(input.ended || input.broken);
-    let answer = handler.handle(peer, line, Disconnect { gone });
+    // The loan ends before `stream` can close: when the handler returns,
+    // or when this future is dropped.
+    let (direct, loan) = DirectReply::lend(stream.as_raw_fd());
+    let direct = Some(direct);
+    let answer = handler.handle(peer, line, Disconnect { gone, direct });
     let mut answer = std::pin::pin!(answer);
     let mut scratch = [0u8; 512];
     let mut watching = !input.ended && !input.broken && input.pending.len() <= MAX_REQUEST;
     loop {
         tokio::select! {
-            response = &mut answer => return response,
+            response = &mut answer => return (response, loan.end()),
             read = stream.read(&mut scratch), if watching => match read {
                 Ok(0) => {
                     input.ended = true;
@@ -802,10 +766,21 @@ async fn drain(stream: &mut UnixStream, limit: usize) {
 /// Writes `line` and its `\n`; whether it was written whole. A client that
 /// is gone or does not read within the write deadline only loses its
 /// answer, and its connection.
-async fn reply(stream: &mut UnixStream, mut line: Vec<u8>, limits: Limits) -> bool {
+async fn reply(stream: &mut UnixStream, line: Vec<u8>, limits: Limits) -> bool {
+    reply_rest(stream, line, 0, limits).await
+}
+
+/// As [`reply`], past the first `written` bytes, which went already.
+async fn reply_rest(
+    stream: &mut UnixStream,
+    mut line: Vec<u8>,
+    written: usize,
+    limits: Limits,
+) -> bool {
     line.push(b'\n');
+    let rest = line.get(written..).unwrap_or_default();
     matches!(
-        tokio::time::timeout(limits.write_deadline, stream.write_all(&line)).await,
+        tokio::time::timeout(limits.write_deadline, stream.write_all(rest)).await,
         Ok(Ok(()))
     )
 }

@@ -269,3 +269,67 @@ fn shutdown_closes_idle_connections_at_once_and_answers_the_request_in_flight() 
     );
     drop(dir);
 }
+
+#[test]
+fn an_answer_written_through_the_lent_connection_arrives_once_whole_and_in_order() {
+    // The answer comes from a thread of its own, as the broker's writer's
+    // does: 3 MiB, more than the socket takes at once, so the server
+    // writes the rest; then a small one, written whole.
+    let big = vec![b'x'; 3 * 1024 * 1024];
+    let answer = big.clone();
+    let server = Running::start(
+        move |_peer: Peer, line: Vec<u8>, gone: Disconnect| {
+            let answer = if line == b"big" { answer.clone() } else { line };
+            async move {
+                let direct = gone.direct().expect("a lent connection").clone();
+                let (sent, written) = tokio::sync::oneshot::channel();
+                std::thread::spawn(move || {
+                    direct.write_now(std::str::from_utf8(&answer).expect("text"));
+                    let _ = sent.send(answer);
+                });
+                written.await.expect("the writing thread answers")
+            }
+        },
+        Limits::default(),
+    );
+    let mut stream = server.raw();
+    stream.write_all(b"big\nsmall\n").expect("write");
+    stream
+        .shutdown(std::net::Shutdown::Write)
+        .expect("half-close");
+    let mut expected = big;
+    expected.extend_from_slice(b"\nsmall\n");
+    assert_line(&read_all(&stream), &expected);
+}
+
+#[test]
+fn a_lent_connection_writes_nothing_once_its_handler_returned() {
+    // The first request's loan is kept, and used while the second request
+    // is handled: too late, it writes nothing.
+    let kept: Arc<Mutex<Option<mosaic_adapters::socket::DirectReply>>> = Arc::default();
+    let keeper = Arc::clone(&kept);
+    let server = Running::start(
+        move |_peer: Peer, line: Vec<u8>, gone: Disconnect| {
+            let keeper = Arc::clone(&keeper);
+            async move {
+                let mut kept = keeper.lock().unwrap_or_else(PoisonError::into_inner);
+                match kept.take() {
+                    None => *kept = gone.direct().cloned(),
+                    Some(late) => late.write_now("late"),
+                }
+                line
+            }
+        },
+        Limits::default(),
+    );
+    let mut stream = server.raw();
+    stream.write_all(b"first\nsecond\n").expect("write");
+    stream
+        .shutdown(std::net::Shutdown::Write)
+        .expect("half-close");
+    assert_line(&read_all(&stream), b"first\nsecond\n");
+    assert!(kept
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .is_none());
+}

@@ -14,13 +14,18 @@
 //!    able to serve is an immediate `no-browser-client` (answered once the
 //!    authorization is durable); otherwise a `browser-control-request`
 //!    event goes to each of them over its SSE stream;
-//! 3. a pane claims (`POST /api/browser-control/claim`); the claim waits
-//!    for the authorization to be durable (the writer says so; at most
-//!    until the request's deadline), so no pane acts on an authority a
-//!    crash could still take back; then the first claim of a client the
-//!    request was delivered to wins a fresh claim token. An authorization
-//!    whose commit failed aborts the request (a cancel to whoever might
-//!    act on it) and refuses every claim;
+//! 3. a pane claims (`POST /api/browser-control/claim`); the first claim
+//!    of a connected client the request was delivered to holds the
+//!    request's first place, and every later claim is refused at once,
+//!    while the authorization may still be syncing, so the losers'
+//!    answers never queue in front of the winner's result. The first
+//!    claim waits for the authorization to be durable (the writer says
+//!    so; at most until the request's deadline), so no pane acts on an
+//!    authority a crash could still take back; then it wins a fresh claim
+//!    token. A first claim that ends without winning (its client gone, its
+//!    connection closed) gives its place up to the next claim. An
+//!    authorization whose commit failed aborts the request (a cancel to
+//!    whoever might act on it) and refuses every claim;
 //! 4. the claimant posts its result with that token
 //!    (`POST /api/browser-control/result`); any other post is
 //!    `matched:false` and settles nothing;
@@ -72,6 +77,9 @@ struct HubState {
     /// Each live request's authorization (`None` while its commit syncs,
     /// then whether it is durable) and its deadline.
     authorities: HashMap<BrowserRequestId, (watch::Receiver<Option<bool>>, Timestamp)>,
+    /// Each pending request's first claim, while it waits for the
+    /// authorization to be durable; any other claim is refused at once.
+    first_claims: HashMap<BrowserRequestId, ClientId>,
     entropy: SharedEntropy,
     /// The connected clients, and how events reach them.
     transport: Arc<dyn BrowserTransport>,
@@ -125,6 +133,7 @@ impl BrowserHub {
                 machine: BrowserRequests::new(),
                 waiters: HashMap::new(),
                 authorities: HashMap::new(),
+                first_claims: HashMap::new(),
                 entropy,
                 transport,
             }),
@@ -175,6 +184,14 @@ impl BrowserHub {
         Ok(Pending { id, answer })
     }
 
+    /// `answer`, or `credential-leak` in its place when it holds a secret.
+    pub(super) fn guarded(&self, answer: String) -> String {
+        if (self.secrets)(answer.as_bytes()) {
+            return mosaic_adapters::wire::err(Refusal::CredentialLeak);
+        }
+        answer
+    }
+
     /// Ends a live request as `browser-aborted`.
     pub(super) fn abort(&self, id: BrowserRequestId) {
         let mut state = self.lock();
@@ -182,15 +199,35 @@ impl BrowserHub {
         drain(&mut state);
     }
 
-    /// A claim: the winner's token, or `None`. It waits for its request's
-    /// authorization to be durable, at most until the request's deadline;
-    /// a failed one is refused.
+    /// A claim: the winner's token, or `None`. Only the request's first
+    /// claim waits, for its authorization to be durable, at most until the
+    /// request's deadline; a failed one is refused. Any claim behind it is
+    /// refused at once: the contract lets only the first claim win, and a
+    /// loser does nothing whatever the commit's fate.
     async fn claim_after_durable(
         &self,
         id: BrowserRequestId,
         client: ClientId,
     ) -> Option<ClaimToken> {
-        let authority = self.lock().authorities.get(&id).cloned();
+        let authority = {
+            let mut state = self.lock();
+            if !state.machine.may_claim(id, &client) || !connected(&state, &client) {
+                return None;
+            }
+            match state.first_claims.get(&id) {
+                Some(first) if *first != client => return None,
+                Some(_) => {}
+                None => {
+                    state.first_claims.insert(id, client.clone());
+                }
+            }
+            state.authorities.get(&id).cloned()
+        };
+        let _place = FirstPlace {
+            hub: self,
+            id,
+            client: &client,
+        };
         if let Some((authority, deadline)) = authority {
             let durable = tokio::select! {
                 durable = durable(authority) => durable,
@@ -203,7 +240,7 @@ impl BrowserHub {
         let mut state = self.lock();
         // A claim belongs to a live connection: a client whose stream is
         // gone cannot claim, whatever it was delivered.
-        if !state.transport.clients().iter().any(|c| c.id == client) {
+        if !connected(&state, &client) {
             return None;
         }
         let token = state.entropy.claim_token().ok()?;
@@ -260,6 +297,29 @@ impl BrowserHub {
     }
 }
 
+/// A first claim's place, given up when the claim ends: once it won, the
+/// machine refuses every other claim by itself; if it lost, the next
+/// claim may take the place.
+struct FirstPlace<'a> {
+    hub: &'a BrowserHub,
+    id: BrowserRequestId,
+    client: &'a ClientId,
+}
+
+impl Drop for FirstPlace<'_> {
+    fn drop(&mut self) {
+        let mut state = self.hub.lock();
+        if state.first_claims.get(&self.id) == Some(self.client) {
+            state.first_claims.remove(&self.id);
+        }
+    }
+}
+
+/// Whether `client`'s event stream is open now.
+fn connected(state: &HubState, client: &ClientId) -> bool {
+    state.transport.is_connected(client)
+}
+
 /// The seam the HTTP transport calls: a pane's claim and result.
 impl BrowserControl<Value> for BrowserHub {
     fn claim(&self, request: BrowserRequestId, client: ClientId) -> Claimed<'_> {
@@ -298,6 +358,7 @@ fn drain(state: &mut HubState) {
             }
             BrowserEffect::Settle { request, outcome } => {
                 state.authorities.remove(&request);
+                state.first_claims.remove(&request);
                 if let Some(waiter) = state.waiters.remove(&request) {
                     let _ = waiter.send(outcome);
                 }
@@ -479,9 +540,30 @@ mod tests {
         watch::Sender<Option<bool>>,
         ManualClock,
     ) {
+        let (hub, _, id, durable, clock) = delivered_to(&[]);
+        (hub, pane(), id, durable, clock)
+    }
+
+    fn pane() -> ClientId {
+        ClientId::parse("pane-1").expect("a client id")
+    }
+
+    /// The same, with `others` connected beside `pane-1` (capable too).
+    fn delivered_to(
+        others: &[&str],
+    ) -> (
+        BrowserHub,
+        FakeBrowserTransport,
+        BrowserRequestId,
+        watch::Sender<Option<bool>>,
+        ManualClock,
+    ) {
         let clock = ManualClock::new(Timestamp::from_unix_ms(1_767_225_600_000).unwrap());
         let transport = FakeBrowserTransport::new();
-        transport.connect(ClientId::parse("pane-1").expect("a client id"), true);
+        transport.connect(pane(), true);
+        for other in others {
+            transport.connect(ClientId::parse(other).expect("a client id"), true);
+        }
         let hub = BrowserHub::new(
             std::env::temp_dir(),
             Arc::new(|_: &[u8]| false),
@@ -489,11 +571,10 @@ mod tests {
             SharedEntropy::new(Box::new(SeededEntropy::new(7))),
             Arc::new(transport.clone()),
         );
-        let pane = ClientId::parse("pane-1").expect("a client id");
         let (durable, authority) = watch::channel(None);
         let snapshot = BrowserAction::Snapshot { selector: None };
         let Pending { id, .. } = hub.start(snapshot, TIMEOUT, authority).expect("delivered");
-        (hub, pane, id, durable, clock)
+        (hub, transport, id, durable, clock)
     }
 
     /// Polls `claim` once more and says whether it is still waiting.
@@ -547,5 +628,60 @@ mod tests {
         clock.advance(Duration::from_millis(1));
         let claimed = tokio::time::timeout(TIMEOUT, claim).await;
         assert_eq!(claimed, Ok(None), "given up at the deadline, on the clock");
+    }
+
+    #[tokio::test]
+    async fn a_claim_behind_the_first_is_refused_at_once_while_the_commit_syncs() {
+        let (hub, _transport, id, durable, _clock) = delivered_to(&["pane-2"]);
+        let first = hub.claim(id, pane());
+        tokio::pin!(first);
+        assert!(still_waiting(&mut first).await, "the first claim waits");
+        let other = ClientId::parse("pane-2").expect("a client id");
+        assert_eq!(
+            hub.claim(id, other.clone()).await,
+            None,
+            "a loser is answered before the commit ends"
+        );
+        durable.send_replace(Some(true));
+        assert!(first.await.is_some(), "the first claim wins once durable");
+        assert_eq!(hub.claim(id, other).await, None, "and stays the only one");
+    }
+
+    #[tokio::test]
+    async fn a_first_claim_that_ends_without_winning_gives_its_place_up() {
+        let (hub, transport, id, durable, _clock) = delivered_to(&["pane-2"]);
+        let other = ClientId::parse("pane-2").expect("a client id");
+        {
+            let first = hub.claim(id, pane());
+            tokio::pin!(first);
+            assert!(still_waiting(&mut first).await, "the first claim waits");
+        }
+        let second = hub.claim(id, other.clone());
+        tokio::pin!(second);
+        assert!(
+            still_waiting(&mut second).await,
+            "the place of a claim whose connection closed is free again"
+        );
+        transport.disconnect(&other);
+        durable.send_replace(Some(true));
+        assert_eq!(
+            second.await,
+            None,
+            "its client left before the commit ended"
+        );
+        assert!(
+            hub.claim(id, pane()).await.is_some(),
+            "a claim after a first that lost can still win"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_claim_of_a_client_the_request_never_reached_takes_no_place() {
+        let (hub, transport, id, durable, _clock) = delivered_to(&[]);
+        let stranger = ClientId::parse("pane-9").expect("a client id");
+        transport.connect(stranger.clone(), true);
+        assert_eq!(hub.claim(id, stranger).await, None);
+        durable.send_replace(Some(true));
+        assert!(hub.claim(id, pane()).await.is_some());
     }
 }

@@ -18,7 +18,7 @@ use serde_json::Value;
 use tokio::sync::{oneshot, watch};
 
 use super::browser::{self, BrowserHub};
-use super::job::{Job, ReplyTo};
+use super::job::{Job, Line, ReplyTo};
 use super::world::{SharedEntropy, Time};
 use mosaic_adapters::cause::logged;
 
@@ -162,14 +162,31 @@ pub(super) async fn browse(
     let command = Command::RecordBrowserOutcome {
         body: body.to_string(),
     };
-    let (reply, recorded) = oneshot::channel();
-    let sent = jobs.send(Job::Command {
-        caller: caller.clone(),
-        command,
-        reply: ReplyTo::Task(reply),
-    });
     // The pane acted; an outcome that cannot be recorded is still the
     // truth the agent must hear, so only a lost writer changes the answer.
+    let job = |reply| Job::Command {
+        caller: caller.clone(),
+        command,
+        reply,
+    };
+    if let Some(socket) = gone.direct() {
+        // The writer answers the agent itself once the outcome is durable,
+        // the token guard included.
+        let answer = hub.guarded(answer);
+        let (reply, written) = oneshot::channel();
+        let render = Box::new(move |_recorded| answer);
+        let sent = jobs.send(job(ReplyTo::Line(Line {
+            render,
+            socket: socket.clone(),
+            to: reply,
+        })));
+        return match (sent, written.await) {
+            (Ok(()), Ok(answer)) => answer,
+            (Err(_), _) | (Ok(()), Err(_)) => wire::err(Refusal::StorageUnavailable),
+        };
+    }
+    let (reply, recorded) = oneshot::channel();
+    let sent = jobs.send(job(ReplyTo::Task(reply)));
     if sent.is_err() || recorded.await.is_err() {
         return wire::err(Refusal::StorageUnavailable);
     }

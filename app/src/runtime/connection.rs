@@ -18,7 +18,7 @@ use tokio::sync::{oneshot, watch};
 use super::browser::BrowserHub;
 use super::browsing::browse;
 use super::changes::{self, Asked};
-use super::job::{ask, Early, Job, ReplyTo};
+use super::job::{ask, ask_line, Early, Job, ReplyTo};
 use super::launch::{Binding, Registry};
 use super::pipeline::{self, admit, read_now, Admitted, Proven, Prover, Who};
 use super::reads::Reads;
@@ -84,16 +84,22 @@ impl<S: StoreReaders + Send + 'static> Handler for Connections<S> {
         async move {
             let started = std::time::Instant::now();
             let mut seen = Seen::default();
-            let mut response = answer(&shared, peer, &line, gone, &mut seen).await;
-            if shared.credentials.contains_known_token(response.as_bytes()) {
-                response = wire::err(Refusal::CredentialLeak);
-            }
+            let response = answer(&shared, peer, &line, gone, &mut seen).await;
+            let response = guarded(&shared.credentials, response);
             if tracing::enabled!(tracing::Level::DEBUG) {
                 seen.log(&response, started.elapsed());
             }
             response.into_bytes()
         }
     }
+}
+
+/// `response`, or `credential-leak` in its place when it holds a token.
+fn guarded(credentials: &CredentialStore, response: String) -> String {
+    if credentials.contains_known_token(response.as_bytes()) {
+        return wire::err(Refusal::CredentialLeak);
+    }
+    response
 }
 
 /// What the request's log line says of it, learned as it is admitted.
@@ -216,15 +222,20 @@ async fn answer<S: StoreReaders + Send + 'static>(
         Err(not_a_read) => not_a_read,
     };
     let Some((browser, caller)) = browser else {
-        let answer = ask(jobs, |reply| Job::Request {
+        let request = |reply| Job::Request {
             who,
             verb,
             call,
             reply,
             early: None,
-        })
-        .await;
-        return wire::response(answer);
+        };
+        // The writer answers the client itself, the token guard included.
+        if let Some(socket) = gone.direct() {
+            let credentials = Arc::clone(credentials);
+            let render = Box::new(move |answer| guarded(&credentials, wire::response(answer)));
+            return ask_line(jobs, socket.clone(), render, request).await;
+        }
+        return wire::response(ask(jobs, request).await);
     };
     let (staged, on_staged) = oneshot::channel();
     let (durable, authority) = watch::channel(None);

@@ -6,7 +6,8 @@
 
 use std::sync::mpsc;
 
-use mosaic_adapters::wire::Call;
+use mosaic_adapters::socket::DirectReply;
+use mosaic_adapters::wire::{self, Call};
 use mosaic_domain::bus::{Caller, Command, Reply};
 use mosaic_domain::evidence::LaunchRecord;
 use mosaic_domain::Refusal;
@@ -48,11 +49,23 @@ pub(super) enum Job {
     },
 }
 
-/// Where a job's answer goes: to an async task (a connection), or to a
-/// thread that blocks for it (the trusted in-process API, `bind_launch`).
+/// Where a job's answer goes: to an async task (a connection), to a
+/// thread that blocks for it (the trusted in-process API, `bind_launch`),
+/// or straight to a socket connection's client ([`Line`]).
 pub(super) enum ReplyTo<T> {
     Task(oneshot::Sender<Result<T, Refusal>>),
     Thread(mpsc::Sender<Result<T, Refusal>>),
+    Line(Line<T>),
+}
+
+/// An answer the thread that has it renders to its wire line and writes to
+/// the client itself, then hands to the connection's task (which writes
+/// what the socket did not take, and reads the next line). The client
+/// hears its answer without waiting for that task to wake.
+pub(super) struct Line<T> {
+    pub(super) render: Box<dyn FnOnce(Result<T, Refusal>) -> String + Send>,
+    pub(super) socket: DirectReply,
+    pub(super) to: oneshot::Sender<String>,
 }
 
 impl<T> ReplyTo<T> {
@@ -61,6 +74,11 @@ impl<T> ReplyTo<T> {
         match self {
             ReplyTo::Task(to) => drop(to.send(answer)),
             ReplyTo::Thread(to) => drop(to.send(answer)),
+            ReplyTo::Line(Line { render, socket, to }) => {
+                let line = render(answer);
+                socket.write_now(&line);
+                drop(to.send(line));
+            }
         }
     }
 }
@@ -95,6 +113,22 @@ pub(super) async fn ask<T>(
     jobs.send(make(ReplyTo::Task(reply)))
         .map_err(|_| Refusal::BrokerUnavailable)?;
     answered.await.unwrap_or(Err(Refusal::BrokerUnavailable))
+}
+
+/// As [`ask`], with the answer rendered by `render` and written to the
+/// client by the writer itself through `socket`; returns the line.
+pub(super) async fn ask_line(
+    jobs: &mpsc::Sender<Job>,
+    socket: DirectReply,
+    render: Box<dyn FnOnce(Result<Value, Refusal>) -> String + Send>,
+    make: impl FnOnce(ReplyTo<Value>) -> Job,
+) -> String {
+    let (to, answered) = oneshot::channel();
+    let sent = jobs.send(make(ReplyTo::Line(Line { render, socket, to })));
+    match (sent, answered.await) {
+        (Ok(()), Ok(line)) => line,
+        (Err(_), _) | (Ok(()), Err(_)) => wire::err(Refusal::BrokerUnavailable),
+    }
 }
 
 /// As [`ask`], blocking this thread: for the broker's synchronous API,

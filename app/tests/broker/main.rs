@@ -11,7 +11,9 @@
 //! - [`changes`]: the change feed's waits, audiences and cursors;
 //! - [`text`]: the decision text rule and verbatim message bodies;
 //! - [`connections`]: several requests on one connection, the idle
-//!   deadline, and a close with connections open.
+//!   deadline, and a close with connections open;
+//! - [`replies`]: answers the writer writes itself, in each connection's
+//!   order under group commit.
 //!
 //! Bad input on the socket is `broker_bad_input.rs`.
 
@@ -22,6 +24,7 @@ mod changes;
 mod connections;
 mod host;
 mod inbox;
+mod replies;
 mod restart;
 mod text;
 mod verbs;
