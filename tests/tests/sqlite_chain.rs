@@ -358,6 +358,50 @@ fn grow(path: &Path, n: i64, verb: &str) {
     }
 }
 
+/// The writer links each row to the one before without reading it back;
+/// batches abandoned, stages refused (a batch's first and a later one) and
+/// stages after them must still link to what was committed.
+#[test]
+fn the_chain_holds_across_abandoned_batches_and_refused_stages() {
+    let (_dir, path) = populated();
+    let mut store = SqliteStore::open(&path).expect("opens");
+    let last = store.last_write().unwrap().expect("a written store");
+    let mut k = 0;
+    let mut refusal = |verb: &str| {
+        k += 1;
+        Stamped {
+            at: Timestamp::from_unix_ms(last.unix_ms() + k).unwrap(),
+            evidence: Evidence::Refused(RefusalRecord {
+                business: None,
+                agent: None,
+                verb: Some(verb.to_owned()),
+                refusal: Refusal::BadRequest,
+            }),
+        }
+    };
+    let stale = Stamped {
+        at: last,
+        ..refusal("stale")
+    };
+    // Staged, then abandoned.
+    store.stage(&[refusal("abandoned")]).expect("stages");
+    store.abandon();
+    store
+        .commit(&[refusal("after an abandon")])
+        .expect("commits");
+    // A batch's first stage refused, then a stage that commits.
+    store.stage(&[refusal("kept"), stale.clone()]).unwrap_err();
+    store.stage(&[refusal("first")]).expect("stages");
+    // A later stage refused, then one more.
+    store.stage(&[refusal("dropped"), stale]).unwrap_err();
+    store.stage(&[refusal("second")]).expect("stages");
+    store.commit_staged().expect("commits");
+    let head = store.head().unwrap();
+    drop(store);
+    let found = verified(&path).expect("the chain holds");
+    assert_eq!(found.size, head);
+}
+
 #[track_caller]
 fn against(path: &Path, note: &ChainHead) -> Option<NoteMismatch> {
     verify_file(path)

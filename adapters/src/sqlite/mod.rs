@@ -17,10 +17,12 @@
 //!
 //! A commit is one `BEGIN IMMEDIATE` transaction: a ledger row plus a typed
 //! row per fact, all or nothing. Group commit stages many requests in one
-//! transaction, each in a `SAVEPOINT` of its own, so a request that breaks a
-//! rule rolls back only itself, and the whole batch costs one WAL sync. The
-//! canonical-timestamp, known-kind and monotonic checks are the ledger's
-//! insert trigger, so they cover exactly the rows the transaction inserts, at
+//! transaction, each after the first in a `SAVEPOINT` of its own, so a
+//! request that breaks a rule rolls back only itself (the first stage by
+//! rolling back the transaction, which holds nothing else), and the whole
+//! batch costs one WAL sync. Each row links to the hash of the row before,
+//! kept from the last stage rather than read back. The canonical-timestamp,
+//! known-kind and monotonic checks are the ledger's insert trigger, so they cover exactly the rows the transaction inserts, at
 //! a cost that does not grow with the table; the open-time ledger pass checks
 //! the same for every stored row.
 
@@ -68,6 +70,11 @@ pub struct SqliteStore {
     next_seq: i64,
     /// With a batch open, the sequence number of its next staged record.
     staged_seq: Option<i64>,
+    /// The newest ledger row's sequence number and hash, staged rows
+    /// included, once a write has learned them: the next row links to it
+    /// without reading it back. `None` until then, and after a batch ends
+    /// without committing; the row is then read from the store.
+    tip: Option<(i64, Hash)>,
     /// Watermarks that keep `undelivered` and `unread` from walking a
     /// recipient's whole history; see [`Watermarks`].
     marks: RefCell<Watermarks>,
@@ -207,6 +214,7 @@ impl SqliteStore {
             path: path.to_owned(),
             next_seq: 0,
             staged_seq: None,
+            tip: None,
             marks: RefCell::default(),
             replayable: RefCell::new(None),
             cost: OpenCost::default(),
@@ -235,6 +243,7 @@ impl SqliteStore {
             path: path.to_owned(),
             next_seq: verified.walked.head + 1,
             staged_seq: None,
+            tip: None,
             marks: RefCell::default(),
             replayable: RefCell::new(Some(verified.walked.replayable)),
             cost: verified.cost,
@@ -556,40 +565,53 @@ impl EvidenceStore for SqliteStore {
     fn stage(&mut self, records: &[Stamped]) -> Result<(), StoreError> {
         // What the open found is history from here on; a replay reads it anew.
         self.replayable.get_mut().take();
+        // A batch's first stage needs no savepoint: undoing it is undoing
+        // the whole transaction.
+        let first = self.staged_seq.is_none();
         let staged = match self.staged_seq {
             Some(seq) => seq,
             None => {
                 self.control("BEGIN IMMEDIATE").map_err(write_failure)?;
+                self.staged_seq = Some(self.next_seq);
                 self.next_seq
             }
         };
-        self.staged_seq = Some(staged);
-        self.control("SAVEPOINT stage").map_err(write_failure)?;
+        if !first {
+            self.control("SAVEPOINT stage").map_err(write_failure)?;
+        }
         let mut seq = staged;
-        let mut prev = match self.hash_before(seq) {
-            Ok(prev) => prev,
-            Err(e) => {
-                let _ = self.control("RELEASE stage");
-                return Err(write_failure(e));
-            }
+        let prev = match self.tip {
+            Some((tip, hash)) if tip == seq - 1 => Ok(hash),
+            Some(_) | None => self.hash_before(seq),
         };
-        // A send's grant rides on its message's row: two B-trees fewer.
-        for (record, this) in records.iter().zip(carry::plan(records)) {
-            match rows::insert(&self.conn, seq, record, &prev, this) {
-                Ok(hash) => prev = hash,
-                Err(e) => {
-                    // Undo this stage only; a failure that already ended the
-                    // transaction (disk full, I/O) fails this too, and the caller
-                    // abandons the batch.
+        let written = prev.and_then(|mut prev| {
+            // A send's grant rides on its message's row: two B-trees fewer.
+            for (record, this) in records.iter().zip(carry::plan(records)) {
+                prev = rows::insert(&self.conn, seq, record, &prev, this)?;
+                seq += 1;
+            }
+            Ok(prev)
+        });
+        match written {
+            Ok(hash) if seq > staged => self.tip = Some((seq - 1, hash)),
+            Ok(_) => {}
+            Err(e) => {
+                // Undo this stage only; a failure that already ended the
+                // transaction (disk full, I/O) fails this too, and the caller
+                // abandons the batch.
+                if first {
+                    self.abandon();
+                } else {
                     let _ = self
                         .control("ROLLBACK TO stage")
                         .and_then(|()| self.control("RELEASE stage"));
-                    return Err(write_failure(e));
                 }
+                return Err(write_failure(e));
             }
-            seq += 1;
         }
-        self.control("RELEASE stage").map_err(write_failure)?;
+        if !first {
+            self.control("RELEASE stage").map_err(write_failure)?;
+        }
         self.staged_seq = Some(seq);
         Ok(())
     }
@@ -600,6 +622,7 @@ impl EvidenceStore for SqliteStore {
         };
         if let Err(e) = self.control("COMMIT") {
             self.rollback();
+            self.tip = None;
             self.marks.borrow_mut().settle(false);
             return Err(write_failure(e));
         }
@@ -612,6 +635,7 @@ impl EvidenceStore for SqliteStore {
     fn abandon(&mut self) {
         if self.staged_seq.take().is_some() {
             self.rollback();
+            self.tip = None;
         }
         self.marks.borrow_mut().settle(false);
     }

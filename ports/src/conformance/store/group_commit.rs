@@ -310,6 +310,48 @@ pub(super) fn failing_stage_rolls_back_only_itself<S: EvidenceStore>(store: &mut
     );
 }
 
+pub(super) fn refused_first_stage_leaves_room_for_the_next<S: EvidenceStore>(store: &mut S) {
+    let mut sc = Scenario::new(store);
+    let a = acme();
+    let setup = sc.commit(vec![raised(&a, 1), sent(&a, 1, to("dev"))]);
+    // The batch's first stage is refused, with valid records before the
+    // bad one; a refused first stage after it, then a valid one.
+    let valid = || vec![raised(&a, 2), sent(&a, 2, to("dev"))];
+    let mut stage = sc.stamp(valid());
+    stage.push(Stamped {
+        at: setup[1].at,
+        evidence: refused(None),
+    });
+    sc.refuse_stage(&stage, Rule::NonMonotonic);
+    let stage = sc.stamp(vec![raised(&a, 3), delivered(&a, 9, "run-1")]);
+    sc.refuse_stage(&stage, Rule::Dangling);
+    let last = sc.stage(valid());
+    sc.commit_staged();
+    abandon_nothing(&mut sc, "after a batch that began with a refused stage");
+    check_eq(
+        "trail of decision 2: the valid stage, once",
+        sc.trail(&a, &Subject::Decision(did(2))),
+        vec![last[0].clone()],
+    );
+    check_eq(
+        "trail of decision 3: nothing",
+        sc.trail(&a, &Subject::Decision(did(3))),
+        vec![],
+    );
+    check_eq(
+        "last_write is the valid stage's last record",
+        sc.last_write(),
+        Some(last[1].at),
+    );
+    // And the next batch chains on from it.
+    let next = sc.commit(vec![raised(&a, 3)]);
+    check_eq(
+        "trail of decision 3, committed next",
+        sc.trail(&a, &Subject::Decision(did(3))),
+        vec![next[0].clone()],
+    );
+}
+
 pub(super) fn abandon_drops_everything<S: EvidenceStore>(store: &mut S) {
     let mut sc = Scenario::new(store);
     let a = acme();

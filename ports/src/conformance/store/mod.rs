@@ -143,6 +143,10 @@ pub fn run<S: EvidenceStore>(make: impl FnMut() -> S) {
             failing_stage_rolls_back_only_itself::<S>,
         ),
         Check::new(
+            "group_commit.refused_first_stage_leaves_room_for_the_next",
+            refused_first_stage_leaves_room_for_the_next::<S>,
+        ),
+        Check::new(
             "group_commit.abandon_drops_everything",
             abandon_drops_everything::<S>,
         ),
