@@ -22,9 +22,10 @@
 //! rolling back the transaction, which holds nothing else), and the whole
 //! batch costs one WAL sync. Each row links to the hash of the row before,
 //! kept from the last stage rather than read back. The canonical-timestamp,
-//! known-kind and monotonic checks are the ledger's insert trigger, so they cover exactly the rows the transaction inserts, at
-//! a cost that does not grow with the table; the open-time ledger pass checks
-//! the same for every stored row.
+//! known-kind and monotonic checks are the ledger's insert trigger, so they
+//! cover exactly the rows the transaction inserts, at a cost that does not
+//! grow with the table; the open-time ledger pass checks the same for every
+//! stored row.
 
 mod backup;
 mod carry;
