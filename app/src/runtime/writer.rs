@@ -1,11 +1,12 @@
 //! The writer thread: the one place that writes the store.
 //!
 //! Group commit, in this order: wait for a [`Job`]; stage it and every job
-//! already queued behind it (at most [`MAX_BATCH`], in arrival order), each
-//! in its own savepoint; commit the batch with one sync; publish the view
-//! if machine state changed, and the batch's changes to the feed; only then
-//! send the answers. Alone, a request commits at once; requests that
-//! arrive while a commit syncs form the next batch. Each batch also writes
+//! queued behind it by the time the last one is staged (at most
+//! [`MAX_BATCH`], in arrival order), each in its own savepoint; commit the
+//! batch with one sync; publish the view if machine state changed, and the
+//! batch's changes to the feed; only then send the answers. Alone, a
+//! request commits at once; requests that arrive while a commit syncs form
+//! the next batch. Each batch also writes
 //! the counts of the refusal windows that are over; while one is open the
 //! writer comes back within a window even when no job arrives, and at the
 //! end it writes every window's count before the store closes.
@@ -62,18 +63,13 @@ pub(super) fn write_loop<S: StoreReaders>(
             }
         };
         jobs.extend(first);
-        while jobs.len() < MAX_BATCH {
-            match queue.try_recv() {
-                Ok(job) => jobs.push(job),
-                Err(mpsc::TryRecvError::Empty | mpsc::TryRecvError::Disconnected) => break,
-            }
-        }
         space.try_return(&mut driver);
         let mut batch = Batch {
             driver: &mut driver,
             world: &mut world,
             reads: &reads,
             space: &mut space,
+            queue: &queue,
         };
         let mut durable = batch.stage_and_commit(&mut jobs, &mut outcomes);
         // Nothing of a failed batch is kept, so the retry starts clean.
@@ -106,6 +102,8 @@ struct Batch<'a, S> {
     world: &'a mut WriterWorld,
     reads: &'a Reads<S>,
     space: &'a mut DiskSpace,
+    /// Where jobs that arrive while the batch is staged join it.
+    queue: &'a mpsc::Receiver<Job>,
 }
 
 impl<S: StoreReaders> Batch<'_, S> {
@@ -113,15 +111,27 @@ impl<S: StoreReaders> Batch<'_, S> {
     /// with the refusal counts that are due, and commits; `outcomes` gets
     /// each job's provisional answer, in order. Returns what every answer
     /// is joined with.
+    ///
+    /// Jobs queued meanwhile join `jobs` until the last one is staged (up
+    /// to [`MAX_BATCH`]): a request that arrives while the batch is staged
+    /// shares its sync instead of waiting for it to end.
     fn stage_and_commit(
         &mut self,
-        jobs: &mut [Job],
+        jobs: &mut Vec<Job>,
         outcomes: &mut Vec<Outcome>,
     ) -> Result<(), Refusal> {
         outcomes.clear();
         let short = self.space.is_short();
         let mut refused = 0;
-        for job in jobs.iter_mut() {
+        let mut next = 0;
+        loop {
+            if next == jobs.len() {
+                self.join_queued(jobs);
+            }
+            let Some(job) = jobs.get_mut(next) else {
+                break;
+            };
+            next += 1;
             let writer = Writer {
                 driver: self.driver,
                 world: self.world,
@@ -151,6 +161,16 @@ impl<S: StoreReaders> Batch<'_, S> {
             .stage_refusal_counts(self.world.time.now(), false);
         // The view is published before any answer goes out.
         commit_batch(self.driver, self.reads)
+    }
+
+    /// Moves the jobs queued now into `jobs`, up to [`MAX_BATCH`].
+    fn join_queued(&self, jobs: &mut Vec<Job>) {
+        while jobs.len() < MAX_BATCH {
+            match self.queue.try_recv() {
+                Ok(job) => jobs.push(job),
+                Err(mpsc::TryRecvError::Empty | mpsc::TryRecvError::Disconnected) => break,
+            }
+        }
     }
 }
 
