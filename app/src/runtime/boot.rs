@@ -42,6 +42,15 @@ use super::writer::{write_loop, WRITER_THREAD};
 /// never all busy; a cap keeps a flood from growing them.
 const BLOCKING_THREADS: usize = 32;
 
+/// The socket runtime's worker threads: a CPU each but the one the writer
+/// keeps busy, and one at least. Their work is reading lines, parsing and
+/// waking others; a second worker on two CPUs only added wake-ups between
+/// the workers (bench/README.md, 2026-12-04).
+fn socket_workers() -> usize {
+    let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    cpus.saturating_sub(1).max(1)
+}
+
 /// What a successful boot hands the host.
 #[derive(Debug, Clone)]
 pub struct Booted {
@@ -410,7 +419,7 @@ where
     // Blocking threads (proofs, reads beside the writer: each bounded by
     // its own turns) are few and go back within a second of a flood.
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(socket_workers())
         .max_blocking_threads(BLOCKING_THREADS)
         .thread_keep_alive(std::time::Duration::from_secs(1))
         .enable_all()
