@@ -283,6 +283,10 @@ pub async fn serve_with<H: Handler>(
         };
         if let Ok((stream, _address)) = accepted {
             server.admit(stream);
+            // Let the new connection's task run before the next accept: on
+            // one worker, a backlog accepted in one go would fill the
+            // unauthenticated places with tasks that have not read yet.
+            tokio::task::yield_now().await;
         } else {
             tokio::select! {
                 biased;
