@@ -340,21 +340,27 @@ fn a_changed_store_id_breaks_the_first_record() {
     );
 }
 
+/// A refused request's record, `ms` milliseconds after `last`.
+fn refusal_after(last: Timestamp, ms: i64, verb: &str) -> Stamped {
+    Stamped {
+        at: Timestamp::from_unix_ms(last.unix_ms() + ms).unwrap(),
+        evidence: Evidence::Refused(RefusalRecord {
+            business: None,
+            agent: None,
+            verb: Some(verb.to_owned()),
+            refusal: Refusal::BadRequest,
+        }),
+    }
+}
+
 /// `n` refusals committed after the store's last write.
 fn grow(path: &Path, n: i64, verb: &str) {
     let mut store = SqliteStore::open(path).expect("opens");
     let last = store.last_write().unwrap().expect("a written store");
     for k in 1..=n {
-        let record = Stamped {
-            at: Timestamp::from_unix_ms(last.unix_ms() + k).unwrap(),
-            evidence: Evidence::Refused(RefusalRecord {
-                business: None,
-                agent: None,
-                verb: Some(verb.to_owned()),
-                refusal: Refusal::BadRequest,
-            }),
-        };
-        store.commit(&[record]).expect("commits");
+        store
+            .commit(&[refusal_after(last, k, verb)])
+            .expect("commits");
     }
 }
 
@@ -369,15 +375,7 @@ fn the_chain_holds_across_abandoned_batches_and_refused_stages() {
     let mut k = 0;
     let mut refusal = |verb: &str| {
         k += 1;
-        Stamped {
-            at: Timestamp::from_unix_ms(last.unix_ms() + k).unwrap(),
-            evidence: Evidence::Refused(RefusalRecord {
-                business: None,
-                agent: None,
-                verb: Some(verb.to_owned()),
-                refusal: Refusal::BadRequest,
-            }),
-        }
+        refusal_after(last, k, verb)
     };
     let stale = Stamped {
         at: last,
