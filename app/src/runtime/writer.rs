@@ -2,14 +2,14 @@
 //!
 //! Group commit, in this order: wait for a [`Job`]; stage it and every job
 //! queued behind it by the time the last one is staged (at most
-//! [`MAX_BATCH`], in arrival order), each in its own savepoint; commit the
-//! batch with one sync; publish the view if machine state changed, and the
-//! batch's changes to the feed; only then send the answers. Alone, a
-//! request commits at once; requests that arrive while a commit syncs form
-//! the next batch. Each batch also writes
-//! the counts of the refusal windows that are over; while one is open the
-//! writer comes back within a window even when no job arrives, and at the
-//! end it writes every window's count before the store closes.
+//! [`MAX_BATCH`], in arrival order), each undone alone if it breaks a rule;
+//! commit the batch with one sync; publish the view if machine state
+//! changed, and the batch's changes to the feed; only then send the
+//! answers. Alone, a request commits at once; requests that arrive while a
+//! commit syncs form the next batch. Each batch also writes the counts of
+//! the refusal windows that are over; while one is open the writer comes
+//! back within a window even when no job arrives, and at the end it writes
+//! every window's count before the store closes.
 //!
 //! A batch that fails for lack of space is rolled back whole, the disk
 //! reserve is released, and the same jobs are staged again under the
