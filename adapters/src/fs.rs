@@ -27,10 +27,32 @@ use std::fs::{DirBuilder, File, Metadata, OpenOptions};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
 
 use crate::cause::logged;
 use mosaic_domain::{Refusal, Timestamp};
 use mosaic_ports::{ProcessError, ProcessTable};
+
+/// Held while the process's umask is narrowed (`socket::bind_private`
+/// sets 0177 around its `bind`) and while a private folder is made: under
+/// that umask a folder made with mode 0700 would come out 0600. Files are
+/// made 0600, which that umask leaves alone.
+pub(crate) static UMASK_LOCK: Mutex<()> = Mutex::new(());
+
+/// Makes the folder `path` with mode 0700 (and its missing parents, with
+/// the same mode, when `recursive`), never while another thread of this
+/// process has the umask narrowed (`socket::bind_private`). What the
+/// process's own umask leaves of 0700 is what the folder gets.
+///
+/// # Errors
+/// What `mkdir` fails with.
+pub fn create_private_dir(path: &Path, recursive: bool) -> io::Result<()> {
+    let _umask = UMASK_LOCK.lock().unwrap_or_else(PoisonError::into_inner);
+    DirBuilder::new()
+        .recursive(recursive)
+        .mode(0o700)
+        .create(path)
+}
 
 /// The database file, relative to `bus/`.
 const DB_FILE: &str = "bus.sqlite";
@@ -75,7 +97,7 @@ impl DataRoot {
         let bus = root.join("bus");
         // Created with its final mode; an existing one is checked as is and
         // never repaired, so a mode we did not set is always refused.
-        match DirBuilder::new().mode(0o700).create(&bus) {
+        match create_private_dir(&bus, false) {
             Ok(()) => sync_dir(&root)?,
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
             Err(e) => {
@@ -371,13 +393,10 @@ pub fn unlock(
 fn preserve(root: &DataRoot, now: Timestamp) -> Result<PathBuf, Refusal> {
     let name = format!("evidence-{now}").replace([':', '.'], "-");
     let folder = root.bus.join(name);
-    DirBuilder::new()
-        .mode(0o700)
-        .create(&folder)
-        .map_err(logged(
-            Refusal::StorageUnavailable,
-            "creating the evidence folder",
-        ))?;
+    create_private_dir(&folder, false).map_err(logged(
+        Refusal::StorageUnavailable,
+        "creating the evidence folder",
+    ))?;
     check_private_dir(&folder)?;
     for name in DB_FILES {
         let source = match OpenOptions::new()

@@ -93,7 +93,7 @@ mod waiting;
 use std::io;
 use std::os::unix::net::UnixListener;
 use std::path::Path;
-use std::sync::{Mutex, PoisonError};
+use std::sync::PoisonError;
 use std::time::Duration;
 
 use mosaic_domain::Refusal;
@@ -228,10 +228,6 @@ pub fn error_line(refusal: Refusal) -> Vec<u8> {
     format!(r#"{{"ok":false,"error":"{}"}}"#, refusal.code()).into_bytes()
 }
 
-/// Serializes the umask dance of [`bind_private`] between its own callers,
-/// so two binds at once cannot restore each other's temporary umask.
-static UMASK_LOCK: Mutex<()> = Mutex::new(());
-
 /// Binds a new Unix socket at `path` that is created with mode 0600, and
 /// listens on it.
 ///
@@ -239,9 +235,12 @@ static UMASK_LOCK: Mutex<()> = Mutex::new(());
 /// restored right after; the socket is never `chmod`-ed, so there is no
 /// moment in which it exists with wider permissions. The umask is
 /// process-wide: any file another thread creates during that moment gets
-/// the same mask. The broker therefore binds its socket before it starts
-/// other threads (the listener is a `std` one for this reason: it can be
-/// made before the tokio runtime exists, and [`serve`] adopts it later).
+/// the same mask. Private folders ([`fs::create_private_dir`]) wait for
+/// the moment to pass, under the same lock, and files the store makes are
+/// 0600, which the mask leaves alone. The broker also binds its socket
+/// before it starts other threads (the listener is a `std` one for this
+/// reason: it can be made before the tokio runtime exists, and [`serve`]
+/// adopts it later).
 ///
 /// The result is checked with [`fs::check_private_socket`] (a socket, ours,
 /// exactly 0600); a socket that fails the check is removed again.
@@ -259,7 +258,9 @@ pub fn bind_private(path: &Path) -> Result<UnixListener, Refusal> {
         Err(_) => return Err(Refusal::UnsafePath),
     }
     let bound = {
-        let _only_us = UMASK_LOCK.lock().unwrap_or_else(PoisonError::into_inner);
+        let _only_us = fs::UMASK_LOCK
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         let previous = set_umask(0o177);
         let bound = UnixListener::bind(path);
         set_umask(previous);

@@ -39,7 +39,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use mosaic_adapters::fs::check_private_socket;
+use mosaic_adapters::fs::{check_private_socket, create_private_dir};
 use mosaic_adapters::socket::{
     bind_private, error_line, serve_with, Client, Disconnect, Handler, Limits, Peer, Session,
     Standing, MAX_DRAIN, MAX_REQUEST, MAX_RESPONSE, READ_DEADLINE,

@@ -16,6 +16,39 @@ fn the_bound_socket_is_0600_and_the_umask_is_restored() {
     assert_eq!(check_private_socket(&path), Ok(()));
 }
 
+/// `bind_private` narrows the process's umask to 0177 for a moment; a
+/// private folder made by another thread meanwhile must still be 0700 (the
+/// data root's `bus/`, made while another broker in the same process binds).
+#[test]
+fn private_folders_made_while_another_thread_binds_are_0700() {
+    const ROUNDS: usize = 400;
+    let dir = private_dir();
+    let _fs = fs_lock();
+    let start = Arc::new(std::sync::Barrier::new(2));
+    let binder = {
+        let (start, sockets) = (Arc::clone(&start), dir.path().to_owned());
+        std::thread::spawn(move || {
+            start.wait();
+            for i in 0..ROUNDS {
+                drop(bind_private(&sockets.join(format!("s{i}"))).expect("bind"));
+            }
+        })
+    };
+    start.wait();
+    let folders: Vec<PathBuf> = (0..ROUNDS)
+        .map(|i| {
+            let folder = dir.path().join(format!("d{i}"));
+            create_private_dir(&folder, false).expect("mkdir");
+            folder
+        })
+        .collect();
+    binder.join().expect("the binds");
+    for folder in folders {
+        let mode = std::fs::metadata(&folder).expect("metadata").mode() & 0o7777;
+        assert_eq!(mode, 0o700, "{}", folder.display());
+    }
+}
+
 #[test]
 fn binding_refuses_anything_already_at_the_path() {
     let dir = private_dir();

@@ -486,15 +486,10 @@ pub(super) fn hex_digest(bytes: &[u8]) -> String {
 /// Writes a new private file (0600 in a 0700 folder); returns its path.
 fn store(files: &Path, name: &str, bytes: &[u8]) -> Result<String, Refusal> {
     use std::io::Write;
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(files)
-        .map_err(logged(
-            Refusal::StorageUnavailable,
-            "creating the browser files folder",
-        ))?;
+    mosaic_adapters::fs::create_private_dir(files, true).map_err(logged(
+        Refusal::StorageUnavailable,
+        "creating the browser files folder",
+    ))?;
     let path = files.join(name);
     let mut file = mosaic_adapters::fs::create_private_file(&path)?;
     file.write_all(bytes)

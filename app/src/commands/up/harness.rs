@@ -34,9 +34,7 @@
 //! stdin stays open until it exits (its extension ends the session).
 
 use std::ffi::{OsStr, OsString};
-use std::fs::DirBuilder;
 use std::io::Write;
-use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 use mosaic_adapters::cap::{CAP_FILE_ENV, SOCKET_ENV};
@@ -326,7 +324,7 @@ fn install_folder(program: &Path) -> Option<PathBuf> {
 /// `unsafe-path` when it is not a private folder of ours (a link, another
 /// mode); `storage-unavailable` when it cannot be made.
 fn private_dir(path: &Path, new: bool) -> Result<PathBuf, Refusal> {
-    match DirBuilder::new().mode(0o700).create(path) {
+    match mosaic_adapters::fs::create_private_dir(path, false) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && !new => {}
         Err(e) => {
