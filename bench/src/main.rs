@@ -32,9 +32,13 @@
 //! `mosaic-bus` binary sits next to this one: it runs the host protocol on
 //! stdin/stdout and nothing else; `mosaic-bench human SOCKET` is then the
 //! human CLI (`mosaic_app::commands::human::run`, as `mosaic-bus human`).
+//! Last, `socket_ceilings` serves the raw commit over a socket with no
+//! broker, in the broker's thread shape and a shorter one ([`ceilings`]):
+//! the ceilings the socket figures are read against.
 
 mod boot;
 mod browser;
+mod ceilings;
 mod changes;
 mod env;
 mod http;
@@ -347,6 +351,10 @@ pub const FIGURES: &[Figure] = &[
     Figure {
         name: "human_under_siege",
         run: siege::human_under_siege,
+    },
+    Figure {
+        name: "socket_ceilings",
+        run: ceilings::figure,
     },
 ];
 

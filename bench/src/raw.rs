@@ -79,18 +79,28 @@ impl Raw {
     /// # Errors
     /// When the commit fails.
     pub fn commit_one(&mut self) -> Result<(), Failure> {
+        self.commit_rows(1)
+    }
+
+    /// One durable commit of `rows` rows per table.
+    ///
+    /// # Errors
+    /// When the commit fails.
+    pub fn commit_rows(&mut self, rows: usize) -> Result<(), Failure> {
         let fail = |_| Failure::new("raw commit failed");
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(fail)?;
-        for insert in &self.inserts {
-            tx.prepare_cached(insert)
-                .and_then(|mut st| st.execute(params![self.next, BODY]))
-                .map_err(fail)?;
+        for _ in 0..rows {
+            for insert in &self.inserts {
+                tx.prepare_cached(insert)
+                    .and_then(|mut st| st.execute(params![self.next, BODY]))
+                    .map_err(fail)?;
+            }
+            self.next += 1;
         }
         tx.commit().map_err(fail)?;
-        self.next += 1;
         Ok(())
     }
 

@@ -6,7 +6,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-const FIGURES: [&str; 16] = [
+const FIGURES: [&str; 17] = [
     "environment",
     "raw_sqlite_commit",
     "message_send_1_client",
@@ -23,6 +23,7 @@ const FIGURES: [&str; 16] = [
     "changes_idle",
     "boot_history",
     "human_under_siege",
+    "socket_ceilings",
 ];
 
 fn positive(line: &Value, key: &str) {
@@ -261,6 +262,14 @@ fn quick_run_prints_every_figure_as_json_and_cleans_up() {
     assert_eq!(sixteen["target"], "ratio_to_raw >= 2.5", "{sixteen}");
     assert_eq!(sixteen["moonshot"], "ratio_to_raw >= 4", "{sixteen}");
     assert!(sixteen["moonshot_met"].is_boolean(), "{sixteen}");
+    let ceilings = &lines[16];
+    for shape in ["relay_1", "direct_1", "relay_16"] {
+        for key in ["requests_per_s", "p50_us", "ratio_to_raw"] {
+            positive(ceilings, &format!("{shape}_{key}"));
+        }
+    }
+    positive(ceilings, "relay_16_requests_per_commit");
+    positive(ceilings, "relay_16_committer_cpu_us_per_op");
     for line in &lines {
         assert!(line.get("error").is_none(), "no figure failed: {line}");
     }

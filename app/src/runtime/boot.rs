@@ -46,7 +46,7 @@ const BLOCKING_THREADS: usize = 32;
 /// keeps busy, and one at least. Their work is reading lines, parsing and
 /// waking others; a second worker on two CPUs only added wake-ups between
 /// the workers (bench/README.md, 2026-12-04).
-fn socket_workers() -> usize {
+pub fn socket_workers() -> usize {
     let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     cpus.saturating_sub(1).max(1)
 }

@@ -47,7 +47,7 @@ pub(crate) mod reads;
 pub mod world;
 mod writer;
 
-pub use boot::{open_store, start_broker, start_runtime, BootFailure, Booted};
+pub use boot::{open_store, socket_workers, start_broker, start_runtime, BootFailure, Booted};
 pub use broker::Broker;
 pub use browsing::BrowserEndpoint;
 pub use driver::Driver;
