@@ -322,13 +322,25 @@ impl Skeleton {
     }
 
     fn kept(path: &Path) -> Result<Self, Failure> {
-        let stream =
-            UnixStream::connect(path).map_err(|_| Failure::new("cannot connect to the relay"))?;
+        let stream = connect(path).map_err(|_| Failure::new("cannot connect to the relay"))?;
         Ok(Self {
             path: path.to_owned(),
             kept: Some(Mutex::new(BufReader::new(stream))),
         })
     }
+}
+
+/// How long a client waits for an answer: a server whose committer failed
+/// leaves a request unanswered, and the figure then fails instead of
+/// hanging.
+const ANSWER_WAIT: Duration = Duration::from_secs(10);
+
+/// A connection to the server at `path` that waits at most
+/// [`ANSWER_WAIT`] for each answer.
+fn connect(path: &Path) -> std::io::Result<UnixStream> {
+    let stream = UnixStream::connect(path)?;
+    stream.set_read_timeout(Some(ANSWER_WAIT))?;
+    Ok(stream)
 }
 
 /// One request line on `connection`, and its answer line.
@@ -352,8 +364,7 @@ impl Caller for Skeleton {
                 exchange(&mut connection, line.as_bytes())
             }
             None => {
-                let stream =
-                    UnixStream::connect(&self.path).map_err(|_| Refusal::BrokerUnavailable)?;
+                let stream = connect(&self.path).map_err(|_| Refusal::BrokerUnavailable)?;
                 exchange(&mut BufReader::new(stream), line.as_bytes())
             }
         }
