@@ -11,7 +11,7 @@
 use std::fmt;
 
 use mosaic_domain::evidence::EvidenceKind;
-use mosaic_domain::text::{neutralise, neutralise_lines};
+use mosaic_domain::text::{neutralise, neutralise_grant, neutralise_lines};
 use serde_json::Value;
 
 /// Untrusted text made drawable: each hidden character is a visible
@@ -25,6 +25,13 @@ impl Shown {
     /// too) a token.
     pub fn of(text: &str) -> Shown {
         Shown(neutralise(text).into_owned())
+    }
+
+    /// `text` as a grant names it (an action, a target, an option's key):
+    /// printable ASCII only, every other character a token, so two
+    /// different grants never draw alike.
+    pub fn grant(text: &str) -> Shown {
+        Shown(neutralise_grant(text).into_owned())
     }
 
     /// `text`'s lines, each neutralised: its own line breaks stay breaks.
@@ -91,7 +98,9 @@ pub struct Choice {
     pub text: Shown,
 }
 
-/// What approving a decision authorizes, as the broker computed it.
+/// What approving a decision authorizes, as the broker computed it; each
+/// word the raiser chose is shown by the grant rule ([`Shown::grant`]),
+/// wherever the console draws it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Grant {
     /// The action.
@@ -165,9 +174,9 @@ impl Decision {
             options,
             recommendation: Shown::field(value, "recommendation"),
             grant: Grant {
-                action: Shown::field(auth, "action").unwrap_or_else(|| Shown::of("?")),
-                target: Shown::field(auth, "target"),
-                choice: Shown::of(&choice_raw),
+                action: Shown::grant(auth["action"].as_str().unwrap_or("?")),
+                target: auth["target"].as_str().map(Shown::grant),
+                choice: Shown::grant(&choice_raw),
                 choice_raw,
             },
             supersedes: Shown::field(value, "supersedes"),
