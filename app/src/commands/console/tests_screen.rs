@@ -614,3 +614,84 @@ fn a_target_with_a_look_alike_letter_draws_apart_from_the_real_one() {
     assert_ne!(real.last(), fake.last());
     assert!(fake[2].contains("acme/ma⟨U+0456⟩n"), "{:?}", fake[2]);
 }
+
+#[test]
+fn a_cut_message_opens_whole_from_its_trail() {
+    let mut cut = message(3, &"a".repeat(2_000));
+    cut["cut"] = json!(true);
+    let mut state = loaded(vec![cut]);
+    state.handle_key(Key::Enter);
+    assert_eq!(state.view, View::Message);
+    assert_eq!(
+        drain(&mut state),
+        [Effect::Send(Verb::Trail, json!({"subject": "m3"}))]
+    );
+    let whole = format!("{}the end", "a".repeat(2_000));
+    state.handle_reply(
+        Verb::Trail,
+        &json!({"subject": "m3"}),
+        Ok(
+            json!([{"kind": "message.sent", "at": "2026-01-01T10:00:00.000Z", "id": "m3",
+                   "from": "qa", "from_run": "qa-1", "to": "human", "class": "INFO",
+                   "body": whole}]),
+        ),
+    );
+    let shown = state.message.as_ref().expect("the open message");
+    assert!(!shown.cut);
+    assert_eq!(shown.body[0].as_str(), whole);
+    // Read again, the inbox's cut copy does not take the whole one's place.
+    let mut again = message(3, &"a".repeat(2_000));
+    again["cut"] = json!(true);
+    state.handle_reply(Verb::Inbox, &json!({}), Ok(json!([again])));
+    assert!(!state.inbox.messages[0].cut);
+}
+
+#[test]
+fn a_short_decision_has_no_options_until_its_trail_fills_it() {
+    let whole = decision(ID, "release.publish", true);
+    let mut short = whole.clone();
+    short["options"] = json!([]);
+    short["question"] = json!("Publish");
+    short["cut"] = json!(true);
+    // Its trail not read yet.
+    let mut state = State::new("acme");
+    state.handle_resize(120, 40);
+    drain(&mut state);
+    state.handle_reply(Verb::Inbox, &json!({}), Ok(json!([short])));
+    drain(&mut state);
+    state.handle_key(Key::Char(']'));
+    keys(&mut state, &[Key::Char('1'), Key::Enter]);
+    assert_eq!(state.prompt, super::state::Prompt::None);
+    let mut raised = whole;
+    raised["kind"] = json!("decision.raised");
+    raised["at"] = json!("2026-01-01T10:00:00.000Z");
+    state.handle_reply(Verb::Trail, &json!({"subject": ID}), Ok(json!([raised])));
+    assert!(!state.inbox.decisions[0].cut);
+    assert_eq!(
+        state.open.as_ref().map(|o| o.decision.options.len()),
+        Some(2)
+    );
+    keys(&mut state, &[Key::Char('1'), Key::Enter]);
+    assert_ne!(state.prompt, super::state::Prompt::None);
+}
+
+#[test]
+fn a_trail_past_one_answer_says_how_many_records_it_left_out() {
+    let mut state = loaded(Vec::new());
+    state.trail = Some((ID.to_owned(), Vec::new()));
+    state.handle_reply(
+        Verb::Trail,
+        &json!({"subject": ID}),
+        Ok(
+            json!([{"kind": "decision.seen", "at": "2026-01-01T10:00:00.000Z",
+                   "id": ID, "by": "dev", "by_run": "dev-1", "note": null},
+                  {"type": "more", "records": 41}]),
+        ),
+    );
+    state.view = View::Trail;
+    let text = screen(&state, 120, 40);
+    assert!(
+        text.contains("41 more records, past what one answer holds, by the broker."),
+        "{text}"
+    );
+}
