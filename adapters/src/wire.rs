@@ -11,6 +11,9 @@
 //!   [`Query`] the runtime serves;
 //! - [`reply`]: the response line and the plain JSON objects the verbs
 //!   answer with (decisions, messages, tasks, trail records);
+//! - [`bounded`]: how a read's answer stays within what a client takes,
+//!   whatever agents send (the human's inbox cut, the array reads listed
+//!   while they fit);
 //! - [`browser`]: `browser.request`'s arguments, the pane routes' bodies
 //!   and the SSE events; [`host`]: the host channel.
 //!
@@ -38,6 +41,7 @@
 //! [`Command`]: mosaic_domain::bus::Command
 
 pub mod args;
+pub mod bounded;
 pub mod browser;
 pub mod json;
 pub mod reply;

@@ -5,11 +5,14 @@
 //! One file of `wire/` per subject: [`envelope`] (the line, its keys, the
 //! capability and the verb), [`arguments`] (each verb's arguments),
 //! [`round_trips`] (a line into its `Call`), [`dispatch`] (a `Call` to its
-//! `Command` or `Query`), [`replies`] (every encoder's exact JSON) and
+//! `Command` or `Query`), [`replies`] (every encoder's exact JSON),
+//! [`bounded`] (no read answers more than a client takes) and
 //! [`randomized`] (the property); the helpers they share are here.
 
 #[path = "wire/arguments.rs"]
 mod arguments;
+#[path = "wire/bounded.rs"]
+mod bounded;
 #[path = "wire/dispatch.rs"]
 mod dispatch;
 #[path = "wire/envelope.rs"]

@@ -246,19 +246,26 @@ fn the_agents_view_shows_the_switch_at_start_and_a_decision_against_its_raiser_w
     b.close();
 }
 
-/// Reads `file` until it holds every one of `texts`, within [`WAIT`].
+/// The agents' output files of `up` on `root` (`agents/runs/*.log`),
+/// read again until, together, they hold every one of `texts`.
 #[track_caller]
-fn file_until(file: &Path, texts: &[&str]) -> String {
+fn outputs_until(root: &Path, texts: &[&str]) -> String {
     let deadline = Instant::now() + WAIT;
     loop {
-        let text = std::fs::read_to_string(file).unwrap_or_default();
+        let text: String = std::fs::read_dir(root.join("agents/runs"))
+            .into_iter()
+            .flatten()
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "log"))
+            .filter_map(|p| std::fs::read_to_string(p).ok())
+            .collect();
         if texts.iter().all(|t| text.contains(t)) {
             return text;
         }
         assert!(
             Instant::now() < deadline,
-            "{texts:?} not in {} within {WAIT:?}:\n{text}",
-            file.display()
+            "{texts:?} not in the agents' output within {WAIT:?}:\n{text}"
         );
         std::thread::sleep(PAUSE);
     }
@@ -301,17 +308,20 @@ fn up_with_console_runs_the_example_to_its_end_with_the_humans_answer() {
     answer_yes(&tmux);
 
     // dev wakes on its changes, uses the approval and ends; its lines are
-    // in the log file, not on the console.
+    // in its run's file, not on the console, and not in up's log, which
+    // holds up's own lines only.
     let logs: Vec<_> = std::fs::read_dir(root.path())
         .expect("the data root")
         .map(|e| e.expect("an entry").path())
         .filter(|p| p.extension().is_some_and(|e| e == "log"))
         .collect();
     assert_eq!(logs.len(), 1, "{logs:?}");
-    let log = file_until(
-        &logs[0],
+    let log = outputs_until(
+        root.path(),
         &["released role lead", "released role dev", "inspect it"],
     );
+    let own = std::fs::read_to_string(&logs[0]).expect("up's log");
+    assert!(!own.contains("released role"), "{own}");
     let release = word_after(&log, "the human approved decision ").trim_end_matches(':');
     let after = &log[log.find("the human approved decision").expect("approved")..];
     let message = word_after(after, "sent message ");
@@ -386,14 +396,9 @@ fn a_signal_to_up_closes_the_console_first_then_the_agents() {
     let root = data_root();
     let tmux = up_console(root.path(), "");
     // The console is open and dev waits on the human's answer: it has said
-    // so in the log (the console may show the decision a moment before).
+    // so in its output (the console may show the decision a moment before).
     tmux.wait_for("release.publish on login-fix", WAIT);
-    let log = std::fs::read_dir(root.path())
-        .expect("the data root")
-        .map(|e| e.expect("an entry").path())
-        .find(|p| p.extension().is_some_and(|e| e == "log"))
-        .expect("the log file");
-    file_until(&log, &["asked the human: decision"]);
+    outputs_until(root.path(), &["asked the human: decision"]);
     let shell = tmux
         .command()
         .args(["display-message", "-p", "-t", "console", "#{pane_pid}"])
@@ -419,8 +424,8 @@ fn a_signal_to_up_closes_the_console_first_then_the_agents() {
     let screen = tmux.wait_for("terminal cooked", WAIT);
     assert!(screen.contains(r#""ok":true"#), "{screen}");
     assert!(!root.path().join("bus/bus.sock").exists(), "closed");
-    let log = std::fs::read_to_string(log).expect("the log");
-    assert!(!log.contains("the human approved"), "{log}");
+    let output = outputs_until(root.path(), &["asked the human: decision"]);
+    assert!(!output.contains("the human approved"), "{output}");
 }
 
 /// Whether every escape in `bytes` is an SGR sequence (`ESC [ … m`), the

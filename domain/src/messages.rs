@@ -21,6 +21,12 @@ pub const RECEIVE_LIMIT: usize = 100;
 /// ones into view, as receiving does.
 pub const INBOX_LIMIT: usize = 100;
 
+/// The most characters of a message's body the human's inbox (and a
+/// reader's) shows; a longer body is cut there, marked `"cut": true`, and
+/// read whole from the message's trail. So an inbox stays small whatever
+/// agents send.
+pub const INBOX_BODY_CHARS: usize = 2_000;
+
 /// The most body bytes one `message.receive` hands out (one message more
 /// than this only when it is alone). A delivery is recorded before the
 /// reply is written, so a reply the client must refuse (over its 4 MiB

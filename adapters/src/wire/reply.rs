@@ -150,6 +150,9 @@ struct MessageOut<'a> {
     body: &'a str,
     class: Option<&'static str>,
     corrects: Option<Shown<'a>>,
+    /// Only as the human's inbox item of a body cut there: `true`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cut: Option<bool>,
     decision: Option<Shown<'a>>,
     /// Only with the store's facts: `Some(None)` is `null`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -178,6 +181,7 @@ impl<'a> MessageOut<'a> {
             body: &m.body,
             class: m.class.map(|c| c.as_str()),
             corrects: m.corrects.as_ref().map(|id| Shown(id)),
+            cut: None,
             decision: m.decision.as_ref().map(|id| Shown(id)),
             delivered_to: None,
             from,
@@ -201,6 +205,19 @@ impl<'a> MessageOut<'a> {
             ..Self::of(&facts.record)
         }
     }
+}
+
+/// A message as an item of the human's inbox ([`super::bounded`]): with
+/// its facts and `type: "message"`, and its body cut to `body` when that is
+/// shorter (then `cut: true`).
+pub(super) fn inbox_message_json(facts: &MessageFacts, body: &str) -> Value {
+    let cut = body.len() < facts.record.body.len();
+    value_of(&MessageOut {
+        item: Some("message"),
+        body,
+        cut: cut.then_some(true),
+        ..MessageOut::of_facts(facts)
+    })
 }
 
 /// An id (or anything else) written in its `Display` form, with no

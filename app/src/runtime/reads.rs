@@ -1,5 +1,7 @@
 //! The read path: `inbox`, `tasks`, `agents` and `trail` answered beside the
-//! writer, never behind it.
+//! writer, never behind it, each bounded so that its answer fits what a
+//! client takes whatever agents send ([`bounded`]: the human's inbox cut,
+//! the array reads listed while they fit).
 //!
 //! A read needs two things: store facts (messages, tasks, trails), which it
 //! takes from a reader connection of its own (in WAL mode a reader sees the
@@ -18,7 +20,7 @@
 use std::collections::BTreeSet;
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 
-use mosaic_adapters::wire::{self, Query, UuidKind, UuidRef};
+use mosaic_adapters::wire::{self, bounded, Query, UuidKind, UuidRef};
 use mosaic_domain::bus::{Bus, Caller};
 use mosaic_domain::changes::Watcher;
 use mosaic_domain::claims::{LaunchSwitch, Occupancy};
@@ -188,34 +190,46 @@ pub(crate) fn read<S: EvidenceStore>(
     Ok(match query {
         Query::Inbox => {
             let (decisions, messages, more) = inbox(view, store, caller)?;
-            wire::inbox_json(&decisions, &messages, more)
+            match caller {
+                Caller::Agent { .. } => wire::inbox_json(&decisions, &messages, more),
+                Caller::Reader { .. } | Caller::Human { .. } => {
+                    bounded::human_inbox(&decisions, &messages, more)
+                }
+            }
         }
-        Query::Tasks => Value::Array(
+        Query::Tasks => bounded::listed(
             store
                 .tasks(business)
                 .map_err(storage)?
                 .iter()
-                .map(wire::task_json)
-                .collect(),
+                .map(wire::task_json),
+            "tasks",
         ),
         Query::Agents => {
             let launching = !view.off.contains(business);
-            Value::Array(
+            bounded::listed(
                 view.agents
                     .iter()
                     .filter(|(r, ..)| &r.business == business)
                     .map(|(r, holding, revoked)| {
-                        let waits: Vec<&Decision> = view
+                        let mut waits: Vec<&Decision> = view
                             .open
                             .iter()
                             .filter(|d| {
                                 &d.record.business == business && d.record.raiser.run == r.run
                             })
                             .collect();
+                        let more = waits.len().saturating_sub(bounded::WAITS_ON);
+                        waits.truncate(bounded::WAITS_ON);
                         let exited = view.exits.of(r);
-                        wire::agent_json(r, *holding, *revoked, launching, &waits, exited)
-                    })
-                    .collect(),
+                        let mut row =
+                            wire::agent_json(r, *holding, *revoked, launching, &waits, exited);
+                        if let (Value::Object(row), 1..) = (&mut row, more) {
+                            row.insert("waitsOnMore".to_owned(), more.into());
+                        }
+                        row
+                    }),
+                "agents",
             )
         }
         Query::Trail(subject) => {
@@ -226,7 +240,7 @@ pub(crate) fn read<S: EvidenceStore>(
                 }
             }
             let records = store.trail(business, &subject).map_err(storage)?;
-            Value::Array(records.iter().map(wire::record_json).collect())
+            bounded::listed(records.iter().map(wire::record_json), "records")
         }
         Query::Head => {
             let head = store.chain_head().map_err(storage)?;
@@ -261,7 +275,12 @@ pub(crate) fn read_text<S: EvidenceStore>(
     match query {
         Query::Inbox => {
             let (decisions, messages, more) = inbox(view, store, caller)?;
-            Ok(wire::inbox_text(&decisions, &messages, more))
+            Ok(match caller {
+                Caller::Agent { .. } => wire::inbox_text(&decisions, &messages, more),
+                Caller::Reader { .. } | Caller::Human { .. } => {
+                    bounded::human_inbox(&decisions, &messages, more).to_string()
+                }
+            })
         }
         Query::Tasks | Query::Agents | Query::Trail(_) | Query::Head | Query::Changes { .. } => {
             read(view, store, caller, query).map(|value| value.to_string())

@@ -149,3 +149,40 @@ fn every_read_answers_exactly_the_callers_the_verb_table_lists() {
     }
     broker.close();
 }
+
+/// 80 messages of 60 KB to the human would make an inbox larger than any
+/// client takes. The human's inbox (through the CLI, and a reader's) still
+/// answers, within the client's timeout, listing first the gated decision
+/// raised after them, then each message cut to its first 2,000
+/// characters; the trail holds each whole.
+#[test]
+fn under_80_messages_of_60_kb_the_humans_inbox_answers_and_lists_the_decision_first() {
+    let root = data_root();
+    let b = acme_broker(root.path());
+    let [lead, ops] = claimed(&b, ["lead-1", "ops-1"]);
+    let reader = b.reader(0);
+    let body = format!("{}\u{1b}[2J{}", "x".repeat(1_990), "y".repeat(58_000));
+    let ids: Vec<Value> = (0..80)
+        .map(|_| lead.send("human", &body, json!({})))
+        .collect();
+    let decision = gated_send(&ops);
+    let cli = human(&b.socket, &acme_request("inbox", json!({}))).ok();
+    for inbox in [cli, reader.ok("inbox", json!({}))] {
+        let items = inbox.as_array().expect("an array");
+        assert_eq!(items.len(), 81);
+        assert_eq!(
+            (&items[0]["type"], &items[0]["id"]),
+            (&json!("decision"), &decision["id"])
+        );
+        for (item, id) in items[1..].iter().zip(&ids) {
+            assert_eq!(
+                (&item["type"], &item["id"], &item["cut"]),
+                (&json!("message"), id, &json!(true))
+            );
+            let cut: String = body.chars().take(2_000).collect();
+            assert_eq!(item["body"], json!(cut));
+        }
+    }
+    let trail = trail_of(&reader, &ids[79]);
+    assert_eq!(trail[0]["body"], json!(body));
+}

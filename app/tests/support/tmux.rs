@@ -82,6 +82,20 @@ impl Tmux {
             .then(|| String::from_utf8_lossy(&stdout).into_owned())
     }
 
+    /// The screen's rows as the terminal shows them: a line that wrapped
+    /// is two rows here.
+    pub fn rows(&self) -> Vec<String> {
+        let out = self
+            .command()
+            .args(["capture-pane", "-p", "-t", "console"])
+            .output()
+            .expect("tmux capture-pane");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
     /// The screen's bytes with the escape sequences tmux keeps for it
     /// (`capture-pane -e`): its attributes and colours.
     pub fn screen_escaped(&self) -> Vec<u8> {

@@ -269,6 +269,49 @@ fn up_starts_pi_in_rpc_mode_with_its_model_and_its_prompt_on_stdin() {
     }
 }
 
+/// A harness whose event stream carries what JSON allows raw (a C1
+/// control, a bidi override inside a string), a line that is not JSON
+/// with a raw escape, and an escape on its standard error.
+const HOSTILE_EVENTS: &str = r#"
+printf '{"type":"assistant","text":"\302\23331m\342\200\256x"}\n'
+printf 'plain \033]0;pwned\007\n'
+printf 'warn \033[2J\n' >&2
+"#;
+
+#[test]
+fn a_transcript_holds_no_raw_control_byte_of_the_harness() {
+    let dir = tempfile::tempdir().expect("dir");
+    let program = fake(
+        dir.path(),
+        "fake-claude",
+        &format!("{FAKE_CLAUDE}{HOSTILE_EVENTS}"),
+    );
+    let (summary, _work, _root) = run_harness(dir.path(), "claude-code", &program, "off");
+    let agent = &summary["agents"][0];
+    assert_eq!(agent["output"], agent["transcript"], "{summary}");
+    let bytes =
+        std::fs::read(agent["transcript"].as_str().expect("a transcript")).expect("the transcript");
+    let text = String::from_utf8(bytes).expect("UTF-8");
+    assert!(
+        !text
+            .chars()
+            .any(|c| c != '\n' && mosaic_domain::text::is_hidden(c)),
+        "{text:?}"
+    );
+    let lines: Vec<&str> = text.lines().collect();
+    let event: Value = serde_json::from_str(
+        lines
+            .iter()
+            .find(|l| l.contains("assistant"))
+            .expect("the event"),
+    )
+    .expect("still JSON");
+    assert_eq!(event["text"], "\u{9b}31m\u{202e}x");
+    for expected in ["plain ⟨ESC⟩]0;pwned⟨BEL⟩", "warn ⟨ESC⟩[2J"] {
+        assert!(lines.contains(&expected), "{expected:?} in {lines:#?}");
+    }
+}
+
 /// The real Claude Code: `tests/node_modules/.bin/claude`, as
 /// `.ci/harness-deps` installs it from `tests/package.json`, or the one in
 /// the folder `MOSAIC_TEST_HARNESS_BIN` names. The test fails without it.

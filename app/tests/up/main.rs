@@ -4,7 +4,12 @@
 //!
 //! Nothing here sleeps to synchronise: every wait is for a line, the end of
 //! a pipe or the process's exit, each bounded by [`WAIT`] so a hung run
-//! fails the test instead of hanging it.
+//! fails the test instead of hanging it; `up` on a real terminal runs in a
+//! private tmux server (`support::tmux`), whose screen is read again until
+//! a deadline.
+
+#[path = "../support/mod.rs"]
+mod support;
 
 mod folders;
 mod harness;
@@ -268,11 +273,20 @@ fn the_example_agents_exchange_a_decision_and_a_message_then_up_exits() {
                 "abstractSockets",
                 "harness",
                 "network",
+                "output",
                 "pid",
                 "role",
                 "run",
                 "sandboxed"
             ]
+        );
+        // Its lines are kept in its own file too, beside the transcripts.
+        let output = std::fs::read_to_string(agents[i]["output"].as_str().expect("output"))
+            .expect("the run's output");
+        assert!(output.contains(&format!("[{name}]:")), "{output}");
+        assert_eq!(
+            agents[i]["output"],
+            json!(root.path().join(format!("agents/runs/{name}.log")))
         );
     }
     assert!(

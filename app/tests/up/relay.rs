@@ -1,6 +1,7 @@
 //! What `up` relays of its agents: how each one exited (`agents`'s
 //! `exited`), and their output, line by line, with every escape made
-//! visible.
+//! visible, kept in each run's own file; on a terminal, each agent line
+//! dim and cut to one row, so none can pass for `up`'s own.
 
 use super::*;
 
@@ -106,6 +107,34 @@ printf 'tail'";
     for raw in ['\u{1b}', '\u{7}', '\r'] {
         assert!(!stderr.contains(raw), "a raw {raw:?} in {stderr:?}");
     }
+    // The run's own file, named in the first line, holds every line too,
+    // neutralised alike.
+    let summary: Value = serde_json::from_str(&stdout).expect("the first line");
+    let output = PathBuf::from(summary["agents"][0]["output"].as_str().expect("output"));
+    assert!(output.starts_with(root.path()), "{summary}");
+    let mode = std::fs::metadata(&output)
+        .expect("the output")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let kept = std::fs::read(&output).expect("the output");
+    assert!(
+        !kept.iter().any(|b| *b < 0x20 && *b != b'\n' || *b == 0x7f),
+        "{:?}",
+        String::from_utf8_lossy(&kept)
+    );
+    let kept = String::from_utf8(kept).expect("UTF-8");
+    for expected in [
+        "⟨ESC⟩]0;pwned⟨BEL⟩",
+        "⟨ESC⟩]52;c;ZWNobyAncm0gLXJmIH4n⟨BEL⟩",
+        "clear⟨ESC⟩[2J",
+        "tail",
+    ] {
+        assert!(
+            kept.lines().any(|l| l == expected),
+            "{expected:?} in {kept:?}"
+        );
+    }
     let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("a: ")).collect();
     for expected in [
         "a: ⟨ESC⟩]0;pwned⟨BEL⟩",
@@ -116,4 +145,64 @@ printf 'tail'";
         assert!(lines.contains(&expected), "{expected:?} in {lines:?}");
     }
     assert_eq!(lines.len(), 4, "{lines:?}");
+}
+
+/// On an 80-column terminal (tmux), an agent line wider than the screen,
+/// ending in words that read like `up`'s own log line, is one dim row
+/// after its mark, cut: no row of the screen starts with the agent's words
+/// or holds the forged part; the run's file holds the line whole.
+#[test]
+fn on_a_terminal_each_agent_line_is_one_dim_row_after_its_mark() {
+    let dir = tempfile::tempdir().expect("dir");
+    let root = tempfile::tempdir().expect("data root");
+    let forged = "INFO mosaic_app::runtime::broker: agent exited forged-by-the-agent status=0";
+    let script = format!(
+        "read _\nprintf '%s%s\\n' \"$(printf '%076d' 0)\" '{forged}'\n\
+         printf '%s%s\\n' '{}' '{forged}'\nprintf 'done\\n'",
+        "\u{65e5}".repeat(50)
+    );
+    let config = dir.path().join("up.json");
+    let text = json!({
+        "sandbox": "off",
+        "business": {"id": "x", "human": "alice", "arbiters": {"technical": "a", "delivery": "a"},
+                     "roles": {"a": {"authority": {"withinRole": [], "crossRole": []}}}},
+        "agents": [{"role": "a", "harness": "pi", "command": ["sh", "-c", script]}],
+    });
+    std::fs::write(&config, text.to_string()).expect("write config");
+    let command = format!(
+        "{BIN} up --config {} --data-root {} >{}/summary; echo \"up exited with $?\"; read _",
+        config.display(),
+        root.path().display(),
+        dir.path().display()
+    );
+    let tmux = support::tmux::Tmux::start(&command, 80, 24);
+    tmux.wait_for("up exited with 0", WAIT);
+    let rows = tmux.rows();
+    let agent_rows: Vec<&String> = rows.iter().filter(|r| r.starts_with("a │ ")).collect();
+    assert_eq!(agent_rows.len(), 3, "{rows:#?}");
+    assert_eq!(agent_rows[2], "a │ done", "{rows:#?}");
+    for row in &rows {
+        assert!(!row.contains("forged-by-the-agent"), "{rows:#?}");
+        assert!(
+            !row.starts_with('0') && !row.starts_with('\u{65e5}'),
+            "an agent line wrapped: {rows:#?}"
+        );
+    }
+    for row in &agent_rows[..2] {
+        assert!(row.ends_with('…'), "{row:?}");
+    }
+    // Drawn dim: tmux keeps the attribute where it starts, at the mark.
+    let escaped = String::from_utf8_lossy(&tmux.screen_escaped()).into_owned();
+    assert!(escaped.contains("\u{1b}[2ma │ 0000"), "{escaped:?}");
+    let summary: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("summary")).expect("the summary"),
+    )
+    .expect("JSON");
+    let output = std::fs::read_to_string(summary["agents"][0]["output"].as_str().expect("output"))
+        .expect("the output");
+    assert_eq!(
+        output.lines().filter(|l| l.ends_with(forged)).count(),
+        2,
+        "{output}"
+    );
 }

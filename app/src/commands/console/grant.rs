@@ -64,8 +64,10 @@ fn action_on(decision: &Decision) -> String {
     }
 }
 
-/// The grant area's lines, in the console's words only; every agent
-/// string in them went through the neutraliser when it was decoded.
+/// The grant area's lines, in the console's words only; every word the
+/// raiser chose in them (the action, the target, an option's key) is
+/// drawn by the grant rule, printable ASCII only, so two different grants
+/// never draw alike.
 pub fn lines(decision: &Decision, raiser: &Raiser, chosen: Option<usize>) -> Vec<String> {
     let blocks = if decision.blocking {
         "blocks a task"
@@ -77,13 +79,13 @@ pub fn lines(decision: &Decision, raiser: &Raiser, chosen: Option<usize>) -> Vec
             format!(
                 "Selected {} {}: resolving with it GRANTS the above.",
                 i + 1,
-                c.key
+                decision.grant.choice
             )
         }
         Some((i, c)) => format!(
             "Selected {} {}: resolving with it grants nothing.",
             i + 1,
-            c.key
+            Shown::grant(&c.key_raw)
         ),
         None => "Nothing selected: a digit selects an option; nothing is sent.".to_owned(),
     };
@@ -105,7 +107,8 @@ pub fn lines(decision: &Decision, raiser: &Raiser, chosen: Option<usize>) -> Vec
 }
 
 /// The confirm prompt for resolving with option `index`: it names the
-/// grant (or says there is none), never the question. A note the human
+/// grant (or says there is none), never the question, each word the
+/// raiser chose drawn by the grant rule. A note the human
 /// typed is theirs and is not repeated here, so the prompt's length is the
 /// decision's alone.
 pub fn prompt(decision: &Decision, index: usize) -> String {
@@ -117,12 +120,13 @@ pub fn prompt(decision: &Decision, index: usize) -> String {
             "Grant {} to {} (choice {})? y/n",
             action_on(decision),
             decision.raiser,
-            choice.key
+            decision.grant.choice
         )
     } else {
         format!(
             "Resolve with {}, granting nothing to {}? y/n",
-            choice.key, decision.raiser
+            Shown::grant(&choice.key_raw),
+            decision.raiser
         )
     }
 }

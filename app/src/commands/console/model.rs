@@ -11,7 +11,7 @@
 use std::fmt;
 
 use mosaic_domain::evidence::EvidenceKind;
-use mosaic_domain::text::{neutralise, neutralise_lines};
+use mosaic_domain::text::{neutralise, neutralise_grant, neutralise_lines};
 use serde_json::Value;
 
 /// Untrusted text made drawable: each hidden character is a visible
@@ -25,6 +25,13 @@ impl Shown {
     /// too) a token.
     pub fn of(text: &str) -> Shown {
         Shown(neutralise(text).into_owned())
+    }
+
+    /// `text` as a grant names it (an action, a target, an option's key):
+    /// printable ASCII only, every other character a token, so two
+    /// different grants never draw alike.
+    pub fn grant(text: &str) -> Shown {
+        Shown(neutralise_grant(text).into_owned())
     }
 
     /// `text`'s lines, each neutralised: its own line breaks stay breaks.
@@ -91,7 +98,9 @@ pub struct Choice {
     pub text: Shown,
 }
 
-/// What approving a decision authorizes, as the broker computed it.
+/// What approving a decision authorizes, as the broker computed it; each
+/// word the raiser chose is shown by the grant rule ([`Shown::grant`]),
+/// wherever the console draws it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Grant {
     /// The action.
@@ -129,6 +138,9 @@ pub struct Decision {
     pub supersedes: Option<Shown>,
     /// When it was raised (ms since the epoch), once its trail was read.
     pub raised_ms: Option<i64>,
+    /// Whether the inbox listed it short (no options, its texts cut),
+    /// until its trail's raise fills it in ([`Decision::fill`]).
+    pub cut: bool,
 }
 
 impl Decision {
@@ -165,13 +177,30 @@ impl Decision {
             options,
             recommendation: Shown::field(value, "recommendation"),
             grant: Grant {
-                action: Shown::field(auth, "action").unwrap_or_else(|| Shown::of("?")),
-                target: Shown::field(auth, "target"),
-                choice: Shown::of(&choice_raw),
+                action: Shown::grant(auth["action"].as_str().unwrap_or("?")),
+                target: auth["target"].as_str().map(Shown::grant),
+                choice: Shown::grant(&choice_raw),
                 choice_raw,
             },
             supersedes: Shown::field(value, "supersedes"),
             raised_ms: None,
+            cut: value["cut"] == true,
+        }
+    }
+
+    /// A short decision made whole from `trail`, its trail's answer, when
+    /// that is the trail of decision `subject` and holds its raise.
+    pub fn fill(&mut self, subject: &str, trail: &Value) {
+        let raised = trail
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|r| r["kind"] == EvidenceKind::DecisionRaised.as_str() && r["id"] == subject);
+        if let (true, true, Some(raised)) = (self.cut, self.id == subject, raised) {
+            *self = Decision {
+                raised_ms: self.raised_ms,
+                ..Decision::decode(raised)
+            };
         }
     }
 
@@ -192,6 +221,9 @@ pub struct Message {
     pub class: Option<Shown>,
     /// The body's lines.
     pub body: Vec<Shown>,
+    /// Whether the inbox cut its body, until its trail fills it in
+    /// ([`Message::fill`]).
+    pub cut: bool,
 }
 
 impl Message {
@@ -206,6 +238,25 @@ impl Message {
             from,
             class: Shown::field(value, "class"),
             body: Shown::lines(value["body"].as_str().unwrap_or_default()),
+            cut: value["cut"] == true,
+        }
+    }
+
+    /// A cut message made whole from `trail`, its trail's answer, when that
+    /// is the trail of message `subject` and holds its send.
+    pub fn fill(&mut self, subject: &str, trail: &Value) {
+        let sent = trail
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|r| r["kind"] == EvidenceKind::MessageSent.as_str() && r["id"] == subject);
+        if let (true, true, Some(body)) = (
+            self.cut,
+            self.id == subject,
+            sent.and_then(|r| r["body"].as_str()),
+        ) {
+            self.body = Shown::lines(body);
+            self.cut = false;
         }
     }
 
@@ -233,6 +284,31 @@ pub struct Inbox {
 }
 
 impl Inbox {
+    /// Each decision and message cut in this inbox, but filled in `old`
+    /// (the inbox read before), taken whole from there.
+    pub fn keep_whole(&mut self, old: &Inbox) {
+        for d in self.decisions.iter_mut().filter(|d| d.cut) {
+            if let Some(whole) = old.decisions.iter().find(|o| o.id == d.id && !o.cut) {
+                *d = whole.clone();
+            }
+        }
+        for m in self.messages.iter_mut().filter(|m| m.cut) {
+            if let Some(whole) = old.messages.iter().find(|o| o.id == m.id && !o.cut) {
+                *m = whole.clone();
+            }
+        }
+    }
+
+    /// Each cut decision and message of `subject` filled from `trail`.
+    pub fn fill(&mut self, subject: &str, trail: &Value) {
+        self.decisions
+            .iter_mut()
+            .for_each(|d| d.fill(subject, trail));
+        self.messages
+            .iter_mut()
+            .for_each(|m| m.fill(subject, trail));
+    }
+
     /// Decodes an `inbox` answer; items of a type it does not know are
     /// left out, as the protocol asks of clients.
     pub fn decode(value: &Value) -> Inbox {
@@ -312,6 +388,7 @@ impl Run {
             .as_array()
             .map_or(&[][..], Vec::as_slice)
             .iter()
+            .filter(|row| row["type"] != "more")
             .map(Run::decode)
             .collect()
     }
@@ -426,13 +503,26 @@ pub struct Record {
 }
 
 impl Record {
-    /// Decodes a `trail` answer.
+    /// Decodes a `trail` answer; its last item may count the records one
+    /// answer could not hold, which reads as a record of its own.
     pub fn decode_all(value: &Value) -> Vec<Record> {
         value
             .as_array()
             .map_or(&[][..], Vec::as_slice)
             .iter()
-            .map(Record::decode)
+            .map(|r| match r["records"].as_u64() {
+                Some(left) if r["type"] == "more" => Record {
+                    kind: Kind::Other(Shown::of(&format!(
+                        "{left} more records, past what one answer holds,"
+                    ))),
+                    at: Shown::of("…"),
+                    at_ms: None,
+                    who: Shown::of("the broker"),
+                    raiser: None,
+                    fields: Vec::new(),
+                },
+                Some(_) | None => Record::decode(r),
+            })
             .collect()
     }
 

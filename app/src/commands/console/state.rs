@@ -555,6 +555,9 @@ impl State {
             .and_then(|i| self.inbox.messages.get(i))
             .cloned()
         {
+            if message.cut {
+                self.send(Verb::Trail, json!({"subject": message.id}));
+            }
             self.message = Some(message);
             self.view = View::Message;
             self.scroll = 0;
@@ -789,6 +792,7 @@ impl State {
                 .find(|d| d.id == decision.id)
                 .and_then(|d| d.raised_ms);
         }
+        inbox.keep_whole(&self.inbox);
         self.inbox = inbox;
         let fresh: Vec<Decision> = self
             .inbox
@@ -838,6 +842,10 @@ impl State {
 
     fn on_trail(&mut self, args: &Value, reply: &Value) {
         let subject = args["subject"].as_str().unwrap_or_default().to_owned();
+        self.inbox.fill(&subject, reply);
+        if let Some(m) = self.message.as_mut() {
+            m.fill(&subject, reply);
+        }
         let records = Record::decode_all(reply);
         let raised = records
             .iter()
@@ -857,6 +865,7 @@ impl State {
         }
         if let Some(open) = self.open.as_mut() {
             if open.decision.id == subject {
+                open.decision.fill(&subject, reply);
                 open.decision.raised_ms = raised.or(open.decision.raised_ms);
             }
         }

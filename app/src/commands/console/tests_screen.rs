@@ -485,3 +485,213 @@ fn a_quiet_wait_reads_the_runs_again_unless_the_broker_is_lost() {
     state.handle_quiet();
     assert_eq!(drain(&mut state), []);
 }
+
+/// What the terminal prints of each row of a frame: each cell's symbol,
+/// the cells a wide symbol covers skipped, as ratatui skips them.
+fn printed_rows(state: &State, width: u16, height: u16) -> Vec<String> {
+    let mut state = state.clone();
+    state.handle_resize(width, height);
+    let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(width, height))
+        .expect("a terminal");
+    terminal
+        .draw(|frame| render::draw(frame, &state, NOW_MS))
+        .expect("draws");
+    let buffer = terminal.backend().buffer();
+    (0..height)
+        .map(|y| {
+            let mut row = String::new();
+            let mut x = 0;
+            while x < width {
+                let symbol = buffer[(x, y)].symbol();
+                row.push_str(symbol);
+                let columns = ratatui::text::Span::raw(symbol).width().max(1);
+                x += u16::try_from(columns).expect("a narrow symbol");
+            }
+            row
+        })
+        .collect()
+}
+
+/// A decision made of the tricks: its question opens with 50 hexagrams
+/// (one column to ratatui, two to the terminal) and words that would
+/// claim a review, its target reads like `acme/main` and its approving
+/// choice like `yes`.
+fn tricky() -> Value {
+    let mut d = decision(ID, "repo.force-push", true);
+    let target =
+        "acme/ma\u{456}n\u{3164}\u{FFFF}\u{378}\u{34F}e\u{301}\u{302}\u{303}\u{4DC0}\u{4DC0}";
+    d["question"] = json!(format!(
+        "{}reviewed by lead: safe\n{}",
+        "\u{4DC0}".repeat(50),
+        "\u{1160}\u{FFA0}\u{D7B0}".repeat(30)
+    ));
+    d["target"] = json!(target);
+    d["authorization"] =
+        json!({"action": "repo.force-push", "target": target, "approvalChoice": "y\u{435}s"});
+    d["options"] = json!([
+        {"key": "y\u{435}s", "text": format!("{}ok", "\u{3248}".repeat(20))},
+        {"key": "no", "text": "hold"}]);
+    d
+}
+
+#[test]
+fn the_tricks_reach_the_grant_area_and_the_prompt_as_tokens_and_every_row_is_the_terminals_width() {
+    let target = "acme/ma⟨U+0456⟩n⟨U+3164⟩⟨U+FFFF⟩⟨U+0378⟩⟨U+034F⟩e⟨U+0301⟩⟨U+0302⟩⟨U+0303⟩\
+                  ⟨U+4DC0⟩⟨U+4DC0⟩";
+    let (width, height) = (220, 40);
+    let mut state = loaded(vec![tricky()]);
+    state.handle_resize(width, height);
+    state.handle_key(Key::Char(']'));
+    keys(&mut state, &[Key::Char('1'), Key::Enter]);
+    drain(&mut state);
+    assert!(
+        state.resolvable_on_screen(),
+        "{}",
+        screen(&state, width, height)
+    );
+    let rows = printed_rows(&state, width, height);
+    for row in &rows {
+        // Every character drawn is one whose width the terminal agrees on,
+        // and the row fills the terminal exactly: nothing shifted.
+        assert!(
+            row.chars()
+                .all(|c| mosaic_domain::text::drawn_width(c).is_some()),
+            "{row:?}"
+        );
+        assert_eq!(
+            mosaic_domain::text::width(row),
+            usize::from(width),
+            "{row:?}"
+        );
+    }
+    let grant: Vec<&str> = rows[1..8].iter().map(|r| r.trim_end()).collect();
+    assert!(
+        grant[1].contains(&format!(
+            "Approving (y⟨U+0435⟩s) grants dev/dev-1 repo.force-push on {target}, once."
+        )),
+        "{grant:#?}"
+    );
+    assert!(
+        grant[5].contains("Selected 1 y⟨U+0435⟩s: resolving with it GRANTS the above."),
+        "{grant:#?}"
+    );
+    assert!(
+        grant
+            .iter()
+            .all(|r| !r.contains("reviewed") && !r.contains('\u{4DC0}')),
+        "{grant:#?}"
+    );
+    assert_eq!(
+        rows.last().map(|r| r.trim_end()),
+        Some(
+            format!("Grant repo.force-push on {target} to dev/dev-1 (choice y⟨U+0435⟩s)? y/n")
+                .as_str()
+        )
+    );
+    // The raiser's own panes draw the same characters as tokens too.
+    let text = rows.join("\n");
+    assert!(text.contains(&"⟨U+4DC0⟩".repeat(10)), "{text}");
+    assert!(text.contains(&"⟨U+3248⟩".repeat(5)), "{text}");
+    assert!(text.contains("⟨U+1160⟩⟨U+FFA0⟩⟨U+D7B0⟩"), "{text}");
+}
+
+#[test]
+fn a_target_with_a_look_alike_letter_draws_apart_from_the_real_one() {
+    let drawn = |target: &str| {
+        let mut d = decision(ID, "repo.force-push", true);
+        d["authorization"] =
+            json!({"action": "repo.force-push", "target": target, "approvalChoice": "yes"});
+        let mut state = loaded(vec![d]);
+        state.handle_resize(120, 40);
+        state.handle_key(Key::Char(']'));
+        keys(&mut state, &[Key::Char('1'), Key::Enter]);
+        drain(&mut state);
+        printed_rows(&state, 120, 40)
+    };
+    let real = drawn("acme/main");
+    let fake = drawn("acme/ma\u{456}n");
+    assert_ne!(real[2], fake[2]);
+    assert_ne!(real.last(), fake.last());
+    assert!(fake[2].contains("acme/ma⟨U+0456⟩n"), "{:?}", fake[2]);
+}
+
+#[test]
+fn a_cut_message_opens_whole_from_its_trail() {
+    let mut cut = message(3, &"a".repeat(2_000));
+    cut["cut"] = json!(true);
+    let mut state = loaded(vec![cut]);
+    state.handle_key(Key::Enter);
+    assert_eq!(state.view, View::Message);
+    assert_eq!(
+        drain(&mut state),
+        [Effect::Send(Verb::Trail, json!({"subject": "m3"}))]
+    );
+    let whole = format!("{}the end", "a".repeat(2_000));
+    state.handle_reply(
+        Verb::Trail,
+        &json!({"subject": "m3"}),
+        Ok(
+            json!([{"kind": "message.sent", "at": "2026-01-01T10:00:00.000Z", "id": "m3",
+                   "from": "qa", "from_run": "qa-1", "to": "human", "class": "INFO",
+                   "body": whole}]),
+        ),
+    );
+    let shown = state.message.as_ref().expect("the open message");
+    assert!(!shown.cut);
+    assert_eq!(shown.body[0].as_str(), whole);
+    // Read again, the inbox's cut copy does not take the whole one's place.
+    let mut again = message(3, &"a".repeat(2_000));
+    again["cut"] = json!(true);
+    state.handle_reply(Verb::Inbox, &json!({}), Ok(json!([again])));
+    assert!(!state.inbox.messages[0].cut);
+}
+
+#[test]
+fn a_short_decision_has_no_options_until_its_trail_fills_it() {
+    let whole = decision(ID, "release.publish", true);
+    let mut short = whole.clone();
+    short["options"] = json!([]);
+    short["question"] = json!("Publish");
+    short["cut"] = json!(true);
+    // Its trail not read yet.
+    let mut state = State::new("acme");
+    state.handle_resize(120, 40);
+    drain(&mut state);
+    state.handle_reply(Verb::Inbox, &json!({}), Ok(json!([short])));
+    drain(&mut state);
+    state.handle_key(Key::Char(']'));
+    keys(&mut state, &[Key::Char('1'), Key::Enter]);
+    assert_eq!(state.prompt, super::state::Prompt::None);
+    let mut raised = whole;
+    raised["kind"] = json!("decision.raised");
+    raised["at"] = json!("2026-01-01T10:00:00.000Z");
+    state.handle_reply(Verb::Trail, &json!({"subject": ID}), Ok(json!([raised])));
+    assert!(!state.inbox.decisions[0].cut);
+    assert_eq!(
+        state.open.as_ref().map(|o| o.decision.options.len()),
+        Some(2)
+    );
+    keys(&mut state, &[Key::Char('1'), Key::Enter]);
+    assert_ne!(state.prompt, super::state::Prompt::None);
+}
+
+#[test]
+fn a_trail_past_one_answer_says_how_many_records_it_left_out() {
+    let mut state = loaded(Vec::new());
+    state.trail = Some((ID.to_owned(), Vec::new()));
+    state.handle_reply(
+        Verb::Trail,
+        &json!({"subject": ID}),
+        Ok(
+            json!([{"kind": "decision.seen", "at": "2026-01-01T10:00:00.000Z",
+                   "id": ID, "by": "dev", "by_run": "dev-1", "note": null},
+                  {"type": "more", "records": 41}]),
+        ),
+    );
+    state.view = View::Trail;
+    let text = screen(&state, 120, 40);
+    assert!(
+        text.contains("41 more records, past what one answer holds, by the broker."),
+        "{text}"
+    );
+}

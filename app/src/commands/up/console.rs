@@ -11,11 +11,12 @@
 //! carries no run marker, so the proof passes, while a console started
 //! under an agent still fails it.
 //!
-//! So that nothing scribbles over the console, the agents' standard output
-//! and error go to a log file, `<dataRoot>/up-XXXXXX.log` (created new,
-//! mode 0600, kept after the run), which the first line's `log` names; and
-//! while the console is open `up`'s own standard error (its log lines)
-//! goes there too. The agents get `MOSAIC_CONSOLE=1`: the human sits at a
+//! So that nothing scribbles over the console, the agents' lines go to
+//! their runs' files only ([`super::output`]), and while the console is
+//! open `up`'s own standard error (its log lines) goes to a log file,
+//! `<dataRoot>/up-XXXXXX.log` (created new, mode 0600, kept after the
+//! run), which the first line's `log` names: it holds `up`'s own lines
+//! only. The agents get `MOSAIC_CONSOLE=1`: the human sits at a
 //! console and can answer a gated decision now.
 //!
 //! The console quitting (`q`) stops `up` as SIGINT does. A signal to `up`
@@ -53,8 +54,8 @@ use crate::runtime::human_proof::NONCE_ENV;
 /// The variable set to `1` in every agent's environment under `--console`.
 pub const CONSOLE_ENV: &str = "MOSAIC_CONSOLE";
 
-/// Creates the log file the agents write to: new, private, in the data
-/// root, kept after the run.
+/// Creates `up`'s log file: new, private, in the data root, kept after
+/// the run.
 pub(super) fn open_log(data_root: &Path) -> Result<(File, PathBuf), Refusal> {
     let file = tempfile::Builder::new()
         .prefix("up-")

@@ -119,7 +119,7 @@
 //! (`unsafe-path`) otherwise.
 //!
 //! On stdout, exactly one line: `{"ok":true,"business","dataRoot","socket",
-//! "readerCap","log","agents":[{role,run,harness,pid,sandboxed,network,abstractSockets,transcript}]}`
+//! "readerCap","log","agents":[{role,run,harness,pid,sandboxed,network,abstractSockets,output,transcript?}]}`
 //! (never a capability), or on a startup failure
 //! `{"ok":false,"error":CODE}` (plus `"role"` when one agent's launch
 //! failed) with exit 2. An agent that exits non-zero on its own is
@@ -129,9 +129,11 @@
 //! running, waits for them (5 s, or until a second signal, then SIGKILL)
 //! and closes; so does the exit of the last agent, unless `--stay`
 //! asks to keep serving (for inspection with the reader capability) until a
-//! signal. Each line an agent writes is relayed as `ROLE: LINE`,
-//! neutralised, to stderr, or with `--console` ([`console`]) to the file
-//! `log` names; the console's quitting stops `up` as a signal does. Closing closes the broker cleanly (socket and writer lock
+//! signal. Each line an agent writes is kept, neutralised, in the file
+//! its `output` names, and without `--console` relayed to stderr ([`output`]:
+//! on a terminal dim, after `ROLE │ ` and cut to one row); with `--console`
+//! ([`console`]) `up`'s own lines go to the file `log` names while the
+//! console is open; the console's quitting stops `up` as a signal does. Closing closes the broker cleanly (socket and writer lock
 //! removed) and removes `reader.cap`; a failed close exits 2.
 
 pub mod activity;
@@ -244,13 +246,15 @@ its capability (never an environment value); it must read one line, \
 
 Stdout gets exactly one line: {\"ok\":true, business, dataRoot, socket, \
 readerCap, browser?, log?, agents:[{role, run, harness, pid, sandboxed, \
-network, abstractSockets, transcript}]}, never a capability; abstractSockets is closed when the \
+network, abstractSockets, output, transcript?}]}, never a capability; abstractSockets is closed when the \
 agent cannot reach abstract Unix sockets outside its sandbox (network none or \
 proxy, or a Landlock scope), open otherwise. The human's reader capability \
 (reader.cap) and, with --browser, the UI token (ui.token) are written to the secrets folder (mode 0600) and \
-removed on close. Each line an agent writes (stdout or stderr) is relayed \
-to stderr as ROLE: LINE, every control character shown as a token such as \
-⟨ESC⟩, or with --console to the file log names.
+removed on close. Each line an agent writes (stdout or stderr) is kept in \
+the file output names (0600: the run's lines, or a harness's transcript), \
+every character a terminal would act on, or draw at another width, shown \
+as a token such as ⟨ESC⟩; without --console it is also relayed to stderr: \
+on a terminal dim, after ROLE │ and cut to one row, else as ROLE: LINE.
 
 With --console, the human's console (as `mosaic-bus console`) opens on this \
 terminal over the business; quitting it (q) stops up as SIGINT does. The \
@@ -566,7 +570,7 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
         data_root,
         agents: Vec::new(),
         stay: options.stay,
-        relays: Relays::to(log.as_ref().map(|(file, _)| file))?,
+        relays: Relays::to(log.is_some()),
         log,
         console: None,
         activities: activity::Activities::new(),
@@ -672,6 +676,8 @@ struct Agent {
     input: Option<harness::Input>,
     /// For a harness `up` starts, its transcript.
     transcript: Option<PathBuf>,
+    /// Its output's file: its transcript, or the file of its lines.
+    output: PathBuf,
     /// For a harness `up` starts without a sandbox, its capability's file
     /// in the run's folder: removed when `up` closes, so no capability is
     /// left on disk.
@@ -703,9 +709,10 @@ struct Session {
     browser_url: Option<String>,
     agents: Vec<Agent>,
     stay: bool,
-    /// The agents' output, relayed to the log file or `up`'s stderr.
+    /// The agents' output, kept in each run's file and relayed to `up`'s
+    /// stderr without the console.
     relays: Relays,
-    /// With `--console`: the agents' log file and where it is.
+    /// With `--console`: `up`'s log file and where it is.
     log: Option<(std::fs::File, PathBuf)>,
     /// With `--console`, once it is open.
     console: Option<Console>,
@@ -755,6 +762,7 @@ impl Session {
                     "sandboxed": a.sandboxed,
                     "network": a.network.as_str(),
                     "abstractSockets": a.abstract_sockets.as_str(),
+                    "output": a.output.to_string_lossy(),
                 });
                 // Only a harness `up` starts has a transcript.
                 if let Some(path) = &a.transcript {

@@ -1,22 +1,42 @@
-//! The agents' output, relayed by `up`: each agent's standard output and
-//! error are pipes that a thread of `up` reads, line by line, and writes
-//! out as `ROLE: LINE` to `up`'s standard error, or with `--console` to
-//! the log file. An agent's bytes never reach a terminal as they are: each
-//! line goes through `mosaic_domain::text::neutralise`, so an escape
-//! sequence (a title, the clipboard, a cleared screen) arrives as visible
-//! tokens such as `⟨ESC⟩`. A line is cut at [`MAX_LINE`] bytes, so an agent
-//! that never ends one cannot make `up` hold more; a last line without its
-//! newline is written at the end of the pipe.
+//! The agents' output, kept and relayed by `up`, so that nothing an agent
+//! writes can pass for `up`'s own.
+//!
+//! Each agent's standard output and error are pipes that a thread of `up`
+//! reads line by line. Every line goes to the run's own file, 0600 and
+//! kept, which `up`'s first line names per agent (`"output"`):
+//!
+//! - an agent `up` runs as a command: `<dataRoot>/agents/runs/<run>.log`,
+//!   each line of either pipe through `mosaic_domain::text::neutralise`,
+//!   so an escape sequence (a title, the clipboard, a cleared screen) is
+//!   kept as visible tokens such as `⟨ESC⟩`;
+//! - a harness `up` starts: its transcript, where each line of its event
+//!   stream (standard output) that is JSON is kept as JSON with every
+//!   control or format character escaped (`\u001b`), and every other line
+//!   (of either pipe) neutralised. `cat` of it can drive no terminal.
+//!
+//! Then, without `--console`, each line but a harness's events also goes
+//! to `up`'s standard error: on a terminal, drawn dim after a mark
+//! `ROLE │ ` and cut to the terminal's width (measured by the width rule of
+//! `mosaic_domain::text`), so it never wraps into a row of its own that
+//! could read as `up`'s own log line; elsewhere (a pipe, a file) as
+//! `ROLE: LINE`, whole. With `--console` the console has the terminal, and
+//! `up`'s log file holds `up`'s own lines only.
+//!
+//! A line is cut at [`MAX_LINE`] bytes (an event at [`MAX_EVENT_LINE`]),
+//! so an agent that never ends one cannot make `up` hold more; a last line
+//! without its newline is written at the end of the pipe.
 
+use std::fmt::Write as _;
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, BufRead, BufReader, IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use std::os::unix::fs::OpenOptionsExt;
 
-use mosaic_adapters::cause::logged;
+use mosaic_adapters::fs::{check_private_dir, create_private_dir, create_private_file};
 use mosaic_domain::{text, Refusal, RoleInstance, RunId};
 
 use super::activity::{Activities, Stream};
@@ -26,24 +46,101 @@ use super::harness::Prepared;
 /// pieces of this size.
 pub(super) const MAX_LINE: usize = 16 * 1024;
 
-/// Where the agents' lines go.
-#[derive(Debug, Clone)]
+/// The most bytes of one line of a harness's event stream `up` holds, to
+/// keep it as JSON; a longer one is kept neutralised, in pieces.
+pub(super) const MAX_EVENT_LINE: usize = 8 * 1024 * 1024;
+
+/// The columns assumed of a terminal that does not say its width.
+const DEFAULT_COLUMNS: usize = 80;
+
+/// Where the agents' lines go besides their own files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Sink {
-    /// `up`'s standard error.
+    /// `up`'s standard error, a terminal: each line dim, cut to the
+    /// terminal's width after its mark.
+    Terminal,
+    /// `up`'s standard error, not a terminal: each line whole, `ROLE: LINE`.
     Stderr,
-    /// The log file of `--console`.
-    Log(Arc<File>),
+    /// Nowhere else: the console has the terminal.
+    Files,
 }
 
 impl Sink {
-    /// Writes one whole line with one call, so lines of several agents
-    /// (and `up`'s own log lines) interleave only between lines.
-    fn write_line(&self, line: &[u8]) -> io::Result<()> {
+    /// Writes one line with one call, so lines of several agents (and
+    /// `up`'s own log lines) interleave only between lines.
+    fn write_line(self, role: &str, shown: &str) -> io::Result<()> {
         match self {
-            Sink::Stderr => io::stderr().lock().write_all(line),
-            Sink::Log(file) => (&**file).write_all(line),
+            Sink::Terminal => {
+                let columns = rustix::termios::tcgetwinsize(io::stderr())
+                    .ok()
+                    .map(|size| usize::from(size.ws_col))
+                    .filter(|columns| *columns > 0)
+                    .unwrap_or(DEFAULT_COLUMNS);
+                io::stderr()
+                    .lock()
+                    .write_all(terminal_line(role, shown, columns).as_bytes())
+            }
+            Sink::Stderr => io::stderr()
+                .lock()
+                .write_all(format!("{role}: {shown}\n").as_bytes()),
+            Sink::Files => Ok(()),
         }
     }
+}
+
+/// One agent line for a terminal of `columns` columns: `ROLE │ LINE`,
+/// dim, cut with `…` so that it leaves the last column free (a terminal
+/// may wrap a row that fills it), and so never takes a second row.
+pub(super) fn terminal_line(role: &str, shown: &str, columns: usize) -> String {
+    let line = format!("{} │ {shown}", text::neutralise(role));
+    let room = columns.saturating_sub(1);
+    let line = match text::cut(&line, room) {
+        (whole, false) => whole.to_owned(),
+        (_, true) => format!("{}…", text::cut(&line, room.saturating_sub(1)).0),
+    };
+    format!("\x1b[2m{line}\x1b[0m\n")
+}
+
+/// Makes the run's output file, `<dataRoot>/agents/runs/<run>.log`: new,
+/// 0600, in private folders.
+///
+/// # Errors
+/// `unsafe-path` when a folder is not a private one of ours;
+/// `storage-unavailable` when the file cannot be made.
+pub(super) fn output_file(data_root: &Path, run: &RunId) -> Result<PathBuf, Refusal> {
+    let agents = private_dir(&data_root.join("agents"))?;
+    let runs = private_dir(&agents.join("runs"))?;
+    let path = runs.join(format!("{}.log", run.as_str()));
+    drop(create_private_file(&path)?);
+    Ok(path)
+}
+
+/// `path`, a private folder of ours, made when missing.
+fn private_dir(path: &Path) -> Result<PathBuf, Refusal> {
+    match create_private_dir(path, false) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => {
+            mosaic_adapters::cause::log(
+                Refusal::StorageUnavailable,
+                "making the agents' output folder",
+                &e,
+            );
+            return Err(Refusal::StorageUnavailable);
+        }
+    }
+    check_private_dir(path)?;
+    Ok(path.to_path_buf())
+}
+
+/// Opens a run's file (made new before) to append to it, never through a
+/// link.
+fn append(path: &Path) -> io::Result<Arc<File>> {
+    std::fs::OpenOptions::new()
+        .append(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map(Arc::new)
 }
 
 /// The relay threads of every agent's pipes. Each holds a sender of
@@ -56,20 +153,17 @@ pub(super) struct Relays {
 }
 
 impl Relays {
-    /// Relays that write to `log` (`--console`'s log file), else to
-    /// `up`'s standard error.
-    ///
-    /// # Errors
-    /// `storage-unavailable` when the log file cannot be shared.
-    pub(super) fn to(log: Option<&File>) -> Result<Self, Refusal> {
-        let sink = match log {
-            Some(file) => Sink::Log(Arc::new(
-                file.try_clone()
-                    .map_err(logged(Refusal::StorageUnavailable, "sharing up's log file"))?,
-            )),
-            None => Sink::Stderr,
+    /// Relays for `up` with the console (each line to its run's file
+    /// only), or without (also to `up`'s standard error).
+    pub(super) fn to(console: bool) -> Self {
+        let sink = if console {
+            Sink::Files
+        } else if io::stderr().is_terminal() {
+            Sink::Terminal
+        } else {
+            Sink::Stderr
         };
-        Ok(Self::new(sink))
+        Self::new(sink)
     }
 
     /// Relays that write to `sink`.
@@ -83,11 +177,14 @@ impl Relays {
     }
 
     /// Starts a relay for each of `child`'s piped standard output and
-    /// error, its lines prefixed with `role`.
+    /// error into `output` (the run's file, made by [`output_file`]), its
+    /// lines prefixed with `role` where they are relayed.
     ///
     /// # Errors
-    /// A thread that could not be started.
-    pub(super) fn start(&mut self, role: &str, child: &mut Child) -> io::Result<()> {
+    /// The file that cannot be opened, or a thread that could not be
+    /// started.
+    pub(super) fn start(&mut self, role: &str, output: &Path, child: &mut Child) -> io::Result<()> {
+        let file = append(output)?;
         let pipes: [Option<Box<dyn Read + Send>>; 2] = [
             child
                 .stdout
@@ -98,18 +195,24 @@ impl Relays {
                 .take()
                 .map(|p| Box::new(p) as Box<dyn Read + Send>),
         ];
-        self.relay_pipes(role, pipes.into_iter().flatten().collect())
+        self.relay_pipes(role, &file, pipes.into_iter().flatten().collect())
     }
 
-    /// Starts a relay for each of `pipes`, its lines prefixed with `role`.
-    fn relay_pipes(&mut self, role: &str, pipes: Vec<Box<dyn Read + Send>>) -> io::Result<()> {
+    /// Starts a relay for each of `pipes` into `file`, its lines prefixed
+    /// with `role` where they are relayed.
+    fn relay_pipes(
+        &mut self,
+        role: &str,
+        file: &Arc<File>,
+        pipes: Vec<Box<dyn Read + Send>>,
+    ) -> io::Result<()> {
         for pipe in pipes {
-            let (sink, role) = (self.sink.clone(), role.to_owned());
+            let (sink, role, file) = (self.sink, role.to_owned(), Arc::clone(file));
             let alive = self.alive.clone();
             std::thread::Builder::new()
                 .name(format!("up-output-{role}"))
                 .spawn(move || {
-                    relay(pipe, &role, &sink);
+                    relay(pipe, &role, sink, &file);
                     drop(alive);
                 })?;
         }
@@ -117,9 +220,10 @@ impl Relays {
     }
 
     /// Starts the relays of a harness agent `up` started: its standard
-    /// error as [`Relays::start`] does, its standard output (the harness's
-    /// event stream) into its transcript, each complete line also handed
-    /// to `activities` ([`Activities::observe`]).
+    /// output (the harness's event stream) into its transcript
+    /// ([`record`]), each complete line also handed to `activities`
+    /// ([`Activities::observe`]); its standard error into its transcript
+    /// too, and relayed as [`Relays::start`] does.
     ///
     /// # Errors
     /// The transcript that cannot be opened, or a thread that could not
@@ -132,17 +236,15 @@ impl Relays {
         child: &mut Child,
         activities: &Activities,
     ) -> io::Result<()> {
-        let transcript = std::fs::OpenOptions::new()
-            .append(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&prepared.transcript)?;
+        let transcript = append(&prepared.transcript)?;
         if let Some(stdout) = child.stdout.take() {
             let (run, stream) = (run.clone(), Stream::of(prepared.harness));
             let (alive, activities) = (self.alive.clone(), activities.clone());
+            let transcript = Arc::clone(&transcript);
             std::thread::Builder::new()
                 .name(format!("up-events-{}", role.as_str()))
                 .spawn(move || {
-                    record(stdout, transcript, |line| {
+                    record(stdout, &transcript, |line| {
                         // Both streams are JSON, so UTF-8: another line
                         // says nothing.
                         if let Ok(line) = std::str::from_utf8(line) {
@@ -156,7 +258,7 @@ impl Relays {
             .stderr
             .take()
             .map(|p| Box::new(p) as Box<dyn Read + Send>);
-        self.relay_pipes(role.as_str(), stderr.into_iter().collect())
+        self.relay_pipes(role.as_str(), &transcript, stderr.into_iter().collect())
     }
 
     /// Waits until every relay wrote its pipe's last line, or `within` has
@@ -178,156 +280,269 @@ impl Relays {
     }
 }
 
-/// Copies `pipe` to `sink` line by line until its end, each line cut at
-/// [`MAX_LINE`] bytes, prefixed and neutralised ([`format_line`]). A sink
-/// that fails ends the relay, which then drains the pipe so the agent
-/// never blocks on a full one.
-pub(super) fn relay(pipe: impl Read, role: &str, sink: &Sink) {
-    let mut reader = BufReader::with_capacity(MAX_LINE, pipe);
+/// How a piece of a pipe's bytes ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    /// At a newline: a whole line.
+    Newline,
+    /// At the most bytes a line may hold: more of it follows.
+    Cut,
+    /// At the end of the pipe, with no newline.
+    Eof,
+}
+
+/// Reads `pipe` to its end (or its first error), handing `each` every line
+/// without its newline; a line longer than `max` bytes comes in pieces of
+/// `max`, and a newline right after a full piece ends nothing more.
+fn split_lines(pipe: impl Read, max: usize, mut each: impl FnMut(&[u8], End)) {
+    let mut reader = BufReader::with_capacity(MAX_LINE.max(64 * 1024), pipe);
     let mut line = Vec::with_capacity(256);
-    let mut writing = true;
-    // Whether the last line written was cut: its newline then ends nothing.
+    // Whether the last piece handed on was cut: its newline then ends nothing.
     let mut cut = false;
     loop {
-        let (used, ended, eof) = match reader.fill_buf() {
-            Ok([]) => (0, false, true),
+        let (used, newline) = match reader.fill_buf() {
+            Ok([]) | Err(_) => {
+                if !line.is_empty() {
+                    each(&line, End::Eof);
+                }
+                return;
+            }
             Ok(buf) => {
-                let room = MAX_LINE - line.len();
-                let upto = buf.len().min(room);
+                let upto = buf.len().min(max - line.len());
                 match buf[..upto].iter().position(|&b| b == b'\n') {
                     Some(at) => {
                         line.extend_from_slice(&buf[..at]);
-                        (at + 1, true, false)
+                        (at + 1, true)
                     }
                     None => {
                         line.extend_from_slice(&buf[..upto]);
-                        (upto, line.len() == MAX_LINE, false)
+                        (upto, false)
                     }
                 }
             }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(_) => (0, false, true),
         };
         reader.consume(used);
-        let newline_after_cut = cut && ended && used == 1 && line.is_empty();
-        let flush = (ended || (eof && !line.is_empty())) && !newline_after_cut;
-        if flush && writing {
-            writing = sink.write_line(&format_line(role, &line)).is_ok();
-        }
-        if flush || newline_after_cut {
-            cut = flush && line.len() == MAX_LINE;
+        if newline {
+            if !(cut && line.is_empty()) {
+                each(&line, End::Newline);
+            }
             line.clear();
-        }
-        if eof {
-            return;
+            cut = false;
+        } else if line.len() == max {
+            each(&line, End::Cut);
+            line.clear();
+            cut = true;
+        } else if !line.is_empty() {
+            cut = false;
         }
     }
+}
+
+/// A line's bytes as drawable text: read as UTF-8 (an invalid sequence
+/// becomes U+FFFD), a carriage return before its end dropped, every
+/// character that does not draw as itself a visible token.
+fn shown(line: &[u8], end: End) -> String {
+    let line = match end {
+        End::Newline | End::Eof => line.strip_suffix(b"\r").unwrap_or(line),
+        End::Cut => line,
+    };
+    text::neutralise(&String::from_utf8_lossy(line)).into_owned()
+}
+
+/// Copies `pipe` into `file` line by line until its end, each line cut at
+/// [`MAX_LINE`] bytes and neutralised, and relays it to `sink` with its
+/// `role`. A file or a sink that fails is no longer written; the pipe is
+/// still drained, so the agent never blocks on a full one.
+pub(super) fn relay(pipe: impl Read, role: &str, sink: Sink, file: &File) {
+    let (mut to_file, mut to_sink) = (true, true);
+    split_lines(pipe, MAX_LINE, |line, end| {
+        let shown = shown(line, end);
+        if to_file {
+            to_file = (&*file).write_all(format!("{shown}\n").as_bytes()).is_ok();
+        }
+        if to_sink {
+            to_sink = sink.write_line(role, &shown).is_ok();
+        }
+    });
 }
 
 /// The longest event line handed to [`Activities::observe`]; the
-/// transcript keeps longer ones whole.
+/// transcript keeps longer ones too.
 pub(super) const MAX_EVENT: usize = 1024 * 1024;
 
-/// Copies `pipe` into `transcript` as it comes, and hands each complete
-/// line of at most [`MAX_EVENT`] bytes, without its newline, to `observe`.
-/// A transcript that fails is no longer written, and the pipe is still
-/// drained, so the agent never blocks on a full one.
-pub(super) fn record(pipe: impl Read, mut transcript: File, mut observe: impl FnMut(&[u8])) {
-    let mut reader = BufReader::with_capacity(64 * 1024, pipe);
-    let mut line = Vec::with_capacity(4096);
+/// Copies `pipe` (a harness's event stream) into `transcript` line by line
+/// ([`transcript_line`]), and hands each line that ended with a newline,
+/// of at most [`MAX_EVENT`] bytes, to `observe`. A transcript that fails is
+/// no longer written, and the pipe is still drained, so the agent never
+/// blocks on a full one.
+pub(super) fn record(pipe: impl Read, transcript: &File, mut observe: impl FnMut(&[u8])) {
     let mut writing = true;
-    // Whether the current line grew past MAX_EVENT: it is not observed.
-    let mut long = false;
-    loop {
-        let (used, ended) = match reader.fill_buf() {
-            Ok([]) => return,
-            Ok(buf) => {
-                let (chunk, ended) = match buf.iter().position(|&b| b == b'\n') {
-                    Some(at) => (&buf[..=at], true),
-                    None => (buf, false),
-                };
-                if writing {
-                    writing = transcript.write_all(chunk).is_ok();
-                }
-                let body = chunk.strip_suffix(b"\n").unwrap_or(chunk);
-                if !long && line.len() + body.len() <= MAX_EVENT {
-                    line.extend_from_slice(body);
-                } else {
-                    long = true;
-                    line.clear();
-                }
-                (chunk.len(), ended)
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(_) => return,
-        };
-        reader.consume(used);
-        if ended {
-            if !long {
-                observe(&line);
-            }
-            line.clear();
-            long = false;
+    split_lines(pipe, MAX_EVENT_LINE, |line, end| {
+        if writing {
+            writing = (&*transcript)
+                .write_all(transcript_line(line, end).as_bytes())
+                .is_ok();
         }
-    }
+        if end == End::Newline && line.len() <= MAX_EVENT {
+            observe(line);
+        }
+    });
 }
 
-/// `ROLE: LINE` and a newline: the line's bytes read as UTF-8 (an invalid
-/// sequence becomes U+FFFD), a carriage return before its end dropped, and
-/// every control or format character made a visible token.
-pub(super) fn format_line(role: &str, line: &[u8]) -> Vec<u8> {
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
-    let text = String::from_utf8_lossy(line);
-    format!("{role}: {}\n", text::neutralise(&text)).into_bytes()
+/// One line of an event stream as a transcript keeps it, with its
+/// newline: a JSON text as itself, but with every control or format
+/// character (which JSON allows raw inside a string, or as a tab or a
+/// carriage return between tokens) escaped or made a space, so it is still
+/// the same JSON; anything else neutralised ([`shown`]).
+fn transcript_line(line: &[u8], end: End) -> String {
+    let json = match end {
+        End::Newline | End::Eof => std::str::from_utf8(line)
+            .ok()
+            .filter(|text| serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok()),
+        End::Cut => None,
+    };
+    let Some(json) = json else {
+        return format!("{}\n", shown(line, end));
+    };
+    let mut out = String::with_capacity(json.len() + 1);
+    for c in json.chars() {
+        match c {
+            // Outside a string, where JSON allows them raw as whitespace
+            // (inside one it does not).
+            '\t' | '\r' => out.push(' '),
+            c if text::is_hidden(c) => {
+                let mut units = [0_u16; 2];
+                for unit in c.encode_utf16(&mut units) {
+                    // Writing into a String cannot fail.
+                    let _ = write!(out, "\\u{unit:04x}");
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('\n');
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
-    #[test]
-    fn a_line_is_prefixed_and_its_escapes_are_made_visible() {
-        let line = format_line("dev", b"\x1b]0;pwned\x07 done\r");
-        assert_eq!(
-            String::from_utf8(line).unwrap(),
-            "dev: ⟨ESC⟩]0;pwned⟨BEL⟩ done\n"
-        );
-        let invalid = format_line("dev", b"a\xffb");
-        assert_eq!(String::from_utf8(invalid).unwrap(), "dev: a\u{fffd}b\n");
+    /// What `relay` writes into a run's file for `input`.
+    fn relayed(input: &[u8]) -> String {
+        let mut file = tempfile::tempfile().expect("a file");
+        relay(input, "a", Sink::Files, &file);
+        let mut out = String::new();
+        std::io::Seek::rewind(&mut file).expect("rewind");
+        file.read_to_string(&mut out).expect("read");
+        out
     }
 
     #[test]
-    fn an_event_stream_is_kept_whole_and_its_lines_observed() {
+    fn a_line_is_kept_with_its_escapes_made_visible() {
+        assert_eq!(
+            relayed(b"\x1b]0;pwned\x07 done\r\na\xffb\n\xe3\x85\xa4tail"),
+            "⟨ESC⟩]0;pwned⟨BEL⟩ done\na\u{fffd}b\n⟨U+3164⟩tail\n"
+        );
+    }
+
+    #[test]
+    fn a_terminal_line_is_dim_marked_and_never_wider_than_the_terminal() {
+        assert_eq!(
+            terminal_line("dev", "claimed role dev", 80),
+            "\x1b[2mdev │ claimed role dev\x1b[0m\n"
+        );
+        let forged = format!(
+            "{}INFO mosaic_app::runtime::broker: agent exited run=\"lead-1\" status=0",
+            " ".repeat(74)
+        );
+        let line = terminal_line("dev", &forged, 80);
+        let visible = line
+            .strip_prefix("\x1b[2m")
+            .and_then(|l| l.strip_suffix("\x1b[0m\n"))
+            .expect("dim");
+        assert_eq!(text::width(visible), 79, "{visible:?}");
+        assert!(visible.starts_with("dev │ ") && visible.ends_with('…'));
+        assert!(!visible.contains("INFO"));
+    }
+
+    proptest! {
+        #[test]
+        fn no_terminal_line_takes_a_second_row(
+            line in any::<String>(),
+            role in "[a-z]{1,12}",
+            columns in 1usize..300,
+        ) {
+            let shown = text::neutralise(&line);
+            let drawn = terminal_line(&role, &shown, columns);
+            let visible = drawn
+                .strip_prefix("\x1b[2m")
+                .and_then(|l| l.strip_suffix("\x1b[0m\n"))
+                .expect("dim");
+            prop_assert!(text::width(visible) < columns.max(2), "{:?}", visible);
+            let raw = visible.contains('\n') || visible.contains('\u{1b}');
+            prop_assert!(!raw, "{:?}", visible);
+        }
+    }
+
+    /// What `record` keeps of `input`, and the lines it observed.
+    fn recorded(input: &[u8]) -> (String, Vec<String>) {
         let mut file = tempfile::tempfile().expect("a file");
+        let mut seen = Vec::new();
+        record(input, &file, |line| {
+            seen.push(String::from_utf8_lossy(line).into_owned());
+        });
+        let mut kept = String::new();
+        std::io::Seek::rewind(&mut file).expect("rewind");
+        file.read_to_string(&mut kept).expect("read");
+        (kept, seen)
+    }
+
+    #[test]
+    fn an_event_stream_is_kept_as_json_and_its_lines_observed() {
         let mut input = b"{\"type\":\"system\"}\n".to_vec();
         input.extend(vec![b'x'; MAX_EVENT + 1]);
         input.extend_from_slice(b"\n{\"type\":\"result\"}\npartial");
-        let mut seen = Vec::new();
-        record(&input[..], file.try_clone().expect("clone"), |line| {
-            seen.push(String::from_utf8_lossy(line).into_owned());
-        });
+        let (kept, seen) = recorded(&input);
         assert_eq!(seen, [r#"{"type":"system"}"#, r#"{"type":"result"}"#]);
-        let mut kept = Vec::new();
-        std::io::Seek::rewind(&mut file).expect("rewind");
-        file.read_to_end(&mut kept).expect("read");
-        assert_eq!(kept, input);
+        let mut expected = String::from_utf8(input).expect("UTF-8");
+        expected.push('\n');
+        assert_eq!(kept, expected);
+    }
+
+    #[test]
+    fn a_transcript_holds_no_raw_control_byte_and_the_same_json() {
+        // JSON allows C1 controls, bidi overrides and separators raw in a
+        // string, and a tab or a carriage return between tokens.
+        let event =
+            "{\"type\":\"assistant\",\t\"text\":\"\u{9b}31m\u{202e}\u{2028}\u{e0041}ok\"}\r";
+        let raw = "plain \x1b]52;c;ZWNobw==\x07 line";
+        let (kept, _) = recorded(format!("{event}\n{raw}\n").as_bytes());
+        assert!(
+            !kept.chars().any(|c| c != '\n' && text::is_hidden(c)),
+            "{kept:?}"
+        );
+        let lines: Vec<&str> = kept.lines().collect();
+        let before: serde_json::Value = serde_json::from_str(event).expect("JSON");
+        let after: serde_json::Value = serde_json::from_str(lines[0]).expect("JSON");
+        assert_eq!(before, after);
+        assert_eq!(
+            lines[0],
+            r#"{"type":"assistant", "text":"\u009b31m\u202e\u2028\udb40\udc41ok"} "#
+        );
+        assert_eq!(lines[1], "plain ⟨ESC⟩]52;c;ZWNobw==⟨BEL⟩ line");
     }
 
     #[test]
     fn long_lines_are_cut_and_a_last_partial_line_is_written() {
-        let file = tempfile::tempfile().expect("a file");
-        let sink = Sink::Log(Arc::new(file.try_clone().expect("clone")));
         let mut input = vec![b'x'; MAX_LINE];
         input.extend_from_slice(b"\n");
         input.extend(vec![b'x'; MAX_LINE + 5]);
         input.extend_from_slice(b"\nend");
-        relay(&input[..], "a", &sink);
-        let mut out = String::new();
-        let mut file = file;
-        std::io::Seek::rewind(&mut file).expect("rewind");
-        file.read_to_string(&mut out).expect("read");
+        let out = relayed(&input);
         let lines: Vec<&str> = out.lines().collect();
-        let x = |n: usize| format!("a: {}", "x".repeat(n));
-        assert_eq!(lines, [x(MAX_LINE), x(MAX_LINE), x(5), "a: end".to_owned()]);
+        let x = |n: usize| "x".repeat(n);
+        assert_eq!(lines, [x(MAX_LINE), x(MAX_LINE), x(5), "end".to_owned()]);
     }
 }

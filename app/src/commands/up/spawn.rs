@@ -3,7 +3,8 @@
 //! environment, the spawn with the capability's descriptor, the binding
 //! and the sealed capability. A harness agent ([`super::harness`]) runs
 //! its prepared program and arguments, gets its capability as a file, and
-//! its standard output goes to its transcript.
+//! its output goes to its transcript; another agent's, to its run's file
+//! ([`super::output`]).
 
 use std::ffi::OsStr;
 use std::io;
@@ -23,7 +24,8 @@ use super::launch::{agent_env, cap_memfd, fill_and_seal, spawn_inheriting};
 use super::plan::Plan;
 use super::sandbox::{AbstractSockets, EXEC_SUBCOMMAND};
 use super::{
-    bridge, capfile, cgroup, network, Agent, Failure, Session, CONSOLE_ENV, RUN_ID_ENV, SINCE_ENV,
+    bridge, capfile, cgroup, network, output, Agent, Failure, Session, CONSOLE_ENV, RUN_ID_ENV,
+    SINCE_ENV,
 };
 use crate::commands::team::{AgentSpec, Network};
 
@@ -51,6 +53,11 @@ impl Session {
         let failed = |e: io::Error| {
             cause::log(Refusal::LaunchFailed, "launching an agent", &e);
             Failure::of(&spec.role, Refusal::LaunchFailed)
+        };
+        let output = match &prepared {
+            Some(prepared) => prepared.transcript.clone(),
+            None => output::output_file(&self.data_root, &run)
+                .map_err(|r| Failure::of(&spec.role, r))?,
         };
         let memfd = cap_memfd().map_err(failed)?;
         let fd = memfd.as_raw_fd().to_string();
@@ -186,6 +193,7 @@ impl Session {
             stdin: child.stdin.take(),
             input: prepared.as_ref().map(|p| p.input.clone()),
             transcript: prepared.as_ref().map(|p| p.transcript.clone()),
+            output: output.clone(),
             cap_file: None,
             child,
             exited: false,
@@ -206,7 +214,10 @@ impl Session {
                         &self.activities,
                     )
                     .map_err(failed)?,
-                None => self.relays.start(role, &mut agent.child).map_err(failed)?,
+                None => self
+                    .relays
+                    .start(role, &output, &mut agent.child)
+                    .map_err(failed)?,
             }
         }
         // Our child, not yet reaped: the pid names it and nobody else.
