@@ -18,10 +18,10 @@
 use std::collections::BTreeSet;
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 
-use mosaic_adapters::wire::{self, Query, UuidKind, UuidRef};
+use mosaic_adapters::wire::{self, Query, RunLife, UuidKind, UuidRef};
 use mosaic_domain::bus::{Bus, Caller};
 use mosaic_domain::changes::Watcher;
-use mosaic_domain::claims::{LaunchSwitch, Occupancy};
+use mosaic_domain::claims::{Ended, LaunchSwitch, Occupancy};
 use mosaic_domain::decisions::{Decision, Status};
 use mosaic_domain::evidence::{LaunchRecord, Recipient, Route, Subject};
 use mosaic_domain::messages::{MessageFacts, INBOX_LIMIT};
@@ -37,9 +37,9 @@ use serde_json::Value;
 pub(crate) struct View {
     /// Every open decision, blocking ones first, then in raise order.
     open: Vec<Decision>,
-    /// Every bound run's record, whether it holds its role and whether it
-    /// was revoked from it, ordered by business, role and run.
-    agents: Vec<(LaunchRecord, bool, bool)>,
+    /// Every bound run's record, whether it holds its role, whether it
+    /// was revoked from it, and its end, ordered by business, role and run.
+    agents: Vec<(LaunchRecord, bool, bool, Option<Ended>)>,
     /// Every role of every business (fixed for a broker's life).
     roles: Arc<BTreeSet<(BusinessId, RoleInstance)>>,
     /// The businesses whose launching is switched off.
@@ -78,7 +78,7 @@ impl View {
                 let holding =
                     seat.is_some_and(|s| s.occupancy() == &Occupancy::Held(r.run.clone()));
                 let revoked = seat.is_some_and(|s| s.is_revoked(&r.run));
-                (r.clone(), holding, revoked)
+                (r.clone(), holding, revoked, claims.ended(&r.run).cloned())
             })
             .collect();
         agents.sort_by(|(a, ..), (b, ..)| {
@@ -129,11 +129,31 @@ impl View {
     /// `not-holder` for an agent that does not hold its role now;
     /// `not-authorized` for a caller kind the table does not serve.
     pub(crate) fn watcher(&self, caller: &Caller) -> Result<Watcher, Refusal> {
+        self.check_live(caller)?;
         Watcher::of(caller, |business, agent| {
             self.agents
                 .iter()
-                .any(|(r, holding, _)| *holding && &r.business == business && r.run == agent.run)
+                .any(|(r, holding, ..)| *holding && &r.business == business && r.run == agent.run)
         })
+    }
+
+    /// Refuses an agent whose run ended, as the bus refuses its writes.
+    ///
+    /// # Errors
+    /// `run-ended`, or `run-revoked` for a run that ended by a revoke.
+    pub(crate) fn check_live(&self, caller: &Caller) -> Result<(), Refusal> {
+        let run = match caller {
+            Caller::Agent { agent, .. } => &agent.run,
+            Caller::Reader { .. } | Caller::Human { .. } => return Ok(()),
+        };
+        let ended = self
+            .agents
+            .iter()
+            .find_map(|(r, .., ended)| ended.as_ref().filter(|_| &r.run == run));
+        match ended {
+            Some(ended) => Err(ended.ending().refusal()),
+            None => Ok(()),
+        }
     }
 
     /// The role list, for the next view.
@@ -204,7 +224,7 @@ pub(crate) fn read<S: EvidenceStore>(
                 view.agents
                     .iter()
                     .filter(|(r, ..)| &r.business == business)
-                    .map(|(r, holding, revoked)| {
+                    .map(|(r, holding, revoked, ended)| {
                         let waits: Vec<&Decision> = view
                             .open
                             .iter()
@@ -212,8 +232,16 @@ pub(crate) fn read<S: EvidenceStore>(
                                 &d.record.business == business && d.record.raiser.run == r.run
                             })
                             .collect();
-                        let exited = view.exits.of(r);
-                        wire::agent_json(r, *holding, *revoked, launching, &waits, exited)
+                        let exited = view.exits.of(r, ended.as_ref().map(Ended::ending));
+                        let (restarts, usage) = view.exits.life(&r.run);
+                        let life = RunLife {
+                            ended: ended
+                                .as_ref()
+                                .and_then(|e| e.at().map(|at| (at, *e.ending()))),
+                            restarts,
+                            usage,
+                        };
+                        wire::agent_json(r, *holding, *revoked, launching, &waits, exited, life)
                     })
                     .collect(),
             )
