@@ -15,7 +15,7 @@
 //! ([`super::changes`]), which `Reads` holds, and uses the view only to
 //! know who is waiting ([`View::watcher`]).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 
 use mosaic_adapters::wire::{self, Query, RunLife, UuidKind, UuidRef};
@@ -25,7 +25,7 @@ use mosaic_domain::claims::{Ended, LaunchSwitch, Occupancy};
 use mosaic_domain::decisions::{Decision, Status};
 use mosaic_domain::evidence::{LaunchRecord, Recipient, Route, Subject};
 use mosaic_domain::messages::{MessageFacts, INBOX_LIMIT};
-use mosaic_domain::{BusinessId, Refusal, RoleInstance};
+use mosaic_domain::{BusinessId, Refusal, RoleInstance, RunId};
 use mosaic_ports::{EvidenceStore, StoreReaders};
 
 use super::exits::Exits;
@@ -44,6 +44,8 @@ pub(crate) struct View {
     roles: Arc<BTreeSet<(BusinessId, RoleInstance)>>,
     /// The businesses whose launching is switched off.
     off: BTreeSet<BusinessId>,
+    /// What each run that ended is answered from then on.
+    ended: BTreeMap<RunId, Refusal>,
     /// Which runs' processes exited (fixed for a broker's life, shared by
     /// every view).
     exits: Arc<Exits>,
@@ -90,11 +92,16 @@ impl View {
             .filter(|b| bus.launches().switch(b) == LaunchSwitch::Off)
             .cloned()
             .collect();
+        let ended = claims
+            .ends()
+            .map(|(run, end)| (run.clone(), end.ending().refusal()))
+            .collect();
         Self {
             open,
             agents,
             roles,
             off,
+            ended,
             exits,
         }
     }
@@ -146,12 +153,8 @@ impl View {
             Caller::Agent { agent, .. } => &agent.run,
             Caller::Reader { .. } | Caller::Human { .. } => return Ok(()),
         };
-        let ended = self
-            .agents
-            .iter()
-            .find_map(|(r, .., ended)| ended.as_ref().filter(|_| &r.run == run));
-        match ended {
-            Some(ended) => Err(ended.ending().refusal()),
+        match self.ended.get(run) {
+            Some(refusal) => Err(*refusal),
             None => Ok(()),
         }
     }

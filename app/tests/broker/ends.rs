@@ -103,6 +103,9 @@ fn end_run_frees_the_role_wakes_its_watchers_and_refuses_the_run_from_then_on() 
             json!({"cause": "failed", "status": 3})
         )
     );
+    // Bound again with its record, the run is still over.
+    b.bind_ok(&launch("acme", "dev", "dev-1"))
+        .refused("role.claim", json!({}), "run-ended");
     // The next run of the role claims it at once.
     b.agent("dev-2").claim();
     // What the host gets wrong is refused, and the broker keeps serving.
