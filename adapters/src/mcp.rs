@@ -412,6 +412,7 @@ fn what_to_do(refusal: Refusal) -> &'static str {
             "Do not try to take it over; wait for it to be released or ask the human."
         }
         Refusal::RunRevoked => "Stop acting in this role and tell the human.",
+        Refusal::RunEnded => "This run is over: stop working and exit.",
         Refusal::LaunchRevoked => "Do not try to launch roles; ask the human.",
         Refusal::LaunchMismatch
         | Refusal::LaunchNotRunning

@@ -34,6 +34,7 @@ fn full(verb: Verb) -> Value {
         Verb::EventEmit => json!({"kind": "action.allowed",
             "body": {"action": "routine", "target": "t"}, "subject": "dev"}),
         Verb::Trail => json!({"subject": "dev"}),
+        Verb::RunEnd => json!({"run": "dev-1"}),
         Verb::Changes => json!({"since": 7, "timeoutMs": 2000}),
         Verb::BrowserRequest => {
             json!({"action": "back", "parameters": {}, "timeoutMs": 2000, "decision": ID})

@@ -37,9 +37,10 @@ use mosaic_domain::claims::ClaimReply;
 use mosaic_domain::decisions::{Decision, RaiseInput, Status};
 use mosaic_domain::evidence::{
     ActionAllowed, AgentRef, ClaimEvidence, Consumption, DecisionActor, DecisionEvidence,
-    DecisionOption, DecisionRecord, Evidence, Harness, HumanInput, LaunchEvidence, LaunchRecord,
-    MessageClass, MessageEvidence, MessageRecord, Observation, OptionKey, RaiseFields, Recipient,
-    RefusalCount, RefusalRecord, Route, Sender, Stamped, Subject,
+    DecisionOption, DecisionRecord, EndCause, Ending, Evidence, EvidenceKind, Harness, HumanInput,
+    LaunchEvidence, LaunchRecord, MessageClass, MessageEvidence, MessageRecord, Observation,
+    OptionKey, RaiseFields, Recipient, RefusalCount, RefusalRecord, Route, RunEnd, Sender, Stamped,
+    Subject,
 };
 use mosaic_domain::messages::MessageFacts;
 use mosaic_domain::{

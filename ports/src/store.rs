@@ -104,7 +104,9 @@ pub trait EvidenceStore {
     /// and after the decision's terminal event; a `Launched` record that
     /// repeats a run's binding exactly (it is committed again); any number of
     /// claims, releases, launch switches, allowed actions, observations and
-    /// refusals.
+    /// refusals; an `Ended` record of a run never bound, and claims and
+    /// launches of a run after its end (the domain refuses those; the store
+    /// keeps what it is given).
     ///
     /// The caller MUST also keep these, which a store need not check: an
     /// observation's `body` is JSON text (RFC 8259); a `blocking` decision
@@ -139,7 +141,9 @@ pub trait EvidenceStore {
     /// - a second `Read` record of one message;
     /// - a `Launched` record for a run already bound by a `Launched` record
     ///   that differs in any field (business, role, harness, address, pid,
-    ///   start time).
+    ///   start time);
+    /// - a second `Ended` record (`session.ended`) of one run, in any
+    ///   business.
     ///
     /// [`StoreError::Dangling`], a reference to nothing:
     /// - to a decision: the `id` of `Resolved`, `Seen`, `Withdrawn`; the `id`

@@ -9,8 +9,8 @@ use mosaic_adapters::sqlite::{
     verify_file, verify_file_cut, ChainHead, Cut, NoteMismatch, OpenError, SqliteStore,
 };
 use mosaic_domain::evidence::{
-    DecisionEvidence, Evidence, LaunchEvidence, MessageClass, MessageEvidence, RefusalCount,
-    RefusalRecord, Sender, Stamped,
+    AgentRef, ClaimEvidence, DecisionEvidence, Ending, Evidence, LaunchEvidence, MessageClass,
+    MessageEvidence, RefusalCount, RefusalRecord, RunEnd, Sender, Stamped,
 };
 use mosaic_domain::{DecisionId, MessageId, Refusal, RunId, Timestamp};
 use mosaic_ports::EvidenceStore;
@@ -113,7 +113,7 @@ fn every_column_of_every_table_round_trips_into_the_same_chain() {
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
-    assert_eq!(tables.len(), 15, "{tables:?}");
+    assert_eq!(tables.len(), 16, "{tables:?}");
     let mut never_set = Vec::new();
     for table in &tables {
         let columns: Vec<String> = conn
@@ -149,7 +149,8 @@ fn every_column_of_every_table_round_trips_into_the_same_chain() {
 
 /// Records that set what the scenario never does: a launch's address, a
 /// decision's project and requirement, a message's class, correction and
-/// decision; each a copy of a stored record under a new id.
+/// decision, an end by a signal; each a copy of a stored record under a
+/// new id.
 fn with_the_columns_the_scenario_leaves_empty(path: &Path) {
     let mut store = SqliteStore::open(path).expect("opens");
     let mut launch = None;
@@ -163,6 +164,14 @@ fn with_the_columns_the_scenario_leaves_empty(path: &Path) {
     let mut launch = launch.expect("the scenario launches");
     launch.run = RunId::parse("run-with-an-address").unwrap();
     launch.address = Some("tmux:%7".to_owned());
+    // That run ends killed by a signal, which no end of the scenario is.
+    let (end_business, end_agent) = (
+        launch.business.clone(),
+        AgentRef {
+            role: launch.role.clone(),
+            run: launch.run.clone(),
+        },
+    );
     let conn = raw(path);
     let (decision, message): (String, String) = conn
         .query_row(
@@ -219,6 +228,15 @@ fn with_the_columns_the_scenario_leaves_empty(path: &Path) {
             Stamped {
                 at: at(4),
                 evidence: Evidence::RefusalsCounted(counted),
+            },
+            Stamped {
+                at: at(5),
+                evidence: Evidence::Claim(ClaimEvidence::Ended(RunEnd {
+                    business: end_business,
+                    agent: end_agent,
+                    ending: Ending::of_exit(None, Some(9)).unwrap(),
+                    vacated: false,
+                })),
             },
         ])
         .expect("commits");

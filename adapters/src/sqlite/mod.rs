@@ -30,6 +30,7 @@
 mod backup;
 mod carry;
 mod chain;
+mod ends;
 mod pass;
 mod reserve;
 mod rows;

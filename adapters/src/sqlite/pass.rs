@@ -430,7 +430,8 @@ fn walk_ledger(conn: &Connection, from: After, end: Option<i64>) -> Result<Part,
                 | Table::HumanInputs
                 | Table::Observations
                 | Table::Refusals
-                | Table::RefusalCounts => hi,
+                | Table::RefusalCounts
+                | Table::RunEnds => hi,
             };
             st.query([lo, last])
                 .map(|rows| Cursor { rows, held: false })

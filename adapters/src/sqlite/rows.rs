@@ -3,6 +3,7 @@
 
 use super::carry::Carry;
 use super::chain::{Hash, Link};
+use super::ends;
 use mosaic_domain::business::ActionClass;
 use mosaic_domain::evidence::{
     ActionAllowed, AgentRef, ClaimEvidence, Consumption, DecisionActor, DecisionEvidence,
@@ -69,11 +70,12 @@ pub(crate) enum Table {
     Observations,
     Refusals,
     RefusalCounts,
+    RunEnds,
 }
 
 impl Table {
     /// Every typed table, in the order of the enum.
-    pub(crate) const ALL: [Table; 14] = [
+    pub(crate) const ALL: [Table; 15] = [
         Table::Launches,
         Table::LaunchSwitches,
         Table::Claims,
@@ -88,6 +90,7 @@ impl Table {
         Table::Observations,
         Table::Refusals,
         Table::RefusalCounts,
+        Table::RunEnds,
     ];
 
     /// The table's SQL name.
@@ -107,6 +110,7 @@ impl Table {
             Table::Observations => "observations",
             Table::Refusals => "refusals",
             Table::RefusalCounts => "refusal_counts",
+            Table::RunEnds => "run_ends",
         }
     }
 }
@@ -130,7 +134,8 @@ impl Table {
             | Table::HumanInputs
             | Table::Observations
             | Table::Refusals
-            | Table::RefusalCounts => self.name(),
+            | Table::RefusalCounts
+            | Table::RunEnds => self.name(),
         }
     }
 
@@ -156,6 +161,7 @@ impl Table {
             EvidenceKind::EventObserved => Table::Observations,
             EvidenceKind::RequestRefused => Table::Refusals,
             EvidenceKind::RefusalsCounted => Table::RefusalCounts,
+            EvidenceKind::SessionEnded => Table::RunEnds,
         }
     }
 }
@@ -272,6 +278,10 @@ pub(crate) fn insert(
                 ClaimEvidence::Claimed { business, agent } => (business, agent, "claimed", None),
                 ClaimEvidence::Released { business, agent } => (business, agent, "released", None),
                 ClaimEvidence::Revoked { business, agent, decision } => (business, agent, "revoked", Some(decision)),
+                // A row of `run_ends` (mosaic-bus/6), not of `claims`.
+                ClaimEvidence::Ended(end) => {
+                    return ends::insert(end, ledger.seq, |sql, params| ledger.typed(sql, params))
+                }
             };
             ledger.typed(
                 "INSERT INTO claims (seq, business, role, run, event, decision) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -577,6 +587,9 @@ pub(crate) fn load(
                 agent,
                 decision,
             })
+        }
+        EvidenceKind::SessionEnded => {
+            Evidence::Claim(ClaimEvidence::Ended(ends::load(conn, seq)?.map_err(bad)?))
         }
         EvidenceKind::DecisionRaised => Evidence::Decision(DecisionEvidence::Raised(Box::new(
             load_decision(conn, seq)?,

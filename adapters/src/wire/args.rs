@@ -69,6 +69,7 @@ verb_args! {
     EventEmit => EventEmitArgs,
     LaunchRevoke => NoArgs,
     LaunchRestore => NoArgs,
+    RunEnd => RunEndArgs,
     Inbox => NoArgs,
     Tasks => NoArgs,
     Agents => NoArgs,
@@ -235,6 +236,14 @@ pub struct MessageReadArgs {
     /// The id of a message delivered to your run.
     #[schemars(regex(pattern = UUID))]
     pub id: String,
+}
+
+/// `run.end` (the human's).
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunEndArgs {
+    /// The run to end, as `agents` names it: 1 to 128 characters, an ASCII letter or digit, then letters, digits, '.', '_' or '-'.
+    pub run: String,
 }
 
 /// `event.emit`.

@@ -37,7 +37,8 @@ use mosaic_domain::evidence::{
     DecisionOption, MessageClass, OptionKey, RaiseFields, Recipient, Subject,
 };
 use mosaic_domain::{
-    Action, BusinessId, Capability, DecisionId, MessageId, Refusal, RoleInstance, Target, TaskRef,
+    Action, BusinessId, Capability, DecisionId, MessageId, Refusal, RoleInstance, RunId, Target,
+    TaskRef,
 };
 use serde_json::{Map, Value};
 
@@ -226,6 +227,11 @@ pub enum Call {
     LaunchRevoke,
     /// `launch.restore`.
     LaunchRestore,
+    /// `run.end {run}`.
+    RunEnd {
+        /// The run to end.
+        run: RunId,
+    },
     /// `inbox`.
     Inbox,
     /// `tasks`.
@@ -347,6 +353,9 @@ impl Call {
             Verb::EventEmit => emit(args)?,
             Verb::LaunchRevoke => Call::LaunchRevoke,
             Verb::LaunchRestore => Call::LaunchRestore,
+            Verb::RunEnd => Call::RunEnd {
+                run: args.parsed("run", RunId::parse)?,
+            },
             Verb::Inbox => Call::Inbox,
             Verb::Tasks => Call::Tasks,
             Verb::Agents => Call::Agents,
@@ -378,6 +387,7 @@ impl Call {
             Call::EventEmit { .. } => Verb::EventEmit,
             Call::LaunchRevoke => Verb::LaunchRevoke,
             Call::LaunchRestore => Verb::LaunchRestore,
+            Call::RunEnd { .. } => Verb::RunEnd,
             Call::Inbox => Verb::Inbox,
             Call::Tasks => Verb::Tasks,
             Call::Agents => Verb::Agents,
@@ -440,6 +450,7 @@ impl Call {
             },
             Call::LaunchRevoke => Command::LaunchRevoke,
             Call::LaunchRestore => Command::LaunchRestore,
+            Call::RunEnd { run } => Command::EndRun { run },
             Call::Inbox => return Ok(Dispatch::Query(Query::Inbox)),
             Call::Tasks => return Ok(Dispatch::Query(Query::Tasks)),
             Call::Agents => return Ok(Dispatch::Query(Query::Agents)),

@@ -4,7 +4,8 @@
 //! verified SQLite store ([`open_store`]), `/proc`, the system clock and
 //! the kernel's entropy, handed to the same runtime [`start_runtime`]
 //! starts over any ports. Either way the boot loads the credentials,
-//! replays the store, checks and binds the boot launches, issues the
+//! replays the store, ends the runs whose processes are gone
+//! ([`end_gone_runs`]), checks and binds the boot launches, issues the
 //! capabilities, binds the socket (and browser control) before any thread
 //! starts, then starts the writer thread and the socket runtime.
 
@@ -20,6 +21,7 @@ use mosaic_adapters::procfs::ProcFs;
 use mosaic_adapters::socket;
 use mosaic_adapters::sqlite::SqliteStore;
 use mosaic_adapters::system::{OsEntropy, SystemClock};
+use mosaic_domain::evidence::{EndCause, Ending};
 use mosaic_domain::{text, BusinessId, Capability, Refusal};
 use mosaic_ports::{Entropy, ProcessTable, StoreReaders};
 use tokio::sync::oneshot;
@@ -29,7 +31,7 @@ use super::browsing::BrowserEndpoint;
 use super::browsing::Panes;
 use super::connection::{Connections, Shared};
 use super::driver::{Driver, LeakGuard};
-use super::exits::Exits;
+use super::exits::{self, Exits};
 use super::human_proof::BrokerExe;
 use super::launch::{agent_binding, Binding, IssuedLaunch, IssuedReader, LaunchCheck};
 use super::pipeline::{Prover, WriterWorld};
@@ -366,6 +368,7 @@ where
         driver = driver.with_leak_guard(guard);
     }
     let mut entropy = SharedEntropy::new(entropy);
+    end_gone_runs(&mut driver, &time, &*processes)?;
     let launch_check = LaunchCheck {
         processes: Arc::clone(&processes),
         uid: identity.uid,
@@ -392,8 +395,9 @@ where
         None => None,
     };
     driver.take_changed_machines();
-    // The feed starts after the boot's own bindings.
+    // The feed starts after the boot's own bindings and ends.
     let (head, _) = driver.take_changes();
+    driver.take_ends();
     let exits = Arc::new(Exits::new(Arc::clone(&processes)));
     let reads = Arc::new(Reads::open(
         driver.store(),
@@ -499,6 +503,47 @@ where
             browser: endpoint,
         },
     ))
+}
+
+/// Ends, with cause `process-gone`, every bound run that has not ended
+/// and whose process (pid and start time) is gone: its role is free for
+/// the next run, so a host that died without ending its runs (an `up`
+/// killed outright) holds no role after `unlock`. One transaction.
+///
+/// # Errors
+/// `storage-unavailable` when the ends cannot be recorded.
+fn end_gone_runs<S: StoreReaders>(
+    driver: &mut Driver<S>,
+    time: &Time,
+    processes: &dyn ProcessTable,
+) -> Result<(), BootFailure> {
+    let bus = driver.bus();
+    let gone: Vec<_> = bus
+        .launches()
+        .records()
+        .filter(|r| bus.claims().ended(&r.run).is_none() && exits::gone(processes, r))
+        .cloned()
+        .collect();
+    if gone.is_empty() {
+        return Ok(());
+    }
+    let now = time.now();
+    let ending = Ending::of_cause(EndCause::ProcessGone);
+    let staged: Result<(), Refusal> = gone
+        .iter()
+        .try_for_each(|record| driver.stage_end(now, &record.run, ending));
+    // The batch is closed either way; a failed one commits nothing.
+    driver.finish().and(staged)?;
+    for record in &gone {
+        tracing::info!(
+            business = record.business.as_str(),
+            role = record.role.as_str(),
+            run = record.run.as_str(),
+            pid = record.pid,
+            "the run's process is gone: the run ended"
+        );
+    }
+    Ok(())
 }
 
 /// The capabilities a boot issues, and the registry that holds them.

@@ -46,7 +46,8 @@ pub(super) enum WhenShort<'a> {
 /// `message.send`, `decision.resolve`, the human's reads and refusals);
 /// an agent's or reader's request is refused `storage-unavailable`, a
 /// failed human proof and a read's refusal keep their own code, and each
-/// of those is only counted. A new launch is not bound.
+/// of those is only counted. A new launch is not bound; a run's end, the
+/// host's word that frees a role, is recorded.
 pub(super) fn when_short(job: &Job) -> WhenShort<'_> {
     match job {
         Job::Request { who, verb, .. } => match who {
@@ -71,6 +72,8 @@ pub(super) fn when_short(job: &Job) -> WhenShort<'_> {
             caller, command, ..
         } => of_caller(caller, command.verb(), Refusal::StorageUnavailable),
         Job::Bind { .. } => WhenShort::Refuse,
+        // An end frees a role for the next run: small, and served.
+        Job::End { .. } => WhenShort::Serve,
     }
 }
 

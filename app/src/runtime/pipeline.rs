@@ -366,6 +366,8 @@ pub(crate) fn read_now<S: EvidenceStore>(
     let business = caller.business().clone();
     // Every verb is admitted from the verb table before its dispatch.
     call.verb().admit(caller.kind())?;
+    // A run that ended reads nothing either.
+    view.check_live(caller)?;
     // A read draws no fresh id.
     match call.into_dispatch(|| [0; 16], |uuid| reads::kind_of(store, &business, uuid))? {
         Dispatch::Query(query) => reads::read_text(view, store, caller, query),
@@ -442,6 +444,7 @@ pub(crate) fn commit_batch<S: StoreReaders>(
     }
     let (head, changes) = driver.take_changes();
     reads.feed().publish(head, changes);
+    reads.feed().publish_ends(driver.take_ends());
     durable
 }
 
@@ -499,7 +502,10 @@ fn execute<S: StoreReaders>(
         Ok(Dispatch::Query(query)) => reads
             .view()
             .ok_or(Refusal::StorageUnavailable)
-            .and_then(|view| reads::read(&view, driver.store(), caller, query))
+            .and_then(|view| {
+                view.check_live(caller)?;
+                reads::read(&view, driver.store(), caller, query)
+            })
             .map_err(|r| driver.stage_refusal(now, Some(caller), verb, r)),
         Err(refusal) => Err(driver.stage_refusal(now, Some(caller), verb, refusal)),
     }

@@ -78,7 +78,8 @@ fn boot_replies_with_the_socket_and_one_distinct_capability_per_launch_and_reade
         json!([{"role": "dev", "run": "g-dev-1", "harness": "pi", "address": null,
                 "pid": launch_pid(), "start_time": start_time(),
                 "holding": false, "revoked": false,
-                "launching": true, "waitsOn": [], "exited": null}])
+                "launching": true, "waitsOn": [], "exited": null,
+                "ended": null, "restarts": 0, "usage": null}])
     );
     // Capabilities live only in the broker's memory: never logged, never
     // written to the store.

@@ -165,7 +165,8 @@ fn tasks_and_agents_are_projections_of_the_callers_business() {
         json!({"role": role, "run": run, "harness": "pi", "address": null,
                "pid": launch_pid(), "start_time": start_time(),
                "holding": holding, "revoked": false,
-               "launching": true, "waitsOn": [], "exited": null})
+               "launching": true, "waitsOn": [], "exited": null,
+               "ended": null, "restarts": 0, "usage": null})
     };
     let expected = json!([agent("dev", "dev-1", false), agent("lead", "lead-1", true)]);
     assert_eq!(lead.ok("agents", json!({})), expected);
