@@ -2,7 +2,7 @@
 //! working, waiting on the feed, or exited; its last tool, and how long
 //! ago.
 //!
-//! `up` keeps the table ([`crate::commands::up::activity`]) and writes it
+//! `up` keeps the table ([`crate::commands::up::harness::activity`]) and writes it
 //! whole, one JSON line per change, into a FIFO it names with the hidden
 //! `--activity PATH`. A plain `mosaic-bus console` has none, and its
 //! Agents view is as it was. Ages travel as milliseconds before the
@@ -19,7 +19,7 @@
 use serde::Deserialize;
 
 use super::model::{Exit, Shown};
-use crate::commands::up::activity::Tool;
+use crate::commands::up::harness::activity::Tool;
 
 /// The longest tool name drawn; a longer one ends in `…`.
 const TOOL_WIDTH: usize = 32;
