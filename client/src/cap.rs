@@ -12,7 +12,7 @@
 use std::io::Read;
 use std::path::Path;
 
-use mosaic_domain::{Capability, Refusal};
+use mosaic_domain::{text, Capability, Refusal};
 
 /// The environment variable naming the capability descriptor.
 pub const CAP_FD_ENV: &str = "MOSAIC_BUS_CAP_FD";
@@ -56,27 +56,65 @@ pub fn cap_from(file: Option<&Path>) -> Result<Capability, Refusal> {
     }
 }
 
-/// The capability in the private file `path`.
+/// The capability in the private file `path`: a regular file of this
+/// process's effective uid with mode exactly 0600, opened without following
+/// a link and checked on the descriptor it is then read from, so the file
+/// checked is the file read.
 ///
 /// # Errors
 /// `bad-capability` when there is no file at `path` (a capability that is
 /// not there, not a storage failure), it cannot be read or its text is
-/// bad; as [`crate::fs::check_private_file`] otherwise (`unsafe-path`,
-/// `storage-unavailable`).
+/// bad; `unsafe-path` when it is a link, another kind of file, another
+/// user's or of another mode, or cannot be opened for lack of permission;
+/// `storage-unavailable` when it cannot be examined otherwise.
 pub fn cap_from_file(path: &Path) -> Result<Capability, Refusal> {
-    match std::fs::symlink_metadata(path) {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let shown = || text::neutralise(&path.to_string_lossy()).into_owned();
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        // A FIFO must not block the open: it is refused below, unread.
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path);
+    let file = match opened {
+        Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             tracing::warn!(
                 code = Refusal::BadCapability.code(),
-                path = &*crate::fs::neutral_path(path),
+                path = &*shown(),
                 "the capability file does not exist"
             );
             return Err(Refusal::BadCapability);
         }
-        Ok(_) | Err(_) => {}
+        Err(e) => {
+            let code = match e.raw_os_error() {
+                Some(libc::ELOOP | libc::EACCES | libc::EPERM | libc::ENOTDIR | libc::EISDIR) => {
+                    Refusal::UnsafePath
+                }
+                Some(_) | None => Refusal::StorageUnavailable,
+            };
+            tracing::warn!(
+                code = code.code(),
+                path = &*shown(),
+                cause = &*text::neutralise(&e.to_string()),
+                "the capability file cannot be opened"
+            );
+            return Err(code);
+        }
+    };
+    let meta = file.metadata().map_err(|_| Refusal::StorageUnavailable)?;
+    let private = meta.file_type().is_file()
+        && meta.uid() == rustix::process::geteuid().as_raw()
+        && meta.mode() & 0o7777 == 0o600;
+    if !private {
+        tracing::warn!(
+            code = Refusal::UnsafePath.code(),
+            path = &*shown(),
+            why = "not ours, of mode 0600, a regular file",
+            "refused a path"
+        );
+        return Err(Refusal::UnsafePath);
     }
-    crate::fs::check_private_file(path)?;
-    read_cap(std::fs::File::open(path).map_err(|_| Refusal::BadCapability)?)
+    read_cap(file)
 }
 
 fn read_cap(file: std::fs::File) -> Result<Capability, Refusal> {
@@ -85,4 +123,52 @@ fn read_cap(file: std::fs::File) -> Result<Capability, Refusal> {
         .read_to_string(&mut text)
         .map_err(|_| Refusal::BadCapability)?;
     Capability::parse(text.trim_end_matches('\n'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    const CAP: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
+    fn private(path: &Path, text: &str, mode: u32) {
+        std::fs::write(path, text).expect("a file");
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("its mode");
+    }
+
+    #[test]
+    fn a_private_file_of_ours_gives_its_capability() {
+        let dir = tempfile::tempdir().expect("a folder");
+        let path = dir.path().join("cap");
+        private(&path, &format!("{CAP}\n"), 0o600);
+        let cap = cap_from_file(&path).expect("the capability");
+        assert_eq!(cap.expose(), CAP);
+        private(&path, "not a capability\n", 0o600);
+        assert_eq!(cap_from_file(&path).err(), Some(Refusal::BadCapability));
+    }
+
+    #[test]
+    fn anything_but_a_private_regular_file_is_refused() {
+        let dir = tempfile::tempdir().expect("a folder");
+        let path = dir.path().join("cap");
+        assert_eq!(cap_from_file(&path).err(), Some(Refusal::BadCapability));
+        private(&path, CAP, 0o644);
+        assert_eq!(cap_from_file(&path).err(), Some(Refusal::UnsafePath));
+        private(&path, CAP, 0o600);
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&path, &link).expect("a link");
+        assert_eq!(cap_from_file(&link).err(), Some(Refusal::UnsafePath));
+        assert_eq!(cap_from_file(dir.path()).err(), Some(Refusal::UnsafePath));
+        let fifo = dir.path().join("fifo");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .expect("a FIFO");
+        assert_eq!(cap_from_file(&fifo).err(), Some(Refusal::UnsafePath));
+    }
 }

@@ -11,9 +11,9 @@ use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 
-use mosaic_adapters::cap::{CAP_FD_ENV, CAP_FILE_ENV, SOCKET_ENV};
 use mosaic_adapters::cause;
 use mosaic_adapters::procfs::ProcFs;
+use mosaic_client::cap::{CAP_FD_ENV, CAP_FILE_ENV, SOCKET_ENV};
 use mosaic_domain::evidence::LaunchRecord;
 use mosaic_domain::{Refusal, RunId};
 use mosaic_ports::ProcessTable;

@@ -40,8 +40,8 @@ use std::ffi::{OsStr, OsString};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use mosaic_adapters::cap::{CAP_FILE_ENV, SOCKET_ENV};
 use mosaic_adapters::fs::{check_private_dir, create_private_file, neutral_path};
+use mosaic_client::cap::{CAP_FILE_ENV, SOCKET_ENV};
 use mosaic_domain::evidence::Harness;
 use mosaic_domain::{Refusal, RunId};
 use serde_json::json;

@@ -358,10 +358,9 @@ fn exec(
         // The file replaces the descriptor: a harness that would not pass
         // it on finds the file, and nothing reads the descriptor again.
         let _ = nix::unistd::close(keep);
-        command.env_remove(mosaic_adapters::cap::CAP_FD_ENV).env(
-            mosaic_adapters::cap::CAP_FILE_ENV,
-            capfile::SANDBOX_CAP_FILE,
-        );
+        command
+            .env_remove(mosaic_client::cap::CAP_FD_ENV)
+            .env(mosaic_client::cap::CAP_FILE_ENV, capfile::SANDBOX_CAP_FILE);
     }
     if handoff.stdin_null {
         if let Err(e) = capfile::null_stdin() {
