@@ -26,7 +26,7 @@
 //!   after it is `outcome-unknown`, with what to inspect.
 //! - `refusal_text` and `after_outcome_unknown`: every refusal becomes
 //!   a tool error (`isError: true`) whose text is the static code, what it
-//!   means ([`Refusal::meaning`]) and what to do (`what_to_do`, the one
+//!   means ([`Refusal::meaning`]) and what to do (`HINTS`, the one
 //!   table of hints); never driver or OS text.
 //!
 //! # The loop
