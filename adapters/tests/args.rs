@@ -2,7 +2,8 @@
 //! `required` set is exactly the keys whose absence the parser refuses
 //! with `bad-request`, and every key of the type is one the parser takes.
 
-use mosaic_adapters::wire::{Call, Verb, VerbArgs};
+use mosaic_adapters::wire::{Call, Verb};
+use mosaic_client::wire::args::VerbArgs;
 use mosaic_domain::Refusal;
 use serde_json::{json, Value};
 

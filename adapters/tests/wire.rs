@@ -29,8 +29,9 @@ use std::cell::Cell;
 use mosaic_adapters::wire::{
     self, decision_json, inbox_json, inbox_text, message_facts_json, message_json, parse_json,
     parse_request, record_json, reply_json, task_json, Call, Dispatch, Envelope, Presenter, Query,
-    SubjectRef, UuidKind, UuidRef, Verb, VerbArgs, MAX_REQUEST_BYTES,
+    SubjectRef, UuidKind, UuidRef, Verb, MAX_REQUEST_BYTES,
 };
+use mosaic_client::wire::args::VerbArgs;
 use mosaic_domain::authority::Grant;
 use mosaic_domain::bus::{Command, Reply, SendInput};
 use mosaic_domain::claims::ClaimReply;

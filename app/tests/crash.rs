@@ -63,7 +63,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use mosaic_adapters::socket::Client;
+use mosaic_client::socket::Client;
 use mosaic_domain::Refusal;
 use serde_json::{json, Map, Value};
 

@@ -18,12 +18,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mosaic_adapters::config::{business_from_json, BootConfig};
-use mosaic_adapters::socket::Client;
-use mosaic_adapters::views::views;
 use mosaic_adapters::wire::Usage;
 use mosaic_app::runtime::human_proof::{BrokerExe, NONCE_ENV};
 use mosaic_app::runtime::start_runtime;
 use mosaic_app::runtime::world::{BrokerIdentity, Ports};
+use mosaic_client::socket::Client;
+use mosaic_client::views::views;
 use mosaic_domain::evidence::{EndCause, Ending, Harness, LaunchRecord};
 use mosaic_domain::{BusinessId, Refusal, RoleInstance, RunId, Timestamp};
 use mosaic_ports::fakes::{
@@ -96,7 +96,7 @@ fn agents_running(table: &FakeProcessTable) {
 fn human(socket: &std::path::Path, verb: &str, args: Value) -> Result<Value, Refusal> {
     let line = json!({"human": {"nonce": NONCE}, "business": "shop", "verb": verb, "args": args});
     let answer = Client::new(socket, "").call_line(line.to_string().as_bytes())?;
-    mosaic_adapters::socket::parse_response(&answer)
+    mosaic_client::socket::parse_response(&answer)
 }
 
 /// A pane's event stream over plain HTTP/1.1, read line by line.

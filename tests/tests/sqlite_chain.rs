@@ -6,14 +6,14 @@
 use std::path::{Path, PathBuf};
 
 use mosaic_adapters::sqlite::{
-    verify_file, verify_file_cut, ChainHead, Cut, NoteMismatch, OpenError, SqliteStore,
+    verify_file, verify_file_cut, Cut, NoteMismatch, OpenError, SqliteStore,
 };
 use mosaic_domain::evidence::{
     AgentRef, ClaimEvidence, DecisionEvidence, Ending, Evidence, LaunchEvidence, MessageClass,
     MessageEvidence, RefusalCount, RefusalRecord, RunEnd, Sender, Stamped,
 };
 use mosaic_domain::{DecisionId, MessageId, Refusal, RunId, Timestamp};
-use mosaic_ports::EvidenceStore;
+use mosaic_ports::{EvidenceStore, StoreHead};
 use mosaic_tests::sqlite::populated;
 use rusqlite::Connection;
 
@@ -32,7 +32,7 @@ fn beside(path: &Path, suffix: &str) -> PathBuf {
 /// ranges of 1, 2 or 7 rows, walked by 1, 2 or 3 threads and the checks'
 /// thread (as boot cuts a large ledger), finds the very same.
 #[track_caller]
-fn verified(path: &Path) -> Result<ChainHead, (Refusal, Option<u64>)> {
+fn verified(path: &Path) -> Result<StoreHead, (Refusal, Option<u64>)> {
     let before = std::fs::read(path).unwrap();
     let had_wal = beside(path, "-wal").exists();
     let found = verify_file(path)
@@ -419,7 +419,7 @@ fn the_chain_holds_across_abandoned_batches_and_refused_stages() {
 }
 
 #[track_caller]
-fn against(path: &Path, note: &ChainHead) -> Option<NoteMismatch> {
+fn against(path: &Path, note: &StoreHead) -> Option<NoteMismatch> {
     verify_file(path)
         .expect("the store verifies on its own")
         .check(note)
@@ -495,13 +495,13 @@ fn a_note_round_trips_through_its_text() {
     let head = verified(&path).unwrap();
     let note = head.note();
     assert!(note.starts_with(&format!("mosaic-bus/{}\n{}\n", head.store_id, head.size)));
-    assert_eq!(ChainHead::parse_note(&note), Some(head.clone()));
+    assert_eq!(StoreHead::parse_note(&note), Some(head.clone()));
     for broken in [
         &note[..note.len() - 1],
         &note.replacen('\n', "\n\n", 1),
         "mosaic-bus/x\n1\n",
     ] {
-        assert_eq!(ChainHead::parse_note(broken), None, "{broken:?}");
+        assert_eq!(StoreHead::parse_note(broken), None, "{broken:?}");
     }
 }
 

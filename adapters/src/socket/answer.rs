@@ -27,8 +27,8 @@ use tokio::sync::watch;
 ///
 /// It also carries the request's [`DirectReply`] ([`Disconnect::direct`]).
 ///
-/// [`Client`]: super::Client
-/// [`Session`]: super::Session
+/// [`Client`]: mosaic_client::socket::Client
+/// [`Session`]: mosaic_client::socket::Session
 /// [`MAX_REQUEST`]: super::MAX_REQUEST
 #[derive(Debug, Clone)]
 pub struct Disconnect {

@@ -30,7 +30,6 @@
 mod backup;
 mod carry;
 mod chain;
-mod ends;
 mod pass;
 mod reserve;
 mod rows;
@@ -59,7 +58,7 @@ use reserve::{ReaderHoldsNoReserve, Reserve};
 pub use reserve::{RESERVE_BYTES, RESERVE_FILE};
 use rows::{ReadError, Undecodable};
 use verdict::{open_failure, Replayable};
-pub use verdict::{Broken, ChainHead, OpenError};
+pub use verdict::{Broken, OpenError};
 use verify::{check_store, names_a_file, Journal, Verified};
 pub use verify::{verify_file, verify_file_cut, NoteMismatch, OpenCost, Verification};
 

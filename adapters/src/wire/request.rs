@@ -30,6 +30,7 @@
 
 use std::fmt;
 
+use mosaic_client::wire::args::VerbArgs;
 use mosaic_domain::bus::{Command, SendInput};
 use mosaic_domain::changes;
 use mosaic_domain::decisions::RaiseInput;
@@ -44,15 +45,14 @@ use serde_json::{Map, Value};
 
 pub use mosaic_domain::Verb;
 
-use super::args::VerbArgs;
 use super::browser::{browser_call, BrowserCall};
 use super::json::parse_json;
 
 /// The longest request line the broker reads, without its newline: 64 KiB
-/// (65 536 bytes is accepted, one more is `request-too-large`), the same
-/// limit the socket frames lines with (`socket::MAX_REQUEST`); checked here
-/// too so a line from any other transport meets the same rule.
-pub const MAX_REQUEST_BYTES: usize = 64 * 1024;
+/// (65 536 bytes is accepted, one more is `request-too-large`), the limit
+/// the socket frames lines with (`mosaic_client::socket::MAX_REQUEST`);
+/// checked here too so a line from any other transport meets the same rule.
+pub const MAX_REQUEST_BYTES: usize = mosaic_client::socket::MAX_REQUEST;
 
 /// A UUID that names a decision or a message; which one, only the runtime
 /// knows ([`SubjectRef::resolve`]). Its text form is the lowercase

@@ -224,7 +224,7 @@ pub fn open_store(root: &DataRoot) -> Result<SqliteStore, Refusal> {
 /// use std::sync::Arc;
 /// use mosaic_adapters::config::business_from_json;
 /// use mosaic_adapters::config::BootConfig;
-/// use mosaic_adapters::socket::Client;
+/// use mosaic_client::socket::Client;
 /// use mosaic_app::runtime::start_runtime;
 /// use mosaic_app::runtime::human_proof::BrokerExe;
 /// use mosaic_app::runtime::{BrokerIdentity, Ports};

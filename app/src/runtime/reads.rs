@@ -276,11 +276,6 @@ pub(crate) fn read<S: EvidenceStore>(
         }
         Query::Head => {
             let head = store.chain_head().map_err(storage)?;
-            let head = mosaic_adapters::sqlite::ChainHead {
-                store_id: head.store_id,
-                size: head.size,
-                hash: head.hash,
-            };
             serde_json::json!({"size": head.size, "head": head.hash_base64(), "note": head.note()})
         }
         // `changes` has one way in, `super::changes::page`, which every

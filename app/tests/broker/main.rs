@@ -1,6 +1,6 @@
 //! `mosaic-bus broker`, black-box: the real binary booted over its host IPC
 //! (DESIGN.md §4) in a private data root, spoken to through its socket with
-//! `mosaic_adapters::socket::Client`. One test per rule of
+//! `mosaic_client::socket::Client`. One test per rule of
 //! `spec/bus-broker.md` ("Start and stop", "Client protocol").
 //!
 //! - [`host`]: boot, bad boots, the lock, the socket's mode, `bindLaunch`,

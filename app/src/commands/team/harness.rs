@@ -10,7 +10,7 @@ use mosaic_domain::evidence::Harness;
 use mosaic_domain::Refusal;
 use serde::Deserialize;
 
-use crate::commands::up::Allow;
+use super::allow::Allow;
 
 /// The variable that holds the model's key when `"keyEnv"` names none:
 /// the one both harnesses read for Anthropic's API.

@@ -27,8 +27,8 @@
 //!
 //! A run's cgroup is `mosaic-bus-<up's pid>-<run id>`, unique per run. The
 //! sandboxed child joins it before it runs anything of the agent: `up`
-//! spawns `mosaic-bus sandbox-cgroup --cgroup DIR... -- bwrap ...`, which
-//! writes `0` (itself) to each `DIR/cgroup.procs` and then executes bwrap,
+//! spawns `mosaic-bus sandbox-cgroup --cgroup DIR... -- bwrap ...`
+//! ([`super::cgroup_main`]), which writes `0` (itself) to each `DIR/cgroup.procs` and then executes bwrap,
 //! so bwrap and everything it starts are in the cgroup from their first
 //! instruction. (This crate has no `unsafe`, so no `pre_exec`; an `exec`
 //! keeps the pid and the start time the launch record binds.) The cgroup
@@ -40,18 +40,15 @@
 //! against a fake tree in a temporary folder; `up` passes [`ROOT`].
 
 use std::cell::Cell;
-use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// Where the host mounts its cgroups.
-pub(super) const ROOT: &str = "/sys/fs/cgroup";
+use super::cgroup_main::CGROUP_SUBCOMMAND;
 
-/// The subcommand that joins the cgroups, then executes bwrap (hidden from
-/// the help).
-pub(super) const SUBCOMMAND: &str = "sandbox-cgroup";
+/// Where the host mounts its cgroups.
+pub(crate) const ROOT: &str = "/sys/fs/cgroup";
 
 /// The prefix of every cgroup `up` makes.
 const PREFIX: &str = "mosaic-bus-";
@@ -61,7 +58,7 @@ const REMOVE_WITHIN: Duration = Duration::from_secs(5);
 
 /// Where each run's cgroup is made, as found at start.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Kind {
+pub(crate) enum Kind {
     /// cgroup v2, delegated: runs are children of `parent`, with the
     /// `memory` controller too when `memory`.
     V2 { parent: PathBuf, memory: bool },
@@ -77,7 +74,7 @@ pub(super) enum Kind {
 
 impl Kind {
     /// Which caps hold, for the log.
-    pub(super) fn describe(&self) -> &'static str {
+    pub(crate) fn describe(&self) -> &'static str {
         match self {
             Kind::V2 { memory: true, .. } => "cgroup v2 pids.max and memory.max",
             Kind::V2 { memory: false, .. } => "cgroup v2 pids.max (no memory controller)",
@@ -92,7 +89,7 @@ impl Kind {
 
 /// Where `up`'s agent runs get their cgroups.
 #[derive(Debug)]
-pub(super) struct Cgroups {
+pub(crate) struct Cgroups {
     kind: Kind,
     /// `up`'s pid, in every name it makes.
     pid: u32,
@@ -103,7 +100,7 @@ pub(super) struct Cgroups {
 impl Cgroups {
     /// Looks at the host once, for this process: [`ROOT`] and
     /// `/proc/self/cgroup`. Logs which caps hold.
-    pub(super) fn for_this_process() -> Cgroups {
+    pub(crate) fn for_this_process() -> Cgroups {
         let text = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
         let cgroups = Cgroups::open(Path::new(ROOT), &text, std::process::id());
         tracing::info!(caps = cgroups.kind.describe(), "process caps");
@@ -114,7 +111,7 @@ impl Cgroups {
     /// `/proc/PID/cgroup` is `self_cgroup`, setting v2's delegation up
     /// (see the module documentation), and removes the empty leftovers of
     /// `up`s that are gone.
-    pub(super) fn open(root: &Path, self_cgroup: &str, pid: u32) -> Cgroups {
+    pub(crate) fn open(root: &Path, self_cgroup: &str, pid: u32) -> Cgroups {
         let places = Places::parse(self_cgroup);
         let kind = match places.v2.as_deref().map(|path| v2(root, path, pid)) {
             Some(Ok(kind)) => kind,
@@ -135,14 +132,14 @@ impl Cgroups {
 
     /// Where runs go.
     #[cfg(test)]
-    pub(super) fn kind(&self) -> &Kind {
+    pub(crate) fn kind(&self) -> &Kind {
         &self.kind
     }
 
     /// The cgroup of the run `run`, with at most `processes` processes and
     /// `memory_mib` MiB; `None` without cgroups, or when it cannot be made
     /// (one warning, the first time).
-    pub(super) fn make(&self, run: &str, processes: u32, memory_mib: u32) -> Option<RunCgroup> {
+    pub(crate) fn make(&self, run: &str, processes: u32, memory_mib: u32) -> Option<RunCgroup> {
         let name = format!("{PREFIX}{}-{run}", self.pid);
         let bytes = (u64::from(memory_mib) << 20).to_string();
         let processes = processes.to_string();
@@ -371,7 +368,7 @@ fn write(path: &Path, value: &str) -> io::Result<()> {
 /// The cgroups of one run: one per hierarchy (v1 has two). Dropped, it
 /// removes them once their last process is gone.
 #[derive(Debug)]
-pub(super) struct RunCgroup {
+pub(crate) struct RunCgroup {
     dirs: Vec<PathBuf>,
 }
 
@@ -385,7 +382,7 @@ impl RunCgroup {
     }
 
     /// The folders, one per hierarchy.
-    pub(super) fn dirs(&self) -> &[PathBuf] {
+    pub(crate) fn dirs(&self) -> &[PathBuf] {
         &self.dirs
     }
 }
@@ -428,64 +425,17 @@ impl Drop for RunCgroup {
 /// The command that starts `program` (bwrap) in `cgroup`, through
 /// `exe sandbox-cgroup`, or `program` itself without one. Its arguments
 /// follow.
-pub(super) fn command(program: &Path, exe: &Path, cgroup: Option<&RunCgroup>) -> Command {
+pub(crate) fn command(program: &Path, exe: &Path, cgroup: Option<&RunCgroup>) -> Command {
     let Some(cgroup) = cgroup else {
         return Command::new(program);
     };
     let mut command = Command::new(exe);
-    command.arg(SUBCOMMAND);
+    command.arg(CGROUP_SUBCOMMAND);
     for dir in cgroup.dirs() {
         command.arg("--cgroup").arg(dir);
     }
     command.arg("--").arg(program);
     command
-}
-
-/// `sandbox-cgroup`: what `up` runs for a sandboxed agent with a cgroup.
-/// Not for people; hidden from the help.
-#[derive(Debug, Clone, clap::Args)]
-pub struct SandboxCgroupArgs {
-    /// A cgroup to join (its folder), one per hierarchy.
-    #[arg(long, value_name = "DIR", required = true)]
-    pub cgroup: Vec<PathBuf>,
-    /// The program (bwrap) and its arguments.
-    #[arg(last = true, required = true, num_args = 1.., value_name = "COMMAND")]
-    pub command: Vec<OsString>,
-}
-
-/// `sandbox-cgroup`: moves this process into each cgroup, then executes
-/// the command; returns only when one of these fails, with 127: an agent
-/// never starts outside the cgroup `up` made for it.
-pub fn main(args: SandboxCgroupArgs) -> ExitCode {
-    use std::os::unix::process::CommandExt;
-    let Some((program, rest)) = args.command.split_first() else {
-        return ExitCode::from(127);
-    };
-    for dir in &args.cgroup {
-        // `0` is the writer itself, on v1 and v2 alike.
-        if let Err(e) = write_existing(&dir.join("cgroup.procs"), "0") {
-            eprintln!(
-                "mosaic-bus sandbox-cgroup: joining {}: {e}",
-                dir.to_string_lossy()
-            );
-            return ExitCode::from(127);
-        }
-    }
-    let error = Command::new(program).args(rest).exec();
-    eprintln!(
-        "mosaic-bus sandbox-cgroup: executing {}: {error}",
-        program.to_string_lossy()
-    );
-    ExitCode::from(127)
-}
-
-/// Writes `value` to an existing file, never creating one.
-fn write_existing(path: &Path, value: &str) -> io::Result<()> {
-    use std::io::Write as _;
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(path)?
-        .write_all(value.as_bytes())
 }
 
 #[cfg(test)]

@@ -33,7 +33,7 @@
 //!    broker's would be;
 //! 8. with `"network": "proxy"`, the socket of `up`'s forward proxy for the
 //!    run at [`PROXY_SOCKET`] (`sandbox-exec`'s bridge serves it on the
-//!    sandbox's loopback: [`super::bridge`]);
+//!    sandbox's loopback: [`super::bridge_main`]);
 //! 9. the root made read-only: nothing but the tmpfs of 4 and the writable
 //!    binds of 6 takes a write.
 //!
@@ -56,15 +56,16 @@ use std::path::{Path, PathBuf};
 
 use mosaic_domain::Refusal;
 
-use super::bridge::PROXY_SOCKET;
-use super::harness::Grants;
+use super::bwrap::{namespace_args, SANDBOX_HOME};
+use super::exec_main::DENIED_CALLS;
+use super::network::PROXY_SOCKET;
 use super::paths::{check_writable, open_granted, Guard, Opened};
-use super::sandbox::{namespace_args, DENIED_CALLS, SANDBOX_HOME};
 use crate::commands::team::{AgentSpec, Network};
+use crate::commands::up::harness::Grants;
 
 /// The system's program folders, bound read-only where the host has
 /// folders and made links where it has links.
-pub(super) const SYSTEM: [&str; 7] = ["usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32"];
+pub(crate) const SYSTEM: [&str; 7] = ["usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32"];
 
 /// What of `/etc` an agent sees, where the host has it: users and groups
 /// (`passwd`, `group`: the names `ls` and `id` show), the name service
@@ -100,36 +101,36 @@ pub const ETC: [&str; 19] = [
 /// Where things are, for the sandbox of every agent of one `up`: all
 /// absolute and, but for `human_home`, existing.
 #[derive(Debug, Clone)]
-pub(super) struct Places {
+pub(crate) struct Places {
     /// The host's root, `/` but in tests: the system folders and `/etc`
     /// are read from here.
-    pub(super) host_root: PathBuf,
+    pub(crate) host_root: PathBuf,
     /// This executable.
-    pub(super) exe: PathBuf,
+    pub(crate) exe: PathBuf,
     /// The broker's socket, the one path of the data root bound in.
-    pub(super) socket: PathBuf,
+    pub(crate) socket: PathBuf,
     /// The data root.
-    pub(super) data_root: PathBuf,
+    pub(crate) data_root: PathBuf,
     /// The secrets folder.
-    pub(super) secrets: PathBuf,
+    pub(crate) secrets: PathBuf,
     /// `up`'s own `HOME`, the human's.
-    pub(super) human_home: Option<PathBuf>,
+    pub(crate) human_home: Option<PathBuf>,
     /// The configuration file.
-    pub(super) config_file: Option<PathBuf>,
+    pub(crate) config_file: Option<PathBuf>,
     /// The files of the business's service credentials, which the broker
     /// reads and no agent may.
-    pub(super) credentials: Vec<PathBuf>,
+    pub(crate) credentials: Vec<PathBuf>,
     /// What no writable path may be or hold (`paths::guards`).
-    pub(super) guards: Vec<Guard>,
+    pub(crate) guards: Vec<Guard>,
 }
 
 /// One mount of a sandbox, in bwrap's terms.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Mount {
+pub(crate) enum Mount {
     /// A host path, read-only, at `dest`.
     ReadOnly { source: PathBuf, dest: PathBuf },
     /// A folder of `up`'s own making, writable, at `dest`: a harness
-    /// agent's state folder (`super::harness`).
+    /// agent's state folder (`crate::commands::up::harness`).
     Writable { source: PathBuf, dest: PathBuf },
     /// A path of the configuration, checked and held open (`fd`, this
     /// process's descriptor, passed on to bwrap): bound from the
@@ -163,36 +164,36 @@ pub(super) enum Mount {
 
 /// One agent's sandbox: see the module documentation.
 #[derive(Debug)]
-pub(super) struct Plan {
+pub(crate) struct Plan {
     /// Its network: `none` adds a network namespace of its own.
-    pub(super) network: Network,
+    pub(crate) network: Network,
     /// Its mounts, in the order bwrap applies them.
-    pub(super) mounts: Vec<Mount>,
+    pub(crate) mounts: Vec<Mount>,
     /// Its working directory inside.
-    pub(super) chdir: PathBuf,
+    pub(crate) chdir: PathBuf,
     /// The program bwrap's `sandbox-exec` executes, as found on `PATH`.
-    pub(super) program: PathBuf,
+    pub(crate) program: PathBuf,
     /// Its environment before `up`'s `MOSAIC_*` and `PATH`: the
     /// allow-list's variables, with `HOME` and `TMPDIR` its own.
-    pub(super) env: Vec<(OsString, OsString)>,
+    pub(crate) env: Vec<(OsString, OsString)>,
     /// Whether `sandbox-exec` applies the Landlock scopes.
-    pub(super) landlock: bool,
+    pub(crate) landlock: bool,
     /// The `RLIMIT_NPROC` `sandbox-exec` sets: the most processes and
     /// threads of the sandbox (where the kernel counts them: not for
     /// root, docs/host.md).
-    pub(super) processes: u32,
+    pub(crate) processes: u32,
     /// The system calls `sandbox-exec`'s seccomp filter refuses outright
-    /// (beyond its argument rules: see `sandbox::seccomp_filters`).
-    pub(super) seccomp: &'static [(&'static str, i64)],
+    /// (beyond its argument rules: see `exec_main::seccomp_filters`).
+    pub(crate) seccomp: &'static [(&'static str, i64)],
     /// The descriptors of the [`Mount::Granted`] paths, open until bwrap
     /// is spawned with them.
-    pub(super) held: Vec<OwnedFd>,
+    pub(crate) held: Vec<OwnedFd>,
 }
 
 impl Plan {
     /// bwrap's arguments, up to and including `--`; `proxy` is the proxy's
     /// socket for this run, for a [`Mount::ProxySocket`].
-    pub(super) fn bwrap_args(&self, proxy: Option<&Path>) -> Vec<OsString> {
+    pub(crate) fn bwrap_args(&self, proxy: Option<&Path>) -> Vec<OsString> {
         let mut args = namespace_args(self.network);
         let mut push = |words: &[&OsStr]| args.extend(words.iter().map(|w| w.to_os_string()));
         for mount in &self.mounts {
@@ -355,7 +356,7 @@ fn resolve(spec: &AgentSpec, places: &Places) -> Result<(PathBuf, Vec<(Opened, b
 /// folder writable in the data root's tmpfs), `env` its environment from
 /// the allow-list, `landlock` whether the kernel has the scopes. See the
 /// module documentation for what it grants and refuses.
-pub(super) fn build(
+pub(crate) fn build(
     spec: &AgentSpec,
     places: &Places,
     program: &Path,

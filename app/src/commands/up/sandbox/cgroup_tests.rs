@@ -242,7 +242,7 @@ fn the_command_joins_the_cgroups_before_it_executes_bwrap() {
     assert_eq!(with.get_program(), exe);
     let args: Vec<_> = with.get_args().collect();
     let expected: Vec<&std::ffi::OsStr> = vec![
-        SUBCOMMAND.as_ref(),
+        CGROUP_SUBCOMMAND.as_ref(),
         "--cgroup".as_ref(),
         run.dirs()[0].as_os_str(),
         "--cgroup".as_ref(),

@@ -22,7 +22,7 @@ use mosaic_domain::{Capability, Refusal};
 
 /// Where `sandbox-exec --cap-file` puts the capability, in the sandbox's
 /// private `/tmp`.
-pub(super) const SANDBOX_CAP_FILE: &str = "/tmp/mosaic-bus.cap";
+pub(crate) const SANDBOX_CAP_FILE: &str = "/tmp/mosaic-bus.cap";
 
 /// The most bytes of the `ready` line read: a longer line is not it.
 const MAX_READY: usize = 64;
@@ -34,7 +34,7 @@ const MAX_READY: usize = 64;
 /// # Errors
 /// When the input ends or fails before a newline, or the line is not
 /// `ready`.
-pub(super) fn wait_ready() -> io::Result<()> {
+pub(crate) fn wait_ready() -> io::Result<()> {
     let stdin = io::stdin();
     let fd = stdin.as_fd();
     let mut line = Vec::new();
@@ -62,7 +62,7 @@ pub(super) fn wait_ready() -> io::Result<()> {
 /// # Errors
 /// `bad-capability` when the descriptor does not hold one; the codes of
 /// [`write_cap`].
-pub(super) fn copy_cap(fd: i32, to: &Path) -> Result<(), Refusal> {
+pub(crate) fn copy_cap(fd: i32, to: &Path) -> Result<(), Refusal> {
     let mut text = String::new();
     std::fs::File::open(format!("/proc/self/fd/{fd}"))
         .and_then(|f| f.take(130).read_to_string(&mut text))
@@ -77,7 +77,7 @@ pub(super) fn copy_cap(fd: i32, to: &Path) -> Result<(), Refusal> {
 /// # Errors
 /// `unsafe-path` when something is at `to` already; `storage-unavailable`
 /// when it cannot be written.
-pub(super) fn write_cap(cap: &Capability, to: &Path) -> Result<(), Refusal> {
+pub(crate) fn write_cap(cap: &Capability, to: &Path) -> Result<(), Refusal> {
     let mut file = create_private_file(to)?;
     file.write_all(format!("{}\n", cap.expose()).as_bytes())
         .and_then(|()| file.sync_all())
@@ -89,7 +89,7 @@ pub(super) fn write_cap(cap: &Capability, to: &Path) -> Result<(), Refusal> {
 ///
 /// # Errors
 /// When `/dev/null` cannot be opened or duplicated.
-pub(super) fn null_stdin() -> io::Result<()> {
+pub(crate) fn null_stdin() -> io::Result<()> {
     let null = std::fs::File::open("/dev/null")?;
     rustix::stdio::dup2_stdin(&null)?;
     Ok(())
@@ -106,8 +106,8 @@ mod tests {
     fn a_copied_capability_is_a_new_private_file_and_never_overwrites() {
         let dir = tempfile::tempdir().unwrap();
         let cap = Capability::from_random([7; 32]);
-        let source = super::super::launch::cap_memfd().unwrap();
-        super::super::launch::fill_and_seal(&source, &cap).unwrap();
+        let source = crate::commands::up::launch::cap_memfd().unwrap();
+        crate::commands::up::launch::fill_and_seal(&source, &cap).unwrap();
         let to = dir.path().join("cap");
         copy_cap(source.as_raw_fd(), &to).unwrap();
         assert_eq!(
@@ -123,7 +123,7 @@ mod tests {
         assert_eq!(write_cap(&cap, &link), Err(Refusal::UnsafePath));
         assert!(!dir.path().join("elsewhere").exists());
         // An empty descriptor (before `ready`) holds no capability.
-        let empty = super::super::launch::cap_memfd().unwrap();
+        let empty = crate::commands::up::launch::cap_memfd().unwrap();
         let other = dir.path().join("other");
         assert_eq!(
             copy_cap(empty.as_raw_fd(), &other),

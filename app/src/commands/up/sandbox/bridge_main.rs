@@ -1,8 +1,14 @@
-//! The bridge inside a sandbox with `"network": "proxy"`: a TCP listener on
-//! the sandbox's own loopback, `127.0.0.1:`[`PROXY_PORT`], whose every
+//! `sandbox-bridge`: the hidden program that carries a sandboxed agent's
+//! connections to `up`'s proxy, in one process inside the sandbox, beside
+//! the agent. Everything in this file runs in that process.
+//!
+//! The bridge of a sandbox with `"network": "proxy"` is a TCP listener on
+//! the sandbox's own loopback,
+//! `127.0.0.1:`[`PROXY_PORT`](super::network::PROXY_PORT), whose every
 //! connection goes on, byte for byte, to the proxy's Unix socket that `up`
-//! binds at [`PROXY_SOCKET`] ([`super::proxy`]). Clients find it through
-//! `HTTPS_PROXY` and `HTTP_PROXY`, which `sandbox-exec` sets.
+//! binds at [`PROXY_SOCKET`](super::network::PROXY_SOCKET)
+//! ([`super::proxy`]). Clients find it through `HTTPS_PROXY` and
+//! `HTTP_PROXY`, which `sandbox-exec` sets.
 //!
 //! `sandbox-exec` binds the listener itself, before the agent starts, so
 //! the port is ready when the agent's first request comes. It then starts
@@ -20,77 +26,21 @@
 //! loopback (a model endpoint, say) finds it at the same address, and the
 //! proxy still decides whether it is admitted.
 
-use std::ffi::OsString;
 use std::io::{self, Read, Write};
-use std::net::{Ipv4Addr, Shutdown, TcpListener, TcpStream};
+use std::net::{Shutdown, TcpListener, TcpStream};
 use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
+use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-/// Where the proxy's socket is inside the sandbox: under the sandbox's own
-/// `/run`, a tmpfs.
-pub(super) const PROXY_SOCKET: &str = "/run/mosaic-bus/proxy.sock";
-
-/// The port the bridge listens on, on the sandbox's loopback (squid's, and
-/// free in a namespace of the agent's own).
-pub(super) const PROXY_PORT: u16 = 3128;
-
 /// The subcommand that runs the bridge (hidden from the help).
-pub(super) const BRIDGE_SUBCOMMAND: &str = "sandbox-bridge";
+pub(crate) const BRIDGE_SUBCOMMAND: &str = "sandbox-bridge";
 
 /// The most connections the bridge carries at once; the proxy outside has
 /// its own, smaller cap, and answers past it.
 const MAX_CONNECTIONS: usize = 256;
-
-/// `sandbox-exec`'s arguments that start the bridge, for an agent with a
-/// proxy.
-pub(super) fn exec_args(proxied: bool) -> Vec<OsString> {
-    if proxied {
-        vec!["--proxy-socket".into(), PROXY_SOCKET.into()]
-    } else {
-        Vec::new()
-    }
-}
-
-/// In `sandbox-exec`: binds the bridge's port, and each port of
-/// `forwards`, starts a bridge on each toward `socket`, and returns the
-/// environment the agent gets.
-pub(super) fn start(socket: &Path, forwards: &[u16]) -> io::Result<Vec<(&'static str, String)>> {
-    spawn(socket, PROXY_PORT, None)?;
-    for &port in forwards {
-        spawn(socket, port, Some(format!("127.0.0.1:{port}")))?;
-    }
-    let url = format!("http://127.0.0.1:{PROXY_PORT}");
-    // Loopback stays direct: it is the sandbox's own.
-    let local = "localhost,127.0.0.1,::1".to_owned();
-    Ok(vec![
-        ("HTTPS_PROXY", url.clone()),
-        ("https_proxy", url.clone()),
-        ("HTTP_PROXY", url.clone()),
-        ("http_proxy", url),
-        ("NO_PROXY", local.clone()),
-        ("no_proxy", local),
-    ])
-}
-
-/// Binds `127.0.0.1:port` and starts a bridge on it toward `socket`,
-/// opening each connection with a `CONNECT` to `connect` when given.
-fn spawn(socket: &Path, port: u16, connect: Option<String>) -> io::Result<()> {
-    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, port))?;
-    let exe = std::env::current_exe()?;
-    Command::new(exe)
-        .arg(BRIDGE_SUBCOMMAND)
-        .arg("--socket")
-        .arg(socket)
-        .args(connect.iter().flat_map(|target| ["--connect", target]))
-        .stdin(Stdio::from(std::os::fd::OwnedFd::from(listener)))
-        .stdout(Stdio::null())
-        .spawn()
-        .map(drop)
-}
 
 /// `sandbox-bridge`: what `sandbox-exec` starts inside a sandbox with a
 /// proxy. Not for people; hidden from the help.
@@ -207,20 +157,12 @@ fn pipe<R: Read, W: Write>(mut from: R, mut to: W, shut: impl FnOnce(&W) -> io::
 mod tests {
     use super::*;
 
-    #[test]
-    fn sandbox_exec_starts_the_bridge_only_for_a_proxied_agent() {
-        assert_eq!(
-            exec_args(true),
-            [OsString::from("--proxy-socket"), PROXY_SOCKET.into()]
-        );
-        assert!(exec_args(false).is_empty());
-    }
-
     /// A forwarded port, as `sandbox-bridge --connect` runs it: the bridge's
     /// side of each connection against the real proxy, admitted or not.
     #[test]
     fn a_forwarded_port_reaches_its_target_through_the_proxy_when_admitted() {
-        use crate::commands::up::proxy::{Allow, Limits, Proxy};
+        use super::super::proxy::{Limits, Proxy};
+        use crate::commands::team::Allow;
         let echo = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = echo.local_addr().unwrap().port();
         std::thread::spawn(move || {

@@ -8,8 +8,8 @@
 //! output (`output.rs`, which also writes the transcript) calls
 //! [`Activities::observe`] for each line, the supervisor
 //! [`Activities::exited`] when the run's process ends, and the console
-//! `up --console` opens reads it through [`Activities::feed`] (one JSON
-//! line per change, decoded by `console::doing`). Every time is an
+//! `up --console` opens reads it through [`Activities::feed`] (one line
+//! per change, an [`ActivityLine`]: the wire shape the console decodes). Every time is an
 //! [`Instant`] the caller passes, so the parser and the table hold no
 //! clock and the tests pass times.
 //!
@@ -46,9 +46,9 @@ use std::process::ExitStatus;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+use mosaic_client::wire::activity::{self as line, ActivityLine, RunActivity, Tool};
 use mosaic_domain::evidence::Harness;
 use serde::Deserialize;
-use serde_json::{json, Map, Value};
 
 /// Which harness wrote a stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,31 +71,6 @@ impl Stream {
 
 /// The prefix Claude Code puts before the bus's MCP tools.
 const BUS_MCP_PREFIX: &str = "mcp__mosaic-bus__";
-
-/// The longest tool name shown.
-const TOOL_MAX: usize = 64;
-
-/// A tool's name as the model called it (the bus's MCP prefix dropped):
-/// `[A-Za-z0-9_.-]{1,64}`, or `?` for anything else, so a name can carry
-/// neither a control character nor a sentence.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Tool(String);
-
-impl Tool {
-    /// `name` if it matches the pattern, else `?`.
-    pub fn of(name: &str) -> Tool {
-        let ok = (1..=TOOL_MAX).contains(&name.len())
-            && name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'));
-        Tool(if ok { name.to_owned() } else { "?".to_owned() })
-    }
-
-    /// The name, or `?`.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
 
 /// A phase a line can mark.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -370,40 +345,34 @@ impl Activities {
     }
 
     /// The table as the console reads it, at `now`, and its version: one
-    /// line of `{"runs":[{"run", "doing": "working"|"waiting"|"exited",
-    /// "forMs", "code"?, "signal"?, "tool"?, "toolMs"?}]}`, ages in ms
-    /// before `now` (an `Instant` means nothing in another process).
+    /// [`ActivityLine`] and its newline, ages in ms before `now` (an
+    /// `Instant` means nothing in another process).
     fn line_at(&self, now: Instant) -> (u64, String) {
         let table = self.table();
         let ms = |at: Instant| {
             u64::try_from(now.saturating_duration_since(at).as_millis()).unwrap_or(u64::MAX)
         };
-        let runs: Vec<Value> = table
+        let runs = table
             .runs
             .iter()
-            .map(|(run, a)| {
-                let mut row = Map::new();
-                row.insert("run".to_owned(), json!(run));
-                let doing = match a.doing {
-                    Doing::Working => "working",
-                    Doing::WaitingOnFeed => "waiting",
-                    Doing::Exited(ended) => {
-                        row.insert("code".to_owned(), json!(ended.code));
-                        row.insert("signal".to_owned(), json!(ended.signal));
-                        "exited"
-                    }
-                };
-                row.insert("doing".to_owned(), json!(doing));
-                row.insert("forMs".to_owned(), json!(ms(a.since)));
-                if let Some((tool, at)) = &a.tool {
-                    row.insert("tool".to_owned(), json!(tool.as_str()));
-                    row.insert("toolMs".to_owned(), json!(ms(*at)));
-                }
-                Value::Object(row)
+            .map(|(run, a)| RunActivity {
+                run: run.clone(),
+                doing: match a.doing {
+                    Doing::Working => line::Doing::Working,
+                    Doing::WaitingOnFeed => line::Doing::Waiting,
+                    Doing::Exited(ended) => line::Doing::Exited {
+                        code: ended.code,
+                        signal: ended.signal,
+                    },
+                },
+                for_ms: ms(a.since),
+                tool: a.tool.as_ref().map(|(tool, _)| tool.clone()),
+                tool_ms: a.tool.as_ref().map(|&(_, at)| ms(at)),
             })
             .collect();
-        let line = format!("{}\n", json!({ "runs": runs }));
-        (table.version, line)
+        // Strings and numbers under string keys always encode.
+        let text = serde_json::to_string(&ActivityLine { runs }).unwrap_or_default();
+        (table.version, format!("{text}\n"))
     }
 
     /// Waits until the version is past `seen`, at most `within`.

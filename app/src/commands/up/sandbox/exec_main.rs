@@ -1,31 +1,17 @@
-//! The sandbox `up` starts each agent in: bubblewrap (`bwrap`), with the
-//! argument list built here, and inside it this binary's `sandbox-exec`,
-//! which closes every inherited descriptor but stdio and the capability's
-//! before it executes the agent's command.
+//! `sandbox-exec`: the hidden program bwrap runs inside an agent's
+//! sandbox, in one process that confines itself and then becomes the
+//! agent. Everything in this file runs in that process; `up` renders its
+//! arguments ([`SandboxExecArgs`]) and describes what it applies (the
+//! plan's seccomp list is [`DENIED_CALLS`]).
 //!
-//! # What the sandbox is
-//!
-//! What an agent sees, its mounts, working directory and environment, is
-//! its [`Plan`](super::plan::Plan), built and rendered to bwrap's
-//! arguments in `plan.rs`. Around it, [`namespace_args`] gives:
-//!
-//! - new user, PID, IPC, UTS and cgroup namespaces (and a network namespace
-//!   with loopback only for `"network": "none"` and `"proxy"`); uid and gid [`SANDBOX_UID`] inside, never 0,
-//!   no capabilities (`--cap-drop ALL`), and no further user namespaces
-//!   (`--disable-userns`), so `unshare -Urm` cannot win back what was
-//!   dropped;
-//! - `--new-session`: the agent has no controlling terminal, so `TIOCSTI`
-//!   cannot type into the human's; `--die-with-parent`: the sandbox dies
-//!   with `up`.
+//! # What it applies
 //!
 //! bwrap sets `no_new_privs` itself; `sandbox-exec` adds a seccomp
 //! filter ([`seccomp_filters`]: no `ptrace`, `process_vm_*`, `TIOCSTI`,
 //! `TIOCLINUX`, `io_uring_*`, `unshare`, `setns` or namespace `clone`)
 //! and, where the kernel has them (Landlock ABI 6, Linux 6.12), Landlock's
 //! scopes ([`restrict_scopes`]): no `connect` to an abstract Unix socket
-//! and no signal outside the sandbox. Abstract sockets are named in the
-//! network namespace, not in the files, so with `"network": "host"` and no
-//! Landlock the host's stay in reach ([`AbstractSockets`]).
+//! and no signal outside the sandbox.
 //!
 //! # Descriptors
 //!
@@ -36,172 +22,20 @@
 //! it closes every descriptor above 2 except `N`, the capability's memfd,
 //! and only then executes the agent's program. The agent starts with
 //! stdio and its capability, nothing else.
-//!
-//! # Which pid the launch record binds
-//!
-//! The process `up` spawns is bwrap itself, and its pid and start time are
-//! what the launch record binds. Inside the PID namespace the agent has
-//! other pids, which the broker (in the outer namespace) never sees; what
-//! it sees, through `SO_PEERCRED` and `/proc`, are outer pids, and every
-//! process of the sandbox, however it forks or detaches (`setsid -f`, a
-//! double fork), descends from bwrap: an orphan is reparented to the
-//! namespace's init, bwrap's own child. So the human proof's ancestry walk
-//! meets the bound launch for anything started inside, and the broker's
-//! namespace check ([`crate::runtime::human_proof`]) refuses it before
-//! that. The broker checks the record against `/proc` as for any launch:
-//! bwrap is `up`'s unreaped child, so its pid names nobody else.
-//!
-//! # Stopping
-//!
-//! `up` signals the process group it started; in a sandbox that is bwrap's
-//! alone (the agent has its own session inside). So `up` also sends SIGKILL
-//! to bwrap's child, the init of the sandbox's PID namespace, which ends
-//! every process of the sandbox at once: a sandboxed agent gets no grace
-//! period. (bwrap's `--die-with-parent` would end it too when bwrap ends,
-//! but bwrap arms it only after its `clone`, so a bwrap stopped in its
-//! first instants could leave its sandbox running.)
 
 use std::ffi::{OsStr, OsString};
+use std::io;
+use std::net::{Ipv4Addr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::commands::team::Network;
-
-/// The uid and gid an agent has inside its sandbox: not 0, so no file of
-/// the system is its own even where a mapping would allow it.
-pub const SANDBOX_UID: u32 = 1000;
-
-/// The agent's home inside the sandbox: an empty folder of its tmpfs.
-pub const SANDBOX_HOME: &str = "/home/agent";
+use super::bridge_main::BRIDGE_SUBCOMMAND;
+use super::bwrap::scopes;
+use super::network::PROXY_PORT;
+use crate::commands::up::harness::capfile;
 
 /// The subcommand bwrap runs inside the sandbox (hidden from the help).
-pub(super) const EXEC_SUBCOMMAND: &str = "sandbox-exec";
-
-/// A bubblewrap found on `PATH` that was seen to make a sandbox here.
-#[derive(Debug, Clone)]
-pub(super) struct Bwrap {
-    path: PathBuf,
-}
-
-impl Bwrap {
-    /// The first `bwrap` on `path` that starts `exe version` in the
-    /// namespaces [`namespace_args`] asks for; `None` when there is none, or
-    /// when the kernel refuses them (user namespaces switched off, say).
-    pub(super) fn find(path: Option<&OsStr>, exe: &Path) -> Option<Bwrap> {
-        let found = std::env::split_paths(path?)
-            .map(|dir| dir.join("bwrap"))
-            .find(|candidate| is_executable(candidate))?;
-        let probe = Command::new(&found)
-            .args(namespace_args(Network::Host))
-            .args(["--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev"])
-            .arg("--")
-            .arg(exe)
-            .arg("version")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-        match probe {
-            Ok(status) if status.success() => Some(Bwrap { path: found }),
-            Ok(_) | Err(_) => None,
-        }
-    }
-
-    /// The program `up` spawns for a sandboxed agent.
-    pub(super) fn path(&self) -> &Path {
-        &self.path
-    }
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
-
-/// The namespaces and identity of a sandbox.
-pub(super) fn namespace_args(network: Network) -> Vec<OsString> {
-    let uid = SANDBOX_UID.to_string();
-    let mut args: Vec<OsString> = [
-        "--unshare-user",
-        "--unshare-pid",
-        "--unshare-ipc",
-        "--unshare-uts",
-        "--unshare-cgroup",
-    ]
-    .iter()
-    .map(OsString::from)
-    .collect();
-    match network {
-        Network::Host => {}
-        Network::None | Network::Proxy => args.push("--unshare-net".into()),
-    }
-    for arg in [
-        "--uid",
-        &uid,
-        "--gid",
-        &uid,
-        "--disable-userns",
-        "--cap-drop",
-        "ALL",
-        "--new-session",
-        "--die-with-parent",
-    ] {
-        args.push(arg.into());
-    }
-    args
-}
-
-/// Whether the abstract Unix sockets outside an agent's sandbox (a desktop
-/// session's, say: they are named in the network namespace, not in the
-/// files) are out of its reach; `abstractSockets` in `up`'s first line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum AbstractSockets {
-    /// Out of reach: a network namespace of its own, or a Landlock scope.
-    Closed,
-    /// In reach: no sandbox, or the host's network without Landlock's
-    /// scopes.
-    Open,
-}
-
-impl AbstractSockets {
-    /// For an agent, sandboxed or not, with `network`, on a kernel that has
-    /// Landlock's scopes (`scopes`, [`landlock_scopes`]) or not.
-    pub(super) fn of(sandboxed: bool, network: Network, scopes: bool) -> Self {
-        match (sandboxed, network) {
-            (false, _) => AbstractSockets::Open,
-            (true, Network::None | Network::Proxy) => AbstractSockets::Closed,
-            (true, Network::Host) if scopes => AbstractSockets::Closed,
-            (true, Network::Host) => AbstractSockets::Open,
-        }
-    }
-
-    /// Its name on the first line.
-    pub(super) fn as_str(self) -> &'static str {
-        match self {
-            AbstractSockets::Closed => "closed",
-            AbstractSockets::Open => "open",
-        }
-    }
-}
-
-/// The Landlock scopes `sandbox-exec --landlock` applies: no `connect` to
-/// an abstract Unix socket, and no signal, to a process outside the
-/// sandbox's Landlock domain. ABI 6 (Linux 6.12) has both.
-fn scopes() -> landlock::BitFlags<landlock::Scope> {
-    landlock::Scope::AbstractUnixSocket | landlock::Scope::Signal
-}
-
-/// Whether this kernel has the Landlock scopes [`scopes`] names. `up`
-/// asks once, and then tells `sandbox-exec` to apply them (`--landlock`),
-/// which refuses to start the agent when it cannot: an agent never starts
-/// with less than `up`'s first line says.
-pub(super) fn landlock_scopes() -> bool {
-    use landlock::{CompatLevel, Compatible, Ruleset, RulesetAttr};
-    Ruleset::default()
-        .set_compatibility(CompatLevel::HardRequirement)
-        .scope(scopes())
-        .is_ok()
-}
+pub(crate) const EXEC_SUBCOMMAND: &str = "sandbox-exec";
 
 /// Restricts this process, and so the agent it executes and everything
 /// the agent starts, with the scopes [`scopes`] names, all of them or none
@@ -255,15 +89,15 @@ pub struct SandboxExecArgs {
 /// What `sandbox-exec` does with the capability and stdin before it
 /// executes the program.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Handoff {
+struct Handoff {
     /// `--cap-file`.
-    pub(super) cap_file: bool,
+    cap_file: bool,
     /// `--stdin-null`.
-    pub(super) stdin_null: bool,
+    stdin_null: bool,
 }
 
 /// Runs `sandbox-exec`; returns only when the program cannot be executed.
-pub(super) fn exec_main(args: SandboxExecArgs) -> std::process::ExitCode {
+pub fn main(args: SandboxExecArgs) -> std::process::ExitCode {
     let Some((program, rest)) = args.command.split_first() else {
         return std::process::ExitCode::from(127);
     };
@@ -300,7 +134,7 @@ pub(super) fn exec_main(args: SandboxExecArgs) -> std::process::ExitCode {
 ///   (opening a file by handle, around every mount), `kexec_load`,
 ///   `kexec_file_load`, `init_module`, `finit_module`, `delete_module`,
 ///   `acct`, `swapon`, `swapoff`, `reboot`, `syslog`, `quotactl`.
-pub(super) const DENIED_CALLS: [(&str, i64); 39] = [
+pub(crate) const DENIED_CALLS: [(&str, i64); 39] = [
     ("ptrace", libc::SYS_ptrace),
     ("process_vm_readv", libc::SYS_process_vm_readv),
     ("process_vm_writev", libc::SYS_process_vm_writev),
@@ -437,12 +271,12 @@ fn seccomp_filters() -> Result<[seccompiler::BpfProgram; 2], seccompiler::Error>
 /// installs the seccomp filters
 /// ([`seccomp_filters`], with `no_new_privs`, which bwrap has set
 /// already), starts the bridges to `proxy`'s socket, with its forwarded
-/// ports, when there is one ([`super::bridge::start`]), hands the
+/// ports, when there is one ([`start`]), hands the
 /// capability over as a file and stdin as [`Handoff`] says, then executes
 /// `program` with `args`. Returns only when one of
 /// these fails, with the exit code 127 (a shell's "cannot execute"): an
 /// agent never starts with less of its sandbox than this.
-pub(super) fn exec(
+fn exec(
     keep: i32,
     landlock: bool,
     processes: u64,
@@ -500,7 +334,7 @@ pub(super) fn exec(
         eprintln!("mosaic-bus sandbox-exec: installing the seccomp filter: {e}");
         return 127;
     }
-    let bridges = proxy.map(|(socket, forwards)| super::bridge::start(socket, forwards));
+    let bridges = proxy.map(|(socket, forwards)| start(socket, forwards));
     let proxy_env = match bridges.transpose() {
         Ok(env) => env.unwrap_or_default(),
         Err(e) => {
@@ -511,10 +345,10 @@ pub(super) fn exec(
     let mut command = Command::new(program);
     command.args(args).envs(proxy_env);
     if handoff.cap_file {
-        let copied = super::capfile::wait_ready()
+        let copied = capfile::wait_ready()
             .map_err(|e| e.to_string())
             .and_then(|()| {
-                super::capfile::copy_cap(keep, Path::new(super::capfile::SANDBOX_CAP_FILE))
+                capfile::copy_cap(keep, Path::new(capfile::SANDBOX_CAP_FILE))
                     .map_err(|r| r.code().to_owned())
             });
         if let Err(why) = copied {
@@ -524,13 +358,12 @@ pub(super) fn exec(
         // The file replaces the descriptor: a harness that would not pass
         // it on finds the file, and nothing reads the descriptor again.
         let _ = nix::unistd::close(keep);
-        command.env_remove(mosaic_adapters::cap::CAP_FD_ENV).env(
-            mosaic_adapters::cap::CAP_FILE_ENV,
-            super::capfile::SANDBOX_CAP_FILE,
-        );
+        command
+            .env_remove(mosaic_client::cap::CAP_FD_ENV)
+            .env(mosaic_client::cap::CAP_FILE_ENV, capfile::SANDBOX_CAP_FILE);
     }
     if handoff.stdin_null {
-        if let Err(e) = super::capfile::null_stdin() {
+        if let Err(e) = capfile::null_stdin() {
             eprintln!("mosaic-bus sandbox-exec: giving the program /dev/null as stdin: {e}");
             return 127;
         }
@@ -543,31 +376,46 @@ pub(super) fn exec(
     127
 }
 
+/// Binds the bridge's port, and each port of
+/// `forwards`, starts a bridge on each toward `socket`, and returns the
+/// environment the agent gets.
+fn start(socket: &Path, forwards: &[u16]) -> io::Result<Vec<(&'static str, String)>> {
+    spawn(socket, PROXY_PORT, None)?;
+    for &port in forwards {
+        spawn(socket, port, Some(format!("127.0.0.1:{port}")))?;
+    }
+    let url = format!("http://127.0.0.1:{PROXY_PORT}");
+    // Loopback stays direct: it is the sandbox's own.
+    let local = "localhost,127.0.0.1,::1".to_owned();
+    Ok(vec![
+        ("HTTPS_PROXY", url.clone()),
+        ("https_proxy", url.clone()),
+        ("HTTP_PROXY", url.clone()),
+        ("http_proxy", url),
+        ("NO_PROXY", local.clone()),
+        ("no_proxy", local),
+    ])
+}
+
+/// Binds `127.0.0.1:port` and starts a bridge on it toward `socket`,
+/// opening each connection with a `CONNECT` to `connect` when given.
+fn spawn(socket: &Path, port: u16, connect: Option<String>) -> io::Result<()> {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, port))?;
+    let exe = std::env::current_exe()?;
+    Command::new(exe)
+        .arg(BRIDGE_SUBCOMMAND)
+        .arg("--socket")
+        .arg(socket)
+        .args(connect.iter().flat_map(|target| ["--connect", target]))
+        .stdin(Stdio::from(std::os::fd::OwnedFd::from(listener)))
+        .stdout(Stdio::null())
+        .spawn()
+        .map(drop)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn abstract_sockets_are_open_only_without_a_sandbox_or_a_scope_on_the_host_network() {
-        use AbstractSockets::{Closed, Open};
-        for (sandboxed, network, scopes, expected) in [
-            (false, Network::Host, true, Open),
-            (false, Network::None, true, Open),
-            (true, Network::Host, true, Closed),
-            (true, Network::Host, false, Open),
-            (true, Network::None, false, Closed),
-            (true, Network::None, true, Closed),
-            (true, Network::Proxy, false, Closed),
-            (false, Network::Proxy, true, Open),
-        ] {
-            assert_eq!(
-                AbstractSockets::of(sandboxed, network, scopes),
-                expected,
-                "{sandboxed} {network:?} {scopes}"
-            );
-        }
-        assert_eq!((Closed.as_str(), Open.as_str()), ("closed", "open"));
-    }
 
     #[test]
     fn the_seccomp_filters_compile_for_this_architecture() {

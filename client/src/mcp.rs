@@ -26,7 +26,7 @@
 //!   after it is `outcome-unknown`, with what to inspect.
 //! - `refusal_text` and `after_outcome_unknown`: every refusal becomes
 //!   a tool error (`isError: true`) whose text is the static code, what it
-//!   means ([`Refusal::meaning`]) and what to do (`what_to_do`, the one
+//!   means ([`Refusal::meaning`]) and what to do (`HINTS`, the one
 //!   table of hints); never driver or OS text.
 //!
 //! # The loop
@@ -38,7 +38,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use mosaic_domain::{CallerKind, Refusal, TaskRef, Verb};
+use mosaic_domain::{text, CallerKind, DecisionId, Refusal, TaskRef, Verb};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
@@ -49,9 +49,8 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 
 use crate::cap::cap_from;
-use crate::cause::logged;
 use crate::socket::{parse_response, Client, Session};
-use crate::wire::{UuidRef, VerbArgs};
+use crate::wire::args::VerbArgs;
 
 /// What the server tells a client about itself when it connects.
 const INSTRUCTIONS: &str = "Tools of the mosaic-bus coordination broker, acting \
@@ -85,17 +84,31 @@ pub fn run(socket: PathBuf, cap_file: Option<PathBuf>) -> Result<(), Refusal> {
         let service = adapter
             .serve(rmcp::transport::stdio())
             .await
-            .map_err(logged(Refusal::BadRequest, "starting the MCP session"))?;
+            .map_err(|e| failed("starting the MCP session", &e))?;
         service
             .waiting()
             .await
             .map(drop)
-            .map_err(logged(Refusal::BadRequest, "the MCP session"))
+            .map_err(|e| failed("the MCP session", &e))
     });
     // A call still waiting for the broker must not hold up the exit: its
     // client is gone, and the broker keeps whatever it recorded.
     runtime.shutdown_background();
     served
+}
+
+/// `bad-request`, the static code of a session that failed (the client
+/// left, or spoke no MCP), logging what failed and why, neutralised: the
+/// cause may quote what the client sent.
+fn failed(what: &'static str, error: &dyn std::error::Error) -> Refusal {
+    let code = Refusal::BadRequest;
+    tracing::error!(
+        code = code.code(),
+        what,
+        cause = &*text::neutralise(&error.to_string()),
+        "{what} failed"
+    );
+    code
 }
 
 /// The `tools/list` array the server answers, as JSON: one entry per
@@ -278,11 +291,12 @@ fn after_outcome_unknown(tool: Tool, args: &JsonObject) -> String {
             .to_owned();
     }
     let unknown = refusal_text(Refusal::OutcomeUnknown);
-    // Only ids and task refs in their strict form are named back.
+    // Only ids and task refs in their strict form are named back (a
+    // decision's id and a message's are both lowercase UUIDs).
     let id = |key: &str| {
         args.get(key)
             .and_then(Value::as_str)
-            .filter(|text| UuidRef::parse(text).is_ok() || TaskRef::parse(text).is_ok())
+            .filter(|text| DecisionId::parse(text).is_ok() || TaskRef::parse(text).is_ok())
     };
     let look = |subject: &str| format!("{unknown} Call trail with subject \"{subject}\".");
     let involved = format!(
@@ -362,130 +376,236 @@ fn refusal_text(refusal: Refusal) -> String {
     format!("{} {}", refusal.meaning(), what_to_do(refusal))
 }
 
-/// What an agent should do after a refusal: the one table of hints.
+/// What an agent should do after a refusal: the one table of hints, a
+/// row per hint with the refusals it answers (each refusal in exactly one
+/// row: a test checks it, so a new refusal needs its row here).
+const HINTS: &[(&[Refusal], &str)] = &[
+    (
+        &[Refusal::BadRequest],
+        "A required argument is missing, has a wrong type, or holds a value the broker \
+         cannot read. Fix the arguments from the tool's schema and call again.",
+    ),
+    (
+        &[Refusal::RequestTooLarge],
+        "Send less (shorter text, or split it) and call again.",
+    ),
+    (&[Refusal::RequestTimeout], "Nothing was done. Call again."),
+    (
+        &[Refusal::UnknownVerb],
+        "Use only the listed tools; if this one is listed, the broker is older than this \
+         adapter: tell the human.",
+    ),
+    (
+        &[Refusal::UnknownKey],
+        "Remove it and call again; the schema lists every key.",
+    ),
+    (
+        &[Refusal::UnknownRole],
+        "Use a role instance name of your business (agents lists the bound runs).",
+    ),
+    (
+        &[Refusal::UnknownReference],
+        "Copy the id exactly from inbox, message_receive or an earlier result.",
+    ),
+    (
+        &[Refusal::UnknownAction],
+        "Use dot-separated lowercase words such as repo.merge; browser actions are the ones \
+         the browser_request schema lists.",
+    ),
+    (
+        &[Refusal::UnknownOption],
+        "Pick a key from the decision's options.",
+    ),
+    (
+        &[Refusal::BadTimestamp, Refusal::BadDate],
+        "Fix it and call again.",
+    ),
+    (
+        &[Refusal::BadId],
+        "Decision and message ids are lowercase UUIDs, role names 1 to 64 letters, digits, \
+         '.', '_' or '-'. Copy it exactly and call again.",
+    ),
+    (
+        &[Refusal::BadTaskRef],
+        "Both numbers are positive integers without leading zeros (e.g. vikunja:3/17). Fix \
+         it and call again.",
+    ),
+    (
+        &[Refusal::BadParameters],
+        "http or https URLs only, non-empty selectors, viewport sides 1 to 10000. Fix them \
+         from the schema and call again.",
+    ),
+    (
+        &[Refusal::BadConfig, Refusal::GatedInAuthority],
+        "This is the broker's configuration, not your call: tell the human.",
+    ),
+    (
+        &[Refusal::BadCapability],
+        "The broker may have restarted, or the run was bound again. Nothing was done; \
+         calling again will not help: tell the human.",
+    ),
+    (
+        &[Refusal::NotHolder],
+        "Call role_claim first (agents shows who holds it).",
+    ),
+    (
+        &[Refusal::RoleHeld],
+        "Do not try to take it over; wait for it to be released or ask the human.",
+    ),
+    (
+        &[Refusal::RunRevoked],
+        "Stop acting in this role and tell the human.",
+    ),
+    (
+        &[Refusal::RunEnded],
+        "This run is over: stop working and exit.",
+    ),
+    (
+        &[Refusal::LaunchRevoked],
+        "Do not try to launch roles; ask the human.",
+    ),
+    (
+        &[
+            Refusal::LaunchMismatch,
+            Refusal::LaunchNotRunning,
+            Refusal::LaunchStartMismatch,
+            Refusal::LaunchForeignUser,
+        ],
+        "This is the host's problem: tell the human.",
+    ),
+    (
+        &[
+            Refusal::LaunchFailed,
+            Refusal::SandboxUnavailable,
+            Refusal::ServiceFailed,
+            Refusal::CredentialExpired,
+            Refusal::UnsafePath,
+            Refusal::SchemaMismatch,
+        ],
+        "Tell the human.",
+    ),
+    (
+        &[Refusal::HolderChanged],
+        "Raise a new decision for the current holder if it is still needed.",
+    ),
+    (
+        &[Refusal::HumanOnly],
+        "Raise a decision routed to the human, or send the human a message, instead.",
+    ),
+    (
+        &[Refusal::HumanProofFailed],
+        "Agents must never act as the human: do not try again.",
+    ),
+    (
+        &[Refusal::CrossBusiness],
+        "Use ids of your own business only.",
+    ),
+    (
+        &[Refusal::NotAuthorized],
+        "Raise a decision for this action and target (decision_raise), wait for its \
+         approval, then pass its id.",
+    ),
+    (
+        &[Refusal::NotResolver],
+        "Leave it to the role or the human it was routed to.",
+    ),
+    (
+        &[Refusal::NotRaiser],
+        "Leave it, or ask the role that raised it.",
+    ),
+    (
+        &[Refusal::DecisionOpen],
+        "It approves nothing yet. Wait for its resolution (see its trail) before using it.",
+    ),
+    (
+        &[Refusal::DecisionClosed],
+        "Read its trail for the outcome; raise a new decision if one is still needed.",
+    ),
+    (
+        &[Refusal::DecisionConsumed],
+        "Every approval is single-use. Raise a new decision for a new use.",
+    ),
+    (
+        &[Refusal::DecisionMismatch],
+        "Raise a new decision under the current policy.",
+    ),
+    (
+        &[Refusal::TaskRefRequired],
+        "Add task_ref (vikunja:<project>/<task>), or raise the decision as non-blocking.",
+    ),
+    (
+        &[Refusal::ChoiceRequired],
+        "Add choice (one of the option keys) and call again.",
+    ),
+    (
+        &[Refusal::NotDelivered],
+        "Acknowledge only messages message_receive handed you.",
+    ),
+    (
+        &[Refusal::NoBrowserClient],
+        "No browser view is open. Ask the human to open the in-app browser; do not loop on \
+         retries.",
+    ),
+    (
+        &[Refusal::BrowserTimeout],
+        "The page may or may not have acted. Take a snapshot to see the page before doing \
+         anything else.",
+    ),
+    (
+        &[Refusal::BrowserAborted],
+        "Take a snapshot to see the page before doing anything else.",
+    ),
+    (
+        &[Refusal::BrowserResultTooLarge],
+        "Ask for less, e.g. a snapshot of one part with a selector.",
+    ),
+    (
+        &[Refusal::BrowserFailed],
+        "For example, no element matched. Take a snapshot and adjust the action.",
+    ),
+    (
+        &[Refusal::StorageUnavailable],
+        "Nothing was recorded. Tell the human; calling again will likely fail too.",
+    ),
+    (
+        &[Refusal::ResponseTooLarge],
+        "Whether the broker acted cannot be read from it: inspect the trail before doing \
+         anything, and ask for less.",
+    ),
+    (
+        &[Refusal::OutcomeUnknown],
+        "The action may have happened; inspect the trail before doing anything; do not \
+         retry blindly.",
+    ),
+    (
+        &[Refusal::BrokerUnavailable],
+        "Call again later; tell the human if it persists.",
+    ),
+    (
+        &[Refusal::CredentialLeak],
+        "Never put secrets in arguments or messages.",
+    ),
+    (
+        &[Refusal::LockHeld],
+        "This is for the operator: tell the human.",
+    ),
+    (
+        &[Refusal::StaleLock],
+        "This is for the operator (mosaic-bus unlock): tell the human.",
+    ),
+    (&[Refusal::NoLock], "Nothing needs doing."),
+    (
+        &[Refusal::IntegrityFailed],
+        "Tell the human and do not go on writing.",
+    ),
+];
+
+/// The hint of `refusal`'s row in [`HINTS`].
 fn what_to_do(refusal: Refusal) -> &'static str {
-    match refusal {
-        Refusal::BadRequest => {
-            "A required argument is missing, has a wrong type, or holds a value the broker \
-             cannot read. Fix the arguments from the tool's schema and call again."
-        }
-        Refusal::RequestTooLarge => "Send less (shorter text, or split it) and call again.",
-        Refusal::RequestTimeout => "Nothing was done. Call again.",
-        Refusal::UnknownVerb => {
-            "Use only the listed tools; if this one is listed, the broker is older than this \
-             adapter: tell the human."
-        }
-        Refusal::UnknownKey => "Remove it and call again; the schema lists every key.",
-        Refusal::UnknownRole => {
-            "Use a role instance name of your business (agents lists the bound runs)."
-        }
-        Refusal::UnknownReference => {
-            "Copy the id exactly from inbox, message_receive or an earlier result."
-        }
-        Refusal::UnknownAction => {
-            "Use dot-separated lowercase words such as repo.merge; browser actions are the ones \
-             the browser_request schema lists."
-        }
-        Refusal::UnknownOption => "Pick a key from the decision's options.",
-        Refusal::BadTimestamp | Refusal::BadDate => "Fix it and call again.",
-        Refusal::BadId => {
-            "Decision and message ids are lowercase UUIDs, role names 1 to 64 letters, digits, \
-             '.', '_' or '-'. Copy it exactly and call again."
-        }
-        Refusal::BadTaskRef => {
-            "Both numbers are positive integers without leading zeros (e.g. vikunja:3/17). Fix \
-             it and call again."
-        }
-        Refusal::BadParameters => {
-            "http or https URLs only, non-empty selectors, viewport sides 1 to 10000. Fix them \
-             from the schema and call again."
-        }
-        Refusal::BadConfig | Refusal::GatedInAuthority => {
-            "This is the broker's configuration, not your call: tell the human."
-        }
-        Refusal::BadCapability => {
-            "The broker may have restarted, or the run was bound again. Nothing was done; \
-             calling again will not help: tell the human."
-        }
-        Refusal::NotHolder => "Call role_claim first (agents shows who holds it).",
-        Refusal::RoleHeld => {
-            "Do not try to take it over; wait for it to be released or ask the human."
-        }
-        Refusal::RunRevoked => "Stop acting in this role and tell the human.",
-        Refusal::RunEnded => "This run is over: stop working and exit.",
-        Refusal::LaunchRevoked => "Do not try to launch roles; ask the human.",
-        Refusal::LaunchMismatch
-        | Refusal::LaunchNotRunning
-        | Refusal::LaunchStartMismatch
-        | Refusal::LaunchForeignUser => "This is the host's problem: tell the human.",
-        Refusal::LaunchFailed
-        | Refusal::SandboxUnavailable
-        | Refusal::ServiceFailed
-        | Refusal::CredentialExpired
-        | Refusal::UnsafePath
-        | Refusal::SchemaMismatch => "Tell the human.",
-        Refusal::HolderChanged => {
-            "Raise a new decision for the current holder if it is still needed."
-        }
-        Refusal::HumanOnly => {
-            "Raise a decision routed to the human, or send the human a message, instead."
-        }
-        Refusal::HumanProofFailed => "Agents must never act as the human: do not try again.",
-        Refusal::CrossBusiness => "Use ids of your own business only.",
-        Refusal::NotAuthorized => {
-            "Raise a decision for this action and target (decision_raise), wait for its \
-             approval, then pass its id."
-        }
-        Refusal::NotResolver => "Leave it to the role or the human it was routed to.",
-        Refusal::NotRaiser => "Leave it, or ask the role that raised it.",
-        Refusal::DecisionOpen => {
-            "It approves nothing yet. Wait for its resolution (see its trail) before using it."
-        }
-        Refusal::DecisionClosed => {
-            "Read its trail for the outcome; raise a new decision if one is still needed."
-        }
-        Refusal::DecisionConsumed => {
-            "Every approval is single-use. Raise a new decision for a new use."
-        }
-        Refusal::DecisionMismatch => "Raise a new decision under the current policy.",
-        Refusal::TaskRefRequired => {
-            "Add task_ref (vikunja:<project>/<task>), or raise the decision as non-blocking."
-        }
-        Refusal::ChoiceRequired => "Add choice (one of the option keys) and call again.",
-        Refusal::NotDelivered => "Acknowledge only messages message_receive handed you.",
-        Refusal::NoBrowserClient => {
-            "No browser view is open. Ask the human to open the in-app browser; do not loop on \
-             retries."
-        }
-        Refusal::BrowserTimeout => {
-            "The page may or may not have acted. Take a snapshot to see the page before doing \
-             anything else."
-        }
-        Refusal::BrowserAborted => "Take a snapshot to see the page before doing anything else.",
-        Refusal::BrowserResultTooLarge => {
-            "Ask for less, e.g. a snapshot of one part with a selector."
-        }
-        Refusal::BrowserFailed => {
-            "For example, no element matched. Take a snapshot and adjust the action."
-        }
-        Refusal::StorageUnavailable => {
-            "Nothing was recorded. Tell the human; calling again will likely fail too."
-        }
-        Refusal::ResponseTooLarge => {
-            "Whether the broker acted cannot be read from it: inspect the trail before doing \
-             anything, and ask for less."
-        }
-        Refusal::OutcomeUnknown => {
-            "The action may have happened; inspect the trail before doing anything; do not \
-             retry blindly."
-        }
-        Refusal::BrokerUnavailable => "Call again later; tell the human if it persists.",
-        Refusal::CredentialLeak => "Never put secrets in arguments or messages.",
-        Refusal::LockHeld => "This is for the operator: tell the human.",
-        Refusal::StaleLock => "This is for the operator (mosaic-bus unlock): tell the human.",
-        Refusal::NoLock => "Nothing needs doing.",
-        Refusal::IntegrityFailed => "Tell the human and do not go on writing.",
-    }
+    HINTS
+        .iter()
+        .find(|(refusals, _)| refusals.contains(&refusal))
+        .map_or("Tell the human.", |&(_, hint)| hint)
 }
 
 #[cfg(test)]
@@ -592,6 +712,22 @@ mod tests {
                 &Value::Object((*tool.listing().input_schema).clone()),
                 &tool.name(),
             );
+        }
+    }
+
+    /// The hint table names every refusal in exactly one row, and no row
+    /// is empty.
+    #[test]
+    fn every_refusal_has_exactly_one_hint() {
+        for &refusal in Refusal::ALL {
+            let rows = HINTS
+                .iter()
+                .filter(|(refusals, _)| refusals.contains(&refusal))
+                .count();
+            assert_eq!(rows, 1, "{}", refusal.code());
+        }
+        for (refusals, hint) in HINTS {
+            assert!(!refusals.is_empty() && !hint.is_empty(), "{hint}");
         }
     }
 

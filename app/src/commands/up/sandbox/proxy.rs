@@ -4,9 +4,9 @@
 //!
 //! Each such agent gets a Unix socket of its own, `<run>.sock` in a private
 //! folder of `up`'s (mode 0700, removed on close), bound into its sandbox
-//! at [`bridge::PROXY_SOCKET`](super::bridge::PROXY_SOCKET); inside,
-//! `sandbox-exec` bridges it to `127.0.0.1:`[`bridge::PROXY_PORT`](super::bridge::PROXY_PORT)
-//! and sets `HTTPS_PROXY`, `HTTP_PROXY` and `NO_PROXY` ([`super::bridge`]).
+//! at [`network::PROXY_SOCKET`](super::network::PROXY_SOCKET); inside,
+//! `sandbox-exec` bridges it to `127.0.0.1:`[`network::PROXY_PORT`](super::network::PROXY_PORT)
+//! and sets `HTTPS_PROXY`, `HTTP_PROXY` and `NO_PROXY` ([`super::bridge_main`]).
 //! The socket's path names the run, so every connection on it is the
 //! run's: the proxy needs no credential from the agent.
 //!
@@ -16,7 +16,7 @@
 //! form with `Connection: close`, so one connection carries one host.
 //! Either way the target must pass the agent's [`Policy`]: a name that an
 //! `"allow"` entry admits, with its port, resolved once here and connected
-//! to at an address that passed the address rules ([`allow::is_public`], or
+//! to at an address that passed the address rules ([`admit::is_public`], or
 //! listed exactly); an address literal only when listed exactly. The proxy
 //! never resolves the name twice, so a name cannot change its answer
 //! between the check and the connection.
@@ -32,7 +32,7 @@
 //! The proxy runs on a tokio runtime of its own (one worker thread), apart
 //! from `up`'s, which only turns while `up` waits for signals.
 
-mod allow;
+mod admit;
 #[cfg(test)]
 mod tests;
 
@@ -44,20 +44,20 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpStream, UnixListener, UnixStream};
 use tokio::sync::Semaphore;
 
-pub use allow::Allow;
-use allow::{Host, Policy, Reason, Target};
+use crate::commands::team::Allow;
+use admit::{Host, Policy, Reason, Target};
 
 /// The bounds of one agent's proxy.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Limits {
+pub(crate) struct Limits {
     /// The largest request head (request line and headers) read.
-    pub(super) head: usize,
+    pub(crate) head: usize,
     /// How long a client has to send its whole request head.
-    pub(super) head_deadline: Duration,
+    pub(crate) head_deadline: Duration,
     /// The most connections carried for one agent at once.
-    pub(super) connections: usize,
+    pub(crate) connections: usize,
     /// How long resolving a name, and then connecting, may each take.
-    pub(super) upstream_deadline: Duration,
+    pub(crate) upstream_deadline: Duration,
 }
 
 impl Default for Limits {
@@ -74,7 +74,7 @@ impl Default for Limits {
 /// The proxy: its runtime and its private folder of sockets. Dropped, it
 /// stops every listener and connection and removes the folder.
 #[derive(Debug)]
-pub(super) struct Proxy {
+pub(crate) struct Proxy {
     runtime: Option<tokio::runtime::Runtime>,
     dir: tempfile::TempDir,
     limits: Limits,
@@ -83,7 +83,7 @@ pub(super) struct Proxy {
 impl Proxy {
     /// Starts the runtime and makes the private folder (under the
     /// temporary directory, mode 0700).
-    pub(super) fn start(limits: Limits) -> std::io::Result<Proxy> {
+    pub(crate) fn start(limits: Limits) -> std::io::Result<Proxy> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("mosaic-proxy")
@@ -105,7 +105,7 @@ impl Proxy {
 
     /// Listens for `run` on a new socket of the folder, admitting what
     /// `allow` lists; returns the socket's path, for the sandbox to bind.
-    pub(super) fn listen(&self, run: &str, allow: &[Allow]) -> std::io::Result<PathBuf> {
+    pub(crate) fn listen(&self, run: &str, allow: &[Allow]) -> std::io::Result<PathBuf> {
         let runtime = self.runtime.as_ref().ok_or(std::io::ErrorKind::NotFound)?;
         let path = self.dir.path().join(format!("{run}.sock"));
         let listener = {

@@ -30,7 +30,7 @@ use crate::commands::team::AgentSpec;
 /// The files of a home that a shell, git or a desktop session read or
 /// run at start: no writable bind may be or hold one (nor `~/.config`
 /// itself).
-pub(super) const STARTUP: [&str; 13] = [
+pub(crate) const STARTUP: [&str; 13] = [
     ".bashrc",
     ".bash_profile",
     ".bash_login",
@@ -49,7 +49,7 @@ pub(super) const STARTUP: [&str; 13] = [
 /// The folders of a home whose every file is run, trusted or read at
 /// start: no writable bind may be, hold or lie in one (a harness's own
 /// folder elsewhere in `~/.config` may be bound).
-pub(super) const STARTUP_DIRS: [&str; 9] = [
+pub(crate) const STARTUP_DIRS: [&str; 9] = [
     ".ssh",
     ".gnupg",
     ".local/bin",
@@ -64,16 +64,16 @@ pub(super) const STARTUP_DIRS: [&str; 9] = [
 /// A path no writable bind may be or hold (and, when `whole`, lie in):
 /// resolved, with what it is for the log.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Guard {
-    pub(super) path: PathBuf,
-    pub(super) what: &'static str,
-    pub(super) whole: bool,
+pub(crate) struct Guard {
+    pub(crate) path: PathBuf,
+    pub(crate) what: &'static str,
+    pub(crate) whole: bool,
 }
 
 impl Guard {
     /// `path` resolved (links followed: these are the broker's own and
     /// the system's paths); `None` when it does not exist.
-    pub(super) fn new(path: &Path, what: &'static str, whole: bool) -> Option<Guard> {
+    pub(crate) fn new(path: &Path, what: &'static str, whole: bool) -> Option<Guard> {
         let path = std::fs::canonicalize(path).ok()?;
         Some(Guard { path, what, whole })
     }
@@ -88,14 +88,14 @@ impl Guard {
 /// A granted path, opened: its descriptor (`O_PATH`, close-on-exec) and
 /// where the kernel says it is.
 #[derive(Debug)]
-pub(super) struct Opened {
-    pub(super) fd: OwnedFd,
-    pub(super) path: PathBuf,
+pub(crate) struct Opened {
+    pub(crate) fd: OwnedFd,
+    pub(crate) path: PathBuf,
 }
 
 /// Opens `path` (absolute, without `..`) following no symbolic link in
 /// any component: `ELOOP` when one is.
-pub(super) fn open_nofollow(path: &Path) -> io::Result<Opened> {
+pub(crate) fn open_nofollow(path: &Path) -> io::Result<Opened> {
     use rustix::fs::{openat2, Mode, OFlags, ResolveFlags, CWD};
     let flags = OFlags::PATH | OFlags::CLOEXEC;
     let fd = match openat2(CWD, path, flags, Mode::empty(), ResolveFlags::NO_SYMLINKS) {
@@ -136,7 +136,7 @@ fn walk_nofollow(path: &Path) -> io::Result<OwnedFd> {
 /// # Errors
 /// `unsafe-path` when a component is a symbolic link; `bad-config` when it
 /// does not exist or cannot be opened.
-pub(super) fn open_granted(spec: &AgentSpec, path: &Path) -> Result<Opened, Refusal> {
+pub(crate) fn open_granted(spec: &AgentSpec, path: &Path) -> Result<Opened, Refusal> {
     open_nofollow(path).map_err(|e| {
         let (code, why) = if e.raw_os_error() == Some(libc::ELOOP) {
             (
@@ -165,7 +165,7 @@ pub(super) fn open_granted(spec: &AgentSpec, path: &Path) -> Result<Opened, Refu
 /// (for a whole guard) lies in one of `guards`; the log names what it
 /// would let the agent change, and for the configuration file says to
 /// move it out.
-pub(super) fn check_writable(
+pub(crate) fn check_writable(
     spec: &AgentSpec,
     bound: &Path,
     guards: &[Guard],
@@ -195,7 +195,7 @@ const CONFIG_FILE: &str = "the configuration file";
 
 /// The guards of one `up` (see the module documentation): `programs` are
 /// the agents' programs as found on `PATH`.
-pub(super) fn guards(
+pub(crate) fn guards(
     agents: &[AgentSpec],
     programs: &[PathBuf],
     config_file: Option<&Path>,

@@ -5,8 +5,8 @@
 //! refreshes its lists pays for one connect, not one per read.
 //!
 //! ```no_run
-//! use mosaic_adapters::socket::Client;
-//! use mosaic_adapters::views::views;
+//! use mosaic_client::socket::Client;
+//! use mosaic_client::views::views;
 //! # fn main() -> Result<(), mosaic_domain::Refusal> {
 //! let read = views(Client::new("/srv/mosaic/bus/bus.sock", "<64 hex capability>"));
 //! let inbox = read.inbox()?;

@@ -9,7 +9,7 @@
 //!   with the Stop hook (`settings.json`) and the hook itself
 //!   (`stop-hook.sh`, embedded from `harness/claude-code/`); for pi the
 //!   extension (`mosaic-bus.ts`, embedded from `harness/pi/`). Unsandboxed,
-//!   the capability's file goes there too (`cap`, see [`super::capfile`]);
+//!   the capability's file goes there too (`cap`, see [`capfile`]);
 //! - its transcript, `<data root>/agents/runs/<run>.jsonl` (0600): the
 //!   harness's standard output, its event stream, as it came;
 //! - a state folder per role and harness that lasts between runs,
@@ -33,25 +33,28 @@
 //! `--`. pi gets its prompt as one RPC command on stdin after `ready`, and
 //! stdin stays open until it exits (its extension ends the session).
 
+pub mod activity;
+pub(crate) mod capfile;
+
 use std::ffi::{OsStr, OsString};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use mosaic_adapters::cap::{CAP_FILE_ENV, SOCKET_ENV};
 use mosaic_adapters::fs::{check_private_dir, create_private_file, neutral_path};
+use mosaic_client::cap::{CAP_FILE_ENV, SOCKET_ENV};
 use mosaic_domain::evidence::Harness;
 use mosaic_domain::{Refusal, RunId};
 use serde_json::json;
 
-use super::capfile::SANDBOX_CAP_FILE;
 use super::launch::{find_program, RUN_ID_ENV};
 use crate::commands::team::{AgentSpec, Allow, HarnessRun};
+use capfile::SANDBOX_CAP_FILE;
 
 /// The Stop hook `up` writes into a Claude Code run's folder.
-const STOP_HOOK: &str = include_str!("../../../../harness/claude-code/stop-hook.sh");
+const STOP_HOOK: &str = include_str!("../../../../../harness/claude-code/stop-hook.sh");
 
 /// The pi extension `up` writes into a pi run's folder.
-const PI_EXTENSION: &str = include_str!("../../../../harness/pi/mosaic-bus.ts");
+const PI_EXTENSION: &str = include_str!("../../../../../harness/pi/mosaic-bus.ts");
 
 /// The MCP server's name: Claude Code calls its tools
 /// `mcp__mosaic-bus__<verb>`.

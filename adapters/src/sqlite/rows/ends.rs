@@ -1,28 +1,22 @@
-//! The ends of runs (`mosaic-bus/6`): each `session.ended` record is a row
-//! of `run_ends`, whose columns are bound and decoded here. The ledger row
-//! beside it is `rows.rs`'s, which hands in the way to write both.
+//! The `run_ends` table (`mosaic-bus/6`): each `session.ended` record is a
+//! row of it, whose columns are bound and decoded here.
 
 use mosaic_domain::evidence::AgentRef;
 use mosaic_domain::evidence::{EndCause, Ending, RunEnd};
 use mosaic_domain::{BusinessId, RoleInstance, RunId};
-use rusqlite::{params, Connection, ToSql};
+use rusqlite::{params, Connection};
 
-use super::chain::Hash;
+use super::super::chain::Hash;
+use super::ledger::{bad, Ledger, ReadError};
 
-/// Writes `end` as the `run_ends` row at `seq` through `typed`, which
-/// writes the ledger row and then the typed row from `sql` and its values
-/// (and hashes both).
-pub(super) fn insert(
-    end: &RunEnd,
-    seq: i64,
-    typed: impl FnOnce(&str, &[&dyn ToSql]) -> rusqlite::Result<Hash>,
-) -> rusqlite::Result<Hash> {
+/// Writes `end` as the ledger row and its `run_ends` row.
+pub(super) fn insert(ledger: &Ledger<'_>, end: &RunEnd) -> rusqlite::Result<Hash> {
     let ending = &end.ending;
-    typed(
+    ledger.typed(
         "INSERT INTO run_ends (seq, business, role, run, cause, status, signal, vacated) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         params![
-            seq,
+            ledger.seq,
             end.business.as_str(),
             end.agent.role.as_str(),
             end.agent.run.as_str(),
@@ -34,13 +28,9 @@ pub(super) fn insert(
     )
 }
 
-/// The `run_ends` row of ledger row `seq`: the end, or the name of the
-/// column that does not decode. A row whose cause and process disagree
-/// does not decode, whatever the schema let in.
-///
-/// # Errors
-/// SQLite's, when the row cannot be read.
-pub(super) fn load(conn: &Connection, seq: i64) -> rusqlite::Result<Result<RunEnd, &'static str>> {
+/// The `run_ends` row of ledger row `seq`. A row whose cause and process
+/// disagree does not decode, whatever the schema let in.
+pub(super) fn load_end(conn: &Connection, seq: i64) -> Result<RunEnd, ReadError> {
     type Columns = (
         String,
         String,
@@ -66,16 +56,14 @@ pub(super) fn load(conn: &Connection, seq: i64) -> rusqlite::Result<Result<RunEn
                 r.get(6)?,
             ))
         })?;
-    Ok(
-        decode(&business, &role, &run, &cause, status, signal).map(|(business, agent, ending)| {
-            RunEnd {
-                business,
-                agent,
-                ending,
-                vacated,
-            }
-        }),
-    )
+    let (business, agent, ending) =
+        decode(&business, &role, &run, &cause, status, signal).map_err(bad)?;
+    Ok(RunEnd {
+        business,
+        agent,
+        ending,
+        vacated,
+    })
 }
 
 fn decode(

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::commands::team::UpConfig;
-use crate::commands::up::paths;
+use crate::commands::up::sandbox::paths;
 use mosaic_domain::evidence::Harness;
 use mosaic_domain::RoleInstance;
 

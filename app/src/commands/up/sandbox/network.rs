@@ -3,7 +3,7 @@
 //! - `"none"` (the default): a network namespace with loopback only. The
 //!   agent reaches the broker through its socket, a file, and nothing else.
 //! - `"proxy"`: the same namespace, and `up`'s forward proxy
-//!   ([`super::proxy`]) through the bridge inside ([`super::bridge`]),
+//!   ([`super::proxy`]) through the bridge inside ([`super::bridge_main`]),
 //!   which admits only the agent's `"allow"` list.
 //! - `"host"`: the host's network, loopback included. Every loopback
 //!   service of the user is then in the agent's reach, and some run what
@@ -15,15 +15,24 @@
 //! beside `"sandboxed": false`, and the one warning about running without
 //! a sandbox covers it.
 
+use std::ffi::OsString;
 use std::io;
 use std::path::PathBuf;
 
 use mosaic_adapters::cause::logged;
 use mosaic_domain::{Refusal, RunId};
 
+use super::bwrap::AbstractSockets;
 use super::proxy::{Limits, Proxy};
-use super::sandbox::AbstractSockets;
 use crate::commands::team::{AgentSpec, Allow, Network};
+
+/// Where the proxy's socket is inside the sandbox: under the sandbox's own
+/// `/run`, a tmpfs.
+pub(crate) const PROXY_SOCKET: &str = "/run/mosaic-bus/proxy.sock";
+
+/// The port the bridge listens on, on the sandbox's loopback (squid's, and
+/// free in a namespace of the agent's own).
+pub(crate) const PROXY_PORT: u16 = 3128;
 
 /// The warnings of one `up` about its sandboxed agents' networks, each at
 /// most once: the agents with `"network": "host"`, and where the kernel
@@ -31,7 +40,7 @@ use crate::commands::team::{AgentSpec, Allow, Network};
 /// outside. `landlock` is `None` without a sandbox (whose own warning
 /// says that the agents run as the user, network and all), else whether
 /// the kernel has the scopes.
-pub(super) fn warn(agents: &[AgentSpec], landlock: Option<bool>) {
+pub(crate) fn warn(agents: &[AgentSpec], landlock: Option<bool>) {
     let Some(scopes) = landlock else {
         return;
     };
@@ -69,7 +78,7 @@ pub(super) fn warn(agents: &[AgentSpec], landlock: Option<bool>) {
 ///
 /// # Errors
 /// `launch-failed` when its runtime or its private folder cannot be made.
-pub(super) fn proxy(agents: &[AgentSpec], sandboxed: bool) -> Result<Option<Proxy>, Refusal> {
+pub(crate) fn proxy(agents: &[AgentSpec], sandboxed: bool) -> Result<Option<Proxy>, Refusal> {
     if !sandboxed || agents.iter().all(|spec| spec.network != Network::Proxy) {
         return Ok(None);
     }
@@ -81,7 +90,7 @@ pub(super) fn proxy(agents: &[AgentSpec], sandboxed: bool) -> Result<Option<Prox
 /// For a sandboxed agent with `"network": "proxy"`, the socket of its own
 /// on which the proxy now listens for `run`, admitting its `"allow"` list
 /// and `extra` (a harness's model endpoint); `None` for the others.
-pub(super) fn listen(
+pub(crate) fn listen(
     proxy: Option<&Proxy>,
     spec: &AgentSpec,
     run: &RunId,
@@ -94,5 +103,29 @@ pub(super) fn listen(
         }
         (Network::Proxy, None) => Err(io::ErrorKind::NotFound.into()),
         (Network::None | Network::Host, _) => Ok(None),
+    }
+}
+
+/// `sandbox-exec`'s arguments that start the bridge, for an agent with a
+/// proxy.
+pub(crate) fn exec_args(proxied: bool) -> Vec<OsString> {
+    if proxied {
+        vec!["--proxy-socket".into(), PROXY_SOCKET.into()]
+    } else {
+        Vec::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sandbox_exec_starts_the_bridge_only_for_a_proxied_agent() {
+        assert_eq!(
+            exec_args(true),
+            [OsString::from("--proxy-socket"), PROXY_SOCKET.into()]
+        );
+        assert!(exec_args(false).is_empty());
     }
 }
