@@ -12,7 +12,9 @@
 //! socket `Client`), `http_drain` (an HTTP body read under a limit whose
 //! 413 survives: the rest is drained, bounded), `http` (browser control's
 //! axum server and the SSE transport), `cause` (where an error becomes a
-//! wire code and its cause is logged).
+//! wire code and its cause is logged), `inherited` (what `up`'s sandbox
+//! sheds of what it inherited: the session keyring and descriptors; the
+//! workspace's only `unsafe` code).
 #![warn(missing_docs, unreachable_pub)]
 
 pub mod cap;
@@ -22,7 +24,7 @@ pub mod credentials;
 pub mod fs;
 pub mod http;
 pub mod http_drain;
-pub mod keyring;
+pub mod inherited;
 pub mod mcp;
 pub mod procfs;
 pub mod socket;
