@@ -271,19 +271,13 @@ fn bind_refusal(e: &io::Error) -> Refusal {
 }
 
 /// Sets the process's umask and returns the previous one.
-#[allow(unsafe_code)]
-fn set_umask(mask: libc::mode_t) -> libc::mode_t {
-    // SAFETY: umask only swaps an integer in the process's credentials; it
-    // takes no pointers and cannot fail (POSIX).
-    unsafe { libc::umask(mask) }
+fn set_umask(mask: u32) -> u32 {
+    rustix::process::umask(rustix::fs::Mode::from_raw_mode(mask)).as_raw_mode()
 }
 
 /// This process's effective uid: the only uid whose peers the server admits.
-#[allow(unsafe_code)]
 fn effective_uid() -> u32 {
-    // SAFETY: geteuid takes no arguments, touches no memory of ours and
-    // cannot fail (POSIX).
-    unsafe { libc::geteuid() }
+    rustix::process::geteuid().as_raw()
 }
 
 #[cfg(test)]

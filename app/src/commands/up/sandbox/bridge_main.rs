@@ -59,7 +59,13 @@ pub struct SandboxBridgeArgs {
 /// runs the bridge on the listener that is its standard input, until the
 /// sandbox ends; returns only when the listener fails.
 pub fn main(args: SandboxBridgeArgs) -> ExitCode {
-    close_inherited();
+    // The bridge needs only its listener (standard input), and must not
+    // hold the capability's descriptor that `sandbox-exec` keeps for the
+    // agent: every inherited descriptor above 2 closes as it is dropped.
+    if let Err(e) = mosaic_adapters::inherited::take_inherited() {
+        eprintln!("mosaic-bus sandbox-bridge: closing the inherited descriptors: {e}");
+        return ExitCode::from(2);
+    }
     let listener = match io::stdin().as_fd().try_clone_to_owned() {
         Ok(fd) => TcpListener::from(fd),
         Err(e) => {
@@ -91,24 +97,6 @@ pub fn main(args: SandboxBridgeArgs) -> ExitCode {
         });
     }
     ExitCode::from(2)
-}
-
-/// Closes every descriptor above 2: the bridge needs only its listener
-/// (standard input), and must not hold the capability's descriptor that
-/// `sandbox-exec` keeps for the agent.
-fn close_inherited() {
-    let open: Vec<i32> = std::fs::read_dir("/proc/self/fd")
-        .map(|entries| {
-            entries
-                .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default();
-    for fd in open.into_iter().filter(|&fd| fd > 2) {
-        // Inherited across `exec`, owned by nothing here; the folder's own
-        // descriptor is already closed and fails with EBADF, harmlessly.
-        let _ = nix::unistd::close(fd);
-    }
 }
 
 /// The largest answer head read from the proxy for a forwarded port.

@@ -285,24 +285,18 @@ fn exec(
     program: &OsStr,
     args: &[OsString],
 ) -> u8 {
+    use std::os::fd::AsRawFd;
     use std::os::unix::process::CommandExt;
-    // Listed first and closed after: closing while reading the folder
-    // would close the folder's own descriptor under the reader.
-    let open: Vec<i32> = match std::fs::read_dir("/proc/self/fd") {
-        Ok(entries) => entries
-            .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-            .collect(),
+    // Nothing in this process owns the descriptors it inherited across
+    // `exec`; taken, every one but the capability's closes here.
+    let inherited = match mosaic_adapters::inherited::take_inherited() {
+        Ok(inherited) => inherited,
         Err(e) => {
-            eprintln!("mosaic-bus sandbox-exec: listing descriptors: {e}");
+            eprintln!("mosaic-bus sandbox-exec: taking the inherited descriptors: {e}");
             return 127;
         }
     };
-    for fd in open.into_iter().filter(|&fd| fd > 2 && fd != keep) {
-        // Nothing in this process owns these descriptors: they were
-        // inherited across `exec`. The folder's own is already closed, so
-        // its number fails with EBADF, which is harmless.
-        let _ = nix::unistd::close(fd);
-    }
+    let capability = inherited.into_iter().find(|fd| fd.as_raw_fd() == keep);
     // The process cap, counted in the sandbox's own user namespace.
     let cap = rustix::process::Rlimit {
         current: Some(processes),
@@ -315,7 +309,7 @@ fn exec(
     // A keyring of its own, before the filter denies every key call: the
     // one it inherited is `up`'s caller's, which can hold the human's
     // tokens.
-    if let Err(e) = mosaic_adapters::keyring::join_anonymous_session_keyring() {
+    if let Err(e) = mosaic_adapters::inherited::join_anonymous_session_keyring() {
         eprintln!("mosaic-bus sandbox-exec: joining a new session keyring: {e}");
         return 127;
     }
@@ -357,7 +351,7 @@ fn exec(
         }
         // The file replaces the descriptor: a harness that would not pass
         // it on finds the file, and nothing reads the descriptor again.
-        let _ = nix::unistd::close(keep);
+        drop(capability);
         command
             .env_remove(mosaic_client::cap::CAP_FD_ENV)
             .env(mosaic_client::cap::CAP_FILE_ENV, capfile::SANDBOX_CAP_FILE);

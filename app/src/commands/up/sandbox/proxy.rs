@@ -13,7 +13,11 @@
 //! It speaks the two forms a client sends to a forward proxy:
 //! `CONNECT host:port` (a tunnel, for HTTPS) and a plain HTTP request in
 //! absolute form (`GET http://host[:port]/path`), which goes on in origin
-//! form with `Connection: close`, so one connection carries one host.
+//! form with `Connection: close`, so one connection carries one host, and
+//! with a `Host` made from its target in place of the client's, so an
+//! admitted request never names another host. Heads are parsed with
+//! `httparse`; a tunnel's bytes are copied by
+//! `tokio::io::copy_bidirectional`.
 //! Either way the target must pass the agent's [`Policy`]: a name that an
 //! `"allow"` entry admits, with its port, resolved once here and connected
 //! to at an address that passed the address rules ([`admit::is_public`], or
@@ -24,8 +28,9 @@
 //! Each connection is logged when it ends (run, host, port, bytes each
 //! way), and each refusal with its static reason ([`Reason`]), which the
 //! client also gets as an HTTP status and a one-line body. Bounded: the
-//! request's head is capped ([`Limits::head`]) and must arrive before a
-//! deadline ([`Limits::head_deadline`]), and each agent has at most
+//! request's head is capped ([`Limits::head`], and [`MAX_HEADERS`] fields)
+//! and must arrive before a deadline ([`Limits::head_deadline`]), and each
+//! agent has at most
 //! [`Limits::connections`] at once; a client that sends half a request
 //! and leaves frees its place as it goes.
 //!
@@ -37,10 +42,12 @@ mod admit;
 mod tests;
 
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpStream, UnixListener, UnixStream};
 use tokio::sync::Semaphore;
 
@@ -206,16 +213,12 @@ fn response(reason: Reason) -> String {
 async fn carry(client: &mut UnixStream, agent: &Agent) {
     let limits = agent.limits;
     let read = tokio::time::timeout(limits.head_deadline, read_head(client, limits.head)).await;
-    let (head, rest) = match read {
-        Ok(Head::Whole(head, rest)) => (head, rest),
+    let (request, rest) = match read {
+        Ok(Head::Whole(request, rest)) => (request, rest),
         // It left before its request was whole: nothing to answer.
         Ok(Head::Left) => return,
         Ok(Head::Refused(reason)) => return answer(client, agent, None, reason).await,
         Err(_) => return answer(client, agent, None, Reason::HeadTimeout).await,
-    };
-    let request = match Request::parse(&head) {
-        Ok(request) => request,
-        Err(reason) => return answer(client, agent, None, reason).await,
     };
     let target = request.target;
     let mut upstream = match open(agent, &target).await {
@@ -238,42 +241,66 @@ async fn carry(client: &mut UnixStream, agent: &Agent) {
         Ok(()) => upstream.write_all(&first).await,
         Err(e) => Err(e),
     };
-    let (sent, received) = match opened {
-        Ok(()) => {
-            let (client_in, client_out) = client.split();
-            let (upstream_in, upstream_out) = upstream.split();
-            tokio::join!(pump(client_in, upstream_out), pump(upstream_in, client_out))
-        }
-        Err(_) => (0, 0),
-    };
+    let mut client = Counted::new(client);
+    let mut upstream = Counted::new(&mut upstream);
+    if opened.is_ok() {
+        // Each side's end shuts the other's writing side; a failure of
+        // either ends both, and the log counts what went through.
+        let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+    }
     tracing::info!(
         run = &*agent.run,
         host = target.host_text().as_str(),
         port = target.port,
-        sent = sent + first.len() as u64,
-        received,
+        sent = upstream.written + first.len() as u64,
+        received = client.written,
         "the proxy carried a connection"
     );
 }
 
-/// Copies `from` into `to` until `from` ends or either side fails, then
-/// shuts `to` for writing, so its reader sees the end; the bytes copied.
-async fn pump(
-    mut from: impl tokio::io::AsyncRead + Unpin,
-    mut to: impl tokio::io::AsyncWrite + Unpin,
-) -> u64 {
-    let mut buf = vec![0u8; 16 * 1024];
-    let mut copied = 0u64;
-    // A failure ends this direction as its end does: the log counts what
-    // went through, and the other direction ends on its own.
-    while let Ok(n @ 1..) = from.read(&mut buf).await {
-        if to.write_all(&buf[..n]).await.is_err() {
-            break;
-        }
-        copied += n as u64;
+/// A stream that counts the bytes written to it, so a copy that fails
+/// still tells how much went through.
+struct Counted<'a, S> {
+    stream: &'a mut S,
+    written: u64,
+}
+
+impl<'a, S> Counted<'a, S> {
+    fn new(stream: &'a mut S) -> Self {
+        Counted { stream, written: 0 }
     }
-    let _ = to.shutdown().await;
-    copied
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Counted<'_, S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut *self.stream).poll_read(cx, buf)
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Counted<'_, S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let written = Pin::new(&mut *self.stream).poll_write(cx, buf);
+        if let Poll::Ready(Ok(n)) = written {
+            self.written += n as u64;
+        }
+        written
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut *self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut *self.stream).poll_shutdown(cx)
+    }
 }
 
 /// Sends the refusal for `reason` and logs it.
@@ -286,26 +313,24 @@ async fn answer(client: &mut UnixStream, agent: &Agent, target: Option<&Target>,
 
 /// What reading a request head gave.
 enum Head {
-    /// The head (up to its blank line), and what came after it in the same
-    /// reads.
-    Whole(String, Vec<u8>),
+    /// The request, and what came after its head in the same reads.
+    Whole(Request, Vec<u8>),
     /// The client left, or its connection failed, before the head was whole.
     Left,
-    /// A head past the cap, or not text.
+    /// A head past the cap, not text, or not a request the proxy serves.
     Refused(Reason),
 }
 
-/// Reads a request head up to its blank line, at most `cap` bytes.
+/// Reads a request head up to its blank line, at most `cap` bytes, and
+/// parses it.
 async fn read_head(client: &mut UnixStream, cap: usize) -> Head {
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 4096];
     loop {
-        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let rest = buf.split_off(end + 4);
-            return match String::from_utf8(buf) {
-                Ok(head) => Head::Whole(head, rest),
-                Err(_) => Head::Refused(Reason::BadRequest),
-            };
+        match Request::parse(&buf) {
+            Ok(Some((request, len))) => return Head::Whole(request, buf.split_off(len)),
+            Ok(None) => {}
+            Err(reason) => return Head::Refused(reason),
         }
         if buf.len() > cap {
             return Head::Refused(Reason::HeadTooLarge);
@@ -321,14 +346,20 @@ async fn read_head(client: &mut UnixStream, cap: usize) -> Head {
 #[derive(Debug)]
 struct Request {
     target: Target,
-    /// For plain HTTP, the head to send on (origin form, no `Proxy-*`,
-    /// `Connection: close`); `None` for `CONNECT`.
+    /// For plain HTTP, the head to send on (origin form, the target's
+    /// `Host`, no `Proxy-*`, `Connection: close`); `None` for `CONNECT`.
     forward: Option<String>,
 }
 
+/// The most header fields a request head may have; more is refused as a
+/// head too large.
+const MAX_HEADERS: usize = 128;
+
 /// The request headers that concern the proxy or the one connection, not
-/// the host: dropped before a plain request goes on.
-const HOP_HEADERS: [&str; 5] = [
+/// the host, and the client's `Host`, which the target replaces: dropped
+/// before a plain request goes on.
+const DROPPED_HEADERS: [&str; 6] = [
+    "host",
     "connection",
     "keep-alive",
     "proxy-connection",
@@ -337,27 +368,38 @@ const HOP_HEADERS: [&str; 5] = [
 ];
 
 impl Request {
-    fn parse(head: &str) -> Result<Request, Reason> {
-        let mut lines = head.split("\r\n");
-        let first = lines.next().unwrap_or_default();
-        let mut words = first.split(' ');
-        let (Some(method), Some(uri), Some(version), None) =
-            (words.next(), words.next(), words.next(), words.next())
+    /// The request whose head `buf` begins with, and the head's length;
+    /// `None` while the head is not whole.
+    fn parse(buf: &[u8]) -> Result<Option<(Request, usize)>, Reason> {
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut head = httparse::Request::new(&mut headers);
+        let len = match head.parse(buf) {
+            Ok(httparse::Status::Complete(len)) => len,
+            Ok(httparse::Status::Partial) => return Ok(None),
+            Err(httparse::Error::TooManyHeaders) => return Err(Reason::HeadTooLarge),
+            Err(_) => return Err(Reason::BadRequest),
+        };
+        let text = |bytes| std::str::from_utf8(bytes).map_err(|_| Reason::BadRequest);
+        text(&buf[..len])?;
+        let (Some(method), Some(uri), Some(version)) = (head.method, head.path, head.version)
         else {
             return Err(Reason::BadRequest);
         };
-        if !matches!(version, "HTTP/1.1" | "HTTP/1.0")
-            || method.is_empty()
-            || !method.bytes().all(|b| b.is_ascii_uppercase())
-        {
+        let version = match version {
+            0 => "HTTP/1.0",
+            1 => "HTTP/1.1",
+            _ => return Err(Reason::BadRequest),
+        };
+        if method.is_empty() || !method.bytes().all(|b| b.is_ascii_uppercase()) {
             return Err(Reason::BadRequest);
         }
         if method == "CONNECT" {
             let target = Target::parse(uri, None).ok_or(Reason::BadRequest)?;
-            return Ok(Request {
+            let request = Request {
                 target,
                 forward: None,
-            });
+            };
+            return Ok(Some((request, len)));
         }
         let rest = uri.strip_prefix("http://").ok_or(Reason::BadRequest)?;
         let (authority, path) = match rest.find(['/', '?']) {
@@ -373,19 +415,29 @@ impl Request {
             return Err(Reason::BadRequest);
         }
         let target = Target::parse(authority, Some(80)).ok_or(Reason::BadRequest)?;
-        let mut forward = format!("{method} {path} {version}\r\n");
-        for line in lines.filter(|l| !l.is_empty()) {
-            let name = line.split(':').next().unwrap_or_default().trim();
-            if !HOP_HEADERS.iter().any(|h| name.eq_ignore_ascii_case(h)) {
-                forward.push_str(line);
-                forward.push_str("\r\n");
+        // The target names the host (RFC 9112 §3.2.2): the client's `Host`
+        // is not sent on, whatever it said.
+        let mut forward = format!("{method} {path} {version}\r\nHost: {authority}\r\n");
+        for header in head.headers.iter() {
+            if DROPPED_HEADERS
+                .iter()
+                .any(|dropped| header.name.eq_ignore_ascii_case(dropped))
+            {
+                continue;
             }
+            forward.push_str(header.name);
+            forward.push_str(": ");
+            forward.push_str(text(header.value)?);
+            forward.push_str("\r\n");
         }
         forward.push_str("Connection: close\r\n\r\n");
-        Ok(Request {
-            target,
-            forward: Some(forward),
-        })
+        Ok(Some((
+            Request {
+                target,
+                forward: Some(forward),
+            },
+            len,
+        )))
     }
 }
 

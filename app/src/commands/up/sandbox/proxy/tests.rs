@@ -144,6 +144,81 @@ fn a_plain_request_goes_on_in_origin_form_without_proxy_headers() {
 }
 
 #[test]
+fn a_plain_request_names_its_target_as_its_host_whatever_the_client_said() {
+    let port = http_server();
+    let (_proxy, socket) = proxy(Limits::default(), &[format!("127.0.0.1:{port}")]);
+    let mut stream = client(&socket);
+    write!(
+        stream,
+        "GET http://127.0.0.1:{port}/v1 HTTP/1.1\r\nHost: evil.example.com\r\n\
+         Accept: */*\r\nhost: other.example.org\r\n\r\n"
+    )
+    .unwrap();
+    assert_eq!(status(&mut stream), "HTTP/1.1 200 OK");
+    assert_eq!(
+        body(&mut stream),
+        format!(
+            "GET /v1 HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: */*\r\n\
+             Connection: close\r\n\r\n"
+        )
+    );
+    // A request with no `Host` at all gets its target's.
+    let mut stream = client(&socket);
+    write!(stream, "GET http://127.0.0.1:{port} HTTP/1.0\r\n\r\n").unwrap();
+    assert_eq!(status(&mut stream), "HTTP/1.1 200 OK");
+    assert_eq!(
+        body(&mut stream),
+        format!("GET / HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n")
+    );
+}
+
+#[test]
+fn a_head_is_a_request_only_once_whole_and_well_formed() {
+    let head = b"CONNECT API.example.com:443 HTTP/1.1\r\nHost: x\r\n\r\n\x16\x03\x01";
+    let whole = head.len() - 3;
+    for cut in 0..whole {
+        assert!(
+            matches!(Request::parse(&head[..cut]), Ok(None)),
+            "{:?}",
+            String::from_utf8_lossy(&head[..cut])
+        );
+    }
+    let (request, len) = Request::parse(head).unwrap().unwrap();
+    assert_eq!(len, whole);
+    assert_eq!(
+        request.target,
+        Target {
+            host: Host::Name("api.example.com".into()),
+            port: 443
+        }
+    );
+    assert!(request.forward.is_none());
+    let fields = "X: y\r\n".repeat(MAX_HEADERS + 1);
+    let many = format!("GET http://a.example.com/ HTTP/1.1\r\n{fields}\r\n");
+    assert_eq!(
+        Request::parse(many.as_bytes()).err(),
+        Some(Reason::HeadTooLarge)
+    );
+    for bad in [
+        &b"GET http://a.example.com/ HTTP/2.0\r\n\r\n"[..],
+        b"get http://a.example.com/ HTTP/1.1\r\n\r\n",
+        b"GET  http://a.example.com/ HTTP/1.1\r\n\r\n",
+        b"GET http://a.example.com/ HTTP/1.1\r\nBad Name: x\r\n\r\n",
+        b"GET http://a.example.com/ HTTP/1.1\r\nX: \xff\r\n\r\n",
+        b"GET https://a.example.com/ HTTP/1.1\r\n\r\n",
+        b"GET http://user@a.example.com/ HTTP/1.1\r\n\r\n",
+        b"CONNECT a.example.com HTTP/1.1\r\n\r\n",
+    ] {
+        assert_eq!(
+            Request::parse(bad).err(),
+            Some(Reason::BadRequest),
+            "{:?}",
+            String::from_utf8_lossy(bad)
+        );
+    }
+}
+
+#[test]
 fn unlisted_hosts_literals_and_private_names_are_refused_with_their_reason() {
     let port = echo_server();
     // `localhost` is admitted by name, but resolves to loopback, which is
