@@ -1,12 +1,15 @@
 //! The bus's verbs, one rule per test, with exact replies and exact evidence.
 //!
-//! One file of `bus_verbs/` per subject: [`roles`], [`decisions`],
-//! [`messages`], [`switch_and_commits`], [`events`] and [`table`] (the
-//! verb table against the bus); the fixture and the helpers they share are
-//! here.
+//! One file of `bus_verbs/` per subject: [`roles`], [`decisions`] (and
+//! [`decision_text`], the words a decision may hold), [`messages`],
+//! [`human_inbox`] (raise order and the human's acknowledgement),
+//! [`switch_and_commits`], [`events`] and [`table`] (the verb table against
+//! the bus); the fixture and the helpers they share are here.
 
+mod decision_text;
 mod decisions;
 mod events;
+mod human_inbox;
 mod messages;
 mod roles;
 mod switch_and_commits;
