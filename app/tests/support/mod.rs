@@ -15,6 +15,7 @@
 //! own suite (`app/tests/human/`).
 #![allow(dead_code)]
 
+pub mod crash;
 pub mod detached;
 pub mod pane;
 pub mod procs;

@@ -246,6 +246,11 @@ fn send_kept(socket: &Socket, bytes: &[u8], deadline: Instant) -> Sent {
 
 #[cfg(test)]
 mod tests {
+    use std::io::{BufRead, BufReader, Write};
+    use std::sync::mpsc;
+
+    use serde_json::json;
+
     use super::*;
 
     #[test]
@@ -260,10 +265,64 @@ mod tests {
         assert!(!stays_open(b""));
     }
 
+    /// A fake broker on `path` that answers every request line with an
+    /// empty result, after telling `lines` which of its connections (0
+    /// for the first accepted) the line came on.
+    fn counting_broker(path: &std::path::Path) -> mpsc::Receiver<usize> {
+        let listener = std::os::unix::net::UnixListener::bind(path).expect("bind");
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for (n, stream) in listener.incoming().enumerate() {
+                let (Ok(stream), tx) = (stream, tx.clone()) else {
+                    return;
+                };
+                std::thread::spawn(move || {
+                    let mut reader = BufReader::new(&stream);
+                    let mut line = String::new();
+                    while reader.read_line(&mut line).is_ok_and(|read| read > 0) {
+                        line.clear();
+                        let answer = (&stream).write_all(b"{\"ok\":true,\"result\":null}\n");
+                        if tx.send(n).is_err() || answer.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        lines
+    }
+
+    /// Makes every connection `session` keeps look idle for `idle`.
+    fn idle_for(session: &Session, idle: Duration) {
+        let since = Instant::now().checked_sub(idle).expect("the clock");
+        for kept in session.kept.lock().expect("kept").iter_mut() {
+            kept.since = since;
+        }
+    }
+
     #[test]
-    fn a_kept_connection_is_reused_well_before_the_broker_idles_it_out() {
-        assert_eq!(REUSE_WITHIN, Duration::from_secs(4));
-        assert!(REUSE_WITHIN < READ_DEADLINE);
+    fn a_kept_connection_is_reused_until_a_second_short_of_the_broker_s_idle_deadline() {
+        let dir = tempfile::tempdir().expect("a folder");
+        let path = dir.path().join("bus.sock");
+        let lines = counting_broker(&path);
+        let session = Session::new(Client::new(&path, "cap"));
+        let connection = || {
+            assert_eq!(session.call("head", json!({})), Ok(Value::Null));
+            lines
+                .recv_timeout(Duration::from_secs(30))
+                .expect("a request line")
+        };
+        assert_eq!(connection(), 0);
+        assert_eq!(connection(), 0, "kept");
+        idle_for(&session, READ_DEADLINE - Duration::from_secs(2));
+        assert_eq!(connection(), 0, "idle for less than a second short");
+        // The broker may close it while the request is on its way: a new
+        // one carries the request instead.
+        idle_for(&session, READ_DEADLINE - Duration::from_secs(1));
+        assert_eq!(connection(), 1, "idle for a second short");
+        assert_eq!(connection(), 1, "the new one is kept");
+        idle_for(&session, READ_DEADLINE);
+        assert_eq!(connection(), 2, "idle for as long as the broker waits");
     }
 
     #[test]

@@ -1,13 +1,17 @@
 //! The bus's verbs, one rule per test, with exact replies and exact evidence.
 //!
 //! One file of `bus_verbs/` per subject: [`roles`], [`ends`] (a run's
-//! end), [`decisions`], [`messages`], [`switch_and_commits`], [`events`]
-//! and [`table`] (the verb table against the bus); the fixture and the
-//! helpers they share are here.
+//! end), [`decisions`] (and [`decision_text`], the words a decision may
+//! hold), [`messages`], [`human_inbox`] (raise order and the human's
+//! acknowledgement), [`switch_and_commits`], [`events`] and [`table`] (the
+//! verb table against the bus); the fixture and the helpers they share are
+//! here.
 
+mod decision_text;
 mod decisions;
 mod ends;
 mod events;
+mod human_inbox;
 mod messages;
 mod roles;
 mod switch_and_commits;

@@ -259,3 +259,22 @@ fn the_bus_and_the_change_feed_serve_exactly_the_callers_the_verb_table_lists() 
         );
     }
 }
+
+#[test]
+fn only_message_receive_carries_the_caller_s_undelivered_messages() {
+    for &verb in Verb::ALL {
+        for kind in CallerKind::ALL {
+            for (_, command) in serving(verb, kind) {
+                assert_eq!(
+                    command.wants_batch(),
+                    verb == Verb::MessageReceive,
+                    "{verb} from {kind:?}"
+                );
+            }
+        }
+    }
+    // The batch the runtime reads is what the command then carries.
+    let batch = vec![stored(1, "acme"), stored(2, "acme")];
+    let receive = Command::Receive { batch: Vec::new() }.with_facts(batch.clone());
+    assert_eq!(receive, Command::Receive { batch });
+}
