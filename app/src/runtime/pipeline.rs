@@ -592,7 +592,7 @@ mod tests {
 
     /// Arguments each verb accepts, for the verbs that need some; every
     /// other verb takes `{}`.
-    const ARGS: [(&str, &str); 10] = [
+    const ARGS: [(&str, &str); 11] = [
         (
             "role.revoke",
             r#"{"role":"dev","decision":"05050505-0505-4505-8505-050505050505"}"#,
@@ -622,6 +622,7 @@ mod tests {
             "event.emit",
             r#"{"kind":"action.allowed","body":{"action":"routine"}}"#,
         ),
+        ("run.end", r#"{"run":"dev-0a0b0c0d"}"#),
         ("trail", r#"{"subject":"vikunja:3/41"}"#),
         ("browser.request", r#"{"action":"back"}"#),
     ];
