@@ -289,7 +289,7 @@ fn exec(
     use std::os::unix::process::CommandExt;
     // Nothing in this process owns the descriptors it inherited across
     // `exec`; taken, every one but the capability's closes here.
-    let inherited = match mosaic_adapters::inherited::take_inherited() {
+    let inherited = match mosaic_adapters::sys::take_inherited() {
         Ok(inherited) => inherited,
         Err(e) => {
             eprintln!("mosaic-bus sandbox-exec: taking the inherited descriptors: {e}");
@@ -309,7 +309,7 @@ fn exec(
     // A keyring of its own, before the filter denies every key call: the
     // one it inherited is `up`'s caller's, which can hold the human's
     // tokens.
-    if let Err(e) = mosaic_adapters::inherited::join_anonymous_session_keyring() {
+    if let Err(e) = mosaic_adapters::sys::join_anonymous_session_keyring() {
         eprintln!("mosaic-bus sandbox-exec: joining a new session keyring: {e}");
         return 127;
     }
