@@ -17,6 +17,14 @@
 //! - `answer`: what a handler gets beside its line, the [`Disconnect`]
 //!   signal and the [`DirectReply`] (the connection, lent so the thread
 //!   that has the answer writes it);
+//! - `waiting`: the pool of places of the connections that have not sent
+//!   their first line, which evicts for a process holding less of it.
+//!
+//! [`budget`] sizes the places within the open-file limit (64 files kept
+//! for the store, listeners, stdio and proofs, then the human's reserve
+//! and the HTTP port's cap; a quarter of the rest at most for connections
+//! before their first line), so running out refuses a connection, never
+//! the store or the human.
 //!
 //! # The per-connection loop
 //!

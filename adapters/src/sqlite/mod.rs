@@ -26,6 +26,11 @@
 //! cover exactly the rows the transaction inserts, at a cost that does not
 //! grow with the table; the open-time ledger pass checks the same for every
 //! stored row.
+//!
+//! Beside this file: `verify.rs` (the checks, the notes), `pass.rs` (the
+//! ledger pass), `verdict.rs`, `rows.rs` and `rows/` (the typed rows),
+//! `carry.rs` (a send's grant on its message's row), `chain.rs` (the hash
+//! chain), `reserve.rs` (the disk reserve) and `backup.rs`.
 
 mod backup;
 mod carry;

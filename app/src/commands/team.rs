@@ -1,6 +1,8 @@
 //! The team configuration: the file `up` launches and `demo` plays,
 //! `{"business": {…}, "agents": […]}`. See `up`'s module documentation for
-//! what each key means.
+//! what each key means. `team/allow.rs`: an `"allow"` entry, which the
+//! proxy asks whether it admits a target; `team/harness.rs`: the keys of a
+//! harness agent `up` starts itself.
 
 use std::fs::File;
 use std::io::Read;

@@ -15,6 +15,15 @@
 //! the harness agents are doing ([`doing`]); the loop redraws only when
 //! one of them wakes it, or each second while the Agents view shows those
 //! agents' ages.
+//!
+//! Beside the machine: `act.rs`, its inputs and outputs (the keys and the
+//! key map the help is generated from, the views, the effects, the acts
+//! confirmed with `y`, the prompts); `lines.rs`, text's width and
+//! wrapping, which the drawing and the state's scroll limit both count
+//! with; [`sentence`], a trail record in one sentence. Its tests:
+//! `tests.rs` (the machine's exact effects, the link mocked, snapshots),
+//! `tests_screen.rs` (what reaches a real terminal backend) and
+//! `tests_doing.rs` (the Agents view at injected times).
 
 use std::ffi::OsString;
 use std::io::Write;

@@ -12,7 +12,7 @@
 //!             {"role": "dev",  "harness": "pi", "command": ["sh", "agents/dev.sh"]}]}
 //! ```
 //!
-//! `business` is the normalized business of `spec/bus-broker.md`
+//! `business` is the normalized business definition
 //! ([`business_from_value`]); `agents` lists at least one agent, each with a
 //! role of that business, a harness (`pi` or `claude-code`), a non-empty
 //! command (program and arguments, no shell) and optionally `env`, the
@@ -47,6 +47,13 @@
 //! runs `mosaic-bus sandbox-exec` and then the command, and steps 3 and 4
 //! bind bwrap's pid and start time (an `exec` keeps both): see [`sandbox`]
 //! for why that pid is the one to bind.
+//!
+//! # The host's files
+//!
+//! [`launch`] and [`spawn`] start one agent; [`output`] relays what it
+//! writes; `supervise.rs` waits for the agents, the console and the
+//! signals, and stops them; `secrets.rs` is the folder the human's secrets
+//! go to; [`console`] is the console `up --console` opens.
 //!
 //! # One launch, in order
 //!

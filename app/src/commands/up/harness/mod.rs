@@ -1,6 +1,6 @@
 //! The harnesses `up` starts itself: an agent with `"harness":
-//! "claude-code"` or `"pi"` and no `"command"` (DESIGN.md §4 "Harnesses in
-//! `up`"). [`prepare`] makes, before anything is launched, what its run
+//! "claude-code"` or `"pi"` and no `"command"` .
+//! [`prepare`] makes, before anything is launched, what its run
 //! needs, and says what its sandbox must grant:
 //!
 //! - the run's private folder (0700, new), `<data root>/agents/runs/<run>/`,
@@ -32,6 +32,12 @@
 //! `up`'s own arguments (a later flag wins), and the prompt last, after
 //! `--`. pi gets its prompt as one RPC command on stdin after `ready`, and
 //! stdin stays open until it exits (its extension ends the session).
+//!
+//! `activity.rs` reads a harness's event stream into what the agent is
+//! doing (a pure parser of one line, and the table per run the console is
+//! fed from); `activity_tests.rs` feeds it recorded lines of both
+//! harnesses. [`capfile`]: the capability as a private file for a harness
+//! that does not pass descriptors on.
 
 pub mod activity;
 pub(crate) mod capfile;

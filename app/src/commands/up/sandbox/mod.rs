@@ -26,6 +26,10 @@
 //! subcommand's name, the seccomp list, the Landlock scopes, the places
 //! inside).
 //!
+//! Their tests: `plan_tests.rs` asserts the example's exact plan and its
+//! rendering; `cgroup_tests.rs` runs the cgroups on fake v2 and v1 trees;
+//! the proxy's, on real sockets, are in `proxy/tests.rs`.
+//!
 //! # What the sandbox is
 //!
 //! What an agent sees, its mounts, working directory and environment, is
