@@ -1,5 +1,5 @@
-//! The normalized business definition as JSON (`spec/bus-broker.md`, "Start
-//! and stop"), parsed strictly: unknown keys, wrong types and bad names
+//! The normalized business definition as JSON, as the host hands it to
+//! the broker at boot (docs/host.md), parsed strictly: unknown keys, wrong types and bad names
 //! refuse with a static code; the domain then checks the cross-field rules.
 //!
 //! ```json

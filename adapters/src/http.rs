@@ -1,4 +1,4 @@
-//! Browser control over HTTP and SSE (DESIGN.md §4): the axum server the
+//! Browser control over HTTP and SSE (docs/browser.md): the axum server the
 //! panes connect to, on loopback, and [`SseTransport`], the
 //! [`BrowserTransport`] whose clients are its event streams.
 //!

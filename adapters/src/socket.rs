@@ -116,8 +116,8 @@ pub const WRITE_DEADLINE: Duration = Duration::from_secs(5);
 /// after answering `request-too-large` or `request-timeout`: 16 MiB.
 ///
 /// A connection closed with unread input is reset by the kernel, and a
-/// client still writing its line then loses the answer (issue 22: 0 of 20
-/// answers arrived at 300 KB). Draining the rest lets the client finish
+/// client still writing its line then loses the answer (at 300 KB, none
+/// of 20 answers arrived). Draining the rest lets the client finish
 /// writing and read the answer; the bound keeps a client that never stops
 /// from holding its slot and our time. Past it the connection is closed
 /// anyway.

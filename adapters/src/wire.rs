@@ -1,5 +1,5 @@
-//! The socket's JSON (DESIGN.md §4, `spec/bus-broker.md` "Client
-//! protocol"), and nothing else: no I/O, no clock, no randomness.
+//! The socket's JSON (docs/protocol.md says it for clients), and nothing
+//! else: no I/O, no clock, no randomness.
 //!
 //! Layout (each verb's argument type, whose keys the parser allows and
 //! whose schema the MCP tools publish, is the client crate's,

@@ -1,4 +1,4 @@
-//! Browser control end to end (issue 7): the real broker booted with
+//! Browser control end to end: the real broker booted with
 //! `browser.listen`, panes at `/pane` in headless Chromium (driven by
 //! `web/tests/panes.mjs` through playwright-core), and agents calling
 //! `browser.request` over the socket. Each result is checked against the

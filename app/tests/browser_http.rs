@@ -1,4 +1,4 @@
-//! Browser control's HTTP routes, spoken to directly (issue 7): the UI
+//! Browser control's HTTP routes, spoken to directly: the UI
 //! token, the claim and result rules, the body limits and the event stream,
 //! with this test acting as a pane over plain HTTP/1.1. The real pane in
 //! real Chromium is `browser.rs`.
@@ -182,7 +182,7 @@ fn claim_next(bench: &Bench, pane: &mut support::pane::Events, client: &str) -> 
     (id, token)
 }
 
-/// DESIGN.md §4 makes `data` optional: an `ok` result without it settles
+/// `data` is optional: an `ok` result without it settles
 /// the request, and the agent's result is `null`.
 #[test]
 fn an_ok_result_without_data_settles_the_request_with_null() {
@@ -352,7 +352,7 @@ fn a_ten_mib_result_is_accepted_and_an_oversized_one_gets_413_then_a_clear_code(
     );
 }
 
-/// Issue 22 item 4, over HTTP: a pane that writes its whole oversized result
+/// Over HTTP, a pane that writes its whole oversized result
 /// (17 MiB ten times, then 30 MiB, over the 16 MiB limit) before it reads
 /// must read the 413, not a connection reset, every time; then its clear
 /// follow-up code settles the request. Every other try carries no

@@ -1,8 +1,8 @@
-//! Soak of the change feed's waits (issue 20), black box: a real
+//! Soak of the change feed's waits, black box: a real
 //! `mosaic-bus broker` child, 10 000 `changes` waits opened over real
 //! sockets, in waves; each run's last [`WAITS_PER_RUN`] are dropped
 //! mid-wait, and the rest answered at once as each run's newer waits take
-//! their seats (issue 42).
+//! their seats.
 //!
 //! A wave opens its connections, each with one `changes {since: cursor}`
 //! line of an agent holding its role, with nothing after the cursor, so

@@ -1,4 +1,4 @@
-//! A full disk never locks the human out (issue 42, item 7), with the real
+//! A full disk never locks the human out, with the real
 //! `up --stay`, the real broker, a real sandboxed agent and the real human
 //! CLI: the data root and the agent's `workdir` share a 48 MiB tmpfs, the
 //! agent fills it with `dd`, and then

@@ -846,7 +846,7 @@ fn deleting_the_wal_under_a_running_broker_then_closing_keeps_everything() {
     Broker::boot(root.path(), &cfg).close();
 }
 
-/// A data-loss hazard, pinned as it is (issue 9 reports it): once the WAL
+/// A data-loss hazard, pinned as it is: once the WAL
 /// file is deleted under a running broker, everything written since the
 /// last checkpoint lives only in a nameless file. A crash then loses all of
 /// it, acknowledged writes included; `unlock`'s evidence copy cannot save

@@ -1,5 +1,5 @@
 //! The human's reserve under the real `up --stay`, the real bwrap and the
-//! real broker (issue 42, "the human's reserve"): a sandboxed agent opens
+//! real broker: a sandboxed agent opens
 //! 4,096 `changes` waits and keeps them up, and sends lines that claim to
 //! be the human's, while the human CLI outside is answered `ok` within a
 //! second, several times.

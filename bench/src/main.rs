@@ -166,7 +166,7 @@ pub struct Sizes {
 }
 
 impl Sizes {
-    /// The sizes the targets of DESIGN.md §6 are judged on.
+    /// The sizes the performance targets are judged on.
     pub fn full() -> Self {
         Self {
             raw_warmup: 1_200,

@@ -1,6 +1,6 @@
 //! Browser requests: typed `browser.*` actions, their timeouts, and the
 //! machine that carries one action to one pane and one answer back
-//! (`spec/browser-control.md`, DESIGN.md §3 and §4).
+//! (docs/browser.md).
 //!
 //! Layout:
 //! - the action types ([`BrowserAction`] and the checked values it is built
@@ -518,8 +518,8 @@ pub enum ClaimReply {
 /// What the claimant reported.
 ///
 /// The pane's own error text is not carried: the agent's reply is a static
-/// refusal code (DESIGN.md §2), and the two failure variants keep apart the
-/// two things an agent can act on.
+/// refusal code (a pane's words never reach an agent), and the two failure
+/// variants keep apart the two things an agent can act on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PaneOutcome<R> {
     /// The pane performed the action; this is its result.

@@ -1,4 +1,4 @@
-//! The normalized business definition of `spec/bus-broker.md` and the action
+//! The normalized business definition and the action
 //! policy derived from it.
 //!
 //! S1 owns loading and resolving definitions; the broker receives them already
@@ -33,7 +33,7 @@ pub fn is_gated_only(action: &Action) -> bool {
     GATED_ONLY.contains(&action.as_str())
 }
 
-/// How an action is decided for a role (DESIGN.md §3).
+/// How an action is decided for a role.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ActionClass {
     /// Listed in the role's `withinRole`: the role decides alone.
@@ -310,7 +310,7 @@ impl Business {
         }
     }
 
-    /// The class of `action` for `role`, by the rules of DESIGN.md §3.
+    /// The class of `action` for `role`.
     ///
     /// `role.launch` is within-role for every role the launch block names;
     /// every other gated-only action is always gated; an action the role does

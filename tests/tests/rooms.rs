@@ -48,8 +48,8 @@ const LONG_FILES: &[(&str, &str)] = &[
 /// The rooms of `app/src/commands/` that any other command's room may
 /// import, each with what it is shared for. Any other import between two
 /// commands' rooms is refused, so that no two commands grow into each
-/// other (the configuration's room once re-exported a type of `up`, which
-/// imported it back).
+/// other (a re-export of one command's type by another grows into a cycle
+/// as soon as the first imports anything back).
 const SHARED_ROOMS: &[(&str, &str)] = &[
     ("args", "what the subcommands share on their command lines"),
     (

@@ -1,4 +1,4 @@
-//! Browser control's JSON (DESIGN.md §4): the `browser.request` verb's
+//! Browser control's JSON (docs/browser.md): the `browser.request` verb's
 //! arguments, the pane routes' bodies and the SSE events. Shapes only; the
 //! server and the request machine's driving loop are the app's.
 
@@ -237,7 +237,7 @@ pub struct ResultBody {
 
 /// Parses a result body.
 ///
-/// `data` is optional (DESIGN.md §4): an `ok:true` result without it is
+/// `data` is optional: an `ok:true` result without it is
 /// [`PaneOutcome::Done`] with JSON `null`, exactly as if the pane had sent
 /// `"data": null`, and the agent's result is `null`. Actions such as
 /// `back` or `click` have nothing to report but that they were done; the

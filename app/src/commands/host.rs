@@ -1,4 +1,4 @@
-//! `mosaic-bus broker`: the trusted host's side channel (DESIGN.md §4).
+//! `mosaic-bus broker`: the trusted host's side channel (docs/host.md).
 //!
 //! Newline-delimited JSON on stdin (host → broker) and stdout (broker →
 //! host); logs go to stderr and never carry a capability. Exactly one

@@ -1,6 +1,6 @@
 //! What the broker's black-box tests share: a private data root, the real
 //! `mosaic-bus broker` child spoken to over its stdin/stdout (the host
-//! IPC of DESIGN.md §4), socket clients holding the capabilities it issued,
+//! channel), socket clients holding the capabilities it issued,
 //! and exact-assertion helpers.
 //!
 //! Nothing here sleeps to synchronise: every wait is for a line, the end of

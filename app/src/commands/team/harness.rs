@@ -1,7 +1,7 @@
 //! The keys of an agent that `up` starts as a harness itself (`"harness"`
 //! with no `"command"`): `"prompt"`, `"model"`, `"program"` and `"args"`,
-//! parsed into a [`HarnessRun`]. DESIGN.md §4 "Harnesses in `up`" is the
-//! contract; docs/agents.md says it for users.
+//! parsed into a [`HarnessRun`]. docs/agents.md says what they mean for
+//! users.
 
 use std::path::{Path, PathBuf};
 
