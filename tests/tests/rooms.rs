@@ -281,7 +281,6 @@ fn resolve(
 }
 
 struct App {
-    files: Vec<(PathBuf, String)>,
     imports: BTreeMap<Vec<String>, BTreeSet<Vec<String>>>,
 }
 
@@ -361,7 +360,7 @@ fn modules_of(src: &Path, name: &str) -> App {
             .collect();
         imports.insert(at, named);
     }
-    App { files, imports }
+    App { imports }
 }
 
 fn app() -> App {

@@ -20,7 +20,7 @@
 //! key map the help is generated from, the views, the effects, the acts
 //! confirmed with `y`, the prompts); `lines.rs`, text's width and
 //! wrapping, which the drawing and the state's scroll limit both count
-//! with; [`sentence`], a trail record in one sentence. Its tests:
+//! with; `sentence.rs`, a trail record in one sentence. Its tests:
 //! `tests.rs` (the machine's exact effects, the link mocked, snapshots),
 //! `tests_screen.rs` (what reaches a real terminal backend) and
 //! `tests_doing.rs` (the Agents view at injected times).

@@ -50,10 +50,10 @@
 //!
 //! # The host's files
 //!
-//! [`launch`] and [`spawn`] start one agent; [`output`] relays what it
+//! `launch.rs` and `spawn.rs` start one agent; `output.rs` relays what it
 //! writes; `supervise.rs` waits for the agents, the console and the
 //! signals, and stops them; `secrets.rs` is the folder the human's secrets
-//! go to; [`console`] is the console `up --console` opens.
+//! go to; `console.rs` is the console `up --console` opens.
 //!
 //! # One launch, in order
 //!

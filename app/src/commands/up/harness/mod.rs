@@ -36,7 +36,7 @@
 //! `activity.rs` reads a harness's event stream into what the agent is
 //! doing (a pure parser of one line, and the table per run the console is
 //! fed from); `activity_tests.rs` feeds it recorded lines of both
-//! harnesses. [`capfile`]: the capability as a private file for a harness
+//! harnesses. `capfile.rs`: the capability as a private file for a harness
 //! that does not pass descriptors on.
 
 pub mod activity;
