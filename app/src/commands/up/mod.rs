@@ -54,8 +54,9 @@
 //!
 //! 1. draw a run id (`<role>-<8 hex>`) and create a memfd, close-on-exec and
 //!    sealable, still empty;
-//! 2. clear the memfd's close-on-exec flag, spawn the command, set the flag
-//!    again. The child's environment is built from an allow-list, never
+//! 2. clear the memfd's close-on-exec flag, spawn the command its plan
+//!    renders (`spawn.rs`), set the flag again. The child's environment is
+//!    its plan's, built from an allow-list, never
 //!    inherited whole: of `up`'s own variables it gets only [`BASE_ENV`],
 //!    `LC_*` and those its configuration names in `env`, and never one that
 //!    a credential reference of the business names (`{"env": NAME}`: the
@@ -119,10 +120,13 @@
 //! (`unsafe-path`) otherwise.
 //!
 //! On stdout, exactly one line: `{"ok":true,"business","dataRoot","socket",
-//! "readerCap","log","agents":[{role,run,harness,pid,sandboxed,network,abstractSockets,output,transcript?}]}`
+//! "readerCap","log","agents":[{role,run,harness,pid,sandboxed,network,abstractSockets,output,transcript?,version?}]}`
 //! (never a capability), or on a startup failure
-//! `{"ok":false,"error":CODE}` (plus `"role"` when one agent's launch
-//! failed) with exit 2. An agent that exits non-zero on its own is
+//! `{"ok":false,"error":CODE}` (plus `"role"` when one agent is at fault,
+//! and `"why"`, a sentence of what to change, where `up` has one:
+//! `failure.rs`) with exit 2. A `--data-root` or `--secrets-dir` that does
+//! not exist is made 0700 when its parent is ours and no one else may
+//! write it, else refused saying how to make it (`folders.rs`). An agent that exits non-zero on its own is
 //! reported on stderr and makes the exit code 1. SIGINT or SIGTERM
 //! (a terminal's Ctrl-C reaches `up` alone, the agents being in groups of
 //! their own) sends SIGTERM to the process groups of the agents still
@@ -135,6 +139,15 @@
 //! ([`console`]) `up`'s own lines go to the file `log` names while the
 //! console is open; the console's quitting stops `up` as a signal does. Closing closes the broker cleanly (socket and writer lock
 //! removed) and removes `reader.cap`; a failed close exits 2.
+//!
+//! # Plans, and `--dry-run`
+//!
+//! Every agent's plan is made by one function for `up` and `up --dry-run`
+//! alike (`plans.rs`): the sandbox decided, each harness prepared and its
+//! program's version read, each plan built and checked before anything
+//! starts. `up` logs each plan at debug before its launch; `--dry-run`
+//! (`dry_run.rs`) prints them as JSON and starts, boots and writes
+//! nothing.
 
 mod console;
 mod dry_run;

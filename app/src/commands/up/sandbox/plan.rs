@@ -1,5 +1,5 @@
 //! One agent's launch as one value, a [`Plan`]: its program and arguments,
-//! its environment whole, its network and what the proxy admits for it,
+//! its environment whole ([`env`]), its network and what the proxy admits for it,
 //! how its capability reaches it, and in a sandbox its walls ([`Walls`]:
 //! the ordered mounts, the seccomp list and Landlock that `sandbox-exec`
 //! applies, the process and memory caps). [`build`] makes it from the
