@@ -42,10 +42,7 @@
 use std::cell::Cell;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
-
-use super::cgroup_main::CGROUP_SUBCOMMAND;
 
 /// Where the host mounts its cgroups.
 pub(crate) const ROOT: &str = "/sys/fs/cgroup";
@@ -420,22 +417,6 @@ impl Drop for RunCgroup {
             }
         }
     }
-}
-
-/// The command that starts `program` (bwrap) in `cgroup`, through
-/// `exe sandbox-cgroup`, or `program` itself without one. Its arguments
-/// follow.
-pub(crate) fn command(program: &Path, exe: &Path, cgroup: Option<&RunCgroup>) -> Command {
-    let Some(cgroup) = cgroup else {
-        return Command::new(program);
-    };
-    let mut command = Command::new(exe);
-    command.arg(CGROUP_SUBCOMMAND);
-    for dir in cgroup.dirs() {
-        command.arg("--cgroup").arg(dir);
-    }
-    command.arg("--").arg(program);
-    command
 }
 
 #[cfg(test)]
