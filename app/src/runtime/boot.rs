@@ -27,6 +27,7 @@ use tokio::sync::oneshot;
 use super::broker::Broker;
 use super::browsing::BrowserEndpoint;
 use super::browsing::Panes;
+use super::closing::{Closing, Failure};
 use super::connection::{Connections, Shared};
 use super::driver::{Driver, LeakGuard};
 use super::exits::Exits;
@@ -139,8 +140,12 @@ fn boot_real(config: BootConfig) -> Result<(Broker, Booted), BootFailure> {
     }
     let started = real_ports(&root, &config).and_then(|ports| serve(&root, ports, config));
     match started {
-        Ok((mut broker, booted)) => {
-            broker.lock = Some(lock);
+        Ok((broker, booted)) => {
+            *broker
+                .closing
+                .lock
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(lock);
             Ok((broker, booted))
         }
         Err(failure) => {
@@ -401,21 +406,34 @@ where
         head,
     )?);
     let feed = Arc::clone(reads.feed());
+    let registry = Arc::new(RwLock::new(issued.registry));
+    let closing = Closing::start(
+        socket_path.clone(),
+        Arc::clone(&registry),
+        Arc::clone(&feed),
+    )?;
     let (jobs, queue) = mpsc::channel();
+    *locked(&closing.jobs) = Some(jobs.clone());
     let writer = {
         let reads = Arc::clone(&reads);
         let world = WriterWorld {
             time: time.clone(),
             entropy: entropy.clone(),
         };
+        // A writer that dies (a panic) closes the broker: see `closing`.
+        let watch = closing.watch(Failure::Writer);
         std::thread::Builder::new()
             .name(WRITER_THREAD.into())
-            .spawn(move || write_loop(driver, queue, world, reads))
+            .spawn(move || {
+                write_loop(driver, queue, world, reads);
+                watch.ended();
+            })
     }
     .map_err(logged(
         Refusal::StorageUnavailable,
         "starting the writer thread",
     ))?;
+    *locked(&closing.writer) = Some(writer);
     // Blocking threads (proofs, reads beside the writer: each bounded by
     // its own turns) are few and go back within a second of a flood.
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -428,10 +446,9 @@ where
             Refusal::BrokerUnavailable,
             "starting the socket runtime",
         ))?;
-    let registry = Arc::new(RwLock::new(issued.registry));
     let shared = Shared {
         registry: Arc::clone(&registry),
-        jobs: jobs.clone(),
+        jobs,
         reads,
         hub: panes.as_ref().map(|p| Arc::clone(&p.hub)),
         credentials: Arc::clone(&credentials),
@@ -439,6 +456,7 @@ where
         time: time.clone(),
     };
     let (stop, stopped) = oneshot::channel::<()>();
+    *locked(&closing.stop) = Some(stop);
     // The socket's places fit in the open files left once the store, the
     // listeners, the human's reserve and the HTTP port's cap are counted.
     let http = if panes.is_some() {
@@ -452,7 +470,7 @@ where
         unauthenticated = limits.max_unauthenticated,
         "socket places"
     );
-    let server = runtime.spawn(socket::serve_with(
+    let serving = runtime.spawn(socket::serve_with(
         listener,
         Connections(Arc::new(shared)),
         limits,
@@ -460,19 +478,27 @@ where
             let _ = stopped.await;
         },
     ));
+    // A server that ends before the close asked it to (it failed to start,
+    // or panicked) closes the broker: see `closing`.
+    let watch = closing.watch(Failure::SocketServer);
+    let server = runtime.spawn(async move {
+        let served = serving.await.unwrap_or(Err(Refusal::BrokerUnavailable));
+        if served.is_ok() {
+            watch.ended();
+        }
+        served
+    });
+    *locked(&closing.server) = Some(server);
     let (browser, endpoint) = match panes.map(|panes| panes.serve(&runtime)).transpose()? {
         Some((serving, endpoint)) => (Some(serving), Some(endpoint)),
         None => (None, None),
     };
+    *locked(&closing.browser) = browser;
+    *locked(&closing.runtime) = Some(runtime);
     let broker = Broker {
+        closing,
+        closed: false,
         registry,
-        jobs: Some(jobs),
-        writer: Some(writer),
-        runtime: Some(runtime),
-        stop: Some(stop),
-        server: Some(server),
-        browser,
-        lock: None,
         socket: socket_path.clone(),
         entropy: std::sync::Mutex::new(entropy),
         credentials,
@@ -554,6 +580,13 @@ fn issue<S: StoreReaders>(
         issued.readers.push(IssuedReader { business, cap });
     }
     Ok(issued)
+}
+
+/// A lock of the closing parts, whoever panicked holding it.
+fn locked<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// A duration in milliseconds, to the microsecond, for the boot log.

@@ -22,7 +22,9 @@
 //! Capabilities live only in this process's memory.
 //!
 //! The rooms: [`boot`] (from a configuration to a serving broker, and the
-//! verified open), [`broker`] (its API and close), [`launch`] (capabilities
+//! verified open), [`broker`] (its API and close), [`closing`] (what a
+//! close stops, and the watchdog that closes a broker whose writer or
+//! socket server died), [`launch`] (capabilities
 //! and the launch process check),
 //! [`connection`], [`pipeline`] (one request's path), [`writer`], [`driver`]
 //! (the store and the bus under group commit), [`reads`], [`changes`] and
@@ -34,6 +36,7 @@ mod broker;
 mod browser;
 mod browsing;
 pub(crate) mod changes;
+mod closing;
 mod connection;
 mod disk;
 pub mod driver;
@@ -50,6 +53,7 @@ mod writer;
 pub use boot::{open_store, socket_workers, start_broker, start_runtime, BootFailure, Booted};
 pub use broker::Broker;
 pub use browsing::BrowserEndpoint;
+pub use closing::{Failure, WATCHDOG_THREAD};
 pub use driver::Driver;
 pub use launch::{IssuedLaunch, IssuedReader};
 pub use world::{BrokerIdentity, Ports};
