@@ -55,7 +55,7 @@ pub use backup::backup;
 use chain::Hash;
 pub use pass::Cut;
 use reserve::{ReaderHoldsNoReserve, Reserve};
-pub use reserve::{RESERVE_BYTES, RESERVE_FILE};
+pub use reserve::{FILES_SPARE, RESERVE_BYTES, RESERVE_FILE};
 use rows::{ReadError, Undecodable};
 use verdict::{open_failure, Replayable};
 pub use verdict::{Broken, ChainHead, OpenError};
@@ -654,6 +654,14 @@ impl EvidenceStore for SqliteStore {
         reserve.map_or(
             Err(StoreError::Unavailable(Box::new(ReaderHoldsNoReserve))),
             Reserve::release,
+        )
+    }
+
+    fn check_room(&self) -> Result<(), StoreError> {
+        let reserve = self.reserve.as_ref();
+        reserve.map_or(
+            Err(StoreError::Unavailable(Box::new(ReaderHoldsNoReserve))),
+            Reserve::check,
         )
     }
 

@@ -121,6 +121,19 @@ impl Broker {
         })
     }
 
+    /// Whether agents may be served now: the room on the data root's disk
+    /// (as much free space as the disk reserve, and free files to spare),
+    /// measured now, and the reserve held. A host asks before it starts a
+    /// run; without room, the broker refuses agents until there is, and
+    /// keeps serving the human.
+    ///
+    /// # Errors
+    /// `storage-unavailable` without room (or when the disk cannot be
+    /// measured); `broker-unavailable` once the broker closed.
+    pub fn check_disk(&self) -> Result<(), Refusal> {
+        ask_blocking(self.jobs().as_ref(), |reply| Job::Room { reply })
+    }
+
     /// The host reaped `run`'s process: `agents` says from now on that it
     /// exited, with its exit code or the signal that killed it. Kept in
     /// memory only (a restarted broker asks the process table instead).

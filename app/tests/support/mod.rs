@@ -19,6 +19,7 @@ pub mod detached;
 pub mod pane;
 pub mod procs;
 pub mod store;
+pub mod tmpfs;
 pub mod tmux;
 pub mod up;
 
