@@ -9,8 +9,10 @@
 //!
 //! - this file: the wire limits, [`bind_private`], [`error_line`] and the two
 //!   libc calls (`umask`, `geteuid`) that `std` does not offer;
-//! - `server`: [`serve`] / [`serve_with`], the [`Handler`] trait and its
-//!   [`Standing`], [`Peer`] and [`Limits`] (tokio);
+//! - `server`: [`serve`] / [`serve_with`] / [`serve_in`], the [`Handler`]
+//!   trait and its [`Standing`], [`Peer`] and [`Limits`] (tokio);
+//! - `slots`: the [`Budget`] of places a connection holds (the server's
+//!   own, and a holder's: an agent's run), and its [`Slot`]s;
 //! - `answer`: what a handler gets beside its line, the [`Disconnect`]
 //!   signal and the [`DirectReply`] (the connection, lent so the thread
 //!   that has the answer writes it);
@@ -56,7 +58,10 @@
 //!      (not a request, or a capability never issued) is answered and then
 //!      the connection closes; a caller's or a human line moves the
 //!      connection to the authenticated places ([`Limits::max_connections`],
-//!      4096; none free: `broker-unavailable`, unhandled), and a human line
+//!      4096; none free: `broker-unavailable`, unhandled; a caller the
+//!      handler counts apart, [`Standing::Counted`], also takes a slot of
+//!      its own [`Budget`], an agent's run's, or is refused the same way),
+//!      and a human line
 //!      that finds none free is served from the human reserve
 //!      ([`Limits::human_reserve`], 16) for that one line, if its peer
 //!      passes the checks that need no proof ([`Handler::may_use_reserve`]:
@@ -88,6 +93,7 @@ mod answer;
 mod client;
 mod server;
 mod session;
+mod slots;
 mod waiting;
 
 use std::io;
@@ -102,8 +108,9 @@ use crate::fs;
 
 pub use answer::{DirectReply, Disconnect};
 pub use client::{broker_wait, parse_response, Client};
-pub use server::{serve, serve_with, Handler, Limits, Peer, Standing};
+pub use server::{serve, serve_in, serve_with, Handler, Limits, Peer, Standing};
 pub use session::Session;
+pub use slots::{Budget, Slot};
 
 /// The longest request line, in bytes before its `\n`: 64 KiB. A line of
 /// exactly this length is accepted; one byte more is `request-too-large`.

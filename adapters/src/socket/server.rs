@@ -13,6 +13,7 @@ use tokio::sync::{mpsc, oneshot, watch, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
 use super::answer::{DirectReply, Disconnect};
+use super::slots::{Budget, Slot};
 use super::waiting::{Place, Waiting};
 
 use super::{
@@ -124,7 +125,7 @@ impl Default for Limits {
 
 /// What a connection's first line shows of who sent it, as the handler
 /// tells the server ([`Handler::standing`]) before it handles the line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Standing {
     /// The handler will refuse the line before it knows a caller: not a
     /// request (`bad-request`), or a capability it never issued
@@ -134,6 +135,12 @@ pub enum Standing {
     /// The line presents a capability the handler issued. The connection
     /// is authenticated and stays open for more lines.
     Caller,
+    /// As [`Standing::Caller`], for a holder whose connections are also
+    /// counted in a [`Budget`] of its own (an agent's run): the connection
+    /// takes a slot of it as well, and holds it until it closes. With none
+    /// free, the line is answered `broker-unavailable`, unhandled, and the
+    /// connection closed, so one holder cannot take every place.
+    Counted(Budget),
     /// The line is a human line (its proof is the handler's business).
     /// The connection is authenticated; when every authenticated place is
     /// taken, it is served from the human reserve, for this one line, if
@@ -251,6 +258,27 @@ pub async fn serve_with<H: Handler>(
     limits: Limits,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), Refusal> {
+    let authenticated = Budget::new(limits.max_connections);
+    serve_in(listener, handler, limits, authenticated, shutdown).await
+}
+
+/// [`serve_with`], its authenticated connections counted in
+/// `authenticated` (whose cap stands for [`Limits::max_connections`]),
+/// which the caller keeps a clone of: what else it holds in the same
+/// budget (a proxy's descriptors) leaves that many fewer connections.
+///
+/// # Errors
+/// As [`serve_with`].
+///
+/// # Panics
+/// As [`serve_with`].
+pub async fn serve_in<H: Handler>(
+    listener: std::os::unix::net::UnixListener,
+    handler: H,
+    limits: Limits,
+    authenticated: Budget,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), Refusal> {
     // Listening again only sets the accept queue's length (see
     // `ACCEPT_BACKLOG`).
     socket2::SockRef::from(&listener)
@@ -265,7 +293,7 @@ pub async fn serve_with<H: Handler>(
     let (live, mut all_done) = mpsc::channel::<()>(1);
     let server = Server {
         handler: Arc::new(handler),
-        authenticated: Arc::new(Semaphore::new(permits(limits.max_connections))),
+        authenticated,
         reserve: Arc::new(Semaphore::new(permits(limits.human_reserve))),
         waiting: Arc::new(Mutex::new(Waiting::new(
             limits.max_unauthenticated.min(limits.max_connections),
@@ -309,7 +337,7 @@ pub async fn serve_with<H: Handler>(
 struct Server<H> {
     handler: Arc<H>,
     /// The places of authenticated connections ([`Limits::max_connections`]).
-    authenticated: Arc<Semaphore>,
+    authenticated: Budget,
     /// The human reserve ([`Limits::human_reserve`]).
     reserve: Arc<Semaphore>,
     /// The connections that have not authenticated yet.
@@ -350,7 +378,7 @@ impl<H: Handler> Server<H> {
             return;
         };
         let pools = Pools {
-            authenticated: Arc::clone(&self.authenticated),
+            authenticated: self.authenticated.clone(),
             reserve: Arc::clone(&self.reserve),
         };
         let handler = Arc::clone(&self.handler);
@@ -373,7 +401,7 @@ impl<H: Handler> Server<H> {
 
 /// The pools a connection moves to once its first line authenticated it.
 struct Pools {
-    authenticated: Arc<Semaphore>,
+    authenticated: Budget,
     reserve: Arc<Semaphore>,
 }
 
@@ -389,8 +417,14 @@ struct First {
 enum Held {
     /// Among the unauthenticated ones.
     Unauthenticated(#[expect(dead_code, reason = "held for its drop")] Place),
-    /// Among the authenticated ones, or in the human reserve.
-    Authenticated(#[expect(dead_code, reason = "held for its drop")] OwnedSemaphorePermit),
+    /// Among the authenticated ones, and its holder's own when it has a
+    /// budget.
+    Authenticated(
+        #[expect(dead_code, reason = "held for its drop")] Slot,
+        #[expect(dead_code, reason = "held for its drop")] Option<Slot>,
+    ),
+    /// In the human reserve.
+    Reserve(#[expect(dead_code, reason = "held for its drop")] OwnedSemaphorePermit),
     /// None: the connection was evicted, which freed its place.
     Nothing,
 }
@@ -525,25 +559,31 @@ async fn connection<H: Handler>(
     // the human reserve) carry this one line.
     let (held, mut last) = match handler.standing(peer, &line) {
         Standing::Nobody => (Held::Unauthenticated(place), true),
-        Standing::Caller => match pools.authenticated.try_acquire_owned() {
-            Ok(slot) => {
+        standing @ (Standing::Caller | Standing::Counted(_)) => {
+            let own = match &standing {
+                Standing::Counted(budget) => budget.try_take().map(Some),
+                Standing::Caller | Standing::Nobody | Standing::Human => Some(None),
+            };
+            match (own, pools.authenticated.try_take()) {
+                (Some(own), Some(slot)) => {
+                    drop(place);
+                    (Held::Authenticated(slot, own), false)
+                }
+                (Some(_) | None, Some(_) | None) => {
+                    reply(&mut stream, error_line(Refusal::BrokerUnavailable), limits).await;
+                    return (stream, Held::Unauthenticated(place));
+                }
+            }
+        }
+        Standing::Human => match pools.authenticated.try_take() {
+            Some(slot) => {
                 drop(place);
-                (Held::Authenticated(slot), false)
+                (Held::Authenticated(slot, None), false)
             }
-            Err(_) => {
-                reply(&mut stream, error_line(Refusal::BrokerUnavailable), limits).await;
-                return (stream, Held::Unauthenticated(place));
-            }
-        },
-        Standing::Human => match Arc::clone(&pools.authenticated).try_acquire_owned() {
-            Ok(slot) => {
-                drop(place);
-                (Held::Authenticated(slot), false)
-            }
-            Err(_) => match reserve(handler, peer, &pools.reserve) {
+            None => match reserve(handler, peer, &pools.reserve) {
                 Some(slot) => {
                     drop(place);
-                    (Held::Authenticated(slot), true)
+                    (Held::Reserve(slot), true)
                 }
                 None => {
                     reply(&mut stream, error_line(Refusal::BrokerUnavailable), limits).await;

@@ -34,6 +34,7 @@ use super::exits::Exits;
 use super::human_proof::BrokerExe;
 use super::launch::{agent_binding, Binding, IssuedLaunch, IssuedReader, LaunchCheck};
 use super::pipeline::{Prover, WriterWorld};
+use super::places::{Places, DEFAULT_CONNECTIONS};
 use super::reads::{Reads, View};
 use super::world::{BrokerIdentity, Ports, SharedEntropy, Time};
 use super::writer::{write_loop, WRITER_THREAD};
@@ -446,19 +447,9 @@ where
             Refusal::BrokerUnavailable,
             "starting the socket runtime",
         ))?;
-    let shared = Shared {
-        registry: Arc::clone(&registry),
-        jobs,
-        reads,
-        hub: panes.as_ref().map(|p| Arc::clone(&p.hub)),
-        credentials: Arc::clone(&credentials),
-        prover: Arc::new(Prover::new(processes, identity, time.clone())),
-        time: time.clone(),
-    };
-    let (stop, stopped) = oneshot::channel::<()>();
-    *locked(&closing.stop) = Some(stop);
     // The socket's places fit in the open files left once the store, the
-    // listeners, the human's reserve and the HTTP port's cap are counted.
+    // listeners, the human's reserve and the HTTP port's cap are counted;
+    // each run holds at most its own budget of them.
     let http = if panes.is_some() {
         mosaic_adapters::http::MAX_HTTP_CONNECTIONS
     } else {
@@ -468,12 +459,28 @@ where
     tracing::debug!(
         connections = limits.max_connections,
         unauthenticated = limits.max_unauthenticated,
+        per_run = DEFAULT_CONNECTIONS,
         "socket places"
     );
-    let serving = runtime.spawn(socket::serve_with(
+    let connections = socket::Budget::new(limits.max_connections);
+    let places = Arc::new(Places::new(connections.clone()));
+    let shared = Shared {
+        registry: Arc::clone(&registry),
+        jobs,
+        reads,
+        hub: panes.as_ref().map(|p| Arc::clone(&p.hub)),
+        credentials: Arc::clone(&credentials),
+        prover: Arc::new(Prover::new(processes, identity, time.clone())),
+        time: time.clone(),
+        places: Arc::clone(&places),
+    };
+    let (stop, stopped) = oneshot::channel::<()>();
+    *locked(&closing.stop) = Some(stop);
+    let serving = runtime.spawn(socket::serve_in(
         listener,
         Connections(Arc::new(shared)),
         limits,
+        connections,
         async move {
             let _ = stopped.await;
         },
@@ -506,6 +513,7 @@ where
         launch_check,
         feed,
         exits,
+        places,
     };
     tracing::info!(
         data_root = &*root.root().to_string_lossy(),

@@ -20,6 +20,7 @@ use super::exits::Exits;
 use super::feed::Feed;
 use super::job::{ask_blocking, Job};
 use super::launch::{agent_binding, IssuedLaunch, LaunchCheck, Registry};
+use super::places::{Places, RunPlaces};
 use super::world::{SharedEntropy, Time};
 
 /// A running broker.
@@ -39,6 +40,8 @@ pub struct Broker {
     pub(super) feed: Arc<Feed>,
     /// The exits hosts noted, which `agents` reads.
     pub(super) exits: Arc<Exits>,
+    /// Each run's budget of places.
+    pub(super) places: Arc<Places>,
 }
 
 impl std::fmt::Debug for Broker {
@@ -119,6 +122,16 @@ impl Broker {
             run: record.run,
             cap,
         })
+    }
+
+    /// `run`'s places: how many connections to the broker it may hold at
+    /// once (64 unless set: [`RunPlaces::set_cap`]; set it before the run
+    /// starts), and the handle through which the host counts in the same
+    /// budget, and in the broker's, the other descriptors it holds for the
+    /// run ([`RunPlaces::try_take`]). Kept for the broker's life, and the
+    /// same for a run bound again.
+    pub fn run_places(&self, run: &RunId) -> RunPlaces {
+        self.places.of(run)
     }
 
     /// Whether agents may be served now: the room on the data root's disk

@@ -21,6 +21,7 @@ use super::changes::{self, Asked};
 use super::job::{ask, ask_line, Early, Job, ReplyTo};
 use super::launch::{Binding, Registry};
 use super::pipeline::{self, admit, read_now, Admitted, Proven, Prover, Who};
+use super::places::Places;
 use super::reads::Reads;
 use super::world::Time;
 
@@ -33,6 +34,8 @@ pub(super) struct Shared<S> {
     pub(super) credentials: Arc<CredentialStore>,
     pub(super) prover: Arc<Prover>,
     pub(super) time: Time,
+    /// Each run's budget of connections.
+    pub(super) places: Arc<Places>,
 }
 
 /// The socket server's handler: one answer line per request line.
@@ -42,24 +45,28 @@ impl<S: StoreReaders + Send + 'static> Handler for Connections<S> {
     /// The caller [`admit`] will name, told ahead: a line that is no
     /// envelope, or whose capability was never issued, is refused before
     /// any caller is known (and its connection then closes); a capability
-    /// of the registry or a human line authenticates the connection. The
-    /// envelope is parsed again by `admit`; only a connection's first line
-    /// pays for that.
+    /// of the registry or a human line authenticates the connection, an
+    /// agent's counted in its run's budget too ([`Places`]), so one run
+    /// cannot take every place. The envelope is parsed again by `admit`;
+    /// only a connection's first line pays for that.
     fn standing(&self, _peer: Peer, line: &[u8]) -> Standing {
         let Ok(envelope) = Envelope::parse(line) else {
             return Standing::Nobody;
         };
         match envelope.presenter() {
             Presenter::Capability(cap) => {
-                let known = self
+                let binding = self
                     .0
                     .registry
                     .read()
-                    .is_ok_and(|registry| registry.get(cap).is_some());
-                if known {
-                    Standing::Caller
-                } else {
-                    Standing::Nobody
+                    .ok()
+                    .and_then(|registry| registry.get(cap).cloned());
+                match binding {
+                    Some(Binding::Agent { agent, .. }) => {
+                        Standing::Counted(self.0.places.budget(&agent.run))
+                    }
+                    Some(Binding::Reader { .. }) => Standing::Caller,
+                    None => Standing::Nobody,
                 }
             }
             Presenter::Human { .. } => Standing::Human,
@@ -174,6 +181,7 @@ async fn answer<S: StoreReaders + Send + 'static>(
         credentials,
         prover,
         time,
+        ..
     } = shared;
     let secrets = |bytes: &[u8]| credentials.contains_known_token(bytes);
     let secrets = (!credentials.is_empty()).then_some(&secrets as &pipeline::Secrets<'_>);

@@ -28,7 +28,8 @@
 //! and the launch process check),
 //! [`connection`], [`pipeline`] (one request's path), [`writer`], [`driver`]
 //! (the store and the bus under group commit), [`reads`], [`changes`] and
-//! [`feed`], [`exits`] (whether a run's process still runs), [`human_proof`], [`browser`] (the hub) and [`browsing`] (its
+//! [`feed`], [`exits`] (whether a run's process still runs), [`places`]
+//! (what each run may hold of the socket's places), [`human_proof`], [`browser`] (the hub) and [`browsing`] (its
 //! server and the way of a `browser.request`), [`world`] (the ports).
 
 mod boot;
@@ -46,6 +47,7 @@ pub mod human_proof;
 mod job;
 mod launch;
 pub(crate) mod pipeline;
+mod places;
 pub(crate) mod reads;
 pub mod world;
 mod writer;
@@ -56,5 +58,6 @@ pub use browsing::BrowserEndpoint;
 pub use closing::{Failure, WATCHDOG_THREAD};
 pub use driver::Driver;
 pub use launch::{IssuedLaunch, IssuedReader};
+pub use places::{RunPlace, RunPlaces, DEFAULT_CONNECTIONS};
 pub use world::{BrokerIdentity, Ports};
 pub use writer::WRITER_THREAD;
