@@ -53,7 +53,8 @@ pub use args::VerbArgs;
 pub use json::parse_json;
 pub use reply::{
     agent_json, changes_json, decision_json, err, inbox_json, inbox_text, message_facts_json,
-    message_json, ok, ok_text, record_json, reply_json, response, task_json, Exited,
+    message_json, ok, ok_text, record_json, reply_json, response, task_json, with_calls, Exited,
+    LastCall,
 };
 pub use request::{
     parse_request, Call, Dispatch, Envelope, Presenter, Query, SubjectRef, UuidKind, UuidRef, Verb,

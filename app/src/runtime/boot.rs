@@ -27,6 +27,7 @@ use tokio::sync::oneshot;
 use super::broker::Broker;
 use super::browsing::BrowserEndpoint;
 use super::browsing::Panes;
+use super::calls::Calls;
 use super::closing::{Closing, Failure};
 use super::connection::{Connections, Shared};
 use super::driver::{Driver, LeakGuard};
@@ -401,9 +402,15 @@ where
     // The feed starts after the boot's own bindings.
     let (head, _) = driver.take_changes();
     let exits = Arc::new(Exits::new(Arc::clone(&processes)));
+    let calls = Arc::new(Calls::default());
     let reads = Arc::new(Reads::open(
         driver.store(),
-        View::first(driver.bus(), &business_ids, Arc::clone(&exits)),
+        View::first(
+            driver.bus(),
+            &business_ids,
+            Arc::clone(&exits),
+            Arc::clone(&calls),
+        ),
         head,
     )?);
     let feed = Arc::clone(reads.feed());
@@ -473,6 +480,7 @@ where
         prover: Arc::new(Prover::new(processes, identity, time.clone())),
         time: time.clone(),
         places: Arc::clone(&places),
+        calls,
     };
     let (stop, stopped) = oneshot::channel::<()>();
     *locked(&closing.stop) = Some(stop);

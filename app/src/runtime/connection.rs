@@ -17,6 +17,7 @@ use tokio::sync::{oneshot, watch};
 
 use super::browser::BrowserHub;
 use super::browsing::browse;
+use super::calls::Calls;
 use super::changes::{self, Asked};
 use super::job::{ask, ask_line, Early, Job, ReplyTo};
 use super::launch::{Binding, Registry};
@@ -36,6 +37,8 @@ pub(super) struct Shared<S> {
     pub(super) time: Time,
     /// Each run's budget of connections.
     pub(super) places: Arc<Places>,
+    /// What each run last asked, and whether it waits.
+    pub(super) calls: Arc<Calls>,
 }
 
 /// The socket server's handler: one answer line per request line.
@@ -98,6 +101,14 @@ impl<S: StoreReaders + Send + 'static> Handler for Connections<S> {
             }
             response.into_bytes()
         }
+    }
+}
+
+/// The run of an agent caller, whose calls the broker keeps ([`Calls`]).
+fn agent_run(caller: &Caller) -> Option<&mosaic_domain::RunId> {
+    match caller {
+        Caller::Agent { agent, .. } => Some(&agent.run),
+        Caller::Reader { .. } | Caller::Human { .. } => None,
     }
 }
 
@@ -194,6 +205,12 @@ async fn answer<S: StoreReaders + Send + 'static>(
         Err(refusal) => return wire::err(refusal),
     };
     seen.admitted(&admitted);
+    // What the human reads of an agent is what the broker saw it ask.
+    if let Who::Known(caller) = &admitted.who {
+        if let Some(run) = agent_run(caller) {
+            shared.calls.note(run, admitted.verb, time.now());
+        }
+    }
     if let (Ok(Call::Changes { since, timeout_ms }), Who::Known(caller)) =
         (&admitted.call, &admitted.who)
     {
@@ -202,6 +219,10 @@ async fn answer<S: StoreReaders + Send + 'static>(
             since: *since,
             wait: mosaic_domain::changes::wait(*timeout_ms),
         };
+        // A wait is counted while it lasts; an answer at once is no wait.
+        let _waiting = since
+            .and(agent_run(caller))
+            .map(|run| shared.calls.waiting(run));
         let page = changes::page(reads, time, asked, gone.disconnected()).await;
         return match page {
             Ok(page) => wire::ok(wire::changes_json(page.cursor, &page.changes)),

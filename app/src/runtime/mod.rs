@@ -28,7 +28,8 @@
 //! and the launch process check),
 //! [`connection`], [`pipeline`] (one request's path), [`writer`], [`driver`]
 //! (the store and the bus under group commit), [`reads`], [`changes`] and
-//! [`feed`], [`exits`] (whether a run's process still runs), [`places`]
+//! [`feed`], [`exits`] (whether a run's process still runs), [`calls`] (what
+//! each run last asked, and whether it waits), [`places`]
 //! (what each run may hold of the socket's places), [`human_proof`], [`browser`] (the hub) and [`browsing`] (its
 //! server and the way of a `browser.request`), [`world`] (the ports).
 
@@ -36,6 +37,7 @@ mod boot;
 mod broker;
 mod browser;
 mod browsing;
+pub(crate) mod calls;
 pub(crate) mod changes;
 mod closing;
 mod connection;

@@ -434,11 +434,11 @@ pub(crate) fn commit_batch<S: StoreReaders>(
 ) -> Result<(), Refusal> {
     let durable = driver.finish();
     if driver.take_changed_machines() {
-        let (roles, exits) = reads
+        let (roles, exits, calls) = reads
             .view()
-            .map(|v| (v.roles(), v.exits()))
+            .map(|v| (v.roles(), v.exits(), v.calls()))
             .unwrap_or_default();
-        reads.publish(View::of(driver.bus(), roles, exits));
+        reads.publish(View::of(driver.bus(), roles, exits, calls));
     }
     let (head, changes) = driver.take_changes();
     reads.feed().publish(head, changes);
