@@ -11,6 +11,7 @@
 //!   libc calls (`umask`, `geteuid`) that `std` does not offer;
 //! - `server`: [`serve`] / [`serve_with`] / [`serve_in`], the [`Handler`]
 //!   trait and its [`Standing`], [`Peer`] and [`Limits`] (tokio);
+//! - `limits`: the server's [`Limits`];
 //! - `slots`: the [`Budget`] of places a connection holds (the server's
 //!   own, and a holder's: an agent's run), and its [`Slot`]s;
 //! - `answer`: what a handler gets beside its line, the [`Disconnect`]
@@ -91,6 +92,7 @@
 
 mod answer;
 mod client;
+mod limits;
 mod server;
 mod session;
 mod slots;

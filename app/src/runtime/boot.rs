@@ -20,6 +20,7 @@ use mosaic_adapters::procfs::ProcFs;
 use mosaic_adapters::socket;
 use mosaic_adapters::sqlite::SqliteStore;
 use mosaic_adapters::system::{OsEntropy, SystemClock};
+use mosaic_domain::browser::AddressPolicy;
 use mosaic_domain::{text, BusinessId, Capability, Refusal};
 use mosaic_ports::{Entropy, ProcessTable, StoreReaders};
 use tokio::sync::oneshot;
@@ -469,6 +470,13 @@ where
         per_run = DEFAULT_CONNECTIONS,
         "socket places"
     );
+    // The human's browser goes to no private address the configuration
+    // does not name, but for the panes' own server.
+    let mut browser_policy = AddressPolicy::new(config.browser_allow_private);
+    if let Some(panes) = &panes {
+        browser_policy.allow(panes.address()?);
+    }
+    let browser_policy = Arc::new(browser_policy);
     let connections = socket::Budget::new(limits.max_connections);
     let places = Arc::new(Places::new(connections.clone()));
     let shared = Shared {
@@ -481,6 +489,7 @@ where
         time: time.clone(),
         places: Arc::clone(&places),
         calls,
+        browser_policy: Arc::clone(&browser_policy),
     };
     let (stop, stopped) = oneshot::channel::<()>();
     *locked(&closing.stop) = Some(stop);
@@ -504,7 +513,10 @@ where
         served
     });
     *locked(&closing.server) = Some(server);
-    let (browser, endpoint) = match panes.map(|panes| panes.serve(&runtime)).transpose()? {
+    let (browser, endpoint) = match panes
+        .map(|panes| panes.serve(&runtime, &browser_policy))
+        .transpose()?
+    {
         Some((serving, endpoint)) => (Some(serving), Some(endpoint)),
         None => (None, None),
     };

@@ -10,6 +10,7 @@ use mosaic_adapters::credentials::CredentialStore;
 use mosaic_adapters::socket::{Disconnect, Handler, Peer, Standing};
 use mosaic_adapters::wire::browser as browser_wire;
 use mosaic_adapters::wire::{self, Call, Envelope, Presenter};
+use mosaic_domain::browser::AddressPolicy;
 use mosaic_domain::bus::Caller;
 use mosaic_domain::{CallerKind, Capability, EventId, Refusal, Verb};
 use mosaic_ports::StoreReaders;
@@ -39,6 +40,8 @@ pub(super) struct Shared<S> {
     pub(super) places: Arc<Places>,
     /// What each run last asked, and whether it waits.
     pub(super) calls: Arc<Calls>,
+    /// Where the human's browser may go.
+    pub(super) browser_policy: Arc<AddressPolicy>,
 }
 
 /// The socket server's handler: one answer line per request line.
@@ -200,10 +203,12 @@ async fn answer<S: StoreReaders + Send + 'static>(
         let registry = registry.read().ok()?;
         registry.get(cap).map(Binding::caller)
     };
-    let admitted = match admit(line, peer, secrets, lookup) {
+    let mut admitted = match admit(line, peer, secrets, lookup) {
         Ok(admitted) => admitted,
         Err(refusal) => return wire::err(refusal),
     };
+    // The human's browser is no wider than the agent's network.
+    admitted.check_address(&shared.browser_policy);
     seen.admitted(&admitted);
     // What the human reads of an agent is what the broker saw it ask.
     if let Who::Known(caller) = &admitted.who {

@@ -26,6 +26,7 @@ use std::time::Duration;
 
 use mosaic_adapters::socket::Peer;
 use mosaic_adapters::wire::{self, Call, Dispatch, Envelope, Presenter};
+use mosaic_domain::browser::{AddressPolicy, BrowserAction};
 use mosaic_domain::bus::Caller;
 use mosaic_domain::log_windows::{LogWindows, Suppressed};
 use mosaic_domain::{BusinessId, Capability, Refusal};
@@ -295,6 +296,21 @@ pub(crate) struct Admitted {
     pub(crate) who: Who,
     pub(crate) verb: &'static str,
     pub(crate) call: Result<Call, Refusal>,
+}
+
+impl Admitted {
+    /// Refuses a `browser.request` that would send the human's browser to
+    /// an address `policy` refuses (`browser-address-refused`): its call
+    /// becomes that refusal, which the writer records as any argument's.
+    pub(crate) fn check_address(&mut self, policy: &AddressPolicy) {
+        if let Ok(Call::BrowserRequest(call)) = &self.call {
+            if let BrowserAction::Open { url, .. } = &call.action {
+                if let Err(refusal) = policy.check(url) {
+                    self.call = Err(refusal);
+                }
+            }
+        }
+    }
 }
 
 /// Step 1 of every request. `secrets` says whether bytes hold a loaded
