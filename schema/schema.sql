@@ -1,4 +1,4 @@
--- mosaic-bus evidence store, schema mosaic-bus/5.
+-- mosaic-bus evidence store, schema mosaic-bus/6.
 --
 -- Every fact is one row of `ledger` (global write order and broker time)
 -- plus one row of the typed table its kind names, with the same `seq`
@@ -61,6 +61,15 @@
 -- every `action.allowed` record, whichever way it is stored. The chain
 -- hashes such a record as that view's row, and the message row with its
 -- `allowed` column, so each is covered as it is kept.
+--
+-- mosaic-bus/6 (the end of a run): a run lives until it ends, and its end
+-- is a fact of its own, `session.ended`, a row of `run_ends`: why it ended
+-- (`cause`), how its process ended where the host knows (an exit `status`
+-- or the `signal` that killed it, never both, agreeing with the cause),
+-- and whether the end freed the role the run held (`vacated`), which it
+-- does in the same row. A run ends once (`run` is unique). The views
+-- `role_holders` and `agents` count an ended run as holding nothing, and
+-- `agents` shows each run's end.
 
 CREATE TABLE meta (
     key TEXT PRIMARY KEY NOT NULL,
@@ -321,7 +330,7 @@ CREATE TRIGGER ledger_insert BEFORE INSERT ON ledger BEGIN
             NEW.kind = 'message.sent' OR NEW.kind = 'message.delivered' OR
             NEW.kind = 'message.read' OR NEW.kind = 'human.input' OR
             NEW.kind = 'event.observed' OR NEW.kind = 'request.refused' OR
-            NEW.kind = 'refusals.counted');
+            NEW.kind = 'refusals.counted' OR NEW.kind = 'session.ended');
 END;
 CREATE TRIGGER launches_insert BEFORE INSERT ON launches BEGIN
     SELECT RAISE(ABORT, 'mosaic:malformed') WHERE NOT EXISTS (SELECT 1 FROM ledger WHERE seq = NEW.seq AND kind = 'session.launched' AND business IS NEW.business);
@@ -437,6 +446,31 @@ SELECT c.seq, l.at, c.since, c.business, c.role, c.run, c.verb, c.code, c.count
 FROM refusal_counts c JOIN ledger l ON l.seq = c.seq;
 -- mosaic-bus/4, refusal counts: end.
 
+-- mosaic-bus/6, the ends of runs: begin.
+CREATE TABLE run_ends (
+    seq INTEGER PRIMARY KEY,
+    business TEXT NOT NULL,
+    role TEXT NOT NULL,
+    run TEXT NOT NULL UNIQUE,
+    cause TEXT NOT NULL CHECK ((cause = 'exited' OR cause = 'failed' OR cause = 'human' OR
+            cause = 'revoked' OR cause = 'budget' OR cause = 'process-gone')),
+    status INTEGER CHECK (status IS NULL OR (status >= 0 AND status <= 255)),
+    signal INTEGER CHECK (signal IS NULL OR (signal >= 1 AND signal <= 64)),
+    vacated INTEGER NOT NULL CHECK ((vacated = 0 OR vacated = 1)),
+    CHECK (status IS NULL OR signal IS NULL),
+    -- `exited` is status 0 (or unknown) and no signal; `failed` is never
+    -- status 0.
+    CHECK (cause <> 'exited' OR (signal IS NULL AND coalesce(status, 0) = 0)),
+    CHECK (cause <> 'failed' OR status IS NOT 0)
+) STRICT;
+CREATE TRIGGER run_ends_no_update BEFORE UPDATE ON run_ends BEGIN SELECT RAISE(ABORT, 'mosaic:append-only'); END;
+CREATE TRIGGER run_ends_no_delete BEFORE DELETE ON run_ends BEGIN SELECT RAISE(ABORT, 'mosaic:append-only'); END;
+CREATE TRIGGER run_ends_insert BEFORE INSERT ON run_ends BEGIN
+    SELECT RAISE(ABORT, 'mosaic:malformed') WHERE NOT EXISTS (SELECT 1 FROM ledger WHERE seq = NEW.seq AND kind = 'session.ended' AND business IS NEW.business);
+    SELECT RAISE(ABORT, 'mosaic:duplicate') WHERE EXISTS (SELECT 1 FROM run_ends WHERE seq = NEW.seq) OR EXISTS (SELECT 1 FROM run_ends WHERE run = NEW.run);
+END;
+-- mosaic-bus/6, the ends of runs: end.
+
 -- mosaic-bus/5: every `action.allowed` record, a row of `allowances` or
 -- carried by the message after it, with the columns the record has either
 -- way. The chain hashes a carried record as this row.
@@ -452,15 +486,17 @@ WHERE allowed IS NOT NULL;
 
 -- Projections. Each reads only stored rows; none is a source of truth.
 
--- The run holding each role: its newest claim event is a claim.
+-- The run holding each role: its newest claim event is a claim, and the
+-- run has not ended (an end frees the role it held).
 CREATE VIEW role_holders AS
 SELECT c.business, c.role, c.run, c.seq
 FROM claims c
 WHERE c.event = 'claimed'
-  AND c.seq = (SELECT max(seq) FROM claims WHERE business = c.business AND role = c.role);
+  AND c.seq = (SELECT max(seq) FROM claims WHERE business = c.business AND role = c.role)
+  AND NOT EXISTS (SELECT 1 FROM run_ends e WHERE e.run = c.run);
 
--- Every bound run with its newest launch record and whether it holds or was
--- revoked from its role.
+-- Every bound run with its newest launch record, whether it holds or was
+-- revoked from its role, and its end (all NULL while it lives).
 CREATE VIEW agents AS
 SELECT l.business, l.role, l.run, l.harness, l.address, l.pid, l.start_time,
        (SELECT at FROM ledger WHERE seq = l.seq) AS launched_at,
@@ -468,8 +504,10 @@ SELECT l.business, l.role, l.run, l.harness, l.address, l.pid, l.start_time,
                WHERE h.business = l.business AND h.role = l.role AND h.run = l.run) AS holding,
        EXISTS (SELECT 1 FROM claims c
                WHERE c.business = l.business AND c.role = l.role AND c.run = l.run
-                 AND c.event = 'revoked') AS revoked
-FROM launches l
+                 AND c.event = 'revoked') AS revoked,
+       (SELECT at FROM ledger WHERE seq = e.seq) AS ended_at,
+       e.cause AS end_cause, e.status AS end_status, e.signal AS end_signal
+FROM launches l LEFT JOIN run_ends e ON e.run = l.run
 WHERE l.seq = (SELECT max(seq) FROM launches WHERE run = l.run);
 
 -- Decisions with no resolution, withdrawal or supersession yet.
@@ -506,6 +544,7 @@ CREATE VIEW trail AS
 SELECT seq, business, 'role' AS subject_kind, role AS subject FROM launches
 UNION ALL SELECT seq, business, 'role', role FROM claims
 UNION ALL SELECT seq, business, 'decision', decision FROM claims WHERE decision IS NOT NULL
+UNION ALL SELECT seq, business, 'role', role FROM run_ends
 UNION ALL SELECT seq, business, 'decision', id FROM decisions
 UNION ALL SELECT seq, business, 'decision', supersedes FROM decisions WHERE supersedes IS NOT NULL
 UNION ALL SELECT seq, business, 'task', task_ref FROM decisions WHERE task_ref IS NOT NULL

@@ -580,29 +580,18 @@ fn io_refusal(what: &'static str, e: &io::Error) -> Refusal {
 }
 
 /// This process's effective uid, the owner every path must have.
-#[allow(unsafe_code)]
 fn effective_uid() -> u32 {
-    // SAFETY: geteuid takes no arguments, touches no memory of ours and
-    // cannot fail (POSIX).
-    unsafe { libc::geteuid() }
+    rustix::process::geteuid().as_raw()
 }
 
 /// Tries `flock(LOCK_EX | LOCK_NB)`: `Ok(true)` when taken, `Ok(false)` when
 /// another open file description holds it.
-#[allow(unsafe_code)]
 fn try_lock_exclusive(file: &File) -> io::Result<bool> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: the descriptor is owned by `file`, which outlives the call;
-    // flock only reads its integer arguments.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc == 0 {
-        return Ok(true);
-    }
-    let e = io::Error::last_os_error();
-    if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
-        Ok(false)
-    } else {
-        Err(e)
+    use rustix::fs::{flock, FlockOperation};
+    match flock(file, FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => Ok(true),
+        Err(rustix::io::Errno::WOULDBLOCK) => Ok(false),
+        Err(e) => Err(e.into()),
     }
 }
 

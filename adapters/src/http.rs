@@ -54,7 +54,7 @@ use tokio_stream::wrappers::UnboundedReceiverStream;
 use tokio_stream::Stream;
 
 use crate::cause::logged;
-use crate::http_drain::{self, Body as Bounded, BoundedBody, Step};
+use crate::http_drain::{read_bounded, Body as Bounded};
 use crate::wire::browser::{
     cancel_event, claim_body, claim_reply, heartbeat_event, request_event, result_body,
     result_reply, MAX_CLAIM_BODY, MAX_RESULT_BODY,
@@ -665,39 +665,4 @@ async fn result(State(server): State<Server>, body: axum::body::Body) -> Respons
         }
         Bounded::Cut => bad_request(Refusal::BadRequest),
     }
-}
-
-/// Reads `body` up to `limit` bytes; past it, reads and discards the rest,
-/// at most [`http_drain::MAX_DRAIN`] bytes within
-/// [`http_drain::DRAIN_DEADLINE`] (see [`http_drain`] for why).
-async fn read_bounded(body: axum::body::Body, limit: usize) -> Bounded {
-    use tokio_stream::StreamExt;
-    let mut bounded = BoundedBody::new(limit, http_drain::MAX_DRAIN);
-    let mut data = body.into_data_stream();
-    let mut drain_until = None;
-    loop {
-        let next = match drain_until {
-            None => data.next().await,
-            Some(until) => match tokio::time::timeout_at(until, data.next()).await {
-                Ok(next) => next,
-                Err(_elapsed) => break,
-            },
-        };
-        match next {
-            Some(Ok(chunk)) => {
-                if bounded.handle_chunk(&chunk) == Step::Stop {
-                    break;
-                }
-            }
-            Some(Err(_)) => break,
-            None => {
-                bounded.handle_end();
-                break;
-            }
-        }
-        if drain_until.is_none() && bounded.is_draining() {
-            drain_until = Some(tokio::time::Instant::now() + http_drain::DRAIN_DEADLINE);
-        }
-    }
-    bounded.finish()
 }

@@ -1,74 +1,29 @@
 //! Reading an HTTP request body under a size limit without losing the
 //! refusal: [`BoundedBody`], a sans-IO reader that keeps a body up to its
-//! limit and, past it, keeps reading and discards a bounded rest.
-//!
-//! # Why
+//! limit and, past it, keeps reading and discards a bounded rest, and
+//! [`read_bounded`], its driving loop over an axum body.
 //!
 //! A server that answers 413 and closes while the client is still sending
 //! its body closes with unread input queued, and the kernel answers that
-//! with a reset. The client's write then fails before it has read anything,
-//! and the 413 is lost (issue 22 item 4). axum's `DefaultBodyLimit` does
-//! exactly this once the rest of a refused body no longer fits in the
-//! kernel's buffers: a pane that writes a whole 17 MiB result before reading
-//! loses its 413 now and then on loopback (`EPIPE` on the write), one that
-//! writes 24 MiB or more every time (the test
-//! `an_oversized_result_written_whole_before_reading_gets_413_every_time`,
-//! committed on branch `harden` and reverted until the route is wired).
-//! The cure is the socket server's: read what is left, bounded, and answer
-//! after it.
+//! with a reset: the client's write fails before it has read anything, and
+//! the 413 is lost (axum's `DefaultBodyLimit` does exactly this once the
+//! rest of a refused body no longer fits in the kernel's buffers). So the
+//! route reads what is left, bounded, and answers after it, as the socket
+//! server does.
 //!
 //! # The driving loop
 //!
-//! The route takes the raw body and feeds each chunk to
-//! [`BoundedBody::handle_chunk`] until it says [`Step::Stop`] or the body
-//! ends ([`BoundedBody::handle_end`]); once [`BoundedBody::is_draining`],
-//! the rest of the reading is bounded by [`DRAIN_DEADLINE`]. Then
-//! [`BoundedBody::finish`] says what to answer. With axum (`tokio_stream`'s
-//! `StreamExt` for `next`):
-//!
-//! ```text
-//! async fn result(State(server): State<Server>, body: axum::body::Body) -> Response {
-//!     let mut bounded = BoundedBody::new(MAX_RESULT_BODY, MAX_DRAIN);
-//!     let mut data = body.into_data_stream();
-//!     let mut drain_until = None;
-//!     loop {
-//!         let next = match drain_until {
-//!             None => data.next().await,
-//!             Some(until) => match tokio::time::timeout_at(until, data.next()).await {
-//!                 Ok(next) => next,
-//!                 Err(_elapsed) => break,
-//!             },
-//!         };
-//!         match next {
-//!             Some(Ok(chunk)) => {
-//!                 if bounded.handle_chunk(&chunk) == Step::Stop {
-//!                     break;
-//!                 }
-//!             }
-//!             Some(Err(_)) => break,
-//!             None => {
-//!                 bounded.handle_end();
-//!                 break;
-//!             }
-//!         }
-//!         if drain_until.is_none() && bounded.is_draining() {
-//!             drain_until = Some(tokio::time::Instant::now() + DRAIN_DEADLINE);
-//!         }
-//!     }
-//!     match bounded.finish() {
-//!         Body::Whole(bytes) => /* the route as today */,
-//!         Body::TooLarge { to_the_end: true } => /* 413 */,
-//!         Body::TooLarge { to_the_end: false } => /* 413 with `Connection: close` */,
-//!         Body::Cut => /* 400: the body ended early or failed */,
-//!     }
-//! }
-//! ```
-//!
-//! The route then needs no `DefaultBodyLimit` layer (it never applied to a
-//! raw `Body`). Draining keeps one connection's task for at most
-//! [`DRAIN_DEADLINE`] and reads at most [`MAX_DRAIN`] bytes more than the
-//! limit; a client that sends more than that still gets its connection
-//! closed, bounded, as before.
+//! [`read_bounded`] feeds each chunk to [`BoundedBody::handle_chunk`]
+//! until it says [`Step::Stop`] or the body ends
+//! ([`BoundedBody::handle_end`]); once [`BoundedBody::is_draining`], the
+//! rest of the reading is bounded by [`DRAIN_DEADLINE`]. Then
+//! [`BoundedBody::finish`] says what to answer: the whole body, 413 (with
+//! `Connection: close` when the rest was not read to its end), or 400 for
+//! a body cut short. The route needs no `DefaultBodyLimit` layer (it never
+//! applied to a raw body). Draining keeps one connection's task for at
+//! most [`DRAIN_DEADLINE`] and reads at most [`MAX_DRAIN`] bytes more than
+//! the limit; a client that sends more than that still gets its connection
+//! closed, bounded.
 
 use std::time::Duration;
 
@@ -222,6 +177,40 @@ fn drain(left: usize, taken: usize) -> Phase {
     }
 }
 
+/// Reads `body` up to `limit` bytes; past it, reads and discards the rest,
+/// at most [`MAX_DRAIN`] bytes within [`DRAIN_DEADLINE`].
+pub async fn read_bounded(body: axum::body::Body, limit: usize) -> Body {
+    use tokio_stream::StreamExt;
+    let mut bounded = BoundedBody::new(limit, MAX_DRAIN);
+    let mut data = body.into_data_stream();
+    let mut drain_until = None;
+    loop {
+        let next = match drain_until {
+            None => data.next().await,
+            Some(until) => match tokio::time::timeout_at(until, data.next()).await {
+                Ok(next) => next,
+                Err(_elapsed) => break,
+            },
+        };
+        match next {
+            Some(Ok(chunk)) => {
+                if bounded.handle_chunk(&chunk) == Step::Stop {
+                    break;
+                }
+            }
+            Some(Err(_)) => break,
+            None => {
+                bounded.handle_end();
+                break;
+            }
+        }
+        if drain_until.is_none() && bounded.is_draining() {
+            drain_until = Some(tokio::time::Instant::now() + DRAIN_DEADLINE);
+        }
+    }
+    bounded.finish()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -282,6 +271,22 @@ mod tests {
     #[test]
     fn a_body_that_never_ended_within_the_limit_is_cut() {
         assert_eq!(feed(4, 8, &[b"ab"], false), (vec![Step::More], Body::Cut));
+    }
+
+    /// The driving loop over an axum body: a body within the limit is
+    /// kept whole, one past it is refused after being read to its end.
+    #[test]
+    fn the_loop_reads_an_axum_body_whole_or_refuses_it_past_the_limit() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .expect("runtime");
+        let read = |bytes: &'static [u8], limit| {
+            runtime.block_on(read_bounded(axum::body::Body::from(bytes), limit))
+        };
+        assert_eq!(read(b"abcd", 4), Body::Whole(b"abcd".to_vec()));
+        assert_eq!(read(b"abcde", 4), Body::TooLarge { to_the_end: true });
+        assert_eq!(read(b"", 4), Body::Whole(Vec::new()));
     }
 
     /// The point of it all, over real TCP: a client that writes its whole

@@ -7,8 +7,11 @@
 //!
 //! # Layout
 //!
-//! - this file: the wire limits, [`bind_private`], [`error_line`] and the two
-//!   libc calls (`umask`, `geteuid`) that `std` does not offer;
+//! - this file: the server's limits (a line's own, [`MAX_REQUEST`] and
+//!   [`READ_DEADLINE`], and the refusal line [`error_line`] are the client
+//!   crate's, `mosaic_client::socket`, so both ends frame alike),
+//!   [`bind_private`] and the two libc calls (`umask`, `geteuid`) that
+//!   `std` does not offer;
 //! - `server`: [`serve`] / [`serve_with`] / [`serve_in`], the [`Handler`]
 //!   trait and its [`Standing`], [`Peer`] and [`Limits`] (tokio);
 //! - `limits`: the server's [`Limits`];
@@ -17,10 +20,6 @@
 //! - `answer`: what a handler gets beside its line, the [`Disconnect`]
 //!   signal and the [`DirectReply`] (the connection, lent so the thread
 //!   that has the answer writes it);
-//! - `client`: the synchronous [`Client`] (no tokio), one connection per
-//!   call, used by the CLI and by code that has no runtime;
-//! - `session`: the synchronous [`Session`], a [`Client`] that keeps its
-//!   connection open between calls (the MCP server, `views`).
 //!
 //! # The per-connection loop
 //!
@@ -91,10 +90,8 @@
 //! client, and I/O errors end a connection, never the process.
 
 mod answer;
-mod client;
 mod limits;
 mod server;
-mod session;
 mod slots;
 mod waiting;
 
@@ -104,29 +101,14 @@ use std::path::Path;
 use std::sync::PoisonError;
 use std::time::Duration;
 
+use mosaic_client::socket::{error_line, MAX_REQUEST, READ_DEADLINE};
 use mosaic_domain::Refusal;
 
 use crate::fs;
 
 pub use answer::{DirectReply, Disconnect};
-pub use client::{broker_wait, parse_response, Client};
 pub use server::{serve, serve_in, serve_with, Handler, Limits, Peer, Standing};
-pub use session::Session;
 pub use slots::{Budget, Slot};
-
-/// The longest request line, in bytes before its `\n`: 64 KiB. A line of
-/// exactly this length is accepted; one byte more is `request-too-large`.
-pub const MAX_REQUEST: usize = 64 * 1024;
-
-/// The longest response line the [`Client`] accepts, in bytes before its
-/// `\n`: 4 MiB. One byte more is `response-too-large`.
-pub const MAX_RESPONSE: usize = 4 * 1024 * 1024;
-
-/// How long a connection may take to deliver each request line: the first
-/// from the accept, each next one from the previous answer. Between
-/// requests it is the idle deadline: a connection that sent nothing of a
-/// next line by then is closed.
-pub const READ_DEADLINE: Duration = Duration::from_secs(5);
 
 /// How long the server waits for a client to take its response.
 pub const WRITE_DEADLINE: Duration = Duration::from_secs(5);
@@ -146,9 +128,6 @@ pub const MAX_DRAIN: usize = 16 * 1024 * 1024;
 /// closes regardless: 2 s, ample for 16 MiB over a local socket, and short
 /// enough that a slow writer cannot keep a slot for long.
 pub const DRAIN_DEADLINE: Duration = Duration::from_secs(2);
-
-/// The [`Client`]'s default total time for one call: connect, send, answer.
-pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How many connections the server serves at once by default: enough for
 /// every agent of a large team to hold a `changes` wait open, with room
@@ -228,15 +207,6 @@ pub fn budget(files: Option<u64>, others: usize) -> Limits {
     limits
 }
 
-/// The error reply for `refusal`, without the trailing `\n`:
-/// `{"ok":false,"error":"<code>"}`.
-///
-/// Codes are static kebab-case ASCII (the domain tests that), so the line
-/// needs no JSON library and no escaping.
-pub fn error_line(refusal: Refusal) -> Vec<u8> {
-    format!(r#"{{"ok":false,"error":"{}"}}"#, refusal.code()).into_bytes()
-}
-
 /// Binds a new Unix socket at `path` that is created with mode 0600, and
 /// listens on it.
 ///
@@ -310,40 +280,18 @@ fn bind_refusal(e: &io::Error) -> Refusal {
 }
 
 /// Sets the process's umask and returns the previous one.
-#[allow(unsafe_code)]
-fn set_umask(mask: libc::mode_t) -> libc::mode_t {
-    // SAFETY: umask only swaps an integer in the process's credentials; it
-    // takes no pointers and cannot fail (POSIX).
-    unsafe { libc::umask(mask) }
+fn set_umask(mask: u32) -> u32 {
+    rustix::process::umask(rustix::fs::Mode::from_raw_mode(mask)).as_raw_mode()
 }
 
 /// This process's effective uid: the only uid whose peers the server admits.
-#[allow(unsafe_code)]
 fn effective_uid() -> u32 {
-    // SAFETY: geteuid takes no arguments, touches no memory of ours and
-    // cannot fail (POSIX).
-    unsafe { libc::geteuid() }
+    rustix::process::geteuid().as_raw()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn error_lines_are_the_literal_json() {
-        assert_eq!(
-            error_line(Refusal::RequestTooLarge),
-            br#"{"ok":false,"error":"request-too-large"}"#.to_vec()
-        );
-        for &refusal in Refusal::ALL {
-            let value: serde_json::Value =
-                serde_json::from_slice(&error_line(refusal)).expect("valid JSON");
-            assert_eq!(
-                value,
-                serde_json::json!({"ok": false, "error": refusal.code()})
-            );
-        }
-    }
 
     #[test]
     fn bind_errors_map_to_static_codes() {

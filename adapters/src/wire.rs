@@ -1,9 +1,9 @@
 //! The socket's JSON (DESIGN.md §4, `spec/bus-broker.md` "Client
 //! protocol"), and nothing else: no I/O, no clock, no randomness.
 //!
-//! Layout:
-//! - [`args`]: each verb's argument type, whose keys the parser allows and
-//!   whose schema the MCP tools publish;
+//! Layout (each verb's argument type, whose keys the parser allows and
+//! whose schema the MCP tools publish, is the client crate's,
+//! `mosaic_client::wire::args`):
 //! - [`json`]: strict JSON text to `serde_json::Value` (UTF-8, one value,
 //!   no duplicate keys, bounded depth);
 //! - [`request`]: one request line `{"cap","verb","args"}` to a typed
@@ -40,7 +40,6 @@
 //!
 //! [`Command`]: mosaic_domain::bus::Command
 
-pub mod args;
 pub mod bounded;
 pub mod browser;
 pub mod json;
@@ -49,12 +48,11 @@ pub mod request;
 
 pub mod host;
 
-pub use args::VerbArgs;
 pub use json::parse_json;
 pub use reply::{
     agent_json, changes_json, decision_json, err, inbox_json, inbox_text, message_facts_json,
     message_json, ok, ok_text, record_json, reply_json, response, task_json, with_calls, Exited,
-    LastCall,
+    LastCall, RunLife, Usage,
 };
 pub use request::{
     parse_request, Call, Dispatch, Envelope, Presenter, Query, SubjectRef, UuidKind, UuidRef, Verb,

@@ -2,7 +2,8 @@
 //! `required` set is exactly the keys whose absence the parser refuses
 //! with `bad-request`, and every key of the type is one the parser takes.
 
-use mosaic_adapters::wire::{Call, Verb, VerbArgs};
+use mosaic_adapters::wire::{Call, Verb};
+use mosaic_client::wire::args::VerbArgs;
 use mosaic_domain::Refusal;
 use serde_json::{json, Value};
 
@@ -34,6 +35,7 @@ fn full(verb: Verb) -> Value {
         Verb::EventEmit => json!({"kind": "action.allowed",
             "body": {"action": "routine", "target": "t"}, "subject": "dev"}),
         Verb::Trail => json!({"subject": "dev"}),
+        Verb::RunEnd => json!({"run": "dev-1"}),
         Verb::Changes => json!({"since": 7, "timeoutMs": 2000}),
         Verb::BrowserRequest => {
             json!({"action": "back", "parameters": {}, "timeoutMs": 2000, "decision": ID})

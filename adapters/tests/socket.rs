@@ -41,8 +41,10 @@ use std::time::Duration;
 
 use mosaic_adapters::fs::{check_private_socket, create_private_dir};
 use mosaic_adapters::socket::{
-    bind_private, error_line, serve_with, Client, Disconnect, Handler, Limits, Peer, Session,
-    Standing, MAX_DRAIN, MAX_REQUEST, MAX_RESPONSE, READ_DEADLINE,
+    bind_private, serve_with, Disconnect, Handler, Limits, Peer, Standing, MAX_DRAIN,
+};
+use mosaic_client::socket::{
+    error_line, Client, Session, MAX_REQUEST, MAX_RESPONSE, READ_DEADLINE,
 };
 use mosaic_domain::Refusal;
 use serde_json::json;

@@ -29,17 +29,19 @@ use std::cell::Cell;
 use mosaic_adapters::wire::{
     self, decision_json, inbox_json, inbox_text, message_facts_json, message_json, parse_json,
     parse_request, record_json, reply_json, task_json, Call, Dispatch, Envelope, Presenter, Query,
-    SubjectRef, UuidKind, UuidRef, Verb, VerbArgs, MAX_REQUEST_BYTES,
+    SubjectRef, UuidKind, UuidRef, Verb, MAX_REQUEST_BYTES,
 };
+use mosaic_client::wire::args::VerbArgs;
 use mosaic_domain::authority::Grant;
 use mosaic_domain::bus::{Command, Reply, SendInput};
 use mosaic_domain::claims::ClaimReply;
 use mosaic_domain::decisions::{Decision, RaiseInput, Status};
 use mosaic_domain::evidence::{
     ActionAllowed, AgentRef, ClaimEvidence, Consumption, DecisionActor, DecisionEvidence,
-    DecisionOption, DecisionRecord, Evidence, Harness, HumanInput, LaunchEvidence, LaunchRecord,
-    MessageClass, MessageEvidence, MessageRecord, Observation, OptionKey, RaiseFields, Recipient,
-    RefusalCount, RefusalRecord, Route, Sender, Stamped, Subject,
+    DecisionOption, DecisionRecord, EndCause, Ending, Evidence, EvidenceKind, Harness, HumanInput,
+    LaunchEvidence, LaunchRecord, MessageClass, MessageEvidence, MessageRecord, Observation,
+    OptionKey, RaiseFields, Recipient, RefusalCount, RefusalRecord, Route, RunEnd, Sender, Stamped,
+    Subject,
 };
 use mosaic_domain::messages::MessageFacts;
 use mosaic_domain::{

@@ -14,7 +14,7 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use mosaic_adapters::socket::Client;
+use mosaic_client::socket::Client;
 use mosaic_domain::{Refusal, Verb};
 use serde_json::{json, Value};
 

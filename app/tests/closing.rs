@@ -15,9 +15,9 @@ use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 use mosaic_adapters::config::{business_from_json, BootConfig};
-use mosaic_adapters::socket::Client;
 use mosaic_app::runtime::human_proof::BrokerExe;
 use mosaic_app::runtime::{start_runtime, Broker, BrokerIdentity, Failure, Ports, WRITER_THREAD};
+use mosaic_client::socket::Client;
 use mosaic_domain::evidence::{Harness, LaunchRecord};
 use mosaic_domain::{BusinessId, Refusal, RoleInstance, RunId, Timestamp};
 use mosaic_ports::fakes::{

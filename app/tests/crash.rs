@@ -47,7 +47,8 @@
 //! ```
 //!
 //! The first leg is [`writers`], the second [`waiters`] (each in `crash/`);
-//! the broker's business, the seeds and the helpers they share are here.
+//! the broker's business, the seeds and the helpers they share are here,
+//! and the kill loop both run is `support::crash`.
 
 #[path = "support/mod.rs"]
 mod support;
@@ -61,28 +62,20 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use mosaic_adapters::socket::Client;
+use mosaic_client::socket::Client;
 use mosaic_domain::Refusal;
 use serde_json::{json, Map, Value};
 
-use support::{
-    assert_whole_transactions, config, count, env_number, launch, open_db, unlock, Broker, WAIT,
-};
+use support::crash::{Campaign, Rng};
+use support::{assert_whole_transactions, config, count, launch, open_db, Broker, WAIT};
 
 /// Concurrent clients, each its own role and run.
 const CLIENTS: usize = 8;
 
-/// Crashes in the default run.
-const DEFAULT_ROUNDS: usize = 3;
-
 /// The seed of the default run.
 const DEFAULT_SEED: u64 = 0x5eed_0009;
-
-/// The longest stretch of traffic before a kill, in milliseconds (the
-/// shortest is a fifth of it).
-const MAX_TRAFFIC_MS: u64 = 1_500;
 
 /// Client `i`'s role: `w0` is the technical arbiter, `w1` the delivery one.
 fn role(i: usize) -> String {
@@ -153,28 +146,6 @@ enum Outcome {
     Unknown,
     /// Nothing was sent.
     Unavailable,
-}
-
-/// A tiny xorshift64 generator: reproducible choices without a dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
-    }
-
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.0 = x;
-        x
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
 }
 
 /// What the clients and the crashing host share.

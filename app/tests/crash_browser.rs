@@ -15,7 +15,8 @@
 //!   never acted on an authorization the crash took back;
 //! - no transaction is half-applied and `quick_check` is `ok`.
 //!
-//! The default run crashes the broker 3 times; the long run is
+//! The kill loop is `support::crash`'s. The default run crashes the
+//! broker 3 times; the long run is
 //! `MOSAIC_CRASH_ROUNDS=20 cargo test -p mosaic-app --test crash_browser --
 //! --nocapture`, and `MOSAIC_CRASH_SEED=N` picks other kill moments. The
 //! run prints one JSON summary line to stderr.
@@ -31,20 +32,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use mosaic_adapters::socket::Client;
+use mosaic_client::socket::Client;
 use mosaic_domain::Refusal;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use support::{
-    assert_whole_transactions, config, count, env_number, launch, open_db, unlock, Broker,
-};
+use support::crash::Campaign;
+use support::{assert_whole_transactions, config, count, launch, open_db, Broker};
 
-const DEFAULT_ROUNDS: u64 = 3;
+/// The seed of the default run.
 const DEFAULT_SEED: u64 = 0x5eed_0022;
-/// The longest stretch of traffic before a kill, in milliseconds (the
-/// shortest is a fifth of it).
-const MAX_TRAFFIC_MS: u64 = 1_500;
 
 /// What the agent and the pane need of the broker now serving.
 #[derive(Clone)]
@@ -221,9 +218,8 @@ fn hex_digest(bytes: &[u8]) -> String {
 
 #[test]
 fn acknowledged_browser_requests_survive_sigkill_exactly_once() {
-    let rounds =
-        usize::try_from(env_number("MOSAIC_CRASH_ROUNDS", DEFAULT_ROUNDS)).expect("rounds");
-    let mut rng = env_number("MOSAIC_CRASH_SEED", DEFAULT_SEED);
+    let campaign = Campaign::from_env("crash_browser", DEFAULT_SEED);
+    let rounds = campaign.rounds;
     let started = Instant::now();
     let root = support::data_root();
     let business = json!({
@@ -238,7 +234,7 @@ fn acknowledged_browser_requests_survive_sigkill_exactly_once() {
         &[],
     );
     cfg["browser"] = json!({"listen": "127.0.0.1:0"});
-    let mut broker = Broker::boot(root.path(), &cfg);
+    let broker = Broker::boot(root.path(), &cfg);
     broker.agent("web-1").claim();
     let shared = Arc::new(Shared {
         socket: broker.socket.clone(),
@@ -254,28 +250,11 @@ fn acknowledged_browser_requests_survive_sigkill_exactly_once() {
         let shared = Arc::clone(&shared);
         std::thread::spawn(move || pane(&shared))
     };
-    let mut traffic = || {
-        // xorshift: the kill moments of this seed.
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        Duration::from_millis(MAX_TRAFFIC_MS / 5 + rng % (MAX_TRAFFIC_MS * 4 / 5))
-    };
-    for round in 0..rounds {
-        // The crash lands at a random moment of full-speed traffic.
-        std::thread::sleep(traffic());
-        broker.kill();
-        let evidence = unlock(root.path());
-        broker = Broker::boot(root.path(), &cfg);
-        shared.publish(live_of(&broker, round + 1));
-        eprintln!(
-            "crash_browser: round {} of {rounds}: killed, unlocked ({}), booted again",
-            round + 1,
-            evidence.display()
-        );
-    }
-    // The last broker serves a while and is never killed.
-    std::thread::sleep(traffic());
+    // The crashes land at random moments of full-speed traffic; the last
+    // broker serves a while and is never killed.
+    let (broker, _) = campaign.crash(root.path(), &cfg, broker, |broker, generation| {
+        shared.publish(live_of(broker, generation));
+    });
     shared.halt();
     let sent = agent.join().expect("the agent");
     pane.join().expect("the pane");

@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 
 use mosaic_adapters::config::boot_from_value;
 use mosaic_adapters::credentials::{CredentialState, Service};
-use mosaic_adapters::socket::Client;
 use mosaic_app::runtime::start_broker;
+use mosaic_client::socket::Client;
 use mosaic_domain::evidence::Subject;
 use mosaic_domain::{Refusal, TaskRef};
 use serde_json::{json, Value};

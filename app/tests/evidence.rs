@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use mosaic_adapters::socket::Client;
+use mosaic_client::socket::Client;
 use serde_json::{json, Map, Value};
 
 use support::{boot_line, config, count, launch, open_db, Broker, BIN, WAIT};

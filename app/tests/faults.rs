@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use mosaic_domain::Refusal;
 use serde_json::{json, Value};
 
-use mosaic_adapters::socket::Client;
+use mosaic_client::socket::Client;
 use support::pane::{boot_shop, Ui};
 use support::tmpfs::Tmpfs;
 use support::{

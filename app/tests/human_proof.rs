@@ -677,7 +677,23 @@ fn the_walk_is_bounded() {
 
 #[test]
 fn the_walk_stops_far_below_four_thousand_ancestors() {
-    assert_eq!(MAX_ANCESTORS, 64);
+    // What one request can make the broker read: the same for a chain of
+    // a hundred ancestors as for one of four thousand, and a small part of
+    // it.
+    let reads = |height: u32| {
+        let table = GivesUp {
+            table: tall_chain(height),
+            // `check` never asks whether to give up.
+            nth: usize::MAX,
+            reads: AtomicUsize::new(0),
+            given_up: std::sync::atomic::AtomicBool::new(false),
+        };
+        assert_refused(&table, ProofFailure::AncestryTooLong);
+        table.reads.load(Ordering::SeqCst)
+    };
+    let tall = reads(4_000);
+    assert_eq!(tall, reads(100), "the walk stops at the same ancestor");
+    assert!(tall <= 200, "{tall} reads for one proof");
 }
 
 /// A [`FakeProcessTable`] that counts its reads and, at the `nth`, gives

@@ -2,8 +2,8 @@
 //! adapter API (`authorize`, `record_event`) and `close`, in this process.
 
 use mosaic_adapters::config::boot_from_value;
-use mosaic_adapters::socket::Client;
 use mosaic_app::runtime::start_broker;
+use mosaic_client::socket::Client;
 use mosaic_domain::authority::Grant;
 use mosaic_domain::evidence::Subject;
 use mosaic_domain::{Action, Refusal, TaskRef};

@@ -1,5 +1,5 @@
 //! `mosaic-bus mcp` as a child process, driven over its stdin/stdout by a
-//! real MCP client (rmcp's `TokioChildProcess`): against the real broker
+//! real MCP client (rmcp's, over the child's pipes): against the real broker
 //! (and the one connection a session keeps to it), against a fake broker
 //! that vanishes mid-call, against one that closes kept connections, and
 //! against a listener that counts connections.
@@ -19,7 +19,6 @@ use std::path::{Path, PathBuf};
 
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::RunningService;
-use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{json, Value};
 use support::pane::{boot_shop, Events, Ui};
@@ -109,10 +108,22 @@ async fn start(command: tokio::process::Command) -> Session {
 }
 
 /// As [`start`], also returning the adapter's pid.
-async fn start_with_pid(command: tokio::process::Command) -> (Session, u32) {
-    let transport = TokioChildProcess::new(command).expect("spawn mosaic-bus mcp");
-    let pid = transport.id().expect("the adapter's pid");
-    let session = bounded("initialize", ().serve(transport))
+///
+/// The child is not killed when its session ends: closing the session
+/// closes its stdin, and the adapter ends on its own, as under a harness
+/// (tokio reaps it).
+async fn start_with_pid(mut command: tokio::process::Command) -> (Session, u32) {
+    let mut child = command
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn mosaic-bus mcp");
+    let pid = child.id().expect("the adapter's pid");
+    let pipes = (
+        child.stdout.take().expect("the adapter's stdout"),
+        child.stdin.take().expect("the adapter's stdin"),
+    );
+    let session = bounded("initialize", ().serve(pipes))
         .await
         .expect("the MCP handshake");
     (session, pid)

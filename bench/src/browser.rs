@@ -19,7 +19,7 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use mosaic_adapters::socket::Client;
+use mosaic_client::socket::Client;
 use serde_json::{json, Value};
 
 use crate::http::{Closer, Conn, Events};

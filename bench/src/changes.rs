@@ -35,7 +35,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use mosaic_adapters::socket::Client;
+use mosaic_client::socket::Client;
 use mosaic_domain::{Refusal, Verb};
 use serde_json::{json, Value};
 
@@ -359,7 +359,7 @@ pub fn changes_wake(ctx: &mut Ctx) -> Result<Fields, Failure> {
         ),
         (
             "path",
-            Value::from("mosaic_adapters::socket::Client -> bus.sock -> in-process broker; one connection per request"),
+            Value::from("mosaic_client::socket::Client -> bus.sock -> in-process broker; one connection per request"),
         ),
     ])
 }

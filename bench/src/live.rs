@@ -14,8 +14,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use mosaic_adapters::config::boot_from_value;
-use mosaic_adapters::socket::{Client, Session};
 use mosaic_app::runtime::{start_broker, Broker};
+use mosaic_client::socket::{Client, Session};
 use mosaic_domain::Refusal;
 use serde_json::{json, Map, Value};
 

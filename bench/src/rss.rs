@@ -27,7 +27,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use mosaic_adapters::socket::{Client, Session};
+use mosaic_client::socket::{Client, Session};
 use serde_json::{json, Value};
 
 use crate::browser::Remote;

@@ -2,13 +2,13 @@
 //! (started in this process, see [`crate::live`]) and the real clients, each
 //! beside raw commits measured in alternating rounds on the same disk.
 //! `message_send_1_client_socket` goes through
-//! [`Client`](mosaic_adapters::socket::Client), one connection
+//! [`Client`](mosaic_client::socket::Client), one connection
 //! per request, as a one-shot caller (`mosaic-bus call`, a hook) does; its
 //! `_persistent` twin and the figures of long-lived callers (16 agents, a
 //! reader's `inbox`) through [`Session`], one connection kept open, as the
 //! MCP server and `views` do.
 
-use mosaic_adapters::socket::Session;
+use mosaic_client::socket::Session;
 use mosaic_domain::Verb;
 use std::time::{Duration, Instant};
 
@@ -51,7 +51,7 @@ fn raw_fields(raws: &Series) -> Fields {
 
 /// `message_send_1_client_socket`: one client's `message.send` through
 /// the socket and the real broker, requests/s beside raw commits/s, with
-/// the [`Client`](mosaic_adapters::socket::Client), one connection per
+/// the [`Client`](mosaic_client::socket::Client), one connection per
 /// request.
 ///
 /// # Errors
@@ -61,7 +61,7 @@ pub fn message_send_1_client_socket(ctx: &mut Ctx) -> Result<Fields, Failure> {
         ctx,
         "socket-1",
         |live| live.clients[0].clone(),
-        "mosaic_adapters::socket::Client -> bus.sock -> in-process broker -> SQLite; one connection per request",
+        "mosaic_client::socket::Client -> bus.sock -> in-process broker -> SQLite; one connection per request",
     )
 }
 
@@ -75,7 +75,7 @@ pub fn message_send_1_client_socket_persistent(ctx: &mut Ctx) -> Result<Fields, 
         ctx,
         "socket-1-persistent",
         |live| Session::new(live.clients[0].clone()),
-        "mosaic_adapters::socket::Session -> bus.sock -> in-process broker -> SQLite; one connection for every request",
+        "mosaic_client::socket::Session -> bus.sock -> in-process broker -> SQLite; one connection for every request",
     )
 }
 
@@ -164,7 +164,7 @@ pub fn message_send_16_clients(ctx: &mut Ctx) -> Result<Fields, Failure> {
         (
             "note",
             Value::from(
-                "group commit: requests queued while a commit syncs share the next transaction; each client a mosaic_adapters::socket::Session, its requests on one connection",
+                "group commit: requests queued while a commit syncs share the next transaction; each client a mosaic_client::socket::Session, its requests on one connection",
             ),
         ),
     ]);
@@ -380,7 +380,7 @@ pub fn inbox_10k(ctx: &mut Ctx) -> Result<Fields, Failure> {
         ("empty_inbox_p99_us", round1(percentile_us(&empty, 99.0))),
         (
             "note",
-            Value::from("p50/p99: the role was sent `messages` and read all but `unread`; backlog_: the same call while all were unread (it lists the oldest 100); empty_inbox: before the fill, the socket's own floor. Reads run on reader connections beside the writer; the caller is a mosaic_adapters::socket::Session, its calls on one connection"),
+            Value::from("p50/p99: the role was sent `messages` and read all but `unread`; backlog_: the same call while all were unread (it lists the oldest 100); empty_inbox: before the fill, the socket's own floor. Reads run on reader connections beside the writer; the caller is a mosaic_client::socket::Session, its calls on one connection"),
         ),
         ("fill_s", round3(fill.as_secs_f64())),
     ])

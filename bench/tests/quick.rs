@@ -133,7 +133,7 @@ fn quick_run_prints_every_figure_as_json_and_cleans_up() {
     assert!(
         lines[5]["path"]
             .as_str()
-            .is_some_and(|p| p.starts_with("mosaic_adapters::socket::Session")),
+            .is_some_and(|p| p.starts_with("mosaic_client::socket::Session")),
         "{}",
         lines[5]
     );

@@ -10,6 +10,10 @@
 //!
 //! Facts that live only in the store (messages) arrive already read, inside
 //! the [`Command`]; the bus never asks for them.
+//!
+//! A run that ended is refused every verb ([`Claims::check_live`]); the
+//! bus ends runs for the host ([`Bus::handle_end`]), for the human's
+//! `run.end` and for a revoke.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -19,16 +23,17 @@ pub use crate::caller::Caller;
 use crate::claims::{BindReply, ClaimReply, Claims, Launches};
 pub use crate::command::{BodyField, Command, EventBody, SendInput, TASK_CREATED};
 use crate::decisions::{Decision, Decisions};
+use crate::ending::{EndCause, Ending};
 use crate::evidence::{
-    AgentRef, DecisionActor, Evidence, HumanInput, LaunchRecord, MessageEvidence, MessageRecord,
-    Observation, Recipient, RefusalCount, RefusalRecord, Stamped, Subject,
+    AgentRef, ClaimEvidence, DecisionActor, Evidence, HumanInput, LaunchRecord, MessageEvidence,
+    MessageRecord, Observation, Recipient, RefusalCount, RefusalRecord, Stamped, Subject,
 };
 use crate::journal::Mark;
 use crate::messages::{self, MessageFacts};
 use crate::verb::{CallerKind, Verb};
 use crate::{
-    Action, ActionClass, BrokerClock, Business, BusinessId, EventId, MessageId, Refusal, Target,
-    Timestamp,
+    Action, ActionClass, BrokerClock, Business, BusinessId, EventId, MessageId, Refusal, RunId,
+    Target, Timestamp,
 };
 
 /// A refusal's record is made here, beside [`Bus::handle_refusal`] and the
@@ -102,7 +107,7 @@ pub const BROWSER_COMPLETED: &str = "browser.completed";
 #[derive(Debug, Clone)]
 pub struct BusMark {
     launches: (Mark, Mark),
-    claims: Mark,
+    claims: (Mark, Mark),
     decisions: Mark,
     authorizations: Mark,
     outbox: usize,
@@ -154,6 +159,7 @@ impl Bus {
     /// state is ignored.
     pub fn replay(&mut self, record: &Stamped) {
         self.apply(&record.evidence);
+        self.note_stamped(record);
         self.launches.handle_committed();
         self.claims.handle_committed();
         self.decisions.handle_committed();
@@ -198,6 +204,41 @@ impl Bus {
     /// The spent approvals.
     pub fn authorizations(&self) -> &Authorizations {
         &self.authorizations
+    }
+
+    /// Ends `run` for the host that ran it (`endRun`, or `up` in process),
+    /// or for the boot that found its process gone: records
+    /// `session.ended`, which frees the role the run held.
+    ///
+    /// # Errors
+    /// `bad-request` for the causes only the broker records (`human`,
+    /// `revoked`); `unknown-reference` for a run never bound; `run-ended`
+    /// for a run that ended already.
+    pub fn handle_end(
+        &mut self,
+        now: Timestamp,
+        run: &RunId,
+        ending: Ending,
+    ) -> Result<(), Refusal> {
+        let mark = self.mark();
+        let result = self.end_for_host(run, ending);
+        self.drain();
+        self.settle(now, mark, result)
+    }
+
+    fn end_for_host(&mut self, run: &RunId, ending: Ending) -> Result<(), Refusal> {
+        match ending.cause() {
+            EndCause::Exited | EndCause::Failed | EndCause::Budget | EndCause::ProcessGone => {}
+            // The human's word and a revoke are recorded by their own verbs.
+            EndCause::Human | EndCause::Revoked => return Err(Refusal::BadRequest),
+        }
+        let record = self.launches.record(run).ok_or(Refusal::UnknownReference)?;
+        let agent = AgentRef {
+            role: record.role.clone(),
+            run: run.clone(),
+        };
+        let business = record.business.clone();
+        self.claims.handle_end(&business, &agent, ending)
     }
 
     /// Binds a launch the trusted host performed (`bindLaunch`).
@@ -286,7 +327,18 @@ impl Bus {
         let pending = std::mem::take(&mut self.pending);
         for evidence in pending {
             let at = self.clock.stamp(now);
-            self.outbox.push_back(Stamped { at, evidence });
+            let record = Stamped { at, evidence };
+            self.note_stamped(&record);
+            self.outbox.push_back(record);
+        }
+    }
+
+    /// Tells the machines a record's write time, which only the bus knows
+    /// (it stamps after the machines staged): an end's, which `agents`
+    /// shows. Live and on replay alike, so both states agree.
+    fn note_stamped(&mut self, record: &Stamped) {
+        if let Evidence::Claim(ClaimEvidence::Ended(end)) = &record.evidence {
+            self.claims.handle_end_stamped(&end.agent.run, record.at);
         }
     }
 }
@@ -304,6 +356,8 @@ impl Bus {
             Caller::Agent { agent, .. } => {
                 business.role(&agent.role).ok_or(Refusal::UnknownRole)?;
                 command.admit(CallerKind::Agent)?;
+                // A run that ended can do nothing any more.
+                self.claims.check_live(&agent.run)?;
                 // Everything but claiming needs the role held right now.
                 if !self.claims.holds(business.id(), agent) && !matches!(command, Command::Claim) {
                     return Err(Refusal::NotHolder);
@@ -464,9 +518,11 @@ impl Bus {
                 }));
                 Reply::Done
             }
-            // The verb table gives the launch switch to the human only, so
-            // `dispatch` refused it already.
-            Command::LaunchRevoke | Command::LaunchRestore => return Err(Refusal::HumanOnly),
+            // The verb table gives the launch switch and `run.end` to the
+            // human only, so `dispatch` refused them already.
+            Command::LaunchRevoke | Command::LaunchRestore | Command::EndRun { .. } => {
+                return Err(Refusal::HumanOnly)
+            }
         };
         self.drain();
         Ok(reply)
@@ -513,6 +569,24 @@ impl Bus {
                 self.launches
                     .handle_switch(b, matches!(command, Command::LaunchRestore));
                 (None, Reply::Done)
+            }
+            // Filed under the run's role: the role's trail shows the
+            // human's word and the end it made.
+            Command::EndRun { run } => {
+                let record = self
+                    .launches
+                    .record(&run)
+                    .ok_or(Refusal::UnknownReference)?;
+                if &record.business != b {
+                    return Err(Refusal::CrossBusiness);
+                }
+                let agent = AgentRef {
+                    role: record.role.clone(),
+                    run,
+                };
+                self.claims
+                    .handle_end(b, &agent, Ending::of_cause(EndCause::Human))?;
+                (Some(Subject::Role(agent.role)), Reply::Done)
             }
             // The `human.input` below is the whole record of it: the store
             // reads a message to the human as read once one names it.

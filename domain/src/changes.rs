@@ -92,7 +92,8 @@ enum About {
     Message(Recipient),
     /// An event of a decision with this routing.
     Decision(DecisionEvent, Routing),
-    /// A claim event of this role; `vacated` for a release or revocation.
+    /// A claim event of this role; `vacated` for a release, a revocation
+    /// or the end of the run that held it.
     Claim { role: RoleInstance, vacated: bool },
     /// A launch was bound.
     Launched,
@@ -191,6 +192,9 @@ impl Change {
                     ClaimEvidence::Claimed { agent, .. } => (agent, false),
                     ClaimEvidence::Released { agent, .. }
                     | ClaimEvidence::Revoked { agent, .. } => (agent, true),
+                    // An end frees the role only if the run held it; the
+                    // readers hear of every end (`agents` shows it).
+                    ClaimEvidence::Ended(end) => (&end.agent, end.vacated),
                 };
                 change.role = Some(agent.role.clone());
                 About::Claim {
@@ -322,11 +326,13 @@ impl Watcher {
     /// An agent holding role R in run X hears of: messages to R; decisions
     /// routed to R being raised, superseded or withdrawn; the resolution,
     /// acknowledgement, withdrawal or supersession of a decision X raised;
-    /// R being released or revoked; its business's launch switch. A reader
+    /// R being released, revoked or freed by the end of the run that held
+    /// it; its business's launch switch. A reader
     /// hears of what changes its business's human inbox, `tasks` or
     /// `agents`: messages to the human, every decision being raised or
     /// closed (`agents` shows each open one against its raiser, and the
-    /// inbox those routed to the human), every claim and launch, the launch
+    /// inbox those routed to the human), every claim, launch and end of a
+    /// run, the launch
     /// switch (`agents` carries it), task observations. Nobody hears of
     /// another business.
     pub fn concerns(&self, change: &Change) -> bool {

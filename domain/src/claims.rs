@@ -1,7 +1,10 @@
-//! Role claims and launch bindings.
+//! Role claims, ended runs and launch bindings.
 //!
 //! [`Claims`] keeps one seat per (business, role instance): vacant or held by
-//! one run, plus the runs revoked from it, which can never hold it again.
+//! one run, plus the runs revoked from it, which can never hold it again;
+//! and the runs that ended ([`Ended`]): a run ends once, its end frees the
+//! seat it held in the same record, and from then on every call of its
+//! capability is refused ([`Claims::check_live`]).
 //! [`Launches`] keeps the launch records the trusted host bound (which process
 //! runs which role) and each business's launch switch.
 //!
@@ -11,9 +14,10 @@
 
 use std::collections::{BTreeSet, VecDeque};
 
+use crate::ending::{EndCause, Ending, RunEnd};
 use crate::evidence::{AgentRef, ClaimEvidence, LaunchEvidence, LaunchRecord};
 use crate::journal::{Journaled, Mark};
-use crate::{Business, BusinessId, DecisionId, Refusal, RoleInstance, RunId};
+use crate::{Business, BusinessId, DecisionId, Refusal, RoleInstance, RunId, Timestamp};
 
 /// Who sits in a role.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,10 +65,39 @@ pub enum ClaimReply {
 
 type SeatKey = (BusinessId, RoleInstance);
 
+/// A run that ended: the role it was launched for, why and how it ended,
+/// and when.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ended {
+    role: RoleInstance,
+    ending: Ending,
+    /// The end's broker write time; `None` only while the end is staged
+    /// and the bus has not stamped it yet ([`Claims::handle_end_stamped`]).
+    at: Option<Timestamp>,
+}
+
+impl Ended {
+    /// The role the run was launched for.
+    pub fn role(&self) -> &RoleInstance {
+        &self.role
+    }
+
+    /// Why and how it ended.
+    pub fn ending(&self) -> &Ending {
+        &self.ending
+    }
+
+    /// When the end was recorded (every committed end has its time).
+    pub fn at(&self) -> Option<Timestamp> {
+        self.at
+    }
+}
+
 /// The role-claims machine.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Claims {
     seats: Journaled<SeatKey, Seat>,
+    ended: Journaled<RunId, Ended>,
     outbox: VecDeque<ClaimEvidence>,
 }
 
@@ -87,16 +120,39 @@ impl Claims {
         self.holder(business, &agent.role) == Some(&agent.run)
     }
 
+    /// How `run` ended, if it did.
+    pub fn ended(&self, run: &RunId) -> Option<&Ended> {
+        self.ended.get(run)
+    }
+
+    /// Every ended run, in no particular order.
+    pub fn ends(&self) -> impl Iterator<Item = (&RunId, &Ended)> {
+        self.ended.iter()
+    }
+
+    /// Refuses every call of a run that ended.
+    ///
+    /// # Errors
+    /// `run-revoked` for a run that ended by a revoke, `run-ended` for
+    /// every other end ([`Ending::refusal`]).
+    pub fn check_live(&self, run: &RunId) -> Result<(), Refusal> {
+        match self.ended(run) {
+            Some(ended) => Err(ended.ending.refusal()),
+            None => Ok(()),
+        }
+    }
+
     /// `role.claim`: `agent` takes its role.
     ///
     /// # Errors
-    /// `run-revoked` if this run was revoked from the role; `role-held` if
-    /// another run holds it.
+    /// `run-revoked` if this run was revoked from the role; `run-ended` if
+    /// it ended; `role-held` if another run holds it.
     pub fn handle_claim(
         &mut self,
         business: &BusinessId,
         agent: &AgentRef,
     ) -> Result<ClaimReply, Refusal> {
+        self.check_live(&agent.run)?;
         let seat = self.seat(business, &agent.role);
         if seat.is_some_and(|s| s.is_revoked(&agent.run)) {
             return Err(Refusal::RunRevoked);
@@ -134,7 +190,8 @@ impl Claims {
     }
 
     /// Revokes `holder` from `role`, as an approved `role.revoke` decision
-    /// allows. The caller has checked and spends the approval.
+    /// allows, and ends the run (cause `revoked`), so whoever runs it
+    /// stops it. The caller has checked and spends the approval.
     ///
     /// # Errors
     /// `holder-changed` unless `holder` (the decision's recorded holder
@@ -155,10 +212,54 @@ impl Claims {
         };
         self.stage(ClaimEvidence::Revoked {
             business: business.clone(),
-            agent,
+            agent: agent.clone(),
             decision,
         });
+        // The revoke freed the seat; the end records that the run is over.
+        self.stage(ClaimEvidence::Ended(RunEnd {
+            business: business.clone(),
+            agent,
+            ending: Ending::of_cause(EndCause::Revoked),
+            vacated: false,
+        }));
         Ok(())
+    }
+
+    /// Ends `agent`'s run: records `session.ended` with `ending`, which
+    /// frees the role if the run holds it, in the same record.
+    ///
+    /// # Errors
+    /// `run-ended` if the run ended already.
+    pub fn handle_end(
+        &mut self,
+        business: &BusinessId,
+        agent: &AgentRef,
+        ending: Ending,
+    ) -> Result<(), Refusal> {
+        if self.ended(&agent.run).is_some() {
+            return Err(Refusal::RunEnded);
+        }
+        let vacated = self.holds(business, agent);
+        self.stage(ClaimEvidence::Ended(RunEnd {
+            business: business.clone(),
+            agent: agent.clone(),
+            ending,
+            vacated,
+        }));
+        Ok(())
+    }
+
+    /// The bus stamped the end of `run` with its write time `at` (live, as
+    /// it queues the record; on replay, from the store), which `agents`
+    /// shows.
+    pub fn handle_end_stamped(&mut self, run: &RunId, at: Timestamp) {
+        if let Some(ended) = self.ended.get(run) {
+            let stamped = Ended {
+                at: Some(at),
+                ..ended.clone()
+            };
+            self.ended.insert(run.clone(), stamped);
+        }
     }
 
     /// Applies committed or staged evidence. Replaying stored evidence
@@ -183,6 +284,24 @@ impl Claims {
                     s.revoked.insert(agent.run.clone());
                 });
             }
+            ClaimEvidence::Ended(RunEnd {
+                business,
+                agent,
+                ending,
+                vacated,
+            }) => {
+                if *vacated {
+                    self.seats.update(key(business, agent), Seat::vacant, |s| {
+                        s.occupancy = Occupancy::Vacant;
+                    });
+                }
+                let ended = Ended {
+                    role: agent.role.clone(),
+                    ending: *ending,
+                    at: None,
+                };
+                self.ended.insert(agent.run.clone(), ended);
+            }
         }
     }
 
@@ -197,24 +316,27 @@ impl Claims {
     }
 
     /// A savepoint in the staged changes.
-    pub fn mark(&self) -> Mark {
-        self.seats.mark()
+    pub fn mark(&self) -> (Mark, Mark) {
+        (self.seats.mark(), self.ended.mark())
     }
 
     /// Undoes staged changes after `mark` and drops unpolled evidence.
-    pub fn rollback_to(&mut self, mark: Mark) {
-        self.seats.rollback_to(mark);
+    pub fn rollback_to(&mut self, mark: (Mark, Mark)) {
+        self.seats.rollback_to(mark.0);
+        self.ended.rollback_to(mark.1);
         self.outbox.clear();
     }
 
     /// The store committed everything staged: keep it.
     pub fn handle_committed(&mut self) {
         self.seats.commit();
+        self.ended.commit();
     }
 
     /// The store did not commit: restore the last committed state.
     pub fn handle_rolled_back(&mut self) {
         self.seats.rollback();
+        self.ended.rollback();
         self.outbox.clear();
     }
 }

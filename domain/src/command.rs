@@ -6,7 +6,7 @@ use crate::decisions::RaiseInput;
 use crate::evidence::{MessageClass, Recipient, Subject};
 use crate::messages::MessageFacts;
 use crate::verb::{CallerKind, Verb, AUTHORIZE, RECORD_EVENT, TRUSTED_CALLERS};
-use crate::{Action, DecisionId, EventId, MessageId, Refusal, Target, TaskRef};
+use crate::{Action, DecisionId, EventId, MessageId, Refusal, RunId, Target, TaskRef};
 
 /// The arguments of `message.send`, as the caller gave them. The new id
 /// and the store facts are runtime inputs and travel beside it in
@@ -107,6 +107,11 @@ pub enum Command {
     LaunchRevoke,
     /// `launch.restore`.
     LaunchRestore,
+    /// `run.end {run}`: the human ends a run.
+    EndRun {
+        /// The run to end.
+        run: RunId,
+    },
     /// The trusted adapter API `authorize(cap, action, {decision, target})`.
     Authorize {
         /// The action.
@@ -164,6 +169,7 @@ impl Command {
             | Command::EmitRoutine { .. }
             | Command::LaunchRevoke
             | Command::LaunchRestore
+            | Command::EndRun { .. }
             | Command::Authorize { .. }
             | Command::RecordEvent { .. }
             | Command::RecordBrowserOutcome { .. } => Vec::new(),
@@ -204,6 +210,7 @@ impl Command {
             | Command::EmitRoutine { .. }
             | Command::LaunchRevoke
             | Command::LaunchRestore
+            | Command::EndRun { .. }
             | Command::Authorize { .. }
             | Command::RecordEvent { .. }
             | Command::RecordBrowserOutcome { .. }) => command,
@@ -253,6 +260,7 @@ impl Command {
             Command::EmitRoutine { .. } => Row::Verb(Verb::EventEmit),
             Command::LaunchRevoke => Row::Verb(Verb::LaunchRevoke),
             Command::LaunchRestore => Row::Verb(Verb::LaunchRestore),
+            Command::EndRun { .. } => Row::Verb(Verb::RunEnd),
             Command::Authorize { .. } => Row::Trusted(AUTHORIZE),
             Command::RecordEvent { .. } => Row::Trusted(RECORD_EVENT),
             Command::RecordBrowserOutcome { .. } => Row::Verb(Verb::BrowserRequest),
@@ -359,6 +367,8 @@ pub trait Draw {
     fn new_decision(&mut self) -> DecisionId;
     /// A message sent earlier, or one never sent.
     fn message(&mut self) -> arbitrary::Result<MessageId>;
+    /// A run bound earlier, or one never bound.
+    fn run(&mut self) -> arbitrary::Result<RunId>;
     /// The id of a message being sent now.
     fn new_message(&mut self) -> MessageId;
     /// An option key.
@@ -478,6 +488,7 @@ impl Command {
             },
             Verb::LaunchRevoke => Command::LaunchRevoke,
             Verb::LaunchRestore => Command::LaunchRestore,
+            Verb::RunEnd => Command::EndRun { run: d.run()? },
             // Authorized like any action; the runtime then carries it to a pane.
             Verb::BrowserRequest => Command::Authorize {
                 action: d.browser_action()?,

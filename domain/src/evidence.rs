@@ -7,6 +7,7 @@
 use std::fmt;
 
 pub use crate::caller::AgentRef;
+pub use crate::ending::{EndCause, Ending, RunEnd};
 
 use crate::{
     Action, ActionClass, BusinessId, DecisionId, EventId, MessageId, Refusal, RoleInstance, RunId,
@@ -125,6 +126,8 @@ pub enum ClaimEvidence {
         /// The approving decision.
         decision: DecisionId,
     },
+    /// `session.ended`: the run ended, and freed its role if it held it.
+    Ended(RunEnd),
 }
 
 /// A decision option key, for example `yes` (same charset as names).
@@ -613,6 +616,8 @@ evidence_kinds! {
     RoleClaimed => "role.claimed", replayed, feed, "A run took a vacant role.";
     RoleReleased => "role.released", replayed, feed, "The holder gave its role up.";
     RoleRevoked => "role.revoked", replayed, feed, "The holder was revoked.";
+    SessionEnded => "session.ended", replayed, feed,
+        "A run ended, and freed the role it held.";
     DecisionRaised => "decision.raised", replayed, feed, "A decision was raised.";
     DecisionResolved => "decision.resolved", replayed, feed, "A decision was resolved.";
     DecisionSeen => Verb::DecisionSeen.as_str(), replayed, feed,
@@ -659,6 +664,7 @@ impl Evidence {
             Evidence::Claim(ClaimEvidence::Claimed { .. }) => EvidenceKind::RoleClaimed,
             Evidence::Claim(ClaimEvidence::Released { .. }) => EvidenceKind::RoleReleased,
             Evidence::Claim(ClaimEvidence::Revoked { .. }) => EvidenceKind::RoleRevoked,
+            Evidence::Claim(ClaimEvidence::Ended(_)) => EvidenceKind::SessionEnded,
             Evidence::Decision(DecisionEvidence::Raised(_)) => EvidenceKind::DecisionRaised,
             Evidence::Decision(DecisionEvidence::Resolved { .. }) => EvidenceKind::DecisionResolved,
             Evidence::Decision(DecisionEvidence::Seen { .. }) => EvidenceKind::DecisionSeen,
@@ -689,6 +695,7 @@ impl Evidence {
             | Evidence::Claim(ClaimEvidence::Claimed { business, .. })
             | Evidence::Claim(ClaimEvidence::Released { business, .. })
             | Evidence::Claim(ClaimEvidence::Revoked { business, .. })
+            | Evidence::Claim(ClaimEvidence::Ended(RunEnd { business, .. }))
             | Evidence::Decision(DecisionEvidence::Resolved { business, .. })
             | Evidence::Decision(DecisionEvidence::Seen { business, .. })
             | Evidence::Decision(DecisionEvidence::Withdrawn { business, .. })
@@ -728,7 +735,8 @@ impl Evidence {
             Evidence::Launch(LaunchEvidence::Revoked { .. })
             | Evidence::Launch(LaunchEvidence::Restored { .. }) => false,
             Evidence::Claim(ClaimEvidence::Claimed { agent, .. })
-            | Evidence::Claim(ClaimEvidence::Released { agent, .. }) => role(&agent.role),
+            | Evidence::Claim(ClaimEvidence::Released { agent, .. })
+            | Evidence::Claim(ClaimEvidence::Ended(RunEnd { agent, .. })) => role(&agent.role),
             Evidence::Claim(ClaimEvidence::Revoked {
                 agent, decision: d, ..
             }) => role(&agent.role) || decision(d),
@@ -797,7 +805,13 @@ impl Evidence {
                     business,
                     agent,
                     decision: _,
-                },
+                }
+                | ClaimEvidence::Ended(RunEnd {
+                    business,
+                    agent,
+                    ending: _,
+                    vacated: _,
+                }),
             ) => {
                 f(business.as_str());
                 agent_texts(agent, f);

@@ -143,8 +143,9 @@ mod machines {
     /// an approval is spent at most once, ever; a message is delivered at most
     /// once and read only by the run it was delivered to; a resolved,
     /// withdrawn or superseded decision never changes status; a role holder
-    /// is never a run revoked from that role; an accepted claim holds the
-    /// role and an accepted release gives it up.
+    /// is never a run revoked from that role, nor a run that ended; a run
+    /// that ended is refused every verb and ends once; an accepted claim
+    /// holds the role and an accepted release gives it up.
     ///
     /// Browser invariants: each reply and effect list is the one a plain
     /// model predicts (a live id refuses, no recipient refuses at once, the
@@ -320,6 +321,10 @@ mod machines {
             self.h.message(self.u)
         }
 
+        fn run(&mut self) -> Result<RunId> {
+            Ok(name(pick(self.u, &["r1", "r2", "r9"])?, RunId::parse))
+        }
+
         fn new_message(&mut self) -> MessageId {
             let id = MessageId::from_random(self.h.draw());
             self.h.sent.push(id);
@@ -403,6 +408,7 @@ mod machines {
         fn step(&mut self, u: &mut Unstructured<'_>) -> Result<()> {
             match u.int_in_range(0..=15u8)? {
                 0..=8 => self.verb(u),
+                9 if u.arbitrary()? => self.end(u),
                 9 => self.bind(u),
                 10 | 11 => {
                     self.commit();
@@ -588,6 +594,12 @@ mod machines {
                     "the bus refuses {verb} to a caller the verb table does not list"
                 );
             }
+            if let Caller::Agent { agent, .. } = &caller {
+                assert!(
+                    before.claims().ended(&agent.run).is_none() || result.is_err(),
+                    "a run that ended is refused every verb"
+                );
+            }
             match result {
                 Err(_) => assert!(
                     self.bus == before,
@@ -639,6 +651,34 @@ mod machines {
                     self.bus == before,
                     "a refused binding leaves the bus as it was"
                 );
+            }
+            Ok(())
+        }
+
+        /// The host ends a run: once ended, it holds nothing and is refused
+        /// every verb, and a second end is refused.
+        fn end(&mut self, u: &mut Unstructured<'_>) -> Result<()> {
+            let run = name(pick(u, &["r1", "r2", "r9"])?, RunId::parse);
+            let cause = pick(u, &crate::ending::EndCause::ALL)?;
+            let Ok(ending) = crate::ending::Ending::new(cause, None, None) else {
+                return Ok(());
+            };
+            let before = self.bus.clone();
+            let now = self.now();
+            match self.bus.handle_end(now, &run, ending) {
+                Err(_) => assert!(self.bus == before, "a refused end leaves the bus as it was"),
+                Ok(()) => {
+                    assert!(
+                        before.claims().ended(&run).is_none()
+                            && self.bus.claims().ended(&run).is_some(),
+                        "a run ends once"
+                    );
+                    assert_eq!(
+                        self.bus.handle_end(now, &run, ending),
+                        Err(Refusal::RunEnded),
+                        "an ended run cannot end again"
+                    );
+                }
             }
             Ok(())
         }
@@ -727,7 +767,7 @@ mod machines {
             self.committed = self.bus.clone();
         }
 
-        /// No role is held by a run that was revoked from it.
+        /// No role is held by a run that was revoked from it, or that ended.
         fn check_seats(&self) {
             for business in &self.businesses {
                 for role in ROLES {
@@ -737,8 +777,8 @@ mod machines {
                     };
                     match seat.occupancy() {
                         Occupancy::Held(run) => assert!(
-                            !seat.is_revoked(run),
-                            "a revoked run never holds its role again"
+                            !seat.is_revoked(run) && self.bus.claims().ended(run).is_none(),
+                            "a revoked or ended run never holds its role again"
                         ),
                         Occupancy::Vacant => {}
                     }

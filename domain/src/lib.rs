@@ -12,7 +12,9 @@
 //!   that makes any untrusted text drawable;
 //! - [`journal`]: the undo journal that lets a machine stage a change and
 //!   drop it when the store does not commit;
-//! - the machines: [`claims`] (role claims and launches), [`decisions`]
+//! - [`ending`]: how a run ends (its cause, its process's exit) and the
+//!   record of it, which frees the role the run held;
+//! - the machines: [`claims`] (role claims, launches and ended runs), [`decisions`]
 //!   (routing and lifecycle), [`authority`] (single-use approvals),
 //!   [`messages`] (delivery ownership), [`browser`] (browser requests), and
 //!   [`bus`], which composes the persistent ones into the broker's verbs.
@@ -52,6 +54,7 @@ pub mod changes;
 pub mod claims;
 pub mod command;
 pub mod decisions;
+pub mod ending;
 pub mod evidence;
 pub mod fuzzing;
 pub mod journal;

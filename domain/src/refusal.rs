@@ -81,6 +81,8 @@ refusals! {
         "Another run holds the role.",
     RunRevoked => "run-revoked",
         "This run was revoked from this role and may never hold it again.",
+    RunEnded => "run-ended",
+        "This run has ended (its process is gone, the human ended it, or its budget ran out): its capability no longer works and it holds no role.",
     LaunchRevoked => "launch-revoked",
         "Launching is switched off for this business.",
     LaunchMismatch => "launch-mismatch",
@@ -202,7 +204,7 @@ mod tests {
             launch-revoked not-authorized not-resolver decision-open decision-consumed \
             decision-mismatch cross-business storage-unavailable response-too-large \
             outcome-unknown human-proof-failed service-failed lock-held stale-lock unsafe-path \
-            schema-mismatch integrity-failed";
+            schema-mismatch integrity-failed run-ended";
         for code in minimum.split_whitespace() {
             assert!(Refusal::from_code(code).is_some(), "missing {code}");
         }

@@ -26,7 +26,7 @@ pub const RECORD_EVENT: &str = "record_event";
 pub const TRUSTED_CALLERS: &[CallerKind] = &[CallerKind::Agent];
 
 /// Who a verb serves. A caller of another kind is refused ([`admit`]:
-/// `human-only` for the launch switch, `not-authorized` otherwise).
+/// `human-only` for the human's verbs, `not-authorized` otherwise).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CallerKind {
     /// An agent run, through its capability.
@@ -117,6 +117,8 @@ verbs! {
         "Switch launching off for the business.";
     LaunchRestore => "launch.restore", [Human], write,
         "Switch launching back on for the business.";
+    RunEnd => "run.end", [Human], write,
+        "End a run: it frees the role it held, its capability stops working, and its host stops it.";
     Inbox => "inbox", [Agent, Reader, Human], read,
         "Open decisions routed to the caller and its unread messages.";
     Tasks => "tasks", [Agent, Reader, Human], read,

@@ -59,6 +59,50 @@ pub struct StoreHead {
     pub hash: [u8; 32],
 }
 
+impl StoreHead {
+    /// The hash in base64 (standard, padded).
+    pub fn hash_base64(&self) -> String {
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD.encode(self.hash)
+    }
+
+    /// The note to keep outside the store:
+    /// `mosaic-bus/<store id>\n<size>\n<base64 head>\n`, which the `head`
+    /// read answers and a verification checks.
+    pub fn note(&self) -> String {
+        format!(
+            "mosaic-bus/{}\n{}\n{}\n",
+            self.store_id,
+            self.size,
+            self.hash_base64()
+        )
+    }
+
+    /// Parses a note (as [`StoreHead::note`] writes it); `None` when it is
+    /// not one.
+    pub fn parse_note(text: &str) -> Option<StoreHead> {
+        use base64::Engine as _;
+        let mut lines = text.strip_suffix('\n')?.split('\n');
+        let store_id = lines.next()?.strip_prefix("mosaic-bus/")?;
+        let size = lines.next()?;
+        let hash = base64::engine::general_purpose::STANDARD
+            .decode(lines.next()?)
+            .ok()?;
+        if lines.next().is_some()
+            || store_id.is_empty()
+            || size.is_empty()
+            || !size.bytes().all(|b| b.is_ascii_digit())
+        {
+            return None;
+        }
+        Some(StoreHead {
+            store_id: store_id.to_owned(),
+            size: size.parse().ok()?,
+            hash: hash.try_into().ok()?,
+        })
+    }
+}
+
 /// The current state of a task, from the newest `task.*` observation filed
 /// under it. A `task.deleted` observation is a tombstone, reported as such.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,7 +148,9 @@ pub trait EvidenceStore {
     /// and after the decision's terminal event; a `Launched` record that
     /// repeats a run's binding exactly (it is committed again); any number of
     /// claims, releases, launch switches, allowed actions, observations and
-    /// refusals.
+    /// refusals; an `Ended` record of a run never bound, and claims and
+    /// launches of a run after its end (the domain refuses those; the store
+    /// keeps what it is given).
     ///
     /// The caller MUST also keep these, which a store need not check: an
     /// observation's `body` is JSON text (RFC 8259); a `blocking` decision
@@ -139,7 +185,9 @@ pub trait EvidenceStore {
     /// - a second `Read` record of one message;
     /// - a `Launched` record for a run already bound by a `Launched` record
     ///   that differs in any field (business, role, harness, address, pid,
-    ///   start time).
+    ///   start time);
+    /// - a second `Ended` record (`session.ended`) of one run, in any
+    ///   business.
     ///
     /// [`StoreError::Dangling`], a reference to nothing:
     /// - to a decision: the `id` of `Resolved`, `Seen`, `Withdrawn`; the `id`

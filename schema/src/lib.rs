@@ -11,7 +11,7 @@
 use sha2::{Digest, Sha256};
 
 /// The schema version recorded in `meta` under [`VERSION_KEY`].
-pub const VERSION: &str = "mosaic-bus/5";
+pub const VERSION: &str = "mosaic-bus/6";
 
 /// The `meta` key holding the schema version.
 pub const VERSION_KEY: &str = "schema_version";
@@ -24,10 +24,10 @@ pub const STORE_ID_KEY: &str = "store_id";
 pub const SCHEMA_SQL: &str = include_str!("../schema.sql");
 
 /// SHA-256 of [`SCHEMA_SQL`], lowercase hex.
-pub const SCHEMA_SHA256: &str = "3ca35953668df6dbd4d9c589d6750681dc1744b2e57e35ae637ecb9a8955f386";
+pub const SCHEMA_SHA256: &str = "d1cffd57c8f2986bd1f1f1c5217db616fec154729290aabf6d05bd2340c5b8ca";
 
 /// SHA-256 of [`canonical_master`] over a database holding exactly this schema.
-pub const MASTER_SHA256: &str = "6360d8789474ea0a22c82752c5f6520b04e31ce18e685df141828516fbcd9362";
+pub const MASTER_SHA256: &str = "0097d036efc1698a5caede53aa4b593e858b2f8698400398372effbbdf7ac83e";
 
 /// Lowercase hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {

@@ -1,11 +1,12 @@
 //! A short working day of `acme` that leaves every kind of evidence behind:
 //! launches, claims, a revoke, decisions in every terminal state, a spent
 //! approval, messages delivered and read, human input, the launch switch, a
-//! task observation, and a refusal. Tests that need a populated store (every
-//! table non-empty, tamper tests, restarts) play it through a [`Driver`].
+//! task observation, a refusal, and runs that ended (by the revoke, by the
+//! host, by the human). Tests that need a populated store (every table
+//! non-empty, tamper tests, restarts) play it through a [`Driver`].
 
 use mosaic_domain::bus::{Command, SendInput};
-use mosaic_domain::evidence::{Harness, LaunchRecord, Recipient, Subject};
+use mosaic_domain::evidence::{Ending, Harness, LaunchRecord, Recipient, Subject};
 use mosaic_domain::{Action, EventId, MessageId, Refusal, RunId, Target, TaskRef};
 use mosaic_ports::EvidenceStore;
 
@@ -183,4 +184,19 @@ pub fn working_day<S: EvidenceStore>(driver: &mut Driver<S>, now: &mut i64) {
         Err(Refusal::RunRevoked)
     );
     ok(driver.call(at(), &dev, Command::Release));
+
+    // The host reports d1's process gone, failed; the human ends lead's
+    // run, which frees its role.
+    let failed = Ending::of_exit(Some(3), None).expect("a valid ending");
+    driver
+        .end(at(), &RunId::parse("d1").expect("valid run"), failed)
+        .expect("the host ends a bound run");
+    let end = Command::EndRun {
+        run: RunId::parse("l0").expect("valid run"),
+    };
+    ok(driver.call(at(), &human(5), end));
+    assert_eq!(
+        driver.call(at(), &lead, Command::Release),
+        Err(Refusal::RunEnded)
+    );
 }

@@ -1,20 +1,33 @@
-//! Role claims against a deliberately dumb reference model.
+//! Role claims and the ends of runs against a deliberately dumb reference
+//! model.
 //!
-//! Six runs, two per role of `acme`, claim, release and revoke each other
-//! (a revoke is the whole path: raise a `role.revoke` decision, the human
-//! answers, the revoke is spent), with failed commits and restarts mixed in.
-//! After every step: one holder per role, exactly the model's; a revoked run
-//! never holds that role again, also after a restart rebuilt from evidence.
+//! Six bound runs, two per role of `acme`, claim, release and revoke each
+//! other (a revoke is the whole path: raise a `role.revoke` decision, the
+//! human answers, the revoke is spent), and end: by their host, by the
+//! human's `run.end`, or by a revoke; with failed commits and restarts
+//! mixed in. After every step: one holder per role, exactly the model's;
+//! exactly the model's runs have ended, each with its cause; a revoked or
+//! ended run never holds a role again and is refused every verb, also
+//! after a restart rebuilt from evidence.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use mosaic_domain::bus::{Command, Reply};
 use mosaic_domain::claims::ClaimReply;
+use mosaic_domain::evidence::{EndCause, Ending, Harness, LaunchRecord};
 use mosaic_domain::{Refusal, RunId};
 use mosaic_ports::fakes::MemoryStore;
 use mosaic_tests::fixture::{
     acme, caller, decision_id, human, key, policy_a, raise, role, t, ROLES,
 };
+
+/// The causes a host may end a run with.
+const HOST_CAUSES: [EndCause; 4] = [
+    EndCause::Exited,
+    EndCause::Failed,
+    EndCause::Budget,
+    EndCause::ProcessGone,
+];
 use mosaic_tests::sqlite::TempSqlite;
 use mosaic_tests::{Driver, FreshStore, Restart};
 use proptest::prelude::*;
@@ -40,6 +53,12 @@ enum Step {
     },
     /// A claim whose commit fails.
     FailedClaim(usize),
+    /// The host ends the run with this cause.
+    End(usize, EndCause),
+    /// The human ends the run (`run.end`).
+    HumanEnd(usize),
+    /// The host ends the run and the commit fails.
+    FailedEnd(usize),
     Restart,
 }
 
@@ -47,20 +66,41 @@ enum Step {
 struct Model {
     holder: BTreeMap<usize, usize>,
     revoked: BTreeSet<usize>,
+    /// Every run that ended, with its cause.
+    ended: BTreeMap<usize, EndCause>,
     /// What the last step must have answered.
     expect: Option<Result<(), Refusal>>,
 }
 
 impl Model {
-    fn claim(&self, run: usize) -> Result<bool, Refusal> {
-        if self.revoked.contains(&run) {
-            return Err(Refusal::RunRevoked);
+    /// What every verb of an ended run answers.
+    fn live(&self, run: usize) -> Result<(), Refusal> {
+        match self.ended.get(&run) {
+            Some(EndCause::Revoked) => Err(Refusal::RunRevoked),
+            Some(_) => Err(Refusal::RunEnded),
+            None => Ok(()),
         }
+    }
+
+    fn claim(&self, run: usize) -> Result<bool, Refusal> {
+        self.live(run)?;
         match self.holder.get(&role_of(run)) {
             Some(&h) if h == run => Ok(false),
             Some(_) => Err(Refusal::RoleHeld),
             None => Ok(true),
         }
+    }
+
+    /// The run ends with `cause`, freeing its role if it holds it.
+    fn end(&mut self, run: usize, cause: EndCause) -> Result<(), Refusal> {
+        if self.ended.contains_key(&run) {
+            return Err(Refusal::RunEnded);
+        }
+        if self.holder.get(&role_of(run)) == Some(&run) {
+            self.holder.remove(&role_of(run));
+        }
+        self.ended.insert(run, cause);
+        Ok(())
     }
 }
 
@@ -81,7 +121,11 @@ impl ReferenceStateMachine for Reference {
             2 => run.clone().prop_map(Step::Release),
             2 => (run.clone(), 0..ROLES.len(), any::<bool>())
                 .prop_map(|(by, target, approve)| Step::Revoke { by, target, approve }),
-            1 => run.prop_map(Step::FailedClaim),
+            1 => run.clone().prop_map(Step::FailedClaim),
+            1 => (run.clone(), proptest::sample::select(HOST_CAUSES.to_vec()))
+                .prop_map(|(run, cause)| Step::End(run, cause)),
+            1 => run.clone().prop_map(Step::HumanEnd),
+            1 => run.prop_map(Step::FailedEnd),
             1 => Just(Step::Restart),
         ]
         .boxed()
@@ -94,22 +138,28 @@ impl ReferenceStateMachine for Reference {
                     m.holder.insert(role_of(run), run);
                 }
             })),
-            Step::Release(run) => Some(if m.holder.get(&role_of(run)) == Some(&run) {
-                m.holder.remove(&role_of(run));
-                Ok(())
-            } else {
-                Err(Refusal::NotHolder)
-            }),
+            Step::Release(run) => Some(m.live(run).and_then(|()| {
+                if m.holder.get(&role_of(run)) == Some(&run) {
+                    m.holder.remove(&role_of(run));
+                    Ok(())
+                } else {
+                    Err(Refusal::NotHolder)
+                }
+            })),
             Step::Revoke {
                 by,
                 target,
                 approve,
-            } => Some(if m.holder.get(&role_of(by)) != Some(&by) {
+            } => Some(if let Err(ended) = m.live(by) {
+                Err(ended)
+            } else if m.holder.get(&role_of(by)) != Some(&by) {
                 Err(Refusal::NotHolder)
             } else if !approve {
                 Err(Refusal::NotAuthorized)
             } else if let Some(h) = m.holder.remove(&target) {
+                // A revoke also ends the run it revokes.
                 m.revoked.insert(h);
+                m.ended.insert(h, EndCause::Revoked);
                 Ok(())
             } else {
                 Err(Refusal::HolderChanged)
@@ -119,6 +169,14 @@ impl ReferenceStateMachine for Reference {
             Step::FailedClaim(run) => Some(match m.claim(run) {
                 Ok(false) => Ok(()),
                 Ok(true) | Err(_) => Err(Refusal::StorageUnavailable),
+            }),
+            Step::End(run, cause) => Some(m.end(run, cause)),
+            Step::HumanEnd(run) => Some(m.end(run, EndCause::Human)),
+            // A refused end records nothing, so it needs no commit.
+            Step::FailedEnd(run) => Some(if m.ended.contains_key(&run) {
+                Err(Refusal::RunEnded)
+            } else {
+                Err(Refusal::StorageUnavailable)
             }),
             Step::Restart => None,
         };
@@ -130,6 +188,11 @@ struct Sut<S> {
     driver: Option<Driver<S>>,
     now: i64,
     decisions: u64,
+    inputs: u64,
+}
+
+fn run_id(run: usize) -> RunId {
+    RunId::parse(RUNS[run]).expect("valid run")
 }
 
 impl<S: FreshStore> Sut<S> {
@@ -142,6 +205,23 @@ impl<S: FreshStore> Sut<S> {
         let now = t(self.now);
         self.driver()
             .call(now, &caller(ROLES[role_of(run)], RUNS[run]), command)
+    }
+
+    /// The host ends `run`.
+    fn end(&mut self, run: usize, cause: EndCause) -> Result<(), Refusal> {
+        self.now += 1;
+        let now = t(self.now);
+        let ending = Ending::new(cause, None, None).expect("a cause alone is a valid ending");
+        self.driver().end(now, &run_id(run), ending)
+    }
+
+    /// The human ends `run`.
+    fn human_end(&mut self, run: usize) -> Result<(), Refusal> {
+        self.now += 1;
+        self.inputs += 1;
+        let (now, human) = (t(self.now), human(1_000 + self.inputs));
+        let end = Command::EndRun { run: run_id(run) };
+        self.driver().call(now, &human, end).map(|_| ())
     }
 
     fn revoke(&mut self, by: usize, target: usize, approve: bool) -> Result<(), Refusal> {
@@ -185,11 +265,25 @@ impl<S: FreshStore> StateMachineTest for ClaimsTest<S> {
     type Reference = Reference;
 
     fn init_test(_: &Model) -> Sut<S> {
-        let driver = Driver::open(policy_a(), S::fresh()).expect("an empty store opens");
+        let mut driver = Driver::open(policy_a(), S::fresh()).expect("an empty store opens");
+        // Every run is bound, so the host and the human can end it.
+        for (i, run) in RUNS.iter().enumerate() {
+            let record = LaunchRecord {
+                business: acme(),
+                role: role(ROLES[role_of(i)]),
+                run: RunId::parse(run).expect("valid run"),
+                harness: Harness::Pi,
+                address: None,
+                pid: 100 + u32::try_from(i).expect("six runs"),
+                start_time: 7,
+            };
+            driver.bind(t(500), record).expect("a run binds");
+        }
         Sut {
             driver: Some(driver),
             now: 1_000,
             decisions: 0,
+            inputs: 0,
         }
     }
 
@@ -214,6 +308,14 @@ impl<S: FreshStore> StateMachineTest for ClaimsTest<S> {
                     );
                 }
                 Some(got.map(|_| ()))
+            }
+            Step::End(run, cause) => Some(sut.end(run, cause)),
+            Step::HumanEnd(run) => Some(sut.human_end(run)),
+            Step::FailedEnd(run) => {
+                sut.driver().store_mut().set_unavailable(true);
+                let got = sut.end(run, EndCause::Failed);
+                sut.driver().store_mut().set_unavailable(false);
+                Some(got)
             }
             Step::Restart => {
                 let driver = sut.driver.take().expect("driver present");
@@ -240,10 +342,23 @@ impl<S: FreshStore> StateMachineTest for ClaimsTest<S> {
                 .claims()
                 .seat(&acme(), &role(ROLES[role_of(run)]))
                 .expect("a revoked run had a seat");
+            assert!(seat.is_revoked(&run_id(run)), "{} stays revoked", RUNS[run]);
+        }
+        for (i, name) in RUNS.iter().enumerate() {
+            let ended = bus.claims().ended(&run_id(i));
+            assert_eq!(
+                ended.map(|e| e.ending().cause()),
+                model.ended.get(&i).copied(),
+                "how {name} ended"
+            );
             assert!(
-                seat.is_revoked(&RunId::parse(RUNS[run]).expect("valid run")),
-                "{} stays revoked",
-                RUNS[run]
+                ended.is_none_or(|e| e.at().is_some()),
+                "{name}'s end has its time"
+            );
+            assert_eq!(
+                bus.claims().check_live(&run_id(i)),
+                model.live(i),
+                "what {name} is answered"
             );
         }
     }

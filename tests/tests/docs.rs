@@ -12,7 +12,7 @@
 
 use std::collections::BTreeSet;
 
-use mosaic_adapters::wire::VerbArgs;
+use mosaic_client::wire::args::VerbArgs;
 use mosaic_domain::{CallerKind, Refusal, Verb};
 
 fn root() -> std::path::PathBuf {

@@ -7,7 +7,9 @@
 //! from this test process, whose ancestry the fake process table makes up
 //! (clean, or with an agent among its ancestors); a browser request times
 //! out when the test advances the clock; the evidence is read back through
-//! [`views`]. Nothing here depends on the machine's real processes, so it
+//! [`views`]. The host's side of a run's life runs here too: ending runs
+//! and hearing of every end, what it notes of a run, and the boot that
+//! ends a run whose process is gone. Nothing here depends on the machine's real processes, so it
 //! runs the same everywhere, run markers in the environment included.
 
 use std::io::{BufRead, BufReader, Write};
@@ -16,12 +18,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mosaic_adapters::config::{business_from_json, BootConfig};
-use mosaic_adapters::socket::Client;
-use mosaic_adapters::views::views;
+use mosaic_adapters::wire::Usage;
 use mosaic_app::runtime::human_proof::{BrokerExe, NONCE_ENV};
 use mosaic_app::runtime::start_runtime;
 use mosaic_app::runtime::world::{BrokerIdentity, Ports};
-use mosaic_domain::evidence::{Harness, LaunchRecord};
+use mosaic_client::socket::Client;
+use mosaic_client::views::views;
+use mosaic_domain::evidence::{EndCause, Ending, Harness, LaunchRecord};
 use mosaic_domain::{BusinessId, Refusal, RoleInstance, RunId, Timestamp};
 use mosaic_ports::fakes::{
     FakeCredentials, FakeProcess, FakeProcessTable, ManualClock, MemoryStore, SeededEntropy,
@@ -93,7 +96,7 @@ fn agents_running(table: &FakeProcessTable) {
 fn human(socket: &std::path::Path, verb: &str, args: Value) -> Result<Value, Refusal> {
     let line = json!({"human": {"nonce": NONCE}, "business": "shop", "verb": verb, "args": args});
     let answer = Client::new(socket, "").call_line(line.to_string().as_bytes())?;
-    mosaic_adapters::socket::parse_response(&answer)
+    mosaic_client::socket::parse_response(&answer)
 }
 
 /// A pane's event stream over plain HTTP/1.1, read line by line.
@@ -153,7 +156,21 @@ impl Shop {
     /// Starts `shop` over the fakes and `processes`, with browser control,
     /// `lead-1` and `dev-1` bound and a reader.
     fn start(processes: Arc<dyn ProcessTable>) -> Shop {
-        let store = MemoryStore::new();
+        let launches = vec![
+            launch("lead", "lead-1", LEAD_PID, 11),
+            launch("dev", "dev-1", DEV_PID, DEV_START),
+        ];
+        Shop::start_over(MemoryStore::new(), processes, launches)
+    }
+
+    /// Starts `shop` over `store` (a restart, when it holds evidence),
+    /// the fakes and `processes`, with browser control, `launches` bound
+    /// and a reader.
+    fn start_over(
+        store: MemoryStore,
+        processes: Arc<dyn ProcessTable>,
+        launches: Vec<LaunchRecord>,
+    ) -> Shop {
         let clock = ManualClock::new(Timestamp::from_unix_ms(1_767_225_600_000).expect("time"));
         let dir = tempfile::tempdir().expect("a folder for the socket");
         let ports = Ports {
@@ -177,10 +194,7 @@ impl Shop {
         let config = BootConfig {
             data_root: dir.path().to_owned(),
             businesses: vec![business_from_json(SHOP).expect("business")],
-            launches: vec![
-                launch("lead", "lead-1", LEAD_PID, 11),
-                launch("dev", "dev-1", DEV_PID, DEV_START),
-            ],
+            launches,
             readers: vec![BusinessId::parse("shop").expect("id")],
             browser_listen: Some("127.0.0.1:0".into()),
             ..BootConfig::default()
@@ -423,5 +437,170 @@ fn a_human_proof_held_up_delays_only_itself_and_fails_at_its_limit() {
     );
     stalling.release();
     let Shop { broker, .. } = shop;
+    broker.close().expect("close");
+}
+
+/// The row of `run` in the reader's `agents`.
+fn row(shop: &Shop, run: &str) -> Value {
+    let reader = views(Client::new(
+        &shop.booted.socket,
+        shop.booted.readers[0].cap.expose(),
+    ));
+    let agents = reader.agents().expect("agents");
+    agents
+        .into_iter()
+        .find(|a| a["run"] == run)
+        .unwrap_or_else(|| panic!("no row for {run}"))
+}
+
+#[test]
+fn the_host_and_the_human_end_runs_and_the_host_hears_of_every_end() {
+    let table = FakeProcessTable::new();
+    agents_running(&table);
+    human_ancestry(&table, 1);
+    let shop = Shop::start(Arc::new(table));
+    let mut ends = shop.broker.ended_runs();
+    let (lead, dev) = (shop.agent("lead-1"), shop.agent("dev-1"));
+    assert!(lead.call("role.claim", json!({})).is_ok());
+    assert!(dev.call("role.claim", json!({})).is_ok());
+    let (lead_1, dev_1) = (
+        RunId::parse("lead-1").unwrap(),
+        RunId::parse("dev-1").unwrap(),
+    );
+
+    // What the host notes of a run's life shows in `agents`.
+    shop.broker.note_restart(&dev_1);
+    shop.broker.note_restart(&dev_1);
+    let usage = Usage {
+        turns: 4,
+        input_tokens: 5_000,
+        output_tokens: 300,
+        cost_usd: 0.125,
+    };
+    assert_eq!(shop.broker.note_usage(&dev_1, usage), Ok(()));
+    let nan = Usage {
+        cost_usd: f64::NAN,
+        ..usage
+    };
+    assert_eq!(
+        shop.broker.note_usage(&dev_1, nan),
+        Err(Refusal::BadRequest)
+    );
+    let dev_row = row(&shop, "dev-1");
+    assert_eq!(
+        (&dev_row["restarts"], &dev_row["usage"], &dev_row["ended"]),
+        (
+            &json!(2),
+            &json!({"turns": 4, "inputTokens": 5000, "outputTokens": 300, "costUsd": 0.125}),
+            &Value::Null
+        )
+    );
+    assert_eq!(row(&shop, "lead-1")["usage"], Value::Null);
+
+    // The human ends dev-1: the host hears of it before the human's answer.
+    assert_eq!(
+        human(&shop.booted.socket, "run.end", json!({"run": "dev-1"})),
+        Ok(json!({}))
+    );
+    let heard = ends.try_recv().expect("the end is announced");
+    assert_eq!(
+        (
+            heard.agent.run.as_str(),
+            heard.ending.cause(),
+            heard.vacated
+        ),
+        ("dev-1", EndCause::Human, true)
+    );
+    assert_eq!(
+        dev.call("inbox", json!({})),
+        Err(Refusal::RunEnded),
+        "an ended run reads nothing"
+    );
+
+    // The host ends lead-1, which exited 0; the end is announced too.
+    let exited = Ending::of_exit(Some(0), None).unwrap();
+    assert_eq!(shop.broker.end_run(&lead_1, exited), Ok(()));
+    let heard = ends.try_recv().expect("the end is announced");
+    assert_eq!(
+        (heard.agent.run.as_str(), heard.ending, heard.vacated),
+        ("lead-1", exited, true)
+    );
+    assert_eq!(shop.broker.end_run(&lead_1, exited), Err(Refusal::RunEnded));
+    assert_eq!(
+        shop.broker
+            .end_run(&RunId::parse("nobody-1").unwrap(), exited),
+        Err(Refusal::UnknownReference)
+    );
+    assert_eq!(
+        shop.broker
+            .end_run(&lead_1, Ending::of_cause(EndCause::Human)),
+        Err(Refusal::BadRequest),
+        "only the human's verb records the human's word"
+    );
+    assert!(ends.try_recv().is_err(), "a refused end is not announced");
+    let lead_row = row(&shop, "lead-1");
+    assert_eq!(
+        (
+            &lead_row["ended"]["cause"],
+            &lead_row["ended"]["status"],
+            &lead_row["exited"]
+        ),
+        (
+            &json!("exited"),
+            &json!(0),
+            &json!({"status": 0, "signal": null})
+        )
+    );
+    let Shop { broker, .. } = shop;
+    broker.close().expect("close");
+}
+
+#[test]
+fn at_boot_a_run_whose_process_is_gone_ends_and_one_that_cannot_be_read_lives() {
+    let table = FakeProcessTable::new();
+    agents_running(&table);
+    let first = Shop::start(Arc::new(table));
+    assert!(first.agent("dev-1").call("role.claim", json!({})).is_ok());
+    assert!(first.agent("lead-1").call("role.claim", json!({})).is_ok());
+    let Shop { broker, store, .. } = first;
+    broker.close().expect("close");
+
+    // dev-1's pid now runs another process; lead-1's cannot be read.
+    let uid = rustix::process::geteuid().as_raw();
+    let table = FakeProcessTable::new()
+        .with(FakeProcess::new(1, 0).start_time(1))
+        .with(
+            FakeProcess::new(DEV_PID, 1)
+                .uid(uid)
+                .start_time(DEV_START + 1),
+        )
+        .with(
+            FakeProcess::new(LEAD_PID, 1)
+                .uid(uid)
+                .start_time(11)
+                .stat_unreadable(),
+        )
+        .with(FakeProcess::new(7003, 1).uid(uid).start_time(13));
+    let second = Shop::start_over(
+        store,
+        Arc::new(table),
+        vec![launch("dev", "dev-2", 7003, 13)],
+    );
+    let dev_row = row(&second, "dev-1");
+    assert_eq!(
+        (&dev_row["ended"]["cause"], &dev_row["holding"]),
+        (&json!("process-gone"), &json!(false))
+    );
+    let lead_row = row(&second, "lead-1");
+    assert_eq!(
+        (&lead_row["ended"], &lead_row["holding"]),
+        (&Value::Null, &json!(true))
+    );
+    assert_eq!(
+        second.agent("dev-2").call("role.claim", json!({})),
+        Ok(json!({"status": "claimed"})),
+        "the role of a run that is gone is free"
+    );
+    let Shop { broker, .. } = second;
     broker.close().expect("close");
 }

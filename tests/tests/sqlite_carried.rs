@@ -3,7 +3,7 @@
 //! read back and the trail are the same whether a store keeps the record
 //! in `allowances` or in the message; the schema refuses a
 //! record kept both ways, or carried by a message it does not precede;
-//! and a store of `mosaic-bus/4` refuses to open.
+//! and a store of `mosaic-bus/4` or `mosaic-bus/5` refuses to open.
 
 use std::path::{Path, PathBuf};
 
@@ -313,19 +313,26 @@ fn a_record_kept_twice_or_carried_from_elsewhere_is_refused_at_insert() {
     assert!(elsewhere.contains("mosaic:malformed"), "{elsewhere}");
 }
 
-/// A store of `mosaic-bus/4` (its schema, its version, a store id: what
-/// that version's `create` wrote) refuses to open and to verify with
-/// `schema-mismatch`, and so does that schema claiming this version;
-/// neither file changes.
+/// A store of `mosaic-bus/4` or `mosaic-bus/5` (its schema, its version, a
+/// store id: what that version's `create` wrote) refuses to open and to
+/// verify with `schema-mismatch`, and so does that schema claiming this
+/// version; no file changes.
 #[test]
-fn a_store_of_mosaic_bus_4_refuses_with_schema_mismatch() {
+fn a_store_of_mosaic_bus_4_or_5_refuses_with_schema_mismatch() {
     const V4: &str = include_str!("fixtures/mosaic-bus-4.sql");
-    for version in ["mosaic-bus/4", mosaic_schema::VERSION] {
+    const V5: &str = include_str!("fixtures/mosaic-bus-5.sql");
+    let earlier = [
+        (V4, "mosaic-bus/4"),
+        (V4, mosaic_schema::VERSION),
+        (V5, "mosaic-bus/5"),
+        (V5, mosaic_schema::VERSION),
+    ];
+    for (schema, version) in earlier {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("bus.sqlite");
         let conn = raw(&path);
         conn.pragma_update(None, "journal_mode", "WAL").unwrap();
-        conn.execute_batch(V4).unwrap();
+        conn.execute_batch(schema).unwrap();
         for (key, value) in [
             (mosaic_schema::VERSION_KEY, version),
             (

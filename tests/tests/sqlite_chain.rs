@@ -6,14 +6,14 @@
 use std::path::{Path, PathBuf};
 
 use mosaic_adapters::sqlite::{
-    verify_file, verify_file_cut, ChainHead, Cut, NoteMismatch, OpenError, SqliteStore,
+    verify_file, verify_file_cut, Cut, NoteMismatch, OpenError, SqliteStore,
 };
 use mosaic_domain::evidence::{
-    DecisionEvidence, Evidence, LaunchEvidence, MessageClass, MessageEvidence, RefusalCount,
-    RefusalRecord, Sender, Stamped,
+    AgentRef, ClaimEvidence, DecisionEvidence, Ending, Evidence, LaunchEvidence, MessageClass,
+    MessageEvidence, RefusalCount, RefusalRecord, RunEnd, Sender, Stamped,
 };
 use mosaic_domain::{DecisionId, MessageId, Refusal, RunId, Timestamp};
-use mosaic_ports::EvidenceStore;
+use mosaic_ports::{EvidenceStore, StoreHead};
 use mosaic_tests::sqlite::populated;
 use rusqlite::Connection;
 
@@ -32,7 +32,7 @@ fn beside(path: &Path, suffix: &str) -> PathBuf {
 /// ranges of 1, 2 or 7 rows, walked by 1, 2 or 3 threads and the checks'
 /// thread (as boot cuts a large ledger), finds the very same.
 #[track_caller]
-fn verified(path: &Path) -> Result<ChainHead, (Refusal, Option<u64>)> {
+fn verified(path: &Path) -> Result<StoreHead, (Refusal, Option<u64>)> {
     let before = std::fs::read(path).unwrap();
     let had_wal = beside(path, "-wal").exists();
     let found = verify_file(path)
@@ -113,7 +113,7 @@ fn every_column_of_every_table_round_trips_into_the_same_chain() {
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
-    assert_eq!(tables.len(), 15, "{tables:?}");
+    assert_eq!(tables.len(), 16, "{tables:?}");
     let mut never_set = Vec::new();
     for table in &tables {
         let columns: Vec<String> = conn
@@ -149,7 +149,8 @@ fn every_column_of_every_table_round_trips_into_the_same_chain() {
 
 /// Records that set what the scenario never does: a launch's address, a
 /// decision's project and requirement, a message's class, correction and
-/// decision; each a copy of a stored record under a new id.
+/// decision, an end by a signal; each a copy of a stored record under a
+/// new id.
 fn with_the_columns_the_scenario_leaves_empty(path: &Path) {
     let mut store = SqliteStore::open(path).expect("opens");
     let mut launch = None;
@@ -163,6 +164,14 @@ fn with_the_columns_the_scenario_leaves_empty(path: &Path) {
     let mut launch = launch.expect("the scenario launches");
     launch.run = RunId::parse("run-with-an-address").unwrap();
     launch.address = Some("tmux:%7".to_owned());
+    // That run ends killed by a signal, which no end of the scenario is.
+    let (end_business, end_agent) = (
+        launch.business.clone(),
+        AgentRef {
+            role: launch.role.clone(),
+            run: launch.run.clone(),
+        },
+    );
     let conn = raw(path);
     let (decision, message): (String, String) = conn
         .query_row(
@@ -219,6 +228,15 @@ fn with_the_columns_the_scenario_leaves_empty(path: &Path) {
             Stamped {
                 at: at(4),
                 evidence: Evidence::RefusalsCounted(counted),
+            },
+            Stamped {
+                at: at(5),
+                evidence: Evidence::Claim(ClaimEvidence::Ended(RunEnd {
+                    business: end_business,
+                    agent: end_agent,
+                    ending: Ending::of_exit(None, Some(9)).unwrap(),
+                    vacated: false,
+                })),
             },
         ])
         .expect("commits");
@@ -401,7 +419,7 @@ fn the_chain_holds_across_abandoned_batches_and_refused_stages() {
 }
 
 #[track_caller]
-fn against(path: &Path, note: &ChainHead) -> Option<NoteMismatch> {
+fn against(path: &Path, note: &StoreHead) -> Option<NoteMismatch> {
     verify_file(path)
         .expect("the store verifies on its own")
         .check(note)
@@ -477,13 +495,13 @@ fn a_note_round_trips_through_its_text() {
     let head = verified(&path).unwrap();
     let note = head.note();
     assert!(note.starts_with(&format!("mosaic-bus/{}\n{}\n", head.store_id, head.size)));
-    assert_eq!(ChainHead::parse_note(&note), Some(head.clone()));
+    assert_eq!(StoreHead::parse_note(&note), Some(head.clone()));
     for broken in [
         &note[..note.len() - 1],
         &note.replacen('\n', "\n\n", 1),
         "mosaic-bus/x\n1\n",
     ] {
-        assert_eq!(ChainHead::parse_note(broken), None, "{broken:?}");
+        assert_eq!(StoreHead::parse_note(broken), None, "{broken:?}");
     }
 }
 

@@ -3,9 +3,10 @@
 //! holding the answer, so it can write the answer itself instead of waking
 //! the connection's task to do it.
 
-use std::os::fd::RawFd;
+use std::io::IoSlice;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use tokio::net::UnixStream;
 use tokio::sync::watch;
 
 /// Fires when the client goes away before its reply was written.
@@ -27,8 +28,8 @@ use tokio::sync::watch;
 ///
 /// It also carries the request's [`DirectReply`] ([`Disconnect::direct`]).
 ///
-/// [`Client`]: super::Client
-/// [`Session`]: super::Session
+/// [`Client`]: mosaic_client::socket::Client
+/// [`Session`]: mosaic_client::socket::Session
 /// [`MAX_REQUEST`]: super::MAX_REQUEST
 #[derive(Debug, Clone)]
 pub struct Disconnect {
@@ -77,8 +78,8 @@ impl Disconnect {
 /// and the whole line when nothing was written. Only the first
 /// [`DirectReply::write_now`] of a request writes. Once the handler has
 /// returned (or was dropped) the loan is over and a late write does
-/// nothing, so the connection's file descriptor is never used after the
-/// server may have closed it.
+/// nothing: the loan's handle on the connection is gone with it, so a
+/// late holder of a [`DirectReply`] never keeps the connection open.
 #[derive(Debug, Clone)]
 pub struct DirectReply {
     lease: Arc<Mutex<Lease>>,
@@ -86,8 +87,8 @@ pub struct DirectReply {
 
 #[derive(Debug)]
 struct Lease {
-    /// The connection's descriptor while it is lent.
-    fd: Option<RawFd>,
+    /// The connection while it is lent.
+    stream: Option<Arc<UnixStream>>,
     /// Whether this request's one direct write happened.
     used: bool,
     /// How many bytes of the line and its `\n` the socket took.
@@ -95,10 +96,10 @@ struct Lease {
 }
 
 impl DirectReply {
-    /// Lends `fd` for one request; the [`Loan`] ends it.
-    pub(super) fn lend(fd: RawFd) -> (DirectReply, Loan) {
+    /// Lends `stream` for one request; the [`Loan`] ends it.
+    pub(super) fn lend(stream: Arc<UnixStream>) -> (DirectReply, Loan) {
         let lease = Arc::new(Mutex::new(Lease {
-            fd: Some(fd),
+            stream: Some(stream),
             used: false,
             written: 0,
         }));
@@ -116,14 +117,15 @@ impl DirectReply {
     /// over.
     pub fn write_now(&self, line: &str) {
         let mut lease = self.lease.lock().unwrap_or_else(PoisonError::into_inner);
-        let Some(fd) = lease.fd else {
-            return;
-        };
         if lease.used {
             return;
         }
+        let written = match &lease.stream {
+            Some(stream) => send_line(stream, line.as_bytes()),
+            None => return,
+        };
         lease.used = true;
-        lease.written = send_line(fd, line.as_bytes());
+        lease.written = written;
     }
 }
 
@@ -136,43 +138,31 @@ impl Loan {
     /// Ends the loan; how many bytes of the line and its `\n` were written.
     pub(super) fn end(self) -> usize {
         let mut lease = self.lease.lock().unwrap_or_else(PoisonError::into_inner);
-        lease.fd = None;
+        lease.stream = None;
         lease.written
     }
 }
 
 impl Drop for Loan {
     fn drop(&mut self) {
-        self.lease.lock().unwrap_or_else(PoisonError::into_inner).fd = None;
+        self.lease
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .stream = None;
     }
 }
 
-/// One non-blocking `sendmsg` of `line` and `\n` to `fd`; how many bytes
-/// went (0 on any error: the server then tries, and sees the error itself).
-#[allow(unsafe_code)]
-fn send_line(fd: RawFd, line: &[u8]) -> usize {
-    let newline = [b'\n'];
-    let mut parts = [
-        libc::iovec {
-            iov_base: line.as_ptr().cast_mut().cast(),
-            iov_len: line.len(),
-        },
-        libc::iovec {
-            iov_base: newline.as_ptr().cast_mut().cast(),
-            iov_len: 1,
-        },
-    ];
-    // SAFETY: a zeroed msghdr is valid (no name, no control data); its
-    // iovecs point at `line` and `newline`, both alive for the call, and
-    // the kernel only reads them. `fd` is open: the lease holds it only
-    // while the connection's task, which owns the socket, is still waiting
-    // for its handler, and the task ends the lease under the same lock
-    // before it can close the socket.
-    let sent = unsafe {
-        let mut message: libc::msghdr = std::mem::zeroed();
-        message.msg_iov = parts.as_mut_ptr();
-        message.msg_iovlen = 2;
-        libc::sendmsg(fd, &message, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL)
-    };
-    usize::try_from(sent).unwrap_or(0)
+/// One non-blocking `sendmsg` of `line` and `\n` to `stream`; how many
+/// bytes went (0 on any error: the server then tries, and sees the error
+/// itself).
+fn send_line(stream: &UnixStream, line: &[u8]) -> usize {
+    use rustix::net::{sendmsg, SendAncillaryBuffer, SendFlags};
+    let parts = [IoSlice::new(line), IoSlice::new(b"\n")];
+    sendmsg(
+        stream,
+        &parts,
+        &mut SendAncillaryBuffer::default(),
+        SendFlags::DONTWAIT | SendFlags::NOSIGNAL,
+    )
+    .unwrap_or(0)
 }

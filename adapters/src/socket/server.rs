@@ -358,7 +358,7 @@ enum Held {
 
 /// Frees the place before closing the connection, so a client that has seen
 /// its connection end can count on the place being free again.
-fn release(held: Held, stream: UnixStream) {
+fn release(held: Held, stream: Option<UnixStream>) {
     drop(held);
     drop(stream);
 }
@@ -458,7 +458,7 @@ async fn connection<H: Handler>(
     limits: Limits,
     first: First,
     mut closing: watch::Receiver<bool>,
-) -> (UnixStream, Held) {
+) -> (Option<UnixStream>, Held) {
     let First {
         accepted,
         place,
@@ -474,12 +474,12 @@ async fn connection<H: Handler>(
         biased;
         Ok(()) = &mut evicted => {
             reply(&mut stream, error_line(Refusal::BrokerUnavailable), limits).await;
-            return (stream, Held::Nothing);
+            return (Some(stream), Held::Nothing);
         }
         line = read_line(&mut stream, &mut input, read_until, true, &mut closing, limits) => line,
     };
     let Some(line) = first_line else {
-        return (stream, Held::Unauthenticated(place));
+        return (Some(stream), Held::Unauthenticated(place));
     };
     place.line_read();
     // Authenticated connections go on after their answer; the others (and
@@ -498,7 +498,7 @@ async fn connection<H: Handler>(
                 }
                 (Some(_) | None, Some(_) | None) => {
                     reply(&mut stream, error_line(Refusal::BrokerUnavailable), limits).await;
-                    return (stream, Held::Unauthenticated(place));
+                    return (Some(stream), Held::Unauthenticated(place));
                 }
             }
         }
@@ -514,7 +514,7 @@ async fn connection<H: Handler>(
                 }
                 None => {
                     reply(&mut stream, error_line(Refusal::BrokerUnavailable), limits).await;
-                    return (stream, Held::Unauthenticated(place));
+                    return (Some(stream), Held::Unauthenticated(place));
                 }
             },
         },
@@ -534,18 +534,22 @@ async fn connection<H: Handler>(
                 )
                 .await;
                 let Some(request) = next else {
-                    return (stream, held);
+                    return (Some(stream), held);
                 };
                 request
             }
         };
-        let (response, written) = handle(&mut stream, &mut input, peer, handler, request).await;
+        let (back, response, written) = handle(stream, &mut input, peer, handler, request).await;
+        let Some(back) = back else {
+            return (None, held);
+        };
+        stream = back;
         if !reply_rest(&mut stream, response, written, limits).await
             || last
             || input.broken
             || *closing.borrow()
         {
-            return (stream, held);
+            return (Some(stream), held);
         }
         last = false;
         let answered = Instant::now();
@@ -659,19 +663,21 @@ async fn next_line(
 /// until they are handled); the end of the stream or an error fires the
 /// [`Disconnect`] signal, at once when it was seen before. Returns the
 /// answer and how much of it (and its `\n`) went straight to the socket
-/// through the request's [`DirectReply`].
+/// through the request's [`DirectReply`], with the connection given back
+/// (`None` only if the loan had kept a handle on it, which it never does).
 async fn handle<H: Handler>(
-    stream: &mut UnixStream,
+    stream: UnixStream,
     input: &mut Input,
     peer: Peer,
     handler: &H,
     line: Vec<u8>,
-) -> (Vec<u8>, usize) {
-    use std::os::fd::AsRawFd as _;
+) -> (Option<UnixStream>, Vec<u8>, usize) {
     let (gone_sender, gone) = watch::channel(input.ended || input.broken);
-    // The loan ends before `stream` can close: when the handler returns,
-    // or when this future is dropped.
-    let (direct, loan) = DirectReply::lend(stream.as_raw_fd());
+    let stream = Arc::new(stream);
+    // The loan ends, and lets go of its handle, before `stream` is given
+    // back or closed: when the handler returns, or when this future is
+    // dropped.
+    let (direct, loan) = DirectReply::lend(Arc::clone(&stream));
     let direct = Some(direct);
     let answer = handler.handle(peer, line, Disconnect { gone, direct });
     let mut answer = std::pin::pin!(answer);
@@ -679,8 +685,11 @@ async fn handle<H: Handler>(
     let mut watching = !input.ended && !input.broken && input.pending.len() <= MAX_REQUEST;
     loop {
         tokio::select! {
-            response = &mut answer => return (response, loan.end()),
-            read = stream.read(&mut scratch), if watching => match read {
+            response = &mut answer => {
+                let written = loan.end();
+                return (Arc::into_inner(stream), response, written);
+            }
+            read = read_shared(&stream, &mut scratch), if watching => match read {
                 Ok(0) => {
                     input.ended = true;
                     watching = false;
@@ -696,6 +705,18 @@ async fn handle<H: Handler>(
                     gone_sender.send_replace(true);
                 }
             },
+        }
+    }
+}
+
+/// One read of a connection that a [`DirectReply`] shares, as
+/// `AsyncReadExt::read` is of one that nothing shares.
+async fn read_shared(stream: &UnixStream, buf: &mut [u8]) -> std::io::Result<usize> {
+    loop {
+        stream.readable().await?;
+        match stream.try_read(buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            read => return read,
         }
     }
 }

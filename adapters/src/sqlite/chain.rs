@@ -175,7 +175,7 @@ mod tests {
         link.bound("t", &[&7_i64, &"a", &None::<String>]).unwrap();
         assert_eq!(
             hex(link.finish()),
-            "4a3cf1a5bd5ebff86ffed3c239fd2d9dc5019a2f9a82c7e86c5136dbccf62460"
+            "4172850c88adfad9b49a687c05475be1aa3d2f58a21f3159504d903216bb9d6f"
         );
     }
 

@@ -58,7 +58,7 @@ use reserve::{ReaderHoldsNoReserve, Reserve};
 pub use reserve::{FILES_SPARE, RESERVE_BYTES, RESERVE_FILE};
 use rows::{ReadError, Undecodable};
 use verdict::{open_failure, Replayable};
-pub use verdict::{Broken, ChainHead, OpenError};
+pub use verdict::{Broken, OpenError};
 use verify::{check_store, names_a_file, Journal, Verified};
 pub use verify::{verify_file, verify_file_cut, NoteMismatch, OpenCost, Verification};
 

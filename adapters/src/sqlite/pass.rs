@@ -44,7 +44,8 @@ use rusqlite::{Connection, OptionalExtension, Row, Rows};
 
 use super::chain::{self, Hash, Link};
 use super::rows::Table;
-use super::verdict::{open_failure, Broken, ChainHead, OpenError, Replayable};
+use super::verdict::{open_failure, Broken, OpenError, Replayable};
+use mosaic_ports::StoreHead;
 
 /// How the pass is cut: into ranges of `rows` ledger rows, walked by
 /// `workers` threads of its own and by the checks' thread once it is free.
@@ -87,7 +88,7 @@ pub(super) struct Walked {
     /// The newest ledger row's sequence number (0: an empty ledger).
     pub(super) head: i64,
     /// The chain's head there.
-    pub(super) chain: ChainHead,
+    pub(super) chain: StoreHead,
     /// The rows a restart replays, `(seq, at, kind)`, oldest first, until
     /// the first `EvidenceStore::replay` takes them.
     pub(super) replayable: Replayable,
@@ -321,7 +322,7 @@ impl Part {
     fn walked(self, store_id: String) -> Walked {
         Walked {
             head: self.head,
-            chain: ChainHead {
+            chain: StoreHead {
                 store_id,
                 size: u64::try_from(self.head).unwrap_or(0),
                 hash: self.prev,
@@ -430,7 +431,8 @@ fn walk_ledger(conn: &Connection, from: After, end: Option<i64>) -> Result<Part,
                 | Table::HumanInputs
                 | Table::Observations
                 | Table::Refusals
-                | Table::RefusalCounts => hi,
+                | Table::RefusalCounts
+                | Table::RunEnds => hi,
             };
             st.query([lo, last])
                 .map(|rows| Cursor { rows, held: false })

@@ -19,7 +19,6 @@
 
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
@@ -208,19 +207,13 @@ pub(super) fn reserve_size(total: u64) -> u64 {
 /// Allocates `size` bytes of real blocks in `file`: `fallocate` takes them
 /// at once, on tmpfs too (`df` counts them), without writing 4 MiB at each
 /// new store's boot; a filesystem without it gets them by writes of zeros.
-#[allow(unsafe_code)]
 fn fill(file: &File, size: u64) -> io::Result<()> {
     // A reserve of another size (the filesystem grew or shrank) starts anew.
     file.set_len(0)?;
-    let len = libc::off_t::try_from(size).map_err(|_| no_space())?;
-    // SAFETY: `fallocate` on a descriptor this function borrows, over a
-    // range it names; it touches no memory of ours.
-    if unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len) } == 0 {
-        return Ok(());
-    }
-    let e = io::Error::last_os_error();
-    if e.raw_os_error() != Some(libc::EOPNOTSUPP) {
-        return Err(e);
+    match rustix::fs::fallocate(file, rustix::fs::FallocateFlags::empty(), 0, size) {
+        Ok(()) => return Ok(()),
+        Err(rustix::io::Errno::OPNOTSUPP) => {}
+        Err(e) => return Err(e.into()),
     }
     let zeros = vec![0_u8; CHUNK];
     let mut at = 0;
@@ -232,16 +225,9 @@ fn fill(file: &File, size: u64) -> io::Result<()> {
 }
 
 /// The room on `file`'s filesystem.
-#[allow(unsafe_code)]
 fn free_space(file: &File) -> io::Result<Room> {
-    let mut stats = std::mem::MaybeUninit::<libc::statvfs>::uninit();
-    // SAFETY: `fstatvfs` fills the struct it is given, which lives here.
-    if unsafe { libc::fstatvfs(file.as_raw_fd(), stats.as_mut_ptr()) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `fstatvfs` returned 0, so it filled the struct.
-    let stats = unsafe { stats.assume_init() };
-    let bytes = |blocks: libc::fsblkcnt_t| blocks.saturating_mul(stats.f_frsize);
+    let stats = rustix::fs::fstatvfs(file)?;
+    let bytes = |blocks: u64| blocks.saturating_mul(stats.f_frsize);
     Ok(Room {
         free: bytes(stats.f_bavail),
         total: bytes(stats.f_blocks),

@@ -1,6 +1,6 @@
 //! What opening or verifying a store concludes: why it failed
 //! ([`OpenError`], and [`Broken`] with the record to blame) or the chain's
-//! head it found ([`ChainHead`], the note kept outside). The open, the
+//! head it found (the port's `StoreHead`, whose note is kept outside). The open, the
 //! verification and the ledger pass all speak in these terms.
 
 use mosaic_domain::Refusal;
@@ -71,58 +71,5 @@ impl Broken {
             error: OpenError::IntegrityFailed,
             seq: u64::try_from(seq).ok(),
         }
-    }
-}
-
-/// A chain's head: what to keep outside the store, as a note.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ChainHead {
-    /// The store's random id (`meta`'s `store_id`).
-    pub store_id: String,
-    /// The number of ledger rows.
-    pub size: u64,
-    /// The hash of the newest row (the genesis hash when there is none).
-    pub hash: [u8; 32],
-}
-
-impl ChainHead {
-    /// The hash in base64 (standard, padded).
-    pub fn hash_base64(&self) -> String {
-        use base64::Engine as _;
-        base64::engine::general_purpose::STANDARD.encode(self.hash)
-    }
-
-    /// The note: `mosaic-bus/<store id>\n<size>\n<base64 head>\n`.
-    pub fn note(&self) -> String {
-        format!(
-            "mosaic-bus/{}\n{}\n{}\n",
-            self.store_id,
-            self.size,
-            self.hash_base64()
-        )
-    }
-
-    /// Parses a note (as [`ChainHead::note`] writes it); `None` when it is
-    /// not one.
-    pub fn parse_note(text: &str) -> Option<ChainHead> {
-        use base64::Engine as _;
-        let mut lines = text.strip_suffix('\n')?.split('\n');
-        let store_id = lines.next()?.strip_prefix("mosaic-bus/")?;
-        let size = lines.next()?;
-        let hash = base64::engine::general_purpose::STANDARD
-            .decode(lines.next()?)
-            .ok()?;
-        if lines.next().is_some()
-            || store_id.is_empty()
-            || size.is_empty()
-            || !size.bytes().all(|b| b.is_ascii_digit())
-        {
-            return None;
-        }
-        Some(ChainHead {
-            store_id: store_id.to_owned(),
-            size: size.parse().ok()?,
-            hash: hash.try_into().ok()?,
-        })
     }
 }

@@ -11,7 +11,8 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
 use super::chain;
 use super::pass::{Cut, Pass, Walked};
-use super::verdict::{open_failure, Broken, ChainHead, OpenError};
+use super::verdict::{open_failure, Broken, OpenError};
+use mosaic_ports::StoreHead;
 
 /// Whether `path` still names something, asked without its times.
 ///
@@ -180,7 +181,7 @@ fn check_integrity_and_schema(
 #[derive(Debug)]
 pub struct Verification {
     conn: Connection,
-    head: ChainHead,
+    head: StoreHead,
 }
 
 /// How a store falls short of a note kept outside it.
@@ -205,7 +206,7 @@ impl NoteMismatch {
 
 impl Verification {
     /// The chain's head.
-    pub fn head(&self) -> &ChainHead {
+    pub fn head(&self) -> &StoreHead {
         &self.head
     }
 
@@ -214,7 +215,7 @@ impl Verification {
     ///
     /// # Errors
     /// [`OpenError::Unavailable`] when the file cannot be read.
-    pub fn check(&self, note: &ChainHead) -> Result<Option<NoteMismatch>, OpenError> {
+    pub fn check(&self, note: &StoreHead) -> Result<Option<NoteMismatch>, OpenError> {
         if note.store_id != self.head.store_id {
             return Ok(Some(NoteMismatch::Forked));
         }

@@ -365,6 +365,7 @@ pub fn status_class(refusal: Refusal) -> u16 {
             | Refusal::DecisionMismatch
             | Refusal::DecisionOpen
             | Refusal::RunRevoked
+            | Refusal::RunEnded
     ) {
         403
     } else {

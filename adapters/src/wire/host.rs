@@ -1,8 +1,8 @@
-//! The host channel's JSON (`mosaic-bus broker`, DESIGN.md §4): the three
-//! host requests and the broker's answers. Newline framing and the loop are
-//! the app's; this is only the shapes.
+//! The host channel's JSON (`mosaic-bus broker`, DESIGN.md §4): the host
+//! requests and the broker's answers. Newline framing and the loop are the
+//! app's; this is only the shapes.
 
-use mosaic_domain::evidence::LaunchRecord;
+use mosaic_domain::evidence::{Ending, LaunchRecord};
 use mosaic_domain::{BusinessId, Capability, Refusal, RunId};
 use serde_json::{json, Value};
 
@@ -16,6 +16,14 @@ pub enum HostRequest {
     Boot(Box<BootConfig>),
     /// `{"op":"bindLaunch","record":{…}}`, validated.
     BindLaunch(LaunchRecord),
+    /// `{"op":"endRun","run","status"?,"signal"?}`: the host reaped the
+    /// run's process (or sandbox), which ended so (`exited` for status 0
+    /// or neither given, `failed` for a non-zero status or a signal). Its
+    /// arguments, or why they do not parse (`bad-id` for the run,
+    /// `bad-request` for a status or signal that is not a whole number in
+    /// range, 0 to 255 and 1 to 64, or both given): a refused end, not a
+    /// broken channel.
+    EndRun(Result<(RunId, Ending), Refusal>),
     /// `{"op":"close"}`.
     Close,
 }
@@ -27,7 +35,8 @@ pub enum HostRequest {
 /// `bad-request` for anything but such an object or for an unknown op,
 /// `unknown-key` for a key the op does not take, and the config and launch
 /// codes (`bad-config`, `bad-date`, `unknown-role`, …) for their contents,
-/// with the reference at fault where the config names one.
+/// with the reference at fault where the config names one. The contents
+/// of an `endRun` are its request's to refuse ([`HostRequest::EndRun`]).
 pub fn parse_host_line(line: &[u8]) -> Result<HostRequest, ConfigError> {
     let message = parse_json(line)?;
     let object = message.as_object().ok_or(Refusal::BadRequest)?;
@@ -35,15 +44,16 @@ pub fn parse_host_line(line: &[u8]) -> Result<HostRequest, ConfigError> {
         .get("op")
         .and_then(Value::as_str)
         .ok_or(Refusal::BadRequest)?;
-    let takes = match op {
-        "boot" => Some("config"),
-        "bindLaunch" => Some("record"),
-        "close" => None,
+    let takes: &[&str] = match op {
+        "boot" => &["config"],
+        "bindLaunch" => &["record"],
+        "endRun" => &["run", "status", "signal"],
+        "close" => &[],
         _ => return Err(Refusal::BadRequest.into()),
     };
     if object
         .keys()
-        .any(|k| k != "op" && Some(k.as_str()) != takes)
+        .any(|k| k != "op" && !takes.contains(&k.as_str()))
     {
         return Err(Refusal::UnknownKey.into());
     }
@@ -51,10 +61,38 @@ pub fn parse_host_line(line: &[u8]) -> Result<HostRequest, ConfigError> {
     Ok(match op {
         "boot" => HostRequest::Boot(Box::new(boot_from_value(argument("config")?)?)),
         "bindLaunch" => HostRequest::BindLaunch(launch_from_value(argument("record")?)?),
+        "endRun" => HostRequest::EndRun(end_run(object)),
         "close" => HostRequest::Close,
         // Refused above already; no unknown op falls into a real request.
         _ => return Err(Refusal::BadRequest.into()),
     })
+}
+
+/// The run and the ending of an `endRun` request's object.
+fn end_run(object: &serde_json::Map<String, Value>) -> Result<(RunId, Ending), Refusal> {
+    let run = object
+        .get("run")
+        .and_then(Value::as_str)
+        .ok_or(Refusal::BadRequest)?;
+    let run = RunId::parse(run)?;
+    let number = |key: &str| match object.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => value
+            .as_i64()
+            .and_then(|n| i32::try_from(n).ok())
+            .map(Some)
+            .ok_or(Refusal::BadRequest),
+    };
+    let ending = Ending::of_exit(number("status")?, number("signal")?)?;
+    Ok((run, ending))
+}
+
+/// The `endRun` answer: `{"ok":true}` or `{"ok":false,"error":CODE}`.
+pub fn end_reply(result: Result<(), Refusal>) -> Value {
+    match result {
+        Ok(()) => json!({"ok": true}),
+        Err(refusal) => host_error(refusal),
+    }
 }
 
 /// A capability handed to one launch: `{business, run, cap}`.

@@ -284,7 +284,9 @@ pub fn task_json(task: &TaskView) -> Value {
 /// - `session.launched`: `role, run, harness, address, pid, start_time`;
 /// - `launch.revoked`, `launch.restored`: none;
 /// - `role.claimed`, `role.released`: `role, run`; `role.revoked`: `role,
-///   run, decision`;
+///   run, decision`; `session.ended`: `role, run, cause, status, signal,
+///   vacated` (`status` and `signal` `null` where unknown or not the way
+///   the process ended; `vacated`: whether the end freed the role);
 /// - `decision.raised`: the fixed fields of [`decision_json`] (no status);
 /// - `decision.resolved`: `id, choice, by, by_run, note`;
 ///   `decision.seen`, `decision.withdrawn`: `id, by, by_run, note`
@@ -325,6 +327,14 @@ pub fn record_json(record: &Stamped) -> Value {
             "role": a.role.as_str(),
             "run": a.run.as_str(),
             "decision": decision.to_string(),
+        }),
+        Evidence::Claim(ClaimEvidence::Ended(end)) => json!({
+            "role": end.agent.role.as_str(),
+            "run": end.agent.run.as_str(),
+            "cause": end.ending.cause().as_str(),
+            "status": end.ending.status(),
+            "signal": end.ending.signal(),
+            "vacated": end.vacated,
         }),
         Evidence::Decision(DecisionEvidence::Raised(r)) => Value::Object(decision_fields(r)),
         Evidence::Decision(DecisionEvidence::Resolved {
@@ -475,13 +485,42 @@ impl Exited {
     };
 }
 
+/// What a harness run used, as its own event stream reports it (the host
+/// notes it: `Broker::note_usage`).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Usage {
+    /// Turns (model requests answered).
+    pub turns: u64,
+    /// Input tokens.
+    pub input_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+    /// Cost in US dollars.
+    pub cost_usd: f64,
+}
+
+/// A run's life beyond its launch, for the `agents` projection: its end
+/// (the evidence), and what its host noted (restarts, usage).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct RunLife {
+    /// When and how the run ended, if it did.
+    pub ended: Option<(mosaic_domain::Timestamp, mosaic_domain::evidence::Ending)>,
+    /// How often its program started again inside the run.
+    pub restarts: u64,
+    /// What it used, if the host ever said.
+    pub usage: Option<Usage>,
+}
+
 /// One bound run for the `agents` projection: `role, run, harness, address,
 /// pid, start_time, holding, revoked`, then `launching` (the business's
 /// launch switch, the same on every row), `waitsOn`: the open decisions
 /// this run raised, each `{id, action, target, route, blocking}` (`route`
-/// being who has it: `"human"` or the arbiter role), and `exited`: `null`
+/// being who has it: `"human"` or the arbiter role), `exited`: `null`
 /// while the process runs, else `{status, signal}` (each `null` where
-/// unknown or not the way it ended).
+/// unknown or not the way it ended), `ended`: `null` while the run lives,
+/// else `{at, cause, status?, signal?}` (`status` and `signal` only where
+/// known), `restarts` (a count) and `usage`: `null` until the host noted
+/// it, else `{turns, inputTokens, outputTokens, costUsd}`.
 pub fn agent_json(
     record: &mosaic_domain::evidence::LaunchRecord,
     holding: bool,
@@ -489,6 +528,7 @@ pub fn agent_json(
     launching: bool,
     waits_on: &[&Decision],
     exited: Option<Exited>,
+    life: RunLife,
 ) -> Value {
     let waits_on: Vec<Value> = waits_on
         .iter()
@@ -519,6 +559,23 @@ pub fn agent_json(
         "launching": launching,
         "waitsOn": waits_on,
         "exited": exited.map(|e| json!({"status": e.status, "signal": e.signal})),
+        "ended": life.ended.map(|(at, ending)| {
+            let mut ended = json!({"at": at.to_string(), "cause": ending.cause().as_str()});
+            if let Some(status) = ending.status() {
+                ended["status"] = status.into();
+            }
+            if let Some(signal) = ending.signal() {
+                ended["signal"] = signal.into();
+            }
+            ended
+        }),
+        "restarts": life.restarts,
+        "usage": life.usage.map(|u| json!({
+            "turns": u.turns,
+            "inputTokens": u.input_tokens,
+            "outputTokens": u.output_tokens,
+            "costUsd": u.cost_usd,
+        })),
     })
 }
 

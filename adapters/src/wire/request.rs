@@ -30,6 +30,7 @@
 
 use std::fmt;
 
+use mosaic_client::wire::args::VerbArgs;
 use mosaic_domain::bus::{Command, SendInput};
 use mosaic_domain::changes;
 use mosaic_domain::decisions::RaiseInput;
@@ -37,21 +38,21 @@ use mosaic_domain::evidence::{
     DecisionOption, MessageClass, OptionKey, RaiseFields, Recipient, Subject,
 };
 use mosaic_domain::{
-    Action, BusinessId, Capability, DecisionId, MessageId, Refusal, RoleInstance, Target, TaskRef,
+    Action, BusinessId, Capability, DecisionId, MessageId, Refusal, RoleInstance, RunId, Target,
+    TaskRef,
 };
 use serde_json::{Map, Value};
 
 pub use mosaic_domain::Verb;
 
-use super::args::VerbArgs;
 use super::browser::{browser_call, BrowserCall};
 use super::json::parse_json;
 
 /// The longest request line the broker reads, without its newline: 64 KiB
-/// (65 536 bytes is accepted, one more is `request-too-large`), the same
-/// limit the socket frames lines with (`socket::MAX_REQUEST`); checked here
-/// too so a line from any other transport meets the same rule.
-pub const MAX_REQUEST_BYTES: usize = 64 * 1024;
+/// (65 536 bytes is accepted, one more is `request-too-large`), the limit
+/// the socket frames lines with (`mosaic_client::socket::MAX_REQUEST`);
+/// checked here too so a line from any other transport meets the same rule.
+pub const MAX_REQUEST_BYTES: usize = mosaic_client::socket::MAX_REQUEST;
 
 /// A UUID that names a decision or a message; which one, only the runtime
 /// knows ([`SubjectRef::resolve`]). Its text form is the lowercase
@@ -226,6 +227,11 @@ pub enum Call {
     LaunchRevoke,
     /// `launch.restore`.
     LaunchRestore,
+    /// `run.end {run}`.
+    RunEnd {
+        /// The run to end.
+        run: RunId,
+    },
     /// `inbox`.
     Inbox,
     /// `tasks`.
@@ -347,6 +353,9 @@ impl Call {
             Verb::EventEmit => emit(args)?,
             Verb::LaunchRevoke => Call::LaunchRevoke,
             Verb::LaunchRestore => Call::LaunchRestore,
+            Verb::RunEnd => Call::RunEnd {
+                run: args.parsed("run", RunId::parse)?,
+            },
             Verb::Inbox => Call::Inbox,
             Verb::Tasks => Call::Tasks,
             Verb::Agents => Call::Agents,
@@ -378,6 +387,7 @@ impl Call {
             Call::EventEmit { .. } => Verb::EventEmit,
             Call::LaunchRevoke => Verb::LaunchRevoke,
             Call::LaunchRestore => Verb::LaunchRestore,
+            Call::RunEnd { .. } => Verb::RunEnd,
             Call::Inbox => Verb::Inbox,
             Call::Tasks => Verb::Tasks,
             Call::Agents => Verb::Agents,
@@ -440,6 +450,7 @@ impl Call {
             },
             Call::LaunchRevoke => Command::LaunchRevoke,
             Call::LaunchRestore => Command::LaunchRestore,
+            Call::RunEnd { run } => Command::EndRun { run },
             Call::Inbox => return Ok(Dispatch::Query(Query::Inbox)),
             Call::Tasks => return Ok(Dispatch::Query(Query::Tasks)),
             Call::Agents => return Ok(Dispatch::Query(Query::Agents)),

@@ -74,6 +74,7 @@ fn the_verb_table_is_exactly_the_specs() {
             "event.emit",
             "launch.revoke",
             "launch.restore",
+            "run.end",
             "inbox",
             "tasks",
             "agents",
@@ -88,6 +89,7 @@ fn the_verb_table_is_exactly_the_specs() {
         assert_eq!(verb.to_string(), verb.as_str());
     }
     assert_eq!(Verb::RoleRevoke.arg_keys(), ["role", "decision"]);
+    assert_eq!(Verb::RunEnd.arg_keys(), ["run"]);
     assert_eq!(
         Verb::DecisionRaise.arg_keys(),
         [
@@ -487,4 +489,19 @@ fn optional_arguments_given_as_null_are_absent() {
             note: None
         }
     );
+}
+
+#[test]
+fn run_end_takes_one_run_id() {
+    assert_eq!(
+        call(&req("run.end", r#"{"run":"dev-1"}"#)),
+        Call::RunEnd {
+            run: RunId::parse("dev-1").unwrap()
+        }
+    );
+    refuses(&req("run.end", "{}"), "bad-request");
+    refuses(&req("run.end", r#"{"run":null}"#), "bad-request");
+    refuses(&req("run.end", r#"{"run":7}"#), "bad-request");
+    refuses(&req("run.end", r#"{"run":"-dev"}"#), "bad-id");
+    refuses(&req("run.end", r#"{"run":"dev","why":"x"}"#), "unknown-key");
 }

@@ -121,6 +121,14 @@ fn raise_and_send_draw_exactly_one_fresh_id_and_nothing_else_does() {
         ),
         (Call::LaunchRevoke, Command::LaunchRevoke),
         (Call::LaunchRestore, Command::LaunchRestore),
+        (
+            Call::RunEnd {
+                run: RunId::parse("dev-1").unwrap(),
+            },
+            Command::EndRun {
+                run: RunId::parse("dev-1").unwrap(),
+            },
+        ),
     ];
     for (c, expected) in plain {
         assert_eq!(c.verb().as_str(), expected.verb());

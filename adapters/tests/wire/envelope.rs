@@ -150,7 +150,7 @@ fn args_that_are_not_an_object_are_bad_request() {
 #[test]
 fn oversized_lines_are_request_too_large_before_parsing() {
     // The socket frames lines with the same limit.
-    assert_eq!(MAX_REQUEST_BYTES, mosaic_adapters::socket::MAX_REQUEST);
+    assert_eq!(MAX_REQUEST_BYTES, mosaic_client::socket::MAX_REQUEST);
     let base = req("role.claim", "{}");
     let exact = format!("{base}{}", " ".repeat(MAX_REQUEST_BYTES - base.len()));
     assert_eq!(exact.len(), MAX_REQUEST_BYTES);

@@ -446,6 +446,16 @@ fn every_evidence_kind_encodes_as_a_trail_record() {
             json!({"role": "lead", "run": "run-1", "decision": D1}),
         ),
         (
+            Evidence::Claim(ClaimEvidence::Ended(RunEnd {
+                business: acme.clone(),
+                agent: lead(),
+                ending: Ending::of_exit(Some(3), None).unwrap(),
+                vacated: true,
+            })),
+            json!({"role": "lead", "run": "run-1", "cause": "failed", "status": 3,
+                   "signal": null, "vacated": true}),
+        ),
+        (
             Evidence::Decision(DecisionEvidence::Raised(Box::new(record()))),
             record_fields(),
         ),
@@ -603,7 +613,11 @@ fn every_evidence_kind_encodes_as_a_trail_record() {
         );
         assert_eq!(got, expected, "{kind}");
     }
-    assert_eq!(kinds.len(), 20, "every kind of Evidence::kind is covered");
+    assert_eq!(
+        kinds.len(),
+        EvidenceKind::ALL.len(),
+        "every kind of Evidence::kind is covered"
+    );
     // A refusal of an unknown caller has no business, role, run or verb.
     let anonymous = record_json(&Stamped {
         at: at("2026-01-01T00:00:00.000Z"),
@@ -648,4 +662,84 @@ fn an_agents_row_says_what_the_broker_saw_the_run_ask() {
     let mut not_a_row = serde_json::json!([]);
     with_calls(&mut not_a_row, None, true);
     assert_eq!(not_a_row, serde_json::json!([]));
+}
+
+#[test]
+fn an_agents_row_says_how_its_run_ended_and_what_the_host_noted() {
+    let record = LaunchRecord {
+        business: acme(),
+        role: role("lead"),
+        run: RunId::parse("run-1").unwrap(),
+        harness: Harness::Pi,
+        address: None,
+        pid: 4242,
+        start_time: 17,
+    };
+    let row = |exited, life| wire::agent_json(&record, false, false, true, &[], exited, life);
+    let living = row(None, wire::RunLife::default());
+    assert_eq!(
+        (&living["ended"], &living["restarts"], &living["usage"]),
+        (&Value::Null, &json!(0), &Value::Null)
+    );
+    let killed = wire::RunLife {
+        ended: Some((
+            at("2026-01-01T00:00:01.000Z"),
+            Ending::of_exit(None, Some(9)).unwrap(),
+        )),
+        restarts: 2,
+        usage: Some(wire::Usage {
+            turns: 3,
+            input_tokens: 1200,
+            output_tokens: 80,
+            cost_usd: 0.25,
+        }),
+    };
+    let exited = wire::Exited {
+        status: None,
+        signal: Some(9),
+    };
+    let shown = row(Some(exited), killed);
+    assert_eq!(
+        shown["ended"],
+        json!({"at": "2026-01-01T00:00:01.000Z", "cause": "failed", "signal": 9})
+    );
+    assert_eq!(shown["exited"], json!({"status": null, "signal": 9}));
+    assert_eq!(shown["restarts"], 2);
+    assert_eq!(
+        shown["usage"],
+        json!({"turns": 3, "inputTokens": 1200, "outputTokens": 80, "costUsd": 0.25})
+    );
+    // Without a status or signal, neither key is there.
+    let human = wire::RunLife {
+        ended: Some((
+            at("2026-01-01T00:00:02.000Z"),
+            Ending::of_cause(EndCause::Human),
+        )),
+        ..wire::RunLife::default()
+    };
+    assert_eq!(
+        row(None, human)["ended"],
+        json!({"at": "2026-01-01T00:00:02.000Z", "cause": "human"})
+    );
+    // The existing keys stay as they were.
+    let keys: Vec<&String> = shown.as_object().unwrap().keys().collect();
+    assert_eq!(
+        keys,
+        [
+            "address",
+            "ended",
+            "exited",
+            "harness",
+            "holding",
+            "launching",
+            "pid",
+            "restarts",
+            "revoked",
+            "role",
+            "run",
+            "start_time",
+            "usage",
+            "waitsOn"
+        ]
+    );
 }

@@ -5,7 +5,7 @@
 //! readable by other processes of the user): it comes from the inherited
 //! descriptor named by `MOSAIC_BUS_CAP_FD` or from `--cap-file PATH` (a
 //! private 0600 file), or else from the file `MOSAIC_BUS_CAP_FILE` names,
-//! read by `mosaic_adapters::cap`. The socket is
+//! read by `mosaic_client::cap`. The socket is
 //! `--socket PATH` or `MOSAIC_BUS_SOCKET`.
 //!
 //! Prints the broker's JSON answer on stdout: exit 0 when `ok`, 1 on a
@@ -16,10 +16,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use mosaic_adapters::cap::cap_from;
-pub use mosaic_adapters::cap::{CAP_FD_ENV, SOCKET_ENV};
-use mosaic_adapters::socket::Client;
 use mosaic_adapters::wire::{self, parse_json};
+use mosaic_client::cap::cap_from;
+pub use mosaic_client::cap::{CAP_FD_ENV, SOCKET_ENV};
+use mosaic_client::socket::Client;
 use mosaic_domain::{CallerKind, Refusal};
 use serde_json::{json, Value};
 

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use mosaic_adapters::cap::cap_from;
-use mosaic_adapters::socket::Client;
+use mosaic_client::cap::cap_from;
+use mosaic_client::socket::Client;
 use mosaic_domain::Refusal;
 use serde_json::json;
 

@@ -3,7 +3,8 @@
 //! Newline-delimited JSON on stdin (host → broker) and stdout (broker →
 //! host); logs go to stderr and never carry a capability. Exactly one
 //! `{"op":"boot","config":…}` first, then any number of
-//! `{"op":"bindLaunch","record":…}`, then `{"op":"close"}`. The loop waits
+//! `{"op":"bindLaunch","record":…}` and `{"op":"endRun","run",…}`, then
+//! `{"op":"close"}`. The loop waits
 //! for three things at once: a host line, the end of stdin (the host is
 //! gone: close, exit 2) and SIGTERM or SIGINT (close, exit 0); a broker
 //! that closed itself because a part of it died ([`Broker::on_failure`])
@@ -17,7 +18,7 @@ use clap::Args;
 
 use mosaic_adapters::config::ConfigError;
 use mosaic_adapters::wire::host::{
-    bind_reply, boot_error, boot_reply, host_error, parse_host_line, HostRequest,
+    bind_reply, boot_error, boot_reply, end_reply, host_error, parse_host_line, HostRequest,
 };
 use mosaic_domain::{text, Refusal, RunId};
 use serde_json::Value;
@@ -39,6 +40,10 @@ answered {\"ok\":true,\"path\":SOCKET,\"launches\":[{business,run,cap}],\
 also \"browser\":{url,token}. Then any number of {\"op\":\"bindLaunch\",\
 \"record\":{business,role,run,harness,address?,pid,startTime}}, each answered \
 {\"ok\":true,\"launch\":{business,run,cap}} or {\"ok\":false,\"error\":CODE}; \
+any number of {\"op\":\"endRun\",\"run\",\"status\"?,\"signal\"?} when a run's \
+process (or sandbox) is gone, each answered {\"ok\":true} or \
+{\"ok\":false,\"error\":CODE}: the run ends (exited for status 0, failed for a \
+non-zero status or a signal) and frees its role; \
 and {\"op\":\"close\"}. A launch record's startTime is field 22 of \
 /proc/<pid>/stat. The agents reach the broker on the socket \
 <dataRoot>/bus/bus.sock (mode 0600).";
@@ -257,6 +262,21 @@ fn request(broker: &Broker, line: &[u8]) -> Result<Option<Value>, Refusal> {
                 .bind_launch(record)
                 .map(|l| (l.business, l.run, l.cap));
             Ok(Some(bind_reply(issued)))
+        }
+        // The broker logs an end and its refusal; only a line it never
+        // sees is logged here.
+        Ok(HostRequest::EndRun(end)) => {
+            let ended = match end {
+                Ok((run, ending)) => broker.end_run(&run, ending),
+                Err(refusal) => {
+                    tracing::warn!(
+                        code = refusal.code(),
+                        "endRun refused: its run, status or signal does not parse"
+                    );
+                    Err(refusal)
+                }
+            };
+            Ok(Some(end_reply(ended)))
         }
         Ok(HostRequest::Close) => Ok(None),
         // A bad launch record is a refused binding, not a protocol failure.

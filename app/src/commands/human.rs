@@ -19,9 +19,9 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use mosaic_adapters::socket::{broker_wait, Client, CLIENT_TIMEOUT};
 use mosaic_adapters::system::OsEntropy;
 use mosaic_adapters::wire::{self, parse_json};
+use mosaic_client::socket::{broker_wait, Client, CLIENT_TIMEOUT};
 use mosaic_domain::{CallerKind, Refusal};
 use serde_json::{json, Map, Value};
 

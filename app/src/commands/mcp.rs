@@ -1,5 +1,5 @@
 //! `mosaic-bus mcp`: an MCP server on stdio for an agent harness. The
-//! server is `mosaic_adapters::mcp::run`; this is its command line.
+//! server is `mosaic_client::mcp::run`; this is its command line.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -77,12 +77,12 @@ pub struct McpArgs {
 pub fn main(args: McpArgs) -> ExitCode {
     // The listing alone: what a harness that is no MCP client registers.
     let Some(socket) = args.socket.filter(|_| !args.tools) else {
-        println!("{}", mosaic_adapters::mcp::tools_json());
+        println!("{}", mosaic_client::mcp::tools_json());
         return ExitCode::SUCCESS;
     };
     // Stdout is the MCP channel: the logs go to stderr only.
     logs::init(&args.log);
-    match mosaic_adapters::mcp::run(socket, args.cap_file) {
+    match mosaic_client::mcp::run(socket, args.cap_file) {
         Ok(()) => ExitCode::SUCCESS,
         Err(refusal) => code_on_stderr(refusal),
     }

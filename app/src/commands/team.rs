@@ -13,9 +13,10 @@ use mosaic_domain::{Business, Refusal, RoleInstance};
 use serde::Deserialize;
 use serde_json::Value;
 
-pub use super::up::Allow;
+pub use allow::Allow;
 pub use harness::{HarnessRun, Model, ModelUrl, DEFAULT_KEY_ENV, DEFAULT_MODEL_HOST};
 
+pub(crate) mod allow;
 mod harness;
 use harness::is_env_name;
 

@@ -7,8 +7,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use mosaic_adapters::sqlite::{self, ChainHead, OpenError};
+use mosaic_adapters::sqlite::{self, OpenError};
 use mosaic_domain::Refusal;
+use mosaic_ports::StoreHead;
 use serde::Serialize;
 
 use super::args::non_empty_path;
@@ -81,7 +82,7 @@ impl Line {
     }
 
     /// `{"ok":true,"size":N,"head":…,"note":…}` for a verified head.
-    pub(crate) fn verified(head: &ChainHead) -> Line {
+    pub(crate) fn verified(head: &StoreHead) -> Line {
         Line {
             ok: true,
             size: Some(head.size),
@@ -114,7 +115,7 @@ fn run(args: &VerifyArgs) -> (Line, ExitCode) {
         let Ok(text) = std::fs::read_to_string(file) else {
             return fail(Refusal::StorageUnavailable.code(), 2);
         };
-        let Some(note) = ChainHead::parse_note(&text) else {
+        let Some(note) = StoreHead::parse_note(&text) else {
             return fail(Refusal::BadRequest.code(), 2);
         };
         notes.push(note);

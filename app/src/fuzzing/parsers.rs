@@ -8,7 +8,7 @@ use mosaic_adapters::wire::browser::{
     claim_body, result_body, ADDRESS_REFUSED_ERROR, TOO_LARGE_ERROR,
 };
 use mosaic_adapters::wire::host::{
-    bind_reply, boot_error, boot_reply, host_error, parse_host_line, HostRequest,
+    bind_reply, boot_error, boot_reply, end_reply, host_error, parse_host_line, HostRequest,
 };
 use mosaic_adapters::wire::{self, parse_json};
 use mosaic_domain::browser::PaneOutcome;
@@ -29,6 +29,8 @@ use serde_json::{json, Value};
 ///   that names the same business, run, code and reference;
 /// - a parsed launch record re-encodes to a `bindLaunch` line that parses
 ///   to the same record, and the `agents` projection shows its fields;
+/// - a parsed `endRun` re-encodes to a line that parses to the same run
+///   and ending, whose cause follows its status and signal;
 /// - a parsed boot configuration is consistent (every launch and reader
 ///   names a configured business, each business once, absolute paths) and,
 ///   with everything but its businesses re-encoded, parses to itself.
@@ -54,6 +56,25 @@ pub fn host_line(data: &[u8]) {
             assert_eq!(answer["reference"], json!(error.reference));
         }
         Ok(HostRequest::Close) => {}
+        Ok(HostRequest::EndRun(end)) => {
+            let answer = strict(&end_reply(end.as_ref().map(|_| ()).map_err(|r| *r)));
+            assert_eq!(answer["ok"], end.is_ok());
+            if let Ok((run, ending)) = end {
+                let line = json!({"op": "endRun", "run": run.as_str(),
+                    "status": ending.status(), "signal": ending.signal()});
+                assert_eq!(
+                    parse_host_line(line.to_string().as_bytes()),
+                    Ok(HostRequest::EndRun(Ok((run, ending)))),
+                    "an end re-encodes to itself"
+                );
+                let failed = ending.signal().is_some() || ending.status().is_some_and(|s| s != 0);
+                assert_eq!(
+                    ending.cause() == mosaic_domain::evidence::EndCause::Failed,
+                    failed,
+                    "a host's end is failed exactly for a non-zero status or a signal"
+                );
+            }
+        }
         Ok(HostRequest::BindLaunch(record)) => {
             let line = json!({"op": "bindLaunch", "record": launch_json(&record)}).to_string();
             assert_eq!(
@@ -61,7 +82,15 @@ pub fn host_line(data: &[u8]) {
                 Ok(HostRequest::BindLaunch(record.clone())),
                 "a launch record re-encodes to itself"
             );
-            let shown = wire::agent_json(&record, false, false, true, &[], None);
+            let shown = wire::agent_json(
+                &record,
+                false,
+                false,
+                true,
+                &[],
+                None,
+                wire::RunLife::default(),
+            );
             assert_eq!(shown["role"], record.role.as_str());
             assert_eq!(shown["run"], record.run.as_str());
             assert_eq!(shown["harness"], record.harness.as_str());

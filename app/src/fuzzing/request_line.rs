@@ -3,11 +3,13 @@
 //! [`Driver`] over a `MemoryStore`, a reader pool of the same store with
 //! the latest `View`, a `ManualClock` moved one second per line, an entropy
 //! whose n-th draw is sixteen bytes of n, and a `FakeProcessTable`. Each
-//! line takes the socket server's path: `admit`, then `changes` through its
-//! one way in (`changes::page`, over the feed the commits publish to, and
-//! the store below it), `read_now` beside the writer (either's refusal
-//! staged on the writer) or `stage_request` on it, then the batch's commit,
-//! which publishes a new view and the batch's changes.
+//! line takes the socket server's path: `admit`, then where the broker's
+//! own `route` sends it: `changes` through its one way in
+//! (`changes::page`, over the feed the commits publish to, and the store
+//! below it) or `read_now` beside the writer (an agent's or reader's, and
+//! a proven human's, with either's refusal staged on the writer), or
+//! `stage_request` on the writer; then the batch's commit, which publishes
+//! a new view and the batch's changes.
 //!
 //! Business `acme` (`lead`, `dev`, `ops`, as in `examples/business.json`
 //! plus a role without authority) and `globex` (`solo`); capabilities
@@ -30,8 +32,8 @@
 //! refused (`bad-request`) only after the proof.
 //!
 //! Ids: every call staged on the writer draws one id first, used or not,
-//! and a proven human draws its input's id before that; reads beside the
-//! writer draw none. Before the line: lead, dev and solo hold their roles
+//! and a proven human draws its input's id before that; reads and waits
+//! beside the writer, the human's included, draw none. Before the line: lead, dev and solo hold their roles
 //! (draws 1 to 3); dev raised `04040404-0404-4404-8404-040404040404`
 //! (`repo.merge` on `main`, open, routed to lead); lead raised
 //! `05050505-0505-4505-8505-050505050505` (`role.revoke` of dev, approved
@@ -65,8 +67,8 @@ use serde_json::{json, Value};
 use crate::runtime::changes::{self, Asked};
 use crate::runtime::human_proof::{BrokerExe, NONCE_ENV};
 use crate::runtime::pipeline::{
-    admit, commit_batch, prove_now, read_now, stage_request, Admitted, ProofLog, Proven, Who,
-    Writer, WriterWorld,
+    admit, commit_batch, human_beside, prove_now, read_now, route, stage_request, Admitted,
+    ProofLog, Proven, Route, Who, Writer, WriterWorld,
 };
 use crate::runtime::reads::{kind_of, read, Reads, View};
 use crate::runtime::world::{BrokerIdentity, SharedEntropy, Time};
@@ -74,9 +76,10 @@ use crate::runtime::Driver;
 
 /// One socket request line, from a fixed caller of a fixed business, through
 /// the broker's own request pipeline: `admit` (envelope, caller,
-/// arguments), then `read_now` beside the writer (a read) or
-/// `stage_request` on it (the human proof, then the driver or the read
-/// side), then the batch's commit.
+/// arguments), then the broker's own routing (`route`): `changes` or
+/// `read_now` beside the writer (the human's once proven), or
+/// `stage_request` on it (the human proof, then the driver), then the
+/// batch's commit.
 ///
 /// Invariants:
 /// - parsing is a function of the line: [`Envelope::parse`] and
@@ -551,34 +554,69 @@ impl World {
                 }
             }
         };
-        if let (Ok(Call::Changes { since, .. }), Who::Known(caller)) =
-            (&admitted.call, &admitted.who)
-        {
-            return self.changes(caller.clone(), *since, admitted.verb);
-        }
-        if let Some((caller, call)) = admitted.read_beside_writer() {
-            let (caller, call) = (caller.clone(), call.clone());
-            return self.read_beside_writer(caller, admitted.verb, call);
-        }
-        let Admitted { who, verb, call } = admitted;
-        let is_read = call.as_ref().is_ok_and(Call::is_read);
-        let known = match &who {
-            Who::Known(caller) => Ok(caller.clone()),
-            Who::Human {
-                nonce, business, ..
-            } => {
-                self.processes.insert(human_cli(nonce));
-                Err(business.clone())
+        match route(&admitted) {
+            Route::Feed { caller, since, .. } => {
+                let caller = caller.clone();
+                self.changes(caller.clone(), since, |world, refusal| {
+                    world.record_refusal(caller, admitted.verb, refusal)
+                })
             }
-        };
-        // The proof runs beside the writer in the broker; here, just before.
-        let who = match who {
-            Who::Known(caller) => Proven::Known(caller),
+            Route::Read { caller, call } => {
+                let (caller, call) = (caller.clone(), call.clone());
+                self.read_beside_writer(caller.clone(), call, |world, refusal| {
+                    world.record_refusal(caller, admitted.verb, refusal)
+                })
+            }
+            // A browser request stops where the broker's writer stops: at
+            // its authorization.
+            Route::Browser { .. } | Route::Writer => {
+                let Admitted { who, verb, call } = admitted;
+                let (who, known) = self.prove(who);
+                self.stage(who, known, verb, call)
+            }
+            Route::HumanFeed { since, .. } => {
+                let Admitted { who, verb, call } = admitted;
+                let (who, known) = self.prove(who);
+                let view = self.reads.view();
+                match human_beside(&who, |b| view.is_some_and(|v| v.knows(b))) {
+                    Some(human) => self.changes(human, since, |world, refusal| {
+                        world.stage(who, known, verb, Err(refusal))
+                    }),
+                    None => self.stage(who, known, verb, call),
+                }
+            }
+            Route::HumanRead => {
+                let Admitted { who, verb, call } = admitted;
+                let (who, known) = self.prove(who);
+                let view = self.reads.view();
+                match (
+                    human_beside(&who, |b| view.is_some_and(|v| v.knows(b))),
+                    call,
+                ) {
+                    (Some(human), Ok(read)) => {
+                        self.read_beside_writer(human, read, |world, refusal| {
+                            world.stage(who, known, verb, Err(refusal))
+                        })
+                    }
+                    (Some(_) | None, call) => self.stage(who, known, verb, call),
+                }
+            }
+        }
+    }
+
+    /// The human proof as the broker runs it beside the writer (here, just
+    /// before), with the CLI inserted into the process table for the
+    /// line's nonce; also whom a refusal would be recorded of, as far as
+    /// the line tells: a capability's caller, or the human's business.
+    fn prove(&mut self, who: Who) -> (Proven, Result<Caller, BusinessId>) {
+        match who {
+            Who::Known(caller) => (Proven::Known(caller.clone()), Ok(caller)),
             Who::Human {
                 peer,
                 nonce,
                 business,
             } => {
+                self.processes.insert(human_cli(&nonce));
                 let view = self.reads.view().expect("the world has a view");
                 let log = ProofLog::new(self.writer.time.clone());
                 let proof = prove_now(
@@ -590,9 +628,25 @@ impl World {
                     &|| false,
                     &log,
                 );
-                Proven::Human { business, proof }
+                let proven = Proven::Human {
+                    business: business.clone(),
+                    proof,
+                };
+                (proven, Err(business))
             }
-        };
+        }
+    }
+
+    /// Stages the request on the writer and commits its batch, as the
+    /// broker's writer does with a batch of this one line.
+    fn stage(
+        &mut self,
+        who: Proven,
+        known: Result<Caller, BusinessId>,
+        verb: &'static str,
+        call: Result<Call, Refusal>,
+    ) -> Served {
+        let is_read = call.as_ref().is_ok_and(Call::is_read);
         let drawn = self.entropy.draws();
         let writer = Writer {
             driver: &mut self.driver,
@@ -622,10 +676,15 @@ impl World {
         Served::from_writer(durable, answer, recorded)
     }
 
-    /// An agent's or reader's read on a reader handle with the latest
-    /// view; a refusal is staged and committed on the writer, as the
-    /// broker's `Job::Refuse` is.
-    fn read_beside_writer(&mut self, caller: Caller, verb: &'static str, call: Call) -> Served {
+    /// A read on a reader handle with the latest view, as `caller` (an
+    /// agent, a reader, or a proven human); a refusal goes to `refused`,
+    /// which has the writer record it as the broker does.
+    fn read_beside_writer(
+        &mut self,
+        caller: Caller,
+        call: Call,
+        refused: impl FnOnce(&mut Self, Refusal) -> Served,
+    ) -> Served {
         let text = self.reads.with_store(|view, store| {
             let text = read_now(view, store, &caller, call.clone());
             check_read_text(view, store, &caller, call, &text);
@@ -637,17 +696,23 @@ impl World {
                 outcome: Ok(()),
                 recorded: Recorded::Nothing,
             },
-            Err(refusal) => self.record_refusal(caller, verb, refusal),
+            Err(refusal) => refused(self, refusal),
         }
     }
 
-    /// `changes` through its one way in, as the socket's tasks take it.
-    /// The world's clock stands still while a line is served, so it asks
-    /// with no wait: the page is what lies after `since` now, in the feed's
-    /// memory or in the store below it.
-    fn changes(&mut self, caller: Caller, since: Option<u64>, verb: &'static str) -> Served {
+    /// `changes` through its one way in, as the socket's tasks take it, for
+    /// `caller` (an agent, a reader, or a proven human's business); a
+    /// refusal goes to `refused`. The world's clock stands still while a
+    /// line is served, so it asks with no wait: the page is what lies after
+    /// `since` now, in the feed's memory or in the store below it.
+    fn changes(
+        &mut self,
+        caller: Caller,
+        since: Option<u64>,
+        refused: impl FnOnce(&mut Self, Refusal) -> Served,
+    ) -> Served {
         let asked = Asked {
-            caller: caller.clone(),
+            caller,
             since,
             wait: Duration::ZERO,
         };
@@ -664,7 +729,7 @@ impl World {
                 outcome: Ok(()),
                 recorded: Recorded::Nothing,
             },
-            Err(refusal) => self.record_refusal(caller, verb, refusal),
+            Err(refusal) => refused(self, refusal),
         }
     }
 
@@ -744,6 +809,40 @@ mod tests {
         format!(
             r#"{{"human":{{"nonce":"{nonce}"}},"business":"{business}","verb":"agents","args":{{}}}}"#
         )
+    }
+
+    #[test]
+    fn a_proven_humans_reads_and_waits_run_beside_the_writer_as_the_brokers_do() {
+        let line = |verb: Verb, args: &str| {
+            format!(
+                r#"{{"human":{{"nonce":"{NONCE}"}},"business":"acme","verb":"{verb}","args":{args}}}"#
+            )
+        };
+        let mut world = World::new();
+        let records = world.driver.store().records().len();
+        for (verb, args) in [
+            (Verb::Inbox, "{}"),
+            (Verb::Agents, "{}"),
+            (Verb::Head, "{}"),
+            (Verb::Trail, r#"{"subject":"lead"}"#),
+            (Verb::Changes, "{}"),
+            (Verb::Changes, r#"{"since":0}"#),
+        ] {
+            let served = world.serve(line(verb, args).as_bytes());
+            assert!(served.outcome.is_ok(), "{verb}: {}", served.response);
+            assert_eq!(world.entropy.draws(), 11, "{verb} draws no id");
+        }
+        assert_eq!(world.driver.store().records().len(), records);
+        // A read of a business the broker does not know goes to the writer,
+        // which records its refusal only after the proof (of nobody).
+        let unknown = line(Verb::Inbox, "{}").replace("acme", "initech");
+        let served = world.serve(unknown.as_bytes());
+        assert_eq!(served.outcome, Err(Refusal::BadRequest));
+        assert_eq!(world.driver.store().records().len(), records + 1);
+        // A write of the human's draws its input's id, then the call's.
+        let sent = world.serve(line(Verb::MessageSend, r#"{"to":"dev","body":"hi"}"#).as_bytes());
+        assert!(sent.outcome.is_ok(), "{}", sent.response);
+        assert_eq!(world.entropy.draws(), 13);
     }
 
     #[test]

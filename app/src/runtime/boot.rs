@@ -4,7 +4,8 @@
 //! verified SQLite store ([`open_store`]), `/proc`, the system clock and
 //! the kernel's entropy, handed to the same runtime [`start_runtime`]
 //! starts over any ports. Either way the boot loads the credentials,
-//! replays the store, checks and binds the boot launches, issues the
+//! replays the store, ends the runs whose processes are gone
+//! ([`end_gone_runs`]), checks and binds the boot launches, issues the
 //! capabilities, binds the socket (and browser control) before any thread
 //! starts, then starts the writer thread and the socket runtime.
 
@@ -21,6 +22,7 @@ use mosaic_adapters::socket;
 use mosaic_adapters::sqlite::SqliteStore;
 use mosaic_adapters::system::{OsEntropy, SystemClock};
 use mosaic_domain::browser::AddressPolicy;
+use mosaic_domain::evidence::{EndCause, Ending};
 use mosaic_domain::{text, BusinessId, Capability, Refusal};
 use mosaic_ports::{Entropy, ProcessTable, StoreReaders};
 use tokio::sync::oneshot;
@@ -32,7 +34,7 @@ use super::calls::Calls;
 use super::closing::{Closing, Failure};
 use super::connection::{Connections, Shared};
 use super::driver::{Driver, LeakGuard};
-use super::exits::Exits;
+use super::exits::{self, Exits};
 use super::human_proof::BrokerExe;
 use super::launch::{agent_binding, Binding, IssuedLaunch, IssuedReader, LaunchCheck};
 use super::pipeline::{Prover, WriterWorld};
@@ -230,7 +232,7 @@ pub fn open_store(root: &DataRoot) -> Result<SqliteStore, Refusal> {
 /// use std::sync::Arc;
 /// use mosaic_adapters::config::business_from_json;
 /// use mosaic_adapters::config::BootConfig;
-/// use mosaic_adapters::socket::Client;
+/// use mosaic_client::socket::Client;
 /// use mosaic_app::runtime::start_runtime;
 /// use mosaic_app::runtime::human_proof::BrokerExe;
 /// use mosaic_app::runtime::{BrokerIdentity, Ports};
@@ -374,6 +376,7 @@ where
         driver = driver.with_leak_guard(guard);
     }
     let mut entropy = SharedEntropy::new(entropy);
+    end_gone_runs(&mut driver, &time, &*processes)?;
     let launch_check = LaunchCheck {
         processes: Arc::clone(&processes),
         uid: identity.uid,
@@ -400,8 +403,9 @@ where
         None => None,
     };
     driver.take_changed_machines();
-    // The feed starts after the boot's own bindings.
+    // The feed starts after the boot's own bindings and ends.
     let (head, _) = driver.take_changes();
+    driver.take_ends();
     let exits = Arc::new(Exits::new(Arc::clone(&processes)));
     let calls = Arc::new(Calls::default());
     let reads = Arc::new(Reads::open(
@@ -553,6 +557,47 @@ where
             browser: endpoint,
         },
     ))
+}
+
+/// Ends, with cause `process-gone`, every bound run that has not ended
+/// and whose process (pid and start time) is gone: its role is free for
+/// the next run, so a host that died without ending its runs (an `up`
+/// killed outright) holds no role after `unlock`. One transaction.
+///
+/// # Errors
+/// `storage-unavailable` when the ends cannot be recorded.
+fn end_gone_runs<S: StoreReaders>(
+    driver: &mut Driver<S>,
+    time: &Time,
+    processes: &dyn ProcessTable,
+) -> Result<(), BootFailure> {
+    let bus = driver.bus();
+    let gone: Vec<_> = bus
+        .launches()
+        .records()
+        .filter(|r| bus.claims().ended(&r.run).is_none() && exits::gone(processes, r))
+        .cloned()
+        .collect();
+    if gone.is_empty() {
+        return Ok(());
+    }
+    let now = time.now();
+    let ending = Ending::of_cause(EndCause::ProcessGone);
+    let staged: Result<(), Refusal> = gone
+        .iter()
+        .try_for_each(|record| driver.stage_end(now, &record.run, ending));
+    // The batch is closed either way; a failed one commits nothing.
+    driver.finish().and(staged)?;
+    for record in &gone {
+        tracing::info!(
+            business = record.business.as_str(),
+            role = record.role.as_str(),
+            run = record.run.as_str(),
+            pid = record.pid,
+            "the run's process is gone: the run ended"
+        );
+    }
+    Ok(())
 }
 
 /// The capabilities a boot issues, and the registry that holds them.

@@ -1,19 +1,21 @@
 //! [`Broker`]: a running broker, and its synchronous API for the process
-//! that started it (binding launches, the trusted adapter calls, close).
-//! Built by [`super::boot`].
+//! that started it (binding launches, ending runs and hearing of their
+//! ends, what the host notes of each run, the trusted adapter calls,
+//! close). Built by [`super::boot`].
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use mosaic_adapters::cause::logged;
 use mosaic_adapters::credentials::{CredentialStatus, CredentialStore, Service};
-use mosaic_adapters::wire::Exited;
+use mosaic_adapters::wire::{Exited, Usage};
 use mosaic_domain::authority::Grant;
 use mosaic_domain::bus::{BodyField, Command, EventBody, Reply};
-use mosaic_domain::evidence::{LaunchRecord, Subject};
+use mosaic_domain::evidence::{Ending, LaunchRecord, RunEnd, Subject};
 use mosaic_domain::{Action, Capability, DecisionId, Refusal, RunId, Target};
 use mosaic_ports::Entropy;
 use serde_json::Value;
+use tokio::sync::broadcast;
 
 use super::closing::{Closing, Failure};
 use super::exits::Exits;
@@ -150,9 +152,72 @@ impl Broker {
     /// The host reaped `run`'s process: `agents` says from now on that it
     /// exited, with its exit code or the signal that killed it. Kept in
     /// memory only (a restarted broker asks the process table instead).
+    /// This ends nothing: a run whose program may start again inside it
+    /// lives on; [`Broker::end_run`] ends it.
     pub fn note_exit(&self, run: &RunId, status: Option<i32>, signal: Option<i32>) {
         tracing::info!(run = run.as_str(), status, signal, "agent exited");
         self.exits.note(run.clone(), Exited { status, signal });
+    }
+
+    /// Ends `run` for its host (what `{"op":"endRun"}` does): records
+    /// `session.ended` with `ending` (made by `Ending::of_exit` from the
+    /// process's status or signal, or `Ending::new` for `budget` and the
+    /// others), which frees the role the run held in the same transaction;
+    /// from then on its capability is refused `run-ended`. Returns once
+    /// the end is durable.
+    ///
+    /// # Errors
+    /// `unknown-reference` for a run this broker never bound, `run-ended`
+    /// for a run that ended already, `bad-request` for the causes only the
+    /// broker records (`human`, `revoked`), `storage-unavailable`.
+    pub fn end_run(&self, run: &RunId, ending: Ending) -> Result<(), Refusal> {
+        let ended = ask_blocking(self.jobs().as_ref(), |reply| Job::End {
+            run: run.clone(),
+            ending,
+            reply,
+        });
+        let (cause, status, signal) = (ending.cause().as_str(), ending.status(), ending.signal());
+        match &ended {
+            Ok(()) => tracing::info!(run = run.as_str(), cause, status, signal, "run ended"),
+            Err(refusal) => tracing::warn!(
+                code = refusal.code(),
+                run = run.as_str(),
+                cause,
+                "endRun refused"
+            ),
+        }
+        ended
+    }
+
+    /// Every end of a run committed from now on, in commit order, whoever
+    /// asked for it: the host ([`Broker::end_run`]), the human's `run.end`,
+    /// a human-approved revoke (cause `revoked`). A host that runs the
+    /// run stops it on hearing of an end it did not ask for. A receiver
+    /// more than [`super::feed::ENDS_KEPT`] ends behind misses the oldest
+    /// (`RecvError::Lagged`); `agents` has every end.
+    pub fn ended_runs(&self) -> broadcast::Receiver<RunEnd> {
+        self.feed.subscribe_ends()
+    }
+
+    /// The host started `run`'s program again inside the run: `agents`
+    /// counts it (`restarts`). Kept in memory only.
+    pub fn note_restart(&self, run: &RunId) {
+        tracing::info!(run = run.as_str(), "the run's program started again");
+        self.exits.note_restart(run.clone());
+    }
+
+    /// What `run` has used so far, as its harness's event stream reports
+    /// it (the whole run's, not a difference): `agents` shows it
+    /// (`usage`). Kept in memory only.
+    ///
+    /// # Errors
+    /// `bad-request` for a cost that is negative or not a number.
+    pub fn note_usage(&self, run: &RunId, usage: Usage) -> Result<(), Refusal> {
+        if !usage.cost_usd.is_finite() || usage.cost_usd < 0.0 {
+            return Err(Refusal::BadRequest);
+        }
+        self.exits.note_usage(run.clone(), usage);
+        Ok(())
     }
 
     /// The trusted adapter API `authorize(cap, action, {decision, target})`

@@ -1,4 +1,5 @@
-//! One socket connection's requests: each line is admitted, then read
+//! One socket connection's requests: each line is admitted, then taken
+//! where [`route`] says (the routing the fuzz harness runs too): read
 //! beside the writer, waited on the change feed, or handed to the writer
 //! (a `browser.request` also to a pane), and answered with one line.
 //! A token is refused on the way in, before anything is written or
@@ -8,11 +9,11 @@ use std::sync::{mpsc, Arc};
 
 use mosaic_adapters::credentials::CredentialStore;
 use mosaic_adapters::socket::{Disconnect, Handler, Peer, Standing};
-use mosaic_adapters::wire::browser as browser_wire;
+use mosaic_adapters::wire::browser::{self as browser_wire, BrowserCall};
 use mosaic_adapters::wire::{self, Call, Envelope, Presenter};
 use mosaic_domain::browser::AddressPolicy;
 use mosaic_domain::bus::Caller;
-use mosaic_domain::{CallerKind, Capability, EventId, Refusal, Verb};
+use mosaic_domain::{CallerKind, Capability, Refusal, Verb};
 use mosaic_ports::StoreReaders;
 use tokio::sync::{oneshot, watch};
 
@@ -22,7 +23,9 @@ use super::calls::Calls;
 use super::changes::{self, Asked};
 use super::job::{ask, ask_line, Early, Job, ReplyTo};
 use super::launch::{Binding, Registry};
-use super::pipeline::{self, admit, read_now, Admitted, Proven, Prover, Who};
+use super::pipeline::{
+    self, admit, human_beside, read_now, route, Admitted, Proven, Prover, Route, Who,
+};
 use super::places::Places;
 use super::reads::Reads;
 use super::world::Time;
@@ -177,9 +180,9 @@ impl Seen {
     }
 }
 
-/// Answers one request line: [`admit`] it, then run a read beside the
-/// writer, wait for changes, or hand it to the writer (a `browser.request`
-/// also to a pane).
+/// Answers one request line: [`admit`] it, then take it where [`route`]
+/// says: a read beside the writer, a wait for changes, the writer (a
+/// `browser.request` also to a pane), the human's proven first.
 async fn answer<S: StoreReaders + Send + 'static>(
     shared: &Shared<S>,
     peer: Peer,
@@ -191,7 +194,6 @@ async fn answer<S: StoreReaders + Send + 'static>(
         registry,
         jobs,
         reads,
-        hub,
         credentials,
         prover,
         time,
@@ -216,61 +218,93 @@ async fn answer<S: StoreReaders + Send + 'static>(
             shared.calls.note(run, admitted.verb, time.now());
         }
     }
-    if let (Ok(Call::Changes { since, timeout_ms }), Who::Known(caller)) =
-        (&admitted.call, &admitted.who)
-    {
-        let asked = Asked {
-            caller: caller.clone(),
-            since: *since,
-            wait: mosaic_domain::changes::wait(*timeout_ms),
-        };
-        // A wait is counted while it lasts; an answer at once is no wait.
-        let _waiting = since
-            .and(agent_run(caller))
-            .map(|run| shared.calls.waiting(run));
-        let page = changes::page(reads, time, asked, gone.disconnected()).await;
-        return match page {
-            Ok(page) => wire::ok(wire::changes_json(page.cursor, &page.changes)),
-            Err(refusal) => {
-                record_refusal(jobs, caller.clone(), Verb::Changes.as_str(), refusal).await
+    match route(&admitted) {
+        Route::Feed {
+            caller,
+            since,
+            timeout_ms,
+        } => {
+            let asked = Asked {
+                caller: caller.clone(),
+                since,
+                wait: mosaic_domain::changes::wait(timeout_ms),
+            };
+            // A wait is counted while it lasts; an answer at once is no wait.
+            let _waiting = since
+                .and(agent_run(caller))
+                .map(|run| shared.calls.waiting(run));
+            let page = changes::page(reads, time, asked, gone.disconnected()).await;
+            match page {
+                Ok(page) => wire::ok(wire::changes_json(page.cursor, &page.changes)),
+                Err(refusal) => {
+                    record_refusal(jobs, caller.clone(), Verb::Changes.as_str(), refusal).await
+                }
             }
-        };
-    }
-    if let (Ok(Call::Changes { .. }), Who::Human { .. }) = (&admitted.call, &admitted.who) {
-        return human_changes(shared, admitted, gone).await;
-    }
-    if let Some((caller, call)) = admitted.read_beside_writer() {
-        let (caller, call) = (caller.clone(), call.clone());
-        return read_beside_writer(reads, jobs, caller, admitted.verb, call).await;
-    }
-    let browser = match (&admitted.call, &admitted.who) {
-        (Ok(Call::BrowserRequest(call)), Who::Known(caller @ Caller::Agent { .. })) => {
-            Some((call.clone(), caller.clone()))
         }
-        (Ok(_) | Err(_), Who::Known(_) | Who::Human { .. }) => None,
-    };
-    let Admitted { who, verb, call } = admitted;
-    let who = prover.prove(reads, who).await;
-    let (who, call) = match human_read(shared, who, verb, call).await {
-        Ok(answer) => return answer,
-        Err(not_a_read) => not_a_read,
-    };
-    let Some((browser, caller)) = browser else {
-        let request = |reply| Job::Request {
-            who,
-            verb,
-            call,
-            reply,
-            early: None,
-        };
-        // The writer answers the client itself, the token guard included.
-        if let Some(socket) = gone.direct() {
-            let credentials = Arc::clone(credentials);
-            let render = Box::new(move |answer| guarded(&credentials, wire::response(answer)));
-            return ask_line(jobs, socket.clone(), render, request).await;
+        Route::Read { caller, call } => {
+            let (caller, call) = (caller.clone(), call.clone());
+            read_beside_writer(reads, jobs, caller, admitted.verb, call).await
         }
-        return wire::response(ask(jobs, request).await);
+        Route::Browser { caller, call } => {
+            let (caller, call) = (caller.clone(), call.clone());
+            browser(shared, admitted, caller, call, gone).await
+        }
+        Route::HumanFeed { since, timeout_ms } => {
+            human_changes(shared, admitted, since, timeout_ms, gone).await
+        }
+        Route::HumanRead => {
+            let Admitted { who, verb, call } = admitted;
+            let who = prover.prove(reads, who).await;
+            match human_read(shared, who, verb, call).await {
+                Ok(answer) => answer,
+                Err((who, call)) => write(shared, who, verb, call, &gone).await,
+            }
+        }
+        Route::Writer => {
+            let Admitted { who, verb, call } = admitted;
+            let who = prover.prove(reads, who).await;
+            write(shared, who, verb, call, &gone).await
+        }
+    }
+}
+
+/// Stages a request on the writer and answers with what it says; the
+/// writer answers the client itself, the token guard included, when the
+/// connection is lent for it.
+async fn write<S>(
+    shared: &Shared<S>,
+    who: Proven,
+    verb: &'static str,
+    call: Result<Call, Refusal>,
+    gone: &Disconnect,
+) -> String {
+    let request = |reply| Job::Request {
+        who,
+        verb,
+        call,
+        reply,
+        early: None,
     };
+    if let Some(socket) = gone.direct() {
+        let credentials = Arc::clone(&shared.credentials);
+        let render = Box::new(move |answer| guarded(&credentials, wire::response(answer)));
+        return ask_line(&shared.jobs, socket.clone(), render, request).await;
+    }
+    wire::response(ask(&shared.jobs, request).await)
+}
+
+/// An agent's `browser.request`: authorized on the writer, answered early
+/// once staged, then carried to a pane ([`browse`]).
+async fn browser<S>(
+    shared: &Shared<S>,
+    admitted: Admitted,
+    caller: Caller,
+    browser: BrowserCall,
+    gone: Disconnect,
+) -> String {
+    let Admitted { verb, call, .. } = admitted;
+    let who = Proven::Known(caller.clone());
+    let jobs = &shared.jobs;
     let (staged, on_staged) = oneshot::channel();
     let (durable, authority) = watch::channel(None);
     let (reply, answered) = oneshot::channel();
@@ -290,7 +324,7 @@ async fn answer<S: StoreReaders + Send + 'static>(
             .unwrap_or(Err(Refusal::BrokerUnavailable))
             .map(drop)
     };
-    let hub = hub.as_deref();
+    let hub = shared.hub.as_deref();
     if on_staged.await.is_ok() {
         return browse(jobs, hub, &gone, &browser, caller, authority, answered).await;
     }
@@ -313,13 +347,11 @@ async fn answer<S: StoreReaders + Send + 'static>(
 async fn human_changes<S: StoreReaders + Send + 'static>(
     shared: &Shared<S>,
     admitted: Admitted,
+    since: Option<u64>,
+    timeout_ms: Option<u64>,
     gone: Disconnect,
 ) -> String {
     let Admitted { who, verb, call } = admitted;
-    let (since, timeout_ms) = match &call {
-        Ok(Call::Changes { since, timeout_ms }) => (*since, *timeout_ms),
-        Ok(_) | Err(_) => (None, None),
-    };
     let who = shared.prover.prove(&shared.reads, who).await;
     let to_writer = |who, call| {
         ask(&shared.jobs, |reply| Job::Request {
@@ -330,20 +362,12 @@ async fn human_changes<S: StoreReaders + Send + 'static>(
             early: None,
         })
     };
-    let business = match &who {
-        Proven::Human {
-            business,
-            proof: Ok(()),
-        } if shared.reads.view().is_some_and(|v| v.knows(business)) => business.clone(),
-        Proven::Human { .. } | Proven::Known(_) => {
-            return wire::response(to_writer(who, call).await);
-        }
-    };
     // A wait records nothing, so it draws no `human.input` id; the
     // watcher is the business's, whoever the input would have been.
-    let caller = Caller::Human {
-        business,
-        input: EventId::from_random([0; 16]),
+    let view = shared.reads.view();
+    let Some(caller) = human_beside(&who, |business| view.is_some_and(|v| v.knows(business)))
+    else {
+        return wire::response(to_writer(who, call).await);
     };
     let asked = Asked {
         caller,
@@ -356,37 +380,25 @@ async fn human_changes<S: StoreReaders + Send + 'static>(
     }
 }
 
-/// A proven human's read of a business the broker knows: run beside the
-/// writer, as an agent's is, so the human's answer never waits for a group
-/// commit's sync behind what a flood has the writer record. A read records
-/// nothing, so it draws no `human.input` id. Anything else (a failed proof,
-/// an unknown business, a write, an argument refusal) comes back for the
-/// writer, which records it as it records any human request's; so does a
-/// refusal of the read itself.
+/// A proven human's read of a business the broker knows
+/// ([`human_beside`]): run beside the writer, as an agent's is, so the
+/// human's answer never waits for a group commit's sync behind what a
+/// flood has the writer record. Anything else (a failed proof, an unknown
+/// business) comes back for the writer, which records it as it records
+/// any human request's; so does a refusal of the read itself.
 async fn human_read<S: StoreReaders + Send + 'static>(
     shared: &Shared<S>,
     who: Proven,
     verb: &'static str,
     call: Result<Call, Refusal>,
 ) -> Result<String, (Proven, Result<Call, Refusal>)> {
-    let business = match (&who, &call) {
-        (
-            Proven::Human {
-                business,
-                proof: Ok(()),
-            },
-            Ok(read),
-        ) if read.is_read() && shared.reads.view().is_some_and(|v| v.knows(business)) => {
-            business.clone()
-        }
-        (Proven::Human { .. } | Proven::Known(_), Ok(_) | Err(_)) => return Err((who, call)),
+    let view = shared.reads.view();
+    let Some(caller) = human_beside(&who, |business| view.is_some_and(|v| v.knows(business)))
+    else {
+        return Err((who, call));
     };
     let Ok(read) = call else {
         return Err((who, call));
-    };
-    let caller = Caller::Human {
-        business,
-        input: EventId::from_random([0; 16]),
     };
     let permit = match shared.reads.permit().await {
         Ok(permit) => permit,

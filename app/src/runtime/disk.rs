@@ -54,7 +54,8 @@ pub(super) enum WhenShort<'a> {
 /// an agent's or reader's request is refused `storage-unavailable`, a
 /// failed human proof and a read's refusal keep their own code, and each
 /// of those is only counted. A new launch is not bound, and the host
-/// asking whether it may start a run is told no.
+/// asking whether it may start a run is told no; a run's end, the host's
+/// word that frees a role, is recorded.
 pub(super) fn when_short(job: &Job) -> WhenShort<'_> {
     match job {
         Job::Request { who, verb, .. } => match who {
@@ -79,6 +80,8 @@ pub(super) fn when_short(job: &Job) -> WhenShort<'_> {
             caller, command, ..
         } => of_caller(caller, command.verb(), Refusal::StorageUnavailable),
         Job::Bind { .. } | Job::Room { .. } => WhenShort::Refuse,
+        // An end frees a role for the next run: small, and served.
+        Job::End { .. } => WhenShort::Serve,
     }
 }
 

@@ -17,14 +17,19 @@
 //! its own stage, or counted in its window ([`mosaic_domain::refusal_counts`]):
 //! a counted refusal is answered with its batch, and the window's count is
 //! staged by [`Driver::stage_refusal_counts`] once the window is over.
+//!
+//! The driver also keeps the ends of runs each committed batch recorded
+//! ([`Driver::take_ends`]), which the broker announces to its host.
 
 use mosaic_domain::bus::{Bus, BusMark, Caller, Command, Reply};
 use mosaic_domain::changes::{Change, Routing};
 use mosaic_domain::claims::BindReply;
-use mosaic_domain::evidence::{LaunchRecord, RefusalCount, RefusalRecord, Stamped};
+use mosaic_domain::evidence::{
+    ClaimEvidence, Ending, Evidence, LaunchRecord, RefusalCount, RefusalRecord, RunEnd, Stamped,
+};
 use mosaic_domain::messages::{receive_batch, RECEIVE_LIMIT};
 use mosaic_domain::refusal_counts::{RefusalWindows, Tally};
-use mosaic_domain::{Business, Refusal, Timestamp};
+use mosaic_domain::{Business, Refusal, RunId, Timestamp};
 use mosaic_ports::{EvidenceStore, StoreError};
 
 /// Whether bytes contain a secret that must never be written.
@@ -51,6 +56,9 @@ pub struct Driver<S> {
     /// The changes of the batches committed since the last
     /// [`Driver::take_changes`], at their positions.
     committed: Vec<(u64, Change)>,
+    /// The ends of runs the open batch records, and those of the batches
+    /// committed since the last [`Driver::take_ends`].
+    ends: (Vec<RunEnd>, Vec<RunEnd>),
     /// The windows refusals are counted in.
     windows: RefusalWindows,
     /// The windows' counts the open batch writes.
@@ -78,6 +86,7 @@ impl<S: EvidenceStore> Driver<S> {
             head,
             batch: (0, Vec::new()),
             committed: Vec::new(),
+            ends: (Vec::new(), Vec::new()),
             windows: RefusalWindows::default(),
             writing: Vec::new(),
         })
@@ -169,6 +178,15 @@ impl<S: EvidenceStore> Driver<S> {
     /// The binding's refusal or `storage-unavailable`.
     pub fn bind(&mut self, now: Timestamp, record: LaunchRecord) -> Result<BindReply, Refusal> {
         let answer = self.stage_bind(now, record);
+        self.finish().and(answer)
+    }
+
+    /// Ends `run` for its host, as `endRun` does ([`Bus::handle_end`]).
+    ///
+    /// # Errors
+    /// The end's refusal or `storage-unavailable`.
+    pub fn end(&mut self, now: Timestamp, run: &RunId, ending: Ending) -> Result<(), Refusal> {
+        let answer = self.stage_end(now, run, ending);
         self.finish().and(answer)
     }
 
@@ -295,6 +313,25 @@ impl<S: EvidenceStore> Driver<S> {
         Ok(reply)
     }
 
+    /// [`Driver::end`] inside the open batch. A refused end is not
+    /// recorded (the host, not an agent, asked).
+    ///
+    /// # Errors
+    /// As [`Driver::end`], provisionally.
+    pub fn stage_end(
+        &mut self,
+        now: Timestamp,
+        run: &RunId,
+        ending: Ending,
+    ) -> Result<(), Refusal> {
+        if self.broken {
+            return Err(Refusal::StorageUnavailable);
+        }
+        let mark = self.bus.mark();
+        self.bus.handle_end(now, run, ending)?;
+        self.stage(mark)
+    }
+
     /// Commits the open batch with one sync and settles the bus. Only after
     /// `Ok` may the batch's provisional answers be sent.
     ///
@@ -318,8 +355,10 @@ impl<S: EvidenceStore> Driver<S> {
         if committed.is_err() {
             self.windows.unwritten(written);
         }
+        let ends = std::mem::take(&mut self.ends.0);
         match committed {
             Ok(()) => {
+                self.ends.1.extend(ends);
                 self.bus.handle_committed();
                 let head = self.head;
                 self.committed.extend(
@@ -347,6 +386,13 @@ impl<S: EvidenceStore> Driver<S> {
     /// until taken: the broker's writer takes them after every batch.
     pub fn take_changes(&mut self) -> (u64, Vec<(u64, Change)>) {
         (self.head, std::mem::take(&mut self.committed))
+    }
+
+    /// The ends of runs committed since the last call, in commit order.
+    /// They are kept until taken: the broker's writer takes them after
+    /// every batch and announces them.
+    pub fn take_ends(&mut self) -> Vec<RunEnd> {
+        std::mem::take(&mut self.ends.1)
     }
 
     /// Whether machine state changed since the last call: a committed batch
@@ -405,10 +451,14 @@ impl<S: EvidenceStore> Driver<S> {
         }
     }
 
-    /// Notes the changes a stage's records make, for the feed.
+    /// Notes the changes a stage's records make, for the feed, and the
+    /// ends of runs among them.
     fn note_changes(&mut self, records: &[Stamped]) {
         let (count, changes) = &mut self.batch;
         for record in records {
+            if let Evidence::Claim(ClaimEvidence::Ended(end)) = &record.evidence {
+                self.ends.0.push(end.clone());
+            }
             let routing = Change::routing_needed(&record.evidence)
                 .and_then(|id| self.bus.decisions().get(id))
                 .map(|d| Routing::of(&d.record));

@@ -14,6 +14,10 @@
 //! A waiter costs a task and nothing else while idle: no thread, no
 //! reader connection, no timer but its deadline.
 //!
+//! Beside the changes, the feed announces the ends of runs to the
+//! process that started the broker ([`Feed::subscribe_ends`]): every end a
+//! committed batch recorded, whoever asked for it.
+//!
 //! An agent run holds at most [`WAITS_PER_RUN`] waits at once (its
 //! [`Seat`]s): a newer wait of a run that holds them all answers the
 //! run's oldest at once, with its cursor and no changes, as its timeout
@@ -29,15 +33,20 @@ use std::time::Duration;
 
 use mosaic_adapters::cause::logged;
 use mosaic_domain::changes::{Change, Routing, Topic, Watcher, CHANGES_LIMIT};
+use mosaic_domain::evidence::RunEnd;
 use mosaic_domain::{BusinessId, DecisionId, Refusal, RunId};
 use mosaic_ports::EvidenceStore;
-use tokio::sync::{oneshot, watch, Notify};
+use tokio::sync::{broadcast, oneshot, watch, Notify};
 
 use super::world::{until, Time};
 
 /// How many changes the feed keeps in memory. A waiter further behind
 /// reads the rest from the store.
 const KEPT: usize = 4096;
+
+/// How many ends of runs a subscriber may fall behind before it misses
+/// some ([`broadcast::error::RecvError::Lagged`]).
+pub const ENDS_KEPT: usize = 1024;
 
 /// How many records one read of the store's ledger takes, so a wait far
 /// behind holds a reader connection only briefly at a time.
@@ -70,6 +79,8 @@ pub struct Feed {
     seats: Mutex<HashMap<Run, Seats>>,
     /// The number of the next seat.
     next_seat: AtomicU64,
+    /// The ends of runs, to whoever subscribed.
+    ends: broadcast::Sender<RunEnd>,
 }
 
 /// An agent run: its business and its run id.
@@ -129,6 +140,20 @@ impl Feed {
             closed: watch::channel(false).0,
             seats: Mutex::new(HashMap::new()),
             next_seat: AtomicU64::new(0),
+            ends: broadcast::channel(ENDS_KEPT).0,
+        }
+    }
+
+    /// Every end of a run committed from now on, in commit order.
+    pub fn subscribe_ends(&self) -> broadcast::Receiver<RunEnd> {
+        self.ends.subscribe()
+    }
+
+    /// Announces the ends of runs a committed batch recorded.
+    pub fn publish_ends(&self, ends: Vec<RunEnd>) {
+        for end in ends {
+            // Nobody subscribed is nobody to tell.
+            let _ = self.ends.send(end);
         }
     }
 

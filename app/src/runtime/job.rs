@@ -9,8 +9,8 @@ use std::sync::mpsc;
 use mosaic_adapters::socket::DirectReply;
 use mosaic_adapters::wire::{self, Call};
 use mosaic_domain::bus::{Caller, Command, Reply};
-use mosaic_domain::evidence::LaunchRecord;
-use mosaic_domain::Refusal;
+use mosaic_domain::evidence::{Ending, LaunchRecord};
+use mosaic_domain::{Refusal, RunId};
 use serde_json::Value;
 use tokio::sync::{oneshot, watch};
 
@@ -30,6 +30,12 @@ pub(super) enum Job {
     /// A launch to bind.
     Bind {
         record: LaunchRecord,
+        reply: ReplyTo<()>,
+    },
+    /// A run its host ends.
+    End {
+        run: RunId,
+        ending: Ending,
         reply: ReplyTo<()>,
     },
     /// The host asks whether agents may be served now, before it starts a
@@ -54,7 +60,8 @@ pub(super) enum Job {
 }
 
 /// Where a job's answer goes: to an async task (a connection), to a
-/// thread that blocks for it (the trusted in-process API, `bind_launch`),
+/// thread that blocks for it (the trusted in-process API, `bind_launch`,
+/// `end_run`),
 /// or straight to a socket connection's client ([`Line`]).
 pub(super) enum ReplyTo<T> {
     Task(oneshot::Sender<Result<T, Refusal>>),

@@ -8,14 +8,18 @@
 //!    capability's binding, or a human still to be proven), then the call's
 //!    arguments. A refusal before a caller is known is answered and never
 //!    recorded; one after it is recorded as that caller's.
-//! 2. An agent's or reader's read runs beside the writer ([`read_now`]) on
-//!    a reader handle, and `changes` waits beside it
-//!    ([`super::changes::page`]); only their refusals are recorded.
+//! 2. [`route`] says where it goes ([`Route`]): an agent's or reader's
+//!    read runs beside the writer ([`read_now`]) on a reader handle, and
+//!    `changes` waits beside it ([`super::changes::page`]); only their
+//!    refusals are recorded.
 //! 3. A human request is proven beside the writer ([`Prover::prove`]),
-//!    bounded in time, so a stalled `/proc` read holds up only itself.
+//!    bounded in time, so a stalled `/proc` read holds up only itself; a
+//!    proven human's read or wait then runs beside the writer too
+//!    ([`human_beside`]).
 //! 4. Everything else is staged on the writer ([`stage_request`]): the
 //!    proven caller, then the call dispatched to the driver (a command) or
-//!    to the read side (the human's reads), or the refusal recorded.
+//!    to the read side (a read with no view to run beside the writer
+//!    yet), or the refusal recorded.
 //!
 //! The writer commits the batch afterwards ([`commit_batch`]; see
 //! [`super::driver`]); no answer goes out before its batch is durable.
@@ -25,11 +29,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use mosaic_adapters::socket::Peer;
+use mosaic_adapters::wire::browser::BrowserCall;
 use mosaic_adapters::wire::{self, Call, Dispatch, Envelope, Presenter};
 use mosaic_domain::browser::{AddressPolicy, BrowserAction};
 use mosaic_domain::bus::Caller;
 use mosaic_domain::log_windows::{LogWindows, Suppressed};
-use mosaic_domain::{BusinessId, Capability, Refusal};
+use mosaic_domain::{BusinessId, Capability, EventId, Refusal};
 use mosaic_ports::{Entropy, EvidenceStore, ProcessTable, StoreReaders};
 use serde_json::Value;
 
@@ -358,13 +363,80 @@ pub(crate) fn admit(
     Ok(Admitted { who, verb, call })
 }
 
-impl Admitted {
-    /// An agent's or reader's read, which runs beside the writer.
-    pub(crate) fn read_beside_writer(&self) -> Option<(&Caller, &Call)> {
-        match (&self.who, &self.call) {
-            (Who::Known(caller), Ok(call)) if call.is_read() => Some((caller, call)),
-            (Who::Known(_) | Who::Human { .. }, Ok(_) | Err(_)) => None,
+/// Where an admitted request goes: the one routing of the socket's
+/// connections and of the fuzz harness ([`route`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Route<'a> {
+    /// An agent's or reader's `changes`: waited on the change feed
+    /// ([`super::changes::page`]) beside the writer.
+    Feed {
+        caller: &'a Caller,
+        since: Option<u64>,
+        timeout_ms: Option<u64>,
+    },
+    /// An agent's or reader's read: run beside the writer ([`read_now`]).
+    Read { caller: &'a Caller, call: &'a Call },
+    /// An agent's `browser.request`: authorized on the writer, then
+    /// carried to a pane.
+    Browser {
+        caller: &'a Caller,
+        call: &'a BrowserCall,
+    },
+    /// The human's `changes`: proven, then waited on the feed as the
+    /// business's when [`human_beside`] says so, else staged on the writer.
+    HumanFeed {
+        since: Option<u64>,
+        timeout_ms: Option<u64>,
+    },
+    /// The human's read: proven, then run beside the writer when
+    /// [`human_beside`] says so, else staged on the writer.
+    HumanRead,
+    /// Everything else, a refusal of the arguments included: proven when
+    /// the human's, then staged on the writer ([`stage_request`]).
+    Writer,
+}
+
+/// Where `admitted` goes ([`Route`]), the choice that begins step 2. Only
+/// the caller and the call decide; a refusal of the arguments always goes
+/// to the writer, which records it.
+pub(crate) fn route(admitted: &Admitted) -> Route<'_> {
+    match (&admitted.who, &admitted.call) {
+        (Who::Known(caller), Ok(Call::Changes { since, timeout_ms })) => Route::Feed {
+            caller,
+            since: *since,
+            timeout_ms: *timeout_ms,
+        },
+        (Who::Human { .. }, Ok(Call::Changes { since, timeout_ms })) => Route::HumanFeed {
+            since: *since,
+            timeout_ms: *timeout_ms,
+        },
+        (Who::Known(caller @ Caller::Agent { .. }), Ok(Call::BrowserRequest(call))) => {
+            Route::Browser { caller, call }
         }
+        (Who::Known(caller), Ok(call)) if call.is_read() => Route::Read { caller, call },
+        (Who::Human { .. }, Ok(call)) if call.is_read() => Route::HumanRead,
+        (Who::Known(_) | Who::Human { .. }, Ok(_) | Err(_)) => Route::Writer,
+    }
+}
+
+/// The caller a proven human's read or wait runs as beside the writer:
+/// the business's human, when the proof passed for a business the read
+/// side `knows`. `None` sends the request to the writer, which records it
+/// as it records any human request's. A read records nothing, so it draws
+/// no `human.input` id: the caller's is zero.
+pub(crate) fn human_beside(
+    who: &Proven,
+    knows: impl FnOnce(&BusinessId) -> bool,
+) -> Option<Caller> {
+    match who {
+        Proven::Human {
+            business,
+            proof: Ok(()),
+        } if knows(business) => Some(Caller::Human {
+            business: business.clone(),
+            input: EventId::from_random([0; 16]),
+        }),
+        Proven::Human { .. } | Proven::Known(_) => None,
     }
 }
 
@@ -382,6 +454,8 @@ pub(crate) fn read_now<S: EvidenceStore>(
     let business = caller.business().clone();
     // Every verb is admitted from the verb table before its dispatch.
     call.verb().admit(caller.kind())?;
+    // A run that ended reads nothing either.
+    view.check_live(caller)?;
     // A read draws no fresh id.
     match call.into_dispatch(|| [0; 16], |uuid| reads::kind_of(store, &business, uuid))? {
         Dispatch::Query(query) => reads::read_text(view, store, caller, query),
@@ -458,6 +532,7 @@ pub(crate) fn commit_batch<S: StoreReaders>(
     }
     let (head, changes) = driver.take_changes();
     reads.feed().publish(head, changes);
+    reads.feed().publish_ends(driver.take_ends());
     durable
 }
 
@@ -511,12 +586,218 @@ fn execute<S: StoreReaders>(
             .stage_call(now, caller, verb, command)
             .map(|reply| wire::reply_json(&reply)),
         // Reads run beside the writer (the human's too, once proven); one
-        // still comes here from the fuzz harness, or before a view exists.
+        // comes here only when the read side had no view for it.
         Ok(Dispatch::Query(query)) => reads
             .view()
             .ok_or(Refusal::StorageUnavailable)
-            .and_then(|view| reads::read(&view, driver.store(), caller, query))
+            .and_then(|view| {
+                view.check_live(caller)?;
+                reads::read(&view, driver.store(), caller, query)
+            })
             .map_err(|r| driver.stage_refusal(now, Some(caller), verb, r)),
         Err(refusal) => Err(driver.stage_refusal(now, Some(caller), verb, refusal)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use mosaic_domain::evidence::AgentRef;
+    use mosaic_domain::{CallerKind, RoleInstance, RunId, Verb};
+
+    use super::*;
+
+    /// Arguments each verb accepts, for the verbs that need some; every
+    /// other verb takes `{}`.
+    const ARGS: [(&str, &str); 11] = [
+        (
+            "role.revoke",
+            r#"{"role":"dev","decision":"05050505-0505-4505-8505-050505050505"}"#,
+        ),
+        (
+            "decision.raise",
+            r#"{"action":"repo.merge","question":"May I?","options":[{"key":"yes","text":"Yes"}],"recommendation":"yes","blocking":false}"#,
+        ),
+        (
+            "decision.resolve",
+            r#"{"id":"05050505-0505-4505-8505-050505050505","choice":"yes"}"#,
+        ),
+        (
+            "decision.seen",
+            r#"{"id":"05050505-0505-4505-8505-050505050505"}"#,
+        ),
+        (
+            "decision.withdraw",
+            r#"{"id":"05050505-0505-4505-8505-050505050505"}"#,
+        ),
+        ("message.send", r#"{"to":"dev","body":"hello"}"#),
+        (
+            "message.read",
+            r#"{"id":"08080808-0808-4808-8808-080808080808"}"#,
+        ),
+        (
+            "event.emit",
+            r#"{"kind":"action.allowed","body":{"action":"routine"}}"#,
+        ),
+        ("run.end", r#"{"run":"dev-0a0b0c0d"}"#),
+        ("trail", r#"{"subject":"vikunja:3/41"}"#),
+        ("browser.request", r#"{"action":"back"}"#),
+    ];
+
+    /// The reads of the verb table, as the spec lists them.
+    const READS: [&str; 5] = ["inbox", "tasks", "agents", "trail", "head"];
+
+    fn acme() -> BusinessId {
+        BusinessId::parse("acme").expect("a business id")
+    }
+
+    /// The caller of each kind behind the one capability a line carries.
+    fn caller(kind: CallerKind) -> Option<Caller> {
+        match kind {
+            CallerKind::Agent => Some(Caller::Agent {
+                business: acme(),
+                agent: AgentRef {
+                    role: RoleInstance::parse("dev").expect("a role"),
+                    run: RunId::parse("r-dev").expect("a run"),
+                },
+            }),
+            CallerKind::Reader => Some(Caller::Reader { business: acme() }),
+            CallerKind::Human => None,
+        }
+    }
+
+    /// `verb` with `args` from a caller of `kind`, admitted.
+    fn admitted(verb: Verb, kind: CallerKind, args: &str) -> Admitted {
+        let line = match kind {
+            CallerKind::Agent | CallerKind::Reader => format!(
+                r#"{{"cap":"{}","verb":"{verb}","args":{args}}}"#,
+                "b".repeat(64)
+            ),
+            CallerKind::Human => format!(
+                r#"{{"human":{{"nonce":"{}"}},"business":"acme","verb":"{verb}","args":{args}}}"#,
+                "0".repeat(32)
+            ),
+        };
+        let peer = Peer {
+            uid: 1000,
+            pid: Some(200),
+        };
+        admit(line.as_bytes(), peer, None, |_| caller(kind))
+            .unwrap_or_else(|refusal| panic!("{line} is admitted: {refusal}"))
+    }
+
+    /// Where a route leads, by name.
+    fn place(route: Route<'_>) -> &'static str {
+        match route {
+            Route::Feed { .. } => "feed",
+            Route::Read { .. } => "read",
+            Route::Browser { .. } => "browser",
+            Route::HumanFeed { .. } => "human feed",
+            Route::HumanRead => "human read",
+            Route::Writer => "writer",
+        }
+    }
+
+    #[test]
+    fn every_verb_from_every_caller_kind_routes_where_the_spec_says() {
+        let kinds = [CallerKind::Agent, CallerKind::Reader, CallerKind::Human];
+        for &verb in Verb::ALL {
+            let args = ARGS
+                .iter()
+                .find(|(name, _)| *name == verb.as_str())
+                .map_or("{}", |(_, args)| args);
+            for kind in kinds {
+                let sent = admitted(verb, kind, args);
+                assert!(
+                    sent.call.is_ok(),
+                    "{verb}'s sample arguments parse: add them to ARGS"
+                );
+                let name = verb.as_str();
+                let human = kind == CallerKind::Human;
+                let expected = if name == "changes" {
+                    if human {
+                        "human feed"
+                    } else {
+                        "feed"
+                    }
+                } else if READS.contains(&name) {
+                    if human {
+                        "human read"
+                    } else {
+                        "read"
+                    }
+                } else if name == "browser.request" && kind == CallerKind::Agent {
+                    "browser"
+                } else {
+                    "writer"
+                };
+                assert_eq!(place(route(&sent)), expected, "{verb} from {kind:?}");
+                // Arguments refused go to the writer, which records them.
+                let refused = admitted(verb, kind, r#"{"unknown":1}"#);
+                assert_eq!(refused.call.as_ref().err(), Some(&Refusal::UnknownKey));
+                assert_eq!(place(route(&refused)), "writer", "refused {verb}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_route_carries_the_caller_and_the_call_it_was_given() {
+        let wait = admitted(
+            Verb::Changes,
+            CallerKind::Reader,
+            r#"{"since":7,"timeoutMs":2000}"#,
+        );
+        let Route::Feed {
+            caller: waiter,
+            since,
+            timeout_ms,
+        } = route(&wait)
+        else {
+            panic!("a reader's changes waits on the feed");
+        };
+        assert_eq!(
+            (waiter, since, timeout_ms),
+            (&Caller::Reader { business: acme() }, Some(7), Some(2000))
+        );
+        let human = admitted(Verb::Changes, CallerKind::Human, r#"{"since":3}"#);
+        assert!(matches!(
+            route(&human),
+            Route::HumanFeed {
+                since: Some(3),
+                timeout_ms: None
+            }
+        ));
+        let read = admitted(
+            Verb::Trail,
+            CallerKind::Agent,
+            r#"{"subject":"vikunja:3/41"}"#,
+        );
+        let Route::Read { caller: by, call } = route(&read) else {
+            panic!("an agent's trail runs beside the writer");
+        };
+        assert_eq!(Some(by.clone()), caller(CallerKind::Agent));
+        assert_eq!(Ok(call), read.call.as_ref());
+    }
+
+    #[test]
+    fn a_proven_human_reads_beside_the_writer_only_for_a_business_it_knows() {
+        let proven = |proof| Proven::Human {
+            business: acme(),
+            proof,
+        };
+        let beside = human_beside(&proven(Ok(())), |b| *b == acme());
+        assert_eq!(
+            beside,
+            Some(Caller::Human {
+                business: acme(),
+                input: EventId::from_random([0; 16]),
+            })
+        );
+        assert_eq!(human_beside(&proven(Ok(())), |_| false), None);
+        assert_eq!(
+            human_beside(&proven(Err(Refusal::HumanProofFailed)), |_| true),
+            None
+        );
+        let agent = caller(CallerKind::Agent).expect("an agent");
+        assert_eq!(human_beside(&Proven::Known(agent), |_| true), None);
     }
 }

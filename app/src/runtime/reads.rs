@@ -17,17 +17,17 @@
 //! ([`super::changes`]), which `Reads` holds, and uses the view only to
 //! know who is waiting ([`View::watcher`]).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 
-use mosaic_adapters::wire::{self, bounded, Query, UuidKind, UuidRef};
+use mosaic_adapters::wire::{self, bounded, Query, RunLife, UuidKind, UuidRef};
 use mosaic_domain::bus::{Bus, Caller};
 use mosaic_domain::changes::Watcher;
-use mosaic_domain::claims::{LaunchSwitch, Occupancy};
+use mosaic_domain::claims::{Ended, LaunchSwitch, Occupancy};
 use mosaic_domain::decisions::{Decision, Status};
 use mosaic_domain::evidence::{LaunchRecord, Recipient, Route, Subject};
 use mosaic_domain::messages::{MessageFacts, INBOX_LIMIT};
-use mosaic_domain::{BusinessId, Refusal, RoleInstance};
+use mosaic_domain::{BusinessId, Refusal, RoleInstance, RunId};
 use mosaic_ports::{EvidenceStore, StoreReaders};
 
 use super::calls::Calls;
@@ -40,13 +40,15 @@ use serde_json::Value;
 pub(crate) struct View {
     /// Every open decision, blocking ones first, then in raise order.
     open: Vec<Decision>,
-    /// Every bound run's record, whether it holds its role and whether it
-    /// was revoked from it, ordered by business, role and run.
-    agents: Vec<(LaunchRecord, bool, bool)>,
+    /// Every bound run's record, whether it holds its role, whether it
+    /// was revoked from it, and its end, ordered by business, role and run.
+    agents: Vec<(LaunchRecord, bool, bool, Option<Ended>)>,
     /// Every role of every business (fixed for a broker's life).
     roles: Arc<BTreeSet<(BusinessId, RoleInstance)>>,
     /// The businesses whose launching is switched off.
     off: BTreeSet<BusinessId>,
+    /// What each run that ended is answered from then on.
+    ended: BTreeMap<RunId, Refusal>,
     /// Which runs' processes exited (fixed for a broker's life, shared by
     /// every view).
     exits: Arc<Exits>,
@@ -85,7 +87,7 @@ impl View {
                 let holding =
                     seat.is_some_and(|s| s.occupancy() == &Occupancy::Held(r.run.clone()));
                 let revoked = seat.is_some_and(|s| s.is_revoked(&r.run));
-                (r.clone(), holding, revoked)
+                (r.clone(), holding, revoked, claims.ended(&r.run).cloned())
             })
             .collect();
         agents.sort_by(|(a, ..), (b, ..)| {
@@ -97,11 +99,16 @@ impl View {
             .filter(|b| bus.launches().switch(b) == LaunchSwitch::Off)
             .cloned()
             .collect();
+        let ended = claims
+            .ends()
+            .map(|(run, end)| (run.clone(), end.ending().refusal()))
+            .collect();
         Self {
             open,
             agents,
             roles,
             off,
+            ended,
             exits,
             calls,
         }
@@ -142,11 +149,27 @@ impl View {
     /// `not-holder` for an agent that does not hold its role now;
     /// `not-authorized` for a caller kind the table does not serve.
     pub(crate) fn watcher(&self, caller: &Caller) -> Result<Watcher, Refusal> {
+        self.check_live(caller)?;
         Watcher::of(caller, |business, agent| {
             self.agents
                 .iter()
-                .any(|(r, holding, _)| *holding && &r.business == business && r.run == agent.run)
+                .any(|(r, holding, ..)| *holding && &r.business == business && r.run == agent.run)
         })
+    }
+
+    /// Refuses an agent whose run ended, as the bus refuses its writes.
+    ///
+    /// # Errors
+    /// `run-ended`, or `run-revoked` for a run that ended by a revoke.
+    pub(crate) fn check_live(&self, caller: &Caller) -> Result<(), Refusal> {
+        let run = match caller {
+            Caller::Agent { agent, .. } => &agent.run,
+            Caller::Reader { .. } | Caller::Human { .. } => return Ok(()),
+        };
+        match self.ended.get(run) {
+            Some(refusal) => Err(*refusal),
+            None => Ok(()),
+        }
     }
 
     /// The role list, for the next view.
@@ -227,7 +250,7 @@ pub(crate) fn read<S: EvidenceStore>(
                 view.agents
                     .iter()
                     .filter(|(r, ..)| &r.business == business)
-                    .map(|(r, holding, revoked)| {
+                    .map(|(r, holding, revoked, ended)| {
                         let mut waits: Vec<&Decision> = view
                             .open
                             .iter()
@@ -237,9 +260,18 @@ pub(crate) fn read<S: EvidenceStore>(
                             .collect();
                         let more = waits.len().saturating_sub(bounded::WAITS_ON);
                         waits.truncate(bounded::WAITS_ON);
-                        let exited = view.exits.of(r);
-                        let mut row =
-                            wire::agent_json(r, *holding, *revoked, launching, &waits, exited);
+                        let exited = view.exits.of(r, ended.as_ref().map(Ended::ending));
+                        let (restarts, usage) = view.exits.life(&r.run);
+                        let life = RunLife {
+                            ended: ended
+                                .as_ref()
+                                .and_then(|e| e.at().map(|at| (at, *e.ending()))),
+                            restarts,
+                            usage,
+                        };
+                        let mut row = wire::agent_json(
+                            r, *holding, *revoked, launching, &waits, exited, life,
+                        );
                         let (last, waiting) = view.calls.of(&r.run);
                         wire::with_calls(&mut row, last, waiting);
                         if let (Value::Object(row), 1..) = (&mut row, more) {
@@ -262,11 +294,6 @@ pub(crate) fn read<S: EvidenceStore>(
         }
         Query::Head => {
             let head = store.chain_head().map_err(storage)?;
-            let head = mosaic_adapters::sqlite::ChainHead {
-                store_id: head.store_id,
-                size: head.size,
-                hash: head.hash,
-            };
             serde_json::json!({"size": head.size, "head": head.hash_base64(), "note": head.note()})
         }
         // `changes` has one way in, `super::changes::page`, which every

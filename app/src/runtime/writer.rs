@@ -194,7 +194,7 @@ enum Kind {
 enum Outcome {
     /// A request's or a read refusal's.
     Value(Result<Value, Refusal>),
-    /// A binding's.
+    /// A binding's or an end's.
     Unit(Result<(), Refusal>),
     /// A command's.
     Reply(Result<Reply, Refusal>),
@@ -205,7 +205,7 @@ impl Outcome {
     fn refused(job: &Job, refusal: Refusal) -> Self {
         let kind = match job {
             Job::Request { .. } | Job::Refuse { .. } => Kind::Value,
-            Job::Bind { .. } | Job::Room { .. } => Kind::Unit,
+            Job::Bind { .. } | Job::End { .. } | Job::Room { .. } => Kind::Unit,
             Job::Command { .. } => Kind::Reply,
         };
         match kind {
@@ -253,7 +253,7 @@ fn send(job: Job, outcome: Outcome, durable: Result<(), Refusal>) {
             reply.send(answer);
         }
         Job::Refuse { reply, .. } => reply.send(durable.and(outcome.value())),
-        Job::Bind { reply, .. } | Job::Room { reply } => {
+        Job::Bind { reply, .. } | Job::End { reply, .. } | Job::Room { reply } => {
             reply.send(durable.and(outcome.unit()));
         }
         Job::Command { reply, .. } => reply.send(durable.and(outcome.reply())),
@@ -293,6 +293,7 @@ fn stage_job<S: StoreReaders>(writer: Writer<'_, S>, job: &mut Job) -> Outcome {
         Job::Bind { record, .. } => {
             Outcome::Unit(writer.driver.stage_bind(now, record.clone()).map(|_| ()))
         }
+        Job::End { run, ending, .. } => Outcome::Unit(writer.driver.stage_end(now, run, *ending)),
         Job::Room { .. } => Outcome::Unit(Ok(())),
         Job::Command {
             caller, command, ..

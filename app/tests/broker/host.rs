@@ -79,6 +79,7 @@ fn boot_replies_with_the_socket_and_one_distinct_capability_per_launch_and_reade
                 "pid": launch_pid(), "start_time": start_time(),
                 "holding": false, "revoked": false,
                 "launching": true, "waitsOn": [], "exited": null,
+                "ended": null, "restarts": 0, "usage": null,
                 "lastVerb": null, "waiting": false}])
     );
     // Capabilities live only in the broker's memory: never logged, never

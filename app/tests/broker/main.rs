@@ -1,6 +1,6 @@
 //! `mosaic-bus broker`, black-box: the real binary booted over its host IPC
 //! (DESIGN.md §4) in a private data root, spoken to through its socket with
-//! `mosaic_adapters::socket::Client`. One test per rule of
+//! `mosaic_client::socket::Client`. One test per rule of
 //! `spec/bus-broker.md` ("Start and stop", "Client protocol").
 //!
 //! - [`host`]: boot, bad boots, the lock, the socket's mode, `bindLaunch`,
@@ -8,6 +8,8 @@
 //! - [`verbs`]: every verb of the spec's table with its rules and refusals;
 //! - [`inbox`]: the human inbox's order, and the runs that exited;
 //! - [`restart`]: what survives a close and a boot on the same data root;
+//! - [`ends`]: the host's `endRun`, what an ended run is answered, and the
+//!   boot that ends a run whose process is gone;
 //! - [`changes`]: the change feed's waits, audiences and cursors;
 //! - [`text`]: the decision text rule and verbatim message bodies;
 //! - [`connections`]: several requests on one connection, the idle
@@ -22,6 +24,7 @@ mod support;
 
 mod changes;
 mod connections;
+mod ends;
 mod host;
 mod inbox;
 mod replies;

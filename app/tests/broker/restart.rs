@@ -70,13 +70,16 @@ fn a_revoked_run_never_reclaims_its_role_also_after_restart() {
             "role.revoked",
         ]
     );
+    // The revoke also ended the run, in the same transaction.
     let trail = lead.trail("dev");
     assert_eq!(
-        trail.last(),
-        Some(
-            &json!({"kind": "role.revoked", "business": "acme", "role": "dev", "run": "dev-1",
-                     "decision": id})
-        )
+        trail[trail.len() - 2..],
+        [
+            json!({"kind": "role.revoked", "business": "acme", "role": "dev", "run": "dev-1",
+                     "decision": id}),
+            json!({"kind": "session.ended", "business": "acme", "role": "dev", "run": "dev-1",
+                   "cause": "revoked", "status": null, "signal": null, "vacated": false}),
+        ]
     );
     dev2.claim();
     second.close();
@@ -87,21 +90,29 @@ fn a_revoked_run_never_reclaims_its_role_also_after_restart() {
     dev2.ok("role.release", json!({}));
     dev1.refused("role.claim", json!({}), "run-revoked");
     let agents = third.reader(0).ok("agents", json!({}));
-    let dev1_row = agents
+    let mut dev1_row = agents
         .as_array()
         .expect("agents")
         .iter()
         .find(|a| a["run"] == "dev-1")
-        .cloned();
+        .cloned()
+        .expect("dev-1's row");
+    let ended_at = dev1_row["ended"]
+        .as_object_mut()
+        .and_then(|e| e.remove("at"))
+        .expect("the end's time");
+    assert!(
+        ended_at.as_str().is_some_and(|at| at.ends_with('Z')),
+        "{ended_at}"
+    );
     assert_eq!(
-        dev1_row.map(without_last_at),
-        Some(
-            json!({"role": "dev", "run": "dev-1", "harness": "pi", "address": null,
-                    "pid": launch_pid(), "start_time": start_time(),
-                    "holding": false, "revoked": true,
-                    "launching": true, "waitsOn": [], "exited": null,
-                    "lastVerb": "role.claim", "waiting": false})
-        )
+        without_last_at(dev1_row),
+        json!({"role": "dev", "run": "dev-1", "harness": "pi", "address": null,
+                "pid": launch_pid(), "start_time": start_time(),
+                "holding": false, "revoked": true,
+                "launching": true, "waitsOn": [], "exited": null,
+                "ended": {"cause": "revoked"}, "restarts": 0, "usage": null,
+                "lastVerb": "role.claim", "waiting": false})
     );
     // The role's trail spans three brokers and the offline human, in one
     // strictly increasing broker time.

@@ -209,12 +209,12 @@ fn feed_waiter(k: usize, shared: &Shared, draining: &AtomicBool, since: u64) -> 
 /// nothing else.
 #[test]
 fn changes_waiters_resume_across_sigkill_without_loss_or_repeat() {
-    let rounds = env_number("MOSAIC_CRASH_ROUNDS", DEFAULT_ROUNDS as u64) as usize;
-    let seed = env_number("MOSAIC_CRASH_SEED", DEFAULT_FEED_SEED);
+    let campaign = Campaign::from_env("crash_changes", DEFAULT_FEED_SEED);
+    let (rounds, seed) = (campaign.rounds, campaign.seed);
     let started = Instant::now();
     let root = support::data_root();
     let cfg = config(root.path(), &[feed_business()], &feed_launches(), &[]);
-    let mut broker = Broker::boot(root.path(), &cfg);
+    let broker = Broker::boot(root.path(), &cfg);
     for k in 0..WAITERS {
         broker.agent(&waiter_run(k)).claim();
     }
@@ -250,27 +250,12 @@ fn changes_waiters_resume_across_sigkill_without_loss_or_repeat() {
         })
         .collect();
 
-    let mut rng = Rng::new(seed);
-    let mut traffic = || {
-        let ms = MAX_TRAFFIC_MS / 5 + rng.below(MAX_TRAFFIC_MS * 4 / 5);
-        Duration::from_millis(ms)
-    };
-    for round in 0..rounds {
-        // The crash lands at a random moment of traffic and open waits.
-        std::thread::sleep(traffic());
-        broker.kill();
-        let evidence = unlock(root.path());
-        broker = Broker::boot(root.path(), &cfg);
-        shared.publish(broker.caps());
-        eprintln!(
-            "crash_changes: round {} of {rounds}: killed, unlocked ({}), booted again",
-            round + 1,
-            evidence.display()
-        );
-    }
-    // The last broker serves a while and is never killed; the senders stop,
+    // The crashes land at random moments of traffic and open waits. The
+    // last broker serves a while and is never killed; the senders stop,
     // then every waiter reads up to the end.
-    std::thread::sleep(traffic());
+    let (broker, _) = campaign.crash(root.path(), &cfg, broker, |broker, _| {
+        shared.publish(broker.caps());
+    });
     shared.halt();
     let sent: Vec<FeedSend> = senders
         .into_iter()

@@ -238,12 +238,12 @@ fn trail_shows(reader: &support::Agent, s: &Sent, id: &str) -> bool {
 
 #[test]
 fn acknowledged_requests_survive_sigkill_exactly_once() {
-    let rounds = env_number("MOSAIC_CRASH_ROUNDS", DEFAULT_ROUNDS as u64) as usize;
-    let seed = env_number("MOSAIC_CRASH_SEED", DEFAULT_SEED);
+    let campaign = Campaign::from_env("crash", DEFAULT_SEED);
+    let (rounds, seed) = (campaign.rounds, campaign.seed);
     let started = Instant::now();
     let root = support::data_root();
     let cfg = config(root.path(), &[business()], &launches(), &["crash"]);
-    let mut broker = Broker::boot(root.path(), &cfg);
+    let broker = Broker::boot(root.path(), &cfg);
     for i in 0..CLIENTS {
         broker.agent(&run(i)).claim();
     }
@@ -264,29 +264,11 @@ fn acknowledged_requests_survive_sigkill_exactly_once() {
         })
         .collect();
 
-    let mut rng = Rng::new(seed);
-    let mut traffic = || {
-        let ms = MAX_TRAFFIC_MS / 5 + rng.below(MAX_TRAFFIC_MS * 4 / 5);
-        Duration::from_millis(ms)
-    };
-    // When each broker generation but the last was killed.
-    let mut kills: Vec<Instant> = Vec::new();
-    for round in 0..rounds {
-        // The crash lands at a random moment of full-speed traffic.
-        std::thread::sleep(traffic());
-        kills.push(Instant::now());
-        broker.kill();
-        let evidence = unlock(root.path());
-        broker = Broker::boot(root.path(), &cfg);
+    // The crashes land at random moments of full-speed traffic; `kills`
+    // holds when each broker generation but the last was killed.
+    let (broker, kills) = campaign.crash(root.path(), &cfg, broker, |broker, _| {
         shared.publish(broker.caps());
-        eprintln!(
-            "crash: round {} of {rounds}: killed, unlocked ({}), booted again",
-            round + 1,
-            evidence.display()
-        );
-    }
-    // The last broker serves a while and is never killed.
-    std::thread::sleep(traffic());
+    });
     shared.halt();
     let sent: Vec<Sent> = clients
         .into_iter()

@@ -591,6 +591,67 @@ fn the_humans_launch_switch_appends_human_input_and_survives_a_restart() {
     );
 }
 
+#[test]
+fn the_human_ends_a_run_recorded_as_its_input_and_the_run_is_refused_from_then_on() {
+    let root = data_root();
+    let b = acme_broker(root.path());
+    let [dev] = claimed(&b, ["dev-1"]);
+    let reader = b.reader(0);
+    let end = |run: &str| human(&b.socket, &acme_request("run.end", json!({"run": run})));
+    assert_eq!(end("dev-1").ok(), json!({}));
+    // From now on dev-1's capability does nothing, reads and waits included.
+    for (verb, args) in [
+        ("role.claim", json!({})),
+        ("role.release", json!({})),
+        ("message.send", json!({"to": "qa", "body": "still here?"})),
+        ("inbox", json!({})),
+        ("agents", json!({})),
+        ("changes", json!({})),
+    ] {
+        dev.refused(verb, args, "run-ended");
+    }
+    // The role is free at once for the next run.
+    b.agent("dev-2").claim();
+    end("dev-1").refused("run-ended", 1);
+    end("nobody-1").refused("unknown-reference", 1);
+    end("-x").refused("bad-id", 1);
+    // The human's word, then the end it made, filed under the role.
+    let trail = reader.trail("dev");
+    let at = trail
+        .iter()
+        .position(|r| r["kind"] == "session.ended")
+        .expect("the end is on the role's trail");
+    assert_eq!(trail[at - 1]["kind"], "human.input", "{trail:?}");
+    assert_eq!(
+        (&trail[at - 1]["verb"], &trail[at - 1]["subject"]),
+        (&json!("run.end"), &json!("dev"))
+    );
+    assert_eq!(
+        trail[at],
+        json!({"kind": "session.ended", "business": "acme", "role": "dev", "run": "dev-1",
+               "cause": "human", "status": null, "signal": null, "vacated": true})
+    );
+    let row = reader
+        .ok("agents", json!({}))
+        .as_array()
+        .expect("agents")
+        .iter()
+        .find(|a| a["run"] == "dev-1")
+        .cloned()
+        .expect("dev-1's row");
+    assert_eq!(row["holding"], false);
+    assert_eq!(row["ended"]["cause"], "human");
+    b.close();
+    assert_eq!(
+        human_inputs(root.path()),
+        [(
+            "run.end".to_owned(),
+            Some("role".to_owned()),
+            Some("dev".to_owned())
+        )]
+    );
+}
+
 // ---------------------------------------------------------------------------
 // Who cannot be the human.
 
@@ -693,6 +754,7 @@ fn agent_and_reader_capabilities_never_act_as_the_human() {
     for agent in [&lead, &ops] {
         agent.refused("launch.revoke", json!({}), "human-only");
         agent.refused("launch.restore", json!({}), "human-only");
+        agent.refused("run.end", json!({"run": "ops-1"}), "human-only");
         agent.refused(
             "decision.resolve",
             json!({"id": id, "choice": "yes"}),
@@ -712,6 +774,7 @@ fn agent_and_reader_capabilities_never_act_as_the_human() {
     }
     reader.refused("launch.revoke", json!({}), "human-only");
     reader.refused("launch.restore", json!({}), "human-only");
+    reader.refused("run.end", json!({"run": "ops-1"}), "human-only");
 
     // A reader sees only its own business.
     other.refused("trail", json!({"subject": id}), "cross-business");

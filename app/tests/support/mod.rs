@@ -15,6 +15,7 @@
 //! own suite (`app/tests/human/`).
 #![allow(dead_code)]
 
+pub mod crash;
 pub mod detached;
 pub mod pane;
 pub mod procs;
@@ -36,8 +37,8 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{mpsc, Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use mosaic_adapters::socket::Client;
 use mosaic_app::runtime::Driver;
+use mosaic_client::socket::Client;
 use mosaic_domain::bus::{Caller, Command as BusCommand, Reply};
 use mosaic_domain::{BusinessId, Refusal};
 use serde_json::{json, Map, Value};

@@ -24,8 +24,8 @@ use std::time::Duration;
 
 use mosaic_adapters::config::boot_from_value;
 use mosaic_adapters::procfs::ProcFs;
-use mosaic_adapters::socket::Client;
 use mosaic_app::runtime::start_broker;
+use mosaic_client::socket::Client;
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_mosaic-bus");

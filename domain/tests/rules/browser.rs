@@ -576,3 +576,33 @@ fn an_id_may_be_used_again_once_settled() {
         ClaimReply::Granted(token(2))
     );
 }
+
+#[test]
+fn may_claim_says_whether_a_claim_would_win_and_changes_nothing() {
+    let clients = ["a", "b", "x", "z"];
+    // Pending, delivered to `a` and `b` only.
+    let mut m = with_pending();
+    for name in clients {
+        let would = m.clone().handle_claim(rid(1), &client(name), token(1));
+        assert_eq!(
+            m.may_claim(rid(1), &client(name)),
+            would == ClaimReply::Granted(token(1)),
+            "{name}"
+        );
+        assert!(!m.may_claim(rid(9), &client(name)), "{name}: unknown");
+    }
+    assert!(m.may_claim(rid(1), &client("a")) && m.may_claim(rid(1), &client("b")));
+    assert_effects(&mut m, &[]);
+    // Asking claimed nothing: the first real claim still wins.
+    assert_eq!(
+        m.handle_claim(rid(1), &client("b"), token(2)),
+        ClaimReply::Granted(token(2))
+    );
+    // Claimed: no claim can win, the claimant's own included.
+    for name in clients {
+        assert!(!m.may_claim(rid(1), &client(name)), "{name}: claimed");
+    }
+    // Settled: gone.
+    assert!(m.handle_result(rid(1), &token(2), PaneOutcome::Done(1)));
+    assert!(!m.may_claim(rid(1), &client("a")));
+}

@@ -1,12 +1,17 @@
 //! The bus's verbs, one rule per test, with exact replies and exact evidence.
 //!
-//! One file of `bus_verbs/` per subject: [`roles`], [`decisions`],
-//! [`messages`], [`switch_and_commits`], [`events`] and [`table`] (the
+//! One file of `bus_verbs/` per subject: [`roles`], [`ends`] (a run's
+//! end), [`decisions`] (and [`decision_text`], the words a decision may
+//! hold), [`messages`], [`human_inbox`] (raise order and the human's
+//! acknowledgement), [`switch_and_commits`], [`events`] and [`table`] (the
 //! verb table against the bus); the fixture and the helpers they share are
 //! here.
 
+mod decision_text;
 mod decisions;
+mod ends;
 mod events;
+mod human_inbox;
 mod messages;
 mod roles;
 mod switch_and_commits;
@@ -19,8 +24,9 @@ use mosaic_domain::claims::{BindReply, ClaimReply};
 use mosaic_domain::decisions::{RaiseInput, Status};
 use mosaic_domain::evidence::{
     ActionAllowed, AgentRef, ClaimEvidence, Consumption, DecisionActor, DecisionEvidence,
-    DecisionOption, Evidence, Harness, HumanInput, LaunchEvidence, LaunchRecord, MessageEvidence,
-    MessageRecord, OptionKey, RaiseFields, Recipient, Route, Sender, Stamped, Subject,
+    DecisionOption, EndCause, Ending, Evidence, Harness, HumanInput, LaunchEvidence, LaunchRecord,
+    MessageEvidence, MessageRecord, OptionKey, RaiseFields, Recipient, Route, RunEnd, Sender,
+    Stamped, Subject,
 };
 use mosaic_domain::messages::MessageFacts;
 use mosaic_domain::*;
@@ -121,13 +127,7 @@ impl Fixture {
     ) -> (Result<Reply, Refusal>, Vec<Evidence>) {
         self.now += 10;
         let reply = self.bus.handle(t(self.now), caller, command);
-        let mut evidence = Vec::new();
-        while let Some(s) = self.bus.poll_effect() {
-            evidence.push(s.evidence.clone());
-            self.committed.push(s);
-        }
-        self.bus.handle_committed();
-        (reply, evidence)
+        (reply, self.commit())
     }
 
     /// Asserts the exact reply and the exact evidence of one verb.
@@ -157,6 +157,44 @@ impl Fixture {
 
     fn claim(&mut self, r: &str, run: &str) {
         self.ok(&caller(r, run), Command::Claim);
+    }
+
+    /// Binds run `run` of role `r`, as the host does, and commits it.
+    #[track_caller]
+    fn bind(&mut self, r: &str, run: &str) {
+        self.now += 10;
+        let record = LaunchRecord {
+            business: acme(),
+            role: role(r),
+            run: RunId::parse(run).unwrap(),
+            harness: Harness::Pi,
+            address: None,
+            pid: 4242,
+            start_time: 7,
+        };
+        self.bus.handle_bind(t(self.now), record).unwrap();
+        self.commit();
+    }
+
+    /// Commits what the bus queued and returns its evidence.
+    fn commit(&mut self) -> Vec<Evidence> {
+        let mut evidence = Vec::new();
+        while let Some(s) = self.bus.poll_effect() {
+            evidence.push(s.evidence.clone());
+            self.committed.push(s);
+        }
+        self.bus.handle_committed();
+        evidence
+    }
+
+    /// The host ends `run` with `ending`: its answer and, committed, its
+    /// evidence.
+    fn end(&mut self, run: &str, ending: Ending) -> (Result<(), Refusal>, Vec<Evidence>) {
+        self.now += 10;
+        let got = self
+            .bus
+            .handle_end(t(self.now), &RunId::parse(run).unwrap(), ending);
+        (got, self.commit())
     }
 
     /// Raises decision `did(id)` as `r/run` and returns it.

@@ -4,9 +4,9 @@
 use mosaic_domain::changes::{self, Change, Routing, Topic, Watcher};
 use mosaic_domain::evidence::{
     ActionAllowed, AgentRef, ClaimEvidence, Consumption, DecisionActor, DecisionEvidence,
-    DecisionRecord, Evidence, Harness, HumanInput, LaunchEvidence, LaunchRecord, MessageEvidence,
-    MessageRecord, Observation, OptionKey, RaiseFields, Recipient, RefusalRecord, Route, Sender,
-    Subject,
+    DecisionRecord, EndCause, Ending, Evidence, Harness, HumanInput, LaunchEvidence, LaunchRecord,
+    MessageEvidence, MessageRecord, Observation, OptionKey, RaiseFields, Recipient, RefusalRecord,
+    Route, RunEnd, Sender, Subject,
 };
 use mosaic_domain::*;
 use std::time::Duration;
@@ -251,6 +251,32 @@ fn a_release_or_revocation_reaches_the_roles_holder_and_every_claim_the_readers(
     assert_eq!(audience(&of(revoked)), ["dev", "dev-2", "reader"]);
 }
 
+/// `session.ended` of dev-1, which freed the role or not.
+fn ended(b: &str, vacated: bool) -> Evidence {
+    Evidence::Claim(ClaimEvidence::Ended(RunEnd {
+        business: business(b),
+        agent: agent("dev", "dev-1"),
+        ending: Ending::of_cause(EndCause::Human),
+        vacated,
+    }))
+}
+
+#[test]
+fn an_end_that_frees_a_role_reaches_its_holder_and_every_end_the_readers() {
+    let freed = change(&ended("acme", true), None);
+    assert_eq!(audience(&freed), ["dev", "dev-2", "reader"]);
+    assert_eq!(
+        (freed.kind, freed.role, freed.message, freed.decision),
+        ("session.ended", Some(role("dev")), None, None)
+    );
+    // A run that held nothing leaves the role's holder undisturbed.
+    assert_eq!(audience(&change(&ended("acme", false), None)), ["reader"]);
+    assert_eq!(
+        audience(&change(&ended("globex", true), None)),
+        ["globex-dev", "globex-reader"]
+    );
+}
+
 #[test]
 fn the_launch_switch_reaches_every_agent_and_the_readers_and_a_launch_the_readers() {
     let switch = |e| change(&Evidence::Launch(e), None);
@@ -388,6 +414,8 @@ fn all_changes() -> Vec<Change> {
             }),
             None,
         ));
+        records.push((ended(b, true), None));
+        records.push((ended(b, false), None));
     }
     records
         .into_iter()

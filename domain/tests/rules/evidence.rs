@@ -4,9 +4,9 @@
 
 use mosaic_domain::evidence::{
     ActionAllowed, AgentRef, ClaimEvidence, Consumption, DecisionActor, DecisionEvidence,
-    DecisionOption, DecisionRecord, Evidence, EvidenceKind, Harness, HumanInput, LaunchEvidence,
-    LaunchRecord, MessageEvidence, MessageRecord, Observation, OptionKey, RaiseFields, Recipient,
-    RefusalCount, RefusalRecord, Route, Sender, Subject,
+    DecisionOption, DecisionRecord, EndCause, Ending, Evidence, EvidenceKind, Harness, HumanInput,
+    LaunchEvidence, LaunchRecord, MessageEvidence, MessageRecord, Observation, OptionKey,
+    RaiseFields, Recipient, RefusalCount, RefusalRecord, Route, RunEnd, Sender, Subject,
 };
 use mosaic_domain::*;
 use std::collections::HashSet;
@@ -167,6 +167,26 @@ fn records() -> Vec<(&'static str, Evidence, Vec<Subject>)> {
                 decision: did(1),
             }),
             vec![r("dev"), d(1)],
+        ),
+        (
+            "run ended",
+            Evidence::Claim(ClaimEvidence::Ended(RunEnd {
+                business: acme(),
+                agent: dev(),
+                ending: Ending::new(EndCause::Failed, None, Some(9)).unwrap(),
+                vacated: true,
+            })),
+            vec![r("dev")],
+        ),
+        (
+            "run ended holding nothing",
+            Evidence::Claim(ClaimEvidence::Ended(RunEnd {
+                business: acme(),
+                agent: dev(),
+                ending: Ending::of_cause(EndCause::ProcessGone),
+                vacated: false,
+            })),
+            vec![r("dev")],
         ),
         (
             "raised with supersedes and task",
@@ -363,16 +383,17 @@ fn a_record_is_on_the_trail_of_exactly_the_subjects_it_names() {
     }
 }
 
-/// The kinds a restart replays: launch bindings and the switch, claims,
-/// the decision lifecycle and spent approvals. Everything else is read from
-/// the store on demand.
-const REPLAYED: [&str; 12] = [
+/// The kinds a restart replays: launch bindings and the switch, claims and
+/// ends of runs, the decision lifecycle and spent approvals. Everything
+/// else is read from the store on demand.
+const REPLAYED: [&str; 13] = [
     "session.launched",
     "launch.revoked",
     "launch.restored",
     "role.claimed",
     "role.released",
     "role.revoked",
+    "session.ended",
     "decision.raised",
     "decision.resolved",
     "decision.seen",
@@ -382,7 +403,7 @@ const REPLAYED: [&str; 12] = [
 ];
 
 #[test]
-fn a_restart_replays_launches_claims_decisions_and_spent_approvals_only() {
+fn a_restart_replays_launches_claims_ends_decisions_and_spent_approvals_only() {
     for (name, record, _) in records() {
         assert_eq!(
             record.is_machine_state(),

@@ -8,5 +8,8 @@ mod bus_verbs;
 mod changes;
 mod evidence;
 mod group_commit;
+mod journal;
 mod messages;
+mod refusal_windows;
 mod text;
+mod tokens;

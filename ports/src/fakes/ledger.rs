@@ -29,6 +29,8 @@ pub(super) struct State {
     pub(super) human_inputs: HashMap<EventId, BusinessId>,
     /// The launch record every bound run is bound by.
     pub(super) launches: HashMap<RunId, LaunchRecord>,
+    /// Every run that ended.
+    pub(super) ended: HashSet<RunId>,
     /// The position of every sent message in `messages`.
     pub(super) message_index: HashMap<MessageId, usize>,
     /// Every sent message with its delivery facts, in send order.
@@ -54,6 +56,9 @@ impl State {
             }
             Evidence::Launch(LaunchEvidence::Launched(r)) => {
                 self.launches.insert(r.run.clone(), r.clone());
+            }
+            Evidence::Claim(ClaimEvidence::Ended(end)) => {
+                self.ended.insert(end.agent.run.clone());
             }
             Evidence::Human(h) => {
                 self.human_inputs.insert(h.id, h.business.clone());
@@ -100,7 +105,9 @@ impl State {
             // found by scanning the log.
             Evidence::Launch(LaunchEvidence::Revoked { .. })
             | Evidence::Launch(LaunchEvidence::Restored { .. })
-            | Evidence::Claim(_)
+            | Evidence::Claim(ClaimEvidence::Claimed { .. })
+            | Evidence::Claim(ClaimEvidence::Released { .. })
+            | Evidence::Claim(ClaimEvidence::Revoked { .. })
             | Evidence::Decision(DecisionEvidence::Seen { .. })
             | Evidence::Allowed(_)
             | Evidence::Refused(_)
@@ -121,6 +128,7 @@ pub(super) struct Staged<'a> {
     pub(super) consumed: HashSet<DecisionId>,
     pub(super) human_inputs: HashMap<EventId, BusinessId>,
     pub(super) launches: HashMap<RunId, LaunchRecord>,
+    pub(super) ended: HashSet<RunId>,
     pub(super) messages: HashMap<MessageId, BusinessId>,
     pub(super) delivered: HashMap<MessageId, RunId>,
     pub(super) read: HashSet<MessageId>,
@@ -136,6 +144,7 @@ impl<'a> Staged<'a> {
             consumed: HashSet::new(),
             human_inputs: HashMap::new(),
             launches: HashMap::new(),
+            ended: HashSet::new(),
             messages: HashMap::new(),
             delivered: HashMap::new(),
             read: HashSet::new(),
@@ -187,6 +196,10 @@ impl<'a> Staged<'a> {
         self.human_inputs
             .get(id)
             .or_else(|| self.base.human_inputs.get(id))
+    }
+
+    pub(super) fn is_ended(&self, run: &RunId) -> bool {
+        self.ended.contains(run) || self.base.ended.contains(run)
     }
 
     pub(super) fn launch(&self, run: &RunId) -> Option<&LaunchRecord> {
@@ -266,6 +279,13 @@ impl<'a> Staged<'a> {
                 business, decision, ..
             }) => {
                 self.decision_ref(business, decision)?;
+            }
+            // A run ends once, whichever business names it.
+            Evidence::Claim(ClaimEvidence::Ended(end)) => {
+                if self.is_ended(&end.agent.run) {
+                    return Err(StoreError::Duplicate);
+                }
+                self.ended.insert(end.agent.run.clone());
             }
             Evidence::Consumed(c) => {
                 self.decision_ref(&c.business, &c.decision)?;

@@ -2,9 +2,9 @@
 //! working, waiting on the feed, or exited; its last tool, and how long
 //! ago.
 //!
-//! `up` keeps the table ([`crate::commands::up::activity`]) and writes it
-//! whole, one JSON line per change, into a FIFO it names with the hidden
-//! `--activity PATH`. A plain `mosaic-bus console` has none, and its
+//! `up` keeps the table and writes it whole, one line per change (an
+//! [`ActivityLine`], the wire shape both ends use), into a FIFO it names
+//! with the hidden `--activity PATH`. A plain `mosaic-bus console` has none, and its
 //! Agents view is as it was. Ages travel as milliseconds before the
 //! line was written and are anchored to the console's clock when the line
 //! is read, so the view ages them at each draw. A run is named by its id
@@ -12,14 +12,14 @@
 //! broker's, when the broker knows it.
 //!
 //! The line comes from `up`, not from an agent, but its texts are still
-//! held as [`Shown`], and a tool's name is checked again against the
-//! parser's pattern, so nothing the console draws from it can carry a
-//! control character or more than a short name.
+//! held as [`Shown`], and a tool's name is checked again as it is decoded
+//! ([`Tool`](mosaic_client::wire::activity::Tool)), so nothing the console
+//! draws from it can carry a control character or more than a short name.
+//! A line that is not an [`ActivityLine`] is none.
 
-use serde::Deserialize;
+use mosaic_client::wire::activity::{self as line, ActivityLine};
 
 use super::model::{Exit, Shown};
-use crate::commands::up::activity::Tool;
 
 /// The longest tool name drawn; a longer one ends in `…`.
 const TOOL_WIDTH: usize = 32;
@@ -48,56 +48,37 @@ pub struct Doing {
     pub tool: Option<(Shown, i64)>,
 }
 
-/// The line's shape; anything else in it is ignored.
-#[derive(Deserialize)]
-struct Line {
-    runs: Vec<Row>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Row {
-    run: String,
-    doing: String,
-    for_ms: u64,
-    code: Option<i64>,
-    signal: Option<i64>,
-    tool: Option<String>,
-    tool_ms: Option<u64>,
-}
-
 /// Decodes one line read at `now_ms`; `None` when it is not one.
 pub fn decode(line: &str, now_ms: i64) -> Option<Vec<Doing>> {
-    let line: Line = serde_json::from_str(line).ok()?;
+    let line: ActivityLine = serde_json::from_str(line).ok()?;
     let before = |ms: u64| now_ms.saturating_sub(i64::try_from(ms).unwrap_or(i64::MAX));
     let rows = line
         .runs
         .into_iter()
-        .filter_map(|row| {
-            let now = match row.doing.as_str() {
-                "working" => Now::Working,
-                "waiting" => Now::WaitingOnFeed,
-                "exited" => Now::Exited(Exit {
-                    status: row.code,
-                    signal: row.signal,
+        .map(|row| {
+            let now = match row.doing {
+                line::Doing::Working => Now::Working,
+                line::Doing::Waiting => Now::WaitingOnFeed,
+                line::Doing::Exited { code, signal } => Now::Exited(Exit {
+                    status: code.map(i64::from),
+                    signal: signal.map(i64::from),
                 }),
-                _ => return None,
             };
             let tool = row.tool.map(|name| {
-                let name = Tool::of(&name);
-                let shown = if name.as_str().len() > TOOL_WIDTH {
-                    format!("{}…", &name.as_str()[..TOOL_WIDTH - 1])
+                let name = name.as_str();
+                let shown = if name.len() > TOOL_WIDTH {
+                    format!("{}…", &name[..TOOL_WIDTH - 1])
                 } else {
-                    name.as_str().to_owned()
+                    name.to_owned()
                 };
                 (Shown::of(&shown), before(row.tool_ms.unwrap_or(0)))
             });
-            Some(Doing {
+            Doing {
                 run: row.run,
                 now,
                 since_ms: before(row.for_ms),
                 tool,
-            })
+            }
         })
         .collect();
     Some(rows)

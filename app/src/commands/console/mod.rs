@@ -162,7 +162,7 @@ impl Link for Proven {
         request.insert("verb".to_owned(), json!(verb.as_str()));
         request.insert("args".to_owned(), args.clone());
         let reply = human::send(&self.socket, &self.nonce, request)?;
-        mosaic_adapters::socket::parse_response(reply.to_string().as_bytes())
+        mosaic_client::socket::parse_response(reply.to_string().as_bytes())
     }
 }
 

@@ -3,14 +3,13 @@
 //! parsed into a [`HarnessRun`]. DESIGN.md §4 "Harnesses in `up`" is the
 //! contract; docs/agents.md says it for users.
 
-use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
 use mosaic_domain::evidence::Harness;
 use mosaic_domain::Refusal;
 use serde::Deserialize;
 
-use crate::commands::up::Allow;
+use super::allow::Allow;
 
 /// The variable that holds the model's key when `"keyEnv"` names none:
 /// the one both harnesses read for Anthropic's API.
@@ -74,42 +73,36 @@ pub struct ModelUrl {
 }
 
 impl ModelUrl {
-    /// Parses `text`; `None` for anything but the shape above.
+    /// Parses `text` as the harness will (a WHATWG URL, with the `url`
+    /// crate), so the proxy admits the host and port it will reach; `None`
+    /// for anything but the shape above, and for whitespace, control
+    /// characters or `\` anywhere in it.
     pub fn parse(text: &str) -> Option<ModelUrl> {
-        let (scheme, rest) = text.split_once("://")?;
-        let default_port = match scheme {
-            "http" => 80,
-            "https" => 443,
-            _ => return None,
-        };
-        if text.chars().any(|c| c.is_control() || c.is_whitespace())
-            || rest.contains(['@', '?', '#', '\\'])
+        if text
+            .chars()
+            .any(|c| c.is_control() || c.is_whitespace() || c == '\\')
         {
             return None;
         }
-        let authority = rest.split('/').next()?;
-        let (host, port) = match authority.rsplit_once(':') {
-            Some((host, port)) if !host.ends_with(']') || authority.starts_with('[') => {
-                if host.contains(':') && !host.starts_with('[') {
-                    // A bare IPv6 address without brackets.
-                    (authority, default_port)
-                } else {
-                    (host, port.parse().ok().filter(|&p| p != 0)?)
-                }
-            }
-            Some(_) | None => (authority, default_port),
-        };
-        if host.is_empty() || (host.contains(':') && !host.starts_with('[')) {
+        let url = url::Url::parse(text).ok()?;
+        if !matches!(url.scheme(), "http" | "https")
+            || !url.username().is_empty()
+            || url.password().is_some()
+            || url.query().is_some()
+            || url.fragment().is_some()
+        {
             return None;
         }
-        let bare = host.trim_start_matches('[').trim_end_matches(']');
-        let address = bare.parse::<IpAddr>().ok();
-        let loopback =
-            bare.eq_ignore_ascii_case("localhost") || address.is_some_and(|a| a.is_loopback());
+        let port = url.port_or_known_default().filter(|&p| p != 0)?;
+        let (host, loopback) = match url.host()? {
+            url::Host::Domain(name) => (name.to_owned(), name == "localhost"),
+            url::Host::Ipv4(v4) => (v4.to_string(), v4.is_loopback()),
+            url::Host::Ipv6(v6) => (format!("[{v6}]"), v6.is_loopback()),
+        };
         // `localhost` is reached as 127.0.0.1: the proxy admits a loopback
         // address only as a literal, and inside the sandbox the forward
         // listens there.
-        let entry = if bare.eq_ignore_ascii_case("localhost") {
+        let entry = if host == "localhost" {
             format!("127.0.0.1:{port}")
         } else {
             format!("{host}:{port}")
@@ -266,7 +259,14 @@ mod tests {
             ("http://127.0.0.1:8080", "127.0.0.1:8080", true),
             ("http://localhost:9000/anthropic", "127.0.0.1:9000", true),
             ("http://[::1]:7000", "[::1]:7000", true),
+            ("http://[::1]/v1", "[::1]:80", true),
+            (
+                "https://[2606:4700::1111]/v1",
+                "[2606:4700::1111]:443",
+                false,
+            ),
             ("https://10.0.0.5:8443/", "10.0.0.5:8443", false),
+            ("HTTP://API.Example.com:8443", "api.example.com:8443", false),
         ] {
             let url = ModelUrl::parse(text).unwrap_or_else(|| panic!("{text}"));
             assert_eq!(url.allow.to_string(), allow, "{text}");
@@ -282,6 +282,11 @@ mod tests {
             "https://",
             "https://api.example.com/?q=1",
             "https://api.example.com/a b",
+            "https://api.example.com/a\\b",
+            "https://api.example.com#top",
+            "https://:secret@api.example.com",
+            "https://[::1",
+            "https://under_score.example.com",
             "http://::1:80",
         ] {
             assert_eq!(ModelUrl::parse(bad), None, "{bad}");

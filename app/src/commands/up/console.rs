@@ -26,7 +26,7 @@
 //! that process dies (`PR_SET_PDEATHSIG`). `--notify CMD` is passed on. While the console is open, `up` keeps serving
 //! after every agent has exited.
 //!
-//! What the harness agents are doing ([`super::activity`]) reaches the
+//! What the harness agents are doing ([`super::harness::activity`]) reaches the
 //! console through a FIFO in a private folder (0700), named by the
 //! console's hidden `--activity PATH`: a thread of `up` opens its end once
 //! the console has opened its own, removes the folder (both ends are
@@ -46,7 +46,7 @@ use std::time::{Duration, Instant};
 use mosaic_adapters::cause::logged;
 use mosaic_domain::{BusinessId, Refusal};
 
-use super::activity::Activities;
+use super::harness::activity::Activities;
 
 use crate::commands::signals::{Event, Signals};
 use crate::runtime::human_proof::NONCE_ENV;

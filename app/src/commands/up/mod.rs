@@ -136,18 +136,10 @@
 //! console is open; the console's quitting stops `up` as a signal does. Closing closes the broker cleanly (socket and writer lock
 //! removed) and removes `reader.cap`; a failed close exits 2.
 
-pub mod activity;
-mod bridge;
-mod capfile;
-mod cgroup;
 mod console;
-mod harness;
+pub mod harness;
 mod launch;
-mod network;
 mod output;
-mod paths;
-mod plan;
-mod proxy;
 mod sandbox;
 mod secrets;
 mod spawn;
@@ -173,24 +165,21 @@ use super::logs;
 use super::signals::Signals;
 use super::team::{AgentSpec, Network, SandboxMode, UpConfig};
 use crate::runtime::{start_broker, BootFailure, Broker};
-pub use bridge::{main as sandbox_bridge, SandboxBridgeArgs};
-pub use cgroup::{main as sandbox_cgroup, SandboxCgroupArgs};
 use console::Console;
 pub use console::CONSOLE_ENV;
+use harness::activity;
 use launch::{agent_env, child_path, find_program, run_id};
 pub use launch::{BASE_ENV, RUN_ID_ENV};
 use output::Relays;
-pub use plan::ETC as SANDBOX_ETC;
-use plan::{Places, Plan};
-pub use proxy::Allow;
-use sandbox::{AbstractSockets, Bwrap};
-pub use sandbox::{SandboxExecArgs, SANDBOX_HOME, SANDBOX_UID};
+pub use sandbox::bridge_main::{main as sandbox_bridge, SandboxBridgeArgs};
+use sandbox::bwrap::{self, AbstractSockets, Bwrap};
+pub use sandbox::bwrap::{SANDBOX_HOME, SANDBOX_UID};
+pub use sandbox::cgroup_main::{main as sandbox_cgroup, SandboxCgroupArgs};
+pub use sandbox::exec_main::{main as sandbox_exec, SandboxExecArgs};
+pub use sandbox::plan::ETC as SANDBOX_ETC;
+use sandbox::plan::{self, Places, Plan};
+use sandbox::{cgroup, network, paths};
 use secrets::Secrets;
-
-/// `sandbox-exec`, run by bwrap inside an agent's sandbox.
-pub fn sandbox_exec(args: SandboxExecArgs) -> ExitCode {
-    sandbox::exec_main(args)
-}
 
 /// The environment variable holding the change feed's cursor when the run
 /// was launched: an agent's loop waits from it at its first stop, so a
@@ -505,7 +494,7 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
     let sandbox = bwrap.map(|bwrap| Sandbox {
         bwrap,
         cgroups: cgroup::Cgroups::for_this_process(),
-        landlock: sandbox::landlock_scopes(),
+        landlock: bwrap::landlock_scopes(),
         places: Places {
             host_root: PathBuf::from("/"),
             exe,
@@ -724,7 +713,7 @@ struct Session {
     /// The sandbox the agents start in, unless there is none.
     sandbox: Option<Sandbox>,
     /// The forward proxy, when a sandboxed agent has `"network": "proxy"`.
-    proxy: Option<proxy::Proxy>,
+    proxy: Option<sandbox::proxy::Proxy>,
 }
 
 /// A working bubblewrap and where things are for it.

@@ -12,21 +12,20 @@ use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 
-use mosaic_adapters::cap::{CAP_FD_ENV, CAP_FILE_ENV, SOCKET_ENV};
 use mosaic_adapters::cause;
 use mosaic_adapters::procfs::ProcFs;
+use mosaic_client::cap::{CAP_FD_ENV, CAP_FILE_ENV, SOCKET_ENV};
 use mosaic_domain::evidence::LaunchRecord;
 use mosaic_domain::{Refusal, RunId};
 use mosaic_ports::ProcessTable;
 
-use super::harness::{Input, Prepared};
+use super::harness::{capfile, Input, Prepared};
 use super::launch::{agent_env, cap_memfd, fill_and_seal, spawn_inheriting};
-use super::plan::Plan;
-use super::sandbox::{AbstractSockets, EXEC_SUBCOMMAND};
-use super::{
-    bridge, capfile, cgroup, network, output, Agent, Failure, Session, CONSOLE_ENV, RUN_ID_ENV,
-    SINCE_ENV,
-};
+use super::sandbox::bwrap::AbstractSockets;
+use super::sandbox::exec_main::EXEC_SUBCOMMAND;
+use super::sandbox::plan::Plan;
+use super::sandbox::{cgroup, network};
+use super::{output, Agent, Failure, Session, CONSOLE_ENV, RUN_ID_ENV, SINCE_ENV};
 use crate::commands::team::{AgentSpec, Network};
 
 /// The `sh` script that starts an unsandboxed harness once `up` has
@@ -91,7 +90,7 @@ impl Session {
                     .args([EXEC_SUBCOMMAND, "--keep-fd", &fd])
                     .args(plan.landlock.then_some("--landlock"))
                     .args(["--processes", &plan.processes.to_string()])
-                    .args(bridge::exec_args(proxy.is_some()));
+                    .args(network::exec_args(proxy.is_some()));
                 if let Some(prepared) = &prepared {
                     command.arg("--cap-file");
                     if prepared.input == Input::Null {

@@ -166,6 +166,7 @@ fn tasks_and_agents_are_projections_of_the_callers_business() {
                "pid": launch_pid(), "start_time": start_time(),
                "holding": holding, "revoked": false,
                "launching": true, "waitsOn": [], "exited": null,
+               "ended": null, "restarts": 0, "usage": null,
                "lastVerb": last, "waiting": false})
     };
     // The lead's row says what it asked last: this very read.

@@ -87,9 +87,21 @@ fn a_revoked_run_never_reclaims_also_after_a_rebuild() {
                 agent: agent("dev", "r1"),
                 decision: did(1),
             }),
+            // The revoke also ends the run, so whoever runs it stops it.
+            Evidence::Claim(ClaimEvidence::Ended(RunEnd {
+                business: acme(),
+                agent: agent("dev", "r1"),
+                ending: Ending::of_cause(EndCause::Revoked),
+                vacated: false,
+            })),
         ],
     );
     f.refuse(&caller("dev", "r1"), Command::Claim, Refusal::RunRevoked);
+    f.refuse(
+        &caller("dev", "r1"),
+        send(2, "lead", None),
+        Refusal::RunRevoked,
+    );
     f.refuse(&caller("lead", "l1"), revoke, Refusal::DecisionConsumed);
 
     let mut rebuilt = Bus::new([standard()], f.committed.last().map(|s| s.at));

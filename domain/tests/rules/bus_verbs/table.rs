@@ -103,11 +103,12 @@ fn a_refusal_is_recorded_with_its_caller_and_verb_at_the_next_write_time() {
 }
 
 /// A bus where each verb has something to act on, for the caller test:
-/// dev/r1, lead/l1 and ops/o1 hold their roles; decision 1 (dev's merge)
-/// is routed to lead; decision 2 (lead's merge) to the human; decision 3
-/// (revoking ops) is approved by the human.
+/// dev/r1, lead/l1 and ops/o1 hold their roles (ops/o1 bound by the host);
+/// decision 1 (dev's merge) is routed to lead; decision 2 (lead's merge)
+/// to the human; decision 3 (revoking ops) is approved by the human.
 fn callers_fixture() -> Fixture {
     let mut f = Fixture::new();
+    f.bind("ops", "o1");
     f.claim("dev", "r1");
     f.claim("lead", "l1");
     f.claim("ops", "o1");
@@ -182,6 +183,9 @@ fn serving(verb: Verb, kind: CallerKind) -> Vec<(Caller, Command)> {
         },
         Verb::LaunchRevoke => Command::LaunchRevoke,
         Verb::LaunchRestore => Command::LaunchRestore,
+        Verb::RunEnd => Command::EndRun {
+            run: RunId::parse("o1").unwrap(),
+        },
         Verb::BrowserRequest => Command::RecordBrowserOutcome { body: "{}".into() },
         Verb::Inbox | Verb::Tasks | Verb::Agents | Verb::Trail | Verb::Head | Verb::Changes => {
             return Vec::new()
@@ -254,4 +258,23 @@ fn the_bus_and_the_change_feed_serve_exactly_the_callers_the_verb_table_lists() 
             "changes",
         );
     }
+}
+
+#[test]
+fn only_message_receive_carries_the_caller_s_undelivered_messages() {
+    for &verb in Verb::ALL {
+        for kind in CallerKind::ALL {
+            for (_, command) in serving(verb, kind) {
+                assert_eq!(
+                    command.wants_batch(),
+                    verb == Verb::MessageReceive,
+                    "{verb} from {kind:?}"
+                );
+            }
+        }
+    }
+    // The batch the runtime reads is what the command then carries.
+    let batch = vec![stored(1, "acme"), stored(2, "acme")];
+    let receive = Command::Receive { batch: Vec::new() }.with_facts(batch.clone());
+    assert_eq!(receive, Command::Receive { batch });
 }

@@ -2,9 +2,9 @@
 
 use mosaic_domain::evidence::{
     ActionAllowed, AgentRef, ClaimEvidence, Consumption, DecisionActor, DecisionEvidence,
-    DecisionOption, DecisionRecord, Evidence, Harness, HumanInput, LaunchEvidence, LaunchRecord,
-    MessageClass, MessageEvidence, MessageRecord, Observation, OptionKey, RaiseFields, Recipient,
-    RefusalCount, RefusalRecord, Route, Sender, Subject,
+    DecisionOption, DecisionRecord, EndCause, Ending, Evidence, Harness, HumanInput,
+    LaunchEvidence, LaunchRecord, MessageClass, MessageEvidence, MessageRecord, Observation,
+    OptionKey, RaiseFields, Recipient, RefusalCount, RefusalRecord, Route, RunEnd, Sender, Subject,
 };
 use mosaic_domain::messages::MessageFacts;
 use mosaic_domain::{
@@ -202,6 +202,22 @@ pub(super) fn released(b: &BusinessId, role_name: &str, run: &str) -> Evidence {
         business: b.clone(),
         agent: agent(role_name, run),
     })
+}
+
+/// `session.ended` of `run` (of `role_name`): killed by a signal when
+/// `vacated` (it held its role), else found gone.
+pub(super) fn ended(b: &BusinessId, role_name: &str, run: &str, vacated: bool) -> Evidence {
+    let ending = if vacated {
+        Ending::new(EndCause::Failed, None, Some(9)).expect("a valid ending")
+    } else {
+        Ending::of_cause(EndCause::ProcessGone)
+    };
+    Evidence::Claim(ClaimEvidence::Ended(RunEnd {
+        business: b.clone(),
+        agent: agent(role_name, run),
+        ending,
+        vacated,
+    }))
 }
 
 pub(super) fn launch_record(b: &BusinessId, role_name: &str, run: &str, pid: u32) -> LaunchRecord {
@@ -417,7 +433,16 @@ pub(super) fn varied_history() -> Vec<Vec<Evidence>> {
             resolved(&a, 5),
             consumed(&a, 5),
             claim_revoked(&a, 5),
+            ended(&a, "ops", "run-3", false),
             released(&a, "lead", "run-2"),
+            ended(&b, "dev", "run-9", true),
+            // A run that was never bound ends too (the store keeps it).
+            Evidence::Claim(ClaimEvidence::Ended(RunEnd {
+                business: a.clone(),
+                agent: agent("lead", "run-7"),
+                ending: Ending::new(EndCause::Exited, Some(0), None).expect("a valid ending"),
+                vacated: false,
+            })),
         ],
         vec![
             send(MessageRecord {

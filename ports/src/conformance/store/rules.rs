@@ -375,6 +375,27 @@ pub(super) fn rule_cases() -> Vec<RuleCase> {
             Duplicate,
         ),
         case(
+            "duplicate.run_ended",
+            vec![ended(&a, "dev", "run-1", true)],
+            vec![],
+            ended(&a, "dev", "run-1", false),
+            Duplicate,
+        ),
+        case(
+            "duplicate.run_ended_in_batch",
+            vec![launch(dev_1())],
+            vec![ended(&a, "dev", "run-1", false)],
+            ended(&a, "dev", "run-1", false),
+            Duplicate,
+        ),
+        case(
+            "duplicate.run_ended_other_business",
+            vec![ended(&a, "dev", "run-1", false)],
+            vec![],
+            ended(&b, "dev", "run-1", false),
+            Duplicate,
+        ),
+        case(
             "duplicate.launch.address_dropped_in_batch",
             vec![],
             vec![launch(LaunchRecord {

@@ -1,0 +1,395 @@
+//! The harnesses `up` starts itself: an agent with `"harness":
+//! "claude-code"` or `"pi"` and no `"command"` (DESIGN.md §4 "Harnesses in
+//! `up`"). [`prepare`] makes, before anything is launched, what its run
+//! needs, and says what its sandbox must grant:
+//!
+//! - the run's private folder (0700, new), `<data root>/agents/runs/<run>/`,
+//!   bound read-only into the sandbox at the same path: for Claude Code an
+//!   MCP configuration naming `mosaic-bus mcp` (`mcp.json`), a settings file
+//!   with the Stop hook (`settings.json`) and the hook itself
+//!   (`stop-hook.sh`, embedded from `harness/claude-code/`); for pi the
+//!   extension (`mosaic-bus.ts`, embedded from `harness/pi/`). Unsandboxed,
+//!   the capability's file goes there too (`cap`, see [`capfile`]);
+//! - its transcript, `<data root>/agents/runs/<run>.jsonl` (0600): the
+//!   harness's standard output, its event stream, as it came;
+//! - a state folder per role and harness that lasts between runs,
+//!   `<data root>/agents/state/<role>.<harness>/` (0700), writable in the
+//!   sandbox: Claude Code's `CLAUDE_CONFIG_DIR`, pi's `PI_CODING_AGENT_DIR`
+//!   (where `up` writes pi's `models.json` from `"model"` at each launch);
+//! - its install folder read-only: the `node_modules` folder that holds the
+//!   program's real file (npm's `bin` entries are links into it), or the
+//!   real file alone;
+//! - the model's `host:port` admitted by the proxy, and a loopback
+//!   `baseUrl`'s port forwarded into the sandbox.
+//!
+//! The data root's tmpfs in the sandbox shows the broker's socket and these
+//! two folders of the agent's, nothing else of it.
+//!
+//! Claude Code gets exactly the bus's tools (`--allowedTools
+//! mcp__mosaic-bus`, every tool of that server) and, with a writable
+//! `workdir`, its file edits there (`--permission-mode acceptEdits`); in
+//! `-p` mode anything else is denied, not asked. `"args"` come after
+//! `up`'s own arguments (a later flag wins), and the prompt last, after
+//! `--`. pi gets its prompt as one RPC command on stdin after `ready`, and
+//! stdin stays open until it exits (its extension ends the session).
+
+pub mod activity;
+pub(crate) mod capfile;
+
+use std::ffi::{OsStr, OsString};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use mosaic_adapters::fs::{check_private_dir, create_private_file, neutral_path};
+use mosaic_client::cap::{CAP_FILE_ENV, SOCKET_ENV};
+use mosaic_domain::evidence::Harness;
+use mosaic_domain::{Refusal, RunId};
+use serde_json::json;
+
+use super::launch::{find_program, RUN_ID_ENV};
+use crate::commands::team::{AgentSpec, Allow, HarnessRun};
+use capfile::SANDBOX_CAP_FILE;
+
+/// The Stop hook `up` writes into a Claude Code run's folder.
+const STOP_HOOK: &str = include_str!("../../../../../harness/claude-code/stop-hook.sh");
+
+/// The pi extension `up` writes into a pi run's folder.
+const PI_EXTENSION: &str = include_str!("../../../../../harness/pi/mosaic-bus.ts");
+
+/// The MCP server's name: Claude Code calls its tools
+/// `mcp__mosaic-bus__<verb>`.
+pub(super) const MCP_SERVER: &str = "mosaic-bus";
+
+/// How long Claude Code lets the Stop hook run, in seconds: above the
+/// hook's default 60 s wait plus the client's 5 s.
+const HOOK_TIMEOUT_S: u32 = 90;
+
+/// What the sandbox of a harness agent grants beyond its plan's usual.
+#[derive(Debug, Clone)]
+pub(super) struct Grants {
+    /// The install folder, read-only (`None` when the program's folder is
+    /// bound anyway).
+    pub(super) install: Option<PathBuf>,
+    /// The state folder, writable.
+    pub(super) state: PathBuf,
+    /// The run's folder, read-only.
+    pub(super) run_dir: PathBuf,
+}
+
+/// How `up` feeds the harness's standard input after `ready`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Input {
+    /// Nothing: Claude Code gets `/dev/null`.
+    Null,
+    /// One line, then the pipe stays open (pi's RPC prompt).
+    Line(String),
+}
+
+/// One harness agent's launch, ready before anything starts.
+#[derive(Debug)]
+pub(super) struct Prepared {
+    pub(super) harness: Harness,
+    /// The program's real file, which runs.
+    pub(super) program: PathBuf,
+    /// Its arguments, `"args"` included.
+    pub(super) args: Vec<OsString>,
+    /// Its environment beyond the allow-list's and `up`'s `MOSAIC_*`.
+    pub(super) env: Vec<(OsString, OsString)>,
+    pub(super) input: Input,
+    pub(super) grants: Grants,
+    /// Its transcript (0600, created).
+    pub(super) transcript: PathBuf,
+    /// Where the agent reads its capability's file.
+    pub(super) cap_file: PathBuf,
+    /// The model's `host:port`, which the proxy admits.
+    pub(super) endpoint: Allow,
+    /// A loopback port to forward into the sandbox.
+    pub(super) forward: Option<u16>,
+}
+
+/// Where `up` looks for things when it prepares a harness agent.
+#[derive(Debug)]
+pub(super) struct Where<'a> {
+    pub(super) data_root: &'a Path,
+    /// This executable, at the same path inside the sandbox.
+    pub(super) exe: &'a Path,
+    pub(super) socket: &'a Path,
+    /// The agents' `PATH`, where a bare program name is found.
+    pub(super) path: &'a OsStr,
+    pub(super) sandboxed: bool,
+}
+
+/// Makes `spec`'s run folder, transcript and state folder for `run`, and
+/// says how it starts: see the module documentation.
+///
+/// # Errors
+/// `launch-failed` when its program is not an executable file;
+/// `unsafe-path` when a folder of `up`'s is not private;
+/// `storage-unavailable` when a file cannot be written.
+pub(super) fn prepare(
+    spec: &AgentSpec,
+    harnessed: &HarnessRun,
+    run: &RunId,
+    at: &Where<'_>,
+) -> Result<Prepared, Refusal> {
+    let found = find_program(&spec.program, at.path)
+        .and_then(|p| std::fs::canonicalize(p).ok())
+        .ok_or_else(|| {
+            tracing::warn!(
+                code = Refusal::LaunchFailed.code(),
+                role = spec.role.as_str(),
+                program = &*neutral_path(&spec.program),
+                "the harness's program is not an executable file (install it, or name it \
+                 with \"program\")"
+            );
+            Refusal::LaunchFailed
+        })?;
+    let agents = private_dir(&at.data_root.join("agents"), false)?;
+    let runs = private_dir(&agents.join("runs"), false)?;
+    let run_dir = private_dir(&runs.join(run.as_str()), true)?;
+    let states = private_dir(&agents.join("state"), false)?;
+    let state = private_dir(
+        &states.join(format!("{}.{}", spec.role.as_str(), spec.harness.as_str())),
+        false,
+    )?;
+    let transcript = runs.join(format!("{}.jsonl", run.as_str()));
+    drop(create_private_file(&transcript)?);
+    let cap_file = if at.sandboxed {
+        PathBuf::from(SANDBOX_CAP_FILE)
+    } else {
+        run_dir.join("cap")
+    };
+    let model = &harnessed.model;
+    let key = std::env::var_os(&model.key_env);
+    if key.is_none() {
+        tracing::warn!(
+            role = spec.role.as_str(),
+            variable = model.key_env.as_str(),
+            "the variable that holds the model's key is not set: the agent will reach its \
+             model without one"
+        );
+    }
+    let mut env: Vec<(OsString, OsString)> = Vec::new();
+    let mut args: Vec<OsString> = Vec::new();
+    let input = match spec.harness {
+        Harness::ClaudeCode => {
+            let mcp = run_dir.join("mcp.json");
+            let settings = run_dir.join("settings.json");
+            let hook = run_dir.join("stop-hook.sh");
+            write_new(&hook, STOP_HOOK.as_bytes())?;
+            let server_env = json!({
+                SOCKET_ENV: at.socket.to_string_lossy(),
+                CAP_FILE_ENV: cap_file.to_string_lossy(),
+                RUN_ID_ENV: run.as_str(),
+            });
+            let servers = json!({"mcpServers": {MCP_SERVER: {
+                "type": "stdio",
+                "command": at.exe.to_string_lossy(),
+                "args": ["mcp"],
+                "env": server_env,
+            }}});
+            write_new(&mcp, servers.to_string().as_bytes())?;
+            let hooks = json!({"hooks": {"Stop": [{"hooks": [{
+                "type": "command",
+                "command": format!("sh {}", shell_quote(&hook.to_string_lossy())),
+                "timeout": HOOK_TIMEOUT_S,
+            }]}]}});
+            write_new(&settings, hooks.to_string().as_bytes())?;
+            for arg in [
+                "-p",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                // The Stop hook's start in the stream: the console's
+                // "waiting on the feed" (`activity.rs`).
+                "--include-hook-events",
+                "--strict-mcp-config",
+            ] {
+                args.push(arg.into());
+            }
+            args.push(flag("--mcp-config", mcp.as_os_str()));
+            args.push(flag("--settings", settings.as_os_str()));
+            args.push(format!("--allowedTools=mcp__{MCP_SERVER}").into());
+            if spec.workdir.is_some() {
+                args.push("--permission-mode=acceptEdits".into());
+            }
+            if let Some(id) = &model.id {
+                args.push(format!("--model={id}").into());
+                env.push(("ANTHROPIC_MODEL".into(), id.into()));
+            }
+            env.push(("CLAUDE_CONFIG_DIR".into(), state.clone().into()));
+            for name in [
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
+                "DISABLE_AUTOUPDATER",
+                "DISABLE_TELEMETRY",
+            ] {
+                env.push((name.into(), "1".into()));
+            }
+            // With tool search on, Claude Code defers MCP tools behind a
+            // search tool; the bus's tools are few and always needed.
+            env.push(("ENABLE_TOOL_SEARCH".into(), "false".into()));
+            if let Some(url) = &model.base_url {
+                env.push(("ANTHROPIC_BASE_URL".into(), url.text.clone().into()));
+            }
+            // Claude Code reads its key from this name only.
+            if let Some(key) = &key {
+                env.push(("ANTHROPIC_API_KEY".into(), key.clone()));
+            }
+            Input::Null
+        }
+        Harness::Pi => {
+            let extension = run_dir.join("mosaic-bus.ts");
+            write_new(&extension, PI_EXTENSION.as_bytes())?;
+            let mut provider = json!({
+                "api": "anthropic-messages",
+                "apiKey": model.key_env,
+            });
+            if let Some(url) = &model.base_url {
+                provider["baseUrl"] = json!(url.text);
+            }
+            if let Some(id) = &model.id {
+                provider["models"] = json!([{"id": id}]);
+            }
+            let models = json!({"providers": {"anthropic": provider}});
+            replace(&state.join("models.json"), models.to_string().as_bytes())?;
+            for arg in ["--mode", "rpc", "--no-session", "--provider", "anthropic"] {
+                args.push(arg.into());
+            }
+            if let Some(id) = &model.id {
+                args.push("--model".into());
+                args.push(id.into());
+            }
+            args.push("-e".into());
+            args.push(extension.into());
+            env.push(("PI_CODING_AGENT_DIR".into(), state.clone().into()));
+            // The extension runs `mosaic-bus call`: this binary, bound
+            // read-only in the sandbox as for Claude Code's MCP server.
+            env.push(("MOSAIC_BUS_BIN".into(), at.exe.as_os_str().to_owned()));
+            env.push(("PI_OFFLINE".into(), "1".into()));
+            env.push(("PI_SKIP_VERSION_CHECK".into(), "1".into()));
+            env.push(("PI_TELEMETRY".into(), "0".into()));
+            if let Some(key) = &key {
+                env.push((model.key_env.clone().into(), key.clone()));
+            }
+            Input::Line(json!({"type": "prompt", "message": harnessed.prompt}).to_string())
+        }
+    };
+    args.extend(spec.args.iter().map(OsString::from));
+    if let Input::Null = input {
+        args.push("--".into());
+        args.push(harnessed.prompt.clone().into());
+    }
+    Ok(Prepared {
+        harness: spec.harness,
+        grants: Grants {
+            install: install_folder(&found),
+            state,
+            run_dir,
+        },
+        program: found,
+        args,
+        env,
+        input,
+        transcript,
+        cap_file,
+        endpoint: model.endpoint.clone(),
+        forward: model.loopback_port(),
+    })
+}
+
+/// `--name=value`, one word, so a flag that takes several values takes
+/// this one alone.
+fn flag(name: &str, value: &OsStr) -> OsString {
+    let mut word = OsString::from(format!("{name}="));
+    word.push(value);
+    word
+}
+
+/// `text` quoted for `sh`.
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// The folder to grant read-only for the program's real file `program`:
+/// the `node_modules` folder that holds it (a package's dependencies lie
+/// beside it or within it), else none (the plan binds the file itself).
+fn install_folder(program: &Path) -> Option<PathBuf> {
+    program
+        .ancestors()
+        .find(|dir| dir.file_name() == Some(OsStr::new("node_modules")))
+        .map(Path::to_path_buf)
+}
+
+/// `path` as a private folder (0700) of ours: made when missing, or when
+/// `new`, made now and never one that was there.
+///
+/// # Errors
+/// `unsafe-path` when it is not a private folder of ours (a link, another
+/// mode); `storage-unavailable` when it cannot be made.
+fn private_dir(path: &Path, new: bool) -> Result<PathBuf, Refusal> {
+    match mosaic_adapters::fs::create_private_dir(path, false) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && !new => {}
+        Err(e) => {
+            mosaic_adapters::cause::log(
+                Refusal::StorageUnavailable,
+                "making a harness agent's folder",
+                &e,
+            );
+            return Err(Refusal::StorageUnavailable);
+        }
+    }
+    check_private_dir(path)?;
+    Ok(path.to_path_buf())
+}
+
+/// Writes a new private file at `path`.
+fn write_new(path: &Path, bytes: &[u8]) -> Result<(), Refusal> {
+    create_private_file(path)?
+        .write_all(bytes)
+        .map_err(|_| Refusal::StorageUnavailable)
+}
+
+/// Writes `path` anew in a folder the agent can write: what is there
+/// (a file, or a link the agent left) is removed first, never followed.
+fn replace(path: &Path, bytes: &[u8]) -> Result<(), Refusal> {
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(_) => return Err(Refusal::UnsafePath),
+    }
+    write_new(path, bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_install_folder_is_the_node_modules_that_holds_the_program() {
+        assert_eq!(
+            install_folder(Path::new(
+                "/opt/h/lib/node_modules/@anthropic-ai/claude-code/bin/claude.exe"
+            )),
+            Some(PathBuf::from("/opt/h/lib/node_modules"))
+        );
+        assert_eq!(install_folder(Path::new("/srv/bin/fake-claude")), None);
+        assert_eq!(shell_quote("/a b/it's"), r"'/a b/it'\''s'");
+    }
+
+    #[test]
+    fn a_file_the_agent_left_in_its_state_folder_is_replaced_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("target");
+        std::fs::write(&target, "mine").unwrap();
+        let models = dir.path().join("models.json");
+        std::os::unix::fs::symlink(&target, &models).unwrap();
+        replace(&models, b"{}").unwrap();
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "mine");
+        assert_eq!(std::fs::read_to_string(&models).unwrap(), "{}");
+        assert!(!std::fs::symlink_metadata(&models)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+    }
+}
