@@ -3,8 +3,6 @@
 
 use std::time::Duration;
 
-#[cfg(doc)]
-use super::server::{Handler, Standing};
 use super::{
     effective_uid, DRAIN_DEADLINE, FIRST_LINE_DEADLINE, HUMAN_RESERVE, MAX_CONNECTIONS, MAX_DRAIN,
     MAX_UNAUTHENTICATED, READ_DEADLINE, WRITE_DEADLINE,
@@ -28,7 +26,8 @@ pub struct Limits {
     /// How many authenticated connections are served at once
     /// ([`MAX_CONNECTIONS`], 4096), idle ones between requests included: a
     /// connection is authenticated once its first line named a caller
-    /// ([`Standing::Caller`] or [`Standing::Human`]). A line that would
+    /// ([`Standing::Caller`](super::Standing::Caller) or
+    /// [`Standing::Human`](super::Standing::Human)). A line that would
     /// authenticate one more is answered `broker-unavailable`, unhandled,
     /// and its connection closed (a human line first tries the reserve,
     /// [`Limits::human_reserve`]).
@@ -51,8 +50,8 @@ pub struct Limits {
     /// How many connections whose first line is a human line are served
     /// beyond [`Limits::max_connections`] when those are all taken
     /// ([`HUMAN_RESERVE`], 16), each from a peer that
-    /// [`Handler::may_use_reserve`] admits; each carries its one request
-    /// and closes.
+    /// [`Handler::may_use_reserve`](super::Handler::may_use_reserve)
+    /// admits; each carries its one request and closes.
     pub human_reserve: usize,
     /// How many bytes of a refused request are still read and discarded
     /// after the answer ([`MAX_DRAIN`], 16 MiB), so the client can finish

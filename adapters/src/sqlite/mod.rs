@@ -643,10 +643,7 @@ impl EvidenceStore for SqliteStore {
 
     fn take_reserve(&mut self) -> Result<(), StoreError> {
         let reserve = self.reserve.as_mut();
-        reserve.map_or(
-            Err(StoreError::Unavailable(Box::new(ReaderHoldsNoReserve))),
-            Reserve::take,
-        )
+        reserve.map_or_else(ReaderHoldsNoReserve::refused, Reserve::take)
     }
 
     fn release_reserve(&mut self) -> Result<bool, StoreError> {
@@ -659,10 +656,7 @@ impl EvidenceStore for SqliteStore {
 
     fn check_room(&self) -> Result<(), StoreError> {
         let reserve = self.reserve.as_ref();
-        reserve.map_or(
-            Err(StoreError::Unavailable(Box::new(ReaderHoldsNoReserve))),
-            Reserve::check,
-        )
+        reserve.map_or_else(ReaderHoldsNoReserve::refused, Reserve::check)
     }
 
     fn last_write(&self) -> Result<Option<Timestamp>, StoreError> {

@@ -262,7 +262,7 @@ impl std::fmt::Display for NotAFile {
 impl std::error::Error for NotAFile {}
 
 /// The source of the error when a handle that only reads is asked to
-/// take or release a reserve.
+/// take, release or measure a reserve.
 #[derive(Debug)]
 pub(super) struct ReaderHoldsNoReserve;
 
@@ -273,6 +273,13 @@ impl std::fmt::Display for ReaderHoldsNoReserve {
 }
 
 impl std::error::Error for ReaderHoldsNoReserve {}
+
+impl ReaderHoldsNoReserve {
+    /// What a handle that only reads answers when asked for the reserve.
+    pub(super) fn refused() -> Result<(), StoreError> {
+        Err(StoreError::Unavailable(Box::new(ReaderHoldsNoReserve)))
+    }
+}
 
 #[cfg(test)]
 mod tests {
