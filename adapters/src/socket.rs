@@ -12,8 +12,11 @@
 //!   crate's, `mosaic_client::socket`, so both ends frame alike),
 //!   [`bind_private`] and the two libc calls (`umask`, `geteuid`) that
 //!   `std` does not offer;
-//! - `server`: [`serve`] / [`serve_with`], the [`Handler`] trait and its
-//!   [`Standing`], [`Peer`] and [`Limits`] (tokio);
+//! - `server`: [`serve`] / [`serve_with`] / [`serve_in`], the [`Handler`]
+//!   trait and its [`Standing`], [`Peer`] and [`Limits`] (tokio);
+//! - `limits`: the server's [`Limits`];
+//! - `slots`: the [`Budget`] of places a connection holds (the server's
+//!   own, and a holder's: an agent's run), and its [`Slot`]s;
 //! - `answer`: what a handler gets beside its line, the [`Disconnect`]
 //!   signal and the [`DirectReply`] (the connection, lent so the thread
 //!   that has the answer writes it);
@@ -63,7 +66,10 @@
 //!      (not a request, or a capability never issued) is answered and then
 //!      the connection closes; a caller's or a human line moves the
 //!      connection to the authenticated places ([`Limits::max_connections`],
-//!      4096; none free: `broker-unavailable`, unhandled), and a human line
+//!      4096; none free: `broker-unavailable`, unhandled; a caller the
+//!      handler counts apart, [`Standing::Counted`], also takes a slot of
+//!      its own [`Budget`], an agent's run's, or is refused the same way),
+//!      and a human line
 //!      that finds none free is served from the human reserve
 //!      ([`Limits::human_reserve`], 16) for that one line, if its peer
 //!      passes the checks that need no proof ([`Handler::may_use_reserve`]:
@@ -92,7 +98,9 @@
 //! client, and I/O errors end a connection, never the process.
 
 mod answer;
+mod limits;
 mod server;
+mod slots;
 mod waiting;
 
 use std::io;
@@ -107,7 +115,8 @@ use mosaic_domain::Refusal;
 use crate::fs;
 
 pub use answer::{DirectReply, Disconnect};
-pub use server::{serve, serve_with, Handler, Limits, Peer, Standing};
+pub use server::{serve, serve_in, serve_with, Handler, Limits, Peer, Standing};
+pub use slots::{Budget, Slot};
 
 /// How long the server waits for a client to take its response.
 pub const WRITE_DEADLINE: Duration = Duration::from_secs(5);

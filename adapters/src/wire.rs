@@ -51,8 +51,8 @@ pub mod host;
 pub use json::parse_json;
 pub use reply::{
     agent_json, changes_json, decision_json, err, inbox_json, inbox_text, message_facts_json,
-    message_json, ok, ok_text, record_json, reply_json, response, task_json, Exited, RunLife,
-    Usage,
+    message_json, ok, ok_text, record_json, reply_json, response, task_json, with_calls, Exited,
+    LastCall, RunLife, Usage,
 };
 pub use request::{
     parse_request, Call, Dispatch, Envelope, Presenter, Query, SubjectRef, UuidKind, UuidRef, Verb,

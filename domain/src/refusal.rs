@@ -135,6 +135,8 @@ refusals! {
         "The pane's result was larger than the result limit.",
     BrowserFailed => "browser-failed",
         "The pane reported that the action failed.",
+    BrowserAddressRefused => "browser-address-refused",
+        "The browser may not go to a loopback, private, link-local or unspecified address the browser configuration does not name.",
     StorageUnavailable => "storage-unavailable",
         "The evidence store could not commit or read.",
     ResponseTooLarge => "response-too-large",

@@ -579,6 +579,34 @@ pub fn agent_json(
     })
 }
 
+/// What the broker saw a run ask last: the verb and when it was asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LastCall {
+    /// The verb's wire name.
+    pub verb: &'static str,
+    /// When the broker read the request.
+    pub at: mosaic_domain::Timestamp,
+}
+
+/// Adds to an `agents` row (an object of [`agent_json`]) what the broker
+/// itself saw of the run: `lastVerb` and `lastAt` (the verb of its last
+/// request and when, each `null` before its first), and `waiting`
+/// (whether a `changes` wait of the run is open now). A row that is not an
+/// object is left as it is.
+pub fn with_calls(row: &mut Value, last: Option<LastCall>, waiting: bool) {
+    if let Value::Object(row) = row {
+        row.insert(
+            "lastVerb".to_owned(),
+            last.map_or(Value::Null, |l| l.verb.into()),
+        );
+        row.insert(
+            "lastAt".to_owned(),
+            last.map_or(Value::Null, |l| l.at.to_string().into()),
+        );
+        row.insert("waiting".to_owned(), waiting.into());
+    }
+}
+
 /// The `inbox` answer: each open decision ([`decision_json`], with its
 /// `authorization` context) and then each unread message
 /// ([`message_facts_json`]), every item tagged `type: "decision"|"message"`,

@@ -636,6 +636,35 @@ fn every_evidence_kind_encodes_as_a_trail_record() {
 }
 
 #[test]
+fn an_agents_row_says_what_the_broker_saw_the_run_ask() {
+    use mosaic_adapters::wire::{with_calls, LastCall};
+    let at = mosaic_domain::Timestamp::from_unix_ms(1_767_225_600_123).expect("a time");
+    let mut row = serde_json::json!({"run": "dev-1"});
+    with_calls(&mut row, None, false);
+    assert_eq!(
+        row,
+        serde_json::json!({"run": "dev-1", "lastVerb": null, "lastAt": null, "waiting": false})
+    );
+    with_calls(
+        &mut row,
+        Some(LastCall {
+            verb: "changes",
+            at,
+        }),
+        true,
+    );
+    assert_eq!(
+        row,
+        serde_json::json!({"run": "dev-1", "lastVerb": "changes",
+                           "lastAt": "2026-01-01T00:00:00.123Z", "waiting": true})
+    );
+    // Anything but a row is left as it is.
+    let mut not_a_row = serde_json::json!([]);
+    with_calls(&mut not_a_row, None, true);
+    assert_eq!(not_a_row, serde_json::json!([]));
+}
+
+#[test]
 fn an_agents_row_says_how_its_run_ended_and_what_the_host_noted() {
     let record = LaunchRecord {
         business: acme(),

@@ -451,7 +451,7 @@ impl World {
         let (head, _) = driver.take_changes();
         let reads = Reads::open(
             driver.store(),
-            View::first(driver.bus(), &ids, Default::default()),
+            View::first(driver.bus(), &ids, Default::default(), Default::default()),
             head,
         )
         .expect("the in-memory store opens readers");

@@ -11,6 +11,7 @@ use mosaic_adapters::credentials::CredentialStore;
 use mosaic_adapters::socket::{Disconnect, Handler, Peer, Standing};
 use mosaic_adapters::wire::browser::{self as browser_wire, BrowserCall};
 use mosaic_adapters::wire::{self, Call, Envelope, Presenter};
+use mosaic_domain::browser::AddressPolicy;
 use mosaic_domain::bus::Caller;
 use mosaic_domain::{CallerKind, Capability, Refusal, Verb};
 use mosaic_ports::StoreReaders;
@@ -18,12 +19,14 @@ use tokio::sync::{oneshot, watch};
 
 use super::browser::BrowserHub;
 use super::browsing::browse;
+use super::calls::Calls;
 use super::changes::{self, Asked};
 use super::job::{ask, ask_line, Early, Job, ReplyTo};
 use super::launch::{Binding, Registry};
 use super::pipeline::{
     self, admit, human_beside, read_now, route, Admitted, Proven, Prover, Route, Who,
 };
+use super::places::Places;
 use super::reads::Reads;
 use super::world::Time;
 
@@ -36,6 +39,12 @@ pub(super) struct Shared<S> {
     pub(super) credentials: Arc<CredentialStore>,
     pub(super) prover: Arc<Prover>,
     pub(super) time: Time,
+    /// Each run's budget of connections.
+    pub(super) places: Arc<Places>,
+    /// What each run last asked, and whether it waits.
+    pub(super) calls: Arc<Calls>,
+    /// Where the human's browser may go.
+    pub(super) browser_policy: Arc<AddressPolicy>,
 }
 
 /// The socket server's handler: one answer line per request line.
@@ -45,24 +54,28 @@ impl<S: StoreReaders + Send + 'static> Handler for Connections<S> {
     /// The caller [`admit`] will name, told ahead: a line that is no
     /// envelope, or whose capability was never issued, is refused before
     /// any caller is known (and its connection then closes); a capability
-    /// of the registry or a human line authenticates the connection. The
-    /// envelope is parsed again by `admit`; only a connection's first line
-    /// pays for that.
+    /// of the registry or a human line authenticates the connection, an
+    /// agent's counted in its run's budget too ([`Places`]), so one run
+    /// cannot take every place. The envelope is parsed again by `admit`;
+    /// only a connection's first line pays for that.
     fn standing(&self, _peer: Peer, line: &[u8]) -> Standing {
         let Ok(envelope) = Envelope::parse(line) else {
             return Standing::Nobody;
         };
         match envelope.presenter() {
             Presenter::Capability(cap) => {
-                let known = self
+                let binding = self
                     .0
                     .registry
                     .read()
-                    .is_ok_and(|registry| registry.get(cap).is_some());
-                if known {
-                    Standing::Caller
-                } else {
-                    Standing::Nobody
+                    .ok()
+                    .and_then(|registry| registry.get(cap).cloned());
+                match binding {
+                    Some(Binding::Agent { agent, .. }) => {
+                        Standing::Counted(self.0.places.budget(&agent.run))
+                    }
+                    Some(Binding::Reader { .. }) => Standing::Caller,
+                    None => Standing::Nobody,
                 }
             }
             Presenter::Human { .. } => Standing::Human,
@@ -94,6 +107,14 @@ impl<S: StoreReaders + Send + 'static> Handler for Connections<S> {
             }
             response.into_bytes()
         }
+    }
+}
+
+/// The run of an agent caller, whose calls the broker keeps ([`Calls`]).
+fn agent_run(caller: &Caller) -> Option<&mosaic_domain::RunId> {
+    match caller {
+        Caller::Agent { agent, .. } => Some(&agent.run),
+        Caller::Reader { .. } | Caller::Human { .. } => None,
     }
 }
 
@@ -184,11 +205,19 @@ async fn answer<S: StoreReaders + Send + 'static>(
         let registry = registry.read().ok()?;
         registry.get(cap).map(Binding::caller)
     };
-    let admitted = match admit(line, peer, secrets, lookup) {
+    let mut admitted = match admit(line, peer, secrets, lookup) {
         Ok(admitted) => admitted,
         Err(refusal) => return wire::err(refusal),
     };
+    // The human's browser is no wider than the agent's network.
+    admitted.check_address(&shared.browser_policy);
     seen.admitted(&admitted);
+    // What the human reads of an agent is what the broker saw it ask.
+    if let Who::Known(caller) = &admitted.who {
+        if let Some(run) = agent_run(caller) {
+            shared.calls.note(run, admitted.verb, time.now());
+        }
+    }
     match route(&admitted) {
         Route::Feed {
             caller,
@@ -200,6 +229,10 @@ async fn answer<S: StoreReaders + Send + 'static>(
                 since,
                 wait: mosaic_domain::changes::wait(timeout_ms),
             };
+            // A wait is counted while it lasts; an answer at once is no wait.
+            let _waiting = since
+                .and(agent_run(caller))
+                .map(|run| shared.calls.waiting(run));
             let page = changes::page(reads, time, asked, gone.disconnected()).await;
             match page {
                 Ok(page) => wire::ok(wire::changes_json(page.cursor, &page.changes)),

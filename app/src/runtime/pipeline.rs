@@ -31,6 +31,7 @@ use std::time::Duration;
 use mosaic_adapters::socket::Peer;
 use mosaic_adapters::wire::browser::BrowserCall;
 use mosaic_adapters::wire::{self, Call, Dispatch, Envelope, Presenter};
+use mosaic_domain::browser::{AddressPolicy, BrowserAction};
 use mosaic_domain::bus::Caller;
 use mosaic_domain::log_windows::{LogWindows, Suppressed};
 use mosaic_domain::{BusinessId, Capability, EventId, Refusal};
@@ -302,6 +303,21 @@ pub(crate) struct Admitted {
     pub(crate) call: Result<Call, Refusal>,
 }
 
+impl Admitted {
+    /// Refuses a `browser.request` that would send the human's browser to
+    /// an address `policy` refuses (`browser-address-refused`): its call
+    /// becomes that refusal, which the writer records as any argument's.
+    pub(crate) fn check_address(&mut self, policy: &AddressPolicy) {
+        if let Ok(Call::BrowserRequest(call)) = &self.call {
+            if let BrowserAction::Open { url, .. } = &call.action {
+                if let Err(refusal) = policy.check(url) {
+                    self.call = Err(refusal);
+                }
+            }
+        }
+    }
+}
+
 /// Step 1 of every request. `secrets` says whether bytes hold a loaded
 /// service token (`None` when none is loaded: nothing to look for);
 /// `lookup` is the capability registry.
@@ -508,11 +524,11 @@ pub(crate) fn commit_batch<S: StoreReaders>(
 ) -> Result<(), Refusal> {
     let durable = driver.finish();
     if driver.take_changed_machines() {
-        let (roles, exits) = reads
+        let (roles, exits, calls) = reads
             .view()
-            .map(|v| (v.roles(), v.exits()))
+            .map(|v| (v.roles(), v.exits(), v.calls()))
             .unwrap_or_default();
-        reads.publish(View::of(driver.bus(), roles, exits));
+        reads.publish(View::of(driver.bus(), roles, exits, calls));
     }
     let (head, changes) = driver.take_changes();
     reads.feed().publish(head, changes);

@@ -30,6 +30,7 @@ use mosaic_domain::messages::{MessageFacts, INBOX_LIMIT};
 use mosaic_domain::{BusinessId, Refusal, RoleInstance, RunId};
 use mosaic_ports::{EvidenceStore, StoreReaders};
 
+use super::calls::Calls;
 use super::exits::Exits;
 use super::feed::Feed;
 use serde_json::Value;
@@ -51,6 +52,9 @@ pub(crate) struct View {
     /// Which runs' processes exited (fixed for a broker's life, shared by
     /// every view).
     exits: Arc<Exits>,
+    /// What each run last asked, and whether it waits (shared by every
+    /// view).
+    calls: Arc<Calls>,
 }
 
 impl View {
@@ -59,6 +63,7 @@ impl View {
         bus: &Bus,
         roles: Arc<BTreeSet<(BusinessId, RoleInstance)>>,
         exits: Arc<Exits>,
+        calls: Arc<Calls>,
     ) -> Self {
         let mut open: Vec<Decision> = bus
             .decisions()
@@ -105,17 +110,23 @@ impl View {
             off,
             ended,
             exits,
+            calls,
         }
     }
 
-    /// The view of `bus`, with its own role list, and `exits`.
-    pub(crate) fn first(bus: &Bus, businesses: &[BusinessId], exits: Arc<Exits>) -> Self {
+    /// The view of `bus`, with its own role list, `exits` and `calls`.
+    pub(crate) fn first(
+        bus: &Bus,
+        businesses: &[BusinessId],
+        exits: Arc<Exits>,
+        calls: Arc<Calls>,
+    ) -> Self {
         let roles = businesses
             .iter()
             .filter_map(|id| bus.business(id))
             .flat_map(|b| b.roles().map(|(role, _)| (b.id().clone(), role.clone())))
             .collect();
-        Self::of(bus, Arc::new(roles), exits)
+        Self::of(bus, Arc::new(roles), exits, calls)
     }
 
     /// Whether `business` is one of the broker's.
@@ -169,6 +180,11 @@ impl View {
     /// The exits, for the next view.
     pub(crate) fn exits(&self) -> Arc<Exits> {
         Arc::clone(&self.exits)
+    }
+
+    /// The runs' calls, for the next view and for the connections.
+    pub(crate) fn calls(&self) -> Arc<Calls> {
+        Arc::clone(&self.calls)
     }
 }
 
@@ -256,6 +272,8 @@ pub(crate) fn read<S: EvidenceStore>(
                         let mut row = wire::agent_json(
                             r, *holding, *revoked, launching, &waits, exited, life,
                         );
+                        let (last, waiting) = view.calls.of(&r.run);
+                        wire::with_calls(&mut row, last, waiting);
                         if let (Value::Object(row), 1..) = (&mut row, more) {
                             row.insert("waitsOnMore".to_owned(), more.into());
                         }

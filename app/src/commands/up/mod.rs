@@ -427,6 +427,7 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
         project_roots: Vec::new(),
         sync: Vec::new(),
         browser_listen: options.browser.clone(),
+        browser_allow_private: Vec::new(),
     })?;
     let secrets = Secrets::open(secrets_dir, &data_root)?;
     let log = options
