@@ -205,12 +205,11 @@ async fn answer<S: StoreReaders + Send + 'static>(
         let registry = registry.read().ok()?;
         registry.get(cap).map(Binding::caller)
     };
-    let mut admitted = match admit(line, peer, secrets, lookup) {
+    // The human's browser is no wider than the agent's network.
+    let admitted = match admit(line, peer, secrets, lookup, &shared.browser_policy) {
         Ok(admitted) => admitted,
         Err(refusal) => return wire::err(refusal),
     };
-    // The human's browser is no wider than the agent's network.
-    admitted.check_address(&shared.browser_policy);
     seen.admitted(&admitted);
     // What the human reads of an agent is what the broker saw it ask.
     if let Who::Known(caller) = &admitted.who {
