@@ -13,7 +13,7 @@
 //!   [`bind_private`] and the two libc calls (`umask`, `geteuid`) that
 //!   `std` does not offer;
 //! - `server`: [`serve`] / [`serve_with`] / [`serve_in`], the [`Handler`]
-//!   trait and its [`Standing`], [`Peer`] and [`Limits`] (tokio);
+//!   trait and its [`Sender`], [`Peer`] and [`Limits`] (tokio);
 //! - `limits`: the server's [`Limits`];
 //! - `slots`: the [`Budget`] of places a connection holds (the server's
 //!   own, and a holder's: an agent's run), and its [`Slot`]s;
@@ -62,12 +62,12 @@
 //!      not reset the connection and the client reads the answer; these
 //!      end the connection, since where the next line would begin is
 //!      unknown;
-//!    - asks the handler the first line's [`Standing`]: a line of nobody
+//!    - asks the handler the first line's [`Sender`]: a line of nobody
 //!      (not a request, or a capability never issued) is answered and then
 //!      the connection closes; a caller's or a human line moves the
 //!      connection to the authenticated places ([`Limits::max_connections`],
 //!      4096; none free: `broker-unavailable`, unhandled; a caller the
-//!      handler counts apart, [`Standing::Counted`], also takes a slot of
+//!      handler counts apart, [`Sender::Counted`], also takes a slot of
 //!      its own [`Budget`], an agent's run's, or is refused the same way),
 //!      and a human line
 //!      that finds none free is served from the human reserve
@@ -115,7 +115,7 @@ use mosaic_domain::Refusal;
 use crate::fs;
 
 pub use answer::{DirectReply, Disconnect};
-pub use server::{serve, serve_in, serve_with, Handler, Limits, Peer, Standing};
+pub use server::{serve, serve_in, serve_with, Handler, Limits, Peer, Sender};
 pub use slots::{Budget, Slot};
 
 /// How long the server waits for a client to take its response.

@@ -26,8 +26,8 @@ pub struct Limits {
     /// How many authenticated connections are served at once
     /// ([`MAX_CONNECTIONS`], 4096), idle ones between requests included: a
     /// connection is authenticated once its first line named a caller
-    /// ([`Standing::Caller`](super::Standing::Caller) or
-    /// [`Standing::Human`](super::Standing::Human)). A line that would
+    /// ([`Sender::Caller`](super::Sender::Caller) or
+    /// [`Sender::Human`](super::Sender::Human)). A line that would
     /// authenticate one more is answered `broker-unavailable`, unhandled,
     /// and its connection closed (a human line first tries the reserve,
     /// [`Limits::human_reserve`]).

@@ -51,9 +51,9 @@ pub struct Peer {
 }
 
 /// What a connection's first line shows of who sent it, as the handler
-/// tells the server ([`Handler::standing`]) before it handles the line.
+/// tells the server ([`Handler::sender`]) before it handles the line.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Standing {
+pub enum Sender {
     /// The handler will refuse the line before it knows a caller: not a
     /// request (`bad-request`), or a capability it never issued
     /// (`bad-capability`). The line is answered, then the connection
@@ -62,7 +62,7 @@ pub enum Standing {
     /// The line presents a capability the handler issued. The connection
     /// is authenticated and stays open for more lines.
     Caller,
-    /// As [`Standing::Caller`], for a holder whose connections are also
+    /// As [`Sender::Caller`], for a holder whose connections are also
     /// counted in a [`Budget`] of its own (an agent's run): the connection
     /// takes a slot of it as well, and holds it until it closes. With none
     /// free, the line is answered `broker-unavailable`, unhandled, and the
@@ -81,23 +81,23 @@ pub enum Standing {
 /// written, with the same [`Peer`].
 ///
 /// Any `Fn(Peer, Vec<u8>, Disconnect) -> impl Future<Output = Vec<u8>>`
-/// closure is a handler, whose every line is [`Standing::Caller`].
+/// closure is a handler, whose every line is [`Sender::Caller`].
 pub trait Handler: Send + Sync + 'static {
     /// Says who sent the first line of a connection, before
     /// [`Handler::handle`] gets it; the server asks only for a connection's
     /// first line, and places the connection by the answer (see
-    /// [`Standing`] and [`Limits`]).
+    /// [`Sender`] and [`Limits`]).
     ///
-    /// It MUST answer [`Standing::Nobody`] for every line the handler will
+    /// It MUST answer [`Sender::Nobody`] for every line the handler will
     /// refuse without naming a caller, MUST NOT answer it for a line whose
-    /// caller the handler will name, and MUST answer [`Standing::Human`]
+    /// caller the handler will name, and MUST answer [`Sender::Human`]
     /// only for a human line. It MUST be cheap and MUST NOT wait: it runs
     /// on the connection's task before the line is handled, and no
-    /// refusal is recorded here. The default is [`Standing::Caller`], for
+    /// refusal is recorded here. The default is [`Sender::Caller`], for
     /// handlers that have no notion of a caller.
-    fn standing(&self, peer: Peer, line: &[u8]) -> Standing {
+    fn sender(&self, peer: Peer, line: &[u8]) -> Sender {
         let _ = (peer, line);
-        Standing::Caller
+        Sender::Caller
     }
 
     /// Says whether a human line from `peer` may take a place in the human
@@ -444,7 +444,7 @@ impl Input {
 /// The first line must be whole by the accept plus the first-line deadline
 /// (the shorter of [`Limits::first_line_deadline`] and
 /// [`Limits::read_deadline`]); until then the connection may be evicted
-/// (answered `broker-unavailable`). The first line's [`Standing`] places
+/// (answered `broker-unavailable`). The first line's [`Sender`] places
 /// the connection: among the authenticated ones, in the human reserve for
 /// that one line, or nowhere (answered, then closed). Each next line must
 /// be whole by the read deadline counted from the previous answer. A
@@ -484,12 +484,12 @@ async fn connection<H: Handler>(
     place.line_read();
     // Authenticated connections go on after their answer; the others (and
     // the human reserve) carry this one line.
-    let (held, mut last) = match handler.standing(peer, &line) {
-        Standing::Nobody => (Held::Unauthenticated(place), true),
-        standing @ (Standing::Caller | Standing::Counted(_)) => {
-            let own = match &standing {
-                Standing::Counted(budget) => budget.try_take().map(Some),
-                Standing::Caller | Standing::Nobody | Standing::Human => Some(None),
+    let (held, mut last) = match handler.sender(peer, &line) {
+        Sender::Nobody => (Held::Unauthenticated(place), true),
+        sender @ (Sender::Caller | Sender::Counted(_)) => {
+            let own = match &sender {
+                Sender::Counted(budget) => budget.try_take().map(Some),
+                Sender::Caller | Sender::Nobody | Sender::Human => Some(None),
             };
             match (own, pools.authenticated.try_take()) {
                 (Some(own), Some(slot)) => {
@@ -502,7 +502,7 @@ async fn connection<H: Handler>(
                 }
             }
         }
-        Standing::Human => match pools.authenticated.try_take() {
+        Sender::Human => match pools.authenticated.try_take() {
             Some(slot) => {
                 drop(place);
                 (Held::Authenticated(slot, None), false)

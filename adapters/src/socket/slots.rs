@@ -4,7 +4,7 @@
 //!
 //! The server counts its authenticated connections in one (the broker's
 //! overall budget of descriptors for them), and a connection whose first
-//! line names a holder with a budget of its own ([`super::Standing::Counted`],
+//! line names a holder with a budget of its own ([`super::Sender::Counted`],
 //! an agent's run) takes a slot of that one too, so no holder can take
 //! every place. The host that started the server may count what else it
 //! holds (a proxy's descriptors) in the same budgets, through clones.

@@ -8,7 +8,7 @@
 use std::sync::{mpsc, Arc};
 
 use mosaic_adapters::credentials::CredentialStore;
-use mosaic_adapters::socket::{Disconnect, Handler, Peer, Standing};
+use mosaic_adapters::socket::{Disconnect, Handler, Peer, Sender};
 use mosaic_adapters::wire::browser::{self as browser_wire, BrowserCall};
 use mosaic_adapters::wire::{self, Call, Envelope, Presenter};
 use mosaic_domain::browser::AddressPolicy;
@@ -58,9 +58,9 @@ impl<S: StoreReaders + Send + 'static> Handler for Connections<S> {
     /// agent's counted in its run's budget too ([`Places`]), so one run
     /// cannot take every place. The envelope is parsed again by `admit`;
     /// only a connection's first line pays for that.
-    fn standing(&self, _peer: Peer, line: &[u8]) -> Standing {
+    fn sender(&self, _peer: Peer, line: &[u8]) -> Sender {
         let Ok(envelope) = Envelope::parse(line) else {
-            return Standing::Nobody;
+            return Sender::Nobody;
         };
         match envelope.presenter() {
             Presenter::Capability(cap) => {
@@ -72,13 +72,13 @@ impl<S: StoreReaders + Send + 'static> Handler for Connections<S> {
                     .and_then(|registry| registry.get(cap).cloned());
                 match binding {
                     Some(Binding::Agent { agent, .. }) => {
-                        Standing::Counted(self.0.places.budget(&agent.run))
+                        Sender::Counted(self.0.places.budget(&agent.run))
                     }
-                    Some(Binding::Reader { .. }) => Standing::Caller,
-                    None => Standing::Nobody,
+                    Some(Binding::Reader { .. }) => Sender::Caller,
+                    None => Sender::Nobody,
                 }
             }
-            Presenter::Human { .. } => Standing::Human,
+            Presenter::Human { .. } => Sender::Human,
         }
     }
 
@@ -99,11 +99,11 @@ impl<S: StoreReaders + Send + 'static> Handler for Connections<S> {
         let shared = Arc::clone(&self.0);
         async move {
             let started = std::time::Instant::now();
-            let mut seen = Seen::default();
-            let response = answer(&shared, peer, &line, gone, &mut seen).await;
+            let mut fields = LogFields::default();
+            let response = answer(&shared, peer, &line, gone, &mut fields).await;
             let response = guarded(&shared.credentials, response);
             if tracing::enabled!(tracing::Level::DEBUG) {
-                seen.log(&response, started.elapsed());
+                fields.log(&response, started.elapsed());
             }
             response.into_bytes()
         }
@@ -128,12 +128,12 @@ fn guarded(credentials: &CredentialStore, response: String) -> String {
 
 /// What the request's log line says of it, learned as it is admitted.
 #[derive(Debug, Default)]
-struct Seen {
+struct LogFields {
     verb: Option<&'static str>,
     caller: Option<&'static str>,
 }
 
-impl Seen {
+impl LogFields {
     /// Learns the verb and the caller's kind of an admitted request.
     fn admitted(&mut self, admitted: &Admitted) {
         self.verb = Some(admitted.verb);
@@ -188,7 +188,7 @@ async fn answer<S: StoreReaders + Send + 'static>(
     peer: Peer,
     line: &[u8],
     gone: Disconnect,
-    seen: &mut Seen,
+    fields: &mut LogFields,
 ) -> String {
     let Shared {
         registry,
@@ -210,7 +210,7 @@ async fn answer<S: StoreReaders + Send + 'static>(
         Ok(admitted) => admitted,
         Err(refusal) => return wire::err(refusal),
     };
-    seen.admitted(&admitted);
+    fields.admitted(&admitted);
     // What the human reads of an agent is what the broker saw it ask.
     if let Who::Known(caller) = &admitted.who {
         if let Some(run) = agent_run(caller) {

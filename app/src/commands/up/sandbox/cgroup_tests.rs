@@ -50,11 +50,11 @@ fn hybrid(root: &Path) {
 
 #[test]
 fn the_places_of_a_process_are_read_from_its_cgroup_file() {
-    let places = Places::parse(HYBRID);
-    assert_eq!(places.v2.as_deref(), Some("/"));
-    assert_eq!(places.pids.as_deref(), Some("/"));
-    assert_eq!(places.memory.as_deref(), Some("/jobs/a"));
-    let outside = Places::parse("0::/../elsewhere\n");
+    let own = CgroupPaths::parse(HYBRID);
+    assert_eq!(own.v2.as_deref(), Some("/"));
+    assert_eq!(own.pids.as_deref(), Some("/"));
+    assert_eq!(own.memory.as_deref(), Some("/jobs/a"));
+    let outside = CgroupPaths::parse("0::/../elsewhere\n");
     assert_eq!(outside.v2, None);
 }
 
