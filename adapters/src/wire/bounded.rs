@@ -123,7 +123,7 @@ fn short(view: DecisionView<'_>) -> DecisionView<'_> {
 /// its size is the item's.
 fn decision_item(decision: &Decision, is_short: bool) -> DecisionView<'_> {
     let mut view = decision_view(decision);
-    view.standing.item = Some(mosaic_client::wire::inbox::ItemType::Decision);
+    view.standing.item = Some(mosaic_client::wire::listed::ItemType::Decision);
     if is_short {
         short(view)
     } else {
@@ -165,7 +165,7 @@ pub fn human_inbox<'a>(
     let mut kept = Vec::new();
     for facts in messages {
         let mut item = inbox_message(facts, first_chars(&facts.record.body, INBOX_BODY_CHARS));
-        item.item = Some(mosaic_client::wire::inbox::ItemType::Message);
+        item.item = Some(mosaic_client::wire::listed::ItemType::Message);
         let bytes = size(&item);
         full = full || used + bytes > ANSWER_BYTES;
         if full {

@@ -12,7 +12,7 @@ use mosaic_domain::evidence::OptionKey;
 use mosaic_domain::{Action, ActionClass, DecisionId, RoleInstance, RunId, Target, TaskRef};
 use serde::{Deserialize, Serialize, Serializer};
 
-use super::inbox::ItemType;
+use super::listed::ItemType;
 use super::text::{self, Party};
 
 /// The fields fixed at raise, shared by [`DecisionView`] and the

@@ -13,17 +13,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::decision::DecisionView;
+use super::listed::ItemType;
 use super::message::MessageView;
-
-/// An inbox item's `type`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ItemType {
-    /// An open decision.
-    Decision,
-    /// An unread message.
-    Message,
-}
 
 /// The `type` of a list's last item, `"more"`: it counts what one answer
 /// left out.

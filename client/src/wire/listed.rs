@@ -1,12 +1,25 @@
 //! An array read's answer (`agents`, `trail`, `tasks`): its items in
 //! order, and, when one answer could not hold them all, one last item
 //! `{"type":"more", NAME: N}` counting those left out (`NAME` being
-//! `agents`, `records` or `tasks`).
+//! `agents`, `records` or `tasks`). Beside it, the `type` a listed
+//! decision or message carries in the inbox ([`ItemType`]), here so that
+//! the decision, the message and the inbox that lists them all read it
+//! from one room below them.
 
 use serde::de::{DeserializeOwned, Deserializer, Error as _};
 use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+/// An inbox item's `type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ItemType {
+    /// An open decision.
+    Decision,
+    /// An unread message.
+    Message,
+}
 
 /// An item of an array read.
 pub trait Listable {

@@ -8,7 +8,7 @@ use mosaic_domain::evidence::MessageClass;
 use mosaic_domain::{DecisionId, EventId, MessageId, RunId};
 use serde::{Deserialize, Serialize};
 
-use super::inbox::ItemType;
+use super::listed::ItemType;
 use super::text::{self, Party};
 
 /// A message: `id, from, from_run, to, class, body, in_reply_to, corrects,

@@ -20,8 +20,8 @@ use super::agent::{AgentRow, Ended, Exited, Usage, WaitsOn};
 use super::decision::{
     AgentView, Authorization, Choice, DecisionStatus, DecisionView, Domain, Raised, Standing,
 };
-use super::inbox::{Inbox, InboxMore, ItemType, More};
-use super::listed::Listed;
+use super::inbox::{Inbox, InboxMore, More};
+use super::listed::{ItemType, Listed};
 use super::message::MessageView;
 use super::reads::{Change, ChangePage, Head, TaskRow};
 use super::record::{

@@ -6,8 +6,10 @@
 //! from `/proc` with no agent in its ancestry. It holds no capability.
 //!
 //! The console's state is a sans-IO machine ([`state`]) over typed rows
-//! ([`model`]); drawing reads it ([`render`], with the grant area of
-//! [`grant`]); this module is the loop. Nothing on the loop's thread
+//! ([`model`], and a trail's records, [`trail`]), fed each answer decoded once,
+//! here at the link, with the client crate's wire shapes ([`request`]);
+//! drawing reads it ([`render`], with the grant area of [`grant`]), in
+//! the panes [`layout`] places for both; this module is the loop. Nothing on the loop's thread
 //! waits on the broker: one thread waits on the human's `changes` (and
 //! tells the loop when the broker is lost and found again), one sends the
 //! state's requests in order and hands each answer back as an input, one

@@ -19,13 +19,10 @@ use mosaic_client::wire::decision::{AgentView, DecisionView, Raised};
 use mosaic_client::wire::inbox::Inbox as WireInbox;
 use mosaic_client::wire::message::MessageView;
 use mosaic_client::wire::reads::Change as WireChange;
-use mosaic_client::wire::record::{Fact, Record as WireRecord};
 use mosaic_client::wire::text::{KindName, Party};
 use mosaic_domain::evidence::{EvidenceKind, OptionKey};
 use mosaic_domain::text::{neutralise, neutralise_grant, neutralise_lines};
 use mosaic_domain::{DecisionId, MessageId, RunId};
-
-pub use super::trail::{Record, Trail};
 
 /// Untrusted text made drawable: each hidden character is a visible
 /// token. The only way to make one is [`Shown::of`] (or
@@ -150,7 +147,8 @@ pub struct Decision {
     /// When it was raised (ms since the epoch), once its trail was read.
     pub raised_ms: Option<i64>,
     /// Whether the inbox listed it short (no options, its texts cut),
-    /// until its trail's raise fills it in ([`Decision::fill`]).
+    /// until its trail's raise fills it in
+    /// ([`Trail::fill_decision`](super::trail::Trail::fill_decision)).
     pub cut: bool,
 }
 
@@ -197,18 +195,6 @@ impl From<&DecisionView<'_>> for Decision {
 }
 
 impl Decision {
-    /// A short decision made whole from `trail`, the trail of `subject`,
-    /// when that is this decision and the trail holds its raise.
-    pub fn fill(&mut self, subject: &str, trail: &Trail) {
-        let raised = trail.raised.iter().find(|d| d.id == self.id);
-        if let (true, true, Some(raised)) = (self.cut, self.id.to_string() == subject, raised) {
-            *self = Decision {
-                raised_ms: self.raised_ms,
-                ..raised.clone()
-            };
-        }
-    }
-
     /// The question's first line.
     pub fn first_words(&self) -> &str {
         self.question.first().map_or("", Shown::as_str)
@@ -227,7 +213,7 @@ pub struct Message {
     /// The body's lines.
     pub body: Vec<Shown>,
     /// Whether the inbox cut its body, until its trail fills it in
-    /// ([`Message::fill`]).
+    /// ([`Trail::fill_message`](super::trail::Trail::fill_message)).
     pub cut: bool,
 }
 
@@ -248,16 +234,6 @@ impl From<&MessageView<'_>> for Message {
 }
 
 impl Message {
-    /// A cut message made whole from `trail`, the trail of `subject`, when
-    /// that is this message and the trail holds its send.
-    pub fn fill(&mut self, subject: &str, trail: &Trail) {
-        let sent = trail.sent.iter().find(|(id, _)| *id == self.id);
-        if let (true, true, Some((_, body))) = (self.cut, self.id.to_string() == subject, sent) {
-            self.body = body.clone();
-            self.cut = false;
-        }
-    }
-
     /// Its class, or `"a message"` when it has none.
     pub fn class_word(&self) -> &str {
         self.class.as_ref().map_or("a message", Shown::as_str)
@@ -305,16 +281,6 @@ impl Inbox {
                 *m = whole.clone();
             }
         }
-    }
-
-    /// Each cut decision and message of `subject` filled from `trail`.
-    pub fn fill(&mut self, subject: &str, trail: &Trail) {
-        self.decisions
-            .iter_mut()
-            .for_each(|d| d.fill(subject, trail));
-        self.messages
-            .iter_mut()
-            .for_each(|m| m.fill(subject, trail));
     }
 }
 
@@ -476,37 +442,5 @@ impl From<&WireChange> for Change {
                 .filter_map(|(name, id)| id.map(|id| Shown::of(&format!("{name} {id}"))))
                 .collect(),
         }
-    }
-}
-
-/// The raise a `decision.raised` record carries, whole, and the body a
-/// `message.sent` record carries: what fills a decision or message an
-/// inbox cut.
-pub(super) fn fills(
-    record: &WireRecord<'_>,
-) -> (Option<Decision>, Option<(MessageId, Vec<Shown>)>) {
-    match &record.fact {
-        Fact::DecisionRaised(raised) => (Some(Decision::from(raised)), None),
-        Fact::MessageSent(sent) => (None, Some((sent.id, Shown::lines(&sent.body)))),
-        Fact::SessionLaunched(_)
-        | Fact::LaunchRevoked
-        | Fact::LaunchRestored
-        | Fact::RoleClaimed(_)
-        | Fact::RoleReleased(_)
-        | Fact::RoleRevoked(_)
-        | Fact::SessionEnded(_)
-        | Fact::DecisionResolved(_)
-        | Fact::DecisionSeen(_)
-        | Fact::DecisionWithdrawn(_)
-        | Fact::DecisionSuperseded(_)
-        | Fact::ApprovalConsumed(_)
-        | Fact::ActionAllowed(_)
-        | Fact::MessageDelivered(_)
-        | Fact::MessageRead(_)
-        | Fact::HumanInput(_)
-        | Fact::EventObserved(_)
-        | Fact::RequestRefused(_)
-        | Fact::RefusalsCounted(_)
-        | Fact::Other(_) => (None, None),
     }
 }

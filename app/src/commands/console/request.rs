@@ -23,7 +23,8 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::model::{Change, Inbox, Run, Shown, Trail};
+use super::model::{Change, Inbox, Run, Shown};
+use super::trail::Trail;
 
 /// A request the console sends, typed.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -27,8 +27,9 @@ use super::doing::Doing;
 use super::grant::{self, Need, Raiser};
 use super::layout;
 use super::lines::wrap;
-use super::model::{Change, Decision, Inbox, Message, Record, Run, Shown};
+use super::model::{Change, Decision, Inbox, Message, Run, Shown};
 pub use super::request::{Head, Reply, Request};
+use super::trail::Record;
 
 /// Why an open decision no longer waits, if it does not.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -9,7 +9,7 @@ use mosaic_client::wire::record::{Fact, Record as WireRecord};
 use mosaic_client::wire::text::Party;
 use mosaic_domain::{MessageId, RoleInstance, RunId};
 
-use super::model::{fills, Decision, Kind, Shown, Who};
+use super::model::{Decision, Inbox, Kind, Message, Shown, Who};
 
 /// A trail's answer, made once.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -21,6 +21,45 @@ pub struct Trail {
     pub raised: Vec<Decision>,
     /// Each message sent in it, by id, with its whole body.
     pub sent: Vec<(MessageId, Vec<Shown>)>,
+}
+
+impl Trail {
+    /// A short decision made whole from this trail, the trail of
+    /// `subject`, when that is the decision and the trail holds its raise.
+    pub fn fill_decision(&self, subject: &str, decision: &mut Decision) {
+        let raised = self.raised.iter().find(|d| d.id == decision.id);
+        if let (true, true, Some(raised)) =
+            (decision.cut, decision.id.to_string() == subject, raised)
+        {
+            *decision = Decision {
+                raised_ms: decision.raised_ms,
+                ..raised.clone()
+            };
+        }
+    }
+
+    /// A cut message made whole from this trail, the trail of `subject`,
+    /// when that is the message and the trail holds its send.
+    pub fn fill_message(&self, subject: &str, message: &mut Message) {
+        let sent = self.sent.iter().find(|(id, _)| *id == message.id);
+        if let (true, true, Some((_, body))) =
+            (message.cut, message.id.to_string() == subject, sent)
+        {
+            message.body.clone_from(body);
+            message.cut = false;
+        }
+    }
+
+    /// Each cut decision and message of `inbox` that is `subject`, filled
+    /// from this trail.
+    pub fn fill_inbox(&self, subject: &str, inbox: &mut Inbox) {
+        for d in &mut inbox.decisions {
+            self.fill_decision(subject, d);
+        }
+        for m in &mut inbox.messages {
+            self.fill_message(subject, m);
+        }
+    }
 }
 
 impl From<&Listed<WireRecord<'_>>> for Trail {
@@ -178,5 +217,35 @@ impl Record {
     /// Whether it has the field `key`.
     pub fn has(&self, key: &str) -> bool {
         self.fields.iter().any(|(k, _)| *k == key)
+    }
+}
+
+/// The raise a `decision.raised` record carries, whole, and the body a
+/// `message.sent` record carries: what fills a decision or message an
+/// inbox cut.
+fn fills(record: &WireRecord<'_>) -> (Option<Decision>, Option<(MessageId, Vec<Shown>)>) {
+    match &record.fact {
+        Fact::DecisionRaised(raised) => (Some(Decision::from(raised)), None),
+        Fact::MessageSent(sent) => (None, Some((sent.id, Shown::lines(&sent.body)))),
+        Fact::SessionLaunched(_)
+        | Fact::LaunchRevoked
+        | Fact::LaunchRestored
+        | Fact::RoleClaimed(_)
+        | Fact::RoleReleased(_)
+        | Fact::RoleRevoked(_)
+        | Fact::SessionEnded(_)
+        | Fact::DecisionResolved(_)
+        | Fact::DecisionSeen(_)
+        | Fact::DecisionWithdrawn(_)
+        | Fact::DecisionSuperseded(_)
+        | Fact::ApprovalConsumed(_)
+        | Fact::ActionAllowed(_)
+        | Fact::MessageDelivered(_)
+        | Fact::MessageRead(_)
+        | Fact::HumanInput(_)
+        | Fact::EventObserved(_)
+        | Fact::RequestRefused(_)
+        | Fact::RefusalsCounted(_)
+        | Fact::Other(_) => (None, None),
     }
 }

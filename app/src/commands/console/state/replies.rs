@@ -7,7 +7,7 @@ use mosaic_domain::{DecisionId, MessageId, Refusal};
 
 use super::{Change, Decision, Effect, Inbox, Notice, Reply, Request, Run, Shown, Standing, State};
 use super::{View, ACTIVITY};
-use crate::commands::console::model::Trail;
+use crate::commands::console::trail::Trail;
 
 impl State {
     /// The human's new changes, from one page of `changes`, or the
@@ -228,9 +228,9 @@ impl State {
     }
 
     fn on_trail(&mut self, subject: &str, trail: &Trail) {
-        self.inbox.fill(subject, trail);
+        trail.fill_inbox(subject, &mut self.inbox);
         if let Some(m) = self.message.as_mut() {
-            m.fill(subject, trail);
+            trail.fill_message(subject, m);
         }
         let raised = trail
             .records
@@ -253,7 +253,7 @@ impl State {
         }
         if let Some(open) = self.open.as_mut() {
             if open.decision.id.to_string() == subject {
-                open.decision.fill(subject, trail);
+                trail.fill_decision(subject, &mut open.decision);
                 open.decision.raised_ms = raised.or(open.decision.raised_ms);
             }
         }
