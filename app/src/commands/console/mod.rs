@@ -50,6 +50,8 @@ mod tests;
 #[cfg(test)]
 mod tests_doing;
 #[cfg(test)]
+mod tests_request;
+#[cfg(test)]
 mod tests_screen;
 mod trail;
 

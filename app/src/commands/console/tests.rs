@@ -42,6 +42,12 @@ pub(super) fn raised(id: &str) -> Value {
     record["kind"] = json!("decision.raised");
     record["at"] = json!(RAISED_AT);
     record["business"] = json!("acme");
+    // A raise's record holds what was fixed when it was raised, and no
+    // standing.
+    let fields = record.as_object_mut().expect("an object");
+    for standing in ["type", "status", "choice", "superseded_by"] {
+        fields.remove(standing);
+    }
     record
 }
 
