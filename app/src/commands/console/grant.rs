@@ -155,7 +155,7 @@ pub fn need(decision: &Decision, raiser: &Raiser, banner: bool) -> Need {
                 .collect::<Vec<_>>()
                 .iter(),
         )
-        .map(|line| width(line) + 2)
+        .map(|line| layout::framed_width(width(line)))
         .max()
         .unwrap_or(0);
     let prompt = (0..decision.options.len())

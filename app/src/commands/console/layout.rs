@@ -19,7 +19,7 @@ use ratatui::widgets::{Block, Borders};
 pub const GRANT_LINES: u16 = 5;
 /// The fewest lines of the question's pane, with its frame.
 pub const QUESTION_MIN_HEIGHT: u16 = 3;
-/// A frame's lines: its top and bottom borders.
+/// A frame's borders across it: top and bottom, or left and right.
 const FRAME: u16 = 2;
 /// The widest the help is drawn.
 const HELP_WIDTH: u16 = 80;
@@ -84,6 +84,12 @@ pub fn decision_height(options: usize, banner: bool) -> u16 {
     1 + u16::from(banner) + GRANT_LINES + FRAME + options_height(options) + QUESTION_MIN_HEIGHT + 1
 }
 
+/// The columns a pane needs to show a line `inner` columns wide inside
+/// its frame (a border on either side).
+pub fn framed_width(inner: usize) -> usize {
+    inner + usize::from(FRAME)
+}
+
 /// The inside of a pane's frame.
 pub fn inner(area: Rect) -> Rect {
     Block::default().borders(Borders::ALL).inner(area)
@@ -139,6 +145,9 @@ mod tests {
         let [list, detail] = inbox(Rect::new(0, 1, 80, 5));
         assert_eq!((list.height, detail.height), (3, 2));
         assert_eq!(inner(Rect::new(0, 0, 10, 4)), Rect::new(1, 1, 8, 2));
+        // A line as wide as a frame's inside needs the frame's width.
+        let inside = usize::from(inner(Rect::new(0, 0, 10, 4)).width);
+        assert_eq!(framed_width(inside), 10);
         assert_eq!(help(Rect::new(0, 1, 120, 30), 20), Rect::new(20, 1, 80, 22));
         assert_eq!(help(Rect::new(0, 1, 60, 10), 20), Rect::new(0, 1, 60, 10));
     }
