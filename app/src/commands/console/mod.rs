@@ -228,7 +228,7 @@ pub fn main(args: ConsoleArgs) -> ExitCode {
     }
     // The first wait tells whether we are the human, before the screen
     // is touched.
-    let cursor = match link.call(Verb::Changes, &json!({})) {
+    let cursor = match link.call(Verb::Changes, &request::changes_args(None, None)) {
         Ok(page) => match request::changes(page) {
             Ok((cursor, _)) => cursor,
             Err(refusal) => return not_opened(refusal, &args),
@@ -457,7 +457,7 @@ fn watch_changes(link: Proven, mut cursor: u64, events: mpsc::Sender<Event>) {
     std::thread::spawn(move || {
         let mut backoff: Option<Duration> = None;
         loop {
-            let args = json!({"since": cursor, "timeoutMs": QUIET_MS});
+            let args = request::changes_args(Some(cursor), Some(QUIET_MS));
             let sent = match link.call(Verb::Changes, &args).and_then(request::changes) {
                 Ok((next, changes)) => {
                     cursor = next;

@@ -9,7 +9,8 @@
 
 use mosaic_client::wire::agent::AgentRow;
 use mosaic_client::wire::args::{
-    DecisionNoteArgs, DecisionResolveArgs, MessageReadArgs, MessageSendArgs, NoArgs, TrailArgs,
+    ChangesArgs, DecisionNoteArgs, DecisionResolveArgs, MessageReadArgs, MessageSendArgs, NoArgs,
+    TrailArgs,
 };
 use mosaic_client::wire::decision::DecisionView;
 use mosaic_client::wire::inbox::Inbox as WireInbox;
@@ -211,6 +212,12 @@ impl Request {
             }
         })
     }
+}
+
+/// The arguments of a wait on the human's `changes`: after `since`, for
+/// at most `timeout_ms`; with no cursor, the current one at once.
+pub fn changes_args(since: Option<u64>, timeout_ms: Option<u64>) -> Value {
+    args(&ChangesArgs { since, timeout_ms })
 }
 
 /// A page of the human's `changes`, decoded: its cursor and its changes.

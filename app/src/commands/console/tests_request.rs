@@ -108,6 +108,15 @@ fn an_answer_missing_any_key_the_broker_always_writes_is_bad_response() {
 
 #[test]
 fn a_page_of_changes_decodes_to_its_cursor_and_rows_or_is_bad_response() {
+    assert_eq!(request::changes_args(None, None), json!({}));
+    assert_eq!(
+        request::changes_args(Some(5), Some(10_000)),
+        json!({"since": 5, "timeoutMs": 10_000})
+    );
+    assert_eq!(
+        mosaic_domain::Verb::Changes.arg_keys(),
+        ["since", "timeoutMs"]
+    );
     let page = json!({"cursor": 9, "changes": [
         {"seq": 9, "kind": "decision.withdrawn", "decision": ID}]});
     let (cursor, changes) = request::changes(page.clone()).expect("a page");
