@@ -588,6 +588,12 @@ const HINTS: &[(&[Refusal], &str)] = &[
         "Call again later; tell the human if it persists.",
     ),
     (
+        &[Refusal::BadResponse],
+        "The broker answered, so the action may have happened: inspect the trail before \
+         doing anything, and tell the human that this adapter and the broker differ in \
+         version.",
+    ),
+    (
         &[Refusal::CredentialLeak],
         "Never put secrets in arguments or messages.",
     ),

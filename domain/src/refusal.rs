@@ -145,6 +145,8 @@ refusals! {
         "The connection ended before a reply: the action may or may not have happened.",
     BrokerUnavailable => "broker-unavailable",
         "The client could not reach the broker; nothing was sent.",
+    BadResponse => "bad-response",
+        "The broker's answer lacks a field this client reads, or has one of another type: client and broker differ in version.",
     ServiceFailed => "service-failed",
         "A trusted service callback failed.",
     CredentialExpired => "credential-expired",

@@ -638,30 +638,50 @@ fn every_evidence_kind_encodes_as_a_trail_record() {
 #[test]
 fn an_agents_row_says_what_the_broker_saw_the_run_ask() {
     use mosaic_adapters::wire::{with_calls, LastCall};
-    let at = mosaic_domain::Timestamp::from_unix_ms(1_767_225_600_123).expect("a time");
-    let mut row = serde_json::json!({"run": "dev-1"});
-    with_calls(&mut row, None, false);
-    assert_eq!(
-        row,
-        serde_json::json!({"run": "dev-1", "lastVerb": null, "lastAt": null, "waiting": false})
+    let record = LaunchRecord {
+        business: acme(),
+        role: role("dev"),
+        run: RunId::parse("dev-1").unwrap(),
+        harness: Harness::Pi,
+        address: None,
+        pid: 4242,
+        start_time: 17,
+    };
+    let mut row = wire::agent_row(
+        &record,
+        true,
+        false,
+        true,
+        &[],
+        None,
+        wire::RunLife::default(),
     );
+    let seen = |row: &mosaic_client::wire::agent::AgentRow| {
+        let row = wire::value_of(row);
+        (
+            row["lastVerb"].clone(),
+            row["lastAt"].clone(),
+            row["waiting"].clone(),
+        )
+    };
+    with_calls(&mut row, None, false);
+    assert_eq!(seen(&row), (Value::Null, Value::Null, json!(false)));
     with_calls(
         &mut row,
         Some(LastCall {
             verb: "changes",
-            at,
+            at: at("2026-01-01T00:00:00.123Z"),
         }),
         true,
     );
     assert_eq!(
-        row,
-        serde_json::json!({"run": "dev-1", "lastVerb": "changes",
-                           "lastAt": "2026-01-01T00:00:00.123Z", "waiting": true})
+        seen(&row),
+        (
+            json!("changes"),
+            json!("2026-01-01T00:00:00.123Z"),
+            json!(true)
+        )
     );
-    // Anything but a row is left as it is.
-    let mut not_a_row = serde_json::json!([]);
-    with_calls(&mut not_a_row, None, true);
-    assert_eq!(not_a_row, serde_json::json!([]));
 }
 
 #[test]
@@ -731,6 +751,8 @@ fn an_agents_row_says_how_its_run_ended_and_what_the_host_noted() {
             "exited",
             "harness",
             "holding",
+            "lastAt",
+            "lastVerb",
             "launching",
             "pid",
             "restarts",
@@ -739,6 +761,7 @@ fn an_agents_row_says_how_its_run_ended_and_what_the_host_noted() {
             "run",
             "start_time",
             "usage",
+            "waiting",
             "waitsOn"
         ]
     );
