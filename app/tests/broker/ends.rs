@@ -72,8 +72,14 @@ fn end_run_frees_the_role_wakes_its_watchers_and_refuses_the_run_from_then_on() 
     let mut b = Broker::boot(root.path(), &cfg);
     let (reader, dev) = (b.reader(0), b.agent("dev-1"));
     dev.claim();
-    // The holder and a reader wait on the feed; the end wakes both.
-    let (dev_waits, reader_waits) = (wait(&dev, cursor(&dev)), wait(&reader, cursor(&reader)));
+    // The holder and a reader wait on the feed; the end wakes both. The
+    // holder's wait is open before the end (a wait asked after it is
+    // refused `run-ended`); the reader's finds the end either way.
+    let dev_waits = wait(&dev, cursor(&dev));
+    crate::support::wait_for("dev-1's wait is open", || {
+        row(&reader, "dev-1")["waiting"] == json!(true)
+    });
+    let reader_waits = wait(&reader, cursor(&reader));
     assert_eq!(
         b.host(&json!({"op": "endRun", "run": "dev-1", "status": 3})),
         json!({"ok": true})

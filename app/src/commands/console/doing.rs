@@ -26,7 +26,7 @@ const TOOL_WIDTH: usize = 32;
 
 /// What a run is doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Now {
+pub enum RunState {
     /// Working.
     Working,
     /// Waiting on the feed.
@@ -41,7 +41,7 @@ pub struct Doing {
     /// The run, as `up` and the broker name it.
     pub run: String,
     /// What it is doing.
-    pub now: Now,
+    pub now: RunState,
     /// Since when (ms since the epoch, on the console's clock).
     pub since_ms: i64,
     /// Its last tool's name, shown, and when it called it.
@@ -57,9 +57,9 @@ pub fn decode(line: &str, now_ms: i64) -> Option<Vec<Doing>> {
         .into_iter()
         .map(|row| {
             let now = match row.doing {
-                line::Doing::Working => Now::Working,
-                line::Doing::Waiting => Now::WaitingOnFeed,
-                line::Doing::Exited { code, signal } => Now::Exited(Exit {
+                line::Doing::Working => RunState::Working,
+                line::Doing::Waiting => RunState::WaitingOnFeed,
+                line::Doing::Exited { code, signal } => RunState::Exited(Exit {
                     status: code,
                     signal,
                 }),
@@ -88,9 +88,9 @@ pub fn decode(line: &str, now_ms: i64) -> Option<Vec<Doing>> {
 /// an open decision says more.
 pub fn word(doing: &Doing) -> String {
     match doing.now {
-        Now::Working => "working".to_owned(),
-        Now::WaitingOnFeed => "waiting on the feed".to_owned(),
-        Now::Exited(exit) => exit.to_string(),
+        RunState::Working => "working".to_owned(),
+        RunState::WaitingOnFeed => "waiting on the feed".to_owned(),
+        RunState::Exited(exit) => exit.to_string(),
     }
 }
 
@@ -103,9 +103,9 @@ pub fn detail(doing: &Doing, age: impl Fn(i64) -> String) -> String {
         None => "no tool called yet".to_owned(),
     };
     let since = match doing.now {
-        Now::Working => format!("working for {}", age(doing.since_ms)),
-        Now::WaitingOnFeed => format!("waiting on the feed for {}", age(doing.since_ms)),
-        Now::Exited(_) => format!("exited {} ago", age(doing.since_ms)),
+        RunState::Working => format!("working for {}", age(doing.since_ms)),
+        RunState::WaitingOnFeed => format!("waiting on the feed for {}", age(doing.since_ms)),
+        RunState::Exited(_) => format!("exited {} ago", age(doing.since_ms)),
     };
     format!("      {tool} · {since}")
 }

@@ -18,7 +18,7 @@ use super::layout::{self, inner};
 use super::lines::wrap;
 use super::model::{Decision, Message, Shown};
 use super::sentence::sentence;
-use super::state::{Prompt, Standing, State, View, KEYS};
+use super::state::{DecisionState, Prompt, State, View, KEYS};
 
 /// Draws the whole console.
 pub fn draw(frame: &mut Frame<'_>, state: &State, now_ms: i64) {
@@ -75,7 +75,7 @@ fn bottom_line(state: &State) -> Line<'static> {
         && state
             .open()
             .as_ref()
-            .is_some_and(|o| o.standing == Standing::Waiting)
+            .is_some_and(|o| o.state == DecisionState::Waiting)
         && !state.resolvable_on_screen();
     let text = match state.prompt() {
         Prompt::None | Prompt::Confirm(_) if small => {
@@ -314,7 +314,7 @@ fn decision(frame: &mut Frame<'_>, state: &State, now_ms: i64, area: Rect) {
         return;
     };
     let d = &open.decision;
-    let live = open.standing == Standing::Waiting;
+    let live = open.state == DecisionState::Waiting;
     let size = frame.area();
     if live
         && !state
@@ -339,14 +339,14 @@ fn decision(frame: &mut Frame<'_>, state: &State, now_ms: i64, area: Rect) {
     }
     let [grant_area, options_area, question_area] = layout::decision(area, d.options.len());
     let mut grant_lines = grant::lines(d, &raiser, open.chosen);
-    match open.standing {
-        Standing::Waiting => {}
-        Standing::Gone => {
+    match open.state {
+        DecisionState::Waiting => {}
+        DecisionState::Gone => {
             grant_lines[4] =
                 "NO LONGER WAITING: resolved, withdrawn or superseded. Its keys are off."
                     .to_owned();
         }
-        Standing::Unknown => {
+        DecisionState::Unknown => {
             grant_lines[4] =
                 "OUTCOME UNKNOWN: the act may have happened. See its trail; nothing is resent."
                     .to_owned();

@@ -33,7 +33,7 @@ use super::trail::Record;
 
 /// Why an open decision no longer waits, if it does not.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Standing {
+pub enum DecisionState {
     /// Still waiting on the human.
     Waiting,
     /// Resolved, withdrawn or superseded (by anyone) while on screen.
@@ -50,7 +50,7 @@ pub struct Open {
     /// The option selected with a digit, if any (never preselected).
     pub chosen: Option<usize>,
     /// Whether it still waits.
-    pub standing: Standing,
+    pub state: DecisionState,
 }
 
 /// The console's state.

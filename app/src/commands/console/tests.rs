@@ -13,7 +13,7 @@ use mosaic_domain::DecisionId;
 
 use super::render;
 use super::request::{self, Request};
-use super::state::{Effect, Key, Notice, Standing, State, View};
+use super::state::{DecisionState, Effect, Key, Notice, State, View};
 use super::{pump, MockLink};
 
 pub(super) const ID: &str = "0190a2b4-0000-7000-8000-000000000001";
@@ -247,7 +247,7 @@ fn a_decision_closed_while_on_screen_is_no_longer_waiting_and_cannot_be_resolved
         json!({"cursor": 9, "changes": [
         {"seq": 9, "kind": "decision.withdrawn", "decision": ID}]}),
     );
-    assert_eq!(state.open().unwrap().standing, Standing::Gone);
+    assert_eq!(state.open().unwrap().state, DecisionState::Gone);
     let refreshed = drain(&mut state);
     assert!(refreshed.iter().all(|e| matches!(
         e,
@@ -278,7 +278,7 @@ fn outcome_unknown_opens_the_trail_and_nothing_is_resent() {
     };
     answer(&mut state, request, Err(Refusal::OutcomeUnknown));
     assert_eq!(state.view(), View::Trail);
-    assert_eq!(state.open().unwrap().standing, Standing::Unknown);
+    assert_eq!(state.open().unwrap().state, DecisionState::Unknown);
     assert_eq!(
         drain(&mut state),
         [Effect::Send(Request::Trail(ID.to_string()))]
@@ -452,7 +452,7 @@ fn one_resolve_goes_over_the_link_exactly_once() {
         pump(&mut state, &link, &mut |e| other.push(e));
     }
     assert_eq!(state.status(), "resolved with yes");
-    assert_eq!(state.open().unwrap().standing, Standing::Gone);
+    assert_eq!(state.open().unwrap().state, DecisionState::Gone);
     // Again: the decision's keys are off; the mock allows one resolve.
     for key in [Key::Char('1'), Key::Enter, Key::Char('y')] {
         state.handle_key(key);
@@ -488,7 +488,7 @@ fn nothing_is_sent_after_outcome_unknown() {
         state.handle_key(key);
         pump(&mut state, &link, &mut |_| {});
     }
-    assert_eq!(state.open().unwrap().standing, Standing::Unknown);
+    assert_eq!(state.open().unwrap().state, DecisionState::Unknown);
 }
 
 #[test]

@@ -6,7 +6,7 @@
 
 use serde_json::json;
 
-use super::doing::{decode, Doing, Now};
+use super::doing::{decode, Doing, RunState};
 use super::model::{Exit, Shown};
 use super::request::Request;
 use super::state::{Key, State, View};
@@ -50,19 +50,19 @@ fn a_line_decodes_to_each_run_anchored_at_the_time_it_was_read() {
         [
             Doing {
                 run: "lead-1".to_owned(),
-                now: Now::WaitingOnFeed,
+                now: RunState::WaitingOnFeed,
                 since_ms: NOW_MS - 5_000,
                 tool: Some((Shown::of("inbox"), NOW_MS - 12_000)),
             },
             Doing {
                 run: "qa-1".to_owned(),
-                now: Now::Working,
+                now: RunState::Working,
                 since_ms: NOW_MS - 1_000,
                 tool: None,
             },
             Doing {
                 run: "dev-0".to_owned(),
-                now: Now::Exited(Exit {
+                now: RunState::Exited(Exit {
                     status: Some(0),
                     signal: None
                 }),

@@ -3,7 +3,7 @@
 //! role, a body or a subject).
 
 use super::super::act::{typed, Typed};
-use super::{Act, Decision, Effect, Key, Need, Open, Prompt, Request, Standing, State, View};
+use super::{Act, Decision, DecisionState, Effect, Key, Need, Open, Prompt, Request, State, View};
 
 impl State {
     /// One key.
@@ -81,14 +81,14 @@ impl State {
         let id = decision.id;
         // Opened again, a decision keeps what is known of it: one whose act
         // may have happened keeps its keys off.
-        let standing = match &self.open {
-            Some(open) if open.decision.id == id => open.standing.clone(),
-            Some(_) | None => Standing::Waiting,
+        let state = match &self.open {
+            Some(open) if open.decision.id == id => open.state.clone(),
+            Some(_) | None => DecisionState::Waiting,
         };
         self.open = Some(Open {
             decision,
             chosen: None,
-            standing,
+            state,
         });
         self.view = View::Decision;
         self.selected = 0;
@@ -103,7 +103,7 @@ impl State {
     fn live(&self) -> Option<&Open> {
         self.open
             .as_ref()
-            .filter(|o| o.standing == Standing::Waiting)
+            .filter(|o| o.state == DecisionState::Waiting)
     }
 
     fn key_in_confirm(&mut self, act: Act, key: Key) {

@@ -5,7 +5,9 @@
 use mosaic_domain::evidence::EvidenceKind;
 use mosaic_domain::{DecisionId, MessageId, Refusal};
 
-use super::{Change, Decision, Effect, Inbox, Notice, Reply, Request, Run, Shown, Standing, State};
+use super::{
+    Change, Decision, DecisionState, Effect, Inbox, Notice, Reply, Request, Run, Shown, State,
+};
 use super::{View, ACTIVITY};
 use crate::commands::console::trail::Trail;
 
@@ -41,7 +43,7 @@ impl State {
             .any(|k| change.kind.is(k));
             if let Some(open) = self.open.as_mut() {
                 if closes && change.decision == Some(open.decision.id) {
-                    open.standing = Standing::Gone;
+                    open.state = DecisionState::Gone;
                 }
             }
             self.activity.push(change);
@@ -138,7 +140,7 @@ impl State {
     fn closed_by_me(&mut self, id: Option<DecisionId>) {
         if let Some(open) = self.open.as_mut() {
             if id == Some(open.decision.id) {
-                open.standing = Standing::Gone;
+                open.state = DecisionState::Gone;
             }
         }
     }
@@ -160,7 +162,7 @@ impl State {
         if let Some(id) = request.decision() {
             if let Some(open) = self.open.as_mut() {
                 if open.decision.id == id {
-                    open.standing = Standing::Unknown;
+                    open.state = DecisionState::Unknown;
                 }
             }
             self.view = View::Trail;
@@ -216,8 +218,8 @@ impl State {
             {
                 Some(now) => open.decision = now.clone(),
                 None => {
-                    if open.standing == Standing::Waiting {
-                        open.standing = Standing::Gone;
+                    if open.state == DecisionState::Waiting {
+                        open.state = DecisionState::Gone;
                     }
                 }
             }
