@@ -31,6 +31,8 @@ mod files;
 mod kernel;
 #[path = "sandbox/landlock.rs"]
 mod landlock;
+#[path = "sandbox/mandatory.rs"]
+mod mandatory;
 #[path = "sandbox/outside.rs"]
 mod outside;
 #[path = "sandbox/probe.rs"]
