@@ -27,6 +27,8 @@ mod config;
 mod detours;
 #[path = "sandbox/files.rs"]
 mod files;
+#[path = "sandbox/identity.rs"]
+mod identity;
 #[path = "sandbox/kernel.rs"]
 mod kernel;
 #[path = "sandbox/landlock.rs"]

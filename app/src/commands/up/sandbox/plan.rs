@@ -508,6 +508,25 @@ fn walls(
     Ok((walls, chdir))
 }
 
+impl Walls {
+    /// The configuration's paths these walls bind writable (`workdir`,
+    /// `write`), each where the kernel says it is.
+    pub(crate) fn writable_grants(&self) -> impl Iterator<Item = &Path> {
+        self.mounts.iter().filter_map(|mount| match mount {
+            Mount::Granted { path, writable, .. } => writable.then_some(path.as_path()),
+            Mount::ReadOnly { .. }
+            | Mount::Writable { .. }
+            | Mount::Symlink { .. }
+            | Mount::Tmpfs(_)
+            | Mount::Scratch { .. }
+            | Mount::Proc(_)
+            | Mount::Dev(_)
+            | Mount::ProxySocket
+            | Mount::RemountRo(_) => None,
+        })
+    }
+}
+
 /// The host paths `mounts` binds, each with whether it is writable.
 fn binds(mounts: &[Mount]) -> impl Iterator<Item = (&Path, bool)> {
     mounts.iter().filter_map(|mount| match mount {

@@ -32,6 +32,7 @@ fn spec(dir: &Path) -> AgentSpec {
         tmp_mib: 4,
         processes: 64,
         memory_mib: 256,
+        shared: false,
     }
 }
 
@@ -1161,4 +1162,52 @@ fn inside_a_writable_grant_git_s_configuration_and_start_up_files_stay_read_only
     std::os::unix::fs::symlink(root.join("home"), work.join(".npmrc")).unwrap();
     let refused = plan_in(&agent, Some(&sandbox), &root).map(|_| ());
     assert_eq!(refused, Err(Refusal::UnsafePath));
+}
+
+#[test]
+fn a_hard_link_of_a_guarded_file_in_a_writable_path_is_refused_by_identity() {
+    let (_dir, root, places) = fake_host();
+    std::fs::create_dir_all(root.join("programs")).unwrap();
+    std::fs::create_dir_all(root.join("work/deep")).unwrap();
+    let program = root.join("programs/lead.sh");
+    std::fs::write(&program, "x").unwrap();
+    let agent = spec(&root.join("work"));
+    let guards = paths::guards(
+        &[],
+        std::slice::from_ref(&program),
+        None,
+        &places.exe,
+        &[],
+        None,
+    );
+    let sandbox = sandbox(Places { guards, ..places }, false);
+    assert!(plan_in(&agent, Some(&sandbox), &root).is_ok());
+    // A copy is another file; a hard link, however deep, is the same one.
+    std::fs::copy(&program, root.join("work/copy.sh")).unwrap();
+    assert!(plan_in(&agent, Some(&sandbox), &root).is_ok());
+    std::fs::hard_link(&program, root.join("work/deep/link.sh")).unwrap();
+    // The guards see the link count when they are made.
+    let guards = paths::guards(&[], &[program], None, &sandbox.places.exe, &[], None);
+    let places = Places {
+        guards,
+        ..sandbox.places.clone()
+    };
+    let linked = self::sandbox(places, false);
+    let refused = plan_in(&agent, Some(&linked), &root).map(|_| ());
+    assert_eq!(refused, Err(Refusal::UnsafePath));
+}
+
+#[test]
+fn two_writable_paths_overlap_when_one_is_holds_or_lies_in_the_other_by_identity() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    for d in ["a/b/c", "d"] {
+        std::fs::create_dir_all(root.join(d)).unwrap();
+    }
+    let p = |name: &str| root.join(name);
+    assert!(paths::overlapping(&p("a"), &p("a")));
+    assert!(paths::overlapping(&p("a"), &p("a/b/c")));
+    assert!(paths::overlapping(&p("a/b/c"), &p("a")));
+    assert!(!paths::overlapping(&p("a/b"), &p("d")));
+    assert!(!paths::overlapping(&p("a/b/c"), &p("d")));
 }
