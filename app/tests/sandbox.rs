@@ -27,10 +27,14 @@ mod config;
 mod detours;
 #[path = "sandbox/files.rs"]
 mod files;
+#[path = "sandbox/identity.rs"]
+mod identity;
 #[path = "sandbox/kernel.rs"]
 mod kernel;
 #[path = "sandbox/landlock.rs"]
 mod landlock;
+#[path = "sandbox/mandatory.rs"]
+mod mandatory;
 #[path = "sandbox/outside.rs"]
 mod outside;
 #[path = "sandbox/probe.rs"]

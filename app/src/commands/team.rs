@@ -135,6 +135,9 @@ pub struct AgentSpec {
     /// The most memory, in MiB, its sandbox's processes may hold where a
     /// cgroup caps them (`memoryMiB`, default [`DEFAULT_MEMORY_MIB`]).
     pub memory_mib: u32,
+    /// Whether its writable paths may overlap another agent's that says
+    /// so too (`shared`, default `false`): each can then steer the other.
+    pub shared: bool,
 }
 
 /// The default size cap of a sandboxed agent's `/tmp` and home, each.
@@ -180,6 +183,8 @@ struct AgentJson {
     processes: Option<u32>,
     #[serde(rename = "memoryMiB")]
     memory_mib: Option<u32>,
+    #[serde(default)]
+    shared: bool,
 }
 
 /// `value`, or `default` when absent; `bad-config` outside `range`.
@@ -315,6 +320,7 @@ impl UpConfig {
                     tmp_mib: within(agent.tmp_mib, DEFAULT_TMP_MIB, 1..=65_536)?,
                     processes: within(agent.processes, DEFAULT_PROCESSES, 16..=65_536)?,
                     memory_mib: within(agent.memory_mib, DEFAULT_MEMORY_MIB, 32..=1_048_576)?,
+                    shared: agent.shared,
                 })
             })
             .collect::<Result<_, TeamError>>()?;

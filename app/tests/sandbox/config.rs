@@ -136,6 +136,7 @@ fn a_write_path_and_a_workdir_made_links_into_the_home_are_refused_the_next_time
     }
     let mut planter = layout.agent("b", PLANT);
     planter["env"] = json!(["PROBE_BASHRC"]);
+    planter["shared"] = json!(true);
     let wait = format!(
         "echo >'{}'\ncat '{}' >/dev/null",
         layout.team.join("mounted").display(),
@@ -144,6 +145,7 @@ fn a_write_path_and_a_workdir_made_links_into_the_home_are_refused_the_next_time
     let mut prober = layout.agent("a", &wait);
     prober["workdir"] = json!(layout.team.join("w"));
     prober["write"] = json!([layout.team, layout.team.join("out")]);
+    prober["shared"] = json!(true);
     let config = layout.config("required", json!({}), vec![planter, prober]);
     let env: [(&str, &OsStr); 1] = [("PROBE_BASHRC", bashrc.as_os_str())];
     let first = layout.stay(&config, &env, |_| ());

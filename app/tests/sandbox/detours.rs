@@ -166,9 +166,9 @@ pub fn config(work: &Path, sandbox: &str) -> PathBuf {
                                "b": {"authority": {"withinRole": [], "crossRole": []}}}},
         "agents": [
             {"role": "b", "harness": "pi", "workdir": dir, "network": "host",
-             "command": ["sh", "-c", VICTIM]},
+             "shared": true, "command": ["sh", "-c", VICTIM]},
             {"role": "a", "harness": "pi", "env": env, "workdir": dir, "network": "host",
-             "command": ["sh", probe]},
+             "shared": true, "command": ["sh", probe]},
         ],
     });
     let path = conf.join("up.json");
@@ -441,14 +441,15 @@ fn every_detour_fails_in_the_sandbox_and_launching_stays_on() {
         })
         .sum();
     assert!(logged >= 1, "{}", run.log);
-    // The prober and the victim share their workdir: one warning says so.
+    // The prober and the victim share their workdir, both saying so: one
+    // warning says each can steer the other.
     let shared: Vec<&str> = run
         .log
         .lines()
-        .filter(|l| l.contains("share a workdir"))
+        .filter(|l| l.contains("share writable paths"))
         .collect();
     assert_eq!(shared.len(), 1, "{}", run.log);
-    assert!(shared[0].contains(" WARN ") && shared[0].contains("roles=\"b,a\""));
+    assert!(shared[0].contains(" WARN ") && shared[0].contains("agents=\"b and a\""));
     assert_eq!(logged + summed, HUMAN_PROBES.len(), "{}", run.log);
 }
 

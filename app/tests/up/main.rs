@@ -174,8 +174,9 @@ fn entry<'a>(trail: &'a Value, kind: &str) -> &'a Value {
 
 /// A copy of the example (its configuration and its agents) in `dir/ex`,
 /// with an empty `dump` folder beside it that each agent is granted as a
-/// `write` path: in a sandbox an agent without a `workdir` runs in the
-/// configuration's folder read-only, and writes only where it is granted.
+/// `write` path (`"shared"` by both): in a sandbox an agent without a
+/// `workdir` runs in the configuration's folder read-only, and writes only
+/// where it is granted.
 fn copy_example(dir: &Path) -> (PathBuf, PathBuf) {
     let examples = example().parent().expect("examples").to_owned();
     let ex = dir.join("ex");
@@ -194,6 +195,8 @@ fn copy_example(dir: &Path) -> (PathBuf, PathBuf) {
             .expect("JSON");
     for agent in config["agents"].as_array_mut().expect("agents") {
         agent["write"] = json!([dump]);
+        // One scratch folder for both: they say they share it.
+        agent["shared"] = json!(true);
     }
     let file = ex.join("business.json");
     std::fs::write(&file, config.to_string()).expect("write the configuration");

@@ -225,7 +225,7 @@ has exited.
 
 The configuration is {\"sandbox\"?, \"business\":{id, human, arbiters, roles, \
 launch?}, \"agents\":[{role, harness, command, env?, workdir?, network?, allow?, \
-read?, write?, tmpMiB?, processes?, memoryMiB?}]}: harness is pi or claude-code, command a program and its \
+read?, write?, tmpMiB?, processes?, memoryMiB?, shared?}]}: harness is pi or claude-code, command a program and its \
 arguments (no shell), env the names of this process's variables the agent \
 also needs. Without a command, up starts the harness itself: {role, harness, \
 prompt, model?: {api: \"anthropic\", baseUrl?, id?, keyEnv?}, program?, args?, \
@@ -240,7 +240,11 @@ mosaic-bus and its program, the configuration's directory read-only \
 write paths writable (never one that is, holds or lies in the \
 configuration, its folder, a program or file a command names, mosaic-bus, \
 a credential file, the data root, the secrets or the human's home: \
-unsafe-path; no symbolic link is followed), a private /tmp and home (each a tmpfs of \
+unsafe-path; no symbolic link is followed; nor a hard link of a program or \
+file it names; nor another agent's writable path, overlapping or nested, \
+unless both say shared: true, which one warning names), inside each writable \
+path git's config and hooks, tool, editor and harness settings and start-up \
+files read-only (docs/host.md), a private /tmp and home (each a tmpfs of \
 tmpMiB, default 256), the socket; at most processes (default 1024) \
 processes (RLIMIT_NPROC, which binds no root), and where up can make a cgroup \
 (v2 delegated, or v1 as root) also pids.max and memoryMiB (default 4096) of \

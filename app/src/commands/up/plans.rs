@@ -14,7 +14,7 @@ use super::failure::Failure;
 use super::harness::{self, Prepared};
 use super::launch::find_program;
 use super::sandbox::bwrap::{self, Bwrap};
-use super::sandbox::plan::{self, Making, Places, Plan, Sandbox};
+use super::sandbox::plan::{self, Making, Places, Plan, Sandbox, Walls};
 use super::sandbox::{network, paths, version};
 use crate::commands::team::{AgentSpec, SandboxMode, UpConfig};
 
@@ -182,30 +182,59 @@ pub(super) fn plan_all(team: &Team<'_>, runs: &[RunId]) -> Result<Vec<Planned>, 
         .map_err(failed)?;
         planned.push(Planned { plan, prepared });
     }
-    warn_shared_workdirs(&planned, &team.config.agents);
+    check_shared(&planned, &team.config.agents)?;
     Ok(planned)
 }
 
-/// One warning per `workdir` that two sandboxed agents share: each can
-/// change the other's files there, its scripts included.
-fn warn_shared_workdirs(planned: &[Planned], agents: &[AgentSpec]) {
-    let mut seen: Vec<(&Path, Vec<&str>)> = Vec::new();
-    for (planned, spec) in planned.iter().zip(agents) {
-        if planned.plan.walls.is_none() || spec.workdir.is_none() {
-            continue;
-        }
-        let dir = planned.plan.cwd.as_path();
-        match seen.iter_mut().find(|(d, _)| *d == dir) {
-            Some((_, roles)) => roles.push(spec.role.as_str()),
-            None => seen.push((dir, vec![spec.role.as_str()])),
+/// Two sandboxed agents' writable paths (`workdir`, `write`) that
+/// overlap or nest, compared by identity ([`paths::overlapping`]): each
+/// could plant what the other runs or reads as settings, so they are
+/// refused unless both agents say `"shared": true`; then one warning names
+/// every pair that shares.
+///
+/// # Errors
+/// `unsafe-path`, naming the later agent of the first pair found.
+fn check_shared(planned: &[Planned], agents: &[AgentSpec]) -> Result<(), Failure> {
+    let sandboxed: Vec<(&Walls, &AgentSpec)> = planned
+        .iter()
+        .zip(agents)
+        .filter_map(|(planned, spec)| planned.plan.walls.as_ref().map(|w| (w, spec)))
+        .collect();
+    let mut shared = Vec::new();
+    for (i, (walls_a, a)) in sandboxed.iter().enumerate() {
+        for (walls_b, b) in sandboxed.iter().skip(i + 1) {
+            let overlap = walls_a.writable_grants().find_map(|path_a| {
+                walls_b
+                    .writable_grants()
+                    .find(|path_b| paths::overlapping(path_a, path_b))
+                    .map(|path_b| (path_a, path_b))
+            });
+            let Some((path_a, path_b)) = overlap else {
+                continue;
+            };
+            if a.shared && b.shared {
+                shared.push(format!("{} and {}", a.role.as_str(), b.role.as_str()));
+                continue;
+            }
+            tracing::warn!(
+                code = Refusal::UnsafePath.code(),
+                role = a.role.as_str(),
+                path = &*fs::neutral_path(path_a),
+                other_role = b.role.as_str(),
+                other_path = &*fs::neutral_path(path_b),
+                "two agents' writable paths overlap or nest, so each could plant what the \
+                 other runs or reads as its settings: give each its own folder, or say \
+                 \"shared\": true for both"
+            );
+            return Err(Failure::of(&b.role, Refusal::UnsafePath));
         }
     }
-    for (dir, roles) in seen.into_iter().filter(|(_, roles)| roles.len() > 1) {
+    if !shared.is_empty() {
         tracing::warn!(
-            workdir = &*fs::neutral_path(dir),
-            roles = roles.join(",").as_str(),
-            "these agents share a workdir, so each can change the other's files there \
-             (give each its own workdir to keep them apart)"
+            agents = shared.join("; ").as_str(),
+            "these agents share writable paths (\"shared\": true), so each can steer the \
+             other: change its files and scripts and plant what it reads"
         );
     }
+    Ok(())
 }

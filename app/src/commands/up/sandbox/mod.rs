@@ -9,7 +9,8 @@
 //! side of it:
 //!
 //! - in `up`: the [`plan`] (an agent's launch whole, built, checked and
-//!   rendered to its command line), the [`paths`] it grants, [`bwrap`]
+//!   rendered to its command line, with the mandatory read-only paths
+//!   inside each writable grant), the [`paths`] it grants, [`bwrap`]
 //!   (finding a working one, the namespaces, what the first line says
 //!   about abstract sockets and Landlock), the [`cgroup`]s it makes per
 //!   run, the [`network`] per agent, the forward [`proxy`], and a harness

@@ -17,6 +17,11 @@
 //! its start-up files ([`STARTUP`], and `~/.config`); and when it lies in
 //! the configuration's folder, the data root, the secrets folder or one
 //! of the home's start-up folders ([`STARTUP_DIRS`]), or holds one.
+//!
+//! Files are compared by identity too, device and inode: a writable path
+//! that holds another name (a hard link) of a guarded file is refused, with
+//! a log line naming both; and two agents' writable paths that overlap or
+//! nest are found by the identity of their folders ([`overlapping`]).
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -68,14 +73,50 @@ pub(crate) struct Guard {
     pub(crate) path: PathBuf,
     pub(crate) what: &'static str,
     pub(crate) whole: bool,
+    /// The file's identity, when it is a regular file with more than one
+    /// name: another name of it in a writable path is a way to change it.
+    pub(crate) linked: Option<FileId>,
+}
+
+/// A file by identity: its device and inode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FileId {
+    dev: u64,
+    ino: u64,
+}
+
+impl FileId {
+    /// The identity of `meta`'s file.
+    fn of(meta: &std::fs::Metadata) -> FileId {
+        use std::os::unix::fs::MetadataExt;
+        FileId {
+            dev: meta.dev(),
+            ino: meta.ino(),
+        }
+    }
+
+    /// The identity of what `path` names, links not followed.
+    pub(crate) fn at(path: &Path) -> Option<FileId> {
+        std::fs::symlink_metadata(path).ok().map(|m| FileId::of(&m))
+    }
 }
 
 impl Guard {
     /// `path` resolved (links followed: these are the broker's own and
     /// the system's paths); `None` when it does not exist.
     pub(crate) fn new(path: &Path, what: &'static str, whole: bool) -> Option<Guard> {
+        use std::os::unix::fs::MetadataExt;
         let path = std::fs::canonicalize(path).ok()?;
-        Some(Guard { path, what, whole })
+        let linked = std::fs::symlink_metadata(&path)
+            .ok()
+            .filter(|meta| meta.is_file() && meta.nlink() > 1)
+            .map(|meta| FileId::of(&meta));
+        Some(Guard {
+            path,
+            what,
+            whole,
+            linked,
+        })
     }
 
     /// Whether a writable bind of `bound` (resolved) would let an agent
@@ -171,6 +212,19 @@ pub(crate) fn check_writable(
     guards: &[Guard],
 ) -> Result<(), Refusal> {
     let Some(guard) = guards.iter().find(|g| g.touched_by(bound)) else {
+        if let Some((link, guard)) = hard_link_in(bound, guards) {
+            tracing::warn!(
+                code = Refusal::UnsafePath.code(),
+                role = spec.role.as_str(),
+                path = &*neutral_path(&link),
+                guarded = &*neutral_path(&guard.path),
+                "a file in a writable path of the sandbox is a hard link of {}, the same file \
+                 under another name, so the agent could change it: remove the link or copy the \
+                 file instead",
+                guard.what
+            );
+            return Err(Refusal::UnsafePath);
+        }
         return Ok(());
     };
     let advice = if guard.what == CONFIG_FILE {
@@ -188,6 +242,67 @@ pub(crate) fn check_writable(
         guard.what
     );
     Err(Refusal::UnsafePath)
+}
+
+/// A file in `bound` (a writable path, resolved) that is another name of
+/// a guarded file, compared by device and inode, and that guard. Only a
+/// guarded file with more than one name on `bound`'s device is looked for,
+/// so a walk is rare; the walk follows no symbolic link.
+fn hard_link_in<'g>(bound: &Path, guards: &'g [Guard]) -> Option<(PathBuf, &'g Guard)> {
+    let root = FileId::at(bound)?;
+    let wanted: Vec<(FileId, &Guard)> = guards
+        .iter()
+        .filter_map(|g| g.linked.map(|id| (id, g)))
+        .filter(|(id, _)| id.dev == root.dev)
+        .collect();
+    if wanted.is_empty() {
+        return None;
+    }
+    let find = |path: &Path, meta: &std::fs::Metadata| {
+        let id = FileId::of(meta);
+        wanted
+            .iter()
+            .find(|(wanted, _)| *wanted == id)
+            .map(|(_, guard)| (path.to_path_buf(), *guard))
+    };
+    let meta = std::fs::symlink_metadata(bound).ok()?;
+    if meta.is_file() {
+        return find(bound, &meta);
+    }
+    let mut folders = vec![bound.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
+                folders.push(entry.path());
+            } else if kind.is_file() {
+                let found = entry
+                    .metadata()
+                    .ok()
+                    .and_then(|meta| find(&entry.path(), &meta));
+                if found.is_some() {
+                    return found;
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Whether two writable paths (resolved) of two agents overlap: one is,
+/// holds or lies in the other, compared by identity along each one's
+/// folders (a folder bound or linked under two names is one folder).
+pub(crate) fn overlapping(a: &Path, b: &Path) -> bool {
+    let (Some(id_a), Some(id_b)) = (FileId::at(a), FileId::at(b)) else {
+        return a.starts_with(b) || b.starts_with(a);
+    };
+    let holds = |path: &Path, id: FileId| path.ancestors().any(|p| FileId::at(p) == Some(id));
+    holds(a, id_b) || holds(b, id_a)
 }
 
 /// What the configuration file is called in the log.

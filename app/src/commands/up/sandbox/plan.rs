@@ -31,8 +31,11 @@
 //!    `mosaic-bus call`), and the agent's program, when no other bind holds
 //!    it already;
 //! 6. the configuration's folder and the `read` paths read-only, the
-//!    `workdir` and the `write` paths writable, then the configuration file
-//!    read-only again;
+//!    `workdir` and the `write` paths writable, then inside each writable
+//!    folder its mandatory read-only paths ([`mandatory`]: git's
+//!    configuration and hooks, tool, editor and harness settings, start-up
+//!    files; an empty read-only placeholder for one that is missing), then
+//!    the configuration file read-only again;
 //! 7. the data root as an empty tmpfs holding only the broker's socket,
 //!    then made read-only, so an agent cannot leave a file where the
 //!    broker's would be;
@@ -69,6 +72,7 @@
 //! made one.
 
 pub(crate) mod env;
+pub(crate) mod mandatory;
 pub(crate) mod render;
 pub(crate) mod view;
 
@@ -87,6 +91,7 @@ use crate::commands::up::console::CONSOLE_ENV;
 use crate::commands::up::harness::{Grants, Input, Prepared};
 use crate::commands::up::launch::{find_program, RUN_ID_ENV, SINCE_ENV};
 use env::Env;
+use mandatory::Kept;
 use mosaic_client::cap::{CAP_FD_ENV, CAP_FILE_ENV, SOCKET_ENV};
 
 /// The system's program folders, bound read-only where the host has
@@ -423,6 +428,32 @@ fn walls(
         });
     }
     let mut held = Vec::new();
+    let mut protected = Vec::new();
+    for (opened, writable) in &binds {
+        if *writable {
+            for kept in mandatory::inside(spec, &opened.path)? {
+                match kept {
+                    Kept::Existing(opened) => {
+                        protected.push(Mount::Granted {
+                            fd: opened.fd.as_raw_fd(),
+                            dest: opened.path.clone(),
+                            path: opened.path,
+                            writable: false,
+                        });
+                        held.push(opened.fd);
+                    }
+                    Kept::File(dest) => protected.push(Mount::ReadOnly {
+                        source: "/dev/null".into(),
+                        dest,
+                    }),
+                    Kept::Folder(dest) => {
+                        protected.push(Mount::Tmpfs(dest.clone()));
+                        protected.push(Mount::RemountRo(dest));
+                    }
+                }
+            }
+        }
+    }
     for (opened, writable) in binds {
         mounts.push(Mount::Granted {
             fd: opened.fd.as_raw_fd(),
@@ -432,6 +463,7 @@ fn walls(
         });
         held.push(opened.fd);
     }
+    mounts.extend(protected);
     if let Some(file) = &places.config_file {
         let opened = open_granted(spec, file)?;
         mounts.push(Mount::Granted {
@@ -474,6 +506,25 @@ fn walls(
         held,
     };
     Ok((walls, chdir))
+}
+
+impl Walls {
+    /// The configuration's paths these walls bind writable (`workdir`,
+    /// `write`), each where the kernel says it is.
+    pub(crate) fn writable_grants(&self) -> impl Iterator<Item = &Path> {
+        self.mounts.iter().filter_map(|mount| match mount {
+            Mount::Granted { path, writable, .. } => writable.then_some(path.as_path()),
+            Mount::ReadOnly { .. }
+            | Mount::Writable { .. }
+            | Mount::Symlink { .. }
+            | Mount::Tmpfs(_)
+            | Mount::Scratch { .. }
+            | Mount::Proc(_)
+            | Mount::Dev(_)
+            | Mount::ProxySocket
+            | Mount::RemountRo(_) => None,
+        })
+    }
 }
 
 /// The host paths `mounts` binds, each with whether it is writable.

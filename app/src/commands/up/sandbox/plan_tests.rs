@@ -32,6 +32,7 @@ fn spec(dir: &Path) -> AgentSpec {
         tmp_mib: 4,
         processes: 64,
         memory_mib: 256,
+        shared: false,
     }
 }
 
@@ -798,6 +799,9 @@ fn the_arguments_render_every_mount_in_order_after_the_namespaces() {
     expected.extend(owned(&["--ro-bind-fd", "<fd>", &work]));
     expected.extend(owned(&["--ro-bind-fd", "<fd>", &other]));
     expected.extend(owned(&["--bind-fd", "<fd>", &work]));
+    // In the workdir, which holds none of them, a placeholder for each
+    // mandatory read-only path.
+    expected.extend(placeholders(&root.join("work")));
     expected.extend(owned(&["--ro-bind-fd", "<fd>", &config]));
     expected.extend(owned(&["--tmpfs", &data, "--ro-bind", &socket, &socket]));
     expected.extend(owned(&["--remount-ro", &data, "--remount-ro", "/"]));
@@ -1078,4 +1082,132 @@ proptest! {
 /// `words` as text, for comparing with the view.
 fn as_text(words: &[OsString]) -> Vec<&str> {
     words.iter().filter_map(|w| w.to_str()).collect()
+}
+
+/// The placeholders of the mandatory read-only paths in `grant`, a
+/// writable folder that holds none of them.
+fn placeholders(grant: &Path) -> Vec<String> {
+    let folder = |name: &str| {
+        let dest = s(&grant.join(name));
+        owned(&["--tmpfs", &dest, "--remount-ro", &dest])
+    };
+    let file = |name: &str| owned(&["--ro-bind", "/dev/null", &s(&grant.join(name))]);
+    let mut words = folder(".git");
+    for name in [".gitmodules", ".envrc", ".npmrc", ".mcp.json"] {
+        words.extend(file(name));
+    }
+    for name in [".vscode", ".idea", ".claude", ".pi"] {
+        words.extend(folder(name));
+    }
+    words
+}
+
+#[test]
+fn inside_a_writable_grant_git_s_configuration_and_start_up_files_stay_read_only() {
+    let (_dir, root, places) = fake_host();
+    let sandbox = sandbox(places, false);
+    let work = root.join("work");
+    std::fs::create_dir_all(work.join(".git/objects")).unwrap();
+    std::fs::write(work.join(".git/config"), "[core]\n").unwrap();
+    std::fs::write(work.join(".bashrc"), "x").unwrap();
+    std::fs::create_dir(work.join(".claude")).unwrap();
+    let mut agent = spec(&work);
+    agent.write = vec![root.join("other")];
+    let plan = plan_in(&agent, Some(&sandbox), &root).unwrap();
+    let argv = text(&plan.argv(&Launch::Described));
+    let at = |words: &[String]| {
+        argv.windows(words.len())
+            .position(|w| w == words)
+            .unwrap_or_else(|| panic!("{words:?} in {argv:?}"))
+    };
+    let grant = at(&owned(&["--bind-fd", "<fd>", &s(&work)]));
+    // An existing one is bound from its descriptor; a missing one is a
+    // placeholder; the rest of .git stays writable.
+    let w = |name: &str| s(&work.join(name));
+    let config = at(&owned(&["--ro-bind-fd", "<fd>", &w(".git/config")]));
+    let hooks = at(&owned(&[
+        "--tmpfs",
+        &w(".git/hooks"),
+        "--remount-ro",
+        &w(".git/hooks"),
+    ]));
+    let bashrc = at(&owned(&["--ro-bind-fd", "<fd>", &w(".bashrc")]));
+    let claude = at(&owned(&["--ro-bind-fd", "<fd>", &w(".claude")]));
+    let npmrc = at(&owned(&["--ro-bind", "/dev/null", &w(".npmrc")]));
+    for after in [config, hooks, bashrc, claude, npmrc] {
+        assert!(after > grant, "{argv:?}");
+    }
+    for open in [".git", ".git/objects", ".profile", "CLAUDE.md"] {
+        assert!(!argv.contains(&w(open)), "{open}: {argv:?}");
+    }
+    // The other writable grant has its own, a folder placeholder at .git.
+    let other = root.join("other");
+    at(&owned(&[
+        "--tmpfs",
+        &s(&other.join(".git")),
+        "--remount-ro",
+        &s(&other.join(".git")),
+    ]));
+    // A .git that is a file (a worktree's link) is itself read-only.
+    std::fs::remove_dir_all(other.join(".git")).ok();
+    std::fs::write(other.join(".git"), "gitdir: /elsewhere\n").unwrap();
+    let argv = text(
+        &plan_in(&agent, Some(&sandbox), &root)
+            .unwrap()
+            .argv(&Launch::Described),
+    );
+    let words = owned(&["--ro-bind-fd", "<fd>", &s(&other.join(".git"))]);
+    assert!(argv.windows(3).any(|w| w == words), "{argv:?}");
+    // A listed path that is a symbolic link is refused.
+    std::os::unix::fs::symlink(root.join("home"), work.join(".npmrc")).unwrap();
+    let refused = plan_in(&agent, Some(&sandbox), &root).map(|_| ());
+    assert_eq!(refused, Err(Refusal::UnsafePath));
+}
+
+#[test]
+fn a_hard_link_of_a_guarded_file_in_a_writable_path_is_refused_by_identity() {
+    let (_dir, root, places) = fake_host();
+    std::fs::create_dir_all(root.join("programs")).unwrap();
+    std::fs::create_dir_all(root.join("work/deep")).unwrap();
+    let program = root.join("programs/lead.sh");
+    std::fs::write(&program, "x").unwrap();
+    let agent = spec(&root.join("work"));
+    let guards = paths::guards(
+        &[],
+        std::slice::from_ref(&program),
+        None,
+        &places.exe,
+        &[],
+        None,
+    );
+    let sandbox = sandbox(Places { guards, ..places }, false);
+    assert!(plan_in(&agent, Some(&sandbox), &root).is_ok());
+    // A copy is another file; a hard link, however deep, is the same one.
+    std::fs::copy(&program, root.join("work/copy.sh")).unwrap();
+    assert!(plan_in(&agent, Some(&sandbox), &root).is_ok());
+    std::fs::hard_link(&program, root.join("work/deep/link.sh")).unwrap();
+    // The guards see the link count when they are made.
+    let guards = paths::guards(&[], &[program], None, &sandbox.places.exe, &[], None);
+    let places = Places {
+        guards,
+        ..sandbox.places.clone()
+    };
+    let linked = self::sandbox(places, false);
+    let refused = plan_in(&agent, Some(&linked), &root).map(|_| ());
+    assert_eq!(refused, Err(Refusal::UnsafePath));
+}
+
+#[test]
+fn two_writable_paths_overlap_when_one_is_holds_or_lies_in_the_other_by_identity() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    for d in ["a/b/c", "d"] {
+        std::fs::create_dir_all(root.join(d)).unwrap();
+    }
+    let p = |name: &str| root.join(name);
+    assert!(paths::overlapping(&p("a"), &p("a")));
+    assert!(paths::overlapping(&p("a"), &p("a/b/c")));
+    assert!(paths::overlapping(&p("a/b/c"), &p("a")));
+    assert!(!paths::overlapping(&p("a/b"), &p("d")));
+    assert!(!paths::overlapping(&p("a/b/c"), &p("d")));
 }
