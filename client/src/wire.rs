@@ -6,7 +6,11 @@
 //!   parser allows (`mosaic_adapters::wire`) and whose schema the MCP tools
 //!   publish ([`crate::mcp`]);
 //! - [`activity`]: the line `up` writes its console about what each
-//!   harness agent is doing.
+//!   harness agent is doing;
+//! - [`life`]: on the same line, each run's life (running, restarting,
+//!   ended and why, what it used), and the orders the console sends `up`
+//!   back.
 
 pub mod activity;
 pub mod args;
+pub mod life;

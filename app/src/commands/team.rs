@@ -15,9 +15,11 @@ use serde_json::Value;
 
 pub use allow::Allow;
 pub use harness::{HarnessRun, Model, ModelUrl, DEFAULT_KEY_ENV, DEFAULT_MODEL_HOST};
+pub use life::{Budget, LifeSpec, Restart, RestartLimit};
 
 pub(crate) mod allow;
 mod harness;
+mod life;
 use harness::is_env_name;
 
 /// The largest configuration file read.
@@ -131,6 +133,9 @@ pub struct AgentSpec {
     /// The most memory, in MiB, its sandbox's processes may hold where a
     /// cgroup caps them (`memoryMiB`, default [`DEFAULT_MEMORY_MIB`]).
     pub memory_mib: u32,
+    /// How `up` keeps its runs alive and stops them (`restart`,
+    /// `restartLimit`, `budget`, `stopGraceS`).
+    pub life: LifeSpec,
 }
 
 /// The default size cap of a sandboxed agent's `/tmp` and home, each.
@@ -176,6 +181,12 @@ struct AgentJson {
     processes: Option<u32>,
     #[serde(rename = "memoryMiB")]
     memory_mib: Option<u32>,
+    restart: Option<Restart>,
+    #[serde(rename = "restartLimit")]
+    restart_limit: Option<life::LimitJson>,
+    budget: Option<life::BudgetJson>,
+    #[serde(rename = "stopGraceS")]
+    stop_grace_s: Option<u64>,
 }
 
 /// `value`, or `default` when absent; `bad-config` outside `range`.
@@ -284,6 +295,13 @@ impl UpConfig {
                     .iter()
                     .map(|text| Allow::parse(text).ok_or(Refusal::BadConfig))
                     .collect::<Result<_, _>>()?;
+                let life = life::LifeKeys {
+                    restart: agent.restart,
+                    restart_limit: agent.restart_limit,
+                    budget: agent.budget,
+                    stop_grace_s: agent.stop_grace_s,
+                }
+                .parse(harnessed.is_some())?;
                 let paths = |texts: Vec<String>| {
                     texts
                         .iter()
@@ -309,6 +327,7 @@ impl UpConfig {
                     tmp_mib: within(agent.tmp_mib, DEFAULT_TMP_MIB, 1..=65_536)?,
                     processes: within(agent.processes, DEFAULT_PROCESSES, 16..=65_536)?,
                     memory_mib: within(agent.memory_mib, DEFAULT_MEMORY_MIB, 32..=1_048_576)?,
+                    life,
                 })
             })
             .collect::<Result<_, Refusal>>()?;

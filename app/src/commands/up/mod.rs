@@ -139,6 +139,7 @@
 mod console;
 pub mod harness;
 mod launch;
+mod life;
 mod output;
 mod sandbox;
 mod secrets;

@@ -35,6 +35,7 @@
 
 pub mod activity;
 pub(crate) mod capfile;
+pub mod usage;
 
 use std::ffi::{OsStr, OsString};
 use std::io::Write;

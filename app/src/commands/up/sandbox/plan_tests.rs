@@ -24,6 +24,7 @@ fn spec(dir: &Path) -> AgentSpec {
         tmp_mib: 4,
         processes: 64,
         memory_mib: 256,
+        life: crate::commands::team::LifeSpec::defaults(false),
     }
 }
 
