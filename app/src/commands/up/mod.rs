@@ -136,44 +136,52 @@
 //! console is open; the console's quitting stops `up` as a signal does. Closing closes the broker cleanly (socket and writer lock
 //! removed) and removes `reader.cap`; a failed close exits 2.
 
+mod act;
 mod console;
+mod control;
 pub mod harness;
 mod launch;
 mod life;
 mod output;
+mod prepare;
+mod runs;
 mod sandbox;
 mod secrets;
 mod spawn;
 mod supervise;
+mod switch;
 
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, ExitCode};
-use std::time::Duration;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
 use clap::builder::NonEmptyStringValueParser;
 use clap::Args;
 use mosaic_adapters::cause::logged;
 use mosaic_adapters::config::{BootConfig, ConfigError};
 use mosaic_adapters::fs;
-use mosaic_domain::evidence::Harness;
-use mosaic_domain::{BusinessId, Refusal, RoleInstance, RunId};
+use mosaic_domain::evidence::RunEnd;
+use mosaic_domain::{BusinessId, Refusal, RoleInstance};
 use serde_json::{json, Value};
+use tokio::sync::{broadcast, mpsc};
 
 use super::args::{non_empty_path, LogArgs};
 use super::logs;
 use super::signals::Signals;
-use super::team::{AgentSpec, Network, SandboxMode, UpConfig};
+use super::team::{AgentSpec, SandboxMode, UpConfig};
 use crate::runtime::{start_broker, BootFailure, Broker};
 use console::Console;
 pub use console::CONSOLE_ENV;
 use harness::activity;
 use launch::{agent_env, child_path, find_program, run_id};
 pub use launch::{BASE_ENV, RUN_ID_ENV};
+use life::Life;
 use output::Relays;
+use runs::{Agent, Event, Member};
 pub use sandbox::bridge_main::{main as sandbox_bridge, SandboxBridgeArgs};
-use sandbox::bwrap::{self, AbstractSockets, Bwrap};
+use sandbox::bwrap::{self, Bwrap};
 pub use sandbox::bwrap::{SANDBOX_HOME, SANDBOX_UID};
 pub use sandbox::cgroup_main::{main as sandbox_cgroup, SandboxCgroupArgs};
 pub use sandbox::exec_main::{main as sandbox_exec, SandboxExecArgs};
@@ -355,12 +363,18 @@ pub fn run(options: UpArgs, out: &mut impl Write) -> u8 {
             log,
             notify.as_deref(),
             &session.activities,
+            {
+                let events = session.events.0.clone();
+                move |order| events.send(Event::Order(order)).is_ok()
+            },
         ) {
             Some(console) => session.console = Some(console),
             None => return session.close(2),
         }
     }
-    session.release();
+    for i in 0..session.agents.len() {
+        session.release(i);
+    }
     let code = session.supervise();
     session.close(code)
 }
@@ -547,6 +561,10 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
         })
         .collect::<Result<Vec<_>, _>>()?;
     warn_shared_workdirs(&plans, &config.agents);
+    let sandboxed = sandbox.is_some();
+    // Subscribed before the first launch: no end of a run of ours is
+    // missed.
+    let ends = broker.ended_runs();
     let mut session = Session {
         runtime,
         signals,
@@ -559,6 +577,20 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
         socket: booted.socket,
         data_root,
         agents: Vec::new(),
+        members: config
+            .agents
+            .iter()
+            .map(|spec| Member {
+                spec: spec.clone(),
+                life: Life::new(spec.life, sandboxed),
+                run: None,
+                held: false,
+            })
+            .collect(),
+        events: mpsc::unbounded_channel(),
+        ends: Some(ends),
+        launching: true,
+        failed: false,
         stay: options.stay,
         relays: Relays::to(log.is_some()),
         log,
@@ -567,6 +599,8 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
         secret_env,
         sandbox,
         proxy,
+        exe: exe_path,
+        path: path.clone(),
     };
     let reader = booted
         .readers
@@ -577,14 +611,44 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
     if let Some(browser) = &booted.browser {
         session.ui_token = Some(session.secrets.write(UI_TOKEN_FILE, &browser.token)?);
     }
-    for (((spec, plan), run), prepared) in config
-        .agents
-        .iter()
-        .zip(&plans)
-        .zip(runs)
-        .zip(prepared.drain(..))
-    {
-        session.launch(spec, run, plan.as_ref(), prepared, &path)?;
+    // Asked before the first launch, and heard from then on.
+    let cap = reader.cap.expose().to_owned();
+    let (on, cursor) = switch::launching(&session.socket, &cap)?;
+    switch::watch(
+        session.socket.clone(),
+        cap,
+        cursor,
+        session.events.0.clone(),
+    )
+    .map_err(logged(
+        Refusal::BrokerUnavailable,
+        "watching the launch switch",
+    ))?;
+    session.launching = on != Some(false);
+    let now = Instant::now();
+    for (m, ((plan, run), prepared)) in plans.iter().zip(runs).zip(prepared.drain(..)).enumerate() {
+        if !session.launching {
+            session.members[m].held = true;
+            continue;
+        }
+        let spec = session.members[m].spec.clone();
+        match session.launch(m, &spec, run, plan.as_ref(), prepared, &path) {
+            Ok(i) => {
+                session.members[m].run = Some(i);
+                session.members[m].life.handle_launched(now);
+            }
+            // Switched off before the first run was bound: no agent
+            // starts.
+            Err(failure) if failure.code == Refusal::LaunchRevoked => {
+                session.discard_last(m);
+                session.launching = false;
+                session.members[m].held = true;
+            }
+            Err(failure) => return Err(failure),
+        }
+    }
+    if !session.launching {
+        session.say_launching_off();
     }
     Ok(session)
 }
@@ -648,37 +712,6 @@ fn sandbox_plan(
     .map_err(|r| Failure::of(&spec.role, r))
 }
 
-/// One launched agent.
-#[derive(Debug)]
-struct Agent {
-    role: RoleInstance,
-    run: RunId,
-    harness: Harness,
-    /// Whether it runs in a sandbox (then `child` is its bwrap).
-    sandboxed: bool,
-    /// Its network: the configuration's in a sandbox, else the host's.
-    network: Network,
-    /// Whether abstract Unix sockets outside are in its reach.
-    abstract_sockets: AbstractSockets,
-    child: Child,
-    stdin: Option<ChildStdin>,
-    /// For a harness `up` starts, what its stdin gets after `ready`.
-    input: Option<harness::Input>,
-    /// For a harness `up` starts, its transcript.
-    transcript: Option<PathBuf>,
-    /// Its output's file: its transcript, or the file of its lines.
-    output: PathBuf,
-    /// For a harness `up` starts without a sandbox, its capability's file
-    /// in the run's folder: removed when `up` closes, so no capability is
-    /// left on disk.
-    cap_file: Option<PathBuf>,
-    exited: bool,
-    failed: bool,
-    /// Its sandbox's cgroup, where there is one: removed when dropped,
-    /// after `child`'s sandbox is killed.
-    cgroup: Option<cgroup::RunCgroup>,
-}
-
 /// The running host: the broker, the agents, the reader capability file.
 /// Dropped without [`Session::close`] (a startup failure), it kills the
 /// agents it started, closes the broker and removes `reader.cap`.
@@ -697,7 +730,18 @@ struct Session {
     ui_token: Option<PathBuf>,
     /// Where browser control listens, when it does.
     browser_url: Option<String>,
+    /// Every run launched, in launch order (those that ended too).
     agents: Vec<Agent>,
+    /// Every agent of the configuration, in its order.
+    members: Vec<Member>,
+    /// What the threads tell the supervising loop.
+    events: (mpsc::UnboundedSender<Event>, mpsc::UnboundedReceiver<Event>),
+    /// Every end of a run the broker records, until it closes.
+    ends: Option<broadcast::Receiver<RunEnd>>,
+    /// Whether the business's launching is on.
+    launching: bool,
+    /// Whether a run failed on its own (the exit code is then 1).
+    failed: bool,
     stay: bool,
     /// The agents' output, kept in each run's file and relayed to `up`'s
     /// stderr without the console.
@@ -714,6 +758,10 @@ struct Session {
     sandbox: Option<Sandbox>,
     /// The forward proxy, when a sandboxed agent has `"network": "proxy"`.
     proxy: Option<sandbox::proxy::Proxy>,
+    /// This executable, which runs in every sandbox too.
+    exe: PathBuf,
+    /// The agents' `PATH`.
+    path: OsString,
 }
 
 /// A working bubblewrap and where things are for it.
@@ -743,6 +791,7 @@ impl Session {
                 "tokenFile": self.ui_token.as_ref().map(|p| p.to_string_lossy()),
             })),
             "log": self.log.as_ref().map(|(_, path)| path.to_string_lossy()),
+            "launching": self.launching,
             "agents": self.agents.iter().map(|a| {
                 let mut agent = json!({
                     "role": a.role.as_str(),
@@ -761,25 +810,6 @@ impl Session {
                 agent
             }).collect::<Vec<_>>(),
         })
-    }
-
-    /// Lets every agent proceed: one `ready` line, then end of input;
-    /// for pi, its prompt as an RPC command after it, and the pipe stays
-    /// open until pi exits (it ends its session itself).
-    fn release(&mut self) {
-        for agent in &mut self.agents {
-            if let Some(mut stdin) = agent.stdin.take() {
-                // An agent that already exited cannot read it; its exit is
-                // reported like any other.
-                let _ = stdin.write_all(READY_LINE.as_bytes());
-                if let Some(harness::Input::Line(line)) = &agent.input {
-                    let _ = stdin
-                        .write_all(format!("{line}\n").as_bytes())
-                        .and_then(|()| stdin.flush());
-                    agent.stdin = Some(stdin);
-                }
-            }
-        }
     }
 
     /// Removes the capability files `up` wrote for its unsandboxed

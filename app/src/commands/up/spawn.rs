@@ -21,11 +21,12 @@ use mosaic_ports::ProcessTable;
 
 use super::harness::{capfile, Input, Prepared};
 use super::launch::{agent_env, cap_memfd, fill_and_seal, spawn_inheriting};
+use super::runs::Event;
 use super::sandbox::bwrap::AbstractSockets;
 use super::sandbox::exec_main::EXEC_SUBCOMMAND;
 use super::sandbox::plan::Plan;
 use super::sandbox::{cgroup, network};
-use super::{output, Agent, Failure, Session, CONSOLE_ENV, RUN_ID_ENV, SINCE_ENV};
+use super::{control, output, Agent, Failure, Session, CONSOLE_ENV, RUN_ID_ENV, SINCE_ENV};
 use crate::commands::team::{AgentSpec, Network};
 
 /// The `sh` script that starts an unsandboxed harness once `up` has
@@ -39,16 +40,18 @@ const WAIT_READY: &str = r#"IFS= read -r line && [ "$line" = ready ] && exec "$@
 const WAIT_READY_NULL: &str = r#"IFS= read -r line && [ "$line" = ready ] && exec "$@" </dev/null"#;
 
 impl Session {
-    /// One launch of `spec` as `run`; `plan` is its sandbox's, when it has
-    /// one, and `prepared` its harness's, when `up` starts one.
+    /// One launch of `spec` as `run`, a run of agent `member`; `plan` is
+    /// its sandbox's, when it has one, and `prepared` its harness's, when
+    /// `up` starts one. The index of the run in `agents`.
     pub(super) fn launch(
         &mut self,
+        member: usize,
         spec: &AgentSpec,
         run: RunId,
         plan: Option<&Plan>,
         prepared: Option<Prepared>,
         path: &OsStr,
-    ) -> Result<(), Failure> {
+    ) -> Result<usize, Failure> {
         let failed = |e: io::Error| {
             cause::log(Refusal::LaunchFailed, "launching an agent", &e);
             Failure::of(&spec.role, Refusal::LaunchFailed)
@@ -62,6 +65,8 @@ impl Session {
         let fd = memfd.as_raw_fd().to_string();
         let landlock = self.sandbox.as_ref().is_some_and(|s| s.landlock);
         let mut run_cgroup = None;
+        // A sandbox's supervisor takes its orders on its end of this pair.
+        let mut control = None;
         let (mut command, sandboxed) = match (&self.sandbox, plan) {
             (Some(sandbox), Some(plan)) => {
                 tracing::debug!(
@@ -84,10 +89,14 @@ impl Session {
                     .make(run.as_str(), plan.processes, spec.memory_mib);
                 let exe = &sandbox.places.exe;
                 let mut command = cgroup::command(sandbox.bwrap.path(), exe, run_cgroup.as_ref());
+                let (ours, theirs) = control::pair().map_err(failed)?;
+                let control_fd = theirs.as_raw_fd().to_string();
+                control = Some((ours, theirs));
                 command
                     .args(plan.bwrap_args(proxy.as_deref()))
                     .arg(&sandbox.places.exe)
                     .args([EXEC_SUBCOMMAND, "--keep-fd", &fd])
+                    .args(["--control-fd", &control_fd])
                     .args(plan.landlock.then_some("--landlock"))
                     .args(["--processes", &plan.processes.to_string()])
                     .args(network::exec_args(proxy.is_some()));
@@ -152,7 +161,12 @@ impl Session {
             .env(SINCE_ENV, since.to_string())
             .env(SOCKET_ENV, &self.socket)
             .env("PATH", path)
-            .stdin(Stdio::piped())
+            // A sandbox's programs get their input from its supervisor.
+            .stdin(if control.is_some() {
+                Stdio::null()
+            } else {
+                Stdio::piped()
+            })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
@@ -176,9 +190,13 @@ impl Session {
             inherited.push(memfd.as_fd());
         }
         inherited.extend(plan.iter().flat_map(|p| p.held.iter().map(AsFd::as_fd)));
+        inherited.extend(control.iter().map(|(_, theirs)| theirs.as_fd()));
         let mut child = spawn_inheriting(&mut command, &inherited).map_err(failed)?;
+        // Only the sandbox holds its end now.
+        let control = control.map(|(ours, _)| ours);
         let pid = child.id();
         self.agents.push(Agent {
+            member,
             role: spec.role.clone(),
             run: run.clone(),
             harness: spec.harness,
@@ -195,8 +213,12 @@ impl Session {
             output: output.clone(),
             cap_file: None,
             child,
+            control,
             exited: false,
-            failed: false,
+            program_exit: None,
+            restarts: 0,
+            ending: None,
+            noted: None,
             cgroup: run_cgroup,
         });
         // Once it is ours to stop: a failure here kills it with the rest.
@@ -229,7 +251,7 @@ impl Session {
             .bind_launch(LaunchRecord {
                 business: self.business.clone(),
                 role: spec.role.clone(),
-                run,
+                run: run.clone(),
                 harness: spec.harness,
                 address: None,
                 pid,
@@ -244,8 +266,20 @@ impl Session {
                 agent.cap_file = Some(prepared.cap_file.clone());
             }
         }
+        if let Some(Some(control)) = self.agents.last().map(|a| a.control.as_ref()) {
+            let (events, heard) = (self.events.0.clone(), run.clone());
+            let hand = move |report| {
+                let run = heard.clone();
+                let event = match report {
+                    Some(report) => Event::Report { run, report },
+                    None => Event::ControlClosed { run },
+                };
+                events.send(event).is_ok()
+            };
+            control.listen(&run, hand).map_err(failed)?;
+        }
         // This process's copy is closed here, before the next launch.
         drop(memfd);
-        Ok(())
+        Ok(self.agents.len() - 1)
     }
 }

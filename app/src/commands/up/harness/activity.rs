@@ -57,31 +57,11 @@ use std::time::{Duration, Instant};
 
 use mosaic_client::wire::activity::{self as line, ActivityLine, RunActivity, Tool};
 use mosaic_client::wire::life::{RunLife, State};
-use mosaic_domain::evidence::Harness;
 use mosaic_domain::text;
 use serde::Deserialize;
 use tokio::sync::Notify;
 
-use super::usage::{self, Said, Tally, Used};
-
-/// Which harness wrote a stream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stream {
-    /// Claude Code's `stream-json`.
-    ClaudeCode,
-    /// pi's RPC mode events.
-    Pi,
-}
-
-impl Stream {
-    /// The stream `harness` writes when `up` starts it.
-    pub fn of(harness: Harness) -> Stream {
-        match harness {
-            Harness::ClaudeCode => Stream::ClaudeCode,
-            Harness::Pi => Stream::Pi,
-        }
-    }
-}
+use super::usage::{self, Said, Stream, Tally, Used};
 
 /// The prefix Claude Code puts before the bus's MCP tools.
 const BUS_MCP_PREFIX: &str = "mcp__mosaic-bus__";

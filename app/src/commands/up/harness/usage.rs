@@ -31,9 +31,27 @@
 //! process whose stream counts from zero. [`Used`] keeps what the ended
 //! processes used apart from the current one's, and adds them.
 
+use mosaic_domain::evidence::Harness;
 use serde::Deserialize;
 
-use super::activity::Stream;
+/// Which harness wrote a stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    /// Claude Code's `stream-json`.
+    ClaudeCode,
+    /// pi's RPC mode events.
+    Pi,
+}
+
+impl Stream {
+    /// The stream `harness` writes when `up` starts it.
+    pub fn of(harness: Harness) -> Stream {
+        match harness {
+            Harness::ClaudeCode => Stream::ClaudeCode,
+            Harness::Pi => Stream::Pi,
+        }
+    }
+}
 
 /// The longest error line kept, in characters.
 pub const MAX_ERROR: usize = 300;

@@ -4,8 +4,7 @@
 
 use proptest::prelude::*;
 
-use super::{read, Counted, Read, Said, Tally, Used};
-use crate::commands::up::harness::activity::Stream;
+use super::{read, Counted, Read, Said, Stream, Tally, Used};
 
 const CLAUDE_TEXT: &str = r#"{"type":"assistant","message":{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"text","text":"Reading."}],"usage":{"input_tokens":10,"cache_creation_input_tokens":200,"cache_read_input_tokens":1000,"output_tokens":2}},"session_id":"716b"}"#;
 const CLAUDE_TOOL: &str = r#"{"type":"assistant","message":{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"mcp__mosaic-bus__inbox","input":{}}],"usage":{"input_tokens":10,"cache_creation_input_tokens":200,"cache_read_input_tokens":1000,"output_tokens":40}},"session_id":"716b"}"#;

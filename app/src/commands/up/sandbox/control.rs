@@ -57,10 +57,11 @@ pub(crate) enum Order {
         /// Its standard input.
         stdin: Stdin,
     },
-    /// SIGTERM to the program's process group.
-    Term,
+    /// SIGTERM to the program's process group (a struct variant, so an
+    /// unknown field is refused).
+    Term {},
     /// SIGKILL to the program's process group.
-    Kill,
+    Kill {},
 }
 
 /// The program's standard input for one start.
@@ -124,7 +125,7 @@ mod tests {
             "{\"op\":\"start\",\"args\":[\"--resume\"],\"env\":[[\"MOSAIC_BUS_SINCE\",\"7\"]],\
              \"stdin\":{\"kind\":\"text\",\"text\":\"ready\\n\",\"hold\":false}}\n"
         );
-        assert_eq!(line(&Order::Term), "{\"op\":\"term\"}\n");
+        assert_eq!(line(&Order::Term {}), "{\"op\":\"term\"}\n");
         let bare: Order =
             serde_json::from_str(r#"{"op":"start","stdin":{"kind":"null"}}"#).unwrap();
         assert_eq!(

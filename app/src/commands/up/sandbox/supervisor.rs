@@ -90,10 +90,7 @@ pub(super) fn run(control: OwnedFd, mut program: Program) -> u8 {
     }
     // The running program's pid, which leads its process group.
     let mut running: Option<rustix::process::Pid> = None;
-    loop {
-        let Ok(next) = hear.recv() else {
-            break;
-        };
+    while let Ok(next) = hear.recv() {
         match next {
             Heard::Order(Order::Start { args, env, stdin }) => {
                 if running.is_some() {
@@ -122,8 +119,8 @@ pub(super) fn run(control: OwnedFd, mut program: Program) -> u8 {
                     break;
                 }
             }
-            Heard::Order(Order::Term) => signal(running, rustix::process::Signal::TERM),
-            Heard::Order(Order::Kill) => signal(running, rustix::process::Signal::KILL),
+            Heard::Order(Order::Term {}) => signal(running, rustix::process::Signal::TERM),
+            Heard::Order(Order::Kill {}) => signal(running, rustix::process::Signal::KILL),
             Heard::Exited(status) => {
                 // What the program left in its group goes with it.
                 signal(running.take(), rustix::process::Signal::KILL);
