@@ -13,6 +13,7 @@ mod support;
 
 mod folders;
 mod harness;
+mod life;
 mod relay;
 
 use std::io::{BufRead, BufReader, Read};
