@@ -27,7 +27,7 @@ fn start_up(config: &Path, root: &Path, extra: &[&str]) -> (Up, Value) {
         "--data-root".as_ref(),
         root.as_os_str(),
     ];
-    args.extend(extra.iter().map(|a| std::ffi::OsStr::new(a)));
+    args.extend(extra.iter().map(std::ffi::OsStr::new));
     let up = Up::start(&args, None);
     let summary: Value = serde_json::from_str(&up.line()).expect("the first line is JSON");
     (up, summary)
