@@ -212,7 +212,8 @@ has exited.
 
 The configuration is {\"sandbox\"?, \"business\":{id, human, arbiters, roles, \
 launch?}, \"agents\":[{role, harness, command, env?, workdir?, network?, allow?, \
-read?, write?, tmpMiB?, processes?, memoryMiB?}]}: harness is pi or claude-code, command a program and its \
+read?, write?, tmpMiB?, processes?, memoryMiB?, restart?, restartLimit?, budget?, \
+stopGraceS?}]}: harness is pi or claude-code, command a program and its \
 arguments (no shell), env the names of this process's variables the agent \
 also needs. Without a command, up starts the harness itself: {role, harness, \
 prompt, model?: {api: \"anthropic\", baseUrl?, id?, keyEnv?}, program?, args?, \
@@ -242,8 +243,19 @@ MOSAIC_BUS_CAP_FD, the number of an inherited sealed descriptor that holds \
 its capability (never an environment value); it must read one line, \
 \"ready\", on stdin before its first call.
 
+A run is its sandbox, not its program: restart (no, on-failure or always; \
+default on-failure for a harness up starts, no for a command) starts the \
+program again in the same run after a backoff of 1 s doubling to 60 s, at \
+most restartLimit {count, withinS} (default 5 in 600) times, then the run \
+ends failed; unsandboxed, a restart is a new run. budget {turns?, tokens?, \
+costUsd?, wallS?} ends the run with cause budget. A run ended elsewhere (the \
+human's run.end, a revoke) is stopped: SIGTERM to its program, SIGKILL to \
+its sandbox after stopGraceS (default 10). With launching switched off, up \
+starts no agent until the human switches it on (L in the console, or \
+launch.restore).
+
 Stdout gets exactly one line: {\"ok\":true, business, dataRoot, socket, \
-readerCap, browser?, log?, agents:[{role, run, harness, pid, sandboxed, \
+readerCap, browser?, log?, launching, agents:[{role, run, harness, pid, sandboxed, \
 network, abstractSockets, output, transcript?}]}, never a capability; abstractSockets is closed when the \
 agent cannot reach abstract Unix sockets outside its sandbox (network none or \
 proxy, or a Landlock scope), open otherwise. The human's reader capability \
