@@ -5,6 +5,7 @@
 //! switches it on. The human's verbs go through the real human CLI, from
 //! a clean session.
 
+use std::os::unix::process::ExitStatusExt;
 use std::time::Instant;
 
 use super::support::detached::{detached, Outcome, Pending};
@@ -193,4 +194,48 @@ fn with_launching_off_up_starts_no_agent_until_the_human_switches_it_on() {
     up.stderr_until("a: started");
     let (status, _, stderr) = up.finish();
     assert_eq!(status.code(), Some(0), "{stderr}");
+}
+
+#[test]
+fn after_up_is_killed_outright_and_unlocked_the_dead_runs_role_is_claimable() {
+    let dir = tempfile::tempdir().expect("dir");
+    let root = tempfile::tempdir().expect("data root");
+    let config = config_file(
+        dir.path(),
+        json!([{"role": "a", "harness": "pi",
+                "command": ["sh", "-c",
+                            "read _ && mosaic-bus call role.claim >/dev/null && echo claimed && exec sleep 600"]}]),
+    );
+    let (up, summary) = start_up(&config, root.path(), &[]);
+    let bwrap = summary["agents"][0]["pid"].as_u64().expect("pid");
+    up.stderr_until("a: claimed");
+    up.signal(rustix::process::Signal::KILL);
+    let (status, _, _) = up.finish();
+    assert_eq!(status.signal(), Some(9), "{status}");
+    // Its sandbox dies with it.
+    let gone = Instant::now() + WAIT;
+    while Path::new(&format!("/proc/{bwrap}")).exists() {
+        assert!(Instant::now() < gone, "the sandbox outlived up");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let unlock = Command::new(BIN)
+        .args(["unlock", "--data-root"])
+        .arg(root.path())
+        .output()
+        .expect("unlock");
+    assert!(
+        unlock.status.success(),
+        "{}",
+        String::from_utf8_lossy(&unlock.stderr)
+    );
+    let config = config_file(
+        dir.path(),
+        json!([{"role": "a", "harness": "pi", "command": ["sh", "-c", "read _ && mosaic-bus call role.claim"]}]),
+    );
+    let (status, _, stderr) = run_to_end(&config, root.path());
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("the run's process is gone: the run ended"),
+        "{stderr}"
+    );
 }
