@@ -239,3 +239,113 @@ fn after_up_is_killed_outright_and_unlocked_the_dead_runs_role_is_claimable() {
         "{stderr}"
     );
 }
+
+/// Every descendant of `pid` whose command name is `comm`.
+fn descendants_named(pid: u32, comm: &str) -> Vec<u32> {
+    let mut parents = std::collections::HashMap::new();
+    let mut names = std::collections::HashMap::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Ok(p) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        let ppid = stat[close + 2..]
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse::<u32>().ok());
+        if let Some(ppid) = ppid {
+            parents.insert(p, ppid);
+            names.insert(p, stat[open + 1..close].to_owned());
+        }
+    }
+    let under = |mut p: u32| loop {
+        match parents.get(&p) {
+            Some(&parent) if parent == pid => return true,
+            Some(&parent) if parent > 1 => p = parent,
+            Some(_) | None => return false,
+        }
+    };
+    names
+        .iter()
+        .filter(|(p, name)| name.as_str() == comm && under(**p))
+        .map(|(p, _)| *p)
+        .collect()
+}
+
+#[test]
+fn killed_at_random_moments_a_run_restarts_in_place_or_ends_and_frees_its_role() {
+    let dir = tempfile::tempdir().expect("dir");
+    let root = tempfile::tempdir().expect("data root");
+    // The sandbox's /tmp outlives a program: a start again in the same run
+    // finds its claim there and says `again`.
+    let script = "read _; if [ -e /tmp/claimed ]; then echo \"again $MOSAIC_RUN_ID\"; \
+                  elif mosaic-bus call role.claim >/dev/null; then : > /tmp/claimed; \
+                  echo \"claimed $MOSAIC_RUN_ID\"; else echo \"refused $MOSAIC_RUN_ID\"; fi; \
+                  exec sleep 600";
+    let config = config_file(
+        dir.path(),
+        json!([{"role": "a", "harness": "pi", "restart": "on-failure",
+                "restartLimit": {"count": 5, "withinS": 600}, "stopGraceS": 1,
+                "command": ["sh", "-c", script]}]),
+    );
+    let seed = u64::from(std::process::id())
+        ^ std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+    let mut random = seed;
+    eprintln!("crash campaign seed {seed}");
+    for round in 0..20 {
+        let (up, summary) = start_up(&config, root.path(), &["--stay"]);
+        let bwrap = u32::try_from(summary["agents"][0]["pid"].as_u64().expect("pid")).expect("pid");
+        let run = summary["agents"][0]["run"]
+            .as_str()
+            .expect("run")
+            .to_owned();
+        let reader = PathBuf::from(summary["readerCap"].as_str().expect("readerCap"));
+        up.stderr_until(&format!("a: claimed {run}"));
+        random = random
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        // A random moment of the run: up to 300 ms into its program.
+        std::thread::sleep(Duration::from_millis((random >> 33) % 300));
+        let program = round % 2 == 0;
+        let target = if program {
+            let found = descendants_named(bwrap, "sleep");
+            assert_eq!(found.len(), 1, "round {round}: {found:?}");
+            found[0]
+        } else {
+            bwrap
+        };
+        let pid = rustix::process::Pid::from_raw(i32::try_from(target).expect("pid")).expect("pid");
+        rustix::process::kill_process(pid, rustix::process::Signal::KILL).expect("kill -9");
+        if program {
+            // Started again inside its sandbox, in the same run.
+            up.stderr_until(&format!("a: again {run}"));
+        } else {
+            // The sandbox is gone: the run ended and a new run claims the
+            // role it freed.
+            up.stderr_until("a: claimed ");
+        }
+        // No role is held by a run that ended.
+        let agents = Command::new(BIN)
+            .args(["call", "agents", "--cap-file"])
+            .arg(&reader)
+            .arg("--socket")
+            .arg(root.path().join("bus/bus.sock"))
+            .output()
+            .expect("agents");
+        let rows: Value = serde_json::from_slice(&agents.stdout).expect("agents' JSON");
+        let rows = rows["result"].as_array().expect("rows");
+        let held: Vec<&Value> = rows.iter().filter(|r| r["holding"] == true).collect();
+        assert_eq!(held.len(), 1, "round {round}: {rows:?}");
+        assert_eq!(held[0]["ended"], Value::Null, "round {round}: {rows:?}");
+        up.signal(rustix::process::Signal::TERM);
+        let (_, _, stderr) = up.finish();
+        assert!(!stderr.contains("a: refused"), "round {round}: {stderr}");
+    }
+}
