@@ -14,9 +14,15 @@ use super::*;
 /// One human verb on business `x`, through `mosaic-bus human SOCKET`.
 #[track_caller]
 fn human(root: &Path, verb: &str, args: Value) -> Outcome {
+    human_of(root, "x", verb, args)
+}
+
+/// One human verb on `business`, through `mosaic-bus human SOCKET`.
+#[track_caller]
+fn human_of(root: &Path, business: &str, verb: &str, args: Value) -> Outcome {
     let mut command = detached();
     command.arg(BIN).arg("human").arg(root.join("bus/bus.sock"));
-    let input = json!({"business": "x", "verb": verb, "args": args});
+    let input = json!({"business": business, "verb": verb, "args": args});
     Pending::start(&mut command).finish(format!("{input}\n").as_bytes())
 }
 
@@ -348,4 +354,64 @@ fn killed_at_random_moments_a_run_restarts_in_place_or_ends_and_frees_its_role()
         let (_, _, stderr) = up.finish();
         assert!(!stderr.contains("a: refused"), "round {round}: {stderr}");
     }
+}
+
+/// dev's program: the first start claims, raises a gated decision, waits
+/// for its resolution and fails; the start again, in the same run (its
+/// sandbox's /tmp says so), uses the approval.
+const USES_AN_APPROVAL: &str = r#"set -u
+if [ -e /tmp/decision ]; then
+  d=$(cat /tmp/decision)
+  mosaic-bus call message.send "{\"to\":\"human\",\"body\":\"Published.\",\"decision\":\"$d\"}" >/dev/null || exit 5
+  echo "used $d in $MOSAIC_RUN_ID"
+  exit 0
+fi
+read _
+mosaic-bus call role.claim >/dev/null || exit 6
+answer=$(mosaic-bus call decision.raise '{"action":"release.publish","target":"login-fix","question":"May I publish?","options":[{"key":"yes","text":"Publish it"},{"key":"no","text":"Not now"}],"recommendation":"yes","blocking":false}') || exit 7
+d=$(printf '%s\n' "$answer" | sed -n 's/.*"id":"\([^"]*\)".*/\1/p')
+cursor=$(mosaic-bus call changes | sed -n 's/.*"cursor":\([0-9]*\).*/\1/p')
+echo "$d" > /tmp/decision
+echo "raised $d in $MOSAIC_RUN_ID"
+mosaic-bus call changes "{\"since\":$cursor,\"timeoutMs\":60000}" >/dev/null
+exit 3
+"#;
+
+#[test]
+fn a_program_restarted_in_its_run_uses_an_approval_it_raised_before_it_failed() {
+    let dir = tempfile::tempdir().expect("dir");
+    let root = tempfile::tempdir().expect("data root");
+    let script = dir.path().join("dev.sh");
+    std::fs::write(&script, USES_AN_APPROVAL).expect("write the script");
+    let mut config: Value =
+        serde_json::from_str(&std::fs::read_to_string(example()).expect("the example"))
+            .expect("JSON");
+    config["agents"] = json!([{"role": "dev", "harness": "pi", "restart": "on-failure",
+        "restartLimit": {"count": 1, "withinS": 600}, "command": ["sh", script]}]);
+    let file = dir.path().join("up.json");
+    std::fs::write(&file, config.to_string()).expect("write the configuration");
+    let (up, summary) = start_up(&file, root.path(), &[]);
+    let run = summary["agents"][0]["run"]
+        .as_str()
+        .expect("run")
+        .to_owned();
+    let raised = loop {
+        let line = up.stderr.recv_timeout(WAIT).expect("a line on stderr");
+        if let Some(rest) = line.strip_prefix("dev: raised ") {
+            break rest.to_owned();
+        }
+    };
+    let id = raised.split(' ').next().expect("an id").to_owned();
+    assert!(raised.ends_with(&format!(" in {run}")), "{raised}");
+    human_of(
+        root.path(),
+        "acme",
+        "decision.resolve",
+        json!({"id": id, "choice": "yes"}),
+    )
+    .ok();
+    up.stderr_until(&format!("dev: used {id} in {run}"));
+    let (status, _, stderr) = up.finish();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("an agent failed"), "{stderr}");
 }
