@@ -19,6 +19,7 @@ use super::launch::{kill_sandbox, signal_group};
 use super::life::{Effect, Exit, Phase, Spent, Why};
 use super::runs::{describe, Agent};
 use super::sandbox::control::{Order as Command, Report, Stdin};
+use super::switch;
 use super::{Session, READY_LINE};
 
 /// The order that starts its program: its input as the harness or the
@@ -267,10 +268,9 @@ impl Session {
                 );
             }
             Err(failure) if failure.code == Refusal::LaunchRevoked => {
-                self.launching = false;
                 self.members[m].held = true;
                 self.members[m].life.handle_launch_failed();
-                self.say_launching_off();
+                self.switched_off();
             }
             Err(failure) => {
                 self.members[m].life.handle_launch_failed();
@@ -283,15 +283,39 @@ impl Session {
         }
     }
 
-    /// The one sentence that says launching is off, and how to switch it
-    /// back on.
-    pub(super) fn say_launching_off(&self) {
+    /// Launching is off, as the broker said: no agent starts, the log
+    /// says in one sentence how to switch it back on, and a thread hears
+    /// the switch from now until it is on ([`switch::watch`]). Only while
+    /// launching is off does `up` hold a connection of the broker's for it.
+    pub(super) fn switched_off(&mut self) {
+        if !self.launching {
+            return;
+        }
+        self.launching = false;
         tracing::warn!(
             business = self.business.as_str(),
             "launching is switched off for this business, so up starts no agent: switch it \
              back on with L in up --console (or the human CLI's launch.restore), and up then \
              starts them"
         );
+        let key = self
+            .reader_cap
+            .as_ref()
+            .and_then(|file| std::fs::read_to_string(file).ok());
+        let watched = match key {
+            Some(key) => switch::watch(
+                self.socket.clone(),
+                key.trim().to_owned(),
+                self.events.0.clone(),
+            ),
+            None => Err(std::io::Error::other("no reader capability")),
+        };
+        if let Err(e) = watched {
+            tracing::error!(
+                cause = e.to_string().as_str(),
+                "up cannot hear the launch switch: start it again once launching is on"
+            );
+        }
     }
 
     /// A sandbox's supervisor reported on run `run`, at `now`.
@@ -418,19 +442,13 @@ impl Session {
         }
     }
 
-    /// The human switched launching on or off: on, every agent that
-    /// waited for it is launched.
-    pub(super) fn on_launching(&mut self, on: bool) {
-        if on == self.launching {
+    /// The human switched launching back on: every agent that waited for
+    /// it is launched.
+    pub(super) fn on_restored(&mut self) {
+        if self.launching {
             return;
         }
-        self.launching = on;
-        if !on {
-            tracing::info!(
-                "launching is switched off: no new run starts, and the running ones go on"
-            );
-            return;
-        }
+        self.launching = true;
         tracing::info!("launching is switched on: up starts the agents that waited for it");
         for member in &mut self.members {
             if member.held && member.life.handle_start() {

@@ -623,20 +623,11 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
     if let Some(browser) = &booted.browser {
         session.ui_token = Some(session.secrets.write(UI_TOKEN_FILE, &browser.token)?);
     }
-    // Asked before the first launch, and heard from then on.
-    let cap = reader.cap.expose().to_owned();
-    let (on, cursor) = switch::launching(&session.socket, &cap)?;
-    switch::watch(
-        session.socket.clone(),
-        cap,
-        cursor,
-        session.events.0.clone(),
-    )
-    .map_err(logged(
-        Refusal::BrokerUnavailable,
-        "watching the launch switch",
-    ))?;
-    session.launching = on != Some(false);
+    // Asked before the first launch.
+    let (on, _) = switch::launching(&session.socket, &reader.cap.expose())?;
+    if on == Some(false) {
+        session.switched_off();
+    }
     let now = Instant::now();
     for (m, ((plan, run), prepared)) in plans.iter().zip(runs).zip(prepared.drain(..)).enumerate() {
         if !session.launching {
@@ -653,14 +644,11 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
             // starts.
             Err(failure) if failure.code == Refusal::LaunchRevoked => {
                 session.discard_last(m);
-                session.launching = false;
                 session.members[m].held = true;
+                session.switched_off();
             }
             Err(failure) => return Err(failure),
         }
-    }
-    if !session.launching {
-        session.say_launching_off();
     }
     Ok(session)
 }

@@ -32,8 +32,8 @@ pub(super) enum Event {
     ControlClosed { run: RunId },
     /// The console sent an order.
     Order(Order),
-    /// The human switched launching on (`true`) or off.
-    Launching(bool),
+    /// The human switched launching back on.
+    LaunchRestored,
 }
 
 /// One agent of the configuration: how it lives, and its current run.

@@ -101,7 +101,7 @@ impl Session {
             Event::Report { run, report } => self.on_report(&run, report, now),
             Event::ControlClosed { run } => self.on_control_closed(&run),
             Event::Order(order) => self.on_order(order),
-            Event::Launching(on) => self.on_launching(on),
+            Event::LaunchRestored => self.on_restored(),
         }
     }
 

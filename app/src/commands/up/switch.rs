@@ -6,10 +6,13 @@
 //! [`launching`] asks once, before the first launch: the `agents` rows
 //! carry the switch (`launching`); on a data root without any launch yet,
 //! where no row says, a bound launch would be refused `launch-revoked`,
-//! which the launch itself then answers. [`watch`] waits on the reader's
-//! change feed from the cursor taken before that question, so no switch
-//! between the two is missed, and tells the supervising loop each one
-//! ([`Event::Launching`]).
+//! which the launch itself then answers. While launching is off (and only
+//! then, so `up` holds no connection of the broker's for it otherwise),
+//! [`watch`] waits on the reader's change feed from a cursor taken before
+//! it asks again, so no switch between the two is missed, and tells the
+//! supervising loop when launching is back on ([`Event::LaunchRestored`]).
+//! A switch off while agents run is heard at the next launch, which the
+//! broker refuses.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -47,50 +50,53 @@ pub(super) fn launching(socket: &Path, reader_cap: &str) -> Result<(Option<bool>
     Ok((on, cursor))
 }
 
-/// Starts a thread that waits on the reader's feed from `since` and sends
-/// [`Event::Launching`] at each switch, until the broker closes (a
-/// refused wait ends it; the log says so).
+/// Starts a thread that takes the reader's feed cursor, asks the switch
+/// (so a restore before the cursor is not missed), then waits on the feed
+/// from that cursor until launching is switched back on, sends
+/// [`Event::LaunchRestored`] and ends; a refused wait ends it too (the
+/// broker closes; the log says so).
 ///
 /// # Errors
 /// When the thread cannot start.
 pub(super) fn watch(
     socket: PathBuf,
     reader_cap: String,
-    since: u64,
     events: UnboundedSender<Event>,
 ) -> std::io::Result<()> {
     std::thread::Builder::new()
         .name("up-launching".into())
         .spawn(move || {
+            let heard = |refusal: Refusal| {
+                tracing::debug!(
+                    code = refusal.code(),
+                    "up no longer hears the launch switch"
+                );
+            };
+            let mut since = match launching(&socket, &reader_cap) {
+                Ok((Some(true), _)) => {
+                    let _ = events.send(Event::LaunchRestored);
+                    return;
+                }
+                Ok((Some(false) | None, cursor)) => cursor,
+                Err(refusal) => return heard(refusal),
+            };
             let client = Client::new(&socket, reader_cap);
-            let mut since = since;
             let timeout = u64::try_from(WAIT.as_millis()).unwrap_or(u64::MAX);
             loop {
                 let page =
                     match client.call("changes", json!({"since": since, "timeoutMs": timeout})) {
                         Ok(page) => page,
-                        Err(refusal) => {
-                            tracing::debug!(
-                                code = refusal.code(),
-                                "up no longer hears the launch switch"
-                            );
-                            return;
-                        }
+                        Err(refusal) => return heard(refusal),
                     };
-                let changes = page.get("changes").and_then(Value::as_array);
-                for kind in changes
+                let restored = page
+                    .get("changes")
+                    .and_then(Value::as_array)
                     .into_iter()
                     .flatten()
-                    .filter_map(|c| c.get("kind").and_then(Value::as_str))
-                {
-                    let on = match kind {
-                        "launch.restored" => true,
-                        "launch.revoked" => false,
-                        _ => continue,
-                    };
-                    if events.send(Event::Launching(on)).is_err() {
-                        return;
-                    }
+                    .any(|c| c.get("kind").and_then(Value::as_str) == Some("launch.restored"));
+                if restored {
+                    let _ = events.send(Event::LaunchRestored);
+                    return;
                 }
                 match page.get("cursor").and_then(Value::as_u64) {
                     Some(cursor) => since = cursor.max(since),
