@@ -1,5 +1,5 @@
-//! The normalized business definition as JSON (`spec/bus-broker.md`, "Start
-//! and stop"), parsed strictly: unknown keys, wrong types and bad names
+//! The normalized business definition as JSON, as the host hands it to
+//! the broker at boot (docs/host.md), parsed strictly: unknown keys, wrong types and bad names
 //! refuse with a static code; the domain then checks the cross-field rules.
 //!
 //! ```json
@@ -336,6 +336,10 @@ pub struct BootConfig {
     pub sync: Vec<(BusinessId, RoleCredentials)>,
     /// Where browser control listens, when enabled (`127.0.0.1:PORT`).
     pub browser_listen: Option<String>,
+    /// The private addresses (loopback, private, link-local) the human's
+    /// browser may be sent to all the same, each `host:port`
+    /// (`browser.allowPrivate`); every other one is refused.
+    pub browser_allow_private: Vec<mosaic_domain::browser::AllowedAddress>,
 }
 
 #[derive(Deserialize)]
@@ -357,9 +361,11 @@ struct BootJson {
 }
 
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct BrowserJson {
     listen: String,
+    #[serde(default)]
+    allow_private: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -453,6 +459,14 @@ pub fn boot_from_value(value: serde_json::Value) -> Result<BootConfig, ConfigErr
         sync.push((business, credentials(refs)?));
     }
     let paths = |list: &[String]| list.iter().map(|p| absolute(p)).collect::<Result<_, _>>();
+    let (browser_listen, allow_private) = match json.browser {
+        Some(browser) => (Some(browser.listen), browser.allow_private),
+        None => (None, Vec::new()),
+    };
+    let browser_allow_private = allow_private
+        .iter()
+        .map(|a| mosaic_domain::browser::AllowedAddress::parse(a))
+        .collect::<Result<_, _>>()?;
     Ok(BootConfig {
         data_root: absolute(&json.data_root)?,
         businesses,
@@ -461,7 +475,8 @@ pub fn boot_from_value(value: serde_json::Value) -> Result<BootConfig, ConfigErr
         repo_roots: paths(&json.repo_roots)?,
         project_roots: paths(&json.project_roots)?,
         sync,
-        browser_listen: json.browser.map(|b| b.listen),
+        browser_listen,
+        browser_allow_private,
     })
 }
 
@@ -490,6 +505,36 @@ mod boot_tests {
         assert_eq!(config.readers[0].as_str(), "acme");
         assert_eq!(config.browser_listen.as_deref(), Some("127.0.0.1:0"));
         assert!(config.project_roots.is_empty() && config.sync.is_empty());
+        assert!(config.browser_allow_private.is_empty());
+    }
+
+    #[test]
+    fn the_browser_may_be_allowed_private_addresses_by_name_and_port() {
+        let config = boot_from_value(boot(
+            r#","browser":{"listen":"127.0.0.1:0","allowPrivate":["LocalHost:3000","[::1]:8080","0x7f.1:9"]}"#,
+        ))
+        .unwrap();
+        let allowed: Vec<String> = config
+            .browser_allow_private
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(allowed, ["localhost:3000", "[::1]:8080", "127.0.0.1:9"]);
+        for bad in [
+            r#"["localhost"]"#,
+            r#"["localhost:0"]"#,
+            r#"[":80"]"#,
+            r#"["a b:80"]"#,
+            r#"["[::g]:80"]"#,
+            r#""x:1""#,
+        ] {
+            let line = format!(r#","browser":{{"listen":"127.0.0.1:0","allowPrivate":{bad}}}"#);
+            assert_eq!(
+                boot_from_value(boot(&line)).map(|_| ()),
+                Err(Refusal::BadConfig.into()),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Service credentials that stay inside the broker (issue 6).
+//! Service credentials that stay inside the broker.
 //!
 //! Three parts, each usable alone:
 //!

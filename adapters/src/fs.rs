@@ -131,7 +131,13 @@ impl DataRoot {
 
     /// `bus/bus.sock`.
     pub fn socket_path(&self) -> PathBuf {
-        self.bus.join(SOCKET_FILE)
+        Self::socket_path_of(&self.root)
+    }
+
+    /// Where the socket of the data root `root` is, whether or not it
+    /// exists yet (`up --dry-run` names it without making anything).
+    pub fn socket_path_of(root: &Path) -> PathBuf {
+        root.join("bus").join(SOCKET_FILE)
     }
 }
 

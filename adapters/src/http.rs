@@ -1,4 +1,4 @@
-//! Browser control over HTTP and SSE (DESIGN.md §4): the axum server the
+//! Browser control over HTTP and SSE (docs/browser.md): the axum server the
 //! panes connect to, on loopback, and [`SseTransport`], the
 //! [`BrowserTransport`] whose clients are its event streams.
 //!
@@ -105,7 +105,7 @@ const ACCEPT_BACKLOG: i32 = 2 * MAX_HTTP_CONNECTIONS as i32;
 const PANE_HTML: &str = include_str!("../../web/pane.html");
 /// The test fixtures, served at `/fixtures/NAME` (same origin as the pane,
 /// so it can act on them).
-const FIXTURES: [(&str, &str); 6] = [
+const FIXTURES: [(&str, &str); 7] = [
     ("index.html", include_str!("../../web/fixtures/index.html")),
     (
         "clicks.html",
@@ -115,6 +115,10 @@ const FIXTURES: [(&str, &str); 6] = [
     ("long.html", include_str!("../../web/fixtures/long.html")),
     ("big.html", include_str!("../../web/fixtures/big.html")),
     ("noise.html", include_str!("../../web/fixtures/noise.html")),
+    (
+        "private.html",
+        include_str!("../../web/fixtures/private.html"),
+    ),
 ];
 
 /// One connected client's event stream.
@@ -245,6 +249,8 @@ struct Server {
     token: Arc<Capability>,
     /// The places of event streams ([`MAX_EVENT_STREAMS`]).
     streams: Arc<Semaphore>,
+    /// The pane, told which private addresses it may go to.
+    pane: Arc<str>,
 }
 
 /// A connection's place among those that have not presented the UI token
@@ -286,7 +292,9 @@ pub fn bind(listen: &str) -> Result<std::net::TcpListener, Refusal> {
 
 /// Serves browser control on `listener` until `stop` completes: the
 /// routes, the UI token, the body limits and the SSE framing. Claims and
-/// results go to `control`; event streams are `transport`'s.
+/// results go to `control`; event streams are `transport`'s. The pane is
+/// told the private addresses it may go to, `allowed` (each `host:port`),
+/// and refuses every other.
 ///
 /// # Errors
 /// `broker-unavailable` when the listener cannot be used.
@@ -295,6 +303,7 @@ pub async fn serve(
     control: Arc<dyn BrowserControl<Value>>,
     transport: Arc<SseTransport>,
     token: Capability,
+    allowed: Vec<String>,
     stop: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), Refusal> {
     let listener = tokio::net::TcpListener::from_std(listener).map_err(logged(
@@ -306,6 +315,7 @@ pub async fn serve(
         transport,
         token: Arc::new(token),
         streams: Arc::new(Semaphore::new(MAX_EVENT_STREAMS)),
+        pane: pane_allowing(&allowed).into(),
     };
     let app = Router::new()
         .route("/pane", get(pane))
@@ -470,13 +480,35 @@ async fn harden(request: Request, next: Next) -> Response {
     response
 }
 
-fn html(body: &'static str) -> Response {
+/// The pane's one line that names the private addresses it may go to,
+/// filled in when it is served (it is no script, so the policy's hashes
+/// stay those of the file).
+const ALLOW_PRIVATE: &str = r#"<meta name="mosaic-allow-private" content="">"#;
+
+/// The pane, its [`ALLOW_PRIVATE`] line naming `allowed`, separated by
+/// spaces and escaped for an attribute.
+fn pane_allowing(allowed: &[String]) -> String {
+    let escape = |text: &str| {
+        text.replace('&', "&amp;")
+            .replace('"', "&quot;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+    };
+    let names: Vec<String> = allowed.iter().map(|a| escape(a)).collect();
+    let line = format!(
+        r#"<meta name="mosaic-allow-private" content="{}">"#,
+        names.join(" ")
+    );
+    PANE_HTML.replacen(ALLOW_PRIVATE, &line, 1)
+}
+
+fn html(body: impl Into<axum::body::Body>) -> Response {
     (
         [
             (header::CONTENT_TYPE, "text/html; charset=utf-8"),
             (header::CACHE_CONTROL, "no-store"),
         ],
-        body,
+        body.into(),
     )
         .into_response()
 }
@@ -511,8 +543,8 @@ fn pane_policy() -> &'static str {
     })
 }
 
-async fn pane() -> Response {
-    let mut response = html(PANE_HTML);
+async fn pane(State(server): State<Server>) -> Response {
+    let mut response = html(server.pane.to_string());
     if let Ok(policy) = header::HeaderValue::from_str(pane_policy()) {
         response
             .headers_mut()
@@ -523,7 +555,7 @@ async fn pane() -> Response {
 
 async fn fixture(axum::extract::Path(name): axum::extract::Path<String>) -> Response {
     match FIXTURES.iter().find(|(n, _)| *n == name) {
-        Some((_, body)) => html(body),
+        Some((_, body)) => html(*body),
         None => StatusCode::NOT_FOUND.into_response(),
     }
 }

@@ -6,9 +6,9 @@
 //! `unlock`), `procfs` (the process table), `system` (clock, entropy),
 //! `config` (business and boot JSON), `wire` (the socket's and the host
 //! channel's JSON), `socket` (the Unix socket server), `credentials` (file
-//! and environment token sources and the token store), `inherited` (what `up`'s
-//! sandbox sheds of what it inherited: the session keyring and
-//! descriptors; the workspace's only `unsafe` code), `http_drain` (an HTTP body read under
+//! and environment token sources and the token store), `sys` (the calls with
+//! no safe form, the workspace's only `unsafe` code: what `up`'s sandbox
+//! sheds of what it inherited, and the terminal's width of a character), `http_drain` (an HTTP body read under
 //! a limit whose 413 survives: the rest is drained, bounded), `http`
 //! (browser control's axum server and the SSE transport), `cause` (where an
 //! error becomes a wire code and its cause is logged).
@@ -25,9 +25,9 @@ pub mod credentials;
 pub mod fs;
 pub mod http;
 pub mod http_drain;
-pub mod inherited;
 pub mod procfs;
 pub mod socket;
 pub mod sqlite;
+pub mod sys;
 pub mod system;
 pub mod wire;

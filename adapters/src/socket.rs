@@ -12,11 +12,22 @@
 //!   crate's, `mosaic_client::socket`, so both ends frame alike),
 //!   [`bind_private`] and the two libc calls (`umask`, `geteuid`) that
 //!   `std` does not offer;
-//! - `server`: [`serve`] / [`serve_with`], the [`Handler`] trait and its
-//!   [`Standing`], [`Peer`] and [`Limits`] (tokio);
+//! - `server`: [`serve`] / [`serve_with`] / [`serve_in`], the [`Handler`]
+//!   trait and its [`Sender`], [`Peer`] and [`Limits`] (tokio);
+//! - `limits`: the server's [`Limits`];
+//! - `slots`: the [`Budget`] of places a connection holds (the server's
+//!   own, and a holder's: an agent's run), and its [`Slot`]s;
 //! - `answer`: what a handler gets beside its line, the [`Disconnect`]
 //!   signal and the [`DirectReply`] (the connection, lent so the thread
 //!   that has the answer writes it);
+//! - `waiting`: the pool of places of the connections that have not sent
+//!   their first line, which evicts for a process holding less of it.
+//!
+//! [`budget`] sizes the places within the open-file limit (64 files kept
+//! for the store, listeners, stdio and proofs, then the human's reserve
+//! and the HTTP port's cap; a quarter of the rest at most for connections
+//! before their first line), so running out refuses a connection, never
+//! the store or the human.
 //!
 //! # The per-connection loop
 //!
@@ -51,11 +62,14 @@
 //!      not reset the connection and the client reads the answer; these
 //!      end the connection, since where the next line would begin is
 //!      unknown;
-//!    - asks the handler the first line's [`Standing`]: a line of nobody
+//!    - asks the handler the first line's [`Sender`]: a line of nobody
 //!      (not a request, or a capability never issued) is answered and then
 //!      the connection closes; a caller's or a human line moves the
 //!      connection to the authenticated places ([`Limits::max_connections`],
-//!      4096; none free: `broker-unavailable`, unhandled), and a human line
+//!      4096; none free: `broker-unavailable`, unhandled; a caller the
+//!      handler counts apart, [`Sender::Counted`], also takes a slot of
+//!      its own [`Budget`], an agent's run's, or is refused the same way),
+//!      and a human line
 //!      that finds none free is served from the human reserve
 //!      ([`Limits::human_reserve`], 16) for that one line, if its peer
 //!      passes the checks that need no proof ([`Handler::may_use_reserve`]:
@@ -84,7 +98,9 @@
 //! client, and I/O errors end a connection, never the process.
 
 mod answer;
+mod limits;
 mod server;
+mod slots;
 mod waiting;
 
 use std::io;
@@ -99,7 +115,8 @@ use mosaic_domain::Refusal;
 use crate::fs;
 
 pub use answer::{DirectReply, Disconnect};
-pub use server::{serve, serve_with, Handler, Limits, Peer, Standing};
+pub use server::{serve, serve_in, serve_with, Handler, Limits, Peer, Sender};
+pub use slots::{Budget, Slot};
 
 /// How long the server waits for a client to take its response.
 pub const WRITE_DEADLINE: Duration = Duration::from_secs(5);
@@ -108,8 +125,8 @@ pub const WRITE_DEADLINE: Duration = Duration::from_secs(5);
 /// after answering `request-too-large` or `request-timeout`: 16 MiB.
 ///
 /// A connection closed with unread input is reset by the kernel, and a
-/// client still writing its line then loses the answer (issue 22: 0 of 20
-/// answers arrived at 300 KB). Draining the rest lets the client finish
+/// client still writing its line then loses the answer (at 300 KB, none
+/// of 20 answers arrived). Draining the rest lets the client finish
 /// writing and read the answer; the bound keeps a client that never stops
 /// from holding its slot and our time. Past it the connection is closed
 /// anyway.

@@ -1,5 +1,5 @@
-//! The socket's JSON (DESIGN.md §4, `spec/bus-broker.md` "Client
-//! protocol"), and nothing else: no I/O, no clock, no randomness.
+//! The socket's JSON (docs/protocol.md says it for clients), and nothing
+//! else: no I/O, no clock, no randomness.
 //!
 //! Layout (each verb's argument type, whose keys the parser allows and
 //! whose schema the MCP tools publish, is the client crate's,
@@ -9,8 +9,10 @@
 //! - [`request`]: one request line `{"cap","verb","args"}` to a typed
 //!   [`WireRequest`], and a [`Call`] to the domain [`Command`] or the read
 //!   [`Query`] the runtime serves;
-//! - [`reply`]: the response line and the plain JSON objects the verbs
-//!   answer with (decisions, messages, tasks, trail records);
+//! - [`reply`]: the response line and the answers, built as the client
+//!   crate's wire shapes (`mosaic_client::wire`: decisions, messages, the
+//!   inbox, agents rows, tasks, trail records, a page of changes), so
+//!   each end encodes and decodes the same types;
 //! - [`bounded`]: how a read's answer stays within what a client takes,
 //!   whatever agents send (the human's inbox cut, the array reads listed
 //!   while they fit);
@@ -50,9 +52,10 @@ pub mod host;
 
 pub use json::parse_json;
 pub use reply::{
-    agent_json, changes_json, decision_json, err, inbox_json, inbox_text, message_facts_json,
-    message_json, ok, ok_text, record_json, reply_json, response, task_json, Exited, RunLife,
-    Usage,
+    agent_json, agent_row, change_page, changes_json, decision_json, decision_view, err, inbox,
+    inbox_json, inbox_text, message_facts_json, message_facts_view, message_json, message_view, ok,
+    ok_text, raised, record, record_json, reply_json, response, task_json, task_row, text_of,
+    value_of, with_calls, Exited, LastCall, RunLife, Usage,
 };
 pub use request::{
     parse_request, Call, Dispatch, Envelope, Presenter, Query, SubjectRef, UuidKind, UuidRef, Verb,

@@ -1,4 +1,4 @@
-//! The pane routes' bodies (DESIGN.md §4): a claim `{requestId, clientId}`
+//! The pane routes' bodies (docs/browser.md): a claim `{requestId, clientId}`
 //! and a result `{requestId, claimToken, ok, data?, error?}`.
 //!
 //! Only a body that is not a JSON object of the route's keys, with the

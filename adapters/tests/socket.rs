@@ -41,7 +41,7 @@ use std::time::Duration;
 
 use mosaic_adapters::fs::{check_private_socket, create_private_dir};
 use mosaic_adapters::socket::{
-    bind_private, serve_with, Disconnect, Handler, Limits, Peer, Standing, MAX_DRAIN,
+    bind_private, serve_with, Disconnect, Handler, Limits, Peer, Sender, MAX_DRAIN,
 };
 use mosaic_client::socket::{
     error_line, Client, Session, MAX_REQUEST, MAX_RESPONSE, READ_DEADLINE,

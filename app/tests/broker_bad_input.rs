@@ -1,4 +1,4 @@
-//! Bad input on the broker's socket (issue 4, "Bad input"): every malformed,
+//! Bad input on the broker's socket: every malformed,
 //! oversized, slow, half-closed or foreign request gets one static code, the
 //! broker keeps serving, and nothing is half-written.
 //!
@@ -351,7 +351,7 @@ fn a_64_kib_line_is_accepted_and_one_byte_more_is_request_too_large() {
     b.close();
 }
 
-/// Issue 22 item 4: a client that writes its whole over-long line before it
+/// A client that writes its whole over-long line before it
 /// reads must read the refusal. Without the drain, the broker closed with
 /// the line's rest still queued, the kernel reset the connection and the
 /// client's write failed: 0 of 20 answers arrived at 300 KB and at 1 MB.

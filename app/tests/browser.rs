@@ -1,4 +1,4 @@
-//! Browser control end to end (issue 7): the real broker booted with
+//! Browser control end to end: the real broker booted with
 //! `browser.listen`, panes at `/pane` in headless Chromium (driven by
 //! `web/tests/panes.mjs` through playwright-core), and agents calling
 //! `browser.request` over the socket. Each result is checked against the
@@ -17,7 +17,10 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use mosaic_domain::browser::{AddressPolicy, AllowedAddress, HttpUrl};
 use mosaic_domain::Refusal;
+use proptest::prelude::*;
+use proptest::strategy::ValueTree;
 use serde_json::{json, Value};
 
 use support::{config, data_root, launch, Agent, Broker, WAIT};
@@ -62,6 +65,11 @@ struct Bench {
 
 impl Bench {
     fn start() -> Bench {
+        Bench::start_with(json!({"listen": "127.0.0.1:0"}))
+    }
+
+    /// A bench whose broker's browser configuration is `browser`.
+    fn start_with(browser: Value) -> Bench {
         let root = data_root();
         let mut config = config(
             root.path(),
@@ -72,7 +80,7 @@ impl Bench {
             ],
             &[],
         );
-        config["browser"] = json!({"listen": "127.0.0.1:0"});
+        config["browser"] = browser;
         let broker = Broker::boot(root.path(), &config);
         let browser = &broker.boot["browser"];
         let url = browser["url"].as_str().expect("a browser url").to_owned();
@@ -239,6 +247,17 @@ impl Panes {
 
     fn close(&mut self, pane: usize) {
         self.command(json!({"op": "close", "pane": pane}));
+    }
+
+    /// How pane `pane` reads each of `urls`: `invalid`, `refused` or
+    /// `allowed`.
+    fn addresses(&mut self, pane: usize, urls: &[String]) -> Vec<String> {
+        self.command(json!({"op": "addresses", "pane": pane, "urls": urls}))["read"]
+            .as_array()
+            .expect("the readings")
+            .iter()
+            .map(|r| r.as_str().expect("a reading").to_owned())
+            .collect()
     }
 }
 
@@ -575,4 +594,247 @@ fn a_large_capture_is_accepted_and_an_oversized_one_ends_in_a_clear_code() {
         bench.browse_within("capture", json!({}), 120_000),
         Err(Refusal::BrowserResultTooLarge)
     );
+}
+
+/// The private addresses the broker's browser configuration names in the
+/// address tests.
+const ALLOW_PRIVATE: [&str; 4] = [
+    "localhost:3000",
+    "10.1.2.3:8080",
+    "[fd00::1]:9000",
+    "127.0.0.2:9",
+];
+
+/// URLs in every form of address the rule knows: IPv4 in one to four
+/// parts of decimal, octal and hexadecimal, IPv4 inside IPv6 (mapped,
+/// translated, compatible, NAT64, 6to4), IPv6 of every kind, `localhost`
+/// and names below it, hosts that end in a number and are no address,
+/// plain names, with and without ports, including the allowed ones.
+fn address_forms() -> impl Strategy<Value = String> {
+    let private = prop_oneof![
+        Just(0x0a01_0203_u32),
+        Just(0x7f00_0001),
+        Just(0x7f00_0002),
+        Just(0xa9fe_a9fe),
+        Just(0xc0a8_0001),
+        Just(0xac10_0001),
+        Just(0x6440_0001),
+        Just(0x0000_0000),
+        Just(0xe000_0001),
+        any::<u32>(),
+    ];
+    let radix = prop_oneof![Just(10_u32), Just(8), Just(16)];
+    let v4 = (
+        private,
+        1_usize..=4,
+        proptest::collection::vec(radix, 4),
+        any::<bool>(),
+    )
+        .prop_map(|(bits, parts, radixes, dot)| {
+            let octets = bits.to_be_bytes();
+            let write = |n: u64, radix: u32| match radix {
+                8 => format!("0{n:o}"),
+                16 => format!("0x{n:x}"),
+                _ => n.to_string(),
+            };
+            let mut written: Vec<String> = (0..parts - 1)
+                .map(|i| write(u64::from(octets[i]), radixes[i]))
+                .collect();
+            let rest = u64::from(bits) & ((1_u64 << (8 * (5 - parts))) - 1);
+            written.push(write(rest, radixes[parts - 1]));
+            let mut host = written.join(".");
+            if dot {
+                host.push('.');
+            }
+            host
+        });
+    let carried = (any::<u32>(), 0_usize..5).prop_map(|(bits, form)| {
+        let v4 = std::net::Ipv4Addr::from(bits);
+        let (hi, lo) = ((bits >> 16) as u16, bits as u16);
+        match form {
+            0 => format!("[::ffff:{v4}]"),
+            1 => format!("[::ffff:0:{hi:x}:{lo:x}]"),
+            2 => format!("[::{v4}]"),
+            3 => format!("[64:ff9b::{hi:x}:{lo:x}]"),
+            _ => format!("[2002:{hi:x}:{lo:x}::1]"),
+        }
+    });
+    let v6 = prop_oneof![
+        Just("[::]".to_owned()),
+        Just("[::1]".to_owned()),
+        Just("[fd00::1]".to_owned()),
+        Just("[fe80::1]".to_owned()),
+        Just("[fec0::1]".to_owned()),
+        Just("[ff02::1]".to_owned()),
+        Just("[64:ff9b:1::1]".to_owned()),
+        Just("[2001:db8::1]".to_owned()),
+        any::<[u16; 8]>().prop_map(|s| format!("[{}]", std::net::Ipv6Addr::from(s))),
+    ];
+    let names = prop_oneof![
+        Just("localhost".to_owned()),
+        Just("LocalHost.".to_owned()),
+        Just("a.b.localhost".to_owned()),
+        Just("localhost.example.com".to_owned()),
+        Just("example.com".to_owned()),
+        Just("nas.lan".to_owned()),
+        "[a-z]{1,6}\\.[0-9]{1,4}",
+        "[a-z]{1,8}(\\.[a-z]{2,4}){0,2}",
+        Just("1.2.3.4.5".to_owned()),
+        Just("0x".to_owned()),
+        Just("08".to_owned()),
+        Just("256.1.1.1".to_owned()),
+    ];
+    let host = prop_oneof![3 => v4, 2 => carried, 2 => v6, 2 => names];
+    let port = prop_oneof![
+        Just(None),
+        Just(Some(9_u16)),
+        Just(Some(3000)),
+        Just(Some(8080)),
+        Just(Some(9000)),
+        (1_u16..).prop_map(Some),
+    ];
+    (prop_oneof![Just("http"), Just("https")], host, port).prop_map(|(scheme, host, port)| {
+        match port {
+            Some(port) => format!("{scheme}://{host}:{port}/path"),
+            None => format!("{scheme}://{host}/"),
+        }
+    })
+}
+
+/// How the broker reads `url` under its browser configuration.
+fn broker_reads(url: &str, policy: &AddressPolicy) -> &'static str {
+    match HttpUrl::parse(url) {
+        Err(_) => "invalid",
+        Ok(url) => match policy.check(&url) {
+            Ok(()) => "allowed",
+            Err(_) => "refused",
+        },
+    }
+}
+
+/// The pane refuses what the broker refuses: a thousand URLs in every
+/// form of address, generated, read by the broker's rule and by the real
+/// pane in Chromium (whose URL parser reads each host first), alike.
+#[test]
+fn the_pane_reads_every_form_of_address_as_the_broker_does() {
+    let bench = Bench::start_with(json!({"listen": "127.0.0.1:0", "allowPrivate": ALLOW_PRIVATE}));
+    let mut panes = bench.panes(1, &[]);
+    let mut policy = AddressPolicy::new(
+        ALLOW_PRIVATE
+            .iter()
+            .map(|a| AllowedAddress::parse(a).expect("an allowed address")),
+    );
+    let own = bench
+        .url
+        .strip_prefix("http://")
+        .expect("the pane's address");
+    policy.allow(AllowedAddress::parse(own).expect("the pane's address"));
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    let strategy = address_forms();
+    let mut urls: Vec<String> = (0..1000)
+        .map(|_| strategy.new_tree(&mut runner).expect("a URL").current())
+        .collect();
+    // The pane's own server, and each allowed address at its port and at
+    // another.
+    urls.push(bench.fixture("index.html"));
+    for allowed in ALLOW_PRIVATE {
+        urls.push(format!("http://{allowed}/"));
+        urls.push(format!("http://{allowed}1/"));
+    }
+    let pane = panes.addresses(0, &urls);
+    let mut seen = std::collections::BTreeMap::new();
+    for (url, pane) in urls.iter().zip(&pane) {
+        let broker = broker_reads(url, &policy);
+        assert_eq!(broker, pane, "{url}");
+        *seen.entry(broker).or_insert(0) += 1;
+    }
+    assert_eq!(pane.len(), urls.len());
+    eprintln!("the readings of {} URLs: {seen:?}", urls.len());
+    // Each reading came up, many times.
+    for reading in ["invalid", "refused", "allowed"] {
+        assert!(seen.get(reading).is_some_and(|n| *n >= 20), "{seen:?}");
+    }
+}
+
+/// `browser.open` to a private address is refused by the broker before
+/// any pane hears of it, in every form; a private address the
+/// configuration names is opened. A navigation a click or a form would
+/// cause, to a private address, is refused by the pane itself, which
+/// stays where it was; a link to the named one is followed.
+#[test]
+fn the_human_browser_goes_to_no_private_address_the_configuration_does_not_name() {
+    let bench = Bench::start_with(json!({"listen": "127.0.0.1:0", "allowPrivate": ALLOW_PRIVATE}));
+    let mut panes = bench.panes(1, &[]);
+    for url in [
+        "http://127.0.0.1:9/",
+        "http://2130706433:9/",
+        "http://0x7f.1:9/",
+        "http://0177.0.0.1:9/",
+        "http://[::ffff:127.0.0.1]:9/",
+        "http://[::1]:9/",
+        "http://localhost:9/",
+        "http://a.localhost./",
+        "http://10.0.0.1/",
+        "http://192.168.1.1/",
+        "http://169.254.169.254/latest/meta-data",
+        "http://[fe80::1]/",
+        "http://0.0.0.0:9/",
+        "http://localhost:3001/",
+    ] {
+        assert_eq!(
+            bench.browse("open", json!({"url": url})),
+            Err(Refusal::BrowserAddressRefused),
+            "{url}"
+        );
+    }
+    assert!(
+        !panes.log(0).iter().any(|e| e == "request"),
+        "no pane heard of a refused open"
+    );
+    // Named: the pane goes there (nothing listens there, so it says the
+    // navigation failed, but it was not refused).
+    let opened = bench.browse("open", json!({"url": "http://127.0.0.2:9/"}));
+    assert_ne!(opened, Err(Refusal::BrowserAddressRefused));
+    assert!(panes.log(0).iter().any(|e| e == "request"));
+
+    bench.ok("open", json!({"url": bench.fixture("private.html")}));
+    let before = panes.frame(0, "url");
+    for link in ["#lan", "#mapped", "#hex", "#local", "#metadata"] {
+        assert_eq!(
+            bench.browse("click", json!({"selector": link})),
+            Err(Refusal::BrowserAddressRefused),
+            "{link}"
+        );
+        assert_eq!(panes.frame(0, "url"), before, "the view stayed ({link})");
+    }
+    assert_eq!(
+        bench.browse(
+            "type",
+            json!({"selector": "#q", "value": "x", "submit": true})
+        ),
+        Err(Refusal::BrowserAddressRefused)
+    );
+    assert_eq!(panes.frame(0, "url"), before, "the view stayed (the form)");
+    assert!(
+        panes
+            .log(0)
+            .iter()
+            .filter(|e| *e == "navigation-refused")
+            .count()
+            >= 6,
+        "the pane logged each refusal"
+    );
+    // The control: the link to the named address is followed.
+    let refused = panes
+        .log(0)
+        .iter()
+        .filter(|e| *e == "navigation-refused")
+        .count();
+    bench.ok("click", json!({"selector": "#allowed"}));
+    let after = panes
+        .log(0)
+        .iter()
+        .filter(|e| *e == "navigation-refused")
+        .count();
+    assert_eq!(after, refused, "nothing more was refused");
 }

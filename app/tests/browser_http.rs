@@ -1,4 +1,4 @@
-//! Browser control's HTTP routes, spoken to directly (issue 7): the UI
+//! Browser control's HTTP routes, spoken to directly: the UI
 //! token, the claim and result rules, the body limits and the event stream,
 //! with this test acting as a pane over plain HTTP/1.1. The real pane in
 //! real Chromium is `browser.rs`.
@@ -182,7 +182,7 @@ fn claim_next(bench: &Bench, pane: &mut support::pane::Events, client: &str) -> 
     (id, token)
 }
 
-/// DESIGN.md §4 makes `data` optional: an `ok` result without it settles
+/// `data` is optional: an `ok` result without it settles
 /// the request, and the agent's result is `null`.
 #[test]
 fn an_ok_result_without_data_settles_the_request_with_null() {
@@ -352,7 +352,7 @@ fn a_ten_mib_result_is_accepted_and_an_oversized_one_gets_413_then_a_clear_code(
     );
 }
 
-/// Issue 22 item 4, over HTTP: a pane that writes its whole oversized result
+/// Over HTTP, a pane that writes its whole oversized result
 /// (17 MiB ten times, then 30 MiB, over the 16 MiB limit) before it reads
 /// must read the 413, not a connection reset, every time; then its clear
 /// follow-up code settles the request. Every other try carries no
@@ -557,4 +557,82 @@ fn every_answer_carries_no_referrer_and_nosniff_and_the_pane_its_policy() {
         script.starts_with("'sha256-") && !script.contains("unsafe"),
         "{script}"
     );
+}
+
+/// The pane is served naming the private addresses it may go to: those
+/// of the broker's browser configuration and its own server's, and no
+/// other; an agent's `browser.open` to another private address is refused
+/// before any pane hears of it, with its code and its status class.
+#[test]
+fn the_pane_is_told_the_private_addresses_it_may_go_to_and_the_broker_refuses_the_rest() {
+    let root = data_root();
+    let business = json!({
+        "id": "shop", "human": "alice",
+        "arbiters": {"technical": "web", "delivery": "web"},
+        "roles": {"web": {"authority": {"withinRole": ["browser.open"], "crossRole": []}}}
+    });
+    let mut config = support::config(
+        root.path(),
+        &[business],
+        &[support::launch("shop", "web", "web-1")],
+        &[],
+    );
+    config["browser"] = json!({"listen": "127.0.0.1:0", "allowPrivate": ["LocalHost.:3000"]});
+    let broker = Broker::boot(root.path(), &config);
+    let web = broker.agent("web-1");
+    web.claim();
+    let ui = Ui::of(&broker);
+    let (status, body) = ui.http("GET", &format!("/pane?token={}", ui.token), None, b"");
+    assert_eq!(status, 200);
+    let body = String::from_utf8(body).expect("UTF-8");
+    let line = format!(
+        r#"<meta name="mosaic-allow-private" content="localhost:3000 {}">"#,
+        ui.address
+    );
+    assert!(body.contains(&line), "{}", &body[..body.len().min(600)]);
+    // That one line, in place of the file's empty one.
+    assert_eq!(
+        body.matches(r#"<meta name="mosaic-allow-private""#).count(),
+        1
+    );
+
+    let mut pane = ui.listen("pane-1", true);
+    let refused = web.call(
+        "browser.request",
+        json!({"action": "open", "parameters": {"url": "http://0x7f.1:3000/"}}),
+    );
+    assert_eq!(refused, Err(Refusal::BrowserAddressRefused));
+    let line = support::raw(
+        &broker.socket,
+        json!({"cap": web.cap, "verb": "browser.request",
+               "args": {"action": "open", "parameters": {"url": "http://[fe80::1]/"}}})
+        .to_string()
+        .as_bytes(),
+    );
+    assert_eq!(
+        line,
+        json!({"ok": false, "error": "browser-address-refused"})
+    );
+    // Named: delivered to the pane.
+    let asked = {
+        let web = web.clone();
+        std::thread::spawn(move || {
+            web.call(
+                "browser.request",
+                json!({"action": "open", "parameters": {"url": "http://localhost:3000/"},
+                       "timeoutMs": 1000}),
+            )
+        })
+    };
+    let request = pane.next_request();
+    assert_eq!(
+        request["properties"]["parameters"]["url"],
+        "http://localhost:3000/"
+    );
+    assert_eq!(
+        asked.join().expect("the agent"),
+        Err(Refusal::BrowserTimeout),
+        "delivered, never answered"
+    );
+    broker.close();
 }

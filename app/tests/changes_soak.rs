@@ -1,8 +1,8 @@
-//! Soak of the change feed's waits (issue 20), black box: a real
+//! Soak of the change feed's waits, black box: a real
 //! `mosaic-bus broker` child, 10 000 `changes` waits opened over real
 //! sockets, in waves; each run's last [`WAITS_PER_RUN`] are dropped
 //! mid-wait, and the rest answered at once as each run's newer waits take
-//! their seats (issue 42).
+//! their seats.
 //!
 //! A wave opens its connections, each with one `changes {since: cursor}`
 //! line of an agent holding its role, with nothing after the cursor, so
@@ -31,15 +31,17 @@ use std::time::Instant;
 use serde_json::{json, Value};
 
 use mosaic_app::runtime::feed::WAITS_PER_RUN;
+use mosaic_app::runtime::DEFAULT_CONNECTIONS;
 use support::{acme, acme_launches, config, data_root, wait_for, Agent, Broker, WAIT};
 
 /// Waits per wave: well under the connections the broker serves at once
-/// (`MAX_CONNECTIONS`), and under the common soft limit of 1024 open files
-/// of this test process.
-const WAVE: usize = 400;
+/// (`MAX_CONNECTIONS`), under the common soft limit of 1024 open files of
+/// this test process, and, shared by the runs that wait, under each run's
+/// cap of connections (`DEFAULT_CONNECTIONS`).
+const WAVE: usize = 250;
 
 /// Waves: 10 000 dropped waits in all.
-const WAVES: usize = 25;
+const WAVES: usize = 40;
 
 /// The longest a wait may ask for; none of them is ever answered.
 const TIMEOUT_MS: u64 = 120_000;
@@ -126,32 +128,30 @@ fn ten_thousand_waits_dropped_mid_wait_leave_it_serving_in_bounded_memory() {
     let root = data_root();
     let cfg = config(root.path(), &[acme()], &acme_launches(), &[]);
     let broker = Broker::boot(root.path(), &cfg);
-    let (lead, qa, arch) = (
+    let (lead, qa, arch, dev, ops) = (
         broker.agent("lead-1"),
         broker.agent("qa-1"),
         broker.agent("arch-1"),
+        broker.agent("dev-1"),
+        broker.agent("ops-1"),
     );
-    for agent in [&lead, &qa, &arch] {
+    let waiters = [&qa, &arch, &dev, &ops];
+    for agent in [&lead, &qa, &arch, &dev, &ops] {
         agent.claim();
     }
-    let qa_since = cursor(&qa);
-    let arch_since = cursor(&arch);
-    // Two agents' waits in turn, so the broker keeps more than one
-    // agent's waits at once.
+    let since: Vec<u64> = waiters.iter().map(|agent| cursor(agent)).collect();
+    // Four agents' waits in turn, so the broker keeps more than one
+    // agent's waits at once, each run within its cap of connections.
     let lines: Vec<Vec<u8>> = (0..WAVE)
-        .map(|i| {
-            if i % 2 == 0 {
-                wait_line(&qa, qa_since)
-            } else {
-                wait_line(&arch, arch_since)
-            }
-        })
+        .map(|i| wait_line(waiters[i % waiters.len()], since[i % waiters.len()]))
         .collect();
+    assert!(WAVE.div_ceil(waiters.len()) <= DEFAULT_CONNECTIONS);
+    let qa_since = since[0];
 
     // Warm up the runtime's pools and the allocator with one wave, then
     // measure the waves themselves.
-    // Each of the two runs keeps its newest waits.
-    let waiting = 2 * WAITS_PER_RUN;
+    // Each of the runs keeps its newest waits.
+    let waiting = waiters.len() * WAITS_PER_RUN;
     wave(&broker, &lines, waiting);
     lead.ok("inbox", json!({}));
     let before = broker.rss_kib();

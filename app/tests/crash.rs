@@ -34,7 +34,7 @@
 //! prints one JSON summary line to stderr.
 //!
 //! A second leg crashes the broker while agents wait on `changes`
-//! (issue 20): four waiters, each its own role, hold `changes {since}`
+//! four waiters, each its own role, hold `changes {since}`
 //! waits while four senders send them messages; after each SIGKILL,
 //! `unlock` and reboot every waiter asks again from the cursor of its last
 //! answered wait. In the end each waiter must have been told of exactly

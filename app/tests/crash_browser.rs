@@ -1,4 +1,4 @@
-//! Crash consistency of browser requests in flight (issue 22 item 7): an
+//! Crash consistency of browser requests in flight: an
 //! agent sends `browser.request` at full speed, a pane over plain HTTP
 //! claims and answers each one, and batches commit all the while; the
 //! broker (a real `mosaic-bus broker` child) is killed with SIGKILL at

@@ -1,4 +1,4 @@
-//! Service credentials inside the running broker (issue 6): boot loads every
+//! Service credentials inside the running broker: boot loads every
 //! reference once and names a bad one without its content; a token sent in
 //! a request, hidden in JSON escapes, or handed to the trusted API refuses
 //! with `credential-leak` before anything is written; `use_credential` gives

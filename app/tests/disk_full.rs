@@ -1,4 +1,4 @@
-//! A full disk never locks the human out (issue 42, item 7), with the real
+//! A full disk never locks the human out, with the real
 //! `up --stay`, the real broker, a real sandboxed agent and the real human
 //! CLI: the data root and the agent's `workdir` share a 48 MiB tmpfs, the
 //! agent fills it with `dd`, and then
@@ -9,6 +9,13 @@
 //! - once the test deletes the agent's file, the agent is served again;
 //! - the log says why agents were refused, once, and that space returned;
 //! - `mosaic-bus verify` passes on the store afterwards.
+//!
+//! The same again with `up`'s log on a full disk of its own (as `up
+//! --console` keeps its log in the data root): the log lines that cannot
+//! be written, the writer thread's first of all, are dropped and counted,
+//! never a panic that would leave the broker half-alive; the human is
+//! served all the same, and once the log has room again its next line
+//! says how many were dropped.
 //!
 //! How it runs: `cargo test -p mosaic-app --test disk_full`. As root (how
 //! `.ci/run` runs it) it mounts the tmpfs on a fresh folder and unmounts it
@@ -40,16 +47,22 @@ use support::{BIN, WAIT};
 /// the test has passed there.
 const IN_NAMESPACE: &str = "MOSAIC_DISK_FULL_IN_NAMESPACE";
 
-/// The test's name, as the harness filters on it.
+/// The tests' names, as the harness filters on them.
 const TEST: &str = "a_full_disk_leaves_the_human_served_and_agents_refused_until_space_returns";
+const TEST_LOG: &str = "a_full_disk_under_the_log_too_drops_log_lines_and_serves_the_human";
 
-/// The agent: it claims its role, fills the disk, asks for a write of its
-/// own, then waits at the gate while the test plays the human and frees
-/// the space, and asks again. Each outcome is one `name=answer` line into
-/// the `report` fifo (a fifo needs no room on a full disk).
+/// The size of the log's own disk in the second test.
+const LOG_DISK: &str = "1m";
+
+/// The agent: it claims its role, waits at the gate, fills the disk, asks
+/// for a write of its own, then waits at the gate while the test plays the
+/// human and frees the space, and asks again. Each outcome is one
+/// `name=answer` line into the `report` fifo (a fifo needs no room on a
+/// full disk).
 const AGENT: &str = r#"read _
 say() { printf '%s=%s\n' "$1" "$2" >./report; }
 say claim "$(mosaic-bus call role.claim 2>/dev/null)"
+cat ./gate >/dev/null
 dd if=/dev/zero of=./fill bs=1M count=100 2>/dev/null
 say dd "$?"
 say full "$(mosaic-bus call message.send '{"to":"human","body":"from a full disk"}' 2>/dev/null)"
@@ -64,8 +77,8 @@ struct Tmpfs {
 }
 
 impl Tmpfs {
-    /// Mounts one here, or says why not.
-    fn mount() -> Result<Tmpfs, String> {
+    /// Mounts one of `size` here, or says why not.
+    fn mount(size: &str) -> Result<Tmpfs, String> {
         if !rustix::process::geteuid().is_root() {
             return Err("not root".into());
         }
@@ -74,7 +87,13 @@ impl Tmpfs {
             .tempdir()
             .map_err(|e| e.to_string())?;
         let status = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", "size=48m,mode=0700", "tmpfs"])
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size},mode=0700"),
+                "tmpfs",
+            ])
             .arg(dir.path())
             .status()
             .map_err(|e| e.to_string())?;
@@ -97,9 +116,9 @@ impl Drop for Tmpfs {
     }
 }
 
-/// Runs [`TEST`] again in a child that is root of its own user and mount
+/// Runs `test` again in a child that is root of its own user and mount
 /// namespaces, and fails unless it passed there.
-fn in_namespace(why: &str) {
+fn in_namespace(test: &str, why: &str) {
     assert!(
         std::env::var_os(IN_NAMESPACE).is_none(),
         "cannot mount a tmpfs even as root of a new user namespace: {why}"
@@ -109,19 +128,19 @@ fn in_namespace(why: &str) {
     let status = Command::new("unshare")
         .args(["--user", "--map-root-user", "--mount", "--"])
         .arg(std::env::current_exe().expect("this test binary"))
-        .args([TEST, "--exact", "--test-threads=1", "--nocapture"])
+        .args([test, "--exact", "--test-threads=1", "--nocapture"])
         .env(IN_NAMESPACE, &mark)
         .status()
         .expect("run unshare (util-linux)");
     assert!(
         status.success(),
-        "{TEST} failed in its user namespace ({status}); here it could not mount ({why}), \
+        "{test} failed in its user namespace ({status}); here it could not mount ({why}), \
          and without root it needs unprivileged user namespaces"
     );
     assert_eq!(
         std::fs::read_to_string(&mark).ok().as_deref(),
-        Some(TEST),
-        "{TEST} did not run in its user namespace"
+        Some(test),
+        "{test} did not run in its user namespace"
     );
 }
 
@@ -184,11 +203,65 @@ fn lines_with(log: &str, text: &str) -> usize {
     log.lines().filter(|l| l.contains(text)).count()
 }
 
+/// Fills the filesystem of `dir` with a file of zeros, written until it
+/// fails for lack of space; returns the file.
+fn fill(dir: &Path) -> PathBuf {
+    let path = dir.join("filler");
+    let mut file = std::fs::File::create(&path).expect("the filler");
+    let chunk = vec![0_u8; 64 * 1024];
+    loop {
+        if let Err(e) = file.write_all(&chunk) {
+            assert_eq!(e.raw_os_error(), Some(libc::ENOSPC), "{e}");
+            break;
+        }
+    }
+    // What a last partial chunk could not write.
+    while file.write_all(&[0]).is_ok() {}
+    path
+}
+
+/// Pads the log at `path` with empty lines to a whole number of 64 KiB,
+/// so that its last page has no room left: a full filesystem refuses
+/// only a write that needs a new page.
+fn pad(path: &Path) {
+    let len = std::fs::metadata(path).expect("the log").len();
+    let missing = (64 * 1024 - len % (64 * 1024)) % (64 * 1024);
+    let mut log = std::fs::OpenOptions::new()
+        .append(true)
+        .open(path)
+        .expect("the log");
+    log.write_all(&vec![b'\n'; usize::try_from(missing).expect("a size")])
+        .expect("pad the log");
+}
+
+/// Where `up`'s log goes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Log {
+    /// A file off the small disk.
+    Outside,
+    /// A file on a disk of its own, which the test fills before the agent
+    /// fills the data root's, and frees when it frees that one.
+    OnAFullDisk,
+}
+
 #[test]
 fn a_full_disk_leaves_the_human_served_and_agents_refused_until_space_returns() {
-    let fs = match Tmpfs::mount() {
+    full_disk(TEST, Log::Outside);
+}
+
+#[test]
+fn a_full_disk_under_the_log_too_drops_log_lines_and_serves_the_human() {
+    full_disk(TEST_LOG, Log::OnAFullDisk);
+}
+
+fn full_disk(test: &str, where_log: Log) {
+    let fs = match Tmpfs::mount("48m") {
         Ok(fs) => fs,
-        Err(why) => return in_namespace(&why),
+        Err(why) => return in_namespace(test, &why),
+    };
+    let log_fs = match where_log {
+        Log::Outside => None,
+        Log::OnAFullDisk => Some(Tmpfs::mount(LOG_DISK).expect("a second tmpfs")),
     };
     let outside = tempfile::tempdir().expect("a folder off the small disk");
     let root = private_dir(&fs.path().join("data"));
@@ -212,7 +285,10 @@ fn a_full_disk_leaves_the_human_served_and_agents_refused_until_space_returns() 
     let config_path = team.join("up.json");
     std::fs::write(&config_path, config.to_string()).expect("write the configuration");
     let tmp = private_dir(&outside.path().join("tmp"));
-    let log_path = outside.path().join("up.log");
+    let log_path = log_fs
+        .as_ref()
+        .map_or_else(|| outside.path().to_owned(), |fs| fs.path().to_owned())
+        .join("up.log");
     let reports = fifo_lines(&work.join("report"));
     let mut up = Command::new(BIN)
         .args(["up", "--stay", "--config"])
@@ -222,7 +298,15 @@ fn a_full_disk_leaves_the_human_served_and_agents_refused_until_space_returns() 
         .env("TMPDIR", &tmp)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(&log_path).expect("the log"))
+        .stderr(
+            // Appended to, so that no write of `up` lands in the room the
+            // test's padding leaves in the file's last page.
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&log_path)
+                .expect("the log"),
+        )
         .spawn()
         .expect("spawn up");
     let summary = summary(&mut up, &log_path);
@@ -236,6 +320,14 @@ fn a_full_disk_leaves_the_human_served_and_agents_refused_until_space_returns() 
 
     let claim = next(&reports, "claim", &log_path);
     assert_eq!(claim["ok"], true, "{claim}");
+    // The log's disk is full before the agent fills the data root's: the
+    // writer's line about the full disk cannot be written.
+    let log_filler = log_fs.as_ref().map(|fs| {
+        pad(&log_path);
+        fill(fs.path())
+    });
+    let logged_before = std::fs::metadata(&log_path).expect("the log").len();
+    open_gate(&work.join("gate"));
     // `dd` ran out of space: the 100 MiB never fit.
     assert_eq!(next(&reports, "dd", &log_path), json!(1));
     assert!(
@@ -275,8 +367,18 @@ fn a_full_disk_leaves_the_human_served_and_agents_refused_until_space_returns() 
     // The agent's message never was.
     let inbox = reader("inbox", json!({}));
     assert!(!inbox.to_string().contains("from a full disk"), "{inbox}");
+    if log_filler.is_some() {
+        assert_eq!(
+            std::fs::metadata(&log_path).expect("the log").len(),
+            logged_before,
+            "nothing could be added to the full log"
+        );
+    }
 
     // Space returns: the agent is served again, and the reserve is back.
+    if let Some(filler) = &log_filler {
+        std::fs::remove_file(filler).expect("free the log's disk");
+    }
     std::fs::remove_file(work.join("fill")).expect("delete the agent's file");
     open_gate(&work.join("gate"));
     let after = next(&reports, "after", &log_path);
@@ -290,15 +392,31 @@ fn a_full_disk_leaves_the_human_served_and_agents_refused_until_space_returns() 
     let status = stop(up);
     let log = std::fs::read_to_string(&log_path).expect("the log");
     assert!(status.success(), "{status}\n{log}");
-    // Why agents were refused, once; and that space returned, once.
-    assert_eq!(
-        lines_with(
-            &log,
-            "the disk is full: only the human's requests are served now"
-        ),
-        1,
-        "{log}"
-    );
+    let full_line = "the disk is full: only the human's requests are served now";
+    let dropped = "log lines could not be written and were dropped";
+    match where_log {
+        Log::Outside => {
+            // Why agents were refused, once; and that space returned, once.
+            assert_eq!(lines_with(&log, full_line), 1, "{log}");
+            assert_eq!(lines_with(&log, dropped), 0, "{log}");
+        }
+        Log::OnAFullDisk => {
+            // The line about the full disk was lost with the others, and
+            // the first line written again says how many were.
+            assert_eq!(lines_with(&log, full_line), 0, "{log}");
+            assert_eq!(lines_with(&log, dropped), 1, "{log}");
+            let summary = log
+                .lines()
+                .find(|l| l.contains(dropped))
+                .expect("the summary line");
+            let count: u64 = summary
+                .rsplit("dropped=")
+                .next()
+                .and_then(|n| n.trim().parse().ok())
+                .unwrap_or_else(|| panic!("a count in {summary:?}"));
+            assert!(count >= 1, "{summary}");
+        }
+    }
     assert_eq!(lines_with(&log, "space returned"), 1, "{log}");
 
     let verify = Command::new(BIN)
@@ -312,7 +430,8 @@ fn a_full_disk_leaves_the_human_served_and_agents_refused_until_space_returns() 
         String::from_utf8_lossy(&verify.stdout),
         String::from_utf8_lossy(&verify.stderr)
     );
+    drop(log_fs);
     if let Some(mark) = std::env::var_os(IN_NAMESPACE) {
-        std::fs::write(mark, TEST).expect("mark the child's pass");
+        std::fs::write(mark, test).expect("mark the child's pass");
     }
 }

@@ -20,8 +20,7 @@ mod support;
 
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use mosaic_domain::Refusal;
@@ -29,6 +28,7 @@ use serde_json::{json, Value};
 
 use mosaic_client::socket::Client;
 use support::pane::{boot_shop, Ui};
+use support::tmpfs::Tmpfs;
 use support::{
     acme, acme_launches, assert_gone, assert_whole_transactions, boot_line, config, count,
     data_root, launch, open_db, raise_args, unlock, Broker,
@@ -46,138 +46,6 @@ fn acme_config(root: &Path) -> Value {
 #[track_caller]
 fn chmod(path: &Path, mode: u32) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
-}
-
-/// A tmpfs of `size` mounted on a new directory (mode 0700, so it can be a
-/// data root), unmounted again when dropped.
-struct Tmpfs {
-    dir: tempfile::TempDir,
-}
-
-/// Set in a test's re-run inside its own namespaces (see [`Tmpfs::with`]):
-/// the file the child creates once the test's body has passed there.
-const IN_NAMESPACE: &str = "MOSAIC_FAULTS_IN_NAMESPACE";
-
-impl Tmpfs {
-    /// Runs `body` on a tmpfs of `size` mounted for the test `test` (its
-    /// name, as the harness filters on). Where this process may not mount
-    /// (not root, or `mount` refused), the whole test runs again in a child
-    /// process of this binary that is root of its own user and mount
-    /// namespaces (`unshare --user --map-root-user --mount`), where
-    /// mounting a tmpfs is allowed; a failure in the child fails the test
-    /// here.
-    fn with(size: &str, test: &str, body: impl FnOnce(&Tmpfs)) {
-        let passed = std::env::var_os(IN_NAMESPACE);
-        match Self::mount_here(size) {
-            Some(fs) => {
-                body(&fs);
-                if let Some(passed) = passed {
-                    std::fs::write(passed, test).expect("mark the child's pass");
-                }
-            }
-            None => {
-                assert!(
-                    passed.is_none(),
-                    "cannot mount a tmpfs even as root of a new user namespace"
-                );
-                Self::in_namespace(test);
-            }
-        }
-    }
-
-    /// Runs the test `test` again in a child that is root of its own user
-    /// and mount namespaces, and fails unless it passed there.
-    fn in_namespace(test: &str) {
-        // The child marks its pass, so a name that matches no test fails.
-        let marks = tempfile::tempdir().expect("a directory for the mark");
-        let mark = marks.path().join("passed");
-        let exe = std::env::current_exe().expect("this test binary");
-        let status = Command::new("unshare")
-            .args(["--user", "--map-root-user", "--mount", "--"])
-            .arg(exe)
-            .args([test, "--exact", "--test-threads=1", "--nocapture"])
-            .env(IN_NAMESPACE, &mark)
-            .status()
-            .expect("run unshare (util-linux)");
-        assert!(
-            status.success(),
-            "{test} failed in its user namespace ({status}); without root, the tmpfs \
-             tests need unprivileged user namespaces"
-        );
-        assert_eq!(
-            std::fs::read_to_string(&mark).ok().as_deref(),
-            Some(test),
-            "{test} did not run in its user namespace"
-        );
-    }
-
-    /// Mounts one here, or returns `None` when this process may not.
-    fn mount_here(size: &str) -> Option<Tmpfs> {
-        if !rustix::process::geteuid().is_root() {
-            return None;
-        }
-        let dir = tempfile::Builder::new()
-            .prefix("mosaic-faults-")
-            .tempdir()
-            .expect("a mount point");
-        let mounted = Command::new("mount")
-            .args([
-                "-t",
-                "tmpfs",
-                "-o",
-                &format!("size={size},mode=0700"),
-                "tmpfs",
-            ])
-            .arg(dir.path())
-            .status();
-        match mounted {
-            Ok(status) if status.success() => Some(Tmpfs { dir }),
-            Ok(_) | Err(_) => None,
-        }
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    /// `mount -o remount,bind,MODE`: the mount point read-only or writable
-    /// again (a bind remount, which a user namespace may do too).
-    #[track_caller]
-    fn remount(&self, mode: &str) {
-        let status = Command::new("mount")
-            .args(["-o", &format!("remount,bind,{mode}")])
-            .arg(self.path())
-            .status()
-            .expect("run mount");
-        assert!(status.success(), "remount {mode}");
-    }
-
-    /// Fills the file system with `filler` until not one more byte fits.
-    #[track_caller]
-    fn fill(&self) -> PathBuf {
-        let filler = self.path().join("filler");
-        let mut file = std::fs::File::create(&filler).expect("create the filler");
-        for chunk in [64 * 1024, 4096, 512, 1] {
-            let bytes = vec![0u8; chunk];
-            loop {
-                match file.write(&bytes) {
-                    Ok(0) => break,
-                    Ok(_) => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::StorageFull => break,
-                    Err(e) => panic!("filling the disk: {e}"),
-                }
-            }
-        }
-        filler
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        // Lazy: a broker left running by a failed assertion must not keep
-        // the mount alive.
-        let _ = Command::new("umount").arg("-l").arg(self.path()).status();
-    }
 }
 
 /// The bodies of every stored message, in write order.
@@ -846,7 +714,7 @@ fn deleting_the_wal_under_a_running_broker_then_closing_keeps_everything() {
     Broker::boot(root.path(), &cfg).close();
 }
 
-/// A data-loss hazard, pinned as it is (issue 9 reports it): once the WAL
+/// A data-loss hazard, pinned as it is: once the WAL
 /// file is deleted under a running broker, everything written since the
 /// last checkpoint lives only in a nameless file. A crash then loses all of
 /// it, acknowledged writes included; `unlock`'s evidence copy cannot save

@@ -222,3 +222,68 @@ fn a_whole_run_at_trace_logs_what_happened_and_never_a_secret_or_a_body() {
         assert!(!is_cap(word), "{word:?} in the log");
     }
 }
+
+/// The human CLI from outside, detached from this test: its answer line.
+fn human(socket: &std::path::Path, verb: &str, args: Value) -> support::detached::Outcome {
+    let mut command = support::detached::detached();
+    command.arg(support::BIN).arg("human").arg(socket);
+    let request = json!({"business": "acme", "verb": verb, "args": args});
+    support::detached::Pending::start(&mut command).finish(format!("{request}\n").as_bytes())
+}
+
+/// A broker whose stderr is a pipe nobody reads any more (every write
+/// fails with `EPIPE`), logging at trace, so that every request writes a
+/// line: the lines are dropped, never a panic. The human's
+/// `launch.revoke` and `message.send` are answered `ok`, an agent is
+/// served, the close exits 0 leaving neither socket nor lock, and
+/// `verify` passes on the store.
+#[test]
+fn a_broker_whose_stderr_is_a_closed_pipe_serves_the_human_and_closes_cleanly() {
+    let root = data_root();
+    let (unread, stderr) = std::io::pipe().expect("a pipe");
+    drop(unread);
+    let config = config(
+        root.path(),
+        &[support::acme()],
+        &support::acme_launches(),
+        &["acme"],
+    );
+    let broker = Broker::boot_with_stderr(
+        root.path(),
+        &config,
+        &[("MOSAIC_LOG", "trace")],
+        stderr.into(),
+    );
+    let lead = broker.agent("lead-1");
+    lead.claim();
+    let sent = lead.send("human", "written while the log is lost", json!({}));
+    assert!(sent.is_string(), "{sent}");
+
+    let revoked = human(&broker.socket, "launch.revoke", json!({}));
+    assert_eq!(revoked.ok(), json!({}));
+    let sent = human(
+        &broker.socket,
+        "message.send",
+        json!({"to": "lead", "body": "the human, without a log"}),
+    )
+    .ok();
+    assert!(sent["id"].is_string(), "{sent}");
+    // The agent is still served after the human's writes.
+    let inbox = lead.ok("inbox", json!({}));
+    assert!(
+        inbox.to_string().contains("the human, without a log"),
+        "{inbox}"
+    );
+
+    broker.close();
+    let verify = std::process::Command::new(support::BIN)
+        .args(["verify", "--db"])
+        .arg(root.path().join("bus/bus.sqlite"))
+        .output()
+        .expect("mosaic-bus verify");
+    assert!(
+        verify.status.success(),
+        "verify: {}",
+        String::from_utf8_lossy(&verify.stdout)
+    );
+}

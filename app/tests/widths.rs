@@ -22,7 +22,6 @@
 //! nothing alone), and both widths agree on it.
 
 use std::fmt::Write as _;
-use std::sync::Once;
 
 use mosaic_domain::text;
 use proptest::prelude::*;
@@ -32,24 +31,13 @@ use ratatui::style::Style;
 use ratatui::text::Span;
 use unicode_general_category::{get_general_category, GeneralCategory};
 
-extern "C" {
-    fn wcwidth(c: libc::wchar_t) -> libc::c_int;
-}
-
 /// The terminal's width of `c`: libc's `wcwidth` in the `C.UTF-8` locale
 /// (-1: not printable).
-#[allow(unsafe_code)]
 fn terminal(c: char) -> i32 {
-    static LOCALE: Once = Once::new();
-    LOCALE.call_once(|| {
-        // SAFETY: the name is a NUL-terminated literal; setlocale is called
-        // once, before any wcwidth of this process (behind the `Once`).
-        let set = unsafe { libc::setlocale(libc::LC_ALL, c"C.UTF-8".as_ptr()) };
-        assert!(!set.is_null(), "this machine has no C.UTF-8 locale");
-    });
-    let wide = libc::wchar_t::try_from(u32::from(c)).expect("a code point fits a wchar_t");
-    // SAFETY: wcwidth reads its integer argument and the locale's tables only.
-    unsafe { wcwidth(wide) }
+    match mosaic_adapters::sys::terminal_width(c).expect("this machine has a C.UTF-8 locale") {
+        Some(width) => i32::try_from(width).expect("a small width"),
+        None => -1,
+    }
 }
 
 /// The terminal's width of `text`, drawn character by character.

@@ -1,4 +1,4 @@
-//! The change-feed figures (issue 20): how fast a waiting agent hears of a
+//! The change-feed figures: how fast a waiting agent hears of a
 //! message, and what a thousand idle waiters cost the broker.
 //!
 //! `changes_wake`: an agent waits on `changes {since: cursor}` through the
@@ -45,9 +45,9 @@ use crate::procs::{self, Task};
 use crate::rss;
 use crate::Ctx;
 
-/// DESIGN.md §6: a waiting agent hears of a change within 1 ms (p50).
+/// The target: a waiting agent hears of a change within 1 ms (p50).
 const WAKE_TARGET_US: f64 = 1000.0;
-/// DESIGN.md §6: 1000 idle waiters cost under 1 % of one core …
+/// The target: 1000 idle waiters cost under 1 % of one core …
 const IDLE_CPU_TARGET_PCT: f64 = 1.0;
 /// … and the broker stays under 40 MiB.
 const IDLE_RSS_TARGET_MIB: f64 = 40.0;

@@ -1,4 +1,4 @@
-//! `mosaic-bench`: the benchmark of DESIGN.md §6.
+//! `mosaic-bench`: the benchmark of the broker's performance targets.
 //!
 //! ```text
 //! cargo run --release -p mosaic-bench [-- --quick] [--awake] [--keep] [--data-root DIR] [--only FIGURE]...
@@ -35,6 +35,14 @@
 //! Last, `socket_ceilings` serves the raw commit over a socket with no
 //! broker, in the broker's thread shape and a shorter one ([`ceilings`]):
 //! the ceilings the socket figures are read against.
+//!
+//! The figures' modules: `raw.rs` the physical limit, `store.rs` the
+//! store figures, `socket.rs` the socket figures, `boot.rs` the boot over
+//! history, `browser.rs` the browser round trip (with `http.rs`, just
+//! enough HTTP to act as a pane). Beside them: `env.rs` the `environment`
+//! line, `stats.rs` rounds and their summaries, `output.rs` the JSON
+//! lines, `procs.rs` what `/proc` says of a process's threads. The load
+//! generator is a binary of its own, `bin/load.rs`.
 
 mod boot;
 mod browser;
@@ -158,7 +166,7 @@ pub struct Sizes {
 }
 
 impl Sizes {
-    /// The sizes the targets of DESIGN.md §6 are judged on.
+    /// The sizes the performance targets are judged on.
     pub fn full() -> Self {
         Self {
             raw_warmup: 1_200,

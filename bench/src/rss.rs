@@ -38,7 +38,7 @@ use crate::Ctx;
 /// The argument that makes the bench binary act as `mosaic-bus broker`.
 pub const CHILD_FLAG: &str = "--broker-child";
 
-/// DESIGN.md §6: broker RSS under 40 MiB at 100 clients.
+/// The target: broker RSS under 40 MiB at 100 clients.
 const TARGET_MIB: f64 = 40.0;
 
 /// The longest the bench waits for a host reply or for the child's exit.

@@ -1,6 +1,6 @@
 //! `human_under_siege`: how long the human CLI waits for its `inbox` while
-//! hostile peers flood the broker, beside its quiet time in the same run
-//! (issue 33, "The human cannot be locked out").
+//! hostile peers flood the broker, beside its quiet time in the same run:
+//! the human cannot be locked out.
 //!
 //! The broker is a child process ([`rss::Host`]: `mosaic-bus broker` when
 //! that binary sits next to the bench, else the bench itself), with its
@@ -50,7 +50,7 @@ use crate::rss;
 use crate::stats::percentile_us;
 use crate::Ctx;
 
-/// Issue 33: the human's p99 under every flood.
+/// The target: the human's p99 under every flood.
 const TARGET_P99: Duration = Duration::from_secs(1);
 
 /// How often a junk connection sends its line again.

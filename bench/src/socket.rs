@@ -21,14 +21,14 @@ use crate::output::{round1, round3, Failure, Fields};
 use crate::stats::{percentile_us, Round, Series};
 use crate::Ctx;
 
-/// DESIGN.md §6: one client through the socket reaches 0.5 × the
+/// The target: one client through the socket reaches 0.5 × the
 /// single-commit rate.
 const SOCKET_TARGET: f64 = 0.5;
-/// DESIGN.md §6: 16 concurrent clients reach 2.5 × the single-commit rate,
+/// The target: 16 concurrent clients reach 2.5 × the single-commit rate,
 /// and the moonshot is 4 ×.
 const CLIENTS_TARGET: f64 = 2.5;
 const CLIENTS_MOONSHOT: f64 = 4.0;
-/// DESIGN.md §6: `inbox` with 10 k messages, p50 under 300 µs.
+/// The target: `inbox` with 10 k messages, p50 under 300 µs.
 const INBOX_TARGET_US: f64 = 300.0;
 
 /// Roles `c00`, `c01`, … that may send within role.

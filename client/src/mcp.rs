@@ -564,6 +564,12 @@ const HINTS: &[(&[Refusal], &str)] = &[
         "For example, no element matched. Take a snapshot and adjust the action.",
     ),
     (
+        &[Refusal::BrowserAddressRefused],
+        "The human's browser goes no further than your own network: not to loopback, \
+         private or link-local addresses, nor `localhost`. Ask the human to name the \
+         address in the broker's browser configuration if the work needs it.",
+    ),
+    (
         &[Refusal::StorageUnavailable],
         "Nothing was recorded. Tell the human; calling again will likely fail too.",
     ),
@@ -580,6 +586,12 @@ const HINTS: &[(&[Refusal], &str)] = &[
     (
         &[Refusal::BrokerUnavailable],
         "Call again later; tell the human if it persists.",
+    ),
+    (
+        &[Refusal::BadResponse],
+        "The broker answered, so the action may have happened: inspect the trail before \
+         doing anything, and tell the human that this adapter and the broker differ in \
+         version.",
     ),
     (
         &[Refusal::CredentialLeak],

@@ -1,6 +1,6 @@
 //! Browser requests: typed `browser.*` actions, their timeouts, and the
 //! machine that carries one action to one pane and one answer back
-//! (`spec/browser-control.md`, DESIGN.md §3 and §4).
+//! (docs/browser.md).
 //!
 //! Layout:
 //! - the action types ([`BrowserAction`] and the checked values it is built
@@ -9,6 +9,7 @@
 //!   is validated when its value is built, so an action that exists is one
 //!   the broker may emit; there is deliberately no script-evaluation action;
 //! - [`effective_timeout`], the timeout rule;
+//! - `address.rs`: where the human's browser may be sent;
 //! - [`BrowserRequests`], the sans-IO request machine, with its replies
 //!   ([`ClaimReply`]), the pane's answer ([`PaneOutcome`]) and its effects
 //!   ([`BrowserEffect`]).
@@ -43,6 +44,9 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
 
 use crate::{Action, BrowserRequestId, ClaimToken, ClientId, Refusal, Target, Timestamp};
+
+mod address;
+pub use address::{AddressPolicy, AllowedAddress, Host};
 
 /// The longest URL accepted, in bytes.
 const MAX_URL_BYTES: usize = 8 * 1024;
@@ -88,6 +92,8 @@ fn is_line(text: &str, max: usize) -> bool {
 pub struct HttpUrl {
     text: String,
     origin: Target,
+    host: Host,
+    port: u16,
 }
 
 impl HttpUrl {
@@ -96,8 +102,8 @@ impl HttpUrl {
     /// # Errors
     /// `bad-parameters` for anything but an absolute `http`/`https` URL with a
     /// host: other schemes (`javascript:`, `data:`, `file:`), relative URLs,
-    /// user info, malformed hosts or ports, whitespace, control characters, or
-    /// more than 8 KiB.
+    /// user info, malformed hosts or ports, a host a browser would not read
+    /// ([`Host::read`]), whitespace, control characters, or more than 8 KiB.
     pub fn parse(text: &str) -> Result<Self, Refusal> {
         if text.len() > MAX_URL_BYTES || text.chars().any(|c| c.is_whitespace() || c.is_control()) {
             return Err(Refusal::BadParameters);
@@ -112,6 +118,8 @@ impl HttpUrl {
         };
         let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
         let (host, port) = split_authority(&rest[..authority_end])?;
+        let read = Host::read(host)?;
+        let effective = port.unwrap_or(default_port);
         let port = match port {
             Some(port) if port != default_port => format!(":{port}"),
             Some(_) | None => String::new(),
@@ -121,7 +129,19 @@ impl HttpUrl {
         Ok(Self {
             text: text.to_owned(),
             origin,
+            host: read,
+            port: effective,
         })
+    }
+
+    /// The host, as a browser reads it.
+    pub fn host(&self) -> &Host {
+        &self.host
+    }
+
+    /// The port: the URL's, or its scheme's default.
+    pub fn port(&self) -> u16 {
+        self.port
     }
 
     /// The URL as given.
@@ -518,8 +538,8 @@ pub enum ClaimReply {
 /// What the claimant reported.
 ///
 /// The pane's own error text is not carried: the agent's reply is a static
-/// refusal code (DESIGN.md §2), and the two failure variants keep apart the
-/// two things an agent can act on.
+/// refusal code (a pane's words never reach an agent), and the two failure
+/// variants keep apart the two things an agent can act on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PaneOutcome<R> {
     /// The pane performed the action; this is its result.
@@ -531,6 +551,11 @@ pub enum PaneOutcome<R> {
     /// reported that in a small follow-up; the agent gets
     /// `browser-result-too-large`.
     TooLarge,
+    /// The pane refused a navigation the action would have caused, to a
+    /// private address (it checks the broker's rule, [`AddressPolicy`],
+    /// on every navigation it sees); the agent gets
+    /// `browser-address-refused`.
+    AddressRefused,
 }
 
 impl<R> PaneOutcome<R> {
@@ -540,6 +565,7 @@ impl<R> PaneOutcome<R> {
             Self::Done(result) => Ok(result),
             Self::Failed => Err(Refusal::BrowserFailed),
             Self::TooLarge => Err(Refusal::BrowserResultTooLarge),
+            Self::AddressRefused => Err(Refusal::BrowserAddressRefused),
         }
     }
 }

@@ -1,4 +1,4 @@
-//! The normalized business definition of `spec/bus-broker.md` and the action
+//! The normalized business definition and the action
 //! policy derived from it.
 //!
 //! S1 owns loading and resolving definitions; the broker receives them already
@@ -33,7 +33,7 @@ pub fn is_gated_only(action: &Action) -> bool {
     GATED_ONLY.contains(&action.as_str())
 }
 
-/// How an action is decided for a role (DESIGN.md §3).
+/// How an action is decided for a role.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ActionClass {
     /// Listed in the role's `withinRole`: the role decides alone.
@@ -45,6 +45,13 @@ pub enum ActionClass {
 }
 
 impl ActionClass {
+    /// Every class, in the order above.
+    pub const ALL: [ActionClass; 3] = [
+        ActionClass::WithinRole,
+        ActionClass::CrossRole,
+        ActionClass::Gated,
+    ];
+
     /// The wire name: `within-role`, `cross-role` or `gated`.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -52,6 +59,17 @@ impl ActionClass {
             ActionClass::CrossRole => "cross-role",
             ActionClass::Gated => "gated",
         }
+    }
+
+    /// The class with this wire name.
+    ///
+    /// # Errors
+    /// `bad-request` for any other text.
+    pub fn parse(text: &str) -> Result<ActionClass, Refusal> {
+        ActionClass::ALL
+            .into_iter()
+            .find(|c| c.as_str() == text)
+            .ok_or(Refusal::BadRequest)
     }
 }
 
@@ -310,7 +328,7 @@ impl Business {
         }
     }
 
-    /// The class of `action` for `role`, by the rules of DESIGN.md §3.
+    /// The class of `action` for `role`.
     ///
     /// `role.launch` is within-role for every role the launch block names;
     /// every other gated-only action is always gated; an action the role does
@@ -333,6 +351,22 @@ impl Business {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_class_is_read_back_from_its_wire_name_and_no_other_name_is_one() {
+        let names: Vec<&str> = ActionClass::ALL.map(ActionClass::as_str).to_vec();
+        assert_eq!(names, ["within-role", "cross-role", "gated"]);
+        for class in ActionClass::ALL {
+            assert_eq!(ActionClass::parse(class.as_str()), Ok(class));
+        }
+        for other in ["", "Gated", "within_role", "gated ", "human"] {
+            assert_eq!(
+                ActionClass::parse(other),
+                Err(Refusal::BadRequest),
+                "{other:?}"
+            );
+        }
+    }
 
     fn a(s: &str) -> Action {
         Action::parse(s).unwrap()

@@ -296,7 +296,7 @@ impl Watcher {
                 })
             }
             // The human, wherever the table serves it the feed, waits with
-            // a reader's audience (DESIGN.md §4): what changes its inbox.
+            // a reader's audience: what changes its inbox.
             Caller::Reader { business } | Caller::Human { business, .. } => Ok(Watcher::Reader {
                 business: business.clone(),
             }),

@@ -2,7 +2,7 @@
 //! withdraw or supersede.
 //!
 //! Routing happens once, at raise, from the action's class for the raiser
-//! (DESIGN.md §3): within-role closes at once with the raiser's `choice`;
+//! (`Business::class_of`): within-role closes at once with the raiser's `choice`;
 //! cross-role goes to the delivery arbiter (the technical one for the
 //! technical domain), or to the human when that arbiter is the raiser;
 //! gated goes to the human. Nothing later changes a decision's record; its
@@ -84,7 +84,7 @@ pub struct RaiseInput {
     pub approval_choice: Option<OptionKey>,
 }
 
-/// The decision text rule (DESIGN.md §4 "Decision text") over a raise's
+/// The decision text rule over a raise's
 /// words: no control or format character in any of them (a newline only in
 /// the question), and the question, each option's text and the
 /// recommendation within their caps. The action, option keys, task ref and

@@ -1009,9 +1009,10 @@ mod machines {
             }
             2 => {
                 let t = u.int_in_range(0..=2u8)?;
-                let outcome = match u.int_in_range(0..=2u8)? {
+                let outcome = match u.int_in_range(0..=3u8)? {
                     0 => PaneOutcome::Done(t),
                     1 => PaneOutcome::Failed,
+                    2 => PaneOutcome::AddressRefused,
                     _ => PaneOutcome::TooLarge,
                 };
                 let settles = outcome.clone().into_result();

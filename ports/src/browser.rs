@@ -10,7 +10,7 @@ use mosaic_domain::browser::{BrowserAction, ClientInfo, PaneOutcome};
 use mosaic_domain::{BrowserRequestId, ClaimToken, ClientId, Timestamp};
 
 /// An event for one connected client. Adapters serialize it as the SSE
-/// `{type, properties}` JSON of DESIGN.md §4.
+/// `{type, properties}` JSON of docs/browser.md.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PaneEvent {
     /// `browser-control-request`.

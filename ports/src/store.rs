@@ -265,6 +265,18 @@ pub trait EvidenceStore {
     /// [`StoreError::Unavailable`] when a held reserve cannot be released.
     fn release_reserve(&mut self) -> Result<bool, StoreError>;
 
+    /// Checks the room beside the disk reserve, whether it is held or
+    /// not: free space at least the reserve's size, and free files
+    /// (inodes) to spare, so that what others write next cannot take the
+    /// store's room at once. It MUST NOT change what the store holds nor
+    /// whether the reserve is held; a store that keeps no file measures an
+    /// imaginary disk.
+    ///
+    /// # Errors
+    /// [`StoreError::Full`] without that room; [`StoreError::Unavailable`]
+    /// when it cannot be measured.
+    fn check_room(&self) -> Result<(), StoreError>;
+
     /// The newest committed write time, so the broker clock resumes after it.
     ///
     /// # Errors

@@ -3,6 +3,10 @@
 //! [`Driver`] (from `mosaic-app`) is the runtime loop the tests drive;
 //! [`FreshStore`] makes an empty store of either kind, and [`Restart`]
 //! reopens it and rebuilds the bus from it alone, as a broker restart does.
+//! `fixture.rs` is the shared business; `scenario.rs` a working day that
+//! leaves every kind of evidence; `sqlite.rs` a real SQLite store in a
+//! private temporary directory; `bin/hold_lock.rs` a child that holds the
+//! writer lock until its standard input closes.
 
 pub mod fixture;
 pub mod scenario;

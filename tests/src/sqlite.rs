@@ -97,6 +97,10 @@ impl EvidenceStore for TempSqlite {
         self.store.release_reserve()
     }
 
+    fn check_room(&self) -> Result<(), StoreError> {
+        self.store.check_room()
+    }
+
     fn last_write(&self) -> Result<Option<Timestamp>, StoreError> {
         self.store.last_write()
     }

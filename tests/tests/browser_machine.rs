@@ -4,7 +4,7 @@
 //! A deliberately dumb `HashMap` model predicts, for every random transition
 //! (request, claim, result, abort, time advance), the exact reply and the
 //! exact effect list; the machine must produce both. Beside that comparison
-//! the harness checks the invariants of DESIGN.md §3 on its own bookkeeping,
+//! the harness checks the request machine's invariants on its own bookkeeping,
 //! so a bug shared by the model and the machine still has to get past them:
 //! one `Settle` per accepted request, the first claim wins, a settled request
 //! refuses claims, zero recipients refuse at once, a wrong token never

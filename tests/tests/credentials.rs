@@ -1,4 +1,4 @@
-//! Service credentials (issue 6) against real files: the real credential
+//! Service credentials against real files: the real credential
 //! source ([`FileEnvCredentials`]) with one test per refusal, the token
 //! syntax, and the [`CredentialStore`] (load, status, use).
 //!

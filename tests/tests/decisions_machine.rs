@@ -4,7 +4,8 @@
 //! decisions about a small pool of actions, and resolve, acknowledge,
 //! withdraw and supersede them, with restarts mixed in. The model knows
 //! each action's class from a table written out by hand from the fixture's
-//! policy (it never asks `Business::class_of`), routes by DESIGN.md §3 and
+//! policy (it never asks `Business::class_of`), routes each class as the
+//! decisions machine says it must (within-role, cross-role, gated) and
 //! predicts every reply exactly, refusals in the order the checks run.
 //!
 //! After every step: the bus holds exactly the model's decisions, each with

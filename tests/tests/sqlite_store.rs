@@ -741,7 +741,7 @@ fn a_repeated_or_earlier_time_is_refused_at_insert_without_a_unique_index() {
     .unwrap();
 }
 
-/// Typed rows no longer reference `ledger(seq)`: each typed table's insert
+/// Typed rows have no foreign key to `ledger(seq)`: each typed table's insert
 /// trigger finds its ledger row, so a typed row without one, at the place
 /// of another kind, or under another business is refused at insert, with
 /// foreign keys on or off.

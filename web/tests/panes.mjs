@@ -11,6 +11,8 @@
 //   {"op":"log","pane":i}                     -> {"ok":true,"log":[...]}
 //   {"op":"frame","pane":i,"expr":E}          -> {"ok":true,"value":...}
 //        E in count | submitted | url | scrollY (fixed readings, no eval from stdin)
+//   {"op":"addresses","pane":i,"urls":[U...]} -> {"ok":true,"read":["invalid"|"refused"|"allowed",...]}
+//        how the pane reads each URL: not a URL at all, refused, or allowed (data, not code)
 //   {"op":"close","pane":i}                   -> {"ok":true}
 //   {"op":"quit"}                             -> closes the browser, exit 0
 // EOF on stdin also exits 0. Errors -> {"ok":false,"error":"..."}. If the panes cannot
@@ -191,6 +193,17 @@ async function main() {
         const frame = await viewFrame(p.page);
         const value = await frame.evaluate(READINGS[cmd.expr]);
         return { ok: true, value: value === undefined ? null : value };
+      }
+      case 'addresses': {
+        const p = paneAt(cmd);
+        if (!Array.isArray(cmd.urls) || !cmd.urls.every((u) => typeof u === 'string')) {
+          throw new Error('urls must be an array of strings');
+        }
+        const read = await p.page.evaluate((urls) => urls.map((u) => {
+          try { new URL(u); } catch (_) { return 'invalid'; }
+          return window.mosaicPane.addressRefused(u) ? 'refused' : 'allowed';
+        }), cmd.urls);
+        return { ok: true, read };
       }
       case 'close': {
         const p = paneAt(cmd);

@@ -13,12 +13,11 @@ use tokio::sync::{mpsc, oneshot, watch, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
 use super::answer::{DirectReply, Disconnect};
+pub use super::limits::Limits;
+use super::slots::{Budget, Slot};
 use super::waiting::{Place, Waiting};
 
-use super::{
-    effective_uid, error_line, DRAIN_DEADLINE, FIRST_LINE_DEADLINE, HUMAN_RESERVE, MAX_CONNECTIONS,
-    MAX_DRAIN, MAX_REQUEST, MAX_UNAUTHENTICATED, READ_DEADLINE, WRITE_DEADLINE,
-};
+use super::{error_line, MAX_REQUEST};
 
 /// How long the accept loop pauses after a failed `accept` (for example
 /// `EMFILE`), so a persistent error does not spin; shutdown still ends the
@@ -51,81 +50,10 @@ pub struct Peer {
     pub pid: Option<u32>,
 }
 
-/// The server's limits. [`Limits::default`] gives the wire contract's
-/// values; tests shorten the deadlines instead of waiting seconds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
-    /// How long a connection has to deliver each whole request line
-    /// ([`READ_DEADLINE`], 5 s): the first from its accept, each next one
-    /// from the previous answer. A slow or silent client gets
-    /// `request-timeout` and cannot hold its slot longer; between requests
-    /// it is also the idle deadline: a connection that sent nothing of a
-    /// next line by then is closed without an answer.
-    pub read_deadline: Duration,
-    /// How long the server waits for a client to take its response
-    /// ([`WRITE_DEADLINE`], 5 s), so a client that never reads cannot hold
-    /// its slot either. The handler's own time is not limited here.
-    pub write_deadline: Duration,
-    /// How many authenticated connections are served at once
-    /// ([`MAX_CONNECTIONS`], 4096), idle ones between requests included: a
-    /// connection is authenticated once its first line named a caller
-    /// ([`Standing::Caller`] or [`Standing::Human`]). A line that would
-    /// authenticate one more is answered `broker-unavailable`, unhandled,
-    /// and its connection closed (a human line first tries the reserve,
-    /// [`Limits::human_reserve`]).
-    pub max_connections: usize,
-    /// How many connections may wait for their first line at once
-    /// ([`MAX_UNAUTHENTICATED`], 1024; never more than
-    /// [`Limits::max_connections`]), apart from the authenticated ones.
-    /// When they are all taken, a new connection takes the place of the
-    /// oldest one still waiting of the peer process (`SO_PEERCRED` pid)
-    /// that holds the most, if that is more than the newcomer's process
-    /// holds; otherwise the newcomer is answered `broker-unavailable` and
-    /// closed unread. So one process, or many, flooding the socket cannot
-    /// keep a process that holds none (the human CLI) out.
-    pub max_unauthenticated: usize,
-    /// How long a new connection has to deliver its first line whole
-    /// ([`FIRST_LINE_DEADLINE`], 1 s; never longer than
-    /// [`Limits::read_deadline`]): a client that connects sends at once,
-    /// and a connection nobody has vouched for should not hold its place.
-    pub first_line_deadline: Duration,
-    /// How many connections whose first line is a human line are served
-    /// beyond [`Limits::max_connections`] when those are all taken
-    /// ([`HUMAN_RESERVE`], 16), each from a peer that
-    /// [`Handler::may_use_reserve`] admits; each carries its one request
-    /// and closes.
-    pub human_reserve: usize,
-    /// How many bytes of a refused request are still read and discarded
-    /// after the answer ([`MAX_DRAIN`], 16 MiB), so the client can finish
-    /// writing and read the answer.
-    pub drain_limit: usize,
-    /// How long that draining may take ([`DRAIN_DEADLINE`], 2 s).
-    pub drain_deadline: Duration,
-    /// The only uid whose peers are admitted: this process's effective
-    /// uid. Any other peer is answered `bad-capability`, unread.
-    pub peer_uid: u32,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            read_deadline: READ_DEADLINE,
-            write_deadline: WRITE_DEADLINE,
-            max_connections: MAX_CONNECTIONS,
-            max_unauthenticated: MAX_UNAUTHENTICATED,
-            first_line_deadline: FIRST_LINE_DEADLINE,
-            human_reserve: HUMAN_RESERVE,
-            drain_limit: MAX_DRAIN,
-            drain_deadline: DRAIN_DEADLINE,
-            peer_uid: effective_uid(),
-        }
-    }
-}
-
 /// What a connection's first line shows of who sent it, as the handler
-/// tells the server ([`Handler::standing`]) before it handles the line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Standing {
+/// tells the server ([`Handler::sender`]) before it handles the line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Sender {
     /// The handler will refuse the line before it knows a caller: not a
     /// request (`bad-request`), or a capability it never issued
     /// (`bad-capability`). The line is answered, then the connection
@@ -134,6 +62,12 @@ pub enum Standing {
     /// The line presents a capability the handler issued. The connection
     /// is authenticated and stays open for more lines.
     Caller,
+    /// As [`Sender::Caller`], for a holder whose connections are also
+    /// counted in a [`Budget`] of its own (an agent's run): the connection
+    /// takes a slot of it as well, and holds it until it closes. With none
+    /// free, the line is answered `broker-unavailable`, unhandled, and the
+    /// connection closed, so one holder cannot take every place.
+    Counted(Budget),
     /// The line is a human line (its proof is the handler's business).
     /// The connection is authenticated; when every authenticated place is
     /// taken, it is served from the human reserve, for this one line, if
@@ -147,23 +81,23 @@ pub enum Standing {
 /// written, with the same [`Peer`].
 ///
 /// Any `Fn(Peer, Vec<u8>, Disconnect) -> impl Future<Output = Vec<u8>>`
-/// closure is a handler, whose every line is [`Standing::Caller`].
+/// closure is a handler, whose every line is [`Sender::Caller`].
 pub trait Handler: Send + Sync + 'static {
     /// Says who sent the first line of a connection, before
     /// [`Handler::handle`] gets it; the server asks only for a connection's
     /// first line, and places the connection by the answer (see
-    /// [`Standing`] and [`Limits`]).
+    /// [`Sender`] and [`Limits`]).
     ///
-    /// It MUST answer [`Standing::Nobody`] for every line the handler will
+    /// It MUST answer [`Sender::Nobody`] for every line the handler will
     /// refuse without naming a caller, MUST NOT answer it for a line whose
-    /// caller the handler will name, and MUST answer [`Standing::Human`]
+    /// caller the handler will name, and MUST answer [`Sender::Human`]
     /// only for a human line. It MUST be cheap and MUST NOT wait: it runs
     /// on the connection's task before the line is handled, and no
-    /// refusal is recorded here. The default is [`Standing::Caller`], for
+    /// refusal is recorded here. The default is [`Sender::Caller`], for
     /// handlers that have no notion of a caller.
-    fn standing(&self, peer: Peer, line: &[u8]) -> Standing {
+    fn sender(&self, peer: Peer, line: &[u8]) -> Sender {
         let _ = (peer, line);
-        Standing::Caller
+        Sender::Caller
     }
 
     /// Says whether a human line from `peer` may take a place in the human
@@ -251,6 +185,27 @@ pub async fn serve_with<H: Handler>(
     limits: Limits,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), Refusal> {
+    let authenticated = Budget::new(limits.max_connections);
+    serve_in(listener, handler, limits, authenticated, shutdown).await
+}
+
+/// [`serve_with`], its authenticated connections counted in
+/// `authenticated` (whose cap stands for [`Limits::max_connections`]),
+/// which the caller keeps a clone of: what else it holds in the same
+/// budget (a proxy's descriptors) leaves that many fewer connections.
+///
+/// # Errors
+/// As [`serve_with`].
+///
+/// # Panics
+/// As [`serve_with`].
+pub async fn serve_in<H: Handler>(
+    listener: std::os::unix::net::UnixListener,
+    handler: H,
+    limits: Limits,
+    authenticated: Budget,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), Refusal> {
     // Listening again only sets the accept queue's length (see
     // `ACCEPT_BACKLOG`).
     socket2::SockRef::from(&listener)
@@ -265,7 +220,7 @@ pub async fn serve_with<H: Handler>(
     let (live, mut all_done) = mpsc::channel::<()>(1);
     let server = Server {
         handler: Arc::new(handler),
-        authenticated: Arc::new(Semaphore::new(permits(limits.max_connections))),
+        authenticated,
         reserve: Arc::new(Semaphore::new(permits(limits.human_reserve))),
         waiting: Arc::new(Mutex::new(Waiting::new(
             limits.max_unauthenticated.min(limits.max_connections),
@@ -309,7 +264,7 @@ pub async fn serve_with<H: Handler>(
 struct Server<H> {
     handler: Arc<H>,
     /// The places of authenticated connections ([`Limits::max_connections`]).
-    authenticated: Arc<Semaphore>,
+    authenticated: Budget,
     /// The human reserve ([`Limits::human_reserve`]).
     reserve: Arc<Semaphore>,
     /// The connections that have not authenticated yet.
@@ -350,7 +305,7 @@ impl<H: Handler> Server<H> {
             return;
         };
         let pools = Pools {
-            authenticated: Arc::clone(&self.authenticated),
+            authenticated: self.authenticated.clone(),
             reserve: Arc::clone(&self.reserve),
         };
         let handler = Arc::clone(&self.handler);
@@ -373,7 +328,7 @@ impl<H: Handler> Server<H> {
 
 /// The pools a connection moves to once its first line authenticated it.
 struct Pools {
-    authenticated: Arc<Semaphore>,
+    authenticated: Budget,
     reserve: Arc<Semaphore>,
 }
 
@@ -389,8 +344,14 @@ struct First {
 enum Held {
     /// Among the unauthenticated ones.
     Unauthenticated(#[expect(dead_code, reason = "held for its drop")] Place),
-    /// Among the authenticated ones, or in the human reserve.
-    Authenticated(#[expect(dead_code, reason = "held for its drop")] OwnedSemaphorePermit),
+    /// Among the authenticated ones, and its holder's own when it has a
+    /// budget.
+    Authenticated(
+        #[expect(dead_code, reason = "held for its drop")] Slot,
+        #[expect(dead_code, reason = "held for its drop")] Option<Slot>,
+    ),
+    /// In the human reserve.
+    Reserve(#[expect(dead_code, reason = "held for its drop")] OwnedSemaphorePermit),
     /// None: the connection was evicted, which freed its place.
     Nothing,
 }
@@ -483,7 +444,7 @@ impl Input {
 /// The first line must be whole by the accept plus the first-line deadline
 /// (the shorter of [`Limits::first_line_deadline`] and
 /// [`Limits::read_deadline`]); until then the connection may be evicted
-/// (answered `broker-unavailable`). The first line's [`Standing`] places
+/// (answered `broker-unavailable`). The first line's [`Sender`] places
 /// the connection: among the authenticated ones, in the human reserve for
 /// that one line, or nowhere (answered, then closed). Each next line must
 /// be whole by the read deadline counted from the previous answer. A
@@ -523,27 +484,33 @@ async fn connection<H: Handler>(
     place.line_read();
     // Authenticated connections go on after their answer; the others (and
     // the human reserve) carry this one line.
-    let (held, mut last) = match handler.standing(peer, &line) {
-        Standing::Nobody => (Held::Unauthenticated(place), true),
-        Standing::Caller => match pools.authenticated.try_acquire_owned() {
-            Ok(slot) => {
+    let (held, mut last) = match handler.sender(peer, &line) {
+        Sender::Nobody => (Held::Unauthenticated(place), true),
+        sender @ (Sender::Caller | Sender::Counted(_)) => {
+            let own = match &sender {
+                Sender::Counted(budget) => budget.try_take().map(Some),
+                Sender::Caller | Sender::Nobody | Sender::Human => Some(None),
+            };
+            match (own, pools.authenticated.try_take()) {
+                (Some(own), Some(slot)) => {
+                    drop(place);
+                    (Held::Authenticated(slot, own), false)
+                }
+                (Some(_) | None, Some(_) | None) => {
+                    reply(&mut stream, error_line(Refusal::BrokerUnavailable), limits).await;
+                    return (Some(stream), Held::Unauthenticated(place));
+                }
+            }
+        }
+        Sender::Human => match pools.authenticated.try_take() {
+            Some(slot) => {
                 drop(place);
-                (Held::Authenticated(slot), false)
+                (Held::Authenticated(slot, None), false)
             }
-            Err(_) => {
-                reply(&mut stream, error_line(Refusal::BrokerUnavailable), limits).await;
-                return (Some(stream), Held::Unauthenticated(place));
-            }
-        },
-        Standing::Human => match Arc::clone(&pools.authenticated).try_acquire_owned() {
-            Ok(slot) => {
-                drop(place);
-                (Held::Authenticated(slot), false)
-            }
-            Err(_) => match reserve(handler, peer, &pools.reserve) {
+            None => match reserve(handler, peer, &pools.reserve) {
                 Some(slot) => {
                     drop(place);
-                    (Held::Authenticated(slot), true)
+                    (Held::Reserve(slot), true)
                 }
                 None => {
                     reply(&mut stream, error_line(Refusal::BrokerUnavailable), limits).await;

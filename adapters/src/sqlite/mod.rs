@@ -21,11 +21,14 @@
 //! request that breaks a rule rolls back only itself (the first stage by
 //! rolling back the transaction, which holds nothing else), and the whole
 //! batch costs one WAL sync. Each row links to the hash of the row before,
-//! kept from the last stage rather than read back. The canonical-timestamp,
-//! known-kind and monotonic checks are the ledger's insert trigger, so they
-//! cover exactly the rows the transaction inserts, at a cost that does not
-//! grow with the table; the open-time ledger pass checks the same for every
-//! stored row.
+//! kept from the last stage rather than read back. The ledger's insert
+//! trigger checks canonical, known and increasing rows at a cost that does
+//! not grow with the table; the open-time pass checks every stored row.
+//!
+//! Beside this file: `verify.rs` (the checks, the notes), `pass.rs` (the
+//! ledger pass), `verdict.rs`, `rows.rs` and `rows/` (the typed rows),
+//! `carry.rs` (a send's grant on its message's row), `chain.rs` (the hash
+//! chain), `reserve.rs` (the disk reserve) and `backup.rs`.
 
 mod backup;
 mod carry;
@@ -55,7 +58,7 @@ pub use backup::backup;
 use chain::Hash;
 pub use pass::Cut;
 use reserve::{ReaderHoldsNoReserve, Reserve};
-pub use reserve::{RESERVE_BYTES, RESERVE_FILE};
+pub use reserve::{FILES_SPARE, RESERVE_BYTES, RESERVE_FILE};
 use rows::{ReadError, Undecodable};
 use verdict::{open_failure, Replayable};
 pub use verdict::{Broken, OpenError};
@@ -643,10 +646,7 @@ impl EvidenceStore for SqliteStore {
 
     fn take_reserve(&mut self) -> Result<(), StoreError> {
         let reserve = self.reserve.as_mut();
-        reserve.map_or(
-            Err(StoreError::Unavailable(Box::new(ReaderHoldsNoReserve))),
-            Reserve::take,
-        )
+        reserve.map_or_else(ReaderHoldsNoReserve::refused, Reserve::take)
     }
 
     fn release_reserve(&mut self) -> Result<bool, StoreError> {
@@ -655,6 +655,11 @@ impl EvidenceStore for SqliteStore {
             Err(StoreError::Unavailable(Box::new(ReaderHoldsNoReserve))),
             Reserve::release,
         )
+    }
+
+    fn check_room(&self) -> Result<(), StoreError> {
+        let reserve = self.reserve.as_ref();
+        reserve.map_or_else(ReaderHoldsNoReserve::refused, Reserve::check)
     }
 
     fn last_write(&self) -> Result<Option<Timestamp>, StoreError> {

@@ -10,6 +10,12 @@
 //! sixteenth of it, so the reserve never takes what the store needs. The
 //! blocks are allocated with `fallocate`, which every filesystem counts as
 //! used, tmpfs included; where it is not supported, zeros are written.
+//!
+//! Space is not all an agent can take: a filesystem out of files (inodes)
+//! refuses every new file, the broker's next boot included. A reserve of
+//! bytes cannot give inodes back, so the reserve is taken, and the room
+//! checked ([`Reserve::check`]), only while the filesystem also has
+//! [`FILES_SPARE`] files to spare (or a sixteenth of a small one's).
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -32,6 +38,11 @@ pub const RESERVE_FILE: &str = "disk.reserve";
 /// The bytes written at a time while the reserve is filled.
 const CHUNK: usize = 64 * 1024;
 
+/// How many free files (inodes) the filesystem must have to spare, at
+/// most: room for the files a broker and `up` make at their next start
+/// (the lock, the socket, the WAL, the logs, each run's folder and files).
+pub const FILES_SPARE: u64 = 1024;
+
 /// The filesystem of a file, as `statvfs` tells it.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Room {
@@ -39,6 +50,19 @@ pub(super) struct Room {
     pub(super) free: u64,
     /// The filesystem's size.
     pub(super) total: u64,
+    /// The files (inodes) an unprivileged process may still make.
+    pub(super) files_free: u64,
+    /// The filesystem's files, 0 where it does not count them (btrfs).
+    pub(super) files_total: u64,
+}
+
+impl Room {
+    /// Whether the files to spare are free: [`FILES_SPARE`], or a
+    /// [`SHARE`] of a filesystem with fewer; none on a filesystem that
+    /// does not count its files.
+    fn files_to_spare(&self) -> bool {
+        self.files_free >= (self.files_total / SHARE).min(FILES_SPARE)
+    }
 }
 
 /// Measures the room on the filesystem of a file.
@@ -107,7 +131,10 @@ impl Reserve {
             self.held = true;
             return Ok(());
         }
-        let filled = if size == 0 || room.free.saturating_add(allocated) < 2 * size {
+        let filled = if size == 0
+            || room.free.saturating_add(allocated) < 2 * size
+            || !room.files_to_spare()
+        {
             Err(no_space())
         } else {
             fill(&file, size)
@@ -122,6 +149,28 @@ impl Reserve {
                 let _ = file.set_len(0);
                 Err(failure(e))
             }
+        }
+    }
+
+    /// Checks the room beside the reserve, whether it is held or not: as
+    /// much free space as the reserve holds on this filesystem, and the
+    /// files to spare. Changes nothing.
+    ///
+    /// # Errors
+    /// [`StoreError::Full`] without that room; [`StoreError::Unavailable`]
+    /// when the store's folder cannot be measured.
+    pub(super) fn check(&self) -> Result<(), StoreError> {
+        let folder = self.path.parent().unwrap_or_else(|| Path::new("."));
+        let folder = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC)
+            .open(folder)
+            .map_err(failure)?;
+        let room = (self.free)(&folder).map_err(failure)?;
+        if room.free >= reserve_size(room.total) && room.files_to_spare() {
+            Ok(())
+        } else {
+            Err(failure(no_space()))
         }
     }
 
@@ -182,6 +231,8 @@ fn free_space(file: &File) -> io::Result<Room> {
     Ok(Room {
         free: bytes(stats.f_bavail),
         total: bytes(stats.f_blocks),
+        files_free: stats.f_favail,
+        files_total: stats.f_files,
     })
 }
 
@@ -211,7 +262,7 @@ impl std::fmt::Display for NotAFile {
 impl std::error::Error for NotAFile {}
 
 /// The source of the error when a handle that only reads is asked to
-/// take or release a reserve.
+/// take, release or measure a reserve.
 #[derive(Debug)]
 pub(super) struct ReaderHoldsNoReserve;
 
@@ -223,6 +274,13 @@ impl std::fmt::Display for ReaderHoldsNoReserve {
 
 impl std::error::Error for ReaderHoldsNoReserve {}
 
+impl ReaderHoldsNoReserve {
+    /// What a handle that only reads answers when asked for the reserve.
+    pub(super) fn refused() -> Result<(), StoreError> {
+        Err(StoreError::Unavailable(Box::new(ReaderHoldsNoReserve)))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::Path;
@@ -231,7 +289,7 @@ mod tests {
     use mosaic_domain::{BusinessId, EventId, Timestamp};
     use mosaic_ports::{EvidenceStore, StoreError};
 
-    use super::{reserve_size, Reserve, Room, RESERVE_BYTES, RESERVE_FILE};
+    use super::{reserve_size, Reserve, Room, FILES_SPARE, RESERVE_BYTES, RESERVE_FILE};
     use crate::sqlite::SqliteStore;
 
     /// Human inputs `from..to`, one a millisecond: unique facts that need
@@ -315,6 +373,7 @@ mod tests {
             Ok(Room {
                 free: 2 * RESERVE_BYTES - 1,
                 total: GIB,
+                ..ROOMY
             })
         });
         match tight.take() {
@@ -328,6 +387,7 @@ mod tests {
             Ok(Room {
                 free: 2 * RESERVE_BYTES,
                 total: GIB,
+                ..ROOMY
             })
         });
         roomy.take().expect("room to spare");
@@ -338,6 +398,7 @@ mod tests {
             Ok(Room {
                 free: 0,
                 total: GIB,
+                ..ROOMY
             })
         });
         full.take().expect("the whole reserve is kept");
@@ -348,6 +409,97 @@ mod tests {
 
     /// A filesystem of a GiB, for the measured reserves.
     const GIB: u64 = 1 << 30;
+
+    /// A filesystem of a GiB with room for everything.
+    const ROOMY: Room = Room {
+        free: GIB / 2,
+        total: GIB,
+        files_free: 1 << 20,
+        files_total: 1 << 21,
+    };
+
+    #[test]
+    fn no_reserve_is_taken_and_no_room_is_seen_without_files_to_spare() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let db = dir.path().join("bus.sqlite");
+        let few_files = |_: &std::fs::File| {
+            Ok(Room {
+                files_free: FILES_SPARE - 1,
+                ..ROOMY
+            })
+        };
+        let mut out_of_files = Reserve::measured_by(&db, few_files);
+        match out_of_files.take() {
+            Err(StoreError::Full(_)) => {}
+            other => panic!("too few files must be Full, got {other:?}"),
+        }
+        assert!(!out_of_files.held());
+        match out_of_files.check() {
+            Err(StoreError::Full(_)) => {}
+            other => panic!("too few files must be Full, got {other:?}"),
+        }
+        // With the files to spare, the same space is room.
+        let files = |_: &std::fs::File| {
+            Ok(Room {
+                files_free: FILES_SPARE,
+                ..ROOMY
+            })
+        };
+        let mut roomy = Reserve::measured_by(&db, files);
+        roomy.take().expect("room");
+        roomy.check().expect("room beside it");
+        // A small filesystem spares a sixteenth of its files; one that
+        // counts none (btrfs) spares none.
+        let small = |_: &std::fs::File| {
+            Ok(Room {
+                files_free: 64,
+                files_total: 1024,
+                ..ROOMY
+            })
+        };
+        Reserve::measured_by(&db, small)
+            .check()
+            .expect("a sixteenth");
+        let uncounted = |_: &std::fs::File| {
+            Ok(Room {
+                files_free: 0,
+                files_total: 0,
+                ..ROOMY
+            })
+        };
+        Reserve::measured_by(&db, uncounted)
+            .check()
+            .expect("no files counted");
+    }
+
+    #[test]
+    fn the_room_beside_a_held_reserve_is_checked_without_changing_it() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let db = dir.path().join("bus.sqlite");
+        let mut held = Reserve::measured_by(&db, |_| Ok(ROOMY));
+        held.take().expect("room");
+        let full = Reserve::measured_by(&db, |_| {
+            Ok(Room {
+                free: RESERVE_BYTES - 1,
+                ..ROOMY
+            })
+        });
+        match full.check() {
+            Err(StoreError::Full(_)) => {}
+            other => panic!("less than the reserve to spare must be Full, got {other:?}"),
+        }
+        assert_eq!(sizes(dir.path()).0, RESERVE_BYTES, "the reserve is kept");
+        Reserve::measured_by(&db, |_| {
+            Ok(Room {
+                free: RESERVE_BYTES,
+                ..ROOMY
+            })
+        })
+        .check()
+        .expect("the reserve's size to spare");
+        // The real filesystem of a temporary folder has room.
+        Reserve::beside(&db).check().expect("room on the real disk");
+    }
 
     #[test]
     fn a_small_filesystem_gets_a_sixteenth() {

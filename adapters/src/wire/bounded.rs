@@ -22,14 +22,18 @@
 //! A size is the item's JSON text as it is written, so the bound holds
 //! even for text that JSON spells in six bytes a character.
 
+use std::borrow::Cow;
 use std::io;
 
+use mosaic_client::wire::decision::DecisionView;
+use mosaic_client::wire::inbox::Inbox;
+use mosaic_client::wire::listed::{Listable, Listed};
 use mosaic_domain::decisions::Decision;
 use mosaic_domain::messages::MessageFacts;
 pub use mosaic_domain::messages::INBOX_BODY_CHARS;
-use serde_json::{json, Map, Value};
+use serde::Serialize;
 
-use super::reply::{decision_json, inbox_message_json};
+use super::reply::{decision_view, inbox_message};
 
 /// The most bytes of items one read's answer holds: half a MiB under the
 /// client's 4 MiB, for the envelope and the largest single item.
@@ -58,36 +62,30 @@ impl io::Write for Count {
     }
 }
 
-/// The bytes of `value`'s JSON text, and its separating comma.
-fn size(value: &Value) -> usize {
+/// The bytes of `item`'s JSON text, and its separating comma.
+fn size(item: &impl Serialize) -> usize {
     let mut count = Count(1);
-    // Writing a `Value` into a counter cannot fail.
-    let _ = serde_json::to_writer(&mut count, value);
+    // Writing a wire shape into a counter cannot fail.
+    let _ = serde_json::to_writer(&mut count, item);
     count.0
 }
 
 /// `items`, in order, while the answer stays within [`ANSWER_BYTES`]; when
-/// any are left out, a last item `{"type":"more", name: N}` counts them.
-pub fn listed(items: impl IntoIterator<Item = Value>, name: &str) -> Value {
+/// any are left out, the answer's last item `{"type":"more", NAME: N}`
+/// counts them.
+pub fn listed<T: Serialize + Listable>(items: impl IntoIterator<Item = T>) -> Listed<T> {
     let mut used = 0;
-    let mut out = Vec::new();
-    let mut left = 0_u64;
+    let mut listed = Listed::default();
     for item in items {
         let bytes = size(&item);
-        if left == 0 && used + bytes <= ANSWER_BYTES {
+        if listed.more == 0 && used + bytes <= ANSWER_BYTES {
             used += bytes;
-            out.push(item);
+            listed.items.push(item);
         } else {
-            left += 1;
+            listed.more += 1;
         }
     }
-    if left > 0 {
-        let mut more = Map::new();
-        more.insert("type".to_owned(), json!("more"));
-        more.insert(name.to_owned(), json!(left));
-        out.push(Value::Object(more));
-    }
-    Value::Array(out)
+    listed
 }
 
 /// `text`'s first `chars` characters.
@@ -97,46 +95,52 @@ fn first_chars(text: &str, chars: usize) -> &str {
         .map_or(text, |(at, _)| &text[..at])
 }
 
-/// Every string of `value` cut to [`CUT_CHARS`] characters, but its grant
-/// (`authorization`, `target`) and its ids, which are short and which a
-/// resolver must see whole.
-fn cut_texts(value: &mut Value) {
-    match value {
-        Value::String(text) => {
-            let cut = first_chars(text, CUT_CHARS).len();
-            text.truncate(cut);
-        }
-        Value::Array(items) => items.iter_mut().for_each(cut_texts),
-        Value::Object(map) => map
-            .iter_mut()
-            .filter(|(key, _)| !matches!(key.as_str(), "authorization" | "target" | "id"))
-            .for_each(|(_, v)| cut_texts(v)),
-        Value::Null | Value::Bool(_) | Value::Number(_) => {}
+/// A text cut to [`CUT_CHARS`] characters.
+fn cut<'a>(text: &Cow<'a, str>) -> Cow<'a, str> {
+    match text {
+        Cow::Borrowed(text) => Cow::Borrowed(first_chars(text, CUT_CHARS)),
+        Cow::Owned(text) => Cow::Owned(first_chars(text, CUT_CHARS).to_owned()),
     }
 }
 
-/// A decision as the human's inbox lists it: whole, or short.
-fn decision_item(decision: &Decision, short: bool) -> Value {
-    let mut value = decision_json(decision);
-    if let Value::Object(map) = &mut value {
-        if short {
-            map.insert("options".to_owned(), json!([]));
-            map.insert("cut".to_owned(), json!(true));
-        }
-        map.insert("type".to_owned(), json!("decision"));
+/// A decision in its short form: no options, its free texts cut to
+/// [`CUT_CHARS`] characters, `cut: true`. Its grant (`authorization`,
+/// `target`) and its ids are left whole: a resolver must see them, and
+/// every other text of a decision is a name of at most 128 characters.
+fn short(view: DecisionView<'_>) -> DecisionView<'_> {
+    let mut short = view;
+    let raised = &mut short.raised;
+    raised.options.clear();
+    raised.question = cut(&raised.question);
+    raised.recommendation = cut(&raised.recommendation);
+    raised.project = raised.project.as_ref().map(cut);
+    raised.requirement_ref = raised.requirement_ref.as_ref().map(cut);
+    short.standing.cut = true;
+    short
+}
+
+/// A decision as the human's inbox lists it: whole, or short; tagged, so
+/// its size is the item's.
+fn decision_item(decision: &Decision, is_short: bool) -> DecisionView<'_> {
+    let mut view = decision_view(decision);
+    view.standing.item = Some(mosaic_client::wire::listed::ItemType::Decision);
+    if is_short {
+        short(view)
+    } else {
+        view
     }
-    if short {
-        cut_texts(&mut value);
-    }
-    value
 }
 
 /// The human's inbox (and a reader's), bounded as the module says:
 /// `decisions` (every open one routed to the human, in inbox order),
 /// `messages` (the oldest unread ones), and `more` unread ones beyond
 /// them.
-pub fn human_inbox(decisions: &[&Decision], messages: &[MessageFacts], more: u64) -> Value {
-    let mut items = Vec::new();
+pub fn human_inbox<'a>(
+    decisions: &[&'a Decision],
+    messages: &'a [MessageFacts],
+    more: u64,
+) -> Inbox<'a> {
+    let mut listed = Vec::new();
     let mut used = 0;
     let mut decisions_left = 0_u64;
     for decision in decisions {
@@ -144,37 +148,32 @@ pub fn human_inbox(decisions: &[&Decision], messages: &[MessageFacts], more: u64
         let bytes = size(&whole);
         if decisions_left == 0 && used + bytes <= WHOLE_DECISION_BYTES {
             used += bytes;
-            items.push(whole);
+            listed.push(whole);
             continue;
         }
         let short = decision_item(decision, true);
         let bytes = size(&short);
         if decisions_left == 0 && used + bytes <= DECISION_BYTES {
             used += bytes;
-            items.push(short);
+            listed.push(short);
         } else {
             decisions_left += 1;
         }
     }
     let mut unread = more;
     let mut full = false;
+    let mut kept = Vec::new();
     for facts in messages {
-        let item = inbox_message_json(facts, first_chars(&facts.record.body, INBOX_BODY_CHARS));
+        let mut item = inbox_message(facts, first_chars(&facts.record.body, INBOX_BODY_CHARS));
+        item.item = Some(mosaic_client::wire::listed::ItemType::Message);
         let bytes = size(&item);
         full = full || used + bytes > ANSWER_BYTES;
         if full {
             unread += 1;
         } else {
             used += bytes;
-            items.push(item);
+            kept.push(item);
         }
     }
-    if unread > 0 || decisions_left > 0 {
-        let mut last = json!({"type": "more", "unread": unread});
-        if decisions_left > 0 {
-            last["decisions"] = json!(decisions_left);
-        }
-        items.push(last);
-    }
-    Value::Array(items)
+    Inbox::new(listed, kept, unread, decisions_left)
 }

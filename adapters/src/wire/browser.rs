@@ -1,4 +1,4 @@
-//! Browser control's JSON (DESIGN.md §4): the `browser.request` verb's
+//! Browser control's JSON (docs/browser.md): the `browser.request` verb's
 //! arguments, the pane routes' bodies and the SSE events. Shapes only; the
 //! server and the request machine's driving loop are the app's.
 
@@ -17,6 +17,8 @@ pub const MAX_CLAIM_BODY: usize = 4 * 1024;
 pub const MAX_RESULT_BODY: usize = 16 * 1024 * 1024;
 /// The pane's follow-up error after its result was refused as too large.
 pub const TOO_LARGE_ERROR: &str = Refusal::BrowserResultTooLarge.code();
+/// The pane's error when it refused a navigation to a private address.
+pub const ADDRESS_REFUSED_ERROR: &str = Refusal::BrowserAddressRefused.code();
 
 /// `browser.request {action, parameters, timeoutMs?, decision?}`, checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -230,14 +232,15 @@ pub struct ResultBody {
     /// What the pane reports, decided by `ok` alone: `ok:true` is
     /// [`PaneOutcome::Done`] with `data` (an `error` beside it is
     /// ignored); `ok:false` is [`PaneOutcome::TooLarge`] when `error` is
-    /// [`TOO_LARGE_ERROR`] and [`PaneOutcome::Failed`] otherwise (the
-    /// error's text is not kept, and `data` beside it is ignored).
+    /// [`TOO_LARGE_ERROR`], [`PaneOutcome::AddressRefused`] when it is
+    /// [`ADDRESS_REFUSED_ERROR`] and [`PaneOutcome::Failed`] otherwise
+    /// (the error's text is not kept, and `data` beside it is ignored).
     pub outcome: PaneOutcome<Value>,
 }
 
 /// Parses a result body.
 ///
-/// `data` is optional (DESIGN.md §4): an `ok:true` result without it is
+/// `data` is optional: an `ok:true` result without it is
 /// [`PaneOutcome::Done`] with JSON `null`, exactly as if the pane had sent
 /// `"data": null`, and the agent's result is `null`. Actions such as
 /// `back` or `click` have nothing to report but that they were done; the
@@ -267,6 +270,8 @@ pub fn result_body(body: &[u8]) -> Result<ResultBody, Refusal> {
         PaneOutcome::Done(data.unwrap_or(Value::Null))
     } else if error.as_deref() == Some(TOO_LARGE_ERROR) {
         PaneOutcome::TooLarge
+    } else if error.as_deref() == Some(ADDRESS_REFUSED_ERROR) {
+        PaneOutcome::AddressRefused
     } else {
         PaneOutcome::Failed
     };
@@ -353,6 +358,7 @@ pub fn status_class(refusal: Refusal) -> u16 {
     } else if matches!(
         refusal,
         Refusal::NotAuthorized
+            | Refusal::BrowserAddressRefused
             | Refusal::NotHolder
             | Refusal::BadCapability
             | Refusal::DecisionConsumed
@@ -540,6 +546,13 @@ mod tests {
         assert_eq!(
             result_body(big.as_bytes()).expect("result").outcome,
             PaneOutcome::TooLarge
+        );
+        let refused = format!(
+            r#"{{"requestId":"{id}","claimToken":"{token}","ok":false,"error":"browser-address-refused"}}"#
+        );
+        assert_eq!(
+            result_body(refused.as_bytes()).expect("result").outcome,
+            PaneOutcome::AddressRefused
         );
         let failed = format!(
             r#"{{"requestId":"{id}","claimToken":"{token}","ok":false,"error":"element-not-found"}}"#

@@ -1,4 +1,4 @@
-//! The host channel's JSON (`mosaic-bus broker`, DESIGN.md §4): the host
+//! The host channel's JSON (`mosaic-bus broker`, docs/host.md): the host
 //! requests and the broker's answers. Newline framing and the loop are the
 //! app's; this is only the shapes.
 

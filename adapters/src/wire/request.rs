@@ -654,7 +654,7 @@ fn raise(mut args: Args) -> Result<RaiseInput, Refusal> {
             }
         }
     }
-    // The decision text rule (DESIGN.md §4) refuses a control or format
+    // The decision text rule refuses a control or format
     // character with `bad-request`, before the action's and the task ref's
     // own parsers could call it `unknown-action` or `bad-task-ref`; the
     // domain (`decisions::check_raise_text`) checks every other field.

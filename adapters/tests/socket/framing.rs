@@ -198,7 +198,7 @@ fn write_until_refused(stream: &mut UnixStream, chunk: &[u8]) -> (usize, Duratio
     }
 }
 
-/// Issue 22 item 4: the server answers, stops writing and drains, so a
+/// The server answers, stops writing and drains, so a
 /// client that writes its whole over-long line first and reads after gets
 /// the answer and a clean end of stream, not a reset.
 #[test]

@@ -85,13 +85,13 @@ fn sixty_four_concurrent_clients_are_all_answered() {
 struct Standings;
 
 impl Handler for Standings {
-    fn standing(&self, _peer: Peer, line: &[u8]) -> Standing {
+    fn sender(&self, _peer: Peer, line: &[u8]) -> Sender {
         if line.starts_with(b"cap") {
-            Standing::Caller
+            Sender::Caller
         } else if line.starts_with(b"human") {
-            Standing::Human
+            Sender::Human
         } else {
-            Standing::Nobody
+            Sender::Nobody
         }
     }
 
@@ -109,8 +109,8 @@ impl Handler for Standings {
 struct Sandboxed;
 
 impl Handler for Sandboxed {
-    fn standing(&self, peer: Peer, line: &[u8]) -> Standing {
-        Standings.standing(peer, line)
+    fn sender(&self, peer: Peer, line: &[u8]) -> Sender {
+        Standings.sender(peer, line)
     }
 
     fn may_use_reserve(&self, _peer: Peer) -> bool {

@@ -88,7 +88,7 @@ fn eighty_messages_of_60_kb_leave_the_inbox_small_and_the_decision_first() {
         .map(|i| to_human(i, "\u{1b}x".repeat(30_000)))
         .collect();
     let decision = big_decision(1, 20, 2);
-    let inbox = bounded::human_inbox(&[&decision], &messages, 0);
+    let inbox = wire::value_of(&bounded::human_inbox(&[&decision], &messages, 0));
     assert!(
         line_bytes(&inbox) < MAX_RESPONSE / 2,
         "{}",
@@ -111,7 +111,7 @@ fn eighty_messages_of_60_kb_leave_the_inbox_small_and_the_decision_first() {
 #[test]
 fn a_short_body_is_whole_and_not_marked() {
     let messages = [to_human(1, "a".repeat(INBOX_BODY_CHARS))];
-    let inbox = bounded::human_inbox(&[], &messages, 3);
+    let inbox = wire::value_of(&bounded::human_inbox(&[], &messages, 3));
     assert_eq!(
         inbox[0]["body"].as_str().map(str::len),
         Some(INBOX_BODY_CHARS)
@@ -128,7 +128,7 @@ fn decisions_past_the_whole_budget_are_listed_short_and_every_one_is_listed() {
     let messages: Vec<MessageFacts> = (0..100)
         .map(|i| to_human(i, "\u{1}".repeat(10_000)))
         .collect();
-    let inbox = bounded::human_inbox(&refs, &messages, 0);
+    let inbox = wire::value_of(&bounded::human_inbox(&refs, &messages, 0));
     assert!(line_bytes(&inbox) < MAX_RESPONSE, "{}", line_bytes(&inbox));
     let items = inbox.as_array().expect("an array");
     let listed: Vec<&Value> = items.iter().filter(|i| i["type"] == "decision").collect();
@@ -158,11 +158,23 @@ fn decisions_past_the_whole_budget_are_listed_short_and_every_one_is_listed() {
     assert_eq!(listed_messages as u64 + counted, 100, "{last}");
 }
 
+/// An item of an array read, as big as a record may be.
+#[derive(Clone, serde::Serialize)]
+struct Big {
+    body: String,
+}
+
+impl mosaic_client::wire::listed::Listable for Big {
+    const MORE: &'static str = "records";
+}
+
 #[test]
 fn an_array_read_lists_what_fits_and_counts_the_rest() {
-    let item = json!({"body": "\u{1}".repeat(60_000)});
+    let item = Big {
+        body: "\u{1}".repeat(60_000),
+    };
     let all = vec![item; 20];
-    let answer = bounded::listed(all.clone(), "records");
+    let answer = wire::value_of(&bounded::listed(all.clone()));
     assert!(
         line_bytes(&answer) < MAX_RESPONSE,
         "{}",
@@ -175,8 +187,8 @@ fn an_array_read_lists_what_fits_and_counts_the_rest() {
         items[kept],
         json!({"type": "more", "records": 20 - kept as u64})
     );
-    let small = bounded::listed(all[..2].to_vec(), "records");
-    assert_eq!(small, json!(all[..2]));
+    let small = wire::value_of(&bounded::listed(all[..2].to_vec()));
+    assert_eq!(small, wire::value_of(&all[..2]));
 }
 
 proptest! {
@@ -202,7 +214,7 @@ proptest! {
             .enumerate()
             .map(|(i, &(n, control))| to_human(i as u32, if control { "\u{7}" } else { "é" }.repeat(n)))
             .collect();
-        let inbox = bounded::human_inbox(&refs, &messages, more);
+        let inbox = wire::value_of(&bounded::human_inbox(&refs, &messages, more));
         prop_assert!(line_bytes(&inbox) <= ANSWER_BYTES + 128 * 1024, "{}", line_bytes(&inbox));
         let items = inbox.as_array().expect("an array");
         let kinds: Vec<&str> = items.iter().map(|i| i["type"].as_str().unwrap_or("?")).collect();

@@ -636,6 +636,55 @@ fn every_evidence_kind_encodes_as_a_trail_record() {
 }
 
 #[test]
+fn an_agents_row_says_what_the_broker_saw_the_run_ask() {
+    use mosaic_adapters::wire::{with_calls, LastCall};
+    let record = LaunchRecord {
+        business: acme(),
+        role: role("dev"),
+        run: RunId::parse("dev-1").unwrap(),
+        harness: Harness::Pi,
+        address: None,
+        pid: 4242,
+        start_time: 17,
+    };
+    let mut row = wire::agent_row(
+        &record,
+        true,
+        false,
+        true,
+        &[],
+        None,
+        wire::RunLife::default(),
+    );
+    let seen = |row: &mosaic_client::wire::agent::AgentRow| {
+        let row = wire::value_of(row);
+        (
+            row["lastVerb"].clone(),
+            row["lastAt"].clone(),
+            row["waiting"].clone(),
+        )
+    };
+    with_calls(&mut row, None, false);
+    assert_eq!(seen(&row), (Value::Null, Value::Null, json!(false)));
+    with_calls(
+        &mut row,
+        Some(LastCall {
+            verb: "changes",
+            at: at("2026-01-01T00:00:00.123Z"),
+        }),
+        true,
+    );
+    assert_eq!(
+        seen(&row),
+        (
+            json!("changes"),
+            json!("2026-01-01T00:00:00.123Z"),
+            json!(true)
+        )
+    );
+}
+
+#[test]
 fn an_agents_row_says_how_its_run_ended_and_what_the_host_noted() {
     let record = LaunchRecord {
         business: acme(),
@@ -702,6 +751,8 @@ fn an_agents_row_says_how_its_run_ended_and_what_the_host_noted() {
             "exited",
             "harness",
             "holding",
+            "lastAt",
+            "lastVerb",
             "launching",
             "pid",
             "restarts",
@@ -710,6 +761,7 @@ fn an_agents_row_says_how_its_run_ended_and_what_the_host_noted() {
             "run",
             "start_time",
             "usage",
+            "waiting",
             "waitsOn"
         ]
     );

@@ -1,4 +1,4 @@
-//! `mosaic-bus broker`: the trusted host's side channel (DESIGN.md §4).
+//! `mosaic-bus broker`: the trusted host's side channel (docs/host.md).
 //!
 //! Newline-delimited JSON on stdin (host → broker) and stdout (broker →
 //! host); logs go to stderr and never carry a capability. Exactly one
@@ -6,7 +6,9 @@
 //! `{"op":"bindLaunch","record":…}` and `{"op":"endRun","run",…}`, then
 //! `{"op":"close"}`. The loop waits
 //! for three things at once: a host line, the end of stdin (the host is
-//! gone: close, exit 2) and SIGTERM or SIGINT (close, exit 0).
+//! gone: close, exit 2) and SIGTERM or SIGINT (close, exit 0); a broker
+//! that closed itself because a part of it died ([`Broker::on_failure`])
+//! ends the loop too (exit 2).
 
 use std::io::{BufRead, Read, Write};
 use std::process::ExitCode;
@@ -21,7 +23,7 @@ use mosaic_adapters::wire::host::{
 use mosaic_domain::{text, Refusal, RunId};
 use serde_json::Value;
 
-use crate::runtime::{start_broker, BootFailure, Broker};
+use crate::runtime::{start_broker, BootFailure, Broker, Failure};
 
 use super::args::LogArgs;
 use super::{logs, signals};
@@ -52,7 +54,9 @@ Environment:
 
 Exit codes:
   0  closed by {\"op\":\"close\"}, SIGTERM or SIGINT
-  2  end of stdin (the host is gone: the broker closes); a boot failure or a
+  2  end of stdin (the host is gone: the broker closes); a part of the
+     broker died (its writer thread or socket server: the broker closed
+     itself, removing its socket and lock); a boot failure or a
      malformed host line ({\"ok\":false,\"error\":CODE} on stdout, with
      \"reference\" for a bad credential reference or \"run\" for a boot
      launch); a usage error (bad-request); a failed close
@@ -92,12 +96,15 @@ enum Event {
     Line(Result<Vec<u8>, Refusal>),
     HostGone,
     Signal,
+    /// A part of the broker died, and the broker closed itself.
+    Failed(Failure),
 }
 
 /// Runs the host protocol until close; returns the process exit code.
 pub fn run(input: impl BufRead + Send + 'static, out: &mut impl Write) -> u8 {
     let (events, inbox) = mpsc::channel();
     spawn_reader(input, events.clone());
+    let failures = events.clone();
     if signals::Signals::on_stop(move || drop(events.send(Event::Signal))).is_err() {
         return fail(out, Refusal::BrokerUnavailable.into());
     }
@@ -108,6 +115,7 @@ pub fn run(input: impl BufRead + Send + 'static, out: &mut impl Write) -> u8 {
                     tracing::error!("the host's stdout is closed: closing");
                     return close(broker, 2);
                 }
+                broker.on_failure(move |part| drop(failures.send(Event::Failed(part))));
                 broker
             }
             Err(failure) => return fail(out, failure),
@@ -116,7 +124,7 @@ pub fn run(input: impl BufRead + Send + 'static, out: &mut impl Write) -> u8 {
             refused_boot_line(refusal);
             return fail(out, refusal.into());
         }
-        Ok(Event::HostGone | Event::Signal) | Err(_) => {
+        Ok(Event::HostGone | Event::Signal | Event::Failed(_)) | Err(_) => {
             tracing::error!(
                 code = Refusal::BadRequest.code(),
                 "stdin ended, or a signal came, before the boot line"
@@ -152,6 +160,14 @@ pub fn run(input: impl BufRead + Send + 'static, out: &mut impl Write) -> u8 {
             Ok(Event::Signal) => {
                 tracing::info!("SIGTERM or SIGINT: closing");
                 return close(broker, 0);
+            }
+            Ok(Event::Failed(part)) => {
+                // The broker closed itself already; its close says so.
+                tracing::error!(
+                    part = part.as_str(),
+                    "a part of the broker died: the broker is closed, exiting"
+                );
+                return close(broker, 2);
             }
             Ok(Event::HostGone) | Err(_) => {
                 tracing::warn!("end of stdin: the host is gone; closing");

@@ -1,23 +1,27 @@
 //! The team configuration: the file `up` launches and `demo` plays,
 //! `{"business": {…}, "agents": […]}`. See `up`'s module documentation for
-//! what each key means.
+//! what each key means. `allow.rs` reads an `allow` entry, `harness.rs` a
+//! harness agent's keys, and `error.rs` says why a configuration is
+//! refused.
 
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use mosaic_adapters::cause::logged;
-use mosaic_adapters::config::{business_from_value, ConfigError};
+use mosaic_adapters::config::business_from_value;
 use mosaic_domain::evidence::Harness;
 use mosaic_domain::{Business, Refusal, RoleInstance};
 use serde::Deserialize;
 use serde_json::Value;
 
 pub use allow::Allow;
-pub use harness::{HarnessRun, Model, ModelUrl, DEFAULT_KEY_ENV, DEFAULT_MODEL_HOST};
+pub use error::TeamError;
+pub use harness::{HarnessRun, Model, ModelUrl, DEFAULT_KEY_ENV, DEFAULT_MODEL_HOST, MAX_PROMPT};
 pub use life::{Budget, LifeSpec, Restart, RestartLimit};
 
 pub(crate) mod allow;
+mod error;
 mod harness;
 mod life;
 use harness::is_env_name;
@@ -236,8 +240,9 @@ impl UpConfig {
     /// empty or holds `..` or NUL, a `tmpMiB` outside 1–65536, a
     /// `processes` outside 16–65536 or a `memoryMiB` outside 32–1048576;
     /// `unknown-role` for an agent whose role the business lacks; and the
-    /// codes of [`business_from_value`], with the reference it names.
-    pub fn parse(text: &str, dir: &Path) -> Result<Self, ConfigError> {
+    /// codes of [`business_from_value`], with the reference it names. A
+    /// prompt over [`MAX_PROMPT`] names its agent and says why.
+    pub fn parse(text: &str, dir: &Path) -> Result<Self, TeamError> {
         let json: ConfigJson = serde_json::from_str(text)
             .map_err(logged(Refusal::BadConfig, "parsing the configuration"))?;
         let business = business_from_value(json.business)?;
@@ -248,7 +253,7 @@ impl UpConfig {
         let agents = json
             .agents
             .into_iter()
-            .map(|agent| {
+            .map(|agent| -> Result<AgentSpec, TeamError> {
                 let role = RoleInstance::parse(&agent.role).map_err(|_| Refusal::BadConfig)?;
                 business.role(&role).ok_or(Refusal::UnknownRole)?;
                 let harness = Harness::parse(&agent.harness)?;
@@ -257,7 +262,7 @@ impl UpConfig {
                     .iter()
                     .any(|name| !is_env_name(name) || secret.contains(name))
                 {
-                    return Err(Refusal::BadConfig);
+                    return Err(Refusal::BadConfig.into());
                 }
                 let keys = harness::HarnessKeys {
                     prompt: agent.prompt,
@@ -268,13 +273,14 @@ impl UpConfig {
                 let (program, args, harnessed, network) = match agent.command {
                     Some(command) => {
                         if keys.any() {
-                            return Err(Refusal::BadConfig);
+                            return Err(Refusal::BadConfig.into());
                         }
                         let (program, args) = command_words(command, dir)?;
                         (program, args, None, agent.network.unwrap_or_default())
                     }
                     None => {
-                        let (program, args, run) = harness::parse(harness, keys, dir, &secret)?;
+                        let (program, args, run) =
+                            harness::parse(&role, harness, keys, dir, &secret)?;
                         // A harness needs its model: without a network it
                         // could not reach it, so its default is the proxy,
                         // which admits the model's host, and `"none"` is
@@ -282,13 +288,13 @@ impl UpConfig {
                         let network = match agent.network {
                             None | Some(Network::Proxy) => Network::Proxy,
                             Some(Network::Host) => Network::Host,
-                            Some(Network::None) => return Err(Refusal::BadConfig),
+                            Some(Network::None) => return Err(Refusal::BadConfig.into()),
                         };
                         (program, args, Some(run), network)
                     }
                 };
                 if !agent.allow.is_empty() && network != Network::Proxy {
-                    return Err(Refusal::BadConfig);
+                    return Err(Refusal::BadConfig.into());
                 }
                 let allow = agent
                     .allow
@@ -330,7 +336,7 @@ impl UpConfig {
                     life,
                 })
             })
-            .collect::<Result<_, Refusal>>()?;
+            .collect::<Result<_, TeamError>>()?;
         Ok(Self {
             business,
             agents,
@@ -356,7 +362,7 @@ impl UpConfig {
     /// # Errors
     /// `bad-config` when it cannot be read, is larger than 1 MiB or is not
     /// UTF-8; and the codes of [`UpConfig::parse`].
-    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+    pub fn load(path: &Path) -> Result<Self, TeamError> {
         let path = std::path::absolute(path).map_err(|_| Refusal::BadConfig)?;
         let dir = path.parent().ok_or(Refusal::BadConfig)?;
         let mut text = String::new();

@@ -11,6 +11,8 @@
 //! - [`config`]: one normalized business definition;
 //! - [`browser_bodies`]: one body posted to the pane's claim or result route.
 //!
+//! `request_line.rs` holds the first; `parsers.rs` the other three.
+//!
 //! Behind the feature `fuzzing`, because it runs the runtime over the fakes
 //! of `mosaic_ports::fakes`, which the product never carries.
 //!

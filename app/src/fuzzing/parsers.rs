@@ -4,7 +4,9 @@
 use mosaic_adapters::config::{
     boot_from_value, business_from_json, business_from_value, ConfigError,
 };
-use mosaic_adapters::wire::browser::{claim_body, result_body, TOO_LARGE_ERROR};
+use mosaic_adapters::wire::browser::{
+    claim_body, result_body, ADDRESS_REFUSED_ERROR, TOO_LARGE_ERROR,
+};
 use mosaic_adapters::wire::host::{
     bind_reply, boot_error, boot_reply, end_reply, host_error, parse_host_line, HostRequest,
 };
@@ -402,6 +404,10 @@ pub fn browser_bodies(data: &[u8]) {
         PaneOutcome::TooLarge => {
             again["ok"] = json!(false);
             again["error"] = json!(TOO_LARGE_ERROR);
+        }
+        PaneOutcome::AddressRefused => {
+            again["ok"] = json!(false);
+            again["error"] = json!(ADDRESS_REFUSED_ERROR);
         }
         PaneOutcome::Failed => {
             again["ok"] = json!(false);

@@ -57,6 +57,7 @@ use mosaic_adapters::socket::Peer;
 use mosaic_adapters::wire::{
     self, parse_json, parse_request, Call, Dispatch, Envelope, SubjectRef, Verb, WireRequest,
 };
+use mosaic_domain::browser::AddressPolicy;
 use mosaic_domain::bus::Caller;
 use mosaic_domain::evidence::{AgentRef, Evidence, RefusalRecord};
 use mosaic_domain::{Business, BusinessId, Capability, EventId, Refusal, Timestamp};
@@ -451,7 +452,7 @@ impl World {
         let (head, _) = driver.take_changes();
         let reads = Reads::open(
             driver.store(),
-            View::first(driver.bus(), &ids, Default::default()),
+            View::first(driver.bus(), &ids, Default::default(), Default::default()),
             head,
         )
         .expect("the in-memory store opens readers");
@@ -544,7 +545,8 @@ impl World {
             pid: Some(CLI),
         };
         // The world loads no service token, so no bytes hold one.
-        let admitted = match admit(line, peer, None, lookup) {
+        // The fuzz world's boot config allows no private address.
+        let admitted = match admit(line, peer, None, lookup, &AddressPolicy::default()) {
             Ok(admitted) => admitted,
             Err(refusal) => {
                 return Served {
@@ -843,6 +845,31 @@ mod tests {
         let sent = world.serve(line(Verb::MessageSend, r#"{"to":"dev","body":"hi"}"#).as_bytes());
         assert!(sent.outcome.is_ok(), "{}", sent.response);
         assert_eq!(world.entropy.draws(), 13);
+    }
+
+    #[test]
+    fn the_fuzzed_pipeline_refuses_a_private_browser_address_as_the_brokers_does() {
+        let open = |url: &str| {
+            line(
+                'b',
+                Verb::BrowserRequest,
+                &format!(r#"{{"action":"open","parameters":{{"url":"{url}"}}}}"#),
+            )
+        };
+        for url in [
+            "http://127.0.0.1:9/",
+            "http://0x7f.1/",
+            "http://[::1]/",
+            "http://a.localhost/",
+        ] {
+            let mut world = World::new();
+            let records = world.driver.store().records().len();
+            let served = world.serve(open(url).as_bytes());
+            assert_eq!(served.outcome, Err(Refusal::BrowserAddressRefused), "{url}");
+            assert_eq!(world.driver.store().records().len(), records + 1, "{url}");
+        }
+        let public = World::new().serve(open("https://example.com/").as_bytes());
+        assert_ne!(public.outcome, Err(Refusal::BrowserAddressRefused));
     }
 
     #[test]

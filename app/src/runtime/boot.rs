@@ -21,6 +21,7 @@ use mosaic_adapters::procfs::ProcFs;
 use mosaic_adapters::socket;
 use mosaic_adapters::sqlite::SqliteStore;
 use mosaic_adapters::system::{OsEntropy, SystemClock};
+use mosaic_domain::browser::AddressPolicy;
 use mosaic_domain::evidence::{EndCause, Ending};
 use mosaic_domain::{text, BusinessId, Capability, Refusal};
 use mosaic_ports::{Entropy, ProcessTable, StoreReaders};
@@ -29,12 +30,15 @@ use tokio::sync::oneshot;
 use super::broker::Broker;
 use super::browsing::BrowserEndpoint;
 use super::browsing::Panes;
+use super::calls::Calls;
+use super::closing::{Closing, Failure};
 use super::connection::{Connections, Shared};
 use super::driver::{Driver, LeakGuard};
 use super::exits::{self, Exits};
 use super::human_proof::BrokerExe;
 use super::launch::{agent_binding, Binding, IssuedLaunch, IssuedReader, LaunchCheck};
 use super::pipeline::{Prover, WriterWorld};
+use super::places::{Places, DEFAULT_CONNECTIONS};
 use super::reads::{Reads, View};
 use super::world::{BrokerIdentity, Ports, SharedEntropy, Time};
 use super::writer::{write_loop, WRITER_THREAD};
@@ -141,8 +145,12 @@ fn boot_real(config: BootConfig) -> Result<(Broker, Booted), BootFailure> {
     }
     let started = real_ports(&root, &config).and_then(|ports| serve(&root, ports, config));
     match started {
-        Ok((mut broker, booted)) => {
-            broker.lock = Some(lock);
+        Ok((broker, booted)) => {
+            *broker
+                .closing
+                .lock
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(lock);
             Ok((broker, booted))
         }
         Err(failure) => {
@@ -399,27 +407,46 @@ where
     let (head, _) = driver.take_changes();
     driver.take_ends();
     let exits = Arc::new(Exits::new(Arc::clone(&processes)));
+    let calls = Arc::new(Calls::default());
     let reads = Arc::new(Reads::open(
         driver.store(),
-        View::first(driver.bus(), &business_ids, Arc::clone(&exits)),
+        View::first(
+            driver.bus(),
+            &business_ids,
+            Arc::clone(&exits),
+            Arc::clone(&calls),
+        ),
         head,
     )?);
     let feed = Arc::clone(reads.feed());
+    let registry = Arc::new(RwLock::new(issued.registry));
+    let closing = Closing::start(
+        socket_path.clone(),
+        Arc::clone(&registry),
+        Arc::clone(&feed),
+    )?;
     let (jobs, queue) = mpsc::channel();
+    *locked(&closing.jobs) = Some(jobs.clone());
     let writer = {
         let reads = Arc::clone(&reads);
         let world = WriterWorld {
             time: time.clone(),
             entropy: entropy.clone(),
         };
+        // A writer that dies (a panic) closes the broker: see `closing`.
+        let watch = closing.watch(Failure::Writer);
         std::thread::Builder::new()
             .name(WRITER_THREAD.into())
-            .spawn(move || write_loop(driver, queue, world, reads))
+            .spawn(move || {
+                write_loop(driver, queue, world, reads);
+                watch.ended();
+            })
     }
     .map_err(logged(
         Refusal::StorageUnavailable,
         "starting the writer thread",
     ))?;
+    *locked(&closing.writer) = Some(writer);
     // Blocking threads (proofs, reads beside the writer: each bounded by
     // its own turns) are few and go back within a second of a flood.
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -432,19 +459,9 @@ where
             Refusal::BrokerUnavailable,
             "starting the socket runtime",
         ))?;
-    let registry = Arc::new(RwLock::new(issued.registry));
-    let shared = Shared {
-        registry: Arc::clone(&registry),
-        jobs: jobs.clone(),
-        reads,
-        hub: panes.as_ref().map(|p| Arc::clone(&p.hub)),
-        credentials: Arc::clone(&credentials),
-        prover: Arc::new(Prover::new(processes, identity, time.clone())),
-        time: time.clone(),
-    };
-    let (stop, stopped) = oneshot::channel::<()>();
     // The socket's places fit in the open files left once the store, the
-    // listeners, the human's reserve and the HTTP port's cap are counted.
+    // listeners, the human's reserve and the HTTP port's cap are counted;
+    // each run holds at most its own budget of them.
     let http = if panes.is_some() {
         mosaic_adapters::http::MAX_HTTP_CONNECTIONS
     } else {
@@ -454,29 +471,65 @@ where
     tracing::debug!(
         connections = limits.max_connections,
         unauthenticated = limits.max_unauthenticated,
+        per_run = DEFAULT_CONNECTIONS,
         "socket places"
     );
-    let server = runtime.spawn(socket::serve_with(
+    // The human's browser goes to no private address the configuration
+    // does not name, but for the panes' own server.
+    let mut browser_policy = AddressPolicy::new(config.browser_allow_private);
+    if let Some(panes) = &panes {
+        browser_policy.allow(panes.address()?);
+    }
+    let browser_policy = Arc::new(browser_policy);
+    let connections = socket::Budget::new(limits.max_connections);
+    let places = Arc::new(Places::new(connections.clone()));
+    let shared = Shared {
+        registry: Arc::clone(&registry),
+        jobs,
+        reads,
+        hub: panes.as_ref().map(|p| Arc::clone(&p.hub)),
+        credentials: Arc::clone(&credentials),
+        prover: Arc::new(Prover::new(processes, identity, time.clone())),
+        time: time.clone(),
+        places: Arc::clone(&places),
+        calls,
+        browser_policy: Arc::clone(&browser_policy),
+    };
+    let (stop, stopped) = oneshot::channel::<()>();
+    *locked(&closing.stop) = Some(stop);
+    let serving = runtime.spawn(socket::serve_in(
         listener,
         Connections(Arc::new(shared)),
         limits,
+        connections,
         async move {
             let _ = stopped.await;
         },
     ));
-    let (browser, endpoint) = match panes.map(|panes| panes.serve(&runtime)).transpose()? {
+    // A server that ends before the close asked it to (it failed to start,
+    // or panicked) closes the broker: see `closing`.
+    let watch = closing.watch(Failure::SocketServer);
+    let server = runtime.spawn(async move {
+        let served = serving.await.unwrap_or(Err(Refusal::BrokerUnavailable));
+        if served.is_ok() {
+            watch.ended();
+        }
+        served
+    });
+    *locked(&closing.server) = Some(server);
+    let (browser, endpoint) = match panes
+        .map(|panes| panes.serve(&runtime, &browser_policy))
+        .transpose()?
+    {
         Some((serving, endpoint)) => (Some(serving), Some(endpoint)),
         None => (None, None),
     };
+    *locked(&closing.browser) = browser;
+    *locked(&closing.runtime) = Some(runtime);
     let broker = Broker {
+        closing,
+        closed: false,
         registry,
-        jobs: Some(jobs),
-        writer: Some(writer),
-        runtime: Some(runtime),
-        stop: Some(stop),
-        server: Some(server),
-        browser,
-        lock: None,
         socket: socket_path.clone(),
         entropy: std::sync::Mutex::new(entropy),
         credentials,
@@ -484,6 +537,7 @@ where
         launch_check,
         feed,
         exits,
+        places,
     };
     tracing::info!(
         data_root = &*root.root().to_string_lossy(),
@@ -599,6 +653,13 @@ fn issue<S: StoreReaders>(
         issued.readers.push(IssuedReader { business, cap });
     }
     Ok(issued)
+}
+
+/// A lock of the closing parts, whoever panicked holding it.
+fn locked<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// A duration in milliseconds, to the microsecond, for the boot log.

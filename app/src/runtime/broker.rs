@@ -4,12 +4,10 @@
 //! close). Built by [`super::boot`].
 
 use std::path::PathBuf;
-use std::sync::{mpsc, Arc, Mutex};
-use std::thread::JoinHandle;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use mosaic_adapters::cause::logged;
 use mosaic_adapters::credentials::{CredentialStatus, CredentialStore, Service};
-use mosaic_adapters::fs::WriterLock;
 use mosaic_adapters::wire::{Exited, Usage};
 use mosaic_domain::authority::Grant;
 use mosaic_domain::bus::{BodyField, Command, EventBody, Reply};
@@ -17,36 +15,35 @@ use mosaic_domain::evidence::{Ending, LaunchRecord, RunEnd, Subject};
 use mosaic_domain::{Action, Capability, DecisionId, Refusal, RunId, Target};
 use mosaic_ports::Entropy;
 use serde_json::Value;
-use tokio::sync::{broadcast, oneshot};
+use tokio::sync::broadcast;
 
-use super::browsing::Serving;
+use super::closing::{Closing, Failure};
 use super::exits::Exits;
 use super::feed::Feed;
 use super::job::{ask_blocking, Job};
 use super::launch::{agent_binding, IssuedLaunch, LaunchCheck, Registry};
+use super::places::{Places, RunPlaces};
 use super::world::{SharedEntropy, Time};
 
 /// A running broker.
 ///
 /// Its parts are set once, by the boot that built it.
 pub struct Broker {
+    /// What a close stops, shared with the watchdog.
+    pub(super) closing: Arc<Closing>,
+    /// Whether this handle closed the broker already.
+    pub(super) closed: bool,
     pub(super) registry: Arc<Registry>,
-    pub(super) jobs: Option<mpsc::Sender<Job>>,
-    pub(super) writer: Option<JoinHandle<()>>,
-    pub(super) runtime: Option<tokio::runtime::Runtime>,
-    pub(super) stop: Option<oneshot::Sender<()>>,
-    pub(super) server: Option<tokio::task::JoinHandle<Result<(), Refusal>>>,
-    pub(super) browser: Option<Serving>,
-    pub(super) lock: Option<WriterLock>,
     pub(super) socket: PathBuf,
     pub(super) entropy: Mutex<SharedEntropy>,
     pub(super) credentials: Arc<CredentialStore>,
     pub(super) time: Time,
     pub(super) launch_check: LaunchCheck,
-    /// Closed first on shutdown, so no wait for changes holds it up.
     pub(super) feed: Arc<Feed>,
     /// The exits hosts noted, which `agents` reads.
     pub(super) exits: Arc<Exits>,
+    /// Each run's budget of places.
+    pub(super) places: Arc<Places>,
 }
 
 impl std::fmt::Debug for Broker {
@@ -105,7 +102,7 @@ impl Broker {
     /// [`Broker::bind_launch`] before it is logged.
     fn bind(&self, record: LaunchRecord) -> Result<IssuedLaunch, Refusal> {
         self.launch_check.check(&record)?;
-        ask_blocking(self.jobs.as_ref(), |reply| Job::Bind {
+        ask_blocking(self.jobs().as_ref(), |reply| Job::Bind {
             record: record.clone(),
             reply,
         })?;
@@ -127,6 +124,29 @@ impl Broker {
             run: record.run,
             cap,
         })
+    }
+
+    /// `run`'s places: how many connections to the broker it may hold at
+    /// once (64 unless set: [`RunPlaces::set_cap`]; set it before the run
+    /// starts), and the handle through which the host counts in the same
+    /// budget, and in the broker's, the other descriptors it holds for the
+    /// run ([`RunPlaces::try_take`]). Kept for the broker's life, and the
+    /// same for a run bound again.
+    pub fn run_places(&self, run: &RunId) -> RunPlaces {
+        self.places.of(run)
+    }
+
+    /// Whether agents may be served now: the room on the data root's disk
+    /// (as much free space as the disk reserve, and free files to spare),
+    /// measured now, and the reserve held. A host asks before it starts a
+    /// run; without room, the broker refuses agents until there is, and
+    /// keeps serving the human.
+    ///
+    /// # Errors
+    /// `storage-unavailable` without room (or when the disk cannot be
+    /// measured); `broker-unavailable` once the broker closed.
+    pub fn check_disk(&self) -> Result<(), Refusal> {
+        ask_blocking(self.jobs().as_ref(), |reply| Job::Room { reply })
     }
 
     /// The host reaped `run`'s process: `agents` says from now on that it
@@ -151,7 +171,7 @@ impl Broker {
     /// for a run that ended already, `bad-request` for the causes only the
     /// broker records (`human`, `revoked`), `storage-unavailable`.
     pub fn end_run(&self, run: &RunId, ending: Ending) -> Result<(), Refusal> {
-        let ended = ask_blocking(self.jobs.as_ref(), |reply| Job::End {
+        let ended = ask_blocking(self.jobs().as_ref(), |reply| Job::End {
             run: run.clone(),
             ending,
             reply,
@@ -318,72 +338,68 @@ impl Broker {
             .ok()
             .and_then(|r| r.get(cap).cloned())
             .ok_or(Refusal::BadCapability)?;
-        ask_blocking(self.jobs.as_ref(), |reply| Job::Command {
+        ask_blocking(self.jobs().as_ref(), |reply| Job::Command {
             caller: binding.caller(),
             command,
             reply,
         })
     }
 
+    /// The writer's queue, while the broker serves.
+    fn jobs(&self) -> Option<std::sync::mpsc::Sender<Job>> {
+        self.closing
+            .jobs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Calls `failed` once, on a thread of the broker's own, if an internal
+    /// part of the broker dies (its writer thread or its socket server):
+    /// by then the broker has closed itself as [`Broker::close`] would (it
+    /// serves nobody, its store is closed, its socket and writer lock are
+    /// removed), and [`Broker::close`] answers `broker-unavailable`. The
+    /// host should then end, as after its own close. Called at once when
+    /// that happened already; never when the broker closes normally.
+    pub fn on_failure(&self, failed: impl FnOnce(Failure) + Send + 'static) {
+        self.closing.on_failure(Box::new(failed));
+    }
+
     /// Stops serving, lets requests in flight finish, closes the store, and
     /// removes the socket and the writer lock.
     ///
     /// # Errors
-    /// `storage-unavailable` when the socket or the lock cannot be removed.
+    /// `storage-unavailable` when the socket or the lock cannot be removed;
+    /// `broker-unavailable` when the broker had closed itself already,
+    /// because a part of it died ([`Broker::on_failure`]).
     pub fn close(mut self) -> Result<(), Refusal> {
         self.shut_down()
     }
 
     fn shut_down(&mut self) -> Result<(), Refusal> {
         // `close` and then `Drop` both come here; only the first closes.
-        if self.jobs.is_none() {
+        if std::mem::replace(&mut self.closed, true) {
             return Ok(());
         }
-        let closed = self.close_all();
-        match &closed {
-            Ok(()) => tracing::info!(socket = &*self.socket.to_string_lossy(), "broker closed"),
-            Err(refusal) => tracing::error!(
-                code = refusal.code(),
-                socket = &*self.socket.to_string_lossy(),
-                "the broker's close failed"
+        let closed = self.closing.close_all();
+        self.closing.end_watchdog();
+        let socket = &*self.socket.to_string_lossy();
+        match (&closed, self.closing.failure()) {
+            (Ok(()), None) => tracing::info!(socket, "broker closed"),
+            (Ok(()), Some(failure)) => tracing::error!(
+                code = Refusal::BrokerUnavailable.code(),
+                socket,
+                part = failure.as_str(),
+                "the broker had closed itself: a part of it died"
             ),
+            (Err(refusal), _) => {
+                tracing::error!(code = refusal.code(), socket, "the broker's close failed")
+            }
         }
-        closed
-    }
-
-    fn close_all(&mut self) -> Result<(), Refusal> {
-        self.feed.close();
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
+        match self.closing.failure() {
+            Some(_) => closed.and(Err(Refusal::BrokerUnavailable)),
+            None => closed,
         }
-        if let (Some(runtime), Some(browser)) = (self.runtime.as_ref(), self.browser.take()) {
-            let _ = browser.stop.send(());
-            // Open event streams would hold a graceful shutdown forever.
-            browser.server.abort();
-            let _ = runtime.block_on(browser.server);
-        }
-        if let (Some(runtime), Some(server)) = (self.runtime.as_ref(), self.server.take()) {
-            let _ = runtime.block_on(server);
-        }
-        if let Some(runtime) = self.runtime.take() {
-            runtime.shutdown_background();
-        }
-        self.registry.write().map(|mut r| r.clear()).ok();
-        drop(self.jobs.take());
-        if let Some(writer) = self.writer.take() {
-            let _ = writer.join();
-        }
-        let Some(lock) = self.lock.take() else {
-            return Ok(());
-        };
-        // A socket someone already deleted is as good as removed.
-        let socket = match std::fs::remove_file(&self.socket) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            removed => removed,
-        };
-        let released = lock.release();
-        socket.map_err(logged(Refusal::StorageUnavailable, "removing the socket"))?;
-        released
     }
 }
 

@@ -1,4 +1,4 @@
-//! Browser control (DESIGN.md §4, `spec/browser-control.md`): the hub that
+//! Browser control (docs/browser.md): the hub that
 //! drives the domain's [`BrowserRequests`] machine and the agent's side of
 //! `browser.request`. The HTTP/SSE server the panes connect to is an adapter
 //! (`mosaic_adapters::http`): it calls the hub through the

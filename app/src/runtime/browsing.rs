@@ -11,6 +11,7 @@ use mosaic_adapters::http::{self, SseTransport};
 use mosaic_adapters::socket::Disconnect;
 use mosaic_adapters::wire;
 use mosaic_adapters::wire::browser::{self as browser_wire, BrowserCall};
+use mosaic_domain::browser::{AddressPolicy, AllowedAddress, Host};
 use mosaic_domain::bus::{Caller, Command};
 use mosaic_domain::{Capability, Refusal};
 use mosaic_ports::{BrowserControl, BrowserTransport, Entropy};
@@ -83,13 +84,33 @@ impl Panes {
         })
     }
 
-    /// Starts the hub's timers and the HTTP server on `runtime`.
+    /// The address panes reach the server at: their own, which the
+    /// human's browser may always go to (it serves only the pane and the
+    /// fixtures, each behind the UI token).
+    ///
+    /// # Errors
+    /// `broker-unavailable` when the listener's address cannot be read.
+    pub(super) fn address(&self) -> Result<AllowedAddress, Refusal> {
+        let address = self.listener.local_addr().map_err(logged(
+            Refusal::BrokerUnavailable,
+            "the browser listener's address",
+        ))?;
+        let host = match address.ip() {
+            std::net::IpAddr::V4(v4) => Host::V4(v4),
+            std::net::IpAddr::V6(v6) => Host::V6(v6),
+        };
+        Ok(AllowedAddress::new(host, address.port()))
+    }
+
+    /// Starts the hub's timers and the HTTP server on `runtime`; the pane
+    /// checks every navigation against `policy`, as the broker does.
     ///
     /// # Errors
     /// `broker-unavailable` when the listener's address cannot be read.
     pub(super) fn serve(
         self,
         runtime: &tokio::runtime::Runtime,
+        policy: &AddressPolicy,
     ) -> Result<(Serving, BrowserEndpoint), Refusal> {
         let address = self.listener.local_addr().map_err(logged(
             Refusal::BrokerUnavailable,
@@ -102,11 +123,13 @@ impl Panes {
         let (stop, stopped) = oneshot::channel::<()>();
         runtime.spawn(Arc::clone(&self.hub).run_timers());
         let control = self.hub as Arc<dyn BrowserControl<Value>>;
+        let allowed: Vec<String> = policy.allowed().map(ToString::to_string).collect();
         let server = runtime.spawn(http::serve(
             self.listener,
             control,
             self.transport,
             self.token,
+            allowed,
             async move {
                 let _ = stopped.await;
             },

@@ -8,9 +8,10 @@
 use std::sync::{mpsc, Arc};
 
 use mosaic_adapters::credentials::CredentialStore;
-use mosaic_adapters::socket::{Disconnect, Handler, Peer, Standing};
+use mosaic_adapters::socket::{Disconnect, Handler, Peer, Sender};
 use mosaic_adapters::wire::browser::{self as browser_wire, BrowserCall};
 use mosaic_adapters::wire::{self, Call, Envelope, Presenter};
+use mosaic_domain::browser::AddressPolicy;
 use mosaic_domain::bus::Caller;
 use mosaic_domain::{CallerKind, Capability, Refusal, Verb};
 use mosaic_ports::StoreReaders;
@@ -18,12 +19,14 @@ use tokio::sync::{oneshot, watch};
 
 use super::browser::BrowserHub;
 use super::browsing::browse;
+use super::calls::Calls;
 use super::changes::{self, Asked};
 use super::job::{ask, ask_line, Early, Job, ReplyTo};
 use super::launch::{Binding, Registry};
 use super::pipeline::{
     self, admit, human_beside, read_now, route, Admitted, Proven, Prover, Route, Who,
 };
+use super::places::Places;
 use super::reads::Reads;
 use super::world::Time;
 
@@ -36,6 +39,12 @@ pub(super) struct Shared<S> {
     pub(super) credentials: Arc<CredentialStore>,
     pub(super) prover: Arc<Prover>,
     pub(super) time: Time,
+    /// Each run's budget of connections.
+    pub(super) places: Arc<Places>,
+    /// What each run last asked, and whether it waits.
+    pub(super) calls: Arc<Calls>,
+    /// Where the human's browser may go.
+    pub(super) browser_policy: Arc<AddressPolicy>,
 }
 
 /// The socket server's handler: one answer line per request line.
@@ -45,27 +54,31 @@ impl<S: StoreReaders + Send + 'static> Handler for Connections<S> {
     /// The caller [`admit`] will name, told ahead: a line that is no
     /// envelope, or whose capability was never issued, is refused before
     /// any caller is known (and its connection then closes); a capability
-    /// of the registry or a human line authenticates the connection. The
-    /// envelope is parsed again by `admit`; only a connection's first line
-    /// pays for that.
-    fn standing(&self, _peer: Peer, line: &[u8]) -> Standing {
+    /// of the registry or a human line authenticates the connection, an
+    /// agent's counted in its run's budget too ([`Places`]), so one run
+    /// cannot take every place. The envelope is parsed again by `admit`;
+    /// only a connection's first line pays for that.
+    fn sender(&self, _peer: Peer, line: &[u8]) -> Sender {
         let Ok(envelope) = Envelope::parse(line) else {
-            return Standing::Nobody;
+            return Sender::Nobody;
         };
         match envelope.presenter() {
             Presenter::Capability(cap) => {
-                let known = self
+                let binding = self
                     .0
                     .registry
                     .read()
-                    .is_ok_and(|registry| registry.get(cap).is_some());
-                if known {
-                    Standing::Caller
-                } else {
-                    Standing::Nobody
+                    .ok()
+                    .and_then(|registry| registry.get(cap).cloned());
+                match binding {
+                    Some(Binding::Agent { agent, .. }) => {
+                        Sender::Counted(self.0.places.budget(&agent.run))
+                    }
+                    Some(Binding::Reader { .. }) => Sender::Caller,
+                    None => Sender::Nobody,
                 }
             }
-            Presenter::Human { .. } => Standing::Human,
+            Presenter::Human { .. } => Sender::Human,
         }
     }
 
@@ -86,14 +99,22 @@ impl<S: StoreReaders + Send + 'static> Handler for Connections<S> {
         let shared = Arc::clone(&self.0);
         async move {
             let started = std::time::Instant::now();
-            let mut seen = Seen::default();
-            let response = answer(&shared, peer, &line, gone, &mut seen).await;
+            let mut fields = LogFields::default();
+            let response = answer(&shared, peer, &line, gone, &mut fields).await;
             let response = guarded(&shared.credentials, response);
             if tracing::enabled!(tracing::Level::DEBUG) {
-                seen.log(&response, started.elapsed());
+                fields.log(&response, started.elapsed());
             }
             response.into_bytes()
         }
+    }
+}
+
+/// The run of an agent caller, whose calls the broker keeps ([`Calls`]).
+fn agent_run(caller: &Caller) -> Option<&mosaic_domain::RunId> {
+    match caller {
+        Caller::Agent { agent, .. } => Some(&agent.run),
+        Caller::Reader { .. } | Caller::Human { .. } => None,
     }
 }
 
@@ -107,12 +128,12 @@ fn guarded(credentials: &CredentialStore, response: String) -> String {
 
 /// What the request's log line says of it, learned as it is admitted.
 #[derive(Debug, Default)]
-struct Seen {
+struct LogFields {
     verb: Option<&'static str>,
     caller: Option<&'static str>,
 }
 
-impl Seen {
+impl LogFields {
     /// Learns the verb and the caller's kind of an admitted request.
     fn admitted(&mut self, admitted: &Admitted) {
         self.verb = Some(admitted.verb);
@@ -167,7 +188,7 @@ async fn answer<S: StoreReaders + Send + 'static>(
     peer: Peer,
     line: &[u8],
     gone: Disconnect,
-    seen: &mut Seen,
+    fields: &mut LogFields,
 ) -> String {
     let Shared {
         registry,
@@ -184,11 +205,18 @@ async fn answer<S: StoreReaders + Send + 'static>(
         let registry = registry.read().ok()?;
         registry.get(cap).map(Binding::caller)
     };
-    let admitted = match admit(line, peer, secrets, lookup) {
+    // The human's browser is no wider than the agent's network.
+    let admitted = match admit(line, peer, secrets, lookup, &shared.browser_policy) {
         Ok(admitted) => admitted,
         Err(refusal) => return wire::err(refusal),
     };
-    seen.admitted(&admitted);
+    fields.admitted(&admitted);
+    // What the human reads of an agent is what the broker saw it ask.
+    if let Who::Known(caller) = &admitted.who {
+        if let Some(run) = agent_run(caller) {
+            shared.calls.note(run, admitted.verb, time.now());
+        }
+    }
     match route(&admitted) {
         Route::Feed {
             caller,
@@ -200,6 +228,10 @@ async fn answer<S: StoreReaders + Send + 'static>(
                 since,
                 wait: mosaic_domain::changes::wait(timeout_ms),
             };
+            // A wait is counted while it lasts; an answer at once is no wait.
+            let _waiting = since
+                .and(agent_run(caller))
+                .map(|run| shared.calls.waiting(run));
             let page = changes::page(reads, time, asked, gone.disconnected()).await;
             match page {
                 Ok(page) => wire::ok(wire::changes_json(page.cursor, &page.changes)),

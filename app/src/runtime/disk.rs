@@ -13,9 +13,16 @@
 //! filesystem's sizes); once it has it, agents are served again, that
 //! batch included. Each transition is logged once, with why.
 //!
-//! A broker that finds no room for its reserve at boot serves everyone
-//! (it has nothing to release) and warns; its first write that fails for
-//! lack of space makes it short all the same.
+//! Space is not only lost to a failed write: an agent can fill the disk
+//! before the broker writes anything, leave its junk behind for the next
+//! run, or take the filesystem's files (inodes) instead of its bytes. So
+//! the room beside the reserve (as much space as the reserve, and files to
+//! spare: [`mosaic_ports::EvidenceStore::check_room`]) is checked at boot,
+//! before each launch is bound, and whenever the host asks
+//! ([`Job::Room`], before it starts a run). Without it, or without room
+//! for the reserve itself at boot, the broker is short as above, the
+//! reserve kept if it is held (released at the first write that fails for
+//! lack of space), until the reserve is taken again with room beside it.
 
 use mosaic_domain::bus::Caller;
 use mosaic_domain::{Refusal, Timestamp};
@@ -46,8 +53,9 @@ pub(super) enum WhenShort<'a> {
 /// `message.send`, `decision.resolve`, the human's reads and refusals);
 /// an agent's or reader's request is refused `storage-unavailable`, a
 /// failed human proof and a read's refusal keep their own code, and each
-/// of those is only counted. A new launch is not bound; a run's end, the
-/// host's word that frees a role, is recorded.
+/// of those is only counted. A new launch is not bound, and the host
+/// asking whether it may start a run is told no; a run's end, the host's
+/// word that frees a role, is recorded.
 pub(super) fn when_short(job: &Job) -> WhenShort<'_> {
     match job {
         Job::Request { who, verb, .. } => match who {
@@ -71,7 +79,7 @@ pub(super) fn when_short(job: &Job) -> WhenShort<'_> {
         Job::Command {
             caller, command, ..
         } => of_caller(caller, command.verb(), Refusal::StorageUnavailable),
-        Job::Bind { .. } => WhenShort::Refuse,
+        Job::Bind { .. } | Job::Room { .. } => WhenShort::Refuse,
         // An end frees a role for the next run: small, and served.
         Job::End { .. } => WhenShort::Serve,
     }
@@ -100,25 +108,41 @@ struct Short {
     since: Timestamp,
     /// How many jobs were refused in it.
     refused: u64,
+    /// Whether the reserve may still be held: short for want of room
+    /// beside it, before any write failed, it is kept for the human's
+    /// writes.
+    reserve_held: bool,
 }
 
 impl DiskSpace {
-    /// At boot: takes the store's reserve; without room for it, warns and
-    /// serves everyone until a write fails for lack of space.
-    pub(super) fn boot<S: StoreReaders>(driver: &mut Driver<S>) -> Self {
+    /// At boot: takes the store's reserve and checks the room beside it;
+    /// without either, agents are refused until both are there again.
+    pub(super) fn boot<S: StoreReaders>(driver: &mut Driver<S>, now: Timestamp) -> Self {
+        let mut space = Self { short: None };
         match driver.store_mut().take_reserve() {
-            Ok(()) => {}
-            Err(StoreError::Full(_)) => tracing::warn!(
-                "no room for the disk reserve: if the disk fills up, the human's requests \
-                 may be refused storage-unavailable too"
-            ),
+            Ok(()) => {
+                space.check(driver, now);
+            }
+            Err(StoreError::Full(_)) => {
+                tracing::error!(
+                    code = Refusal::StorageUnavailable.code(),
+                    "no room for the disk reserve (space or files): only the human's requests \
+                     are served; agents' requests are refused storage-unavailable until there is \
+                     room"
+                );
+                space.short = Some(Short {
+                    since: now,
+                    refused: 0,
+                    reserve_held: false,
+                });
+            }
             Err(e) => mosaic_adapters::cause::log(
                 Refusal::StorageUnavailable,
                 "taking the disk reserve",
                 &e,
             ),
         }
-        Self { short: None }
+        space
     }
 
     /// Whether only the human is served.
@@ -126,11 +150,11 @@ impl DiskSpace {
         self.short.is_some()
     }
 
-    /// A batch failed for lack of space: releases the reserve and goes
-    /// short. Returns whether to stage the batch again, under
-    /// [`when_short`]: only on the way in, when the released reserve may
-    /// give the retry its room.
-    pub(super) fn ran_out<S: StoreReaders>(
+    /// Whether agents may be served: the room beside the reserve is
+    /// measured now (while not short already). Without it the broker goes
+    /// short, keeping its reserve; a measure that fails is logged and
+    /// answers no, leaving the rest as it is.
+    pub(super) fn check<S: StoreReaders>(
         &mut self,
         driver: &mut Driver<S>,
         now: Timestamp,
@@ -138,6 +162,52 @@ impl DiskSpace {
         if self.short.is_some() {
             return false;
         }
+        match driver.store_mut().check_room() {
+            Ok(()) => true,
+            Err(StoreError::Full(_)) => {
+                tracing::error!(
+                    code = Refusal::StorageUnavailable.code(),
+                    "too little room on the disk (space or files): only the human's requests are \
+                     served now; agents' requests are refused storage-unavailable until there is \
+                     room"
+                );
+                self.short = Some(Short {
+                    since: now,
+                    refused: 0,
+                    reserve_held: true,
+                });
+                false
+            }
+            Err(e) => {
+                mosaic_adapters::cause::log(
+                    Refusal::StorageUnavailable,
+                    "measuring the room on the disk",
+                    &e,
+                );
+                false
+            }
+        }
+    }
+
+    /// A batch failed for lack of space: releases the reserve and goes
+    /// short. Returns whether to stage the batch again, under
+    /// [`when_short`]: only when the reserve may have been held, so that
+    /// its release may give the retry its room.
+    pub(super) fn ran_out<S: StoreReaders>(
+        &mut self,
+        driver: &mut Driver<S>,
+        now: Timestamp,
+    ) -> bool {
+        let already = match &self.short {
+            Some(Short {
+                reserve_held: false,
+                ..
+            }) => return false,
+            Some(Short {
+                reserve_held: true, ..
+            }) => true,
+            None => false,
+        };
         let released = driver.store_mut().release_reserve();
         let released = match released {
             Ok(held) => held,
@@ -150,16 +220,25 @@ impl DiskSpace {
                 false
             }
         };
-        tracing::error!(
-            code = Refusal::StorageUnavailable.code(),
-            reserve_released = released,
-            "the disk is full: only the human's requests are served now; agents' \
-             requests are refused storage-unavailable until space returns"
-        );
-        self.short = Some(Short {
+        if already {
+            tracing::warn!(
+                reserve_released = released,
+                "the disk is full: the disk reserve is released for the human's requests"
+            );
+        } else {
+            tracing::error!(
+                code = Refusal::StorageUnavailable.code(),
+                reserve_released = released,
+                "the disk is full: only the human's requests are served now; agents' \
+                 requests are refused storage-unavailable until space returns"
+            );
+        }
+        let short = self.short.get_or_insert(Short {
             since: now,
             refused: 0,
+            reserve_held: false,
         });
+        short.reserve_held = false;
         true
     }
 
@@ -170,14 +249,16 @@ impl DiskSpace {
         }
     }
 
-    /// While short: tries to take the reserve again, and serves agents
-    /// again when it has it. Only no room keeps it short quietly; another
-    /// failure is logged with its cause each time.
+    /// While short: tries to take the reserve again and checks the room
+    /// beside it, and serves agents again when both are there. Only no
+    /// room keeps it short quietly; another failure is logged with its
+    /// cause each time.
     pub(super) fn try_return<S: StoreReaders>(&mut self, driver: &mut Driver<S>) {
         let Some(short) = &self.short else {
             return;
         };
-        match driver.store_mut().take_reserve() {
+        let store = driver.store_mut();
+        match store.take_reserve().and_then(|()| store.check_room()) {
             Ok(()) => {
                 tracing::warn!(
                     since = short.since.to_string().as_str(),
@@ -202,6 +283,7 @@ mod tests {
     use mosaic_domain::evidence::{AgentRef, Harness, LaunchRecord};
     use mosaic_domain::{BusinessId, EventId, Refusal, RoleInstance, RunId, Timestamp};
     use mosaic_ports::fakes::MemoryStore;
+    use mosaic_ports::EvidenceStore as _;
     use tokio::sync::oneshot;
 
     use super::{when_short, DiskSpace, WhenShort};
@@ -318,6 +400,10 @@ mod tests {
             reply: ReplyTo::Task(oneshot::channel().0),
         };
         assert!(matches!(when_short(&bind), WhenShort::Refuse));
+        let room = Job::Room {
+            reply: ReplyTo::Task(oneshot::channel().0),
+        };
+        assert!(matches!(when_short(&room), WhenShort::Refuse));
     }
 
     #[test]
@@ -325,7 +411,7 @@ mod tests {
         let store = MemoryStore::new();
         let mut driver = Driver::open(Vec::new(), store.clone()).expect("a driver");
         let now = Timestamp::from_unix_ms(1_000).expect("a time");
-        let mut space = DiskSpace::boot(&mut driver);
+        let mut space = DiskSpace::boot(&mut driver, now);
         assert!(store.holds_reserve() && !space.is_short());
 
         store.set_full(true);
@@ -341,11 +427,63 @@ mod tests {
     }
 
     #[test]
-    fn no_room_at_boot_serves_everyone_without_a_reserve() {
+    fn no_room_at_boot_refuses_agents_until_the_reserve_is_taken_again() {
         let store = MemoryStore::new();
         store.set_full(true);
         let mut driver = Driver::open(Vec::new(), store.clone()).expect("a driver");
-        let space = DiskSpace::boot(&mut driver);
-        assert!(!store.holds_reserve() && !space.is_short());
+        let now = Timestamp::from_unix_ms(1_000).expect("a time");
+        let mut space = DiskSpace::boot(&mut driver, now);
+        assert!(!store.holds_reserve() && space.is_short());
+        assert!(!space.check(&mut driver, now), "no room: no launch");
+        // Nothing to release: a failed write is not tried again.
+        assert!(!space.ran_out(&mut driver, now));
+        space.try_return(&mut driver);
+        assert!(space.is_short(), "still full");
+
+        store.set_full(false);
+        space.try_return(&mut driver);
+        assert!(store.holds_reserve() && !space.is_short());
+        assert!(space.check(&mut driver, now), "room again");
+    }
+
+    #[test]
+    fn too_little_room_beside_the_reserve_goes_short_keeping_it_for_the_human() {
+        let store = MemoryStore::new();
+        let mut driver = Driver::open(Vec::new(), store.clone()).expect("a driver");
+        let now = Timestamp::from_unix_ms(1_000).expect("a time");
+        let mut space = DiskSpace::boot(&mut driver, now);
+        assert!(space.check(&mut driver, now), "room at first");
+
+        // An agent filled the disk; the broker has written nothing yet.
+        store.set_full(true);
+        assert!(!space.check(&mut driver, now), "a launch is refused");
+        assert!(
+            space.is_short() && store.holds_reserve(),
+            "the reserve is kept"
+        );
+        space.try_return(&mut driver);
+        assert!(space.is_short(), "held, but no room beside it");
+        // The human's write then fails: the reserve gives it room, once.
+        assert!(space.ran_out(&mut driver, now), "released: retry");
+        assert!(!store.holds_reserve() && space.is_short());
+        assert!(!space.ran_out(&mut driver, now), "nothing left to release");
+
+        store.set_full(false);
+        space.try_return(&mut driver);
+        assert!(store.holds_reserve() && !space.is_short());
+    }
+
+    #[test]
+    fn a_full_disk_at_boot_with_a_reserve_left_whole_keeps_it_and_refuses_agents() {
+        let store = MemoryStore::new();
+        let mut driver = Driver::open(Vec::new(), store.clone()).expect("a driver");
+        driver
+            .store_mut()
+            .take_reserve()
+            .expect("an earlier run's reserve");
+        store.set_full(true);
+        let now = Timestamp::from_unix_ms(1_000).expect("a time");
+        let space = DiskSpace::boot(&mut driver, now);
+        assert!(store.holds_reserve() && space.is_short());
     }
 }

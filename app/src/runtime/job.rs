@@ -38,6 +38,10 @@ pub(super) enum Job {
         ending: Ending,
         reply: ReplyTo<()>,
     },
+    /// The host asks whether agents may be served now, before it starts a
+    /// run: the disk's room, measured (see [`super::disk`]). Records
+    /// nothing.
+    Room { reply: ReplyTo<()> },
     /// A command that no wire line carries: the trusted in-process API
     /// (`authorize`, `record_event`) and the broker's own record of a
     /// browser request's outcome.

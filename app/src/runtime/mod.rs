@@ -22,18 +22,24 @@
 //! Capabilities live only in this process's memory.
 //!
 //! The rooms: [`boot`] (from a configuration to a serving broker, and the
-//! verified open), [`broker`] (its API and close), [`launch`] (capabilities
+//! verified open), [`broker`] (its API and close), [`closing`] (what a
+//! close stops, and the watchdog that closes a broker whose writer or
+//! socket server died), [`launch`] (capabilities
 //! and the launch process check),
 //! [`connection`], [`pipeline`] (one request's path), [`writer`], [`driver`]
 //! (the store and the bus under group commit), [`reads`], [`changes`] and
-//! [`feed`], [`exits`] (whether a run's process still runs), [`human_proof`], [`browser`] (the hub) and [`browsing`] (its
+//! [`feed`], [`exits`] (whether a run's process still runs), [`calls`] (what
+//! each run last asked, and whether it waits), [`places`]
+//! (what each run may hold of the socket's places), [`human_proof`], [`browser`] (the hub) and [`browsing`] (its
 //! server and the way of a `browser.request`), [`world`] (the ports).
 
 mod boot;
 mod broker;
 mod browser;
 mod browsing;
+pub(crate) mod calls;
 pub(crate) mod changes;
+mod closing;
 mod connection;
 mod disk;
 pub mod driver;
@@ -43,6 +49,7 @@ pub mod human_proof;
 mod job;
 mod launch;
 pub(crate) mod pipeline;
+mod places;
 pub(crate) mod reads;
 pub mod world;
 mod writer;
@@ -50,7 +57,9 @@ mod writer;
 pub use boot::{open_store, socket_workers, start_broker, start_runtime, BootFailure, Booted};
 pub use broker::Broker;
 pub use browsing::BrowserEndpoint;
+pub use closing::{Failure, WATCHDOG_THREAD};
 pub use driver::Driver;
 pub use launch::{IssuedLaunch, IssuedReader};
+pub use places::{RunPlace, RunPlaces, DEFAULT_CONNECTIONS};
 pub use world::{BrokerIdentity, Ports};
 pub use writer::WRITER_THREAD;

@@ -31,6 +31,7 @@ use std::time::Duration;
 use mosaic_adapters::socket::Peer;
 use mosaic_adapters::wire::browser::BrowserCall;
 use mosaic_adapters::wire::{self, Call, Dispatch, Envelope, Presenter};
+use mosaic_domain::browser::{AddressPolicy, BrowserAction};
 use mosaic_domain::bus::Caller;
 use mosaic_domain::log_windows::{LogWindows, Suppressed};
 use mosaic_domain::{BusinessId, Capability, EventId, Refusal};
@@ -302,9 +303,26 @@ pub(crate) struct Admitted {
     pub(crate) call: Result<Call, Refusal>,
 }
 
+impl Admitted {
+    /// Refuses a `browser.request` that would send the human's browser to
+    /// an address `policy` refuses (`browser-address-refused`): its call
+    /// becomes that refusal, which the writer records as any argument's.
+    fn check_address(&mut self, policy: &AddressPolicy) {
+        if let Ok(Call::BrowserRequest(call)) = &self.call {
+            if let BrowserAction::Open { url, .. } = &call.action {
+                if let Err(refusal) = policy.check(url) {
+                    self.call = Err(refusal);
+                }
+            }
+        }
+    }
+}
+
 /// Step 1 of every request. `secrets` says whether bytes hold a loaded
 /// service token (`None` when none is loaded: nothing to look for);
-/// `lookup` is the capability registry.
+/// `lookup` is the capability registry; `browser` says where the human's
+/// browser may be sent (a `browser.request` elsewhere is admitted as its
+/// refusal, [`Admitted::check_address`]).
 ///
 /// # Errors
 /// The envelope's refusal, `credential-leak` for a line that is not even an
@@ -314,6 +332,7 @@ pub(crate) fn admit(
     peer: Peer,
     secrets: Option<&Secrets<'_>>,
     lookup: impl FnOnce(&Capability) -> Option<Caller>,
+    browser: &AddressPolicy,
 ) -> Result<Admitted, Refusal> {
     let leaks = |bytes: &[u8]| secrets.is_some_and(|secrets| secrets(bytes));
     let raw_leak = leaks(line);
@@ -344,7 +363,9 @@ pub(crate) fn admit(
     } else {
         envelope.into_call()
     };
-    Ok(Admitted { who, verb, call })
+    let mut admitted = Admitted { who, verb, call };
+    admitted.check_address(browser);
+    Ok(admitted)
 }
 
 /// Where an admitted request goes: the one routing of the socket's
@@ -508,11 +529,11 @@ pub(crate) fn commit_batch<S: StoreReaders>(
 ) -> Result<(), Refusal> {
     let durable = driver.finish();
     if driver.take_changed_machines() {
-        let (roles, exits) = reads
+        let (roles, exits, calls) = reads
             .view()
-            .map(|v| (v.roles(), v.exits()))
+            .map(|v| (v.roles(), v.exits(), v.calls()))
             .unwrap_or_default();
-        reads.publish(View::of(driver.bus(), roles, exits));
+        reads.publish(View::of(driver.bus(), roles, exits, calls));
     }
     let (head, changes) = driver.take_changes();
     reads.feed().publish(head, changes);
@@ -665,8 +686,14 @@ mod tests {
             uid: 1000,
             pid: Some(200),
         };
-        admit(line.as_bytes(), peer, None, |_| caller(kind))
-            .unwrap_or_else(|refusal| panic!("{line} is admitted: {refusal}"))
+        admit(
+            line.as_bytes(),
+            peer,
+            None,
+            |_| caller(kind),
+            &AddressPolicy::default(),
+        )
+        .unwrap_or_else(|refusal| panic!("{line} is admitted: {refusal}"))
     }
 
     /// Where a route leads, by name.

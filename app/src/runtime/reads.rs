@@ -21,6 +21,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 
 use mosaic_adapters::wire::{self, bounded, Query, RunLife, UuidKind, UuidRef};
+use mosaic_client::wire::reads::Head;
 use mosaic_domain::bus::{Bus, Caller};
 use mosaic_domain::changes::Watcher;
 use mosaic_domain::claims::{Ended, LaunchSwitch, Occupancy};
@@ -30,6 +31,7 @@ use mosaic_domain::messages::{MessageFacts, INBOX_LIMIT};
 use mosaic_domain::{BusinessId, Refusal, RoleInstance, RunId};
 use mosaic_ports::{EvidenceStore, StoreReaders};
 
+use super::calls::Calls;
 use super::exits::Exits;
 use super::feed::Feed;
 use serde_json::Value;
@@ -51,6 +53,9 @@ pub(crate) struct View {
     /// Which runs' processes exited (fixed for a broker's life, shared by
     /// every view).
     exits: Arc<Exits>,
+    /// What each run last asked, and whether it waits (shared by every
+    /// view).
+    calls: Arc<Calls>,
 }
 
 impl View {
@@ -59,6 +64,7 @@ impl View {
         bus: &Bus,
         roles: Arc<BTreeSet<(BusinessId, RoleInstance)>>,
         exits: Arc<Exits>,
+        calls: Arc<Calls>,
     ) -> Self {
         let mut open: Vec<Decision> = bus
             .decisions()
@@ -105,17 +111,23 @@ impl View {
             off,
             ended,
             exits,
+            calls,
         }
     }
 
-    /// The view of `bus`, with its own role list, and `exits`.
-    pub(crate) fn first(bus: &Bus, businesses: &[BusinessId], exits: Arc<Exits>) -> Self {
+    /// The view of `bus`, with its own role list, `exits` and `calls`.
+    pub(crate) fn first(
+        bus: &Bus,
+        businesses: &[BusinessId],
+        exits: Arc<Exits>,
+        calls: Arc<Calls>,
+    ) -> Self {
         let roles = businesses
             .iter()
             .filter_map(|id| bus.business(id))
             .flat_map(|b| b.roles().map(|(role, _)| (b.id().clone(), role.clone())))
             .collect();
-        Self::of(bus, Arc::new(roles), exits)
+        Self::of(bus, Arc::new(roles), exits, calls)
     }
 
     /// Whether `business` is one of the broker's.
@@ -170,6 +182,11 @@ impl View {
     pub(crate) fn exits(&self) -> Arc<Exits> {
         Arc::clone(&self.exits)
     }
+
+    /// The runs' calls, for the next view and for the connections.
+    pub(crate) fn calls(&self) -> Arc<Calls> {
+        Arc::clone(&self.calls)
+    }
 }
 
 /// Whether a UUID subject names a decision or a message of `business`.
@@ -216,21 +233,20 @@ pub(crate) fn read<S: EvidenceStore>(
             match caller {
                 Caller::Agent { .. } => wire::inbox_json(&decisions, &messages, more),
                 Caller::Reader { .. } | Caller::Human { .. } => {
-                    bounded::human_inbox(&decisions, &messages, more)
+                    wire::value_of(&bounded::human_inbox(&decisions, &messages, more))
                 }
             }
         }
-        Query::Tasks => bounded::listed(
+        Query::Tasks => wire::value_of(&bounded::listed(
             store
                 .tasks(business)
                 .map_err(storage)?
                 .iter()
-                .map(wire::task_json),
-            "tasks",
-        ),
+                .map(wire::task_row),
+        )),
         Query::Agents => {
             let launching = !view.off.contains(business);
-            bounded::listed(
+            wire::value_of(&bounded::listed(
                 view.agents
                     .iter()
                     .filter(|(r, ..)| &r.business == business)
@@ -253,16 +269,14 @@ pub(crate) fn read<S: EvidenceStore>(
                             restarts,
                             usage,
                         };
-                        let mut row = wire::agent_json(
-                            r, *holding, *revoked, launching, &waits, exited, life,
-                        );
-                        if let (Value::Object(row), 1..) = (&mut row, more) {
-                            row.insert("waitsOnMore".to_owned(), more.into());
-                        }
+                        let mut row =
+                            wire::agent_row(r, *holding, *revoked, launching, &waits, exited, life);
+                        let (last, waiting) = view.calls.of(&r.run);
+                        wire::with_calls(&mut row, last, waiting);
+                        row.waits_on_more = u64::try_from(more).unwrap_or(u64::MAX);
                         row
                     }),
-                "agents",
-            )
+            ))
         }
         Query::Trail(subject) => {
             // A role subject must name a role of this business, as everywhere.
@@ -272,11 +286,15 @@ pub(crate) fn read<S: EvidenceStore>(
                 }
             }
             let records = store.trail(business, &subject).map_err(storage)?;
-            bounded::listed(records.iter().map(wire::record_json), "records")
+            wire::value_of(&bounded::listed(records.iter().map(wire::record)))
         }
         Query::Head => {
             let head = store.chain_head().map_err(storage)?;
-            serde_json::json!({"size": head.size, "head": head.hash_base64(), "note": head.note()})
+            wire::value_of(&Head {
+                head: head.hash_base64(),
+                note: head.note(),
+                size: head.size,
+            })
         }
         // `changes` has one way in, `super::changes::page`, which every
         // caller of the runtime takes before a read.
@@ -305,7 +323,7 @@ pub(crate) fn read_text<S: EvidenceStore>(
             Ok(match caller {
                 Caller::Agent { .. } => wire::inbox_text(&decisions, &messages, more),
                 Caller::Reader { .. } | Caller::Human { .. } => {
-                    bounded::human_inbox(&decisions, &messages, more).to_string()
+                    wire::text_of(&bounded::human_inbox(&decisions, &messages, more))
                 }
             })
         }

@@ -15,7 +15,9 @@
 //! reserve is released, and the same jobs are staged again under the
 //! policy of a short disk ([`super::disk`]): the human's are served, the
 //! rest refused and counted. While short, the writer tries to take the
-//! reserve again before each batch.
+//! reserve again before each batch. A launch is bound, and the host told
+//! that it may start a run, only after the room on the disk was measured
+//! in that batch.
 
 use std::sync::{mpsc, Arc};
 
@@ -44,7 +46,7 @@ pub(super) fn write_loop<S: StoreReaders>(
     mut world: WriterWorld,
     reads: Arc<Reads<S>>,
 ) {
-    let mut space = DiskSpace::boot(&mut driver);
+    let mut space = DiskSpace::boot(&mut driver, world.time.now());
     let mut jobs = Vec::with_capacity(MAX_BATCH);
     let mut outcomes = Vec::with_capacity(MAX_BATCH);
     loop {
@@ -121,7 +123,7 @@ impl<S: StoreReaders> Batch<'_, S> {
         outcomes: &mut Vec<Outcome>,
     ) -> Result<(), Refusal> {
         outcomes.clear();
-        let short = self.space.is_short();
+        let mut short = self.space.is_short();
         let mut refused = 0;
         let mut next = 0;
         loop {
@@ -132,6 +134,11 @@ impl<S: StoreReaders> Batch<'_, S> {
                 break;
             };
             next += 1;
+            // A launch is bound, and the host told it may start a run,
+            // only with room on the disk, measured now.
+            if !short && matches!(job, Job::Bind { .. } | Job::Room { .. }) {
+                short = !self.space.check(self.driver, self.world.time.now());
+            }
             let writer = Writer {
                 driver: self.driver,
                 world: self.world,
@@ -198,7 +205,7 @@ impl Outcome {
     fn refused(job: &Job, refusal: Refusal) -> Self {
         let kind = match job {
             Job::Request { .. } | Job::Refuse { .. } => Kind::Value,
-            Job::Bind { .. } | Job::End { .. } => Kind::Unit,
+            Job::Bind { .. } | Job::End { .. } | Job::Room { .. } => Kind::Unit,
             Job::Command { .. } => Kind::Reply,
         };
         match kind {
@@ -246,7 +253,9 @@ fn send(job: Job, outcome: Outcome, durable: Result<(), Refusal>) {
             reply.send(answer);
         }
         Job::Refuse { reply, .. } => reply.send(durable.and(outcome.value())),
-        Job::Bind { reply, .. } | Job::End { reply, .. } => reply.send(durable.and(outcome.unit())),
+        Job::Bind { reply, .. } | Job::End { reply, .. } | Job::Room { reply } => {
+            reply.send(durable.and(outcome.unit()));
+        }
         Job::Command { reply, .. } => reply.send(durable.and(outcome.reply())),
     }
 }
@@ -285,6 +294,7 @@ fn stage_job<S: StoreReaders>(writer: Writer<'_, S>, job: &mut Job) -> Outcome {
             Outcome::Unit(writer.driver.stage_bind(now, record.clone()).map(|_| ()))
         }
         Job::End { run, ending, .. } => Outcome::Unit(writer.driver.stage_end(now, run, *ending)),
+        Job::Room { .. } => Outcome::Unit(Ok(())),
         Job::Command {
             caller, command, ..
         } => {

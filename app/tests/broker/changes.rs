@@ -387,3 +387,60 @@ fn a_reader_hears_of_decisions_routed_to_a_role_and_of_the_switch_and_agents_sho
     );
     second.close();
 }
+
+/// What the human reads about an agent comes from the broker: `agents`
+/// says, of each run, the verb of its last request and when (`lastVerb`,
+/// `lastAt`, null before its first), and whether a `changes` wait of it is
+/// open now (`waiting`), as the broker saw them, whatever the agent says
+/// of itself.
+#[test]
+fn agents_says_what_each_run_last_asked_and_whether_it_waits_now() {
+    let root = data_root();
+    let cfg = both_config(root.path());
+    let broker = Broker::boot(root.path(), &cfg);
+    let reader = broker.reader(0);
+    let (lead, dev) = (broker.agent("lead-1"), broker.agent("dev-1"));
+    let calls = |row: &Value| (row["lastVerb"].clone(), row["waiting"].clone());
+    assert_eq!(
+        calls(&row(&reader, "dev-1")),
+        (Value::Null, json!(false)),
+        "nothing asked yet"
+    );
+    assert_eq!(row(&reader, "dev-1")["lastAt"], Value::Null);
+    lead.claim();
+    dev.claim();
+    let dev_row = row(&reader, "dev-1");
+    assert_eq!(calls(&dev_row), (json!("role.claim"), json!(false)));
+    let at = dev_row["lastAt"].as_str().expect("a time");
+    assert!(
+        mosaic_domain::Timestamp::parse(at).is_ok(),
+        "a canonical time: {at}"
+    );
+
+    let since = cursor(&dev);
+    let waiting = wait(&dev, since, 60_000);
+    crate::support::wait_for("the reader sees dev-1 waiting", || {
+        row(&reader, "dev-1")["waiting"] == json!(true)
+    });
+    assert_eq!(row(&reader, "dev-1")["lastVerb"], "changes");
+    assert_eq!(
+        calls(&row(&reader, "lead-1")),
+        (json!("role.claim"), json!(false))
+    );
+    lead.send("dev", "wake up", json!({}));
+    let answer = waiting.join().expect("the wait");
+    assert_eq!(answer["changes"][0]["kind"], "message.sent", "{answer}");
+    // Answered: the wait is over by the time its answer arrived.
+    assert_eq!(
+        calls(&row(&reader, "dev-1")),
+        (json!("changes"), json!(false))
+    );
+    assert_eq!(row(&reader, "lead-1")["lastVerb"], "message.send");
+    // An answer at once is no wait.
+    dev.ok("inbox", json!({}));
+    assert_eq!(
+        calls(&row(&reader, "dev-1")),
+        (json!("inbox"), json!(false))
+    );
+    broker.close();
+}

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use crate::support::{
     acme, acme_launches, assert_gone, boot_line, config, data_root, globex, is_cap, launch,
-    launch_pid, mode_of, stand_in, start_time, Broker,
+    launch_pid, mode_of, stand_in, start_time, without_last_at, Broker,
 };
 
 #[test]
@@ -74,12 +74,13 @@ fn boot_replies_with_the_socket_and_one_distinct_capability_per_launch_and_reade
     broker.agent("lead-1").claim();
     broker.agent("dev-1").claim();
     assert_eq!(
-        broker.reader(1).ok("agents", json!({})),
+        without_last_at(broker.reader(1).ok("agents", json!({}))),
         json!([{"role": "dev", "run": "g-dev-1", "harness": "pi", "address": null,
                 "pid": launch_pid(), "start_time": start_time(),
                 "holding": false, "revoked": false,
                 "launching": true, "waitsOn": [], "exited": null,
-                "ended": null, "restarts": 0, "usage": null}])
+                "ended": null, "restarts": 0, "usage": null,
+                "lastVerb": null, "waiting": false}])
     );
     // Capabilities live only in the broker's memory: never logged, never
     // written to the store.

@@ -1,4 +1,4 @@
-//! What the human's inbox and `agents` say beyond their records (issue 41):
+//! What the human's inbox and `agents` say beyond their records:
 //! blocking decisions first, then the oldest, across a restart; and
 //! whether each run's process has exited.
 

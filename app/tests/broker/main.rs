@@ -1,7 +1,7 @@
 //! `mosaic-bus broker`, black-box: the real binary booted over its host IPC
-//! (DESIGN.md §4) in a private data root, spoken to through its socket with
-//! `mosaic_client::socket::Client`. One test per rule of
-//! `spec/bus-broker.md` ("Start and stop", "Client protocol").
+//! in a private data root, spoken to through its socket with
+//! `mosaic_client::socket::Client`. One test per rule of starting,
+//! stopping and the client protocol (docs/host.md, docs/protocol.md).
 //!
 //! - [`host`]: boot, bad boots, the lock, the socket's mode, `bindLaunch`,
 //!   protocol failures, end of stdin and signals;

@@ -1,4 +1,4 @@
-//! The decision text rule (DESIGN.md §4 "Decision text", issue 41): a
+//! The decision text rule: a
 //! decision's words refuse every control and format character (a newline
 //! only in the question and the notes), within their caps; message bodies
 //! keep every byte. Through the socket of a real broker.

@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 
 use crate::support::{
     acme, acme_launches, config, data_root, decision, globex, launch, launch_pid, message,
-    raise_args, start_time, Agent, Broker,
+    raise_args, start_time, without_last_at, Agent, Broker,
 };
 
 /// A UUID that names nothing.

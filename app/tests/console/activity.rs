@@ -103,8 +103,9 @@ fn the_console_shows_each_agent_s_last_tool_waiting_on_the_feed_and_its_exit() {
 /// its stream says it started, called the bus's `inbox` and entered its
 /// Stop hook; it then waits for the test (the FIFO `go` beside it opened
 /// and closed), at most 120 s so a failed test leaves nothing behind, and
-/// exits 0.
+/// exits 0. Asked its `--version`, it says it and exits.
 const FAKE_CLAUDE: &str = r#"#!/bin/sh
+[ "${1:-}" = --version ] && { echo "0.0.1 (Fake Code)"; exit 0; }
 go=$(dirname "$0")/go
 printf '%s\n' '{"type":"system","subtype":"init","cwd":"/","session_id":"s","tools":[],"mcp_servers":[{"name":"mosaic-bus","status":"connected"}]}'
 printf '%s\n' '{"type":"assistant","message":{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"mcp__mosaic-bus__inbox","input":{}}]},"session_id":"s"}'

@@ -1,7 +1,7 @@
 //! `mosaic-bus human`, black-box: the real binary as the broker (booted over
 //! its host IPC, `support::Broker`) and as the human CLI, spawned the way a
-//! terminal, a shell or an agent would spawn it. One test per rule of
-//! issue 5's acceptance list and of the spec's "Human and reader paths".
+//! terminal, a shell or an agent would spawn it. One test per rule of the
+//! human's and the reader's paths (docs/protocol.md, docs/human.md).
 //!
 //! The proof walks the CLI's whole ancestry. Every CLI and shell here is
 //! started [`detached`], so this test process and its ancestors are never

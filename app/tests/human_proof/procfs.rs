@@ -88,7 +88,7 @@ fn cat_claim(peer: u32) -> HumanClaim {
     }
 }
 
-/// Issue 22 item 6 over the real `/proc`: a "broker" (a copy of `cat`)
+/// Over the real `/proc`: a "broker" (a copy of `cat`)
 /// takes its executable at boot; another file is then renamed over its
 /// path; a "CLI" started from that path reports the broker's very path, but
 /// another file, and is refused. Before the swap, the same path passes the

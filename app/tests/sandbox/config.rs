@@ -1,4 +1,4 @@
-//! Issue 42, item 2: nothing that is later run or read as configuration is
+//! Nothing that is later run or read as configuration is
 //! writable from a sandbox. Another agent's program in the `examples/`
 //! layout, the configuration through its folder, and a `write` path and a
 //! `workdir` turned into symbolic links into the human's home between two

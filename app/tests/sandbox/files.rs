@@ -1,4 +1,4 @@
-//! Issue 42, item 1: an agent's root is empty but for what is granted.
+//! An agent's root is empty but for what is granted.
 //! The probes list `/etc/shadow`, `/var/tmp`, `/opt` and `/root`, read by
 //! glob a service credential's file that `up` passes to the broker (kept
 //! in `/var/tmp`, outside `/tmp`, `/home` and `/run`), and ask a tmux

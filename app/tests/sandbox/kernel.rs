@@ -1,4 +1,4 @@
-//! Issue 42, item 4: kernel state that is not a file. `up` runs with a
+//! Kernel state that is not a file. `up` runs with a
 //! session keyring holding a key of the human's (a Python wrapper joins a
 //! new named keyring, adds the key, and executes `up`); the agent reads
 //! its session keyring and adds a key of its own. Without the sandbox it

@@ -1,4 +1,4 @@
-//! Issue 42, item 7 (second part): an agent cannot take from the human
+//! An agent cannot take from the human
 //! what its sandbox caps. It fills its `/tmp` and its home (each a tmpfs
 //! of `tmpMiB`), allocates past `memoryMiB`, and forks until refused
 //! (`processes`, as `RLIMIT_NPROC` for an unprivileged user and as the

@@ -1,4 +1,4 @@
-//! Issue 42, item 3: no agent holds `up`'s terminal. `up` runs with a
+//! No agent holds `up`'s terminal. `up` runs with a
 //! terminal (a pty the test holds) as its standard input and controlling
 //! terminal; the agent reopens its descriptors 0, 1 and 2 through
 //! `/proc/self/fd`, reads them, asks `tcgetattr` of each and writes an

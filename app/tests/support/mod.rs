@@ -1,6 +1,6 @@
 //! What the broker's black-box tests share: a private data root, the real
 //! `mosaic-bus broker` child spoken to over its stdin/stdout (the host
-//! IPC of DESIGN.md §4), socket clients holding the capabilities it issued,
+//! channel), socket clients holding the capabilities it issued,
 //! and exact-assertion helpers.
 //!
 //! Nothing here sleeps to synchronise: every wait is for a line, the end of
@@ -20,6 +20,7 @@ pub mod detached;
 pub mod pane;
 pub mod procs;
 pub mod store;
+pub mod tmpfs;
 pub mod tmux;
 pub mod up;
 
@@ -188,6 +189,33 @@ pub fn config(root: &Path, businesses: &[Value], launches: &[Value], readers: &[
     })
 }
 
+/// `agents` rows (an array of them, or one) without their `lastAt` times,
+/// after checking each: `null` exactly when `lastVerb` is, else a
+/// canonical time. What is left can be compared exactly.
+#[track_caller]
+pub fn without_last_at(mut rows: Value) -> Value {
+    let mut check = |row: &mut Value| {
+        let at = row
+            .as_object_mut()
+            .and_then(|o| o.remove("lastAt"))
+            .unwrap_or_else(|| panic!("no lastAt in {row}"));
+        match (&row["lastVerb"], &at) {
+            (Value::Null, Value::Null) => {}
+            (Value::String(_), Value::String(at)) => assert!(
+                mosaic_domain::Timestamp::parse(at).is_ok(),
+                "lastAt {at} of {row}"
+            ),
+            (verb, at) => panic!("lastVerb {verb} with lastAt {at}"),
+        }
+    };
+    if let Value::Array(all) = &mut rows {
+        all.iter_mut().for_each(&mut check);
+    } else {
+        check(&mut rows);
+    }
+    rows
+}
+
 /// `{"op":"boot","config":config}`.
 pub fn boot_line(config: &Value) -> Value {
     json!({"op": "boot", "config": config})
@@ -221,12 +249,20 @@ impl Broker {
 
     /// As [`Broker::spawn`], with extra environment variables.
     pub fn spawn_with_env(root: &Path, env: &[(&str, &str)]) -> Broker {
+        Broker::spawn_with_stderr(root, env, None)
+    }
+
+    /// As [`Broker::spawn_with_env`], its stderr going to `stderr` (a
+    /// closed pipe, a file on a full disk) instead of to this test, when
+    /// given: [`Broker::stderr`] then says nothing.
+    pub fn spawn_with_stderr(root: &Path, env: &[(&str, &str)], stderr: Option<Stdio>) -> Broker {
+        let captured = stderr.is_none();
         let mut child = Command::new(BIN)
             .arg("broker")
             .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
+            .stderr(stderr.unwrap_or_else(Stdio::piped))
             .spawn()
             .expect("spawn mosaic-bus broker");
         let stdout = child.stdout.take().expect("stdout");
@@ -240,21 +276,22 @@ impl Broker {
             }
         });
         let stderr = Arc::new(Mutex::new(Vec::new()));
-        let mut err = child.stderr.take().expect("stderr");
-        let sink = Arc::clone(&stderr);
-        let stderr_reader = std::thread::spawn(move || {
-            let mut all = Vec::new();
-            let _ = err.read_to_end(&mut all);
-            sink.lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .extend(all);
+        let stderr_reader = child.stderr.take().filter(|_| captured).map(|mut err| {
+            let sink = Arc::clone(&stderr);
+            std::thread::spawn(move || {
+                let mut all = Vec::new();
+                let _ = err.read_to_end(&mut all);
+                sink.lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .extend(all);
+            })
         });
         Broker {
             stdin: child.stdin.take(),
             child: Some(child),
             lines,
             stderr,
-            stderr_reader: Some(stderr_reader),
+            stderr_reader,
             boot: Value::Null,
             socket: root.join("bus").join("bus.sock"),
             root: root.to_owned(),
@@ -271,6 +308,23 @@ impl Broker {
     #[track_caller]
     pub fn boot_with_env(root: &Path, config: &Value, env: &[(&str, &str)]) -> Broker {
         let mut broker = Broker::spawn_with_env(root, env);
+        let reply = broker.host(&boot_line(config));
+        assert_eq!(reply["ok"], json!(true), "boot refused: {reply}");
+        broker.socket = PathBuf::from(reply["path"].as_str().expect("a path"));
+        broker.boot = reply;
+        broker
+    }
+
+    /// As [`Broker::boot_with_env`], its stderr going to `stderr` (see
+    /// [`Broker::spawn_with_stderr`]).
+    #[track_caller]
+    pub fn boot_with_stderr(
+        root: &Path,
+        config: &Value,
+        env: &[(&str, &str)],
+        stderr: Stdio,
+    ) -> Broker {
+        let mut broker = Broker::spawn_with_stderr(root, env, Some(stderr));
         let reply = broker.host(&boot_line(config));
         assert_eq!(reply["ok"], json!(true), "boot refused: {reply}");
         broker.socket = PathBuf::from(reply["path"].as_str().expect("a path"));

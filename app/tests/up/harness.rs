@@ -9,8 +9,10 @@
 use super::*;
 
 /// What every fake records into `$OUT` (its `workdir`, the one place it
-/// may write in a sandbox), before its own part.
+/// may write in a sandbox), before its own part; asked its `--version`, it
+/// says [`FAKE_VERSION`] and exits.
 const RECORD: &str = r#"set -u
+[ "${1:-}" = --version ] && { echo "9.9.9 (Fake)"; exit 0; }
 out=$PWD
 { for a in "$@"; do printf '%s\n' "$a"; done; } > "$out/argv"
 env | sed 's/=.*//' | sort > "$out/env-names"
@@ -20,6 +22,9 @@ readlink /proc/self/fd/0 > "$out/stdin" 2>&1 || true
 ls -ln "$MOSAIC_BUS_CAP_FILE" | cut -c1-10 > "$out/cap-mode"
 mosaic-bus call role.claim > "$out/claim" 2>&1
 "#;
+
+/// What a fake says to `--version`.
+const FAKE_VERSION: &str = "9.9.9 (Fake)";
 
 /// The fake Claude Code: it records, copies the files `up` named in its
 /// arguments, checks its key and its state folder, prints one event and
@@ -115,6 +120,11 @@ fn read(dir: &Path, name: &str) -> String {
 #[track_caller]
 fn check_common(summary: &Value, work: &Path, root: &Path, events: &str) {
     let agent = &summary["agents"][0];
+    // Its program's version, asked before it started.
+    assert_eq!(agent["version"], FAKE_VERSION, "{summary}");
+    // `--version` was not its launch: it was started with `up`'s
+    // arguments alone.
+    assert!(!read(work, "argv").lines().any(|a| a == "--version"));
     assert_eq!(
         read(work, "claim").trim(),
         r#"{"ok":true,"result":{"status":"claimed"}}"#

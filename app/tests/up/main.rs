@@ -11,6 +11,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod dry_run;
 mod folders;
 mod harness;
 mod life;

@@ -2,8 +2,9 @@
 //! verb of the domain's table ([`Verb`]), next to the types themselves.
 //!
 //! A type here is the wire shape of a verb's `args` object and nothing
-//! else: it is never built. Two things are read off it, so they cannot
-//! drift apart:
+//! else. A client builds the ones it sends (those that derive
+//! `Serialize`: the console's requests), so its keys are the parser's.
+//! Two things are read off each, so they cannot drift apart:
 //! - [`VerbArgs::arg_keys`], the parser's key allow-list (step 5 of
 //!   `request.rs`'s order): the fields serde's derive declares, renames
 //!   applied, in declaration order;
@@ -23,7 +24,7 @@ use mosaic_domain::Verb;
 use schemars::generate::SchemaSettings;
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::de::{self, Deserializer, Visitor};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// What a verb's arguments look like on the wire.
 pub trait VerbArgs {
@@ -110,7 +111,7 @@ const TASK_REF: &str = "^vikunja:[1-9][0-9]*/[1-9][0-9]*$";
 const ACTION: &str = "^[a-z][a-z0-9-]*(\\.[a-z][a-z0-9-]*)*$";
 
 /// No arguments.
-#[derive(Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NoArgs {}
 
@@ -183,7 +184,7 @@ pub enum Arbiter {
 }
 
 /// `decision.resolve`.
-#[derive(Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DecisionResolveArgs {
     /// The decision's id.
@@ -192,22 +193,24 @@ pub struct DecisionResolveArgs {
     #[doc = concat!("The option key you choose. ", option_key!())]
     pub choice: String,
     /// An optional note, plain text, recorded with the act.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
 
 /// `decision.seen` and `decision.withdraw`.
-#[derive(Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DecisionNoteArgs {
     /// The decision's id.
     #[schemars(regex(pattern = UUID))]
     pub id: String,
     /// An optional note, plain text, recorded with the act.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
 
 /// `message.send`.
-#[derive(Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MessageSendArgs {
     #[doc = concat!("The recipient: `human` (the business's human) or a role. ", role!())]
@@ -217,20 +220,24 @@ pub struct MessageSendArgs {
     /// What kind of message this is: REQUEST, ASSIGNMENT, REVIEW-REQUEST, REVIEW-RESULT, RESULT, INFO, DECISION or REACTION.
     #[serde(default)]
     #[schemars(schema_with = "message_class")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub class: Option<String>,
     /// The id of the message this answers.
     #[schemars(regex(pattern = UUID))]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub in_reply_to: Option<String>,
     /// The id of an earlier message this one corrects.
     #[schemars(regex(pattern = UUID))]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub corrects: Option<String>,
     /// A decision id. Within your role's authority it is a citation; otherwise it must approve this send and is spent by it.
     #[schemars(regex(pattern = UUID))]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub decision: Option<String>,
 }
 
 /// `message.read`.
-#[derive(Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MessageReadArgs {
     /// The id of a message delivered to your run.
@@ -239,7 +246,7 @@ pub struct MessageReadArgs {
 }
 
 /// `run.end` (the human's).
-#[derive(Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RunEndArgs {
     /// The run to end, as `agents` names it: 1 to 128 characters, an ASCII letter or digit, then letters, digits, '.', '_' or '-'.
@@ -271,7 +278,7 @@ pub struct EventBody {
 }
 
 /// `trail`.
-#[derive(Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TrailArgs {
     #[doc = concat!("Whose trail. ", subject!())]
@@ -279,14 +286,16 @@ pub struct TrailArgs {
 }
 
 /// `changes`.
-#[derive(Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ChangesArgs {
     /// The cursor of your last answer: wait for changes after it. Leave it out to get the current cursor at once, with no changes.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub since: Option<u64>,
     /// How long to wait when nothing concerns you yet, in milliseconds (default 30000; clamped to 1000 to 120000).
     #[serde(rename = "timeoutMs")]
     #[schemars(range(min = 1000, max = 120000))]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
 }
 

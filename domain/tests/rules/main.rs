@@ -2,6 +2,7 @@
 //! mutation run (docs/contributing.md) builds and links one binary per
 //! mutant instead of one per file.
 
+mod addresses;
 mod browser;
 mod bus_verbs;
 mod changes;

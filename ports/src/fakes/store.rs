@@ -128,7 +128,8 @@ impl MemoryStore {
     /// a commit of a batch fails with [`StoreError::Full`] and drops the
     /// batch while the disk reserve is held, and succeeds once it is
     /// released (the writes take the reserve's space); taking the reserve
-    /// fails with [`StoreError::Full`]. Cleared, space has returned.
+    /// fails with [`StoreError::Full`], and so does checking the room
+    /// beside it. Cleared, space has returned.
     pub fn set_full(&self, full: bool) {
         lock(&self.shared).full = full;
     }
@@ -283,6 +284,13 @@ impl EvidenceStore for MemoryStore {
     fn release_reserve(&mut self) -> Result<bool, StoreError> {
         let mut shared = self.available()?;
         Ok(std::mem::take(&mut shared.reserve))
+    }
+
+    fn check_room(&self) -> Result<(), StoreError> {
+        if self.available()?.full {
+            return Err(StoreError::Full(Box::new(InjectedFailure)));
+        }
+        Ok(())
     }
 
     fn last_write(&self) -> Result<Option<Timestamp>, StoreError> {

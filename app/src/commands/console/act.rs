@@ -4,11 +4,11 @@
 //! prompts, and the one-line editor that types a note, a role, a body or a
 //! subject.
 
-use mosaic_domain::Verb;
-use serde_json::{json, Value};
+use mosaic_domain::DecisionId;
 
 use super::grant;
 use super::model::Decision;
+use super::request::Request;
 
 /// An act the human is asked to confirm with `y`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,12 +25,12 @@ pub enum Act {
     /// `decision.seen`.
     Seen {
         /// The decision.
-        id: String,
+        id: DecisionId,
     },
     /// `decision.withdraw`.
     Withdraw {
         /// The decision.
-        id: String,
+        id: DecisionId,
     },
     /// `message.send` to a role.
     Message {
@@ -68,39 +68,35 @@ impl Act {
     }
 
     /// The decision it acts on, if any.
-    pub fn decision(&self) -> Option<&str> {
+    pub fn decision(&self) -> Option<DecisionId> {
         match self {
-            Act::Resolve { decision, .. } => Some(&decision.id),
-            Act::Seen { id } | Act::Withdraw { id } => Some(id),
+            Act::Resolve { decision, .. } => Some(decision.id),
+            Act::Seen { id } | Act::Withdraw { id } => Some(*id),
             Act::Message { .. } | Act::Launch { .. } => None,
         }
     }
 
-    /// The request it sends.
-    pub fn request(&self) -> (Verb, Value) {
-        match self {
+    /// The request it sends; a resolve's option is one of the decision's
+    /// (the digit that chose it was checked against them).
+    pub fn request(&self) -> Option<Request> {
+        Some(match self {
             Act::Resolve {
                 decision,
                 index,
                 note,
-            } => {
-                let key = decision
-                    .options
-                    .get(*index)
-                    .map(|c| c.key_raw.as_str())
-                    .unwrap_or_default();
-                let mut args = json!({"id": decision.id, "choice": key});
-                if !note.is_empty() {
-                    args["note"] = json!(note);
-                }
-                (Verb::DecisionResolve, args)
-            }
-            Act::Seen { id } => (Verb::DecisionSeen, json!({"id": id})),
-            Act::Withdraw { id } => (Verb::DecisionWithdraw, json!({"id": id})),
-            Act::Message { to, body } => (Verb::MessageSend, json!({"to": to, "body": body})),
-            Act::Launch { off: true } => (Verb::LaunchRevoke, json!({})),
-            Act::Launch { off: false } => (Verb::LaunchRestore, json!({})),
-        }
+            } => Request::Resolve {
+                id: decision.id,
+                choice: decision.options.get(*index)?.key_raw.clone(),
+                note: note.clone(),
+            },
+            Act::Seen { id } => Request::Seen(*id),
+            Act::Withdraw { id } => Request::Withdraw(*id),
+            Act::Message { to, body } => Request::Send {
+                to: to.clone(),
+                body: body.clone(),
+            },
+            Act::Launch { off } => Request::Launch { off: *off },
+        })
     }
 }
 
@@ -217,9 +213,10 @@ pub const KEYS: &[(&str, &str)] = &[
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Effect {
     /// Send one request through the proven link, off the UI thread; its
-    /// answer comes back through [`State::handle_reply`] with the same
-    /// verb and arguments.
-    Send(Verb, Value),
+    /// answer comes back, decoded, through
+    /// [`State::handle_reply`](super::state::State::handle_reply) with the
+    /// same request.
+    Send(Request),
     /// Ring the terminal bell.
     Bell,
     /// Run the `--notify` command for a new decision.

@@ -60,8 +60,8 @@ pub fn decode(line: &str, now_ms: i64) -> Option<Vec<Doing>> {
                 line::Doing::Working => Now::Working,
                 line::Doing::Waiting => Now::WaitingOnFeed,
                 line::Doing::Exited { code, signal } => Now::Exited(Exit {
-                    status: code.map(i64::from),
-                    signal: signal.map(i64::from),
+                    status: code,
+                    signal,
                 }),
             };
             let tool = row.tool.map(|name| {

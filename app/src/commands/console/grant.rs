@@ -5,23 +5,20 @@
 //!
 //! The state ([`super::state`]) and the drawing ([`super::render`]) both
 //! read [`need`], so "`y` resolves only when the whole prompt is on
-//! screen" is one rule, not two that could drift apart.
+//! screen" is one rule, not two that could drift apart; its height is
+//! the layout's ([`super::layout::decision_height`]).
 
+use super::layout;
 use super::lines::width;
 use super::model::{Decision, Exit, Run, Shown};
-
-/// Lines of the grant area, inside its frame.
-pub const GRANT_LINES: u16 = 5;
-/// The fewest lines of the question's pane, with its frame.
-pub const QUESTION_MIN_HEIGHT: u16 = 3;
 
 /// Whether the raiser's process still runs, as `agents` last said.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Raiser {
     /// Its run is bound and its process runs.
     Alive {
-        /// Its pid, if known.
-        pid: Option<u64>,
+        /// Its pid.
+        pid: u32,
     },
     /// Its process ended.
     Exited(Exit),
@@ -47,8 +44,7 @@ impl Raiser {
 
     fn words(&self) -> String {
         match self {
-            Raiser::Alive { pid: Some(pid) } => format!("alive (pid {pid})"),
-            Raiser::Alive { pid: None } => "alive".to_owned(),
+            Raiser::Alive { pid } => format!("alive (pid {pid})"),
             Raiser::Exited(exit) => format!("GONE, {exit}"),
             Raiser::Unknown => "not among the bound runs".to_owned(),
         }
@@ -85,7 +81,7 @@ pub fn lines(decision: &Decision, raiser: &Raiser, chosen: Option<usize>) -> Vec
         Some((i, c)) => format!(
             "Selected {} {}: resolving with it grants nothing.",
             i + 1,
-            Shown::grant(&c.key_raw)
+            Shown::grant(c.key_raw.as_str())
         ),
         None => "Nothing selected: a digit selects an option; nothing is sent.".to_owned(),
     };
@@ -125,7 +121,7 @@ pub fn prompt(decision: &Decision, index: usize) -> String {
     } else {
         format!(
             "Resolve with {}, granting nothing to {}? y/n",
-            Shown::grant(&choice.key_raw),
+            Shown::grant(choice.key_raw.as_str()),
             decision.raiser
         )
     }
@@ -159,23 +155,16 @@ pub fn need(decision: &Decision, raiser: &Raiser, banner: bool) -> Need {
                 .collect::<Vec<_>>()
                 .iter(),
         )
-        .map(|line| width(line) + 2)
+        .map(|line| layout::framed_width(width(line)))
         .max()
         .unwrap_or(0);
     let prompt = (0..decision.options.len())
         .map(|i| width(&prompt(decision, i)))
         .max()
         .unwrap_or(0);
-    let options = u16::try_from(decision.options.len()).unwrap_or(u16::MAX);
-    let height = 1 // the tabs
-        + u16::from(banner)
-        + GRANT_LINES + 2
-        + options.saturating_add(2)
-        + QUESTION_MIN_HEIGHT
-        + 1; // the bottom line
     Need {
         width: u16::try_from(grant.max(prompt).max(20)).unwrap_or(u16::MAX),
-        height,
+        height: layout::decision_height(decision.options.len(), banner),
     }
 }
 

@@ -6,8 +6,10 @@
 //! from `/proc` with no agent in its ancestry. It holds no capability.
 //!
 //! The console's state is a sans-IO machine ([`state`]) over typed rows
-//! ([`model`]); drawing reads it ([`render`], with the grant area of
-//! [`grant`]); this module is the loop. Nothing on the loop's thread
+//! ([`model`], and a trail's records, [`trail`]), fed each answer decoded once,
+//! here at the link, with the client crate's wire shapes ([`request`]);
+//! drawing reads it ([`render`], with the grant area of [`grant`]), in
+//! the panes [`layout`] places for both; this module is the loop. Nothing on the loop's thread
 //! waits on the broker: one thread waits on the human's `changes` (and
 //! tells the loop when the broker is lost and found again), one sends the
 //! state's requests in order and hands each answer back as an input, one
@@ -15,6 +17,17 @@
 //! the harness agents are doing ([`doing`]); the loop redraws only when
 //! one of them wakes it, or each second while the Agents view shows those
 //! agents' ages.
+//!
+//! Beside the machine: `act.rs`, its inputs and outputs (the keys and the
+//! key map the help is generated from, the views, the effects, the acts
+//! confirmed with `y`, the prompts); `lines.rs`, text's width and
+//! wrapping, which the drawing and the state's scroll limit both count
+//! with; `sentence.rs`, a trail record in one sentence. Its tests:
+//! `tests.rs` (the machine's exact effects, the link mocked, snapshots),
+//! `tests_screen.rs` (what reaches a real terminal backend),
+//! `tests_doing.rs` (the Agents view at injected times) and
+//! `tests_request.rs` (each request's arguments, and every answer key the
+//! broker always writes required).
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -36,9 +49,11 @@ use super::signals::Signals;
 mod act;
 pub mod doing;
 pub mod grant;
+pub mod layout;
 pub mod lines;
 pub mod model;
 pub mod render;
+pub mod request;
 mod sentence;
 pub mod state;
 #[cfg(test)]
@@ -46,8 +61,12 @@ mod tests;
 #[cfg(test)]
 mod tests_doing;
 #[cfg(test)]
+mod tests_request;
+#[cfg(test)]
 mod tests_screen;
+mod trail;
 
+use request::Request;
 use state::{Effect, Key, Notice, State, KEYS};
 
 use crate::runtime::human_proof::RUN_MARKERS;
@@ -166,6 +185,13 @@ impl Link for Proven {
     }
 }
 
+/// Sends `request` through `link` and decodes the broker's answer with
+/// its verb's wire shape.
+fn ask(link: &dyn Link, request: &Request) -> Result<state::Reply, Refusal> {
+    link.call(request.verb(), &request.args())
+        .and_then(|result| request.decode(result))
+}
+
 /// Runs every effect `state` asks for, synchronously: each `Send` through
 /// `link`, its answer back into the state (which may ask for more), the
 /// others to `other`. Never resends: each `Send` goes out once. The tests
@@ -174,9 +200,9 @@ impl Link for Proven {
 pub(crate) fn pump(state: &mut State, link: &dyn Link, other: &mut dyn FnMut(Effect)) {
     while let Some(effect) = state.poll_effect() {
         match effect {
-            Effect::Send(verb, args) => {
-                let reply = link.call(verb, &args);
-                state.handle_reply(verb, &args, reply);
+            Effect::Send(request) => {
+                let reply = ask(link, &request);
+                state.handle_reply(&request, reply);
             }
             Effect::Bell | Effect::Notify(_) | Effect::Quit => other(effect),
         }
@@ -213,8 +239,11 @@ pub fn main(args: ConsoleArgs) -> ExitCode {
     }
     // The first wait tells whether we are the human, before the screen
     // is touched.
-    let cursor = match link.call(Verb::Changes, &json!({})) {
-        Ok(page) => page["cursor"].as_u64().unwrap_or(0),
+    let cursor = match link.call(Verb::Changes, &request::changes_args(None, None)) {
+        Ok(page) => match request::changes(page) {
+            Ok((cursor, _)) => cursor,
+            Err(refusal) => return not_opened(refusal, &args),
+        },
         Err(refusal) => return not_opened(refusal, &args),
     };
     match run(&link, &args, cursor) {
@@ -289,8 +318,8 @@ pub fn not_opened_words(
 enum Event {
     Key(Key),
     Resize(u16, u16),
-    Changes(Value),
-    Reply(Verb, Value, Result<Value, Refusal>),
+    Changes(Result<Vec<model::Change>, Refusal>),
+    Reply(Request, Result<state::Reply, Refusal>),
     Link(bool),
     Doing(String),
     Quiet,
@@ -316,15 +345,14 @@ fn run(link: &Proven, args: &ConsoleArgs, cursor: u64) -> std::io::Result<()> {
     let mut terminal = ratatui::try_init().inspect_err(|_| {
         let _ = crossterm::terminal::disable_raw_mode();
     })?;
-    let mut state = State::new(&args.business);
-    state.socket = args.socket.display().to_string();
+    let mut state = State::new(&args.business).with_socket(&args.socket.display().to_string());
     let result = (|| -> std::io::Result<()> {
         loop {
             let mut quit = false;
             while let Some(effect) = state.poll_effect() {
                 match effect {
-                    Effect::Send(verb, args) => {
-                        let _ = requests.send((verb, args));
+                    Effect::Send(request) => {
+                        let _ = requests.send(request);
                     }
                     Effect::Bell => {
                         let mut out = std::io::stdout();
@@ -344,7 +372,7 @@ fn run(link: &Proven, args: &ConsoleArgs, cursor: u64) -> std::io::Result<()> {
             // The Agents view says how long ago each agent did what it
             // did: with `up`'s activity on it, it is drawn again each
             // second even when nothing wakes the loop.
-            let ages = state.doing.is_some() && state.view == state::View::Agents;
+            let ages = state.tells_doing() && state.view() == state::View::Agents;
             let next = if ages {
                 match woken.recv_timeout(AGES) {
                     Err(mpsc::RecvTimeoutError::Timeout) => continue,
@@ -356,9 +384,14 @@ fn run(link: &Proven, args: &ConsoleArgs, cursor: u64) -> std::io::Result<()> {
             };
             match next {
                 Ok(Event::Key(key)) => state.handle_key(key),
-                Ok(Event::Doing(line)) => state.handle_doing(&line, SystemClock.now().unix_ms()),
-                Ok(Event::Changes(page)) => state.handle_change(&page),
-                Ok(Event::Reply(verb, args, reply)) => state.handle_reply(verb, &args, reply),
+                Ok(Event::Doing(line)) => {
+                    // A line that is not an activity line is dropped.
+                    if let Some(rows) = doing::decode(&line, SystemClock.now().unix_ms()) {
+                        state.handle_doing(rows);
+                    }
+                }
+                Ok(Event::Changes(changes)) => state.handle_change(changes),
+                Ok(Event::Reply(request, reply)) => state.handle_reply(&request, reply),
                 Ok(Event::Link(up)) => state.handle_link(up),
                 Ok(Event::Quiet) => state.handle_quiet(),
                 Ok(Event::Resize(width, height)) => state.handle_resize(width, height),
@@ -372,12 +405,12 @@ fn run(link: &Proven, args: &ConsoleArgs, cursor: u64) -> std::io::Result<()> {
 
 /// A thread that sends the state's requests, one at a time in the order
 /// asked, and hands each answer to the loop.
-fn send_requests(link: Proven, events: mpsc::Sender<Event>) -> mpsc::Sender<(Verb, Value)> {
-    let (requests, asked) = mpsc::channel::<(Verb, Value)>();
+fn send_requests(link: Proven, events: mpsc::Sender<Event>) -> mpsc::Sender<Request> {
+    let (requests, asked) = mpsc::channel::<Request>();
     std::thread::spawn(move || {
-        for (verb, args) in asked {
-            let reply = link.call(verb, &args);
-            if events.send(Event::Reply(verb, args, reply)).is_err() {
+        for request in asked {
+            let reply = ask(&link, &request);
+            if events.send(Event::Reply(request, reply)).is_err() {
                 return;
             }
         }
@@ -435,28 +468,33 @@ fn watch_changes(link: Proven, mut cursor: u64, events: mpsc::Sender<Event>) {
     std::thread::spawn(move || {
         let mut backoff: Option<Duration> = None;
         loop {
-            let args = json!({"since": cursor, "timeoutMs": QUIET_MS});
-            let sent = match link.call(Verb::Changes, &args) {
-                Ok(page) => {
-                    cursor = page["cursor"].as_u64().unwrap_or(cursor);
-                    let any = page["changes"].as_array().is_some_and(|c| !c.is_empty());
+            let args = request::changes_args(Some(cursor), Some(QUIET_MS));
+            let sent = match link.call(Verb::Changes, &args).and_then(request::changes) {
+                Ok((next, changes)) => {
+                    cursor = next;
                     // Every answer says the broker is there: it also clears a
                     // banner that a failed request raised while this wait
                     // held.
                     backoff = None;
                     let back = events.send(Event::Link(true)).is_ok();
-                    let next = if any {
-                        Event::Changes(page)
-                    } else {
+                    let next = if changes.is_empty() {
                         Event::Quiet
+                    } else {
+                        Event::Changes(Ok(changes))
                     };
                     back && events.send(next).is_ok()
                 }
                 Err(refusal) => {
                     let lost =
                         refusal == Refusal::BrokerUnavailable || refusal == Refusal::OutcomeUnknown;
-                    let told =
-                        !lost || backoff.is_some() || events.send(Event::Link(false)).is_ok();
+                    // A page that is not one is said on the status line;
+                    // the cursor stays, and the wait is asked again after
+                    // the pause.
+                    let told = if refusal == Refusal::BadResponse {
+                        events.send(Event::Changes(Err(refusal))).is_ok()
+                    } else {
+                        !lost || backoff.is_some() || events.send(Event::Link(false)).is_ok()
+                    };
                     let pause =
                         backoff.map_or(Duration::from_millis(100), |b| (b * 2).min(MAX_BACKOFF));
                     backoff = Some(pause);

@@ -1,18 +1,28 @@
-//! The console's typed rows, decoded once from the broker's answers.
+//! The console's typed rows, made once from the client crate's wire
+//! shapes (`mosaic_client::wire`), which the broker encodes with too: an
+//! answer missing a field the console reads never gets this far
+//! ([`super::request`] refuses it `bad-response`).
 //!
 //! Every string an agent could have chosen (a question, an option, a
 //! body, a target, a role or run name, a note) is held as [`Shown`]:
 //! text that went through the domain's one neutraliser
-//! ([`mosaic_domain::text`]) when it was decoded, so nothing the console
+//! ([`mosaic_domain::text`]) when the row was made, so nothing the console
 //! draws or hands on can carry a control or format character. The few
-//! strings sent back to the broker (a decision's id, an option's key) are
-//! kept as the broker gave them, beside their shown form.
+//! values sent back to the broker or matched against another answer (a
+//! decision's or message's id, an option's key, a run) are kept typed, as
+//! the broker gave them, beside their shown form.
 
 use std::fmt;
 
-use mosaic_domain::evidence::EvidenceKind;
+use mosaic_client::wire::agent::{AgentRow, Exited, WaitsOn};
+use mosaic_client::wire::decision::{AgentView, DecisionView, Raised};
+use mosaic_client::wire::inbox::Inbox as WireInbox;
+use mosaic_client::wire::message::MessageView;
+use mosaic_client::wire::reads::Change as WireChange;
+use mosaic_client::wire::text::{KindName, Party};
+use mosaic_domain::evidence::{EvidenceKind, OptionKey};
 use mosaic_domain::text::{neutralise, neutralise_grant, neutralise_lines};
-use serde_json::Value;
+use mosaic_domain::{DecisionId, MessageId, RunId};
 
 /// Untrusted text made drawable: each hidden character is a visible
 /// token. The only way to make one is [`Shown::of`] (or
@@ -41,10 +51,9 @@ impl Shown {
             .collect()
     }
 
-    /// The field `key` of `value`, neutralised, or `None` when it is not
-    /// a string.
-    fn field(value: &Value, key: &str) -> Option<Shown> {
-        value[key].as_str().map(Shown::of)
+    /// A value's text form, neutralised.
+    pub fn text(value: &impl fmt::Display) -> Shown {
+        Shown::of(&value.to_string())
     }
 
     /// The drawable text.
@@ -60,23 +69,22 @@ impl fmt::Display for Shown {
 }
 
 /// `role/run`, both shown.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Who {
     /// The role.
     pub role: Shown,
     /// The run, as the broker named it (to find its row in `agents`).
-    pub run_raw: String,
+    pub run_raw: RunId,
     /// The run, shown.
     pub run: Shown,
 }
 
-impl Who {
-    fn of(value: &Value) -> Who {
-        let run_raw = value["run"].as_str().unwrap_or("?").to_owned();
+impl From<&AgentView> for Who {
+    fn from(agent: &AgentView) -> Who {
         Who {
-            role: Shown::field(value, "role").unwrap_or_else(|| Shown::of("?")),
-            run: Shown::of(&run_raw),
-            run_raw,
+            role: Shown::text(&agent.role),
+            run: Shown::text(&agent.run),
+            run_raw: agent.run.clone(),
         }
     }
 }
@@ -91,7 +99,7 @@ impl fmt::Display for Who {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Choice {
     /// Its key, as sent back in `decision.resolve`.
-    pub key_raw: String,
+    pub key_raw: OptionKey,
     /// Its key, shown.
     pub key: Shown,
     /// Its text, shown on one line.
@@ -101,14 +109,14 @@ pub struct Choice {
 /// What approving a decision authorizes, as the broker computed it; each
 /// word the raiser chose is shown by the grant rule ([`Shown::grant`]),
 /// wherever the console draws it.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Grant {
     /// The action.
     pub action: Shown,
     /// The target, if any.
     pub target: Option<Shown>,
     /// The choice that approves, as the broker names it.
-    pub choice_raw: String,
+    pub choice_raw: OptionKey,
     /// The choice that approves, shown.
     pub choice: Shown,
 }
@@ -117,12 +125,12 @@ pub struct Grant {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decision {
     /// Its id, as the broker gave it.
-    pub id: String,
+    pub id: DecisionId,
     /// The raiser.
     pub raiser: Who,
     /// Who has it: `human` or the arbiter role.
     pub route: Shown,
-    /// Its class (`gated`, `escalated`...).
+    /// Its class (`gated`, `cross-role`...).
     pub class: Shown,
     /// Whether it blocks a task.
     pub blocking: bool,
@@ -139,71 +147,54 @@ pub struct Decision {
     /// When it was raised (ms since the epoch), once its trail was read.
     pub raised_ms: Option<i64>,
     /// Whether the inbox listed it short (no options, its texts cut),
-    /// until its trail's raise fills it in ([`Decision::fill`]).
+    /// until its trail's raise fills it in
+    /// ([`Trail::fill_decision`](super::trail::Trail::fill_decision)).
     pub cut: bool,
 }
 
-impl Decision {
-    /// Decodes an `inbox` item or a `decision.raised` record.
-    pub fn decode(value: &Value) -> Decision {
-        let auth = &value["authorization"];
-        let options = value["options"]
-            .as_array()
-            .map(|options| {
-                options
-                    .iter()
-                    .map(|o| {
-                        let key_raw = o["key"].as_str().unwrap_or_default().to_owned();
-                        Choice {
-                            key: Shown::of(&key_raw),
-                            key_raw,
-                            text: Shown::field(o, "text").unwrap_or_default(),
-                        }
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        let choice_raw = auth["approvalChoice"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
+impl From<&Raised<'_>> for Decision {
+    fn from(r: &Raised<'_>) -> Decision {
+        let auth = &r.authorization;
         Decision {
-            id: value["id"].as_str().unwrap_or_default().to_owned(),
-            raiser: Who::of(&value["raisedBy"]),
-            route: Shown::field(value, "route").unwrap_or_else(|| Shown::of("human")),
-            class: Shown::field(value, "class").unwrap_or_else(|| Shown::of("-")),
-            blocking: value["blocking"].as_bool().unwrap_or(false),
-            question: Shown::lines(value["question"].as_str().unwrap_or_default()),
-            options,
-            recommendation: Shown::field(value, "recommendation"),
+            id: r.id,
+            raiser: Who::from(&r.raised_by),
+            route: Shown::text(&r.route),
+            class: Shown::of(r.class.as_str()),
+            blocking: r.blocking,
+            question: Shown::lines(&r.question),
+            options: r
+                .options
+                .iter()
+                .map(|o| Choice {
+                    key: Shown::text(&o.key),
+                    key_raw: o.key.clone(),
+                    text: Shown::of(&o.text),
+                })
+                .collect(),
+            recommendation: Some(Shown::of(&r.recommendation)),
             grant: Grant {
-                action: Shown::grant(auth["action"].as_str().unwrap_or("?")),
-                target: auth["target"].as_str().map(Shown::grant),
-                choice: Shown::grant(&choice_raw),
-                choice_raw,
+                action: Shown::grant(auth.action.as_str()),
+                target: auth.target.as_ref().map(|t| Shown::grant(t.as_str())),
+                choice: Shown::grant(auth.approval_choice.as_str()),
+                choice_raw: auth.approval_choice.clone(),
             },
-            supersedes: Shown::field(value, "supersedes"),
+            supersedes: r.supersedes.as_ref().map(Shown::text),
             raised_ms: None,
-            cut: value["cut"] == true,
+            cut: false,
         }
     }
+}
 
-    /// A short decision made whole from `trail`, its trail's answer, when
-    /// that is the trail of decision `subject` and holds its raise.
-    pub fn fill(&mut self, subject: &str, trail: &Value) {
-        let raised = trail
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find(|r| r["kind"] == EvidenceKind::DecisionRaised.as_str() && r["id"] == subject);
-        if let (true, true, Some(raised)) = (self.cut, self.id == subject, raised) {
-            *self = Decision {
-                raised_ms: self.raised_ms,
-                ..Decision::decode(raised)
-            };
+impl From<&DecisionView<'_>> for Decision {
+    fn from(view: &DecisionView<'_>) -> Decision {
+        Decision {
+            cut: view.standing.cut,
+            ..Decision::from(&view.raised)
         }
     }
+}
 
+impl Decision {
     /// The question's first line.
     pub fn first_words(&self) -> &str {
         self.question.first().map_or("", Shown::as_str)
@@ -214,7 +205,7 @@ impl Decision {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Message {
     /// Its id, as the broker gave it.
-    pub id: String,
+    pub id: MessageId,
     /// The sender: `role/run`, or `human`.
     pub from: Shown,
     /// Its class, if any.
@@ -222,44 +213,27 @@ pub struct Message {
     /// The body's lines.
     pub body: Vec<Shown>,
     /// Whether the inbox cut its body, until its trail fills it in
-    /// ([`Message::fill`]).
+    /// ([`Trail::fill_message`](super::trail::Trail::fill_message)).
     pub cut: bool,
 }
 
-impl Message {
-    fn decode(value: &Value) -> Message {
-        let from = match (value["from"].as_str(), value["from_run"].as_str()) {
-            (Some(role), Some(run)) => Shown::of(&format!("{role}/{run}")),
-            (Some(from), None) => Shown::of(from),
-            (None, Some(_) | None) => Shown::of("?"),
+impl From<&MessageView<'_>> for Message {
+    fn from(m: &MessageView<'_>) -> Message {
+        let from = match (&m.from, &m.from_run) {
+            (Party::Role(role), Some(run)) => Shown::of(&format!("{role}/{run}")),
+            (from, Some(_) | None) => Shown::text(from),
         };
         Message {
-            id: value["id"].as_str().unwrap_or_default().to_owned(),
+            id: m.id,
             from,
-            class: Shown::field(value, "class"),
-            body: Shown::lines(value["body"].as_str().unwrap_or_default()),
-            cut: value["cut"] == true,
+            class: m.class.map(|c| Shown::of(c.as_str())),
+            body: Shown::lines(&m.body),
+            cut: m.cut,
         }
     }
+}
 
-    /// A cut message made whole from `trail`, its trail's answer, when that
-    /// is the trail of message `subject` and holds its send.
-    pub fn fill(&mut self, subject: &str, trail: &Value) {
-        let sent = trail
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find(|r| r["kind"] == EvidenceKind::MessageSent.as_str() && r["id"] == subject);
-        if let (true, true, Some(body)) = (
-            self.cut,
-            self.id == subject,
-            sent.and_then(|r| r["body"].as_str()),
-        ) {
-            self.body = Shown::lines(body);
-            self.cut = false;
-        }
-    }
-
+impl Message {
     /// Its class, or `"a message"` when it has none.
     pub fn class_word(&self) -> &str {
         self.class.as_ref().map_or("a message", Shown::as_str)
@@ -283,6 +257,16 @@ pub struct Inbox {
     pub more: u64,
 }
 
+impl From<&WireInbox<'_>> for Inbox {
+    fn from(inbox: &WireInbox<'_>) -> Inbox {
+        Inbox {
+            decisions: inbox.decisions.iter().map(Decision::from).collect(),
+            messages: inbox.messages.iter().map(Message::from).collect(),
+            more: inbox.more.map_or(0, |more| more.unread),
+        }
+    }
+}
+
 impl Inbox {
     /// Each decision and message cut in this inbox, but filled in `old`
     /// (the inbox read before), taken whole from there.
@@ -298,40 +282,24 @@ impl Inbox {
             }
         }
     }
-
-    /// Each cut decision and message of `subject` filled from `trail`.
-    pub fn fill(&mut self, subject: &str, trail: &Value) {
-        self.decisions
-            .iter_mut()
-            .for_each(|d| d.fill(subject, trail));
-        self.messages
-            .iter_mut()
-            .for_each(|m| m.fill(subject, trail));
-    }
-
-    /// Decodes an `inbox` answer; items of a type it does not know are
-    /// left out, as the protocol asks of clients.
-    pub fn decode(value: &Value) -> Inbox {
-        let mut inbox = Inbox::default();
-        for item in value.as_array().map_or(&[][..], Vec::as_slice) {
-            match item["type"].as_str() {
-                Some("decision") => inbox.decisions.push(Decision::decode(item)),
-                Some("message") => inbox.messages.push(Message::decode(item)),
-                Some("more") => inbox.more = item["unread"].as_u64().unwrap_or(0),
-                Some(_) | None => {}
-            }
-        }
-        inbox
-    }
 }
 
 /// How a run's process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Exit {
     /// Its exit code, where known.
-    pub status: Option<i64>,
+    pub status: Option<i32>,
     /// The signal that killed it, where known.
-    pub signal: Option<i64>,
+    pub signal: Option<i32>,
+}
+
+impl From<Exited> for Exit {
+    fn from(exited: Exited) -> Exit {
+        Exit {
+            status: exited.status,
+            signal: exited.signal,
+        }
+    }
 }
 
 impl fmt::Display for Exit {
@@ -360,6 +328,18 @@ pub struct Wait {
     pub blocking: bool,
 }
 
+impl From<&WaitsOn> for Wait {
+    fn from(w: &WaitsOn) -> Wait {
+        Wait {
+            route: Shown::text(&w.route),
+            on_human: w.route == Party::Human,
+            action: Shown::text(&w.action),
+            target: w.target.as_ref().map(Shown::text),
+            blocking: w.blocking,
+        }
+    }
+}
+
 /// One bound run, as `agents` answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Run {
@@ -367,58 +347,35 @@ pub struct Run {
     pub who: Who,
     /// Its harness.
     pub harness: Shown,
-    /// Its pid, if known.
-    pub pid: Option<u64>,
+    /// Its pid.
+    pub pid: u32,
     /// Whether it holds its role.
     pub holding: bool,
     /// Whether its role was revoked.
     pub revoked: bool,
     /// The business's launch switch, as this row carries it.
-    pub launching: Option<bool>,
+    pub launching: bool,
     /// How its process ended, or `None` while it runs.
     pub exited: Option<Exit>,
     /// What it waits on.
     pub waits: Vec<Wait>,
 }
 
-impl Run {
-    /// Decodes an `agents` answer.
-    pub fn decode_all(value: &Value) -> Vec<Run> {
-        value
-            .as_array()
-            .map_or(&[][..], Vec::as_slice)
-            .iter()
-            .filter(|row| row["type"] != "more")
-            .map(Run::decode)
-            .collect()
-    }
-
-    fn decode(a: &Value) -> Run {
-        let waits = a["waitsOn"]
-            .as_array()
-            .map_or(&[][..], Vec::as_slice)
-            .iter()
-            .map(|w| Wait {
-                route: Shown::field(w, "route").unwrap_or_else(|| Shown::of("?")),
-                on_human: w["route"] == "human",
-                action: Shown::field(w, "action").unwrap_or_else(|| Shown::of("?")),
-                target: Shown::field(w, "target"),
-                blocking: w["blocking"] == true,
-            })
-            .collect();
-        let exited = a["exited"].is_object().then(|| Exit {
-            status: a["exited"]["status"].as_i64(),
-            signal: a["exited"]["signal"].as_i64(),
-        });
+impl From<&AgentRow> for Run {
+    fn from(row: &AgentRow) -> Run {
         Run {
-            who: Who::of(a),
-            harness: Shown::field(a, "harness").unwrap_or_else(|| Shown::of("-")),
-            pid: a["pid"].as_u64(),
-            holding: a["holding"] == true,
-            revoked: a["revoked"] == true,
-            launching: a["launching"].as_bool(),
-            exited,
-            waits,
+            who: Who {
+                role: Shown::text(&row.role),
+                run: Shown::text(&row.run),
+                run_raw: row.run.clone(),
+            },
+            harness: Shown::of(row.harness.as_str()),
+            pid: row.pid,
+            holding: row.holding,
+            revoked: row.revoked,
+            launching: row.launching,
+            exited: row.exited.map(Exit::from),
+            waits: row.waits_on.iter().map(Wait::from).collect(),
         }
     }
 }
@@ -433,12 +390,16 @@ pub enum Kind {
     Other(Shown),
 }
 
-impl Kind {
-    fn of(value: &Value) -> Kind {
-        let text = value["kind"].as_str().unwrap_or("-");
-        EvidenceKind::parse(text).map_or_else(|| Kind::Other(Shown::of(text)), Kind::Known)
+impl From<&KindName> for Kind {
+    fn from(name: &KindName) -> Kind {
+        match name {
+            KindName::Known(kind) => Kind::Known(*kind),
+            KindName::Other(name) => Kind::Other(Shown::of(name)),
+        }
     }
+}
 
+impl Kind {
     /// Whether it is `kind`.
     pub fn is(&self, kind: EvidenceKind) -> bool {
         self == &Kind::Known(kind)
@@ -460,110 +421,26 @@ pub struct Change {
     /// Its kind.
     pub kind: Kind,
     /// The decision it concerns, as the broker named it.
-    pub decision: Option<String>,
+    pub decision: Option<DecisionId>,
     /// What it concerns, shown: `decision ID`, `role dev`...
     pub about: Vec<Shown>,
 }
 
-impl Change {
-    /// Decodes a `changes` page's changes.
-    pub fn decode_page(page: &Value) -> Vec<Change> {
-        page["changes"]
-            .as_array()
-            .map_or(&[][..], Vec::as_slice)
-            .iter()
-            .map(|c| Change {
-                kind: Kind::of(c),
-                decision: c["decision"].as_str().map(str::to_owned),
-                about: ["decision", "message", "role", "task"]
-                    .iter()
-                    .filter_map(|k| c[*k].as_str().map(|v| Shown::of(&format!("{k} {v}"))))
-                    .collect(),
-            })
-            .collect()
-    }
-}
-
-/// One record of a trail, with the fields its sentence may name.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Record {
-    /// Its kind.
-    pub kind: Kind,
-    /// When it was written, as the broker wrote it.
-    pub at: Shown,
-    /// When it was written (ms since the epoch), if readable.
-    pub at_ms: Option<i64>,
-    /// Who did it: `role/run`, `the human`, or `someone`.
-    pub who: Shown,
-    /// A raised decision's raiser.
-    pub raiser: Option<Who>,
-    /// Named fields: `question`, `action`, `target`, `choice`, `verb`,
-    /// `code`, `from`, `to`, `class`, `note`, each shown on one line.
-    fields: Vec<(&'static str, Shown)>,
-}
-
-impl Record {
-    /// Decodes a `trail` answer; its last item may count the records one
-    /// answer could not hold, which reads as a record of its own.
-    pub fn decode_all(value: &Value) -> Vec<Record> {
-        value
-            .as_array()
-            .map_or(&[][..], Vec::as_slice)
-            .iter()
-            .map(|r| match r["records"].as_u64() {
-                Some(left) if r["type"] == "more" => Record {
-                    kind: Kind::Other(Shown::of(&format!(
-                        "{left} more records, past what one answer holds,"
-                    ))),
-                    at: Shown::of("…"),
-                    at_ms: None,
-                    who: Shown::of("the broker"),
-                    raiser: None,
-                    fields: Vec::new(),
-                },
-                Some(_) | None => Record::decode(r),
-            })
-            .collect()
-    }
-
-    fn decode(r: &Value) -> Record {
-        let who = match (r["role"].as_str(), r["run"].as_str()) {
-            (Some(role), Some(run)) => format!("{role}/{run}"),
-            (Some(_) | None, Some(_) | None) => match r["by"].as_str() {
-                Some("human") => "the human".to_owned(),
-                Some(by) => format!("{by}/{}", r["by_run"].as_str().unwrap_or("-")),
-                None => "someone".to_owned(),
-            },
-        };
-        let at = r["at"].as_str().unwrap_or("-");
-        let fields = [
-            "question", "action", "target", "choice", "verb", "code", "from", "to", "class", "note",
-        ]
-        .into_iter()
-        .filter_map(|k| Shown::field(r, k).map(|v| (k, v)))
-        .collect();
-        Record {
-            kind: Kind::of(r),
-            at: Shown::of(at),
-            at_ms: mosaic_domain::Timestamp::parse(at)
-                .ok()
-                .map(|t| t.unix_ms()),
-            who: Shown::of(&who),
-            raiser: r["raisedBy"].is_object().then(|| Who::of(&r["raisedBy"])),
-            fields,
+impl From<&WireChange> for Change {
+    fn from(c: &WireChange) -> Change {
+        let about = [
+            ("decision", c.decision.map(|d| d.to_string())),
+            ("message", c.message.map(|m| m.to_string())),
+            ("role", c.role.as_ref().map(ToString::to_string)),
+            ("task", c.task.map(|t| t.to_string())),
+        ];
+        Change {
+            kind: Kind::from(&c.kind),
+            decision: c.decision,
+            about: about
+                .into_iter()
+                .filter_map(|(name, id)| id.map(|id| Shown::of(&format!("{name} {id}"))))
+                .collect(),
         }
-    }
-
-    /// The field `key`, or `-`.
-    pub fn field(&self, key: &str) -> &str {
-        self.fields
-            .iter()
-            .find(|(k, _)| *k == key)
-            .map_or("-", |(_, v)| v.as_str())
-    }
-
-    /// Whether it has the field `key`.
-    pub fn has(&self, key: &str) -> bool {
-        self.fields.iter().any(|(k, _)| *k == key)
     }
 }

@@ -7,13 +7,14 @@
 //! stays on screen, and a pane clips what does not fit instead of pushing
 //! the console's own lines away.
 
-use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use ratatui::Frame;
 
-use super::grant::{self, QUESTION_MIN_HEIGHT};
+use super::grant;
+use super::layout::{self, inner};
 use super::lines::wrap;
 use super::model::{Decision, Message, Shown};
 use super::sentence::sentence;
@@ -21,24 +22,24 @@ use super::state::{Prompt, Standing, State, View, KEYS};
 
 /// Draws the whole console.
 pub fn draw(frame: &mut Frame<'_>, state: &State, now_ms: i64) {
-    let [tabs, banner, body, bottom] = Layout::vertical([
-        Constraint::Length(1),
-        Constraint::Length(u16::from(state.offline)),
-        Constraint::Min(1),
-        Constraint::Length(1),
-    ])
-    .areas(frame.area());
+    let area = frame.area();
+    let layout::Screen {
+        tabs,
+        banner,
+        body,
+        bottom,
+    } = layout::screen(area.width, area.height, state.offline());
     frame.render_widget(Paragraph::new(tab_line(state)), tabs);
-    if state.offline {
+    if state.offline() {
         frame.render_widget(
             Paragraph::new(reversed(&format!(
                 "BROKER UNREACHABLE at {}: read-only, reconnecting…",
-                Shown::of(&state.socket)
+                Shown::of(state.socket())
             ))),
             banner,
         );
     }
-    match state.view {
+    match state.view() {
         View::Inbox => inbox(frame, state, now_ms, body),
         View::Decision => decision(frame, state, now_ms, body),
         View::Message => message(frame, state, body),
@@ -47,15 +48,15 @@ pub fn draw(frame: &mut Frame<'_>, state: &State, now_ms: i64) {
         View::Activity => list(frame, " Activity ", &activity(state), body),
     }
     frame.render_widget(Paragraph::new(bottom_line(state)), bottom);
-    if state.help {
+    if state.help() {
         help(frame, body);
     }
 }
 
 fn tab_line(state: &State) -> Line<'static> {
-    let mut spans = vec![Span::raw(format!("{} ·", Shown::of(&state.business)))];
+    let mut spans = vec![Span::raw(format!("{} ·", Shown::of(state.business())))];
     for view in View::ALL {
-        let style = if view == state.view {
+        let style = if view == state.view() {
             Style::default().add_modifier(Modifier::REVERSED)
         } else {
             Style::default()
@@ -64,23 +65,23 @@ fn tab_line(state: &State) -> Line<'static> {
     }
     spans.push(Span::raw(format!(
         " · {} waiting on you · ? help",
-        state.inbox.decisions.len()
+        state.inbox().decisions.len()
     )));
     Line::from(spans)
 }
 
 fn bottom_line(state: &State) -> Line<'static> {
-    let small = state.view == View::Decision
+    let small = state.view() == View::Decision
         && state
-            .open
+            .open()
             .as_ref()
             .is_some_and(|o| o.standing == Standing::Waiting)
         && !state.resolvable_on_screen();
-    let text = match &state.prompt {
+    let text = match state.prompt() {
         Prompt::None | Prompt::Confirm(_) if small => {
             "Terminal too small to resolve: enlarge it.".to_owned()
         }
-        Prompt::None => state.status.clone(),
+        Prompt::None => state.status().to_owned(),
         Prompt::Confirm(act) => act.question(),
         Prompt::Note(_, note) => format!("Note (Enter ends): {note}_"),
         Prompt::Role(role) => format!("Message to role (Enter ends): {role}_"),
@@ -130,11 +131,6 @@ fn framed(title: &str) -> Block<'static> {
     Block::default()
         .borders(Borders::ALL)
         .title(title.to_owned())
-}
-
-/// The inside of a frame.
-fn inner(area: Rect) -> Rect {
-    framed("").inner(area)
 }
 
 /// Draws `lines` in a frame, from `scroll` (held so that the last line
@@ -219,39 +215,37 @@ fn inbox(frame: &mut Frame<'_>, state: &State, now_ms: i64, area: Rect) {
     let mut rows = Rows::new();
     if !state.is_loaded() {
         rows.push(Line::from("Reading the inbox…"));
-    } else if state.inbox.decisions.is_empty() && state.inbox.messages.is_empty() {
+    } else if state.inbox().decisions.is_empty() && state.inbox().messages.is_empty() {
         rows.push(Line::from("Nothing is waiting on you."));
     }
-    for (i, d) in state.inbox.decisions.iter().enumerate() {
-        rows.row(state.selected == i, &decision_row(d, now_ms));
+    for (i, d) in state.inbox().decisions.iter().enumerate() {
+        rows.row(state.selected() == i, &decision_row(d, now_ms));
     }
-    for (j, m) in state.inbox.messages.iter().enumerate() {
-        let i = state.inbox.decisions.len() + j;
-        rows.row(state.selected == i, &message_row(m));
+    for (j, m) in state.inbox().messages.iter().enumerate() {
+        let i = state.inbox().decisions.len() + j;
+        rows.row(state.selected() == i, &message_row(m));
     }
-    if state.inbox.more > 0 {
+    if state.inbox().more > 0 {
         rows.push(bold(&format!(
             "  … {} more unread: r marks one read, and the next shows",
-            state.inbox.more
+            state.inbox().more
         )));
     }
-    let list_height = (area.height * 2 / 5).max(3);
-    let [top, bottom] =
-        Layout::vertical([Constraint::Length(list_height), Constraint::Min(0)]).areas(area);
+    let [top, bottom] = layout::inbox(area);
     // The count stays in the frame's title, on screen wherever the
     // selection is.
-    let title = if state.inbox.more > 0 {
+    let title = if state.inbox().more > 0 {
         format!(
             " Inbox · {} more unread messages beyond these ",
-            state.inbox.more
+            state.inbox().more
         )
     } else {
         " Inbox ".to_owned()
     };
     list(frame, &title, &rows, top);
     let width = inner(bottom).width;
-    let decisions = state.inbox.decisions.len();
-    if let Some(d) = state.inbox.decisions.get(state.selected) {
+    let decisions = state.inbox().decisions.len();
+    if let Some(d) = state.inbox().decisions.get(state.selected()) {
         let mut text: Vec<&str> = d.question.iter().map(Shown::as_str).collect();
         text.push("");
         let options: Vec<String> = d
@@ -266,11 +260,11 @@ fn inbox(frame: &mut Frame<'_>, state: &State, now_ms: i64, area: Rect) {
             d.grant.action,
             d.grant.target.as_ref().map_or("-", Shown::as_str)
         );
-        pane(frame, &title, wrap(text, width), state.scroll, bottom);
+        pane(frame, &title, wrap(text, width), state.scroll(), bottom);
     } else if let Some(m) = state
-        .selected
+        .selected()
         .checked_sub(decisions)
-        .and_then(|i| state.inbox.messages.get(i))
+        .and_then(|i| state.inbox().messages.get(i))
     {
         let title = format!(
             " Message from {} ({}): Enter opens, r marks it read ",
@@ -278,14 +272,14 @@ fn inbox(frame: &mut Frame<'_>, state: &State, now_ms: i64, area: Rect) {
             m.class_word()
         );
         let body = wrap(m.body.iter().map(Shown::as_str), width);
-        pane(frame, &title, body, state.scroll, bottom);
+        pane(frame, &title, body, state.scroll(), bottom);
     } else {
         pane(frame, " Detail ", Vec::new(), 0, bottom);
     }
 }
 
 fn message(frame: &mut Frame<'_>, state: &State, area: Rect) {
-    let Some(m) = &state.message else {
+    let Some(m) = state.message() else {
         pane(
             frame,
             " Message ",
@@ -301,7 +295,7 @@ fn message(frame: &mut Frame<'_>, state: &State, area: Rect) {
         m.class_word()
     );
     let body = wrap(m.body.iter().map(Shown::as_str), inner(area).width);
-    pane(frame, &title, body, state.scroll, area);
+    pane(frame, &title, body, state.scroll(), area);
 }
 
 /// The decision view: the grant area, fixed and framed, in the console's
@@ -309,7 +303,7 @@ fn message(frame: &mut Frame<'_>, state: &State, area: Rect) {
 /// one line each, and the question with the options whole and the
 /// recommendation, which alone scrolls.
 fn decision(frame: &mut Frame<'_>, state: &State, now_ms: i64, area: Rect) {
-    let (Some(open), Some(raiser)) = (&state.open, state.raiser()) else {
+    let (Some(open), Some(raiser)) = (state.open(), state.raiser()) else {
         pane(
             frame,
             " Decision ",
@@ -343,13 +337,7 @@ fn decision(frame: &mut Frame<'_>, state: &State, now_ms: i64, area: Rect) {
         );
         return;
     }
-    let options = u16::try_from(d.options.len()).unwrap_or(u16::MAX);
-    let [grant_area, options_area, question_area] = Layout::vertical([
-        Constraint::Length(grant::GRANT_LINES + 2),
-        Constraint::Length(options.saturating_add(2)),
-        Constraint::Min(QUESTION_MIN_HEIGHT),
-    ])
-    .areas(area);
+    let [grant_area, options_area, question_area] = layout::decision(area, d.options.len());
     let mut grant_lines = grant::lines(d, &raiser, open.chosen);
     match open.standing {
         Standing::Waiting => {}
@@ -397,26 +385,26 @@ fn decision(frame: &mut Frame<'_>, state: &State, now_ms: i64, area: Rect) {
         frame,
         " The raiser's words: question, options, recommendation (j/k scroll) ",
         question,
-        state.scroll,
+        state.scroll(),
         question_area,
     );
 }
 
 fn agents(state: &State, now_ms: i64) -> Rows {
-    let switch = match state.launching {
+    let switch = match state.launching() {
         Some(true) => "on",
         Some(false) => "OFF (L switches it back on)",
         None => "unknown until a run is bound or the switch moves",
     };
     let mut rows = Rows::new();
     rows.push(Line::from(format!("Launching: {switch}")));
-    if let Some(head) = &state.head {
+    if let Some(head) = state.head() {
         rows.push(Line::from(format!(
             "Evidence: {} records, head {} (mosaic-bus head prints the note to keep)",
             head.size, head.head
         )));
     }
-    for (i, a) in state.agents.iter().enumerate() {
+    for (i, a) in state.agents().iter().enumerate() {
         let holding = if a.revoked {
             "revoked"
         } else if a.holding {
@@ -431,7 +419,7 @@ fn agents(state: &State, now_ms: i64) -> Rows {
                 w.route.to_string()
             }
         };
-        let doing = state.doing_of(&a.who.run_raw);
+        let doing = state.doing_of(a.who.run_raw.as_str());
         // A run whose process ended waits on nothing any more: say how it
         // ended instead. An open decision says more than what its harness
         // is doing (its loop waits on the feed for the answer).
@@ -448,13 +436,12 @@ fn agents(state: &State, now_ms: i64) -> Rows {
         } else {
             "idle".to_owned()
         };
-        let pid = match (a.pid, a.exited) {
-            (Some(pid), None) => format!("pid {pid}"),
-            (Some(pid), Some(_)) => format!("was pid {pid}"),
-            (None, Some(_) | None) => "no pid".to_owned(),
+        let pid = match a.exited {
+            None => format!("pid {}", a.pid),
+            Some(_) => format!("was pid {}", a.pid),
         };
         rows.row(
-            state.selected == i,
+            state.selected() == i,
             // What it is doing first, so a narrow screen still shows it.
             &format!(
                 "{} · run {} · {state_word} · {} · {pid} · {holding}",
@@ -480,7 +467,7 @@ fn agents(state: &State, now_ms: i64) -> Rows {
 
 fn trail(state: &State) -> Rows {
     let mut rows = Rows::new();
-    let Some((subject, records)) = &state.trail else {
+    let Some((subject, records)) = state.trail() else {
         rows.push(Line::from("No trail yet: t asks for a subject."));
         return rows;
     };
@@ -489,20 +476,20 @@ fn trail(state: &State) -> Rows {
         Shown::of(subject)
     )));
     for (i, r) in records.iter().enumerate() {
-        rows.row(state.selected == i, &sentence(r));
+        rows.row(state.selected() == i, &sentence(r));
     }
     rows
 }
 
 fn activity(state: &State) -> Rows {
     let mut rows = Rows::new();
-    if state.activity.is_empty() {
+    if state.activity().is_empty() {
         rows.push(Line::from("No change since the console started."));
     }
-    for (i, c) in state.activity.iter().enumerate() {
+    for (i, c) in state.activity().iter().enumerate() {
         let about: Vec<&str> = c.about.iter().map(Shown::as_str).collect();
         rows.row(
-            state.selected == i,
+            state.selected() == i,
             &format!("{} {}", c.kind, about.join(", ")),
         );
     }
@@ -515,16 +502,7 @@ fn help(frame: &mut Frame<'_>, area: Rect) {
         KEYS.iter()
             .map(|(key, what)| Line::from(format!("{key:>9}  {what}"))),
     );
-    let height = u16::try_from(lines.len() + 2)
-        .unwrap_or(u16::MAX)
-        .min(area.height);
-    let width = area.width.min(80);
-    let popup = Rect {
-        x: area.x + (area.width - width) / 2,
-        y: area.y,
-        width,
-        height,
-    };
+    let popup = layout::help(area, lines.len());
     frame.render_widget(Clear, popup);
     frame.render_widget(Paragraph::new(lines).block(framed(" Help ")), popup);
 }

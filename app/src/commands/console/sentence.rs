@@ -5,7 +5,8 @@
 
 use mosaic_domain::evidence::EvidenceKind;
 
-use super::model::{Kind, Record};
+use super::model::Kind;
+use super::trail::Record;
 
 /// What a record of one kind says, after its time.
 type Says = fn(&Record) -> String;

@@ -8,7 +8,11 @@ use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 use serde_json::{json, Value};
 
+use mosaic_domain::evidence::OptionKey;
+use mosaic_domain::DecisionId;
+
 use super::render;
+use super::request::{self, Request};
 use super::state::{Effect, Key, Notice, Standing, State, View};
 use super::{pump, MockLink};
 
@@ -37,7 +41,44 @@ pub(super) fn raised(id: &str) -> Value {
     let mut record = decision(id, "release.publish", true);
     record["kind"] = json!("decision.raised");
     record["at"] = json!(RAISED_AT);
+    record["business"] = json!("acme");
+    // A raise's record holds what was fixed when it was raised, and no
+    // standing.
+    let fields = record.as_object_mut().expect("an object");
+    for standing in ["type", "status", "choice", "superseded_by"] {
+        fields.remove(standing);
+    }
     record
+}
+
+/// The broker's answer `result` to `request`, decoded with its verb's
+/// wire shape as the loop decodes it, handed to the state.
+pub(super) fn answer(state: &mut State, request: Request, result: Result<Value, Refusal>) {
+    let reply = result.and_then(|result| request.decode(result));
+    state.handle_reply(&request, reply);
+}
+
+/// A page of the human's `changes`, decoded as the loop decodes it,
+/// handed to the state.
+pub(super) fn changes(state: &mut State, page: Value) {
+    state.handle_change(request::changes(page).map(|(_, changes)| changes));
+}
+
+/// Each request among `effects` as the link sends it: its verb and its
+/// arguments; the other effects are left out.
+pub(super) fn wire(effects: Vec<Effect>) -> Vec<(Verb, Value)> {
+    effects
+        .into_iter()
+        .filter_map(|effect| match effect {
+            Effect::Send(request) => Some((request.verb(), request.args())),
+            Effect::Bell | Effect::Notify(_) | Effect::Quit => None,
+        })
+        .collect()
+}
+
+/// A decision id the tests name.
+pub(super) fn id(text: &str) -> DecisionId {
+    DecisionId::parse(text).expect("a decision id")
 }
 
 /// Every effect the state asks for now.
@@ -56,9 +97,11 @@ pub(super) fn keys(state: &mut State, keys: &[Key]) {
 /// `dev-0` was revoked; launching is `on` or off.
 pub(super) fn team(on: bool) -> Value {
     let run = |role: &str, run: &str, pid: u32, waits: Value| {
-        json!({"role": role, "run": run, "harness": "generic", "address": null, "pid": pid,
+        json!({"role": role, "run": run, "harness": "pi", "address": null, "pid": pid,
                "start_time": 1, "holding": run != "dev-0", "revoked": run == "dev-0",
-               "launching": on, "waitsOn": waits})
+               "launching": on, "waitsOn": waits, "ended": null, "exited": null,
+               "restarts": 0, "usage": null, "lastVerb": "changes",
+               "lastAt": "2026-01-01T00:00:00.000Z", "waiting": true})
     };
     json!([
         run("dev", "dev-0", 4240, json!([])),
@@ -87,19 +130,22 @@ pub(super) fn loaded(inbox: Vec<Value>) -> State {
     assert_eq!(
         drain(&mut state),
         [
-            Effect::Send(Verb::Inbox, json!({})),
-            Effect::Send(Verb::Agents, json!({})),
-            Effect::Send(Verb::Head, json!({}))
+            Effect::Send(Request::Inbox),
+            Effect::Send(Request::Agents),
+            Effect::Send(Request::Head)
         ]
     );
-    state.handle_reply(Verb::Inbox, &json!({}), Ok(Value::Array(inbox)));
-    state.handle_reply(Verb::Agents, &json!({}), Ok(team(true)));
+    answer(&mut state, Request::Inbox, Ok(Value::Array(inbox)));
+    answer(&mut state, Request::Agents, Ok(team(true)));
     for effect in drain(&mut state) {
-        let Effect::Send(Verb::Trail, args) = effect else {
+        let Effect::Send(Request::Trail(id)) = effect else {
             panic!("only trails after the first inbox: {effect:?}");
         };
-        let id = args["subject"].as_str().unwrap().to_owned();
-        state.handle_reply(Verb::Trail, &args, Ok(json!([raised(&id)])));
+        answer(
+            &mut state,
+            Request::Trail(id.clone()),
+            Ok(json!([raised(&id)])),
+        );
     }
     state
 }
@@ -108,18 +154,18 @@ pub(super) fn loaded(inbox: Vec<Value>) -> State {
 fn opened() -> State {
     let mut state = loaded(vec![decision(ID, "release.publish", true)]);
     state.handle_key(Key::Char(']'));
-    assert_eq!(state.view, View::Decision);
+    assert_eq!(state.view(), View::Decision);
     let effects = drain(&mut state);
     assert_eq!(
         effects,
         [
-            Effect::Send(Verb::Trail, json!({"subject": ID})),
-            Effect::Send(Verb::Agents, json!({}))
+            Effect::Send(Request::Trail(ID.to_string())),
+            Effect::Send(Request::Agents)
         ]
     );
-    state.handle_reply(
-        Verb::Trail,
-        &json!({"subject": ID}),
+    answer(
+        &mut state,
+        Request::Trail(ID.to_string()),
         Ok(json!([raised(ID)])),
     );
     state
@@ -130,7 +176,7 @@ fn a_digit_alone_sends_nothing() {
     let mut state = opened();
     state.handle_key(Key::Char('1'));
     assert_eq!(drain(&mut state), []);
-    assert_eq!(state.open.as_ref().unwrap().chosen, Some(0));
+    assert_eq!(state.open().unwrap().chosen, Some(0));
     state.handle_key(Key::Enter);
     assert_eq!(drain(&mut state), [], "Enter only asks");
 }
@@ -139,8 +185,8 @@ fn a_digit_alone_sends_nothing() {
 fn digit_enter_y_sends_exactly_one_resolve_with_the_key_and_the_note() {
     let mut state = opened();
     keys(&mut state, &[Key::Char('2'), Key::Enter]);
-    let super::state::Prompt::Confirm(act) = &state.prompt else {
-        panic!("asks: {:?}", state.prompt);
+    let super::state::Prompt::Confirm(act) = &state.prompt() else {
+        panic!("asks: {:?}", state.prompt());
     };
     assert_eq!(
         act.question(),
@@ -153,8 +199,8 @@ fn digit_enter_y_sends_exactly_one_resolve_with_the_key_and_the_note() {
     );
     keys(&mut state, &[Key::Enter, Key::Char('y')]);
     assert_eq!(
-        drain(&mut state),
-        [Effect::Send(
+        wire(drain(&mut state)),
+        [(
             Verb::DecisionResolve,
             json!({"id": ID, "choice": "no", "note": "not yet"})
         )]
@@ -170,7 +216,7 @@ fn n_or_esc_cancels_and_sends_nothing() {
     keys(&mut state, &[Key::Char('1'), Key::Enter, Key::Char('n')]);
     keys(&mut state, &[Key::Enter, Key::Esc]);
     assert_eq!(drain(&mut state), []);
-    assert_eq!(state.status, "cancelled: nothing was sent");
+    assert_eq!(state.status(), "cancelled: nothing was sent");
 }
 
 #[test]
@@ -185,38 +231,41 @@ fn nothing_resolves_from_the_inbox_view() {
             Key::Char('w'),
         ],
     );
-    assert_eq!(state.view, View::Inbox);
+    assert_eq!(state.view(), View::Inbox);
     assert_eq!(drain(&mut state), []);
     // Enter opens it; only then do digits count.
     state.handle_key(Key::Enter);
-    assert_eq!(state.view, View::Decision);
+    assert_eq!(state.view(), View::Decision);
 }
 
 #[test]
 fn a_decision_closed_while_on_screen_is_no_longer_waiting_and_cannot_be_resolved() {
     let mut state = opened();
     state.handle_key(Key::Char('1'));
-    state.handle_change(&json!({"cursor": 9, "changes": [
-        {"seq": 9, "kind": "decision.withdrawn", "decision": ID}]}));
-    assert_eq!(state.open.as_ref().unwrap().standing, Standing::Gone);
+    changes(
+        &mut state,
+        json!({"cursor": 9, "changes": [
+        {"seq": 9, "kind": "decision.withdrawn", "decision": ID}]}),
+    );
+    assert_eq!(state.open().unwrap().standing, Standing::Gone);
     let refreshed = drain(&mut state);
     assert!(refreshed.iter().all(|e| matches!(
         e,
-        Effect::Send(Verb::Inbox | Verb::Agents | Verb::Head | Verb::Trail, _)
+        Effect::Send(Request::Inbox | Request::Agents | Request::Head | Request::Trail(_))
     )));
     keys(&mut state, &[Key::Enter, Key::Char('y'), Key::Char('s')]);
     assert_eq!(drain(&mut state), []);
-    assert_eq!(state.status, "no longer waiting: its keys are disabled");
+    assert_eq!(state.status(), "no longer waiting: its keys are disabled");
 }
 
 #[test]
 fn a_decision_gone_from_the_inbox_goes_stale_even_while_asked() {
     let mut state = opened();
     keys(&mut state, &[Key::Char('1'), Key::Enter]);
-    state.handle_reply(Verb::Inbox, &json!({}), Ok(json!([])));
+    answer(&mut state, Request::Inbox, Ok(json!([])));
     state.handle_key(Key::Char('y'));
     assert_eq!(drain(&mut state), []);
-    assert_eq!(state.status, "no longer waiting: nothing was sent");
+    assert_eq!(state.status(), "no longer waiting: nothing was sent");
 }
 
 #[test]
@@ -224,33 +273,37 @@ fn outcome_unknown_opens_the_trail_and_nothing_is_resent() {
     let mut state = opened();
     keys(&mut state, &[Key::Char('1'), Key::Enter, Key::Char('y')]);
     let effects: [Effect; 1] = drain(&mut state).try_into().expect("one effect");
-    let [Effect::Send(verb, args)] = effects else {
+    let [Effect::Send(request)] = effects else {
         panic!("one send");
     };
-    state.handle_reply(verb, &args, Err(Refusal::OutcomeUnknown));
-    assert_eq!(state.view, View::Trail);
-    assert_eq!(state.open.as_ref().unwrap().standing, Standing::Unknown);
+    answer(&mut state, request, Err(Refusal::OutcomeUnknown));
+    assert_eq!(state.view(), View::Trail);
+    assert_eq!(state.open().unwrap().standing, Standing::Unknown);
     assert_eq!(
         drain(&mut state),
-        [Effect::Send(Verb::Trail, json!({"subject": ID}))]
+        [Effect::Send(Request::Trail(ID.to_string()))]
     );
     assert!(
-        state.status.starts_with("outcome-unknown: "),
+        state.status().starts_with("outcome-unknown: "),
         "{}",
-        state.status
+        state.status()
     );
 }
 
 #[test]
 fn a_refusal_shows_its_code_and_one_sentence() {
     let mut state = opened();
-    state.handle_reply(
-        Verb::DecisionResolve,
-        &json!({"id": ID, "choice": "yes"}),
+    answer(
+        &mut state,
+        Request::Resolve {
+            id: id(ID),
+            choice: OptionKey::parse("yes").expect("an option key"),
+            note: String::new(),
+        },
         Err(Refusal::DecisionClosed),
     );
     assert_eq!(
-        state.status,
+        state.status(),
         format!("decision-closed: {}", Refusal::DecisionClosed.meaning())
     );
 }
@@ -258,25 +311,28 @@ fn a_refusal_shows_its_code_and_one_sentence() {
 #[test]
 fn a_new_decision_rings_the_bell_and_notifies_once_and_the_first_load_does_not() {
     let mut state = loaded(vec![decision(ID, "release.publish", true)]);
-    state.handle_change(&json!({"cursor": 3, "changes": [
-        {"seq": 3, "kind": "decision.raised", "decision": OTHER}]}));
+    changes(
+        &mut state,
+        json!({"cursor": 3, "changes": [
+        {"seq": 3, "kind": "decision.raised", "decision": OTHER}]}),
+    );
     assert_eq!(
         drain(&mut state),
         [
-            Effect::Send(Verb::Inbox, json!({})),
-            Effect::Send(Verb::Agents, json!({})),
-            Effect::Send(Verb::Head, json!({}))
+            Effect::Send(Request::Inbox),
+            Effect::Send(Request::Agents),
+            Effect::Send(Request::Head)
         ]
     );
     let inbox = json!([
         decision(ID, "release.publish", true),
         decision(OTHER, "repo.merge", false)
     ]);
-    state.handle_reply(Verb::Inbox, &json!({}), Ok(inbox.clone()));
+    answer(&mut state, Request::Inbox, Ok(inbox.clone()));
     assert_eq!(
         drain(&mut state),
         [
-            Effect::Send(Verb::Trail, json!({"subject": OTHER})),
+            Effect::Send(Request::Trail(OTHER.to_string())),
             Effect::Bell,
             Effect::Notify(Notice {
                 decision: OTHER.to_owned(),
@@ -286,7 +342,7 @@ fn a_new_decision_rings_the_bell_and_notifies_once_and_the_first_load_does_not()
             })
         ]
     );
-    state.handle_reply(Verb::Inbox, &json!({}), Ok(inbox));
+    answer(&mut state, Request::Inbox, Ok(inbox));
     assert_eq!(drain(&mut state), [], "no second bell");
 }
 
@@ -297,10 +353,10 @@ fn bracket_opens_the_oldest_blocking_decision_first() {
         decision(ID, "release.publish", true),
     ]);
     state.handle_key(Key::Char(']'));
-    assert_eq!(state.open.as_ref().unwrap().decision.id, ID);
+    assert_eq!(state.open().unwrap().decision.id, id(ID));
     drain(&mut state);
     state.handle_key(Key::Char(']'));
-    assert_eq!(state.open.as_ref().unwrap().decision.id, OTHER);
+    assert_eq!(state.open().unwrap().decision.id, id(OTHER));
 }
 
 #[test]
@@ -309,15 +365,9 @@ fn the_other_acts_each_ask_first() {
     keys(&mut state, &[Key::Char('s')]);
     assert_eq!(drain(&mut state), []);
     keys(&mut state, &[Key::Char('y')]);
-    assert_eq!(
-        drain(&mut state),
-        [Effect::Send(Verb::DecisionSeen, json!({"id": ID}))]
-    );
+    assert_eq!(drain(&mut state), [Effect::Send(Request::Seen(id(ID)))]);
     keys(&mut state, &[Key::Char('w'), Key::Char('y')]);
-    assert_eq!(
-        drain(&mut state),
-        [Effect::Send(Verb::DecisionWithdraw, json!({"id": ID}))]
-    );
+    assert_eq!(drain(&mut state), [Effect::Send(Request::Withdraw(id(ID)))]);
     keys(&mut state, &[Key::Char('m')]);
     keys(&mut state, &"qa".chars().map(Key::Char).collect::<Vec<_>>());
     keys(
@@ -327,22 +377,19 @@ fn the_other_acts_each_ask_first() {
     assert_eq!(drain(&mut state), []);
     keys(&mut state, &[Key::Char('y')]);
     assert_eq!(
-        drain(&mut state),
-        [Effect::Send(
-            Verb::MessageSend,
-            json!({"to": "qa", "body": "hi"})
-        )]
+        wire(drain(&mut state)),
+        [(Verb::MessageSend, json!({"to": "qa", "body": "hi"}))]
     );
     keys(&mut state, &[Key::Char('L'), Key::Char('y')]);
     assert_eq!(
         drain(&mut state),
-        [Effect::Send(Verb::LaunchRevoke, json!({}))]
+        [Effect::Send(Request::Launch { off: true })]
     );
-    state.handle_reply(Verb::LaunchRevoke, &json!({}), Ok(json!({})));
+    answer(&mut state, Request::Launch { off: true }, Ok(json!({})));
     keys(&mut state, &[Key::Char('L'), Key::Char('y')]);
     assert_eq!(
         drain(&mut state),
-        [Effect::Send(Verb::LaunchRestore, json!({}))]
+        [Effect::Send(Request::Launch { off: false })]
     );
 }
 
@@ -350,9 +397,9 @@ fn the_other_acts_each_ask_first() {
 fn q_quits_and_help_comes_from_the_key_map() {
     let mut state = loaded(Vec::new());
     state.handle_key(Key::Char('?'));
-    assert!(state.help);
+    assert!(state.help());
     state.handle_key(Key::Char('x'));
-    assert!(!state.help);
+    assert!(!state.help());
     state.handle_key(Key::Char('q'));
     assert_eq!(drain(&mut state), [Effect::Quit]);
     let help = super::after();
@@ -390,7 +437,12 @@ fn one_resolve_goes_over_the_link_exactly_once() {
             eq(json!({"id": ID, "choice": "yes"})),
         )
         .times(1)
-        .returning(|_, _| Ok(json!({"choice": "yes", "status": "resolved"})));
+        .returning(|_, _| {
+            let mut resolved = decision(ID, "release.publish", true);
+            resolved["status"] = json!("resolved");
+            resolved["choice"] = json!("yes");
+            Ok(resolved)
+        });
     let mut state = State::new("acme");
     state.handle_resize(80, 24);
     let mut other = Vec::new();
@@ -399,8 +451,8 @@ fn one_resolve_goes_over_the_link_exactly_once() {
         state.handle_key(key);
         pump(&mut state, &link, &mut |e| other.push(e));
     }
-    assert_eq!(state.status, "resolved with yes");
-    assert_eq!(state.open.as_ref().unwrap().standing, Standing::Gone);
+    assert_eq!(state.status(), "resolved with yes");
+    assert_eq!(state.open().unwrap().standing, Standing::Gone);
     // Again: the decision's keys are off; the mock allows one resolve.
     for key in [Key::Char('1'), Key::Enter, Key::Char('y')] {
         state.handle_key(key);
@@ -436,7 +488,7 @@ fn nothing_is_sent_after_outcome_unknown() {
         state.handle_key(key);
         pump(&mut state, &link, &mut |_| {});
     }
-    assert_eq!(state.open.as_ref().unwrap().standing, Standing::Unknown);
+    assert_eq!(state.open().unwrap().standing, Standing::Unknown);
 }
 
 #[test]
@@ -453,12 +505,15 @@ fn no_send_on_a_stale_decision() {
         state.handle_key(key);
         pump(&mut state, &link, &mut |_| {});
     }
-    state.handle_change(&json!({"cursor": 5, "changes": [
-        {"seq": 5, "kind": "decision.resolved", "decision": ID}]}));
+    changes(
+        &mut state,
+        json!({"cursor": 5, "changes": [
+        {"seq": 5, "kind": "decision.resolved", "decision": ID}]}),
+    );
     pump(&mut state, &link, &mut |_| {});
     state.handle_key(Key::Char('y'));
     pump(&mut state, &link, &mut |_| {});
-    assert_eq!(state.status, "no longer waiting: nothing was sent");
+    assert_eq!(state.status(), "no longer waiting: nothing was sent");
 }
 
 // ---------------------------------------------------------------------------
@@ -504,12 +559,14 @@ fn the_inbox_draws() {
         decision(ID, "release.publish", true),
         decision(OTHER, "repo.merge", false),
     ]);
-    state.handle_reply(
-        Verb::Inbox,
-        &json!({}),
+    answer(
+        &mut state,
+        Request::Inbox,
         Ok(json!([decision(ID, "release.publish", true),
-                  {"type": "message", "id": OTHER, "from": "qa", "class": "INFO",
-                   "body": "tests are green"}])),
+                  {"type": "message", "id": OTHER, "from": "qa", "from_run": null,
+                   "to": "human", "class": "INFO", "body": "tests are green",
+                   "corrects": null, "decision": null, "in_reply_to": null,
+                   "request": null}])),
     );
     snapshots("inbox", &state);
 }
@@ -524,8 +581,11 @@ fn a_decision_draws_with_its_authorization_and_asks() {
 #[test]
 fn a_stale_decision_draws_as_no_longer_waiting() {
     let mut state = opened();
-    state.handle_change(&json!({"cursor": 9, "changes": [
-        {"seq": 9, "kind": "decision.resolved", "decision": ID}]}));
+    changes(
+        &mut state,
+        json!({"cursor": 9, "changes": [
+        {"seq": 9, "kind": "decision.resolved", "decision": ID}]}),
+    );
     drain(&mut state);
     snapshots("decision_stale", &state);
 }
@@ -534,7 +594,7 @@ fn a_stale_decision_draws_as_no_longer_waiting() {
 fn the_agents_and_the_help_draw() {
     let mut state = loaded(vec![decision(ID, "release.publish", true)]);
     keys(&mut state, &[Key::Tab]);
-    assert_eq!(state.view, View::Agents);
+    assert_eq!(state.view(), View::Agents);
     snapshots("agents", &state);
     state.handle_key(Key::Char('?'));
     snapshots("help", &state);
@@ -543,13 +603,13 @@ fn the_agents_and_the_help_draw() {
 #[test]
 fn the_agents_view_shows_the_evidence_head_once_read() {
     let mut state = State::new("acme");
-    state.handle_reply(
-        Verb::Head,
-        &json!({}),
+    answer(
+        &mut state,
+        Request::Head,
         Ok(json!({"size": 42, "head": "q5Yk", "note": "mosaic-bus/x\n42\nq5Yk\n"})),
     );
     keys(&mut state, &[Key::Tab]);
-    assert_eq!(state.view, View::Agents);
+    assert_eq!(state.view(), View::Agents);
     let text = screen(&state, 120, 40);
     assert!(text.contains("Evidence: 42 records, head q5Yk"), "{text}");
 }
@@ -560,9 +620,9 @@ fn the_agents_view_shows_the_evidence_head_once_read() {
 /// The refresh a change asks for, exactly.
 fn refresh() -> [Effect; 3] {
     [
-        Effect::Send(Verb::Inbox, json!({})),
-        Effect::Send(Verb::Agents, json!({})),
-        Effect::Send(Verb::Head, json!({})),
+        Effect::Send(Request::Inbox),
+        Effect::Send(Request::Agents),
+        Effect::Send(Request::Head),
     ]
 }
 
@@ -570,37 +630,37 @@ fn refresh() -> [Effect; 3] {
 fn the_switch_is_read_from_the_first_agents_answer_and_l_then_asks_the_other_way() {
     let mut state = State::new("acme");
     drain(&mut state);
-    assert_eq!(state.launching, None);
+    assert_eq!(state.launching(), None);
     // No run bound: no row carries the switch, and it stays unknown.
-    state.handle_reply(Verb::Agents, &json!({}), Ok(json!([])));
-    assert_eq!(state.launching, None);
-    state.handle_reply(Verb::Agents, &json!({}), Ok(team(false)));
-    assert_eq!(state.launching, Some(false));
+    answer(&mut state, Request::Agents, Ok(json!([])));
+    assert_eq!(state.launching(), None);
+    answer(&mut state, Request::Agents, Ok(team(false)));
+    assert_eq!(state.launching(), Some(false));
     keys(&mut state, &[Key::Tab]);
-    assert_eq!(state.view, View::Agents);
+    assert_eq!(state.view(), View::Agents);
     // Shown, the runs are read again: an exit is no change of the feed.
-    assert_eq!(drain(&mut state), [Effect::Send(Verb::Agents, json!({}))]);
+    assert_eq!(drain(&mut state), [Effect::Send(Request::Agents)]);
     let text = screen(&state, 80, 24);
     assert!(text.contains("Launching: OFF"), "{text}");
     keys(&mut state, &[Key::Char('L'), Key::Char('y')]);
     assert_eq!(
         drain(&mut state),
-        [Effect::Send(Verb::LaunchRestore, json!({}))]
+        [Effect::Send(Request::Launch { off: false })]
     );
     // A later answer, after the switch moved, wins.
-    state.handle_reply(Verb::Agents, &json!({}), Ok(team(true)));
-    assert_eq!(state.launching, Some(true));
+    answer(&mut state, Request::Agents, Ok(team(true)));
+    assert_eq!(state.launching(), Some(true));
 }
 
 #[test]
 fn each_change_to_what_a_run_waits_on_refreshes_the_agents_view() {
     let mut state = loaded(vec![decision(ID, "release.publish", true)]);
     keys(&mut state, &[Key::Tab]);
-    assert_eq!(state.view, View::Agents);
-    assert_eq!(drain(&mut state), [Effect::Send(Verb::Agents, json!({}))]);
+    assert_eq!(state.view(), View::Agents);
+    assert_eq!(drain(&mut state), [Effect::Send(Request::Agents)]);
     let text = screen(&state, 120, 40);
     assert!(
-        text.contains("qa · run qa-1 · waiting on lead · generic · pid 4244 · holding"),
+        text.contains("qa · run qa-1 · waiting on lead · pi · pid 4244 · holding"),
         "{text}"
     );
     assert!(text.contains("waits on lead: repo.merge on main"), "{text}");
@@ -622,18 +682,18 @@ fn each_change_to_what_a_run_waits_on_refreshes_the_agents_view() {
             .as_object_mut()
             .unwrap()
             .extend(about.as_object().unwrap().clone());
-        state.handle_change(&json!({"cursor": 7, "changes": [change]}));
+        changes(&mut state, json!({"cursor": 7, "changes": [change]}));
         assert_eq!(drain(&mut state), refresh(), "{kind}");
     }
-    assert_eq!(state.launching, Some(false), "the change said so");
+    assert_eq!(state.launching(), Some(false), "the change said so");
     // The agents answer after the resolution: qa waits on nothing.
     let mut now = team(false);
     now[3]["waitsOn"] = json!([]);
-    state.handle_reply(Verb::Agents, &json!({}), Ok(now));
+    answer(&mut state, Request::Agents, Ok(now));
     let text = screen(&state, 120, 40);
     assert!(!text.contains("repo.merge"), "{text}");
     assert!(
-        text.contains("qa · run qa-1 · running · generic · pid 4244 · holding"),
+        text.contains("qa · run qa-1 · running · pi · pid 4244 · holding"),
         "{text}"
     );
     assert!(text.contains("Launching: OFF"), "{text}");
@@ -657,7 +717,7 @@ fn the_switch_reads_from_the_broker_at_start_with_one_agents_read() {
     let mut state = State::new("acme");
     pump(&mut state, &link, &mut |_| {});
     link.checkpoint();
-    assert_eq!(state.launching, Some(true));
+    assert_eq!(state.launching(), Some(true));
     state.handle_key(Key::Tab);
     let text = screen(&state, 80, 24);
     assert!(text.contains("Launching: on"), "{text}");
@@ -669,16 +729,18 @@ fn the_selected_run_stays_on_screen_below_the_lines_of_what_others_wait_on() {
     drain(&mut state);
     let runs: Vec<Value> = (0..12)
         .map(|i| {
-            json!({"role": "qa", "run": format!("qa-{i}"), "harness": "generic", "pid": i,
-                   "holding": true, "revoked": false, "launching": true,
+            json!({"role": "qa", "run": format!("qa-{i}"), "harness": "pi", "pid": i,
+                   "address": null, "start_time": 1, "ended": null, "exited": null,
+                   "restarts": 0, "usage": null, "holding": true, "revoked": false, "launching": true,
+                   "lastVerb": null, "lastAt": null, "waiting": false,
                    "waitsOn": [{"id": ID, "action": "repo.merge", "target": "main",
                                 "route": "lead", "blocking": false}]})
         })
         .collect();
-    state.handle_reply(Verb::Agents, &json!({}), Ok(Value::Array(runs)));
+    answer(&mut state, Request::Agents, Ok(Value::Array(runs)));
     state.handle_key(Key::Tab);
     keys(&mut state, &[Key::Char('j'); 11]);
-    assert_eq!(state.selected, 11);
+    assert_eq!(state.selected(), 11);
     let text = screen(&state, 80, 24);
     assert!(text.contains("> qa · run qa-11 "), "{text}");
 }

@@ -8,8 +8,9 @@ use serde_json::json;
 
 use super::doing::{decode, Doing, Now};
 use super::model::{Exit, Shown};
+use super::request::Request;
 use super::state::{Key, State, View};
-use super::tests::{loaded, screen, NOW_MS};
+use super::tests::{answer, loaded, screen, NOW_MS};
 
 /// A feed line, as `up` writes it: `lead-1` waits on the feed (its last
 /// tool `inbox` 12 s before, waiting for 5 s), `qa-1` works (nothing
@@ -24,12 +25,20 @@ fn feed() -> String {
     .to_string()
 }
 
+/// `line` handed to `state` as the loop hands it: decoded at `NOW_MS`,
+/// dropped when it is not an activity line.
+fn feed_line(state: &mut State, line: &str) {
+    if let Some(rows) = decode(line, NOW_MS) {
+        state.handle_doing(rows);
+    }
+}
+
 /// The loaded console on its Agents view, fed `line` at `NOW_MS`.
 fn agents_with(line: &str) -> State {
     let mut state = loaded(vec![]);
     state.handle_key(Key::Tab);
-    assert_eq!(state.view, View::Agents);
-    state.handle_doing(line, NOW_MS);
+    assert_eq!(state.view(), View::Agents);
+    feed_line(&mut state, line);
     state
 }
 
@@ -83,12 +92,12 @@ fn the_agents_view_shows_each_agent_s_state_last_tool_and_how_long_ago() {
     // dev-1 waits on the human: the decision says more than the feed.
     // dev-0's exit is the feed's: the broker has not said it.
     for expected in [
-        "> dev · run dev-0 · EXITED with status 0 · generic · pid 4240 · revoked",
+        "> dev · run dev-0 · EXITED with status 0 · pi · pid 4240 · revoked",
         "      last tool message_send, 1m ago · exited 1m ago",
-        "  dev · run dev-1 · WAITING ON YOU · generic · pid 4242 · holding",
-        "  lead · run lead-1 · waiting on the feed · generic · pid 4243 · holding",
+        "  dev · run dev-1 · WAITING ON YOU · pi · pid 4242 · holding",
+        "  lead · run lead-1 · waiting on the feed · pi · pid 4243 · holding",
         "      last tool inbox, 12s ago · waiting on the feed for 5s",
-        "  qa · run qa-1 · waiting on lead · generic · pid 4244 · holding",
+        "  qa · run qa-1 · waiting on lead · pi · pid 4244 · holding",
         "      no tool called yet · working for 1s",
     ] {
         assert!(lines.contains(&expected), "{expected:?} not in\n{screen}");
@@ -123,13 +132,11 @@ fn the_broker_s_exit_wins_over_the_feed_s_state() {
     state.handle_key(Key::Tab);
     let mut team = super::tests::team(true);
     team[2]["exited"] = json!({"status": 3, "signal": null});
-    state.handle_reply(mosaic_domain::Verb::Agents, &json!({}), Ok(team));
-    state.handle_doing(&feed(), NOW_MS);
+    answer(&mut state, Request::Agents, Ok(team));
+    feed_line(&mut state, &feed());
     let screen = screen(&state, 120, 40);
     assert!(
-        screen.contains(
-            "lead · run lead-1 · EXITED with status 3 (crashed) · generic · was pid 4243"
-        ),
+        screen.contains("lead · run lead-1 · EXITED with status 3 (crashed) · pi · was pid 4243"),
         "{screen}"
     );
     assert!(screen.contains("last tool inbox, 12s ago"), "{screen}");
@@ -157,14 +164,14 @@ fn a_hostile_feed_draws_no_control_character_and_stays_in_its_row() {
 #[test]
 fn a_plain_console_or_a_bad_line_shows_the_view_as_before() {
     let plain = agents_with("not a line");
-    assert_eq!(plain.doing, None);
+    assert!(!plain.tells_doing());
     let mut before = loaded(vec![]);
     before.handle_key(Key::Tab);
     assert_eq!(screen(&plain, 120, 40), screen(&before, 120, 40));
     assert!(screen(&plain, 120, 40).contains("lead · run lead-1 · running"));
     // A bad line after a good one keeps what the good one said.
     let mut fed = agents_with(&feed());
-    fed.handle_doing("{", NOW_MS);
+    feed_line(&mut fed, "{");
     assert!(fed.doing_of("lead-1").is_some());
     assert_eq!(fed.doing_of("nobody"), None);
 }

@@ -11,8 +11,11 @@ use ratatui::{Terminal, TerminalOptions, Viewport};
 use serde_json::{json, Value};
 
 use super::render;
+use super::request::Request;
 use super::state::{Effect, Key, State, View};
-use super::tests::{decision, drain, keys, loaded, screen, snapshots, team, ID, NOW_MS};
+use super::tests::{
+    answer, decision, drain, keys, loaded, screen, snapshots, team, wire, ID, NOW_MS,
+};
 use super::{not_opened_words, ConsoleArgs};
 
 /// Texts an agent may write to make the screen lie.
@@ -127,16 +130,17 @@ fn asked_hostile(width: u16, height: u16) -> State {
 #[test]
 fn hostile_text_reaches_the_terminal_only_as_tokens_in_every_view() {
     let mut state = asked_hostile(120, 40);
-    state.handle_reply(
-        Verb::Inbox,
-        &json!({}),
+    answer(
+        &mut state,
+        Request::Inbox,
         Ok(
-            json!([hostile(), {"type": "message", "id": "m1", "from": "qa", "from_run": "qa-1",
+            json!([hostile(), {"type": "message", "id": message_id(1), "from": "qa", "from_run": "qa-1",
+            "to": "human", "corrects": null, "decision": null, "in_reply_to": null, "request": null,
             "class": null, "body": format!("{OSC_52}{OSC_0}{CLEAR}{FORGED}\u{202e}\u{200b}")}]),
         ),
     );
     for view in View::ALL {
-        state.view = view;
+        state.show(view);
         for (w, h) in [(80, 24), (120, 40), (40, 10)] {
             only_our_escapes(&bytes(&state, w, h));
         }
@@ -178,7 +182,7 @@ fn the_grant_area_shows_the_brokers_grant_at_80x24_and_120x40_and_the_prompt_nam
     snapshots("decision_hostile", &state);
     // The prompt stays while another view is drawn (an answer may move
     // the view), but y resolves only from the decision's own view.
-    state.view = View::Inbox;
+    state.show(View::Inbox);
     snapshots("inbox_hostile", &state);
     state.handle_key(Key::Char('y'));
     assert_eq!(drain(&mut state), []);
@@ -204,7 +208,7 @@ fn y_resolves_only_when_the_grant_the_options_and_the_whole_prompt_are_on_screen
             let sent = drain(&mut state);
             assert_eq!(
                 sent.iter()
-                    .any(|e| matches!(e, Effect::Send(Verb::DecisionResolve, _))),
+                    .any(|e| matches!(e, Effect::Send(Request::Resolve { .. }))),
                 whole,
                 "{w}x{h}: {sent:?}"
             );
@@ -217,19 +221,25 @@ fn too_small_a_terminal_asks_for_a_larger_one_and_enter_asks_nothing() {
     let mut state = loaded(vec![hostile()]);
     state.handle_resize(60, 15);
     keys(&mut state, &[Key::Char(']'), Key::Char('1'), Key::Enter]);
-    assert_eq!(state.prompt, super::state::Prompt::None);
+    assert_eq!(*state.prompt(), super::state::Prompt::None);
     assert!(
-        state.status.starts_with("the terminal is too small"),
+        state.status().starts_with("the terminal is too small"),
         "{}",
-        state.status
+        state.status()
     );
     let text = screen(&state, 60, 15);
     assert!(text.contains("Make it at least"), "{text}");
 }
 
+/// The id of the tests' message `i`.
+fn message_id(i: usize) -> String {
+    format!("0190a2b4-0000-7000-8000-{i:012}")
+}
+
 fn message(i: usize, body: &str) -> Value {
-    json!({"type": "message", "id": format!("m{i}"), "from": "qa", "from_run": "qa-1",
-           "class": "INFO", "body": body})
+    json!({"type": "message", "id": message_id(i), "from": "qa", "from_run": "qa-1",
+           "class": "INFO", "body": body, "to": "human", "corrects": null, "decision": null,
+           "in_reply_to": null, "request": null})
 }
 
 #[test]
@@ -238,7 +248,7 @@ fn each_row_is_one_line_and_the_selection_stays_on_screen_past_a_long_message() 
     items.extend((1..40).map(|i| message(i, &format!("note {i}\nsecond line"))));
     items.push(json!({"type": "more", "unread": 65}));
     let mut state = loaded(items);
-    assert_eq!(state.inbox.more, 65);
+    assert_eq!(state.inbox().more, 65);
     keys(&mut state, &[Key::Char('j'); 39]);
     let text = screen(&state, 80, 24);
     assert!(
@@ -262,22 +272,23 @@ fn enter_opens_a_message_and_r_marks_it_read_and_reads_the_inbox_again() {
         message(7, "hello\nworld"),
     ]);
     keys(&mut state, &[Key::Char('j'), Key::Enter]);
-    assert_eq!(state.view, View::Message);
+    assert_eq!(state.view(), View::Message);
     let text = screen(&state, 80, 24);
     assert!(text.contains("world"), "{text}");
     state.handle_key(Key::Char('r'));
     assert_eq!(
-        drain(&mut state),
-        [Effect::Send(Verb::MessageRead, json!({"id": "m7"}))]
+        wire(drain(&mut state)),
+        [(Verb::MessageRead, json!({"id": message_id(7)}))]
     );
-    state.handle_reply(Verb::MessageRead, &json!({"id": "m7"}), Ok(json!({})));
-    assert_eq!(state.view, View::Inbox);
-    assert_eq!(drain(&mut state), [Effect::Send(Verb::Inbox, json!({}))]);
+    let read = Request::Read(message_id(7).parse().expect("a message id"));
+    answer(&mut state, read, Ok(json!({})));
+    assert_eq!(state.view(), View::Inbox);
+    assert_eq!(drain(&mut state), [Effect::Send(Request::Inbox)]);
     // From the inbox too, on the selected message.
     state.handle_key(Key::Char('r'));
     assert_eq!(
-        drain(&mut state),
-        [Effect::Send(Verb::MessageRead, json!({"id": "m7"}))]
+        wire(drain(&mut state)),
+        [(Verb::MessageRead, json!({"id": message_id(7)}))]
     );
 }
 
@@ -286,12 +297,12 @@ fn an_exited_run_shows_as_exited_and_its_decision_flags_the_raiser_gone() {
     let mut state = loaded(vec![decision(ID, "release.publish", true)]);
     let mut runs = team(true);
     runs[1]["exited"] = json!({"status": 3, "signal": null});
-    state.handle_reply(Verb::Agents, &json!({}), Ok(runs));
+    answer(&mut state, Request::Agents, Ok(runs));
     state.handle_key(Key::Tab);
     let text = screen(&state, 120, 40);
     assert!(
         text.contains(
-            "dev · run dev-1 · EXITED with status 3 (crashed) · generic · was pid 4242 · holding"
+            "dev · run dev-1 · EXITED with status 3 (crashed) · pi · was pid 4242 · holding"
         ),
         "{text}"
     );
@@ -305,8 +316,7 @@ fn an_exited_run_shows_as_exited_and_its_decision_flags_the_raiser_gone() {
 
 #[test]
 fn a_lost_broker_shows_the_banner_keeps_the_screen_read_only_and_is_read_again_when_back() {
-    let mut state = asked_hostile(120, 40);
-    state.socket = "/srv/bus/bus.sock".to_owned();
+    let mut state = asked_hostile(120, 40).with_socket("/srv/bus/bus.sock");
     state.handle_link(false);
     let text = screen(&state, 120, 40);
     assert!(
@@ -316,39 +326,45 @@ fn a_lost_broker_shows_the_banner_keeps_the_screen_read_only_and_is_read_again_w
     state.handle_key(Key::Char('y'));
     assert_eq!(drain(&mut state), []);
     assert_eq!(
-        state.status,
+        state.status(),
         "the broker cannot be reached: nothing was sent"
     );
     state.handle_link(true);
-    assert!(!state.offline);
+    assert!(!state.offline());
     let effects = drain(&mut state);
     assert_eq!(
         effects[..3],
         [
-            Effect::Send(Verb::Inbox, json!({})),
-            Effect::Send(Verb::Agents, json!({})),
-            Effect::Send(Verb::Head, json!({}))
+            Effect::Send(Request::Inbox),
+            Effect::Send(Request::Agents),
+            Effect::Send(Request::Head)
         ]
     );
     // A request that finds no broker shows the banner too.
-    state.handle_reply(Verb::Inbox, &json!({}), Err(Refusal::BrokerUnavailable));
-    assert!(state.offline);
+    answer(&mut state, Request::Inbox, Err(Refusal::BrokerUnavailable));
+    assert!(state.offline());
 }
 
 #[test]
 fn the_trail_reads_a_refused_request_with_the_domains_kind() {
     let mut state = loaded(Vec::new());
-    state.trail = Some((ID.to_owned(), Vec::new()));
-    state.handle_reply(
-        Verb::Trail,
-        &json!({"subject": ID}),
+    state.show(View::Trail);
+    keys(&mut state, &[Key::Char('t')]);
+    keys(&mut state, &ID.chars().map(Key::Char).collect::<Vec<_>>());
+    keys(&mut state, &[Key::Enter]);
+    assert_eq!(
+        drain(&mut state),
+        [Effect::Send(Request::Trail(ID.to_owned()))]
+    );
+    answer(
+        &mut state,
+        Request::Trail(ID.to_string()),
         Ok(
-            json!([{"kind": "request.refused", "at": "2026-01-01T10:00:00.000Z",
+            json!([{"kind": "request.refused", "at": "2026-01-01T10:00:00.000Z", "business": "acme",
                    "role": "dev", "run": "dev-1", "verb": "decision.resolve",
                    "code": "not-holder"}]),
         ),
     );
-    state.view = View::Trail;
     let text = screen(&state, 120, 40);
     assert!(
         text.contains("dev/dev-1 was refused decision.resolve: not-holder."),
@@ -386,7 +402,7 @@ fn a_notice_carries_each_agent_word_neutralised() {
     let mut state = loaded(Vec::new());
     let mut d = hostile();
     d["id"] = json!("0190a2b4-0000-7000-8000-0000000000ff");
-    state.handle_reply(Verb::Inbox, &json!({}), Ok(json!([d])));
+    answer(&mut state, Request::Inbox, Ok(json!([d])));
     let notice = drain(&mut state)
         .into_iter()
         .find_map(|e| match e {
@@ -402,13 +418,13 @@ fn a_long_message_scrolls_to_its_end_and_back_by_drawn_lines() {
     let body: String = (1..=60).map(|i| format!("line {i}\n")).collect();
     let mut state = loaded(vec![message(1, body.trim_end())]);
     keys(&mut state, &[Key::Enter]);
-    assert_eq!(state.view, View::Message);
+    assert_eq!(state.view(), View::Message);
     keys(&mut state, &[Key::PageDown; 20]);
     let text = screen(&state, 80, 24);
     assert!(text.contains("line 60"), "{text}");
     // 60 lines in a pane of 20: 40 down is the end, and one up shows
     // `line 40` again at the top.
-    assert_eq!(state.scroll, 40);
+    assert_eq!(state.scroll(), 40);
     keys(&mut state, &[Key::Up]);
     let text = screen(&state, 80, 24);
     assert!(
@@ -452,7 +468,7 @@ proptest::proptest! {
         state.handle_key(Key::Char(']'));
         keys(&mut state, &[Key::Char('1'), Key::Enter]);
         // Enter may have been refused as too small: ask as it would.
-        if state.prompt == super::state::Prompt::None {
+        if *state.prompt() == super::state::Prompt::None {
             state.handle_resize(200, 60);
             state.handle_key(Key::Enter);
             state.handle_resize(width, height);
@@ -471,7 +487,7 @@ proptest::proptest! {
         state.handle_key(Key::Char('y'));
         let sent = drain(&mut state)
             .iter()
-            .any(|e| matches!(e, Effect::Send(Verb::DecisionResolve, _)));
+            .any(|e| matches!(e, Effect::Send(Request::Resolve { .. })));
         proptest::prop_assert_eq!(sent, whole && !offline);
     }
 }
@@ -480,7 +496,7 @@ proptest::proptest! {
 fn a_quiet_wait_reads_the_runs_again_unless_the_broker_is_lost() {
     let mut state = loaded(Vec::new());
     state.handle_quiet();
-    assert_eq!(drain(&mut state), [Effect::Send(Verb::Agents, json!({}))]);
+    assert_eq!(drain(&mut state), [Effect::Send(Request::Agents)]);
     state.handle_link(false);
     state.handle_quiet();
     assert_eq!(drain(&mut state), []);
@@ -514,8 +530,9 @@ fn printed_rows(state: &State, width: u16, height: u16) -> Vec<String> {
 
 /// A decision made of the tricks: its question opens with 50 hexagrams
 /// (one column to ratatui, two to the terminal) and words that would
-/// claim a review, its target reads like `acme/main` and its approving
-/// choice like `yes`.
+/// claim a review, and its target reads like `acme/main`. (An approving
+/// choice that reads like `yes` cannot reach the console: an option key
+/// is ASCII on the wire, and one that is not fails to decode, below.)
 fn tricky() -> Value {
     let mut d = decision(ID, "repo.force-push", true);
     let target =
@@ -527,11 +544,31 @@ fn tricky() -> Value {
     ));
     d["target"] = json!(target);
     d["authorization"] =
-        json!({"action": "repo.force-push", "target": target, "approvalChoice": "y\u{435}s"});
+        json!({"action": "repo.force-push", "target": target, "approvalChoice": "yes"});
     d["options"] = json!([
-        {"key": "y\u{435}s", "text": format!("{}ok", "\u{3248}".repeat(20))},
+        {"key": "yes", "text": format!("{}ok", "\u{3248}".repeat(20))},
         {"key": "no", "text": "hold"}]);
     d
+}
+
+#[test]
+fn an_option_key_the_broker_never_writes_fails_to_decode_and_says_so() {
+    let mut d = decision(ID, "repo.force-push", true);
+    d["authorization"]["approvalChoice"] = json!("y\u{435}s");
+    d["options"][0]["key"] = json!("y\u{435}s");
+    let mut state = State::new("acme");
+    state.handle_resize(120, 40);
+    drain(&mut state);
+    answer(&mut state, Request::Inbox, Ok(json!([d])));
+    assert!(!state.is_loaded());
+    assert!(state.inbox().decisions.is_empty());
+    assert_eq!(
+        state.status(),
+        format!("bad-response: {}", Refusal::BadResponse.meaning())
+    );
+    let text = screen(&state, 120, 40);
+    assert!(text.contains("bad-response: "), "{text}");
+    assert!(!text.contains("y\u{435}s"), "{text}");
 }
 
 #[test]
@@ -567,12 +604,12 @@ fn the_tricks_reach_the_grant_area_and_the_prompt_as_tokens_and_every_row_is_the
     let grant: Vec<&str> = rows[1..8].iter().map(|r| r.trim_end()).collect();
     assert!(
         grant[1].contains(&format!(
-            "Approving (y⟨U+0435⟩s) grants dev/dev-1 repo.force-push on {target}, once."
+            "Approving (yes) grants dev/dev-1 repo.force-push on {target}, once."
         )),
         "{grant:#?}"
     );
     assert!(
-        grant[5].contains("Selected 1 y⟨U+0435⟩s: resolving with it GRANTS the above."),
+        grant[5].contains("Selected 1 yes: resolving with it GRANTS the above."),
         "{grant:#?}"
     );
     assert!(
@@ -583,10 +620,7 @@ fn the_tricks_reach_the_grant_area_and_the_prompt_as_tokens_and_every_row_is_the
     );
     assert_eq!(
         rows.last().map(|r| r.trim_end()),
-        Some(
-            format!("Grant repo.force-push on {target} to dev/dev-1 (choice y⟨U+0435⟩s)? y/n")
-                .as_str()
-        )
+        Some(format!("Grant repo.force-push on {target} to dev/dev-1 (choice yes)? y/n").as_str())
     );
     // The raiser's own panes draw the same characters as tokens too.
     let text = rows.join("\n");
@@ -621,29 +655,30 @@ fn a_cut_message_opens_whole_from_its_trail() {
     cut["cut"] = json!(true);
     let mut state = loaded(vec![cut]);
     state.handle_key(Key::Enter);
-    assert_eq!(state.view, View::Message);
+    assert_eq!(state.view(), View::Message);
     assert_eq!(
         drain(&mut state),
-        [Effect::Send(Verb::Trail, json!({"subject": "m3"}))]
+        [Effect::Send(Request::Trail(message_id(3)))]
     );
     let whole = format!("{}the end", "a".repeat(2_000));
-    state.handle_reply(
-        Verb::Trail,
-        &json!({"subject": "m3"}),
+    answer(
+        &mut state,
+        Request::Trail(message_id(3)),
         Ok(
-            json!([{"kind": "message.sent", "at": "2026-01-01T10:00:00.000Z", "id": "m3",
-                   "from": "qa", "from_run": "qa-1", "to": "human", "class": "INFO",
+            json!([{"kind": "message.sent", "at": "2026-01-01T10:00:00.000Z", "id": message_id(3),
+                   "business": "acme", "corrects": null, "decision": null, "in_reply_to": null,
+                   "request": null, "from": "qa", "from_run": "qa-1", "to": "human", "class": "INFO",
                    "body": whole}]),
         ),
     );
-    let shown = state.message.as_ref().expect("the open message");
+    let shown = state.message().expect("the open message");
     assert!(!shown.cut);
     assert_eq!(shown.body[0].as_str(), whole);
     // Read again, the inbox's cut copy does not take the whole one's place.
     let mut again = message(3, &"a".repeat(2_000));
     again["cut"] = json!(true);
-    state.handle_reply(Verb::Inbox, &json!({}), Ok(json!([again])));
-    assert!(!state.inbox.messages[0].cut);
+    answer(&mut state, Request::Inbox, Ok(json!([again])));
+    assert!(!state.inbox().messages[0].cut);
 }
 
 #[test]
@@ -657,38 +692,50 @@ fn a_short_decision_has_no_options_until_its_trail_fills_it() {
     let mut state = State::new("acme");
     state.handle_resize(120, 40);
     drain(&mut state);
-    state.handle_reply(Verb::Inbox, &json!({}), Ok(json!([short])));
+    answer(&mut state, Request::Inbox, Ok(json!([short])));
     drain(&mut state);
     state.handle_key(Key::Char(']'));
     keys(&mut state, &[Key::Char('1'), Key::Enter]);
-    assert_eq!(state.prompt, super::state::Prompt::None);
+    assert_eq!(*state.prompt(), super::state::Prompt::None);
     let mut raised = whole;
     raised["kind"] = json!("decision.raised");
     raised["at"] = json!("2026-01-01T10:00:00.000Z");
-    state.handle_reply(Verb::Trail, &json!({"subject": ID}), Ok(json!([raised])));
-    assert!(!state.inbox.decisions[0].cut);
+    raised["business"] = json!("acme");
+    answer(
+        &mut state,
+        Request::Trail(ID.to_string()),
+        Ok(json!([raised])),
+    );
+    assert!(!state.inbox().decisions[0].cut);
     assert_eq!(
-        state.open.as_ref().map(|o| o.decision.options.len()),
+        state.open().as_ref().map(|o| o.decision.options.len()),
         Some(2)
     );
     keys(&mut state, &[Key::Char('1'), Key::Enter]);
-    assert_ne!(state.prompt, super::state::Prompt::None);
+    assert_ne!(*state.prompt(), super::state::Prompt::None);
 }
 
 #[test]
 fn a_trail_past_one_answer_says_how_many_records_it_left_out() {
     let mut state = loaded(Vec::new());
-    state.trail = Some((ID.to_owned(), Vec::new()));
-    state.handle_reply(
-        Verb::Trail,
-        &json!({"subject": ID}),
+    state.show(View::Trail);
+    keys(&mut state, &[Key::Char('t')]);
+    keys(&mut state, &ID.chars().map(Key::Char).collect::<Vec<_>>());
+    keys(&mut state, &[Key::Enter]);
+    assert_eq!(
+        drain(&mut state),
+        [Effect::Send(Request::Trail(ID.to_owned()))]
+    );
+    answer(
+        &mut state,
+        Request::Trail(ID.to_string()),
         Ok(
-            json!([{"kind": "decision.seen", "at": "2026-01-01T10:00:00.000Z",
+            json!([{"kind": "decision.seen", "at": "2026-01-01T10:00:00.000Z", "business": "acme",
                    "id": ID, "by": "dev", "by_run": "dev-1", "note": null},
                   {"type": "more", "records": 41}]),
         ),
     );
-    state.view = View::Trail;
+    state.show(View::Trail);
     let text = screen(&state, 120, 40);
     assert!(
         text.contains("41 more records, past what one answer holds, by the broker."),

@@ -1,15 +1,16 @@
 //! The keys of an agent that `up` starts as a harness itself (`"harness"`
 //! with no `"command"`): `"prompt"`, `"model"`, `"program"` and `"args"`,
-//! parsed into a [`HarnessRun`]. DESIGN.md §4 "Harnesses in `up`" is the
-//! contract; docs/agents.md says it for users.
+//! parsed into a [`HarnessRun`]. docs/agents.md says what they mean for
+//! users.
 
 use std::path::{Path, PathBuf};
 
 use mosaic_domain::evidence::Harness;
-use mosaic_domain::Refusal;
+use mosaic_domain::{Refusal, RoleInstance};
 use serde::Deserialize;
 
 use super::allow::Allow;
+use super::error::TeamError;
 
 /// The variable that holds the model's key when `"keyEnv"` names none:
 /// the one both harnesses read for Anthropic's API.
@@ -18,9 +19,10 @@ pub const DEFAULT_KEY_ENV: &str = "ANTHROPIC_API_KEY";
 /// The model's endpoint when `"baseUrl"` names none: Anthropic's API.
 pub const DEFAULT_MODEL_HOST: &str = "api.anthropic.com:443";
 
-/// The longest prompt accepted: it travels as one argument (Claude Code)
-/// or one line on stdin (pi), and a configuration is at most 1 MiB.
-const MAX_PROMPT: usize = 64 * 1024;
+/// The longest prompt accepted, in bytes: it travels as one argument
+/// (Claude Code) or one line on stdin (pi), and a configuration is at
+/// most 1 MiB.
+pub const MAX_PROMPT: usize = 64 * 1024;
 
 /// An agent `up` starts as its harness: what it is told and which model
 /// it talks to.
@@ -155,29 +157,53 @@ pub(crate) fn default_program(harness: Harness) -> &'static str {
     }
 }
 
-/// Parses the harness keys of an agent of `harness` without a command:
+/// Parses the harness keys of `role`'s agent of `harness` without a command:
 /// its program (a path with a `/` resolved against `dir`), its extra
 /// arguments and its [`HarnessRun`]. `secret` holds the variables of the
 /// business's service tokens, which `keyEnv` may not name.
 ///
 /// # Errors
-/// `bad-config` for a missing or empty prompt, a NUL anywhere, an empty
+/// `bad-config` for a missing or empty prompt, one over [`MAX_PROMPT`]
+/// (with a sentence naming the role, its size and the limit), a NUL
+/// anywhere, an empty
 /// argument, a `"model"` whose `api` is not `anthropic`, a `baseUrl` that
 /// is not `http(s)://host[:port][/path]`, an empty `id` or one with
 /// control characters, a `keyEnv` that is not a variable name or names a
 /// service token's.
 pub(super) fn parse(
+    role: &RoleInstance,
     harness: Harness,
     keys: HarnessKeys,
     dir: &Path,
     secret: &[String],
-) -> Result<(PathBuf, Vec<String>, HarnessRun), Refusal> {
+) -> Result<(PathBuf, Vec<String>, HarnessRun), TeamError> {
     let prompt = keys.prompt.ok_or(Refusal::BadConfig)?;
-    if prompt.trim().is_empty() || prompt.contains('\0') || prompt.len() > MAX_PROMPT {
-        return Err(Refusal::BadConfig);
+    if prompt.len() > MAX_PROMPT {
+        tracing::warn!(
+            code = Refusal::BadConfig.code(),
+            role = role.as_str(),
+            bytes = prompt.len(),
+            limit = MAX_PROMPT,
+            "an agent's prompt is over the limit"
+        );
+        let why = format!(
+            "the prompt of {} is {} bytes, over the limit of {MAX_PROMPT} bytes (64 KiB): \
+             shorten it, and put what the agent needs besides in a file of its workdir for it \
+             to read",
+            role.as_str(),
+            prompt.len()
+        );
+        let mut error = TeamError::because(Refusal::BadConfig, why);
+        error.role = Some(role.clone());
+        return Err(error);
+    }
+    if prompt.trim().is_empty() || prompt.contains('\0') {
+        return Err(Refusal::BadConfig.into());
     }
     let program = match keys.program {
-        Some(text) if text.is_empty() || text.contains('\0') => return Err(Refusal::BadConfig),
+        Some(text) if text.is_empty() || text.contains('\0') => {
+            return Err(Refusal::BadConfig.into())
+        }
         Some(text) => {
             let path = PathBuf::from(text);
             if path.is_relative() && path.components().count() > 1 {
@@ -190,7 +216,7 @@ pub(super) fn parse(
     };
     let args = keys.args.unwrap_or_default();
     if args.iter().any(|w| w.is_empty() || w.contains('\0')) {
-        return Err(Refusal::BadConfig);
+        return Err(Refusal::BadConfig.into());
     }
     let anthropic = || Allow::parse(DEFAULT_MODEL_HOST).ok_or(Refusal::BadConfig);
     let model = match keys.model {
@@ -202,7 +228,7 @@ pub(super) fn parse(
         },
         Some(json) => {
             if json.api != "anthropic" {
-                return Err(Refusal::BadConfig);
+                return Err(Refusal::BadConfig.into());
             }
             let base_url = json
                 .base_url
@@ -213,11 +239,11 @@ pub(super) fn parse(
                 .as_ref()
                 .is_some_and(|id| id.is_empty() || id.chars().any(char::is_control))
             {
-                return Err(Refusal::BadConfig);
+                return Err(Refusal::BadConfig.into());
             }
             let key_env = json.key_env.unwrap_or_else(|| DEFAULT_KEY_ENV.to_owned());
             if !is_env_name(&key_env) || secret.contains(&key_env) {
-                return Err(Refusal::BadConfig);
+                return Err(Refusal::BadConfig.into());
             }
             let endpoint = match &base_url {
                 Some(url) => url.allow.clone(),

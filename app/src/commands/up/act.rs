@@ -241,10 +241,9 @@ impl Session {
             return;
         }
         let before = self.agents.len();
-        let path = self.path.clone();
-        let launched = self.prepare_run(&spec).and_then(|(run, plan, prepared)| {
-            self.launch(m, &spec, run, plan.as_ref(), prepared, &path)
-        });
+        let launched = self
+            .prepare_run(m)
+            .and_then(|planned| self.launch(m, planned));
         if launched.is_err() && self.agents.len() > before {
             self.discard_last(m);
         }

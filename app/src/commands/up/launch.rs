@@ -1,6 +1,7 @@
-//! How `up` starts one agent process: its environment, its run id, the
+//! How `up` starts one agent process: its program found, its run id, the
 //! capability's memfd (inheritable for exactly one spawn, then sealed), and
-//! signals to its process group. See the module documentation of `up` for
+//! signals to its process group. Its command and environment are its
+//! plan's (`sandbox::plan`). See the module documentation of `up` for
 //! the order of a launch and why the capability reaches only its agent.
 
 use std::ffi::{OsStr, OsString};
@@ -15,8 +16,6 @@ use mosaic_adapters::cause::logged;
 use mosaic_adapters::system::OsEntropy;
 use mosaic_domain::{Capability, Refusal, RoleInstance, RunId};
 use mosaic_ports::Entropy;
-
-use crate::commands::team::AgentSpec;
 
 /// The name memfds carry (shown in `/proc/<pid>/fd`, never the secret).
 const MEMFD_NAME: &str = "mosaic-bus-cap";
@@ -41,33 +40,10 @@ pub(super) fn child_path() -> Result<OsString, Refusal> {
 /// The environment variable naming an agent's run.
 pub const RUN_ID_ENV: &str = "MOSAIC_RUN_ID";
 
-/// The variables of `up`'s environment every agent gets, when set: who and
-/// where it is, and how text is shown. Nothing else of `up`'s environment
-/// reaches an agent unless its configuration names it in `env`; `PATH` is
-/// [`child_path`], and `LC_*` pass too.
-pub const BASE_ENV: [&str; 9] = [
-    "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TERM", "TZ", "TMPDIR",
-];
-
-/// The environment `spec`'s agent starts with (before `up`'s own
-/// `MOSAIC_*` and `PATH`): the variables of `from` that [`BASE_ENV`], `LC_*`
-/// or its `env` name, except any that holds a service token (`secret`).
-pub(super) fn agent_env(
-    spec: &AgentSpec,
-    from: impl Iterator<Item = (OsString, OsString)>,
-    secret: &[String],
-) -> Vec<(OsString, OsString)> {
-    from.filter(|(name, _)| {
-        let Some(name) = name.to_str() else {
-            return false;
-        };
-        let wanted = BASE_ENV.contains(&name)
-            || name.starts_with("LC_")
-            || spec.env.iter().any(|n| n == name);
-        wanted && !secret.iter().any(|s| s == name)
-    })
-    .collect()
-}
+/// The environment variable holding the change feed's cursor when the run
+/// was launched: an agent's loop waits from it at its first stop, so a
+/// change between the launch and that stop still wakes it.
+pub const SINCE_ENV: &str = "MOSAIC_BUS_SINCE";
 
 /// Sends `signal` to the process group `child` leads (every agent is
 /// started as the leader of its own group). Only for a child not yet

@@ -12,7 +12,7 @@
 //!             {"role": "dev",  "harness": "pi", "command": ["sh", "agents/dev.sh"]}]}
 //! ```
 //!
-//! `business` is the normalized business of `spec/bus-broker.md`
+//! `business` is the normalized business definition
 //! ([`business_from_value`]); `agents` lists at least one agent, each with a
 //! role of that business, a harness (`pi` or `claude-code`), a non-empty
 //! command (program and arguments, no shell) and optionally `env`, the
@@ -48,14 +48,22 @@
 //! bind bwrap's pid and start time (an `exec` keeps both): see [`sandbox`]
 //! for why that pid is the one to bind.
 //!
+//! # The host's files
+//!
+//! `launch.rs` and `spawn.rs` start one agent; `output.rs` relays what it
+//! writes; `supervise.rs` waits for the agents, the console and the
+//! signals, and stops them; `secrets.rs` is the folder the human's secrets
+//! go to; `console.rs` is the console `up --console` opens.
+//!
 //! # One launch, in order
 //!
 //! All launches happen on the calling thread, one after the other:
 //!
 //! 1. draw a run id (`<role>-<8 hex>`) and create a memfd, close-on-exec and
 //!    sealable, still empty;
-//! 2. clear the memfd's close-on-exec flag, spawn the command, set the flag
-//!    again. The child's environment is built from an allow-list, never
+//! 2. clear the memfd's close-on-exec flag, spawn the command its plan
+//!    renders (`spawn.rs`), set the flag again. The child's environment is
+//!    its plan's, built from an allow-list, never
 //!    inherited whole: of `up`'s own variables it gets only [`BASE_ENV`],
 //!    `LC_*` and those its configuration names in `env`, and never one that
 //!    a credential reference of the business names (`{"env": NAME}`: the
@@ -119,10 +127,13 @@
 //! (`unsafe-path`) otherwise.
 //!
 //! On stdout, exactly one line: `{"ok":true,"business","dataRoot","socket",
-//! "readerCap","log","agents":[{role,run,harness,pid,sandboxed,network,abstractSockets,output,transcript?}]}`
+//! "readerCap","log","agents":[{role,run,harness,pid,sandboxed,network,abstractSockets,output,transcript?,version?}]}`
 //! (never a capability), or on a startup failure
-//! `{"ok":false,"error":CODE}` (plus `"role"` when one agent's launch
-//! failed) with exit 2. An agent that exits non-zero on its own is
+//! `{"ok":false,"error":CODE}` (plus `"role"` when one agent is at fault,
+//! and `"why"`, a sentence of what to change, where `up` has one:
+//! `failure.rs`) with exit 2. A `--data-root` or `--secrets-dir` that does
+//! not exist is made 0700 when its parent is ours and no one else may
+//! write it, else refused saying how to make it (`folders.rs`). An agent that exits non-zero on its own is
 //! reported on stderr and makes the exit code 1. SIGINT or SIGTERM
 //! (a terminal's Ctrl-C reaches `up` alone, the agents being in groups of
 //! their own) sends SIGTERM to the process groups of the agents still
@@ -135,14 +146,27 @@
 //! ([`console`]) `up`'s own lines go to the file `log` names while the
 //! console is open; the console's quitting stops `up` as a signal does. Closing closes the broker cleanly (socket and writer lock
 //! removed) and removes `reader.cap`; a failed close exits 2.
+//!
+//! # Plans, and `--dry-run`
+//!
+//! Every agent's plan is made by one function for `up` and `up --dry-run`
+//! alike (`plans.rs`): the sandbox decided, each harness prepared and its
+//! program's version read, each plan built and checked before anything
+//! starts. `up` logs each plan at debug before its launch; `--dry-run`
+//! (`dry_run.rs`) prints them as JSON and starts, boots and writes
+//! nothing.
 
 mod act;
 mod console;
 mod control;
+mod dry_run;
+mod failure;
+mod folders;
 pub mod harness;
 mod launch;
 mod life;
 mod output;
+mod plans;
 mod prepare;
 mod runs;
 mod sandbox;
@@ -151,7 +175,7 @@ mod spawn;
 mod supervise;
 mod switch;
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -160,40 +184,37 @@ use std::time::{Duration, Instant};
 use clap::builder::NonEmptyStringValueParser;
 use clap::Args;
 use mosaic_adapters::cause::logged;
-use mosaic_adapters::config::{BootConfig, ConfigError};
+use mosaic_adapters::config::BootConfig;
 use mosaic_adapters::fs;
 use mosaic_domain::evidence::RunEnd;
-use mosaic_domain::{BusinessId, Refusal, RoleInstance};
+use mosaic_domain::{BusinessId, Refusal};
 use serde_json::{json, Value};
 use tokio::sync::{broadcast, mpsc};
 
 use super::args::{non_empty_path, LogArgs};
 use super::logs;
 use super::signals::Signals;
-use super::team::{AgentSpec, SandboxMode, UpConfig};
-use crate::runtime::{start_broker, BootFailure, Broker};
+use super::team::UpConfig;
+use crate::runtime::{start_broker, Broker};
 use console::Console;
 pub use console::CONSOLE_ENV;
+use failure::Failure;
 use harness::activity;
-use launch::{agent_env, child_path, find_program, run_id};
-pub use launch::{BASE_ENV, RUN_ID_ENV};
+use launch::{child_path, run_id};
+pub use launch::{RUN_ID_ENV, SINCE_ENV};
 use life::Life;
 use output::Relays;
+use plans::Team;
 use runs::{Agent, Event, Member};
 pub use sandbox::bridge_main::{main as sandbox_bridge, SandboxBridgeArgs};
-use sandbox::bwrap::{self, Bwrap};
 pub use sandbox::bwrap::{SANDBOX_HOME, SANDBOX_UID};
 pub use sandbox::cgroup_main::{main as sandbox_cgroup, SandboxCgroupArgs};
 pub use sandbox::exec_main::{main as sandbox_exec, SandboxExecArgs};
+pub use sandbox::plan::env::BASE_ENV;
 pub use sandbox::plan::ETC as SANDBOX_ETC;
-use sandbox::plan::{self, Places, Plan};
-use sandbox::{cgroup, network, paths};
+use sandbox::{cgroup, network, plan};
 use secrets::Secrets;
 
-/// The environment variable holding the change feed's cursor when the run
-/// was launched: an agent's loop waits from it at its first stop, so a
-/// change between the launch and that stop still wakes it.
-pub const SINCE_ENV: &str = "MOSAIC_BUS_SINCE";
 /// The line an agent reads on its standard input once its capability is ready.
 pub const READY_LINE: &str = "ready\n";
 /// The reader capability's file, relative to the data root.
@@ -325,6 +346,12 @@ pub struct UpArgs {
     /// decision routed to you, as `console --notify` does.
     #[arg(long, value_name = "CMD", requires = "console")]
     pub notify: Option<String>,
+    /// Check the configuration, find each program (and a harness's
+    /// version) and print each agent's plan as JSON: its mounts, network
+    /// and allow list, environment names and command line. Starts
+    /// nothing, boots no broker and writes no folder.
+    #[arg(long)]
+    pub dry_run: bool,
     /// Logging.
     #[command(flatten)]
     pub log: LogArgs,
@@ -340,24 +367,20 @@ pub fn main(args: UpArgs) -> ExitCode {
 /// returns the exit code (0, 1 when an agent failed, 2 when `up` could not
 /// start or close).
 pub fn run(options: UpArgs, out: &mut impl Write) -> u8 {
+    if options.dry_run {
+        let asked = dry_run::Asked {
+            config: &options.config,
+            data_root: options.data_root.as_deref(),
+            secrets_dir: options.secrets_dir.as_deref(),
+            console: options.console,
+        };
+        return dry_run::run(asked, out);
+    }
     let notify = options.notify.clone();
     let mut session = match start(options) {
         Ok(session) => session,
         Err(failure) => {
-            tracing::error!(
-                code = failure.code.code(),
-                role = failure.role.as_ref().map(RoleInstance::as_str),
-                reference = failure.reference.as_deref(),
-                "up could not start"
-            );
-            let mut line = json!({"ok": false, "error": failure.code.code()});
-            if let Some(role) = failure.role {
-                line["role"] = json!(role.as_str());
-            }
-            if let Some(reference) = failure.reference {
-                line["reference"] = json!(reference);
-            }
-            let _ = writeln!(out, "{line}").and_then(|()| out.flush());
+            let _ = writeln!(out, "{}", failure.line()).and_then(|()| out.flush());
             return 2;
         }
     };
@@ -391,88 +414,12 @@ pub fn run(options: UpArgs, out: &mut impl Write) -> u8 {
     session.close(code)
 }
 
-/// Why `up` could not start: a static code, and the agent or the
-/// credential or role reference it concerns.
-#[derive(Debug)]
-struct Failure {
-    code: Refusal,
-    role: Option<RoleInstance>,
-    reference: Option<String>,
-}
-
-impl From<Refusal> for Failure {
-    fn from(refusal: Refusal) -> Self {
-        Failure {
-            code: refusal,
-            role: None,
-            reference: None,
-        }
-    }
-}
-
-impl From<ConfigError> for Failure {
-    fn from(error: ConfigError) -> Self {
-        Failure {
-            code: error.refusal,
-            role: None,
-            reference: error.reference,
-        }
-    }
-}
-
-impl From<BootFailure> for Failure {
-    fn from(failure: BootFailure) -> Self {
-        Failure {
-            code: failure.refusal,
-            role: None,
-            reference: failure.reference,
-        }
-    }
-}
-
-impl Failure {
-    fn of(role: &RoleInstance, code: Refusal) -> Self {
-        Failure {
-            code,
-            role: Some(role.clone()),
-            reference: None,
-        }
-    }
-}
-
 /// Parses, boots, writes the reader capability and launches every agent.
 fn start(options: UpArgs) -> Result<Session, Failure> {
     let config = UpConfig::load(&options.config)?;
     let exe = std::env::current_exe()
         .map_err(logged(Refusal::LaunchFailed, "finding this executable"))?;
-    let exe_path = exe.clone();
-    let bwrap = match config.sandbox {
-        SandboxMode::Off => None,
-        SandboxMode::Required | SandboxMode::Auto => {
-            let found = Bwrap::find(std::env::var_os("PATH").as_deref(), &exe);
-            match (found, config.sandbox) {
-                (Some(bwrap), _) => Some(bwrap),
-                (None, SandboxMode::Required) => {
-                    tracing::error!(
-                        code = Refusal::SandboxUnavailable.code(),
-                        "the configuration requires a sandbox, and no bwrap on PATH can make one \
-                         (install the bubblewrap package; user namespaces must be allowed)"
-                    );
-                    return Err(Refusal::SandboxUnavailable.into());
-                }
-                (None, SandboxMode::Auto | SandboxMode::Off) => {
-                    tracing::warn!(
-                        "no bwrap on PATH can make a sandbox, so the agents run unsandboxed, \
-                         as this user: an agent can then act as the human by detaching from \
-                         its ancestry, read the data root and reach every loopback service of \
-                         this user (their \"network\" is \"host\"); install the bubblewrap package \
-                         (or set \"sandbox\": \"required\" to refuse to start without it)"
-                    );
-                    None
-                }
-            }
-        }
-    };
+    let bwrap = plans::find_bwrap(&config, &exe)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .enable_time()
@@ -481,98 +428,74 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
     // Registered before any child exists, so no exit and no signal is missed.
     let signals = Signals::register(&runtime, true).map_err(|_| Refusal::BrokerUnavailable)?;
     let data_root = match options.data_root {
-        Some(path) => std::path::absolute(path).map_err(|_| Refusal::UnsafePath)?,
+        Some(path) => {
+            let path = std::path::absolute(path).map_err(|_| Refusal::UnsafePath)?;
+            folders::make(&path, "--data-root")?;
+            path
+        }
         None => fs::create_private_temp_dir("mosaic-up-")?,
     };
+    let secrets_dir = options
+        .secrets_dir
+        .map(|dir| {
+            let dir = std::path::absolute(dir).map_err(|_| Refusal::UnsafePath)?;
+            folders::make(&dir, "--secrets-dir")?;
+            Ok::<_, Failure>(dir)
+        })
+        .transpose()?;
     let business = config.business.id().clone();
-    let secret_env = config.credential_env();
-    let credentials = config.credential_files();
     let (broker, booted) = start_broker(BootConfig {
         data_root: data_root.clone(),
-        businesses: vec![config.business],
+        businesses: vec![config.business.clone()],
         launches: Vec::new(),
         readers: vec![business.clone()],
         repo_roots: Vec::new(),
         project_roots: Vec::new(),
         sync: Vec::new(),
         browser_listen: options.browser.clone(),
+        browser_allow_private: Vec::new(),
     })?;
-    let secrets = Secrets::open(options.secrets_dir, &data_root)?;
+    let secrets = Secrets::open(secrets_dir, &data_root)?;
     let log = options
         .console
         .then(|| console::open_log(&data_root))
         .transpose()?;
     let path = child_path()?;
-    let programs: Vec<PathBuf> = config
-        .agents
-        .iter()
-        .filter_map(|spec| find_program(&spec.program, &path))
-        .collect();
-    let human_home = std::env::var_os("HOME").map(PathBuf::from);
-    let guards = paths::guards(
-        &config.agents,
-        &programs,
-        config.file.as_deref(),
-        &exe,
-        &credentials,
-        human_home.as_deref(),
-    );
-    let sandbox = bwrap.map(|bwrap| Sandbox {
-        bwrap,
-        cgroups: cgroup::Cgroups::for_this_process(),
-        landlock: bwrap::landlock_scopes(),
-        places: Places {
-            host_root: PathBuf::from("/"),
-            exe,
-            socket: booted.socket.clone(),
-            data_root: data_root.clone(),
-            secrets: secrets.dir.clone(),
-            human_home,
-            config_file: config.file.clone(),
-            credentials,
-            guards,
-        },
-    });
-    network::warn(&config.agents, sandbox.as_ref().map(|s| s.landlock));
+    let vars: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+    let mut team = Team {
+        config: &config,
+        data_root: &data_root,
+        socket: &booted.socket,
+        exe: &exe,
+        path: &path,
+        vars: &vars,
+        console: log.is_some(),
+        sandbox: None,
+    };
+    let sandbox = bwrap
+        .as_ref()
+        .map(|bwrap| plans::sandbox(bwrap, &team, &secrets.dir));
+    team.sandbox = sandbox.as_ref();
+    let cgroups = sandbox
+        .as_ref()
+        .map(|_| cgroup::Cgroups::for_this_process());
     let proxy = network::proxy(&config.agents, sandbox.is_some())?;
     let runs = config
         .agents
         .iter()
         .map(|spec| run_id(&spec.role).map_err(|r| Failure::of(&spec.role, r)))
         .collect::<Result<Vec<_>, _>>()?;
-    let at = harness::Where {
-        data_root: &data_root,
-        exe: &exe_path,
-        socket: &booted.socket,
-        path: &path,
-        sandboxed: sandbox.is_some(),
-    };
-    let mut prepared = config
-        .agents
-        .iter()
-        .zip(&runs)
-        .map(|(spec, run)| {
-            spec.harnessed
-                .as_ref()
-                .map(|h| harness::prepare(spec, h, run, &at))
-                .transpose()
-                .map_err(|r| Failure::of(&spec.role, r))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
     // Every agent's plan is built, and so checked, before the first
-    // launch, so a refused path starts nobody.
-    let plans = config
-        .agents
-        .iter()
-        .zip(&prepared)
-        .map(|(spec, prepared)| match &sandbox {
-            Some(sandbox) => {
-                sandbox_plan(spec, prepared.as_ref(), sandbox, &path, &secret_env).map(Some)
-            }
-            None => Ok(None),
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    warn_shared_workdirs(&plans, &config.agents);
+    // launch, so a refused path starts nobody; then the harnesses' files
+    // are written.
+    let planned = plans::plan_all(&team, &runs)?;
+    for planned in &planned {
+        if let Some(prepared) = &planned.prepared {
+            prepared
+                .write()
+                .map_err(|r| Failure::of(&planned.plan.role, r))?;
+        }
+    }
     let sandboxed = sandbox.is_some();
     // Subscribed before the first launch: no end of a run of ours is
     // missed.
@@ -608,11 +531,13 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
         log,
         console: None,
         activities: activity::Activities::new(),
-        secret_env,
-        sandbox,
+        cgroups,
         proxy,
-        exe: exe_path,
-        path: path.clone(),
+        config,
+        exe,
+        path,
+        vars,
+        sandbox,
     };
     let reader = booted
         .readers
@@ -629,13 +554,12 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
         session.switched_off();
     }
     let now = Instant::now();
-    for (m, ((plan, run), prepared)) in plans.iter().zip(runs).zip(prepared.drain(..)).enumerate() {
+    for (m, planned) in planned.into_iter().enumerate() {
         if !session.launching {
             session.members[m].held = true;
             continue;
         }
-        let spec = session.members[m].spec.clone();
-        match session.launch(m, &spec, run, plan.as_ref(), prepared, &path) {
+        match session.launch(m, planned) {
             Ok(i) => {
                 session.members[m].run = Some(i);
                 session.members[m].life.handle_launched(now);
@@ -651,65 +575,6 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
         }
     }
     Ok(session)
-}
-
-/// One warning per `workdir` that two sandboxed agents share: each can
-/// change the other's files there, its scripts included.
-fn warn_shared_workdirs(plans: &[Option<Plan>], agents: &[AgentSpec]) {
-    let mut seen: Vec<(&std::path::Path, Vec<&str>)> = Vec::new();
-    for (plan, spec) in plans.iter().zip(agents) {
-        let (Some(plan), Some(_)) = (plan, &spec.workdir) else {
-            continue;
-        };
-        let dir = plan.chdir.as_path();
-        match seen.iter_mut().find(|(d, _)| *d == dir) {
-            Some((_, roles)) => roles.push(spec.role.as_str()),
-            None => seen.push((dir, vec![spec.role.as_str()])),
-        }
-    }
-    for (dir, roles) in seen.into_iter().filter(|(_, roles)| roles.len() > 1) {
-        tracing::warn!(
-            workdir = &*fs::neutral_path(dir),
-            roles = roles.join(",").as_str(),
-            "these agents share a workdir, so each can change the other's files there \
-             (give each its own workdir to keep them apart)"
-        );
-    }
-}
-
-/// The plan of `spec`'s sandbox, its program found on `path` (a harness's
-/// prepared real file, with its grants).
-fn sandbox_plan(
-    spec: &AgentSpec,
-    prepared: Option<&harness::Prepared>,
-    sandbox: &Sandbox,
-    path: &OsStr,
-    secret_env: &[String],
-) -> Result<Plan, Failure> {
-    let found = match prepared {
-        Some(prepared) => Some(prepared.program.clone()),
-        None => find_program(&spec.program, path),
-    };
-    let program = found.ok_or_else(|| {
-        tracing::warn!(
-            code = Refusal::LaunchFailed.code(),
-            role = spec.role.as_str(),
-            program = &*fs::neutral_path(&spec.program),
-            "the agent's program is not an executable file"
-        );
-        Failure::of(&spec.role, Refusal::LaunchFailed)
-    })?;
-    let env = agent_env(spec, std::env::vars_os(), secret_env);
-    let grants = prepared.map(|p| &p.grants);
-    plan::build(
-        spec,
-        &sandbox.places,
-        &program,
-        grants,
-        sandbox.landlock,
-        env,
-    )
-    .map_err(|r| Failure::of(&spec.role, r))
 }
 
 /// The running host: the broker, the agents, the reader capability file.
@@ -752,28 +617,19 @@ struct Session {
     console: Option<Console>,
     /// What each harness agent is doing, which the console shows.
     activities: activity::Activities,
-    /// The environment variables holding service tokens: never passed on.
-    secret_env: Vec<String>,
-    /// The sandbox the agents start in, unless there is none.
-    sandbox: Option<Sandbox>,
+    /// Where each sandboxed run's cgroup is made, when the agents have a
+    /// sandbox ([`cgroup`]).
+    cgroups: Option<cgroup::Cgroups>,
     /// The forward proxy, when a sandboxed agent has `"network": "proxy"`.
     proxy: Option<sandbox::proxy::Proxy>,
-    /// This executable, which runs in every sandbox too.
+    /// What a later run's plan is made from (`Session::prepare_run`): the
+    /// configuration, this executable, the agents' `PATH`, `up`'s own
+    /// environment and the sandbox, as the first runs' were.
+    config: UpConfig,
     exe: PathBuf,
-    /// The agents' `PATH`.
     path: OsString,
-}
-
-/// A working bubblewrap and where things are for it.
-#[derive(Debug)]
-struct Sandbox {
-    bwrap: Bwrap,
-    /// Where each agent's cgroup is made ([`cgroup`]).
-    cgroups: cgroup::Cgroups,
-    /// Whether the kernel has Landlock's scopes, which `sandbox-exec` then
-    /// applies (`--landlock`).
-    landlock: bool,
-    places: Places,
+    vars: Vec<(OsString, OsString)>,
+    sandbox: Option<plan::Sandbox>,
 }
 
 impl Session {
@@ -803,9 +659,10 @@ impl Session {
                     "abstractSockets": a.abstract_sockets.as_str(),
                     "output": a.output.to_string_lossy(),
                 });
-                // Only a harness `up` starts has a transcript.
+                // Only a harness `up` starts has a transcript and a version.
                 if let Some(path) = &a.transcript {
                     agent["transcript"] = json!(path.to_string_lossy());
+                    agent["version"] = json!(a.version);
                 }
                 agent
             }).collect::<Vec<_>>(),

@@ -1,53 +1,38 @@
-//! What a run needs before its launch: its run id, its harness's folders
-//! and files ([`super::harness::prepare`]) and its sandbox's plan, built
-//! (and so checked) before anything of it starts. `up` prepares every
-//! agent's first run before the first launch, so a refused path starts
-//! nobody ([`super::start`]), and each later run of an agent the same way
-//! ([`Session::prepare_run`]).
+//! What a later run needs before its launch: its run id and its plan,
+//! made by the one function that made the first runs' ([`plans::plan_one`]),
+//! built (and so checked) before anything of it starts, and then its
+//! harness's files written. `up` plans every agent's first run before the
+//! first launch, so a refused path starts nobody ([`super::start`]), and
+//! each later run of an agent the same way ([`Session::prepare_run`]).
 
-use mosaic_domain::RunId;
-
-use super::harness;
 use super::launch::run_id;
-use super::sandbox::plan::Plan;
-use super::{sandbox_plan, Failure, Session};
-use crate::commands::team::AgentSpec;
+use super::plans::{self, Planned, Team};
+use super::{Failure, Session};
 
 impl Session {
-    /// A new run of `spec`: its id, its sandbox's plan (when `up` makes
-    /// sandboxes) and its harness's launch (when `up` starts one).
+    /// A new run of agent `m`: its plan, and its harness's launch (when
+    /// `up` starts one) with its files written.
     ///
     /// # Errors
     /// As the first launch's: the harness's and the plan's refusals, with
     /// the agent's role.
-    pub(super) fn prepare_run(
-        &self,
-        spec: &AgentSpec,
-    ) -> Result<(RunId, Option<Plan>, Option<harness::Prepared>), Failure> {
+    pub(super) fn prepare_run(&self, m: usize) -> Result<Planned, Failure> {
+        let spec = &self.members[m].spec;
         let run = run_id(&spec.role).map_err(|r| Failure::of(&spec.role, r))?;
-        let at = harness::Where {
+        let team = Team {
+            config: &self.config,
             data_root: &self.data_root,
-            exe: &self.exe,
             socket: &self.socket,
+            exe: &self.exe,
             path: &self.path,
-            sandboxed: self.sandbox.is_some(),
+            vars: &self.vars,
+            console: self.log.is_some(),
+            sandbox: self.sandbox.as_ref(),
         };
-        let prepared = spec
-            .harnessed
-            .as_ref()
-            .map(|h| harness::prepare(spec, h, &run, &at))
-            .transpose()
-            .map_err(|r| Failure::of(&spec.role, r))?;
-        let plan = match &self.sandbox {
-            Some(sandbox) => Some(sandbox_plan(
-                spec,
-                prepared.as_ref(),
-                sandbox,
-                &self.path,
-                &self.secret_env,
-            )?),
-            None => None,
-        };
-        Ok((run, plan, prepared))
+        let planned = plans::plan_one(&team, spec, &run)?;
+        if let Some(prepared) = &planned.prepared {
+            prepared.write().map_err(|r| Failure::of(&spec.role, r))?;
+        }
+        Ok(planned)
     }
 }

@@ -55,6 +55,8 @@ pub(super) struct Agent {
     pub(super) role: RoleInstance,
     pub(super) run: RunId,
     pub(super) harness: Harness,
+    /// For a harness `up` starts, its program's version, as read.
+    pub(super) version: Option<String>,
     /// Whether it runs in a sandbox (then `child` is its bwrap).
     pub(super) sandboxed: bool,
     /// Its network: the configuration's in a sandbox, else the host's.

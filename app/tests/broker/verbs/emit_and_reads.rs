@@ -161,16 +161,24 @@ fn tasks_and_agents_are_projections_of_the_callers_business() {
     );
     let lead = b.agent("lead-1");
     lead.claim();
-    let agent = |role: &str, run: &str, holding: bool| {
+    let agent = |role: &str, run: &str, holding: bool, last: Value| {
         json!({"role": role, "run": run, "harness": "pi", "address": null,
                "pid": launch_pid(), "start_time": start_time(),
                "holding": holding, "revoked": false,
                "launching": true, "waitsOn": [], "exited": null,
-               "ended": null, "restarts": 0, "usage": null})
+               "ended": null, "restarts": 0, "usage": null,
+               "lastVerb": last, "waiting": false})
     };
-    let expected = json!([agent("dev", "dev-1", false), agent("lead", "lead-1", true)]);
-    assert_eq!(lead.ok("agents", json!({})), expected);
-    assert_eq!(b.reader(0).ok("agents", json!({})), expected);
+    // The lead's row says what it asked last: this very read.
+    let expected = json!([
+        agent("dev", "dev-1", false, Value::Null),
+        agent("lead", "lead-1", true, json!("agents"))
+    ]);
+    assert_eq!(without_last_at(lead.ok("agents", json!({}))), expected);
+    assert_eq!(
+        without_last_at(b.reader(0).ok("agents", json!({}))),
+        expected
+    );
     assert_eq!(lead.ok("tasks", json!({})), json!([]));
     lead.refused("tasks", json!({"open": true}), "unknown-key");
     lead.refused("agents", json!({"role": "dev"}), "unknown-key");

@@ -4,6 +4,13 @@
 //! fixed universe (two businesses, three roles, a few decisions, messages and
 //! tasks), so a snapshot of every read over that universe shows whether a
 //! refused batch left any trace.
+//!
+//! - `scenario.rs`: the driver of one check (stamping, committing,
+//!   refusing, snapshotting every read); `evidence.rs` the fixed universe
+//!   and builders of its evidence;
+//! - `rules.rs`: batches that break a rule, each refused whole;
+//!   `group_commit.rs`: stages of one batch; `messages.rs`: the message
+//!   reads; `reserve.rs`: the disk reserve.
 
 mod evidence;
 mod group_commit;

@@ -1,6 +1,6 @@
-//! The disk-reserve checks: taking and releasing the reserve answers as
-//! the contract says and never changes what the store holds, with or
-//! without a batch open. What a full filesystem does is each store's own
+//! The disk-reserve checks: taking and releasing the reserve, and checking
+//! the room beside it, answer as the contract says and never change what
+//! the store holds, with or without a batch open. What a full filesystem does is each store's own
 //! test (the fake's `set_full`, the SQLite store's page cap).
 
 use super::evidence::*;
@@ -31,14 +31,28 @@ fn release<S: EvidenceStore>(sc: &mut Scenario<'_, S>, held: bool, when: &str) {
     sc.reads_unchanged(&before, &format!("release_reserve ({when})"));
 }
 
+/// `check_room`, which must find room on a store with room, whether its
+/// reserve is held or not, and change nothing it holds.
+#[track_caller]
+fn room<S: EvidenceStore>(sc: &mut Scenario<'_, S>, when: &str) {
+    let before = sc.snapshot();
+    if let Err(error) = sc.store.check_room() {
+        fail(format_args!("check_room ({when}) failed: {error:?}"));
+    }
+    sc.reads_unchanged(&before, &format!("check_room ({when})"));
+}
+
 pub(super) fn taken_released_and_taken_again<S: EvidenceStore>(store: &mut S) {
     let mut sc = Scenario::new(store);
     let a = acme();
+    room(&mut sc, "none taken yet");
     release(&mut sc, false, "none taken yet");
     sc.commit(vec![launched(&a, "dev", "run-1", 100)]);
     take(&mut sc, "the first time");
+    room(&mut sc, "while held");
     take(&mut sc, "again, while held");
     release(&mut sc, true, "held");
+    room(&mut sc, "released");
     release(&mut sc, false, "already released");
     // The store writes on without its reserve, and takes it again.
     sc.commit(vec![raised(&a, 1)]);
@@ -52,6 +66,7 @@ pub(super) fn an_open_batch_survives_the_reserve<S: EvidenceStore>(store: &mut S
     let a = acme();
     take(&mut sc, "before the batch");
     sc.stage(vec![launched(&a, "dev", "run-1", 100), raised(&a, 1)]);
+    room(&mut sc, "with a batch open");
     release(&mut sc, true, "with a batch open");
     take(&mut sc, "with a batch open");
     sc.commit_staged();

@@ -1,7 +1,8 @@
 //! The harnesses `up` starts itself: an agent with `"harness":
-//! "claude-code"` or `"pi"` and no `"command"` (DESIGN.md §4 "Harnesses in
-//! `up`"). [`prepare`] makes, before anything is launched, what its run
-//! needs, and says what its sandbox must grant:
+//! "claude-code"` or `"pi"` and no `"command"`. [`prepare`] says, before
+//! anything is launched, what its run needs and what its sandbox must
+//! grant, writing nothing (so `up --dry-run` prepares the same), and
+//! [`Prepared::write`] makes it:
 //!
 //! - the run's private folder (0700, new), `<data root>/agents/runs/<run>/`,
 //!   bound read-only into the sandbox at the same path: for Claude Code an
@@ -32,6 +33,12 @@
 //! `up`'s own arguments (a later flag wins), and the prompt last, after
 //! `--`. pi gets its prompt as one RPC command on stdin after `ready`, and
 //! stdin stays open until it exits (its extension ends the session).
+//!
+//! `activity.rs` reads a harness's event stream into what the agent is
+//! doing (a pure parser of one line, and the table per run the console is
+//! fed from); `activity_tests.rs` feeds it recorded lines of both
+//! harnesses. `capfile.rs`: the capability as a private file for a harness
+//! that does not pass descriptors on.
 
 pub mod activity;
 pub(crate) mod capfile;
@@ -86,9 +93,21 @@ pub(super) enum Input {
     Line(String),
 }
 
+/// One folder or file [`Prepared::write`] makes, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Made {
+    /// A private folder: made when missing, or when `new` made now and
+    /// never one that was there.
+    Folder { path: PathBuf, new: bool },
+    /// A new private file.
+    File { path: PathBuf, bytes: Vec<u8> },
+    /// A private file written anew in a folder the agent can write.
+    Replaced { path: PathBuf, bytes: Vec<u8> },
+}
+
 /// One harness agent's launch, ready before anything starts.
 #[derive(Debug)]
-pub(super) struct Prepared {
+pub(crate) struct Prepared {
     pub(super) harness: Harness,
     /// The program's real file, which runs.
     pub(super) program: PathBuf,
@@ -106,6 +125,8 @@ pub(super) struct Prepared {
     pub(super) endpoint: Allow,
     /// A loopback port to forward into the sandbox.
     pub(super) forward: Option<u16>,
+    /// What [`Prepared::write`] makes.
+    made: Vec<Made>,
 }
 
 /// Where `up` looks for things when it prepares a harness agent.
@@ -117,16 +138,17 @@ pub(super) struct Where<'a> {
     pub(super) socket: &'a Path,
     /// The agents' `PATH`, where a bare program name is found.
     pub(super) path: &'a OsStr,
+    /// `up`'s own environment, where the model's key is read.
+    pub(super) vars: &'a [(OsString, OsString)],
     pub(super) sandboxed: bool,
 }
 
-/// Makes `spec`'s run folder, transcript and state folder for `run`, and
-/// says how it starts: see the module documentation.
+/// Says how `spec`'s harness starts as `run`, and what its run folder,
+/// transcript and state folder hold: see the module documentation.
+/// Nothing is written until [`Prepared::write`].
 ///
 /// # Errors
-/// `launch-failed` when its program is not an executable file;
-/// `unsafe-path` when a folder of `up`'s is not private;
-/// `storage-unavailable` when a file cannot be written.
+/// `launch-failed` when its program is not an executable file.
 pub(super) fn prepare(
     spec: &AgentSpec,
     harnessed: &HarnessRun,
@@ -145,23 +167,49 @@ pub(super) fn prepare(
             );
             Refusal::LaunchFailed
         })?;
-    let agents = private_dir(&at.data_root.join("agents"), false)?;
-    let runs = private_dir(&agents.join("runs"), false)?;
-    let run_dir = private_dir(&runs.join(run.as_str()), true)?;
-    let states = private_dir(&agents.join("state"), false)?;
-    let state = private_dir(
-        &states.join(format!("{}.{}", spec.role.as_str(), spec.harness.as_str())),
-        false,
-    )?;
+    let agents = at.data_root.join("agents");
+    let runs = agents.join("runs");
+    let run_dir = runs.join(run.as_str());
+    let states = agents.join("state");
+    let state = states.join(format!("{}.{}", spec.role.as_str(), spec.harness.as_str()));
     let transcript = runs.join(format!("{}.jsonl", run.as_str()));
-    drop(create_private_file(&transcript)?);
+    let mut made = vec![
+        Made::Folder {
+            path: agents,
+            new: false,
+        },
+        Made::Folder {
+            path: runs,
+            new: false,
+        },
+        Made::Folder {
+            path: run_dir.clone(),
+            new: true,
+        },
+        Made::Folder {
+            path: states,
+            new: false,
+        },
+        Made::Folder {
+            path: state.clone(),
+            new: false,
+        },
+        Made::File {
+            path: transcript.clone(),
+            bytes: Vec::new(),
+        },
+    ];
     let cap_file = if at.sandboxed {
         PathBuf::from(SANDBOX_CAP_FILE)
     } else {
         run_dir.join("cap")
     };
     let model = &harnessed.model;
-    let key = std::env::var_os(&model.key_env);
+    let key = at
+        .vars
+        .iter()
+        .find(|(name, _)| name.to_str() == Some(&model.key_env))
+        .map(|(_, value)| value.clone());
     if key.is_none() {
         tracing::warn!(
             role = spec.role.as_str(),
@@ -177,7 +225,10 @@ pub(super) fn prepare(
             let mcp = run_dir.join("mcp.json");
             let settings = run_dir.join("settings.json");
             let hook = run_dir.join("stop-hook.sh");
-            write_new(&hook, STOP_HOOK.as_bytes())?;
+            made.push(Made::File {
+                path: hook.clone(),
+                bytes: STOP_HOOK.into(),
+            });
             let server_env = json!({
                 SOCKET_ENV: at.socket.to_string_lossy(),
                 CAP_FILE_ENV: cap_file.to_string_lossy(),
@@ -189,13 +240,19 @@ pub(super) fn prepare(
                 "args": ["mcp"],
                 "env": server_env,
             }}});
-            write_new(&mcp, servers.to_string().as_bytes())?;
+            made.push(Made::File {
+                path: mcp.clone(),
+                bytes: servers.to_string().into(),
+            });
             let hooks = json!({"hooks": {"Stop": [{"hooks": [{
                 "type": "command",
                 "command": format!("sh {}", shell_quote(&hook.to_string_lossy())),
                 "timeout": HOOK_TIMEOUT_S,
             }]}]}});
-            write_new(&settings, hooks.to_string().as_bytes())?;
+            made.push(Made::File {
+                path: settings.clone(),
+                bytes: hooks.to_string().into(),
+            });
             for arg in [
                 "-p",
                 "--output-format",
@@ -240,7 +297,10 @@ pub(super) fn prepare(
         }
         Harness::Pi => {
             let extension = run_dir.join("mosaic-bus.ts");
-            write_new(&extension, PI_EXTENSION.as_bytes())?;
+            made.push(Made::File {
+                path: extension.clone(),
+                bytes: PI_EXTENSION.into(),
+            });
             let mut provider = json!({
                 "api": "anthropic-messages",
                 "apiKey": model.key_env,
@@ -252,7 +312,10 @@ pub(super) fn prepare(
                 provider["models"] = json!([{"id": id}]);
             }
             let models = json!({"providers": {"anthropic": provider}});
-            replace(&state.join("models.json"), models.to_string().as_bytes())?;
+            made.push(Made::Replaced {
+                path: state.join("models.json"),
+                bytes: models.to_string().into(),
+            });
             for arg in ["--mode", "rpc", "--no-session", "--provider", "anthropic"] {
                 args.push(arg.into());
             }
@@ -295,7 +358,28 @@ pub(super) fn prepare(
         cap_file,
         endpoint: model.endpoint.clone(),
         forward: model.loopback_port(),
+        made,
     })
+}
+
+impl Prepared {
+    /// Makes its run folder (new), its state folder, its transcript and
+    /// the files of its run, in the data root.
+    ///
+    /// # Errors
+    /// `unsafe-path` when a folder of `up`'s is not private, or a file the
+    /// agent left in its state folder cannot be removed;
+    /// `storage-unavailable` when a folder or file cannot be made.
+    pub(super) fn write(&self) -> Result<(), Refusal> {
+        for made in &self.made {
+            match made {
+                Made::Folder { path, new } => private_dir(path, *new)?,
+                Made::File { path, bytes } => write_new(path, bytes)?,
+                Made::Replaced { path, bytes } => replace(path, bytes)?,
+            }
+        }
+        Ok(())
+    }
 }
 
 /// `--name=value`, one word, so a flag that takes several values takes
@@ -327,7 +411,7 @@ fn install_folder(program: &Path) -> Option<PathBuf> {
 /// # Errors
 /// `unsafe-path` when it is not a private folder of ours (a link, another
 /// mode); `storage-unavailable` when it cannot be made.
-fn private_dir(path: &Path, new: bool) -> Result<PathBuf, Refusal> {
+fn private_dir(path: &Path, new: bool) -> Result<(), Refusal> {
     match mosaic_adapters::fs::create_private_dir(path, false) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && !new => {}
@@ -340,8 +424,7 @@ fn private_dir(path: &Path, new: bool) -> Result<PathBuf, Refusal> {
             return Err(Refusal::StorageUnavailable);
         }
     }
-    check_private_dir(path)?;
-    Ok(path.to_path_buf())
+    check_private_dir(path)
 }
 
 /// Writes a new private file at `path`.

@@ -62,7 +62,7 @@ pub fn main(args: SandboxBridgeArgs) -> ExitCode {
     // The bridge needs only its listener (standard input), and must not
     // hold the capability's descriptor that `sandbox-exec` keeps for the
     // agent: every inherited descriptor above 2 closes as it is dropped.
-    if let Err(e) = mosaic_adapters::inherited::take_inherited() {
+    if let Err(e) = mosaic_adapters::sys::take_inherited() {
         eprintln!("mosaic-bus sandbox-bridge: closing the inherited descriptors: {e}");
         return ExitCode::from(2);
     }

@@ -42,10 +42,7 @@
 use std::cell::Cell;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
-
-use super::cgroup_main::CGROUP_SUBCOMMAND;
 
 /// Where the host mounts its cgroups.
 pub(crate) const ROOT: &str = "/sys/fs/cgroup";
@@ -112,14 +109,14 @@ impl Cgroups {
     /// (see the module documentation), and removes the empty leftovers of
     /// `up`s that are gone.
     pub(crate) fn open(root: &Path, self_cgroup: &str, pid: u32) -> Cgroups {
-        let places = Places::parse(self_cgroup);
-        let kind = match places.v2.as_deref().map(|path| v2(root, path, pid)) {
+        let own = CgroupPaths::parse(self_cgroup);
+        let kind = match own.v2.as_deref().map(|path| v2(root, path, pid)) {
             Some(Ok(kind)) => kind,
             Some(Err(why)) => {
                 tracing::debug!(cause = why.as_str(), "no delegated cgroup v2");
-                v1(root, &places)
+                v1(root, &own)
             }
-            None => v1(root, &places),
+            None => v1(root, &own),
         };
         let cgroups = Cgroups {
             kind,
@@ -223,15 +220,15 @@ impl Cgroups {
 
 /// The cgroup paths of one process, from its `/proc/PID/cgroup`.
 #[derive(Debug, Default)]
-struct Places {
+struct CgroupPaths {
     v2: Option<String>,
     pids: Option<String>,
     memory: Option<String>,
 }
 
-impl Places {
-    fn parse(text: &str) -> Places {
-        let mut places = Places::default();
+impl CgroupPaths {
+    fn parse(text: &str) -> CgroupPaths {
+        let mut own = CgroupPaths::default();
         for line in text.lines() {
             let mut parts = line.splitn(3, ':');
             let (Some(id), Some(controllers), Some(path)) =
@@ -245,17 +242,17 @@ impl Places {
                 continue;
             }
             if id == "0" && controllers.is_empty() {
-                places.v2 = Some(path.to_owned());
+                own.v2 = Some(path.to_owned());
             }
             for controller in controllers.split(',') {
                 match controller {
-                    "pids" => places.pids = Some(path.to_owned()),
-                    "memory" => places.memory = Some(path.to_owned()),
+                    "pids" => own.pids = Some(path.to_owned()),
+                    "memory" => own.memory = Some(path.to_owned()),
                     _ => {}
                 }
             }
         }
-        places
+        own
     }
 }
 
@@ -331,15 +328,15 @@ fn v2(root: &Path, path: &str, pid: u32) -> Result<Kind, String> {
 }
 
 /// The writable v1 `pids` hierarchy and, where there is one, `memory`.
-fn v1(root: &Path, places: &Places) -> Kind {
+fn v1(root: &Path, own: &CgroupPaths) -> Kind {
     let usable = |controller: &str, path: &Option<String>, file: &str| {
         let dir = under(&root.join(controller), path.as_deref()?);
         (dir.join(file).is_file() && writable(&dir)).then_some(dir)
     };
-    match usable("pids", &places.pids, "cgroup.procs") {
+    match usable("pids", &own.pids, "cgroup.procs") {
         Some(pids) => Kind::V1 {
             pids,
-            memory: usable("memory", &places.memory, "memory.limit_in_bytes"),
+            memory: usable("memory", &own.memory, "memory.limit_in_bytes"),
         },
         None => Kind::None,
     }
@@ -420,22 +417,6 @@ impl Drop for RunCgroup {
             }
         }
     }
-}
-
-/// The command that starts `program` (bwrap) in `cgroup`, through
-/// `exe sandbox-cgroup`, or `program` itself without one. Its arguments
-/// follow.
-pub(crate) fn command(program: &Path, exe: &Path, cgroup: Option<&RunCgroup>) -> Command {
-    let Some(cgroup) = cgroup else {
-        return Command::new(program);
-    };
-    let mut command = Command::new(exe);
-    command.arg(CGROUP_SUBCOMMAND);
-    for dir in cgroup.dirs() {
-        command.arg("--cgroup").arg(dir);
-    }
-    command.arg("--").arg(program);
-    command
 }
 
 #[cfg(test)]

@@ -50,11 +50,11 @@ fn hybrid(root: &Path) {
 
 #[test]
 fn the_places_of_a_process_are_read_from_its_cgroup_file() {
-    let places = Places::parse(HYBRID);
-    assert_eq!(places.v2.as_deref(), Some("/"));
-    assert_eq!(places.pids.as_deref(), Some("/"));
-    assert_eq!(places.memory.as_deref(), Some("/jobs/a"));
-    let outside = Places::parse("0::/../elsewhere\n");
+    let own = CgroupPaths::parse(HYBRID);
+    assert_eq!(own.v2.as_deref(), Some("/"));
+    assert_eq!(own.pids.as_deref(), Some("/"));
+    assert_eq!(own.memory.as_deref(), Some("/jobs/a"));
+    let outside = CgroupPaths::parse("0::/../elsewhere\n");
     assert_eq!(outside.v2, None);
 }
 
@@ -227,32 +227,4 @@ fn the_empty_leftovers_of_a_gone_up_are_removed_and_nothing_else() {
     for kept in [&gone_busy, &alive, &mine, &other] {
         assert!(kept.exists(), "{}", kept.display());
     }
-}
-
-#[test]
-fn the_command_joins_the_cgroups_before_it_executes_bwrap() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path();
-    hybrid(root);
-    let cgroups = Cgroups::open(root, HYBRID, PID);
-    let run = cgroups.make("a-00000000", 16, 64).expect("a cgroup");
-    let exe = Path::new("/usr/bin/mosaic-bus");
-    let bwrap = Path::new("/usr/bin/bwrap");
-    let with = command(bwrap, exe, Some(&run));
-    assert_eq!(with.get_program(), exe);
-    let args: Vec<_> = with.get_args().collect();
-    let expected: Vec<&std::ffi::OsStr> = vec![
-        CGROUP_SUBCOMMAND.as_ref(),
-        "--cgroup".as_ref(),
-        run.dirs()[0].as_os_str(),
-        "--cgroup".as_ref(),
-        run.dirs()[1].as_os_str(),
-        "--".as_ref(),
-        bwrap.as_os_str(),
-    ];
-    assert_eq!(args, expected);
-    let without = command(bwrap, exe, None);
-    assert_eq!(without.get_program(), bwrap);
-    assert_eq!(without.get_args().count(), 0);
-    emptied(run);
 }

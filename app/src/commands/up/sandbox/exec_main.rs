@@ -1,14 +1,15 @@
 //! `sandbox-exec`: the hidden program bwrap runs inside an agent's
 //! sandbox, in one process that confines itself and then becomes the
-//! agent. Everything in this file runs in that process; `up` renders its
-//! arguments ([`SandboxExecArgs`]) and describes what it applies (the
-//! plan's seccomp list is [`DENIED_CALLS`]).
+//! agent. Everything in this file runs in that process; `up`'s plan
+//! renders its arguments ([`SandboxExecArgs`]), the system calls it denies
+//! among them (`--deny`, names of [`DENIED_CALLS`]).
 //!
 //! # What it applies
 //!
 //! bwrap sets `no_new_privs` itself; `sandbox-exec` adds a seccomp
-//! filter ([`seccomp_filters`]: no `ptrace`, `process_vm_*`, `TIOCSTI`,
-//! `TIOCLINUX`, `io_uring_*`, `unshare`, `setns` or namespace `clone`)
+//! filter ([`seccomp_filters`]: the calls its `--deny` names, which the
+//! plan makes every one of [`DENIED_CALLS`], and always `TIOCSTI`,
+//! `TIOCLINUX` and a namespace `clone`)
 //! and, where the kernel has them (Landlock ABI 6, Linux 6.12), Landlock's
 //! scopes ([`restrict_scopes`]): no `connect` to an abstract Unix socket
 //! and no signal outside the sandbox.
@@ -72,6 +73,11 @@ pub struct SandboxExecArgs {
     /// The `RLIMIT_NPROC` to set: the most processes and threads.
     #[arg(long, value_name = "N")]
     pub processes: u64,
+    /// The system calls the seccomp filter refuses whatever their
+    /// arguments, by name (comma-separated, from the list it knows), or
+    /// refuse to execute the program when one is unknown.
+    #[arg(long, value_name = "CALLS", value_delimiter = ',', required = true)]
+    pub deny: Vec<String>,
     /// The proxy's socket inside the sandbox: start the bridge to it and
     /// point the agent's proxy variables at it.
     #[arg(long, value_name = "PATH")]
@@ -99,6 +105,17 @@ pub struct SandboxExecArgs {
     pub command: Vec<OsString>,
 }
 
+/// How `sandbox-exec` confines itself before it executes the program.
+#[derive(Debug, Clone, Copy)]
+struct Walls<'a> {
+    /// `--landlock`.
+    landlock: bool,
+    /// `--processes`.
+    processes: u64,
+    /// `--deny`, as numbers.
+    denied: &'a [i64],
+}
+
 /// What `sandbox-exec` does with the capability and stdin before it
 /// executes the program.
 #[derive(Debug, Clone, Copy)]
@@ -116,25 +133,30 @@ pub fn main(args: SandboxExecArgs) -> std::process::ExitCode {
     let Some((program, rest)) = args.command.split_first() else {
         return std::process::ExitCode::from(127);
     };
+    let denied = match denied_numbers(&args.deny) {
+        Ok(denied) => denied,
+        Err(name) => {
+            eprintln!("mosaic-bus sandbox-exec: no system call {name:?} to deny");
+            return std::process::ExitCode::from(127);
+        }
+    };
     let proxy = args.proxy_socket.as_deref().map(|s| (s, &args.forward[..]));
     let handoff = Handoff {
         cap_file: args.cap_file,
         stdin_null: args.stdin_null,
         control: args.control_fd,
     };
-    std::process::ExitCode::from(exec(
-        args.keep_fd,
-        args.landlock,
-        args.processes,
-        proxy,
-        handoff,
-        program,
-        rest,
-    ))
+    let walls = Walls {
+        landlock: args.landlock,
+        processes: args.processes,
+        denied: &denied,
+    };
+    std::process::ExitCode::from(exec(args.keep_fd, &walls, proxy, handoff, program, rest))
 }
 
-/// The system calls the seccomp filter refuses whatever their arguments,
-/// by name and number (docs/host.md says why each):
+/// The system calls `sandbox-exec` knows how to refuse whatever their
+/// arguments, by name and number; the plan denies every one
+/// (docs/host.md says why each):
 /// - reading or steering another process: `ptrace`, `process_vm_readv`,
 ///   `process_vm_writev`, `process_madvise`, `pidfd_getfd` (another
 ///   process's descriptor), `kcmp` (comparing another's descriptors);
@@ -192,6 +214,21 @@ pub(crate) const DENIED_CALLS: [(&str, i64); 39] = [
     ("quotactl", libc::SYS_quotactl),
 ];
 
+/// The numbers of the calls `names` names, in [`DENIED_CALLS`]; the first
+/// name it does not hold, else.
+fn denied_numbers(names: &[String]) -> Result<Vec<i64>, String> {
+    names
+        .iter()
+        .map(|name| {
+            DENIED_CALLS
+                .iter()
+                .find(|(known, _)| known == name)
+                .map(|(_, number)| *number)
+                .ok_or_else(|| name.clone())
+        })
+        .collect()
+}
+
 /// `personality` with any value but the two harmless ones: a query
 /// (`0xffffffff`) and plain Linux (`0`); the rest (turning address
 /// randomisation off, say) is refused.
@@ -211,7 +248,7 @@ const NAMESPACE_FLAGS: [u64; 8] = [
 
 /// The seccomp filters `sandbox-exec` installs before it executes the
 /// agent, which its every descendant keeps. The first refuses with `EPERM`:
-/// every call of [`DENIED_CALLS`], `ioctl` `TIOCSTI` and `TIOCLINUX`
+/// every call of `denied` (numbers of [`DENIED_CALLS`]), `ioctl` `TIOCSTI` and `TIOCLINUX`
 /// (typing into a terminal), `personality` but a query or plain Linux,
 /// and a `clone` that asks for a new namespace.
 /// The second answers `clone3` with `ENOSYS`: its flags lie in memory a
@@ -224,7 +261,7 @@ const NAMESPACE_FLAGS: [u64; 8] = [
 // `TIOCSTI`'s C type differs between architectures, so its cast to the
 // argument's `u64` is needed on some and not on others.
 #[allow(clippy::unnecessary_cast)]
-fn seccomp_filters() -> Result<[seccompiler::BpfProgram; 2], seccompiler::Error> {
+fn seccomp_filters(denied: &[i64]) -> Result<[seccompiler::BpfProgram; 2], seccompiler::Error> {
     use seccompiler::{
         BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
         SeccompRule,
@@ -232,10 +269,8 @@ fn seccomp_filters() -> Result<[seccompiler::BpfProgram; 2], seccompiler::Error>
     use std::collections::BTreeMap;
     let arch = std::env::consts::ARCH.try_into()?;
     let always = Vec::new;
-    let mut denied: BTreeMap<i64, Vec<SeccompRule>> = DENIED_CALLS
-        .into_iter()
-        .map(|(_, call)| (call, always()))
-        .collect();
+    let mut denied: BTreeMap<i64, Vec<SeccompRule>> =
+        denied.iter().map(|&call| (call, always())).collect();
     let ioctl = [libc::TIOCSTI, libc::TIOCLINUX]
         .into_iter()
         .map(|request| {
@@ -281,10 +316,11 @@ fn seccomp_filters() -> Result<[seccompiler::BpfProgram; 2], seccompiler::Error>
 }
 
 /// `sandbox-exec`, inside the sandbox: closes every descriptor above 2
-/// except `keep`, caps the processes and threads at `processes`
-/// (`RLIMIT_NPROC`), joins a new anonymous session keyring, applies the
-/// Landlock scopes when `landlock` asks for them ([`restrict_scopes`]),
-/// installs the seccomp filters
+/// except `keep`, and within the [`Walls`]: caps the processes and threads
+/// at `processes` (`RLIMIT_NPROC`), joins a new anonymous session keyring,
+/// applies the Landlock scopes when `landlock` asks for them
+/// ([`restrict_scopes`]), installs the seccomp filters refusing `denied`
+/// and the argument rules
 /// ([`seccomp_filters`], with `no_new_privs`, which bwrap has set
 /// already), starts the bridges to `proxy`'s socket, with its forwarded
 /// ports, when there is one ([`start`]), hands the
@@ -294,8 +330,7 @@ fn seccomp_filters() -> Result<[seccompiler::BpfProgram; 2], seccompiler::Error>
 /// agent never starts with less of its sandbox than this.
 fn exec(
     keep: i32,
-    landlock: bool,
-    processes: u64,
+    walls: &Walls<'_>,
     proxy: Option<(&Path, &[u16])>,
     handoff: Handoff,
     program: &OsStr,
@@ -305,7 +340,7 @@ fn exec(
     use std::os::unix::process::CommandExt;
     // Nothing in this process owns the descriptors it inherited across
     // `exec`; taken, every one but the capability's closes here.
-    let inherited = match mosaic_adapters::inherited::take_inherited() {
+    let inherited = match mosaic_adapters::sys::take_inherited() {
         Ok(inherited) => inherited,
         Err(e) => {
             eprintln!("mosaic-bus sandbox-exec: taking the inherited descriptors: {e}");
@@ -322,8 +357,8 @@ fn exec(
     }
     // The process cap, counted in the sandbox's own user namespace.
     let cap = rustix::process::Rlimit {
-        current: Some(processes),
-        maximum: Some(processes),
+        current: Some(walls.processes),
+        maximum: Some(walls.processes),
     };
     if let Err(e) = rustix::process::setrlimit(rustix::process::Resource::Nproc, cap) {
         eprintln!("mosaic-bus sandbox-exec: capping the processes: {e}");
@@ -332,17 +367,17 @@ fn exec(
     // A keyring of its own, before the filter denies every key call: the
     // one it inherited is `up`'s caller's, which can hold the human's
     // tokens.
-    if let Err(e) = mosaic_adapters::inherited::join_anonymous_session_keyring() {
+    if let Err(e) = mosaic_adapters::sys::join_anonymous_session_keyring() {
         eprintln!("mosaic-bus sandbox-exec: joining a new session keyring: {e}");
         return 127;
     }
-    if landlock {
+    if walls.landlock {
         if let Err(e) = restrict_scopes() {
             eprintln!("mosaic-bus sandbox-exec: applying the Landlock scopes: {e}");
             return 127;
         }
     }
-    let installed = seccomp_filters().and_then(|filters| {
+    let installed = seccomp_filters(walls.denied).and_then(|filters| {
         filters
             .iter()
             .try_for_each(|filter| seccompiler::apply_filter(filter))
@@ -450,7 +485,25 @@ mod tests {
 
     #[test]
     fn the_seccomp_filters_compile_for_this_architecture() {
-        let [deny, clone3] = seccomp_filters().expect("the filters compile");
-        assert!(!deny.is_empty() && !clone3.is_empty());
+        let every: Vec<i64> = DENIED_CALLS.iter().map(|(_, n)| *n).collect();
+        let [deny, clone3] = seccomp_filters(&every).expect("the filters compile");
+        let [fewer, _] = seccomp_filters(&every[..1]).expect("the filters compile");
+        assert!(!clone3.is_empty());
+        // Each refused call is one more comparison in the program.
+        assert!(deny.len() > fewer.len(), "{} {}", deny.len(), fewer.len());
+    }
+
+    #[test]
+    fn the_denied_calls_are_named_and_an_unknown_name_is_refused() {
+        let names = |list: &[&str]| list.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>();
+        assert_eq!(
+            denied_numbers(&names(&["ptrace", "keyctl"])),
+            Ok(vec![libc::SYS_ptrace, libc::SYS_keyctl])
+        );
+        assert_eq!(
+            denied_numbers(&names(&["ptrace", "fork"])),
+            Err("fork".to_owned())
+        );
+        assert_eq!(denied_numbers(&[]), Ok(Vec::new()));
     }
 }

@@ -8,11 +8,12 @@
 //! The sandbox is a trust boundary, and each file of this room runs on one
 //! side of it:
 //!
-//! - in `up`: the [`plan`] (what an agent sees, built, checked and rendered
-//!   to bwrap's arguments), the [`paths`] it grants, [`bwrap`] (finding a
-//!   working one, the namespaces, what the first line says about abstract
-//!   sockets and Landlock), the [`cgroup`]s it makes per run, the
-//!   [`network`] per agent and the forward [`proxy`];
+//! - in `up`: the [`plan`] (an agent's launch whole, built, checked and
+//!   rendered to its command line), the [`paths`] it grants, [`bwrap`]
+//!   (finding a working one, the namespaces, what the first line says
+//!   about abstract sockets and Landlock), the [`cgroup`]s it makes per
+//!   run, the [`network`] per agent, the forward [`proxy`], and a harness
+//!   program's [`version`], asked in a sandbox of its own;
 //! - in `sandbox-cgroup` ([`cgroup_main`]), outside the sandbox, between
 //!   `up` and bwrap: joins the run's cgroups, then becomes bwrap;
 //! - in `sandbox-exec` ([`exec_main`]), inside, between bwrap and the
@@ -23,16 +24,22 @@
 //! - in `sandbox-bridge` ([`bridge_main`]), inside, beside the agent: the
 //!   loopback port that carries the agent's connections to the proxy.
 //!
-//! Each hidden program is its own file and its own process; `up` only
-//! renders their arguments, and what they share with `up` is data (their
-//! subcommand's name, the seccomp list, the Landlock scopes, the places
-//! inside).
+//! Each hidden program is its own file and its own process; `up`'s plan
+//! renders their arguments (the seccomp list `sandbox-exec` applies
+//! among them), and what they share with `up` is data (their subcommand's
+//! name, the system calls `sandbox-exec` knows, the Landlock scopes, the
+//! places inside).
+//!
+//! Their tests: `plan_tests.rs` asserts the example's exact plan and its
+//! rendering; `cgroup_tests.rs` runs the cgroups on fake v2 and v1 trees;
+//! the proxy's, on real sockets, are in `proxy/tests.rs`.
 //!
 //! # What the sandbox is
 //!
-//! What an agent sees, its mounts, working directory and environment, is
-//! its [`Plan`](plan::Plan), built and rendered to bwrap's arguments in
-//! `plan.rs`. Around it, [`bwrap::namespace_args`] gives:
+//! What an agent sees, its mounts, working directory and environment, and
+//! what confines it, is its [`Plan`](plan::Plan), built in `plan.rs` and
+//! rendered to its command line in `plan/render.rs`. Around it,
+//! [`bwrap::namespace_args`] gives:
 //!
 //! - new user, PID, IPC, UTS and cgroup namespaces (and a network namespace
 //!   with loopback only for `"network": "none"` and `"proxy"`); uid and gid [`SANDBOX_UID`](bwrap::SANDBOX_UID) inside, never 0,
@@ -84,3 +91,4 @@ pub(crate) mod paths;
 pub(crate) mod plan;
 pub(crate) mod proxy;
 mod supervisor;
+pub(crate) mod version;

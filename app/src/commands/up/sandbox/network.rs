@@ -15,7 +15,6 @@
 //! beside `"sandboxed": false`, and the one warning about running without
 //! a sandbox covers it.
 
-use std::ffi::OsString;
 use std::io;
 use std::path::PathBuf;
 
@@ -87,45 +86,19 @@ pub(crate) fn proxy(agents: &[AgentSpec], sandboxed: bool) -> Result<Option<Prox
         .map_err(logged(Refusal::LaunchFailed, "starting the proxy"))
 }
 
-/// For a sandboxed agent with `"network": "proxy"`, the socket of its own
-/// on which the proxy now listens for `run`, admitting its `"allow"` list
-/// and `extra` (a harness's model endpoint); `None` for the others.
+/// For a sandboxed agent with `"network": "proxy"` (`network`), the
+/// socket of its own on which the proxy now listens for `run`, admitting
+/// `allow` (its plan's: its `"allow"` list and a harness's model
+/// endpoint); `None` for the others.
 pub(crate) fn listen(
     proxy: Option<&Proxy>,
-    spec: &AgentSpec,
+    network: Network,
     run: &RunId,
-    extra: &[Allow],
+    allow: &[Allow],
 ) -> io::Result<Option<PathBuf>> {
-    match (spec.network, proxy) {
-        (Network::Proxy, Some(proxy)) => {
-            let allow: Vec<Allow> = spec.allow.iter().chain(extra).cloned().collect();
-            proxy.listen(run.as_str(), &allow).map(Some)
-        }
+    match (network, proxy) {
+        (Network::Proxy, Some(proxy)) => proxy.listen(run.as_str(), allow).map(Some),
         (Network::Proxy, None) => Err(io::ErrorKind::NotFound.into()),
         (Network::None | Network::Host, _) => Ok(None),
-    }
-}
-
-/// `sandbox-exec`'s arguments that start the bridge, for an agent with a
-/// proxy.
-pub(crate) fn exec_args(proxied: bool) -> Vec<OsString> {
-    if proxied {
-        vec!["--proxy-socket".into(), PROXY_SOCKET.into()]
-    } else {
-        Vec::new()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sandbox_exec_starts_the_bridge_only_for_a_proxied_agent() {
-        assert_eq!(
-            exec_args(true),
-            [OsString::from("--proxy-socket"), PROXY_SOCKET.into()]
-        );
-        assert!(exec_args(false).is_empty());
     }
 }

@@ -1,9 +1,14 @@
-//! The sandbox of one agent as one value, a [`Plan`]: its namespaces (the
-//! network mode), an ordered list of mounts, its working directory, its
-//! environment, and the seccomp and Landlock rules `sandbox-exec` applies.
-//! [`build`] makes it from the configuration, in one place, and checks it;
-//! [`Plan::bwrap_args`] renders it to bwrap's arguments, in one place.
-//! Tests assert on the plan itself.
+//! One agent's launch as one value, a [`Plan`]: its program and arguments,
+//! its environment whole ([`env`]), its network and what the proxy admits for it,
+//! how its capability reaches it, and in a sandbox its walls ([`Walls`]:
+//! the ordered mounts, the seccomp list and Landlock that `sandbox-exec`
+//! applies, the process and memory caps). [`build`] makes it from the
+//! configuration, in one place, for sandboxed and unsandboxed agents alike,
+//! and checks it; [`Plan::command`] renders it to the command `up` spawns
+//! (bwrap, `sandbox-exec`, the program; or the program alone), in one
+//! place ([`render`]); [`Plan::view`] is what `up --dry-run` prints and
+//! `up` logs at debug before each launch ([`view`]), rendered by the same
+//! code. Tests assert on the plan and on its whole command line.
 //!
 //! # What a plan grants
 //!
@@ -32,36 +37,57 @@
 //!    then made read-only, so an agent cannot leave a file where the
 //!    broker's would be;
 //! 8. with `"network": "proxy"`, the socket of `up`'s forward proxy for the
-//!    run at [`PROXY_SOCKET`] (`sandbox-exec`'s bridge serves it on the
-//!    sandbox's loopback: [`super::bridge_main`]);
+//!    run at [`PROXY_SOCKET`](super::network::PROXY_SOCKET)
+//!    (`sandbox-exec`'s bridge serves it on the sandbox's loopback:
+//!    [`super::bridge_main`]);
 //! 9. the root made read-only: nothing but the tmpfs of 4 and the writable
 //!    binds of 6 takes a write.
 //!
 //! Nothing else of the host is there: no `/var`, `/opt`, `/srv`, `/mnt`,
-//! `/root`, `/run` (but the proxy's socket), `/home` (no other home, the human's neither), no
-//! `/sys`, no tmux or session-bus socket.
+//! `/root`, `/run` (but the proxy's socket), `/home` (no other home, the
+//! human's neither), no `/sys`, no tmux or session-bus socket.
 //!
 //! # What [`build`] refuses
 //!
+//! `launch-failed` for a program that is not an executable file;
 //! `bad-config` for a bound path that does not exist; `unsafe-path` for one
 //! that lies in the data root or the secrets folder or holds either, one
 //! that is the human's home or holds it, and for any bound path (the system
 //! folders included) that holds a file of a service credential the broker
 //! reads (`{"file": …}` in the business): agents never hold a service
 //! token.
+//!
+//! # What only a launch knows
+//!
+//! A plan is whole before anything starts, but for four values a launch
+//! makes: the feed's cursor (`MOSAIC_BUS_SINCE`), the capability's
+//! descriptor (its number), the run's proxy socket and its cgroup. The
+//! command takes them at its render ([`render::Launch`]); the view shows
+//! each as a placeholder (`<since>`, `<cap-fd>`, `<proxy-socket>`, and
+//! `<fd>` for a checked path's descriptor), and leaves out the cgroup's
+//! `sandbox-cgroup --cgroup DIR… --` prefix, which `up` adds where it
+//! made one.
+
+pub(crate) mod env;
+pub(crate) mod render;
+pub(crate) mod view;
 
 use std::ffi::{OsStr, OsString};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
-use mosaic_domain::Refusal;
+use mosaic_domain::evidence::Harness;
+use mosaic_domain::{Refusal, RoleInstance, RunId};
 
-use super::bwrap::{namespace_args, SANDBOX_HOME};
+use super::bwrap::SANDBOX_HOME;
 use super::exec_main::DENIED_CALLS;
-use super::network::PROXY_SOCKET;
 use super::paths::{check_writable, open_granted, Guard, Opened};
-use crate::commands::team::{AgentSpec, Network};
-use crate::commands::up::harness::Grants;
+use crate::commands::team::{AgentSpec, Allow, Network};
+use crate::commands::up::console::CONSOLE_ENV;
+use crate::commands::up::harness::{Grants, Input, Prepared};
+use crate::commands::up::launch::{find_program, RUN_ID_ENV, SINCE_ENV};
+use env::Env;
+use mosaic_client::cap::{CAP_FD_ENV, CAP_FILE_ENV, SOCKET_ENV};
 
 /// The system's program folders, bound read-only where the host has
 /// folders and made links where it has links.
@@ -99,7 +125,9 @@ pub const ETC: [&str; 19] = [
 ];
 
 /// Where things are, for the sandbox of every agent of one `up`: all
-/// absolute and, but for `human_home`, existing.
+/// absolute and, but for `human_home` and (before `up` makes them, and
+/// under `--dry-run`) the data root, its socket and the secrets folder,
+/// existing.
 #[derive(Debug, Clone)]
 pub(crate) struct Places {
     /// The host's root, `/` but in tests: the system folders and `/etc`
@@ -122,6 +150,18 @@ pub(crate) struct Places {
     pub(crate) credentials: Vec<PathBuf>,
     /// What no writable path may be or hold (`paths::guards`).
     pub(crate) guards: Vec<Guard>,
+}
+
+/// A working bubblewrap and where things are for it: what the sandboxed
+/// plans of one `up` share.
+#[derive(Debug)]
+pub(crate) struct Sandbox {
+    /// The `bwrap` that was seen to make a sandbox here.
+    pub(crate) bwrap: PathBuf,
+    /// Whether the kernel has Landlock's scopes, which `sandbox-exec` then
+    /// applies (`--landlock`).
+    pub(crate) landlock: bool,
+    pub(crate) places: Places,
 }
 
 /// One mount of a sandbox, in bwrap's terms.
@@ -154,119 +194,359 @@ pub(crate) enum Mount {
     /// A minimal `/dev`.
     Dev(PathBuf),
     /// The socket of `up`'s forward proxy for this run, bound read-only
-    /// at [`PROXY_SOCKET`] (an agent with `"network": "proxy"`): the
-    /// socket is made per run, at launch, so the plan names its place and
-    /// [`Plan::bwrap_args`] is given the socket.
+    /// at [`PROXY_SOCKET`](super::network::PROXY_SOCKET) (an agent with
+    /// `"network": "proxy"`): the socket is made per run, at launch, so the
+    /// plan names its place and the launch gives the socket
+    /// ([`render::Launch`]).
     ProxySocket,
     /// A mount made read-only once everything under it is in place.
     RemountRo(PathBuf),
 }
 
-/// One agent's sandbox: see the module documentation.
+/// How the capability reaches the agent's program.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Handoff {
+    /// On the inherited descriptor `MOSAIC_BUS_CAP_FD` names: an agent
+    /// `up` runs as a command, which reads the `ready` line itself.
+    Descriptor,
+    /// As a private file at `path`, which `MOSAIC_BUS_CAP_FILE` names: a
+    /// harness `up` starts, which would not pass a descriptor on. In a
+    /// sandbox `sandbox-exec` waits for `ready` and copies the descriptor
+    /// into its `/tmp` (`--cap-file`); without one `up` writes the run's
+    /// file once the launch is bound, and `sh` waits for `ready` before it
+    /// becomes the program. `stdin_null`: the program's standard input is
+    /// `/dev/null` (Claude Code, which would read a pipe as more prompt).
+    File { path: PathBuf, stdin_null: bool },
+}
+
+/// The walls of a sandboxed agent: see the module documentation.
 #[derive(Debug)]
-pub(crate) struct Plan {
-    /// Its network: `none` adds a network namespace of its own.
-    pub(crate) network: Network,
+pub(crate) struct Walls {
+    /// The `bwrap` `up` runs.
+    pub(crate) bwrap: PathBuf,
+    /// This executable, at the same path inside: `sandbox-exec` and
+    /// `sandbox-cgroup`.
+    pub(crate) exe: PathBuf,
     /// Its mounts, in the order bwrap applies them.
     pub(crate) mounts: Vec<Mount>,
-    /// Its working directory inside.
-    pub(crate) chdir: PathBuf,
-    /// The program bwrap's `sandbox-exec` executes, as found on `PATH`.
-    pub(crate) program: PathBuf,
-    /// Its environment before `up`'s `MOSAIC_*` and `PATH`: the
-    /// allow-list's variables, with `HOME` and `TMPDIR` its own.
-    pub(crate) env: Vec<(OsString, OsString)>,
     /// Whether `sandbox-exec` applies the Landlock scopes.
     pub(crate) landlock: bool,
-    /// The `RLIMIT_NPROC` `sandbox-exec` sets: the most processes and
-    /// threads of the sandbox (where the kernel counts them: not for
-    /// root, docs/host.md).
-    pub(crate) processes: u32,
     /// The system calls `sandbox-exec`'s seccomp filter refuses outright
-    /// (beyond its argument rules: see `exec_main::seccomp_filters`).
-    pub(crate) seccomp: &'static [(&'static str, i64)],
+    /// (`--deny`; beyond its argument rules, see
+    /// `exec_main::seccomp_filters`): every one it knows.
+    pub(crate) seccomp: Vec<&'static str>,
+    /// The `RLIMIT_NPROC` `sandbox-exec` sets, and the cgroup's
+    /// `pids.max`: the most processes and threads of the sandbox.
+    pub(crate) processes: u32,
+    /// The cgroup's memory cap, in MiB, where `up` makes one.
+    pub(crate) memory_mib: u32,
     /// The descriptors of the [`Mount::Granted`] paths, open until bwrap
     /// is spawned with them.
     pub(crate) held: Vec<OwnedFd>,
 }
 
-impl Plan {
-    /// bwrap's arguments, up to and including `--`; `proxy` is the proxy's
-    /// socket for this run, for a [`Mount::ProxySocket`].
-    pub(crate) fn bwrap_args(&self, proxy: Option<&Path>) -> Vec<OsString> {
-        let mut args = namespace_args(self.network);
-        let mut push = |words: &[&OsStr]| args.extend(words.iter().map(|w| w.to_os_string()));
-        for mount in &self.mounts {
-            match mount {
-                Mount::ReadOnly { source, dest } => {
-                    push(&["--ro-bind".as_ref(), source.as_os_str(), dest.as_os_str()]);
-                }
-                Mount::Writable { source, dest } => {
-                    push(&["--bind".as_ref(), source.as_os_str(), dest.as_os_str()]);
-                }
-                Mount::Granted {
-                    fd, dest, writable, ..
-                } => {
-                    let how = if *writable {
-                        "--bind-fd"
-                    } else {
-                        "--ro-bind-fd"
-                    };
-                    let fd = OsString::from(fd.to_string());
-                    push(&[how.as_ref(), &fd, dest.as_os_str()]);
-                }
-                Mount::Symlink { target, dest } => {
-                    push(&["--symlink".as_ref(), target.as_os_str(), dest.as_os_str()]);
-                }
-                Mount::Tmpfs(dest) => push(&["--tmpfs".as_ref(), dest.as_os_str()]),
-                Mount::Scratch { dest, bytes } => {
-                    let bytes = OsString::from(bytes.to_string());
-                    push(&[
-                        "--size".as_ref(),
-                        &bytes,
-                        "--tmpfs".as_ref(),
-                        dest.as_os_str(),
-                    ]);
-                }
-                Mount::Proc(dest) => push(&["--proc".as_ref(), dest.as_os_str()]),
-                Mount::Dev(dest) => push(&["--dev".as_ref(), dest.as_os_str()]),
-                Mount::ProxySocket => {
-                    if let Some(socket) = proxy {
-                        push(&[
-                            "--ro-bind".as_ref(),
-                            socket.as_os_str(),
-                            PROXY_SOCKET.as_ref(),
-                        ]);
-                    }
-                }
-                Mount::RemountRo(dest) => push(&["--remount-ro".as_ref(), dest.as_os_str()]),
-            }
-        }
-        push(&["--chdir".as_ref(), self.chdir.as_os_str()]);
-        push(&["--".as_ref()]);
-        args
-    }
+/// One agent's launch: see the module documentation.
+#[derive(Debug)]
+pub(crate) struct Plan {
+    pub(crate) role: RoleInstance,
+    pub(crate) run: RunId,
+    pub(crate) harness: Harness,
+    /// The program, as found (absolute).
+    pub(crate) program: PathBuf,
+    /// Its arguments: the command's, or the harness's as `up` prepared
+    /// them (`"args"` included).
+    pub(crate) args: Vec<OsString>,
+    /// For a harness `up` starts, the first line `--version` printed.
+    pub(crate) version: Option<String>,
+    /// Where the program runs: its `workdir`, else the configuration's
+    /// folder (inside a sandbox, the kernel's name of the granted one).
+    pub(crate) cwd: PathBuf,
+    /// The environment the command gets, whole.
+    pub(crate) env: Env,
+    /// Its network: the configuration's in a sandbox, else the host's.
+    pub(crate) network: Network,
+    /// What the proxy admits for it (`"network": "proxy"` in a sandbox):
+    /// its `"allow"` list and a harness's model endpoint.
+    pub(crate) allow: Vec<Allow>,
+    /// The loopback ports `sandbox-exec` forwards through the proxy: a
+    /// harness's loopback model endpoint.
+    pub(crate) forwards: Vec<u16>,
+    pub(crate) handoff: Handoff,
+    /// Its sandbox, unless it runs without one.
+    pub(crate) walls: Option<Walls>,
+}
 
-    /// The host paths it binds, each with whether it is writable.
-    fn binds(&self) -> impl Iterator<Item = (&Path, bool)> {
-        self.mounts.iter().filter_map(|mount| match mount {
-            Mount::ReadOnly { source, .. } => Some((source.as_path(), false)),
-            Mount::Writable { source, .. } => Some((source.as_path(), true)),
-            Mount::Granted { path, writable, .. } => Some((path.as_path(), *writable)),
-            Mount::Symlink { .. }
-            | Mount::Tmpfs(_)
-            | Mount::Scratch { .. }
-            | Mount::Proc(_)
-            | Mount::Dev(_)
-            | Mount::ProxySocket
-            | Mount::RemountRo(_) => None,
-        })
+/// What one agent's plan is made from.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Making<'a> {
+    pub(crate) spec: &'a AgentSpec,
+    pub(crate) run: &'a RunId,
+    /// Its harness's launch, when `up` starts one.
+    pub(crate) prepared: Option<&'a Prepared>,
+    /// Its harness program's version, when one was read.
+    pub(crate) version: Option<&'a str>,
+    /// The agents' `PATH`: where a bare program name is found, and the
+    /// `PATH` they get.
+    pub(crate) path: &'a OsStr,
+    /// `up`'s own environment, of which the allow-list passes.
+    pub(crate) vars: &'a [(OsString, OsString)],
+    /// The variables that hold the business's service tokens: never
+    /// passed.
+    pub(crate) secret_env: &'a [String],
+    /// The broker's socket.
+    pub(crate) socket: &'a Path,
+    /// Whether `up --console` opens the human's console
+    /// (`MOSAIC_CONSOLE=1`).
+    pub(crate) console: bool,
+    /// The sandbox, unless the agents run without one.
+    pub(crate) sandbox: Option<&'a Sandbox>,
+}
+
+/// The plan of one agent, made from `making` and checked: see the module
+/// documentation for what it grants and refuses.
+///
+/// # Errors
+/// `launch-failed` for a program that is not an executable file;
+/// `bad-config` and `unsafe-path` for a path the sandbox would bind.
+pub(crate) fn build(making: &Making<'_>) -> Result<Plan, Refusal> {
+    let spec = making.spec;
+    let found = match making.prepared {
+        Some(prepared) => Some(prepared.program.clone()),
+        None => find_program(&spec.program, making.path),
+    };
+    let program = found
+        .and_then(|program| std::path::absolute(program).ok())
+        .ok_or_else(|| {
+            tracing::warn!(
+                code = Refusal::LaunchFailed.code(),
+                role = spec.role.as_str(),
+                program = &*mosaic_adapters::fs::neutral_path(&spec.program),
+                "the agent's program is not an executable file"
+            );
+            Refusal::LaunchFailed
+        })?;
+    let (args, handoff) = match making.prepared {
+        Some(prepared) => {
+            let stdin_null = match prepared.input {
+                Input::Null => true,
+                Input::Line(_) => false,
+            };
+            let path = prepared.cap_file.clone();
+            (prepared.args.clone(), Handoff::File { path, stdin_null })
+        }
+        None => (
+            spec.args.iter().map(OsString::from).collect(),
+            Handoff::Descriptor,
+        ),
+    };
+    let walls = making
+        .sandbox
+        .map(|sandbox| walls(spec, sandbox, &program, making.prepared.map(|p| &p.grants)))
+        .transpose()?;
+    let (cwd, network) = match &walls {
+        Some((_, chdir)) => (chdir.clone(), spec.network),
+        None => (spec.cwd().to_path_buf(), Network::Host),
+    };
+    let proxied = network == Network::Proxy;
+    let allow = match (proxied, making.prepared) {
+        (false, _) => Vec::new(),
+        (true, prepared) => spec
+            .allow
+            .iter()
+            .chain(prepared.map(|p| &p.endpoint))
+            .cloned()
+            .collect(),
+    };
+    let forwards = match (proxied, making.prepared) {
+        (true, Some(prepared)) => prepared.forward.into_iter().collect(),
+        (true, None) | (false, _) => Vec::new(),
+    };
+    let env = env_of(making, walls.is_some(), &handoff);
+    Ok(Plan {
+        role: spec.role.clone(),
+        run: making.run.clone(),
+        harness: spec.harness,
+        program,
+        args,
+        version: making.version.map(str::to_owned),
+        cwd,
+        env,
+        network,
+        allow,
+        forwards,
+        handoff,
+        walls: walls.map(|(walls, _)| walls),
+    })
+}
+
+/// The walls of `spec`'s sandbox and the folder it runs in: `program` is
+/// its program as found (absolute), `grants` what a harness `up` starts
+/// needs beyond it (its install folder read-only beside the system's, its
+/// run folder read-only and its state folder writable in the data root's
+/// tmpfs).
+fn walls(
+    spec: &AgentSpec,
+    sandbox: &Sandbox,
+    program: &Path,
+    grants: Option<&Grants>,
+) -> Result<(Walls, PathBuf), Refusal> {
+    let places = &sandbox.places;
+    let (chdir, binds) = resolve(spec, places)?;
+    let mut mounts = system_mounts(&places.host_root);
+    mounts.push(Mount::Proc("/proc".into()));
+    mounts.push(Mount::Dev("/dev".into()));
+    let bytes = u64::from(spec.tmp_mib) * 1024 * 1024;
+    for dest in ["/tmp", SANDBOX_HOME] {
+        mounts.push(Mount::Scratch {
+            dest: dest.into(),
+            bytes,
+        });
     }
+    mounts.push(Mount::ReadOnly {
+        source: places.exe.clone(),
+        dest: places.exe.clone(),
+    });
+    let mut folders: Vec<PathBuf> = binds.iter().map(|(o, _)| o.path.clone()).collect();
+    if let Some(install) = grants.and_then(|g| g.install.as_ref()) {
+        if !covered(install, &places.host_root, &folders) {
+            mounts.push(Mount::ReadOnly {
+                source: install.clone(),
+                dest: install.clone(),
+            });
+            folders.push(install.clone());
+        }
+    }
+    if !covered(program, &places.host_root, &folders) {
+        mounts.push(Mount::ReadOnly {
+            source: program.to_path_buf(),
+            dest: program.to_path_buf(),
+        });
+    }
+    let mut held = Vec::new();
+    for (opened, writable) in binds {
+        mounts.push(Mount::Granted {
+            fd: opened.fd.as_raw_fd(),
+            dest: opened.path.clone(),
+            path: opened.path,
+            writable,
+        });
+        held.push(opened.fd);
+    }
+    if let Some(file) = &places.config_file {
+        let opened = open_granted(spec, file)?;
+        mounts.push(Mount::Granted {
+            fd: opened.fd.as_raw_fd(),
+            dest: opened.path.clone(),
+            path: opened.path,
+            writable: false,
+        });
+        held.push(opened.fd);
+    }
+    mounts.push(Mount::Tmpfs(places.data_root.clone()));
+    mounts.push(Mount::ReadOnly {
+        source: places.socket.clone(),
+        dest: places.socket.clone(),
+    });
+    if let Some(grants) = grants {
+        mounts.push(Mount::ReadOnly {
+            source: grants.run_dir.clone(),
+            dest: grants.run_dir.clone(),
+        });
+        mounts.push(Mount::Writable {
+            source: grants.state.clone(),
+            dest: grants.state.clone(),
+        });
+    }
+    mounts.push(Mount::RemountRo(places.data_root.clone()));
+    if spec.network == Network::Proxy {
+        mounts.push(Mount::ProxySocket);
+    }
+    mounts.push(Mount::RemountRo("/".into()));
+    check_credentials(spec, &mounts, &places.credentials)?;
+    let walls = Walls {
+        bwrap: sandbox.bwrap.clone(),
+        exe: places.exe.clone(),
+        mounts,
+        landlock: sandbox.landlock,
+        seccomp: DENIED_CALLS.iter().map(|(name, _)| *name).collect(),
+        processes: spec.processes,
+        memory_mib: spec.memory_mib,
+        held,
+    };
+    Ok((walls, chdir))
+}
+
+/// The host paths `mounts` binds, each with whether it is writable.
+fn binds(mounts: &[Mount]) -> impl Iterator<Item = (&Path, bool)> {
+    mounts.iter().filter_map(|mount| match mount {
+        Mount::ReadOnly { source, .. } => Some((source.as_path(), false)),
+        Mount::Writable { source, .. } => Some((source.as_path(), true)),
+        Mount::Granted { path, writable, .. } => Some((path.as_path(), *writable)),
+        Mount::Symlink { .. }
+        | Mount::Tmpfs(_)
+        | Mount::Scratch { .. }
+        | Mount::Proc(_)
+        | Mount::Dev(_)
+        | Mount::ProxySocket
+        | Mount::RemountRo(_) => None,
+    })
+}
+
+/// `path` with links resolved as far as it exists, the rest as written: a
+/// data root or secrets folder `up` has not made yet (or under
+/// `--dry-run`, will not make) is compared where it would be.
+fn resolved_so_far(path: &Path) -> Option<PathBuf> {
+    let mut rest = Vec::new();
+    let mut at = path;
+    loop {
+        if let Ok(real) = std::fs::canonicalize(at) {
+            return Some(rest.iter().rev().fold(real, |p, name| p.join(name)));
+        }
+        rest.push(at.file_name()?.to_owned());
+        at = at.parent()?;
+    }
+}
+
+/// The environment of `making`'s agent, whole: the allow-list's
+/// variables of `up`'s own ([`env::allowed`]), in a sandbox with `HOME` and
+/// `TMPDIR` its own; `MOSAIC_RUN_ID`, `MOSAIC_BUS_SINCE` (the feed's
+/// cursor at the launch), `MOSAIC_BUS_SOCKET` and the agents' `PATH`; the
+/// capability's descriptor (`MOSAIC_BUS_CAP_FD`, its number at the launch)
+/// or, for a harness without a sandbox, its file (`MOSAIC_BUS_CAP_FILE`:
+/// in a sandbox `sandbox-exec` sets it); a harness's own variables; and
+/// with the console, `MOSAIC_CONSOLE=1`. A later one of the same name
+/// wins, as `up`'s own do over the allow-list's.
+fn env_of(making: &Making<'_>, sandboxed: bool, handoff: &Handoff) -> Env {
+    let mut env = Env::default();
+    for (name, value) in env::allowed(making.spec, making.vars, making.secret_env) {
+        env.set(name, value);
+    }
+    if sandboxed {
+        env.set("HOME".into(), SANDBOX_HOME.into());
+        env.set("TMPDIR".into(), "/tmp".into());
+    }
+    env.set(RUN_ID_ENV.into(), making.run.as_str().into());
+    env.set_at_launch(SINCE_ENV.into(), env::AtLaunch::Since);
+    env.set(SOCKET_ENV.into(), making.socket.into());
+    env.set("PATH".into(), making.path.into());
+    match (handoff, sandboxed) {
+        (Handoff::File { path, .. }, false) => env.set(CAP_FILE_ENV.into(), path.into()),
+        (Handoff::Descriptor, _) | (Handoff::File { .. }, true) => {
+            env.set_at_launch(CAP_FD_ENV.into(), env::AtLaunch::CapFd);
+        }
+    }
+    for (name, value) in making.prepared.iter().flat_map(|p| &p.env) {
+        env.set(name.clone(), value.clone());
+    }
+    if making.console {
+        env.set(CONSOLE_ENV.into(), "1".into());
+    }
+    env
 }
 
 /// The system part of a plan, read from the host at `root`: [`SYSTEM`]
 /// and [`ETC`], what the host has of them.
-fn system_mounts(root: &Path) -> Vec<Mount> {
+pub(crate) fn system_mounts(root: &Path) -> Vec<Mount> {
     let mut mounts = Vec::new();
     for name in SYSTEM {
         let source = root.join(name);
@@ -303,7 +583,7 @@ fn system_mounts(root: &Path) -> Vec<Mount> {
 fn resolve(spec: &AgentSpec, places: &Places) -> Result<(PathBuf, Vec<(Opened, bool)>), Refusal> {
     let hidden = [&places.data_root, &places.secrets]
         .into_iter()
-        .map(|p| std::fs::canonicalize(p).map_err(|_| Refusal::UnsafePath))
+        .map(|p| resolved_so_far(p).ok_or(Refusal::UnsafePath))
         .collect::<Result<Vec<_>, _>>()?;
     let home = places
         .human_home
@@ -350,110 +630,6 @@ fn resolve(spec: &AgentSpec, places: &Places) -> Result<(PathBuf, Vec<(Opened, b
     Ok((cwd, binds))
 }
 
-/// `spec`'s plan: `program` is its program as found (absolute), `grants`
-/// what a harness `up` starts needs beyond it (its install folder
-/// read-only beside the system's, its run folder read-only and its state
-/// folder writable in the data root's tmpfs), `env` its environment from
-/// the allow-list, `landlock` whether the kernel has the scopes. See the
-/// module documentation for what it grants and refuses.
-pub(crate) fn build(
-    spec: &AgentSpec,
-    places: &Places,
-    program: &Path,
-    grants: Option<&Grants>,
-    landlock: bool,
-    mut env: Vec<(OsString, OsString)>,
-) -> Result<Plan, Refusal> {
-    let (chdir, binds) = resolve(spec, places)?;
-    let mut mounts = system_mounts(&places.host_root);
-    mounts.push(Mount::Proc("/proc".into()));
-    mounts.push(Mount::Dev("/dev".into()));
-    let bytes = u64::from(spec.tmp_mib) * 1024 * 1024;
-    for dest in ["/tmp", SANDBOX_HOME] {
-        mounts.push(Mount::Scratch {
-            dest: dest.into(),
-            bytes,
-        });
-    }
-    mounts.push(Mount::ReadOnly {
-        source: places.exe.clone(),
-        dest: places.exe.clone(),
-    });
-    let program = std::path::absolute(program).map_err(|_| Refusal::LaunchFailed)?;
-    let mut folders: Vec<PathBuf> = binds.iter().map(|(o, _)| o.path.clone()).collect();
-    if let Some(install) = grants.and_then(|g| g.install.as_ref()) {
-        if !covered(install, &places.host_root, &folders) {
-            mounts.push(Mount::ReadOnly {
-                source: install.clone(),
-                dest: install.clone(),
-            });
-            folders.push(install.clone());
-        }
-    }
-    if !covered(&program, &places.host_root, &folders) {
-        mounts.push(Mount::ReadOnly {
-            source: program.clone(),
-            dest: program.clone(),
-        });
-    }
-    let mut held = Vec::new();
-    for (opened, writable) in binds {
-        mounts.push(Mount::Granted {
-            fd: opened.fd.as_raw_fd(),
-            dest: opened.path.clone(),
-            path: opened.path,
-            writable,
-        });
-        held.push(opened.fd);
-    }
-    if let Some(file) = &places.config_file {
-        let opened = open_granted(spec, file)?;
-        mounts.push(Mount::Granted {
-            fd: opened.fd.as_raw_fd(),
-            dest: opened.path.clone(),
-            path: opened.path,
-            writable: false,
-        });
-        held.push(opened.fd);
-    }
-    mounts.push(Mount::Tmpfs(places.data_root.clone()));
-    mounts.push(Mount::ReadOnly {
-        source: places.socket.clone(),
-        dest: places.socket.clone(),
-    });
-    if let Some(grants) = grants {
-        mounts.push(Mount::ReadOnly {
-            source: grants.run_dir.clone(),
-            dest: grants.run_dir.clone(),
-        });
-        mounts.push(Mount::Writable {
-            source: grants.state.clone(),
-            dest: grants.state.clone(),
-        });
-    }
-    mounts.push(Mount::RemountRo(places.data_root.clone()));
-    if spec.network == Network::Proxy {
-        mounts.push(Mount::ProxySocket);
-    }
-    mounts.push(Mount::RemountRo("/".into()));
-    env.retain(|(name, _)| name != "HOME" && name != "TMPDIR");
-    env.push(("HOME".into(), SANDBOX_HOME.into()));
-    env.push(("TMPDIR".into(), "/tmp".into()));
-    let plan = Plan {
-        network: spec.network,
-        mounts,
-        chdir,
-        program,
-        env,
-        landlock,
-        processes: spec.processes,
-        seccomp: &DENIED_CALLS,
-        held,
-    };
-    check_credentials(spec, &plan, &places.credentials)?;
-    Ok(plan)
-}
-
 /// Whether `program` lies in a system folder or a folder already bound,
 /// both resolved: then it needs no bind of its own.
 fn covered(program: &Path, host_root: &Path, folders: &[PathBuf]) -> bool {
@@ -467,18 +643,18 @@ fn covered(program: &Path, host_root: &Path, folders: &[PathBuf]) -> bool {
         .any(|folder| program.starts_with(folder))
 }
 
-/// `unsafe-path` when a path `plan` binds holds one of the credential
+/// `unsafe-path` when a path `mounts` binds holds one of the credential
 /// files (both resolved).
 fn check_credentials(
     spec: &AgentSpec,
-    plan: &Plan,
+    mounts: &[Mount],
     credentials: &[PathBuf],
 ) -> Result<(), Refusal> {
     let files: Vec<PathBuf> = credentials
         .iter()
         .filter_map(|f| std::fs::canonicalize(f).ok())
         .collect();
-    for (source, _) in plan.binds() {
+    for (source, _) in binds(mounts) {
         let Ok(source) = std::fs::canonicalize(source) else {
             continue;
         };

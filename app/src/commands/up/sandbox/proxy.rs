@@ -36,6 +36,9 @@
 //!
 //! The proxy runs on a tokio runtime of its own (one worker thread), apart
 //! from `up`'s, which only turns while `up` waits for signals.
+//!
+//! [`admit`] holds the address rules; `proxy/tests.rs` runs the proxy on
+//! real sockets.
 
 mod admit;
 #[cfg(test)]

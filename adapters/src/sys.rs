@@ -1,16 +1,22 @@
-//! What a process of `up`'s sandbox inherited across `exec` and sheds
-//! before it runs anything of the agent's: the session keyring of whoever
-//! started `up`, which can hold the human's tokens ([`join_anonymous_session_keyring`]),
-//! and the descriptors its parent left open ([`take_inherited`]).
+//! The calls into the kernel and the C library that have no safe form,
+//! and the workspace's only `unsafe` code, each use with the checks that
+//! make it sound:
 //!
-//! Neither has a safe form: joining a keyring is a raw `keyctl` call, and
-//! taking a descriptor by its number asserts that nothing in the process
-//! owns it yet. This module holds the workspace's only `unsafe` code, each
-//! use with the checks that make it sound.
+//! - what a process of `up`'s sandbox inherited across `exec` and sheds
+//!   before it runs anything of the agent's: the session keyring of
+//!   whoever started `up`, which can hold the human's tokens
+//!   ([`join_anonymous_session_keyring`], a raw `keyctl` call), and the
+//!   descriptors its parent left open ([`take_inherited`]: taking a
+//!   descriptor by its number asserts that nothing in the process owns it
+//!   yet);
+//! - the terminal's width of a character ([`terminal_width`]: the C
+//!   library's `wcwidth` in a UTF-8 locale), against which the tests prove
+//!   the width table of `mosaic_domain::text`.
 #![allow(unsafe_code)]
 
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::sync::OnceLock;
 
 /// `KEYCTL_JOIN_SESSION_KEYRING`, from `<linux/keyctl.h>`.
 const KEYCTL_JOIN_SESSION_KEYRING: libc::c_long = 1;
@@ -96,9 +102,68 @@ fn close_on_exec(info: &str) -> io::Result<bool> {
     Ok(flags & i64::from(libc::O_CLOEXEC) != 0)
 }
 
+extern "C" {
+    fn wcwidth(c: libc::wchar_t) -> libc::c_int;
+}
+
+/// The `C.UTF-8` locale, made once and kept for the process's life.
+struct Utf8Locale(libc::locale_t);
+
+// SAFETY: a `locale_t` made by `newlocale` is never changed after; glibc
+// lets any thread use it.
+unsafe impl Send for Utf8Locale {}
+// SAFETY: as above: shared use of an unchanging locale object.
+unsafe impl Sync for Utf8Locale {}
+
+/// The width a terminal gives `c`: the C library's `wcwidth` in the
+/// `C.UTF-8` locale, set for the calling thread only and restored, so no
+/// other code of the process sees a changed locale. `None` for a character
+/// `wcwidth` calls unprintable (-1).
+///
+/// # Errors
+/// When this machine has no `C.UTF-8` locale.
+pub fn terminal_width(c: char) -> io::Result<Option<usize>> {
+    static LOCALE: OnceLock<Option<Utf8Locale>> = OnceLock::new();
+    let locale = LOCALE.get_or_init(|| {
+        // SAFETY: the name is a NUL-terminated literal and the base locale
+        // is none (0): newlocale allocates a new object or returns null.
+        let made = unsafe {
+            libc::newlocale(
+                libc::LC_CTYPE_MASK,
+                c"C.UTF-8".as_ptr(),
+                std::ptr::null_mut(),
+            )
+        };
+        (!made.is_null()).then_some(Utf8Locale(made))
+    });
+    let Some(Utf8Locale(locale)) = locale else {
+        return Err(io::Error::other("this machine has no C.UTF-8 locale"));
+    };
+    let wide = libc::wchar_t::try_from(u32::from(c))
+        .map_err(|_| io::Error::other("a code point beyond wchar_t"))?;
+    // SAFETY: `locale` is a valid locale object for the process's life;
+    // uselocale sets it for this thread only and returns the one to
+    // restore; wcwidth reads its integer argument and the thread's locale.
+    let width = unsafe {
+        let before = libc::uselocale(*locale);
+        let width = wcwidth(wide);
+        libc::uselocale(before);
+        width
+    };
+    Ok(usize::try_from(width).ok())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_terminal_widths_of_a_letter_a_wide_character_a_mark_and_a_control() {
+        assert_eq!(terminal_width('a').expect("C.UTF-8"), Some(1));
+        assert_eq!(terminal_width('\u{4E00}').expect("C.UTF-8"), Some(2));
+        assert_eq!(terminal_width('\u{0301}').expect("C.UTF-8"), Some(0));
+        assert_eq!(terminal_width('\u{1B}').expect("C.UTF-8"), None);
+    }
 
     #[test]
     fn each_join_makes_a_new_session_keyring() {

@@ -1,0 +1,317 @@
+//! The human's keys: in a view, in the decision view, and in the bottom
+//! line's prompts (a confirmation, or the one-line editor of a note, a
+//! role, a body or a subject).
+
+use super::super::act::{typed, Typed};
+use super::{Act, Decision, Effect, Key, Need, Open, Prompt, Request, Standing, State, View};
+
+impl State {
+    /// One key.
+    pub fn handle_key(&mut self, key: Key) {
+        if self.help {
+            if matches!(key, Key::Char('q')) {
+                self.effects.push_back(Effect::Quit);
+            }
+            self.help = false;
+            return;
+        }
+        match std::mem::replace(&mut self.prompt, Prompt::None) {
+            Prompt::None => self.key_in_view(key),
+            Prompt::Confirm(act) => self.key_in_confirm(act, key),
+            Prompt::Note(act, note) => {
+                self.prompt = match typed(key, note) {
+                    Typed::Editing(note) => Prompt::Note(act, note),
+                    Typed::Done(note) => match act {
+                        Act::Resolve {
+                            decision, index, ..
+                        } => Prompt::Confirm(Act::Resolve {
+                            decision,
+                            index,
+                            note,
+                        }),
+                        other @ (Act::Seen { .. }
+                        | Act::Withdraw { .. }
+                        | Act::Message { .. }
+                        | Act::Launch { .. }) => Prompt::Confirm(other),
+                    },
+                    Typed::Cancelled => Prompt::Confirm(act),
+                }
+            }
+            Prompt::Role(role) => {
+                self.prompt = match typed(key, role) {
+                    Typed::Editing(role) => Prompt::Role(role),
+                    Typed::Done(role) if !role.is_empty() => Prompt::Body(role, String::new()),
+                    Typed::Done(_) | Typed::Cancelled => Prompt::None,
+                }
+            }
+            Prompt::Body(to, body) => {
+                self.prompt = match typed(key, body) {
+                    Typed::Editing(body) => Prompt::Body(to, body),
+                    Typed::Done(body) if !body.is_empty() => {
+                        Prompt::Confirm(Act::Message { to, body })
+                    }
+                    Typed::Done(_) | Typed::Cancelled => Prompt::None,
+                }
+            }
+            Prompt::Subject(subject) => match typed(key, subject) {
+                Typed::Editing(subject) => self.prompt = Prompt::Subject(subject),
+                Typed::Done(subject) if !subject.is_empty() => {
+                    self.trail = Some((subject.clone(), Vec::new()));
+                    self.selected = 0;
+                    self.send(Request::Trail(subject));
+                }
+                Typed::Done(_) | Typed::Cancelled => {}
+            },
+        }
+    }
+
+    fn too_small(&mut self) {
+        let need = self.need().unwrap_or(Need {
+            width: 0,
+            height: 0,
+        });
+        self.status = format!(
+            "the terminal is too small to show the grant and the prompt whole: make it at \
+             least {}x{}; nothing was sent",
+            need.width, need.height
+        );
+    }
+
+    pub(super) fn open_decision(&mut self, decision: Decision) {
+        let id = decision.id;
+        // Opened again, a decision keeps what is known of it: one whose act
+        // may have happened keeps its keys off.
+        let standing = match &self.open {
+            Some(open) if open.decision.id == id => open.standing.clone(),
+            Some(_) | None => Standing::Waiting,
+        };
+        self.open = Some(Open {
+            decision,
+            chosen: None,
+            standing,
+        });
+        self.view = View::Decision;
+        self.selected = 0;
+        self.scroll = 0;
+        self.send(Request::trail(&id));
+        // Whether its raiser still runs, as of now: a process's exit is no
+        // change of the feed.
+        self.send(Request::Agents);
+    }
+
+    /// Whether the open decision still takes keys.
+    fn live(&self) -> Option<&Open> {
+        self.open
+            .as_ref()
+            .filter(|o| o.standing == Standing::Waiting)
+    }
+
+    fn key_in_confirm(&mut self, act: Act, key: Key) {
+        match key {
+            Key::Char('y') => {
+                if self.offline {
+                    self.status = "the broker cannot be reached: nothing was sent".to_owned();
+                    self.prompt = Prompt::Confirm(act);
+                    return;
+                }
+                // The decision may have gone while the question was asked.
+                if let Some(id) = act.decision() {
+                    if self.live().is_none_or(|o| o.decision.id != id) {
+                        self.status = "no longer waiting: nothing was sent".to_owned();
+                        return;
+                    }
+                }
+                if matches!(act, Act::Resolve { .. }) && !self.resolvable_on_screen() {
+                    self.too_small();
+                    self.prompt = Prompt::Confirm(act);
+                    return;
+                }
+                match act.request() {
+                    Some(request) => {
+                        self.status = format!("sending {}…", request.verb());
+                        self.send(request);
+                    }
+                    None => self.status = "no such option: nothing was sent".to_owned(),
+                }
+            }
+            Key::Char('e') if matches!(act, Act::Resolve { .. }) => {
+                let note = match &act {
+                    Act::Resolve { note, .. } => note.clone(),
+                    Act::Seen { .. }
+                    | Act::Withdraw { .. }
+                    | Act::Message { .. }
+                    | Act::Launch { .. } => String::new(),
+                };
+                self.prompt = Prompt::Note(act, note);
+            }
+            Key::Char('n') | Key::Esc => self.status = "cancelled: nothing was sent".to_owned(),
+            Key::Char(_)
+            | Key::Enter
+            | Key::Tab
+            | Key::Up
+            | Key::Down
+            | Key::PageUp
+            | Key::PageDown
+            | Key::Backspace => {
+                self.prompt = Prompt::Confirm(act);
+            }
+        }
+    }
+
+    /// Whether the current view scrolls its text rather than moving a
+    /// selection.
+    fn scrolls(&self) -> bool {
+        matches!(self.view, View::Decision | View::Message)
+    }
+
+    fn key_in_view(&mut self, key: Key) {
+        match key {
+            Key::Char('q') => self.effects.push_back(Effect::Quit),
+            Key::Char('?') => self.help = true,
+            Key::Char('j') | Key::Down if self.scrolls() => {
+                self.scroll = (self.scroll + 1).min(self.scroll_room());
+            }
+            Key::Char('k') | Key::Up if self.scrolls() => {
+                self.scroll = self.scroll.saturating_sub(1);
+            }
+            Key::Char('j') | Key::Down => {
+                if self.selected + 1 < self.rows() {
+                    self.selected += 1;
+                    self.scroll = 0;
+                }
+            }
+            Key::Char('k') | Key::Up => {
+                self.selected = self.selected.saturating_sub(1);
+                self.scroll = 0;
+            }
+            Key::PageDown => {
+                self.scroll = (self.scroll + 10).min(self.scroll_room());
+            }
+            Key::PageUp => self.scroll = self.scroll.saturating_sub(10),
+            Key::Tab => {
+                let at = View::ALL.iter().position(|v| *v == self.view).unwrap_or(0);
+                let mut next = View::ALL[(at + 1) % View::ALL.len()];
+                if next == View::Decision && self.open.is_none() {
+                    next = View::Message;
+                }
+                if next == View::Message && self.message.is_none() {
+                    next = View::Agents;
+                }
+                self.view = next;
+                self.selected = 0;
+                self.scroll = 0;
+                if next == View::Agents {
+                    // Which runs exited, as of now (no change says so).
+                    self.send(Request::Agents);
+                }
+            }
+            Key::Esc => {
+                self.view = View::Inbox;
+                self.selected = 0;
+                self.scroll = 0;
+            }
+            Key::Char(']') => {
+                let current = self.open.as_ref().map(|o| o.decision.id);
+                let next = self
+                    .waiting()
+                    .into_iter()
+                    .find(|d| Some(d.id) != current)
+                    .cloned();
+                match next {
+                    Some(decision) => self.open_decision(decision),
+                    None => self.status = "nothing else is waiting on you".to_owned(),
+                }
+            }
+            Key::Char('m') => self.prompt = Prompt::Role(String::new()),
+            Key::Char('L') => {
+                self.prompt = Prompt::Confirm(Act::Launch {
+                    off: self.launching != Some(false),
+                });
+            }
+            Key::Char('t') if self.view == View::Trail => {
+                self.prompt = Prompt::Subject(String::new());
+            }
+            Key::Enter if self.view == View::Inbox => self.open_selected(),
+            Key::Char('r') if matches!(self.view, View::Inbox | View::Message) => {
+                self.mark_read();
+            }
+            Key::Char(_) | Key::Enter | Key::Backspace if self.view == View::Decision => {
+                self.key_in_decision(key);
+            }
+            Key::Char(_) | Key::Enter | Key::Backspace => {}
+        }
+    }
+
+    /// `Enter` in the inbox: the selected decision or message, opened.
+    fn open_selected(&mut self) {
+        if let Some(decision) = self.inbox.decisions.get(self.selected).cloned() {
+            self.open_decision(decision);
+        } else if let Some(message) = self.selected_message().cloned() {
+            if message.cut {
+                self.send(Request::trail(&message.id));
+            }
+            self.message = Some(message);
+            self.view = View::Message;
+            self.scroll = 0;
+        }
+    }
+
+    /// `r`: the open message, or the inbox's selected one, marked read.
+    fn mark_read(&mut self) {
+        let id = match self.view {
+            View::Message => self.message.as_ref().map(|m| m.id),
+            View::Inbox | View::Decision | View::Agents | View::Trail | View::Activity => {
+                self.selected_message().map(|m| m.id)
+            }
+        };
+        match id {
+            Some(_) if self.offline => {
+                self.status = "the broker cannot be reached: nothing was sent".to_owned();
+            }
+            Some(id) => self.send(Request::Read(id)),
+            None => self.status = "r marks a message read: select one first".to_owned(),
+        }
+    }
+
+    fn key_in_decision(&mut self, key: Key) {
+        let Some(open) = self.live() else {
+            if self.open.is_some() && key != Key::Backspace {
+                self.status = "no longer waiting: its keys are disabled".to_owned();
+            }
+            return;
+        };
+        let id = open.decision.id;
+        match key {
+            Key::Char(digit @ '1'..='9') => {
+                let index = digit as usize - '1' as usize;
+                if let Some(choice) = open.decision.options.get(index) {
+                    self.status = format!("selected {}: Enter asks to resolve with it", choice.key);
+                    if let Some(open) = self.open.as_mut() {
+                        open.chosen = Some(index);
+                    }
+                }
+            }
+            Key::Enter => match open.chosen {
+                Some(_) if !self.resolvable_on_screen() => self.too_small(),
+                Some(index) => {
+                    self.prompt = Prompt::Confirm(Act::Resolve {
+                        decision: Box::new(open.decision.clone()),
+                        index,
+                        note: String::new(),
+                    });
+                }
+                None => self.status = "select an option with its digit first".to_owned(),
+            },
+            Key::Char('s') => self.prompt = Prompt::Confirm(Act::Seen { id }),
+            Key::Char('w') => self.prompt = Prompt::Confirm(Act::Withdraw { id }),
+            Key::Char(_)
+            | Key::Backspace
+            | Key::Esc
+            | Key::Tab
+            | Key::Up
+            | Key::Down
+            | Key::PageUp
+            | Key::PageDown => {}
+        }
+    }
+}
