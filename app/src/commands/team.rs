@@ -1,8 +1,9 @@
 //! The team configuration: the file `up` launches and `demo` plays,
 //! `{"business": {…}, "agents": […]}`. See `up`'s module documentation for
 //! what each key means. `allow.rs` reads an `allow` entry, `harness.rs` a
-//! harness agent's keys, and `error.rs` says why a configuration is
-//! refused.
+//! harness agent's keys, `life.rs` an agent's life keys (`restart`,
+//! `restartLimit`, `budget`, `stopGraceS`), and `error.rs` says why a
+//! configuration is refused.
 
 use std::fs::File;
 use std::io::Read;

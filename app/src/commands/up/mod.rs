@@ -53,7 +53,13 @@
 //! `launch.rs` and `spawn.rs` start one agent; `output.rs` relays what it
 //! writes; `supervise.rs` waits for the agents, the console and the
 //! signals, and stops them; `secrets.rs` is the folder the human's secrets
-//! go to; `console.rs` is the console `up --console` opens.
+//! go to; `console.rs` is the console `up --console` opens. A run's life:
+//! `life.rs` is one agent's life as a machine without I/O over injected
+//! times (tested in `life_tests.rs`); `runs.rs` holds the runs, the agents
+//! they belong to and what the threads tell the loop; `act.rs` carries out
+//! the life's effects; `control.rs` is `up`'s end of a sandbox's control
+//! channel; `switch.rs` hears launching switched back on; `prepare.rs`
+//! plans each later run.
 //!
 //! # One launch, in order
 //!
