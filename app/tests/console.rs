@@ -238,7 +238,10 @@ fn the_agents_view_shows_the_switch_at_start_and_a_decision_against_its_raiser_w
 
     // The human switches launching off from the console.
     tmux.keys(&["L"]);
-    tmux.wait_for("Switch launching off for the business? y/n", WAIT);
+    tmux.wait_for(
+        "Switch launching off? It stops new launches and ends no running agent. y/n",
+        WAIT,
+    );
     tmux.keys(&["y"]);
     tmux.wait_for("Launching: OFF", WAIT);
     tmux.keys(&["q"]);
@@ -749,4 +752,60 @@ fn a_console_that_cannot_open_says_why_and_what_to_do() {
         "{screen}"
     );
     b.close();
+}
+
+#[test]
+fn with_launching_off_up_console_opens_and_l_switches_it_on_and_the_agents_start() {
+    let dir = tempfile::tempdir().expect("dir");
+    let root = data_root();
+    let up = |name: &str, script: &str| {
+        let path = dir.path().join(name);
+        let config = json!({
+            "sandbox": "off",
+            "business": {"id": "x", "human": "alice",
+                         "arbiters": {"technical": "a", "delivery": "a"},
+                         "roles": {"a": {"authority": {"withinRole": [], "crossRole": []}}}},
+            "agents": [{"role": "a", "harness": "pi", "command": ["sh", "-c", script]}],
+        });
+        std::fs::write(&path, config.to_string()).expect("write config");
+        let command = format!(
+            "{BIN} up --config {} --data-root {} --console; echo \"up exited with $?\"; read _",
+            path.display(),
+            root.path().display()
+        );
+        Tmux::start(&command, 120, 40)
+    };
+    // Switched off from a first `up`'s console.
+    {
+        let tmux = up("first.json", "read _");
+        tmux.wait_for("Nothing is waiting on you", WAIT);
+        tmux.keys(&["Tab"]);
+        tmux.wait_for("Launching: on", WAIT);
+        tmux.keys(&["L"]);
+        tmux.wait_for(
+            "Switch launching off? It stops new launches and ends no running agent. y/n",
+            WAIT,
+        );
+        tmux.keys(&["y"]);
+        tmux.wait_for("Launching: OFF", WAIT);
+        tmux.keys(&["q"]);
+        tmux.wait_for("up exited with", WAIT);
+    }
+
+    // The next `up --console` opens the console and starts nobody until
+    // the human switches launching on; then its agent runs (and exits 3).
+    let tmux = up("second.json", "read _ && exit 3");
+    tmux.wait_for("Nothing is waiting on you", WAIT);
+    tmux.keys(&["Tab"]);
+    let screen = tmux.wait_for("Launching: OFF", WAIT);
+    assert!(!screen.contains("status 3"), "{screen}");
+    tmux.keys(&["L"]);
+    tmux.wait_for(
+        "Switch launching back on? New launches may start again. y/n",
+        WAIT,
+    );
+    tmux.keys(&["y"]);
+    tmux.wait_for("Launching: on", WAIT);
+    tmux.wait_for("EXITED with status 3", WAIT);
+    tmux.keys(&["q"]);
 }

@@ -413,11 +413,24 @@ fn pi(
     since: u64,
     wait_ms: u64,
 ) -> Harness {
+    pi_at(&model.base_url(), key, socket, cap, home, since, wait_ms)
+}
+
+/// As [`pi`], with the model's API at `base_url`.
+fn pi_at(
+    base_url: &str,
+    key: &str,
+    socket: &Path,
+    cap: &Path,
+    home: &Path,
+    since: u64,
+    wait_ms: u64,
+) -> Harness {
     let agent_dir = home.join("pi");
     std::fs::create_dir_all(&agent_dir).expect("mkdir");
     let models = json!({"providers": {"scripted": {
         "api": "anthropic-messages",
-        "baseUrl": model.base_url(),
+        "baseUrl": base_url,
         "apiKey": "MOSAIC_TEST_MODEL_KEY",
         "models": [{"id": "scripted-1"}],
     }}});
@@ -566,4 +579,35 @@ fn pi_with_the_extension_is_woken_after_agent_end_and_exits_when_nothing_more_ar
         .collect();
     let expected: Vec<String> = agent_verbs().iter().map(|v| v.replace('.', "_")).collect();
     assert_eq!(bus, expected);
+}
+
+#[test]
+fn pi_with_the_extension_exits_1_when_its_last_turn_ended_in_a_model_error() {
+    let root = data_root();
+    let broker = broker(root.path());
+    let lead = broker.agent("lead-1");
+    lead.claim();
+    let since = lead.ok("changes", json!({}))["cursor"]
+        .as_u64()
+        .expect("a cursor");
+    let home = tempfile::tempdir().expect("home");
+    let cap = cap_file(&broker, "dev-1", home.path());
+    let model = Model::start(vec![("dev", "key-dev", claim_and_inbox(""))]);
+    // A route the model does not serve: every answer is an error, which
+    // pi does not retry.
+    let gone = format!("{}/gone", model.base_url());
+    let mut harness = pi_at(
+        &gone,
+        "key-dev",
+        &broker.socket,
+        &cap,
+        home.path(),
+        since,
+        2000,
+    );
+    harness.event("the failed answer", |e| {
+        e["type"] == "message_end" && e["message"]["stopReason"] == "error"
+    });
+    let status = harness.exit();
+    assert_eq!(status.code(), Some(1), "{status}");
 }

@@ -13,6 +13,9 @@
 //!   `changes`) and [`reply`] (the other verbs' answers);
 //! - [`activity`]: the line `up` writes its console about what each
 //!   harness agent is doing;
+//! - [`life`]: on the same line, each run's life (running, restarting,
+//!   ended and why, what it used), and the orders the console sends `up`
+//!   back;
 //! - [`text`]: a domain value in its one text form.
 //!
 //! # Decoding fails loudly
@@ -39,6 +42,7 @@ pub mod agent;
 pub mod args;
 pub mod decision;
 pub mod inbox;
+pub mod life;
 pub mod listed;
 pub mod message;
 pub mod reads;

@@ -16,7 +16,10 @@
 //   it sends the list as a follow-up user message, saying which tool to
 //   call, as the Claude Code Stop hook does; when nothing arrived, or the
 //   agent no longer holds its role (it released it: `not-holder`), it
-//   ends the session and pi exits 0; after any other refusal, 1. In `pi -p` the runtime is disposed before such a follow-up
+//   ends the session and pi exits 0; after any other refusal, 1, and
+//   after a turn that ended in a model error (its last assistant message's
+//   `stopReason` is `error`), 1 with the model's error line on stderr
+//   (`mosaic-bus pi extension: model-error: …`). In `pi -p` the runtime is disposed before such a follow-up
 //   runs: use `--mode rpc`.
 //
 // Environment:
@@ -51,6 +54,17 @@ type Answer = { ok: true; result: any } | { ok: false; error: string };
 
 function complain(code: string): void {
   process.stderr.write(`mosaic-bus pi extension: ${code}\n`);
+}
+
+/// The error the agent's last assistant message ended in (its
+/// `stopReason` is `error`), or undefined when it ended well.
+function modelError(event: any): string | undefined {
+  const messages: any[] = Array.isArray(event?.messages) ? event.messages : [];
+  const last = [...messages].reverse().find((m) => m?.role === "assistant");
+  if (last?.stopReason !== "error") return undefined;
+  const text = typeof last.errorMessage === "string" ? last.errorMessage : "the model failed";
+  // One line: the error as the harness said it.
+  return text.split("\n")[0];
 }
 
 /// A number of digits without a leading zero, or undefined.
@@ -139,7 +153,11 @@ export default function (pi: ExtensionAPI) {
   const waitMs = cursorFrom(process.env.MOSAIC_HOOK_WAIT_MS) ?? 60000;
   let since = cursorFrom(process.env.MOSAIC_BUS_SINCE);
 
-  pi.on("agent_end", async (_event, ctx) => {
+  pi.on("agent_end", async (event, ctx) => {
+    // A turn that ended in a model error (a dropped stream, retries spent)
+    // is a failure, not a finished session: pi's own exit would say 0.
+    const failed = modelError(event);
+    if (failed !== undefined) return stop("model-error", failed);
     if (since === undefined) {
       // No cursor from the launch: the current one, then the inbox once
       // for what came before it.
@@ -168,9 +186,10 @@ export default function (pi: ExtensionAPI) {
     pi.sendUserMessage(followUp(changes), { deliverAs: "followUp" });
 
     /// Ends the session: nothing arrived within the wait (exit 0), or the
-    /// broker refused (`code`, exit 1).
-    function stop(code: string | undefined): void {
-      if (code !== undefined) complain(code);
+    /// broker refused or the model failed (`code`, exit 1), with the
+    /// model's own error line when there is one.
+    function stop(code: string | undefined, error?: string): void {
+      if (code !== undefined) complain(error === undefined ? code : `${code}: ${error}`);
       ctx.shutdown();
       // In RPC mode pi acts on a shutdown request only after its next
       // command, and none comes: the prompt was answered long ago. So the

@@ -1,8 +1,9 @@
 //! The team configuration: the file `up` launches and `demo` plays,
 //! `{"business": {…}, "agents": […]}`. See `up`'s module documentation for
 //! what each key means. `allow.rs` reads an `allow` entry, `harness.rs` a
-//! harness agent's keys, and `error.rs` says why a configuration is
-//! refused.
+//! harness agent's keys, `life.rs` an agent's life keys (`restart`,
+//! `restartLimit`, `budget`, `stopGraceS`), and `error.rs` says why a
+//! configuration is refused.
 
 use std::fs::File;
 use std::io::Read;
@@ -18,10 +19,12 @@ use serde_json::Value;
 pub use allow::Allow;
 pub use error::TeamError;
 pub use harness::{HarnessRun, Model, ModelUrl, DEFAULT_KEY_ENV, DEFAULT_MODEL_HOST, MAX_PROMPT};
+pub use life::{Budget, LifeSpec, Restart, RestartLimit};
 
 pub(crate) mod allow;
 mod error;
 mod harness;
+mod life;
 use harness::is_env_name;
 
 /// The largest configuration file read.
@@ -138,6 +141,9 @@ pub struct AgentSpec {
     /// Whether its writable paths may overlap another agent's that says
     /// so too (`shared`, default `false`): each can then steer the other.
     pub shared: bool,
+    /// How `up` keeps its runs alive and stops them (`restart`,
+    /// `restartLimit`, `budget`, `stopGraceS`).
+    pub life: LifeSpec,
 }
 
 /// The default size cap of a sandboxed agent's `/tmp` and home, each.
@@ -185,6 +191,12 @@ struct AgentJson {
     memory_mib: Option<u32>,
     #[serde(default)]
     shared: bool,
+    restart: Option<Restart>,
+    #[serde(rename = "restartLimit")]
+    restart_limit: Option<life::LimitJson>,
+    budget: Option<life::BudgetJson>,
+    #[serde(rename = "stopGraceS")]
+    stop_grace_s: Option<u64>,
 }
 
 /// `value`, or `default` when absent; `bad-config` outside `range`.
@@ -295,6 +307,13 @@ impl UpConfig {
                     .iter()
                     .map(|text| Allow::parse(text).ok_or(Refusal::BadConfig))
                     .collect::<Result<_, _>>()?;
+                let life = life::LifeKeys {
+                    restart: agent.restart,
+                    restart_limit: agent.restart_limit,
+                    budget: agent.budget,
+                    stop_grace_s: agent.stop_grace_s,
+                }
+                .parse(harnessed.is_some())?;
                 let paths = |texts: Vec<String>| {
                     texts
                         .iter()
@@ -321,6 +340,7 @@ impl UpConfig {
                     processes: within(agent.processes, DEFAULT_PROCESSES, 16..=65_536)?,
                     memory_mib: within(agent.memory_mib, DEFAULT_MEMORY_MIB, 32..=1_048_576)?,
                     shared: agent.shared,
+                    life,
                 })
             })
             .collect::<Result<_, TeamError>>()?;

@@ -12,7 +12,8 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 use std::time::Instant;
 
-use mosaic_app::commands::up::harness::activity::{Activities, Stream};
+use mosaic_app::commands::up::harness::activity::Activities;
+use mosaic_app::commands::up::harness::usage::Stream;
 
 use crate::support::{data_root, up::mkfifo, WAIT};
 use crate::{acme_broker, console_command, Tmux, PAUSE};

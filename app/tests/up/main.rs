@@ -14,6 +14,7 @@ mod support;
 mod dry_run;
 mod folders;
 mod harness;
+mod life;
 mod relay;
 
 use std::io::{BufRead, BufReader, Read};
@@ -713,7 +714,7 @@ fn an_agent_that_exits_non_zero_is_reported_and_makes_the_exit_code_1() {
     assert_eq!(failed.len(), 1, "{stderr}");
     assert!(failed[0].contains(" role=\"a\" "), "{stderr}");
     assert!(
-        failed[0].ends_with(" status=\"exited with exit status: 3\""),
+        failed[0].ends_with(" status=\"exited with status 3\""),
         "{stderr}"
     );
     assert!(!root.path().join("bus/writer.lock").exists());

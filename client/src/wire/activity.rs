@@ -13,20 +13,29 @@
 //! called one. Ages travel in milliseconds before the line was written,
 //! since an instant means nothing in another process.
 //!
+//! The same line carries `lives`, each run's life: see [`super::life`].
+//!
 //! `up` encodes [`ActivityLine`] and the console decodes the same type: a
 //! line that does not match it is not one. A tool's name is a [`Tool`],
 //! checked against its short pattern at both ends.
 
 use serde::{Deserialize, Serialize};
 
+use super::life::RunLife;
+
 /// The longest tool name kept.
 const TOOL_MAX: usize = 64;
 
-/// One line: every run `up` has seen a harness line of, by run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// One line: every run `up` has seen a harness line of, by run; and every
+/// run `up` launched, with its life ([`super::life`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ActivityLine {
     /// The runs, in `up`'s order.
     pub runs: Vec<RunActivity>,
+    /// Every run's life, in launch order (absent from a line of an `up`
+    /// that writes none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lives: Vec<RunLife>,
 }
 
 /// One run's activity.
@@ -134,6 +143,7 @@ mod tests {
                     tool_ms: None,
                 },
             ],
+            lives: Vec::new(),
         };
         let value = serde_json::to_value(&line).expect("a line encodes");
         assert_eq!(

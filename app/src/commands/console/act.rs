@@ -57,8 +57,13 @@ impl Act {
             Act::Seen { .. } => "Mark this decision seen? y/n".to_owned(),
             Act::Withdraw { .. } => "Withdraw this decision? y/n".to_owned(),
             Act::Message { to, body } => format!("Send {to:?} the message {body:?}? y/n"),
-            Act::Launch { off: true } => "Switch launching off for the business? y/n".to_owned(),
-            Act::Launch { off: false } => "Switch launching back on? y/n".to_owned(),
+            Act::Launch { off: true } => {
+                "Switch launching off? It stops new launches and ends no running agent. y/n"
+                    .to_owned()
+            }
+            Act::Launch { off: false } => {
+                "Switch launching back on? New launches may start again. y/n".to_owned()
+            }
         }
     }
 

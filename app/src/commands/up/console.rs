@@ -26,15 +26,29 @@
 //! that process dies (`PR_SET_PDEATHSIG`). `--notify CMD` is passed on. While the console is open, `up` keeps serving
 //! after every agent has exited.
 //!
-//! What the harness agents are doing ([`super::harness::activity`]) reaches the
-//! console through a FIFO in a private folder (0700), named by the
-//! console's hidden `--activity PATH`: a thread of `up` opens its end once
-//! the console has opened its own, removes the folder (both ends are
-//! open, nothing else needs the name), and writes the table at once and
-//! after each change, until the console is gone. A console that never
-//! opens it leaves the folder to [`Console`]'s drop. A FIFO
-//! rather than an inherited descriptor, because the console re-executes
-//! itself for its proof and nothing else of ours should cross that.
+//! # The private channel
+//!
+//! What the harness agents are doing ([`super::harness::activity`]), and
+//! each run's life, reach the console through a FIFO in a private folder
+//! (0700), named by the console's hidden `--activity PATH`: a thread of
+//! `up` opens its end once the console has opened its own, removes the
+//! folder (both ends are open, nothing else needs the name), and writes
+//! the table at once and after each change, until the console is gone.
+//! A console that never opens it leaves the folder to [`Console`]'s drop.
+//! A FIFO rather than an inherited descriptor, because the console
+//! re-executes itself for its proof and nothing else of ours should cross
+//! that.
+//!
+//! Orders come back through a second FIFO in the same folder,
+//! [`ORDERS_FIFO`] (`orders`), which `up` holds open for reading and
+//! writing from before the console starts (so opening it never waits, and
+//! its end never comes), and which the console opens for writing before
+//! it opens `activity`, so it is open before the folder goes. A thread of
+//! `up` reads one order per line, at most [`MAX_ORDER_LINE`] bytes, and
+//! hands each to the supervising loop; a line that is
+//! no order is logged and skipped. Both lines' shapes, the lives on the
+//! activity line and the orders, are `mosaic_client::wire::life`'s: the
+//! protocol is documented there, once.
 
 use std::fs::File;
 use std::io;
@@ -44,6 +58,7 @@ use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
 
 use mosaic_adapters::cause::logged;
+use mosaic_client::wire::life::{Order, MAX_ORDER_LINE, ORDERS_FIFO};
 use mosaic_domain::{BusinessId, Refusal};
 
 use super::harness::activity::Activities;
@@ -93,8 +108,9 @@ impl Console {
         log: &File,
         notify: Option<&str>,
         activities: &Activities,
+        orders: impl Fn(Order) -> bool + Send + 'static,
     ) -> Option<Console> {
-        Self::start(socket, business, log, notify, activities)
+        Self::start(socket, business, log, notify, activities, orders)
             .inspect_err(|e| {
                 tracing::error!(cause = e.to_string().as_str(), "opening the console failed");
             })
@@ -107,6 +123,7 @@ impl Console {
         log: &File,
         notify: Option<&str>,
         activities: &Activities,
+        orders: impl Fn(Order) -> bool + Send + 'static,
     ) -> io::Result<Console> {
         let exe = std::env::current_exe()?;
         let feed = tempfile::Builder::new()
@@ -114,13 +131,23 @@ impl Console {
             .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
             .tempdir()?;
         let fifo = feed.path().join("activity");
-        rustix::fs::mknodat(
-            rustix::fs::CWD,
-            &fifo,
-            rustix::fs::FileType::Fifo,
-            rustix::fs::Mode::from_raw_mode(0o600),
-            0,
-        )?;
+        let orders_path = feed.path().join(ORDERS_FIFO);
+        for name in [&fifo, &orders_path] {
+            rustix::fs::mknodat(
+                rustix::fs::CWD,
+                name,
+                rustix::fs::FileType::Fifo,
+                rustix::fs::Mode::from_raw_mode(0o600),
+                0,
+            )?;
+        }
+        // Read and write: the open does not wait for a writer, and the
+        // console closing its end is no end of it.
+        let fifo_orders = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&orders_path)?;
+        read_orders(fifo_orders, orders)?;
         let mut command = Command::new(exe);
         command
             .arg("console")
@@ -222,6 +249,46 @@ impl Console {
             let _ = rustix::stdio::dup2_stderr(&terminal);
         }
     }
+}
+
+/// Starts the thread that reads the console's orders from `fifo` and
+/// hands each to `hand` (the supervising loop), until it answers `false`
+/// (that loop is gone).
+fn read_orders(fifo: File, hand: impl Fn(Order) -> bool + Send + 'static) -> io::Result<()> {
+    use std::io::{BufRead, Read};
+    std::thread::Builder::new()
+        .name("up-console-orders".into())
+        .spawn(move || {
+            let mut lines = io::BufReader::new(fifo);
+            let mut text = Vec::new();
+            let limit = u64::try_from(MAX_ORDER_LINE).unwrap_or(u64::MAX);
+            // Inside a line longer than the bound, skipped to its end.
+            let mut skipping = false;
+            loop {
+                text.clear();
+                match (&mut lines).take(limit).read_until(b'\n', &mut text) {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {}
+                }
+                let whole = text.ends_with(b"\n");
+                if skipping || !whole {
+                    if !skipping {
+                        tracing::warn!("the console sent a line too long for an order");
+                    }
+                    skipping = !whole;
+                    continue;
+                }
+                match serde_json::from_slice::<Order>(&text) {
+                    Ok(order) => {
+                        if !hand(order) {
+                            return;
+                        }
+                    }
+                    Err(_) => tracing::warn!("the console sent a line that is no order"),
+                }
+            }
+        })
+        .map(drop)
 }
 
 impl Drop for Console {

@@ -10,7 +10,7 @@ use std::io;
 use std::os::fd::BorrowedFd;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
-use std::process::{Child, Command, ExitStatus};
+use std::process::{Child, Command};
 
 use mosaic_adapters::cause::logged;
 use mosaic_adapters::system::OsEntropy;
@@ -164,24 +164,6 @@ pub(super) fn fill_and_seal(file: &File, cap: &Capability) -> io::Result<()> {
     } else {
         Err(io::Error::other("the capability descriptor was changed"))
     }
-}
-
-/// How an agent's process ended, for the log.
-pub(super) fn describe(status: Option<ExitStatus>) -> String {
-    match status {
-        Some(status) => format!("exited with {status}"),
-        None => "exited; its status is unknown".to_owned(),
-    }
-}
-
-/// An ended process's exit code and the signal that killed it, each where
-/// it applies (both `None` when its status could not be read).
-pub(super) fn exit_parts(status: Option<ExitStatus>) -> (Option<i32>, Option<i32>) {
-    use std::os::unix::process::ExitStatusExt as _;
-    (
-        status.and_then(|s| s.code()),
-        status.and_then(|s| s.signal()),
-    )
 }
 
 #[cfg(test)]

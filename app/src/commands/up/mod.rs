@@ -53,7 +53,13 @@
 //! `launch.rs` and `spawn.rs` start one agent; `output.rs` relays what it
 //! writes; `supervise.rs` waits for the agents, the console and the
 //! signals, and stops them; `secrets.rs` is the folder the human's secrets
-//! go to; `console.rs` is the console `up --console` opens.
+//! go to; `console.rs` is the console `up --console` opens. A run's life:
+//! `life.rs` is one agent's life as a machine without I/O over injected
+//! times (tested in `life_tests.rs`); `runs.rs` holds the runs, the agents
+//! they belong to and what the threads tell the loop; `act.rs` carries out
+//! the life's effects; `control.rs` is `up`'s end of a sandbox's control
+//! channel; `switch.rs` hears launching switched back on; `prepare.rs`
+//! plans each later run.
 //!
 //! # One launch, in order
 //!
@@ -156,38 +162,45 @@
 //! (`dry_run.rs`) prints them as JSON and starts, boots and writes
 //! nothing.
 
+mod act;
 mod console;
+mod control;
 mod dry_run;
 mod failure;
 mod folders;
 pub mod harness;
 mod launch;
+mod life;
 mod output;
 mod plans;
+mod prepare;
+mod runs;
 mod sandbox;
 mod secrets;
 mod spawn;
 mod supervise;
+mod switch;
 
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, ExitCode};
-use std::time::Duration;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
 use clap::builder::NonEmptyStringValueParser;
 use clap::Args;
 use mosaic_adapters::cause::logged;
 use mosaic_adapters::config::BootConfig;
 use mosaic_adapters::fs;
-use mosaic_domain::evidence::Harness;
-use mosaic_domain::{BusinessId, Refusal, RoleInstance, RunId};
+use mosaic_domain::evidence::RunEnd;
+use mosaic_domain::{BusinessId, Refusal};
 use serde_json::{json, Value};
+use tokio::sync::{broadcast, mpsc};
 
 use super::args::{non_empty_path, LogArgs};
 use super::logs;
 use super::signals::Signals;
-use super::team::{Network, UpConfig};
+use super::team::UpConfig;
 use crate::runtime::{start_broker, Broker};
 use console::Console;
 pub use console::CONSOLE_ENV;
@@ -195,16 +208,17 @@ use failure::Failure;
 use harness::activity;
 use launch::{child_path, run_id};
 pub use launch::{RUN_ID_ENV, SINCE_ENV};
+use life::Life;
 use output::Relays;
 use plans::Team;
+use runs::{Agent, Event, Member};
 pub use sandbox::bridge_main::{main as sandbox_bridge, SandboxBridgeArgs};
-use sandbox::bwrap::AbstractSockets;
 pub use sandbox::bwrap::{SANDBOX_HOME, SANDBOX_UID};
 pub use sandbox::cgroup_main::{main as sandbox_cgroup, SandboxCgroupArgs};
 pub use sandbox::exec_main::{main as sandbox_exec, SandboxExecArgs};
 pub use sandbox::plan::env::BASE_ENV;
 pub use sandbox::plan::ETC as SANDBOX_ETC;
-use sandbox::{cgroup, network};
+use sandbox::{cgroup, network, plan};
 use secrets::Secrets;
 
 /// The line an agent reads on its standard input once its capability is ready.
@@ -225,7 +239,8 @@ has exited.
 
 The configuration is {\"sandbox\"?, \"business\":{id, human, arbiters, roles, \
 launch?}, \"agents\":[{role, harness, command, env?, workdir?, network?, allow?, \
-read?, write?, tmpMiB?, processes?, memoryMiB?, shared?}]}: harness is pi or claude-code, command a program and its \
+read?, write?, tmpMiB?, processes?, memoryMiB?, shared?, restart?, restartLimit?, \
+budget?, stopGraceS?}]}: harness is pi or claude-code, command a program and its \
 arguments (no shell), env the names of this process's variables the agent \
 also needs. Without a command, up starts the harness itself: {role, harness, \
 prompt, model?: {api: \"anthropic\", baseUrl?, id?, keyEnv?}, program?, args?, \
@@ -259,8 +274,19 @@ MOSAIC_BUS_CAP_FD, the number of an inherited sealed descriptor that holds \
 its capability (never an environment value); it must read one line, \
 \"ready\", on stdin before its first call.
 
+A run is its sandbox, not its program: restart (no, on-failure or always; \
+default on-failure for a harness up starts, no for a command) starts the \
+program again in the same run after a backoff of 1 s doubling to 60 s, at \
+most restartLimit {count, withinS} (default 5 in 600) times, then the run \
+ends failed; unsandboxed, a restart is a new run. budget {turns?, tokens?, \
+costUsd?, wallS?} ends the run with cause budget. A run ended elsewhere (the \
+human's run.end, a revoke) is stopped: SIGTERM to its program, SIGKILL to \
+its sandbox after stopGraceS (default 10). With launching switched off, up \
+starts no agent until the human switches it on (L in the console, or \
+launch.restore).
+
 Stdout gets exactly one line: {\"ok\":true, business, dataRoot, socket, \
-readerCap, browser?, log?, agents:[{role, run, harness, pid, sandboxed, \
+readerCap, browser?, log?, launching, agents:[{role, run, harness, pid, sandboxed, \
 network, abstractSockets, output, transcript?}]}, never a capability; abstractSockets is closed when the \
 agent cannot reach abstract Unix sockets outside its sandbox (network none or \
 proxy, or a Landlock scope), open otherwise. The human's reader capability \
@@ -382,12 +408,18 @@ pub fn run(options: UpArgs, out: &mut impl Write) -> u8 {
             log,
             notify.as_deref(),
             &session.activities,
+            {
+                let events = session.events.0.clone();
+                move |order| events.send(Event::Order(order)).is_ok()
+            },
         ) {
             Some(console) => session.console = Some(console),
             None => return session.close(2),
         }
     }
-    session.release();
+    for i in 0..session.agents.len() {
+        session.release(i);
+    }
     let code = session.supervise();
     session.close(code)
 }
@@ -474,6 +506,10 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
                 .map_err(|r| Failure::of(&planned.plan.role, r))?;
         }
     }
+    let sandboxed = sandbox.is_some();
+    // Subscribed before the first launch: no end of a run of ours is
+    // missed.
+    let ends = broker.ended_runs();
     let mut session = Session {
         runtime,
         signals,
@@ -486,6 +522,20 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
         socket: booted.socket,
         data_root,
         agents: Vec::new(),
+        members: config
+            .agents
+            .iter()
+            .map(|spec| Member {
+                spec: spec.clone(),
+                life: Life::new(spec.life, sandboxed),
+                run: None,
+                held: false,
+            })
+            .collect(),
+        events: mpsc::unbounded_channel(),
+        ends: Some(ends),
+        launching: true,
+        failed: false,
         stay: options.stay,
         relays: Relays::to(log.is_some()),
         log,
@@ -493,6 +543,11 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
         activities: activity::Activities::new(),
         cgroups,
         proxy,
+        config,
+        exe,
+        path,
+        vars,
+        sandbox,
     };
     let reader = booted
         .readers
@@ -503,43 +558,33 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
     if let Some(browser) = &booted.browser {
         session.ui_token = Some(session.secrets.write(UI_TOKEN_FILE, &browser.token)?);
     }
-    for planned in planned {
-        session.launch(planned)?;
+    // Asked before the first launch.
+    let (on, _) = switch::launching(&session.socket, &reader.cap.expose())?;
+    if on == Some(false) {
+        session.switched_off();
+    }
+    let now = Instant::now();
+    for (m, planned) in planned.into_iter().enumerate() {
+        if !session.launching {
+            session.members[m].held = true;
+            continue;
+        }
+        match session.launch(m, planned) {
+            Ok(i) => {
+                session.members[m].run = Some(i);
+                session.members[m].life.handle_launched(now);
+            }
+            // Switched off before the first run was bound: no agent
+            // starts.
+            Err(failure) if failure.code == Refusal::LaunchRevoked => {
+                session.discard_last(m);
+                session.members[m].held = true;
+                session.switched_off();
+            }
+            Err(failure) => return Err(failure),
+        }
     }
     Ok(session)
-}
-
-/// One launched agent.
-#[derive(Debug)]
-struct Agent {
-    role: RoleInstance,
-    run: RunId,
-    harness: Harness,
-    /// For a harness `up` starts, its program's version, as read.
-    version: Option<String>,
-    /// Whether it runs in a sandbox (then `child` is its bwrap).
-    sandboxed: bool,
-    /// Its network: the configuration's in a sandbox, else the host's.
-    network: Network,
-    /// Whether abstract Unix sockets outside are in its reach.
-    abstract_sockets: AbstractSockets,
-    child: Child,
-    stdin: Option<ChildStdin>,
-    /// For a harness `up` starts, what its stdin gets after `ready`.
-    input: Option<harness::Input>,
-    /// For a harness `up` starts, its transcript.
-    transcript: Option<PathBuf>,
-    /// Its output's file: its transcript, or the file of its lines.
-    output: PathBuf,
-    /// For a harness `up` starts without a sandbox, its capability's file
-    /// in the run's folder: removed when `up` closes, so no capability is
-    /// left on disk.
-    cap_file: Option<PathBuf>,
-    exited: bool,
-    failed: bool,
-    /// Its sandbox's cgroup, where there is one: removed when dropped,
-    /// after `child`'s sandbox is killed.
-    cgroup: Option<cgroup::RunCgroup>,
 }
 
 /// The running host: the broker, the agents, the reader capability file.
@@ -560,7 +605,18 @@ struct Session {
     ui_token: Option<PathBuf>,
     /// Where browser control listens, when it does.
     browser_url: Option<String>,
+    /// Every run launched, in launch order (those that ended too).
     agents: Vec<Agent>,
+    /// Every agent of the configuration, in its order.
+    members: Vec<Member>,
+    /// What the threads tell the supervising loop.
+    events: (mpsc::UnboundedSender<Event>, mpsc::UnboundedReceiver<Event>),
+    /// Every end of a run the broker records, until it closes.
+    ends: Option<broadcast::Receiver<RunEnd>>,
+    /// Whether the business's launching is on.
+    launching: bool,
+    /// Whether a run failed on its own (the exit code is then 1).
+    failed: bool,
     stay: bool,
     /// The agents' output, kept in each run's file and relayed to `up`'s
     /// stderr without the console.
@@ -576,6 +632,14 @@ struct Session {
     cgroups: Option<cgroup::Cgroups>,
     /// The forward proxy, when a sandboxed agent has `"network": "proxy"`.
     proxy: Option<sandbox::proxy::Proxy>,
+    /// What a later run's plan is made from (`Session::prepare_run`): the
+    /// configuration, this executable, the agents' `PATH`, `up`'s own
+    /// environment and the sandbox, as the first runs' were.
+    config: UpConfig,
+    exe: PathBuf,
+    path: OsString,
+    vars: Vec<(OsString, OsString)>,
+    sandbox: Option<plan::Sandbox>,
 }
 
 impl Session {
@@ -593,6 +657,7 @@ impl Session {
                 "tokenFile": self.ui_token.as_ref().map(|p| p.to_string_lossy()),
             })),
             "log": self.log.as_ref().map(|(_, path)| path.to_string_lossy()),
+            "launching": self.launching,
             "agents": self.agents.iter().map(|a| {
                 let mut agent = json!({
                     "role": a.role.as_str(),
@@ -612,25 +677,6 @@ impl Session {
                 agent
             }).collect::<Vec<_>>(),
         })
-    }
-
-    /// Lets every agent proceed: one `ready` line, then end of input;
-    /// for pi, its prompt as an RPC command after it, and the pipe stays
-    /// open until pi exits (it ends its session itself).
-    fn release(&mut self) {
-        for agent in &mut self.agents {
-            if let Some(mut stdin) = agent.stdin.take() {
-                // An agent that already exited cannot read it; its exit is
-                // reported like any other.
-                let _ = stdin.write_all(READY_LINE.as_bytes());
-                if let Some(harness::Input::Line(line)) = &agent.input {
-                    let _ = stdin
-                        .write_all(format!("{line}\n").as_bytes())
-                        .and_then(|()| stdin.flush());
-                    agent.stdin = Some(stdin);
-                }
-            }
-        }
     }
 
     /// Removes the capability files `up` wrote for its unsandboxed

@@ -39,7 +39,8 @@ use std::os::unix::fs::OpenOptionsExt;
 use mosaic_adapters::fs::{check_private_dir, create_private_dir, create_private_file};
 use mosaic_domain::{text, Refusal, RoleInstance, RunId};
 
-use super::harness::activity::{Activities, Stream};
+use super::harness::activity::Activities;
+use super::harness::usage::Stream;
 use super::harness::Prepared;
 
 /// The most bytes of one line `up` holds; a longer line is written in

@@ -1,5 +1,6 @@
 //! Every agent's plan, made by one function for `up` and `up --dry-run`
-//! alike ([`plan_all`]): the sandbox decided ([`find_bwrap`], [`sandbox`]),
+//! alike ([`plan_all`], each agent's by [`plan_one`], which plans each
+//! later run too): the sandbox decided ([`find_bwrap`], [`sandbox`]),
 //! each harness prepared and its program's version read, each plan built
 //! and so checked, before anything starts. `up` then writes the harnesses'
 //! files and launches the plans; `--dry-run` prints them.
@@ -131,6 +132,24 @@ pub(super) fn sandbox(bwrap: &Bwrap, team: &Team<'_>, secrets: &Path) -> Sandbox
 /// that is not an executable file, `bad-config` and `unsafe-path` for a
 /// path its sandbox would bind.
 pub(super) fn plan_all(team: &Team<'_>, runs: &[RunId]) -> Result<Vec<Planned>, Failure> {
+    let planned = team
+        .config
+        .agents
+        .iter()
+        .zip(runs)
+        .map(|(spec, run)| plan_one(team, spec, run))
+        .collect::<Result<Vec<_>, _>>()?;
+    check_shared(&planned, &team.config.agents)?;
+    Ok(planned)
+}
+
+/// The plan of `spec`'s agent, one of `team`'s, as `run`: each of
+/// [`plan_all`]'s, and each later run's (a run that ended cannot start
+/// again, so a new one is planned); nothing is written.
+///
+/// # Errors
+/// As [`plan_all`]'s, for this agent.
+pub(super) fn plan_one(team: &Team<'_>, spec: &AgentSpec, run: &RunId) -> Result<Planned, Failure> {
     let secret_env = team.config.credential_env();
     let at = harness::Where {
         data_root: team.data_root,
@@ -140,50 +159,45 @@ pub(super) fn plan_all(team: &Team<'_>, runs: &[RunId]) -> Result<Vec<Planned>, 
         vars: team.vars,
         sandboxed: team.sandbox.is_some(),
     };
-    let mut planned = Vec::new();
-    for (spec, run) in team.config.agents.iter().zip(runs) {
-        let failed = |r: Refusal| Failure::of(&spec.role, r);
-        let prepared = spec
-            .harnessed
-            .as_ref()
-            .map(|h| harness::prepare(spec, h, run, &at))
-            .transpose()
-            .map_err(failed)?;
-        let version = prepared.as_ref().and_then(|prepared| {
-            let install = prepared.grants.install.as_deref();
-            let found = version::probe(
-                &prepared.program,
-                install,
-                team.path,
-                team.sandbox,
-                spec.processes,
-            );
-            if found.is_none() {
-                tracing::warn!(
-                    role = spec.role.as_str(),
-                    program = &*fs::neutral_path(&prepared.program),
-                    "the harness's program did not say its version (--version)"
-                );
-            }
-            found
-        });
-        let plan = plan::build(&Making {
-            spec,
-            run,
-            prepared: prepared.as_ref(),
-            version: version.as_deref(),
-            path: team.path,
-            vars: team.vars,
-            secret_env: &secret_env,
-            socket: team.socket,
-            console: team.console,
-            sandbox: team.sandbox,
-        })
+    let failed = |r: Refusal| Failure::of(&spec.role, r);
+    let prepared = spec
+        .harnessed
+        .as_ref()
+        .map(|h| harness::prepare(spec, h, run, &at))
+        .transpose()
         .map_err(failed)?;
-        planned.push(Planned { plan, prepared });
-    }
-    check_shared(&planned, &team.config.agents)?;
-    Ok(planned)
+    let version = prepared.as_ref().and_then(|prepared| {
+        let install = prepared.grants.install.as_deref();
+        let found = version::probe(
+            &prepared.program,
+            install,
+            team.path,
+            team.sandbox,
+            spec.processes,
+        );
+        if found.is_none() {
+            tracing::warn!(
+                role = spec.role.as_str(),
+                program = &*fs::neutral_path(&prepared.program),
+                "the harness's program did not say its version (--version)"
+            );
+        }
+        found
+    });
+    let plan = plan::build(&Making {
+        spec,
+        run,
+        prepared: prepared.as_ref(),
+        version: version.as_deref(),
+        path: team.path,
+        vars: team.vars,
+        secret_env: &secret_env,
+        socket: team.socket,
+        console: team.console,
+        sandbox: team.sandbox,
+    })
+    .map_err(failed)?;
+    Ok(Planned { plan, prepared })
 }
 
 /// Two sandboxed agents' writable paths (`workdir`, `write`) that

@@ -21,16 +21,18 @@ use mosaic_ports::ProcessTable;
 use super::harness::capfile;
 use super::launch::{cap_memfd, fill_and_seal, spawn_inheriting};
 use super::plans::Planned;
+use super::runs::Event;
 use super::sandbox::bwrap::AbstractSockets;
 use super::sandbox::network;
 use super::sandbox::plan::render::Now;
 use super::sandbox::plan::Handoff;
-use super::{output, Agent, Failure, Session};
+use super::{control, output, Agent, Failure, Session};
 
 impl Session {
     /// One launch of `planned`, its run's plan and, when `up` starts a
-    /// harness, its launch.
-    pub(super) fn launch(&mut self, planned: Planned) -> Result<(), Failure> {
+    /// harness, its launch, as a run of agent `member`. The index of the
+    /// run in `agents`.
+    pub(super) fn launch(&mut self, member: usize, planned: Planned) -> Result<usize, Failure> {
         let Planned { plan, prepared } = planned;
         let role = plan.role.clone();
         let failed = |e: io::Error| {
@@ -58,9 +60,15 @@ impl Session {
             .as_ref()
             .ok_or(Refusal::BrokerUnavailable)?
             .feed_cursor();
+        // A sandbox's supervisor takes its orders on its end of this pair.
+        let control = match &plan.walls {
+            Some(_) => Some(control::pair().map_err(failed)?),
+            None => None,
+        };
         let now = Now {
             since,
             cap_fd: memfd.as_raw_fd(),
+            control_fd: control.as_ref().map(|(_, theirs)| theirs.as_raw_fd()),
             proxy: proxy.as_deref(),
             cgroup: run_cgroup.as_ref().map_or(&[], |c| c.dirs()),
         };
@@ -74,7 +82,12 @@ impl Session {
         );
         let mut command = plan.command(now);
         command
-            .stdin(Stdio::piped())
+            // A sandbox's programs get their input from its supervisor.
+            .stdin(if control.is_some() {
+                Stdio::null()
+            } else {
+                Stdio::piped()
+            })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
@@ -94,10 +107,14 @@ impl Session {
                 .iter()
                 .flat_map(|w| w.held.iter().map(AsFd::as_fd)),
         );
+        inherited.extend(control.iter().map(|(_, theirs)| theirs.as_fd()));
         let mut child = spawn_inheriting(&mut command, &inherited).map_err(failed)?;
+        // Only the sandbox holds its end now.
+        let control = control.map(|(ours, _)| ours);
         let pid = child.id();
         let landlock = plan.walls.as_ref().is_some_and(|w| w.landlock);
         self.agents.push(Agent {
+            member,
             role: role.clone(),
             run: plan.run.clone(),
             harness: plan.harness,
@@ -111,8 +128,12 @@ impl Session {
             output: output.clone(),
             cap_file: None,
             child,
+            control,
             exited: false,
-            failed: false,
+            program_exit: None,
+            restarts: 0,
+            ending: None,
+            noted: None,
             cgroup: run_cgroup,
         });
         // Once it is ours to stop: a failure here kills it with the rest.
@@ -158,9 +179,21 @@ impl Session {
                 agent.cap_file = Some(path);
             }
         }
+        if let Some(Some(control)) = self.agents.last().map(|a| a.control.as_ref()) {
+            let (events, heard) = (self.events.0.clone(), plan.run.clone());
+            let hand = move |report| {
+                let run = heard.clone();
+                let event = match report {
+                    Some(report) => Event::Report { run, report },
+                    None => Event::ControlClosed { run },
+                };
+                events.send(event).is_ok()
+            };
+            control.listen(&plan.run, hand).map_err(failed)?;
+        }
         // This process's copy is closed here, before the next launch; the
         // checked paths' descriptors go with the plan.
         drop(memfd);
-        Ok(())
+        Ok(self.agents.len() - 1)
     }
 }

@@ -15,7 +15,16 @@
 //!
 //! Nothing an agent wrote reaches the console but a tool's name, and only
 //! when it matches [`Tool`]'s short pattern: arguments, results, text and
-//! anything else on the line are dropped here.
+//! anything else on the line are dropped here. What a run used and the
+//! error its model last answered are read from the same lines
+//! ([`super::usage`]); the error is text from the model's side, kept
+//! neutralised and cut to [`usage::MAX_ERROR`] characters.
+//!
+//! The table also holds each run's life, as the supervisor sets it
+//! ([`Activities::set_life`]), which the same line carries to the console
+//! (`lives`, `mosaic_client::wire::life`), and it wakes the supervisor
+//! when a run's usage changed ([`Activities::usage_changed`]), so a
+//! budget is weighed as soon as a line spends it.
 //!
 //! # What marks waiting and working again
 //!
@@ -47,27 +56,12 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use mosaic_client::wire::activity::{self as line, ActivityLine, RunActivity, Tool};
-use mosaic_domain::evidence::Harness;
+use mosaic_client::wire::life::{RunLife, State};
+use mosaic_domain::text;
 use serde::Deserialize;
+use tokio::sync::Notify;
 
-/// Which harness wrote a stream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stream {
-    /// Claude Code's `stream-json`.
-    ClaudeCode,
-    /// pi's RPC mode events.
-    Pi,
-}
-
-impl Stream {
-    /// The stream `harness` writes when `up` starts it.
-    pub fn of(harness: Harness) -> Stream {
-        match harness {
-            Harness::ClaudeCode => Stream::ClaudeCode,
-            Harness::Pi => Stream::Pi,
-        }
-    }
-}
+use super::usage::{self, Said, Stream, Tally, Used};
 
 /// The prefix Claude Code puts before the bus's MCP tools.
 const BUS_MCP_PREFIX: &str = "mcp__mosaic-bus__";
@@ -224,7 +218,7 @@ pub enum Doing {
 }
 
 /// One run's activity.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Activity {
     /// What it is doing.
     pub doing: Doing,
@@ -232,6 +226,10 @@ pub struct Activity {
     pub since: Instant,
     /// The last tool it called, and when.
     pub tool: Option<(Tool, Instant)>,
+    /// What it used over its life.
+    pub used: Used,
+    /// The error its model's last answer ended in, neutralised and cut.
+    pub error: Option<String>,
 }
 
 impl Activity {
@@ -260,10 +258,27 @@ impl Activity {
     }
 }
 
-/// The runs' activities, and a count of changes the console waits on.
+/// One run's life, as the supervisor set it last.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LifeEntry {
+    /// Its role.
+    pub role: String,
+    /// Where its life is; for `restarting`, its `inMs` is taken from
+    /// `restart_at` when the line is written.
+    pub state: State,
+    /// When its program starts again, while it is `restarting`.
+    pub restart_at: Option<Instant>,
+    /// How often its program started again inside it.
+    pub restarts: u64,
+}
+
+/// The runs' activities and lives, and a count of changes the console
+/// waits on.
 #[derive(Debug, Default)]
 struct Table {
     runs: BTreeMap<String, Activity>,
+    /// Every run's life, in launch order.
+    lives: Vec<(String, LifeEntry)>,
     version: u64,
 }
 
@@ -272,6 +287,8 @@ struct Table {
 #[derive(Debug, Clone, Default)]
 pub struct Activities {
     inner: Arc<(Mutex<Table>, Condvar)>,
+    /// Woken when a run's usage changed.
+    usage: Arc<Notify>,
 }
 
 impl Activities {
@@ -290,26 +307,82 @@ impl Activities {
     /// known from its first line that says something.
     pub fn observe(&self, run: &str, stream: Stream, line: &str, now: Instant) {
         let seen = read(stream, line);
-        if seen == Seen::default() {
+        let counted = usage::read(stream, line);
+        if seen == Seen::default() && counted == usage::Read::default() {
             return;
         }
         let mut table = self.table();
-        let changed = match table.runs.get_mut(run) {
-            Some(activity) => activity.apply(seen, now),
-            None => {
-                let mut activity = Activity {
-                    doing: Doing::Working,
-                    since: now,
-                    tool: None,
-                };
-                activity.apply(seen, now);
-                table.runs.insert(run.to_owned(), activity);
-                true
+        let mut changed = false;
+        let activity = table.runs.entry(run.to_owned()).or_insert_with(|| {
+            changed = true;
+            Activity {
+                doing: Doing::Working,
+                since: now,
+                tool: None,
+                used: Used::default(),
+                error: None,
             }
+        });
+        changed |= activity.apply(seen, now);
+        let mut spent = false;
+        if let Some(counted) = counted.counted {
+            spent = activity.used.add(counted);
+        }
+        let error = match counted.said {
+            Some(Said::Error(error)) => Some(Some(shown_error(&error))),
+            Some(Said::Fine) => Some(None),
+            None => None,
         };
-        if changed {
+        if let Some(error) = error {
+            spent |= activity.error != error;
+            activity.error = error;
+        }
+        if changed || spent {
             self.changed(table);
         }
+        if spent {
+            self.usage.notify_one();
+        }
+    }
+
+    /// The signal woken when a run's usage or error changed: the
+    /// supervisor weighs the budgets then.
+    pub fn usage_changed(&self) -> Arc<Notify> {
+        Arc::clone(&self.usage)
+    }
+
+    /// What `run` used so far, and the error its model last answered, if
+    /// any line of it said.
+    pub fn used(&self, run: &str) -> Option<(Tally, Option<String>)> {
+        self.table()
+            .runs
+            .get(run)
+            .map(|a| (a.used.total(), a.error.clone()))
+    }
+
+    /// `run`'s program started again at `now`: it works again, and what
+    /// its last process used is kept.
+    pub fn restarted(&self, run: &str, now: Instant) {
+        let mut table = self.table();
+        let Some(activity) = table.runs.get_mut(run) else {
+            return;
+        };
+        activity.doing = Doing::Working;
+        activity.since = now;
+        activity.used.restarted();
+        self.changed(table);
+    }
+
+    /// Sets `run`'s life (see [`LifeEntry`]); a run not yet known is
+    /// added after the others.
+    pub fn set_life(&self, run: &str, life: LifeEntry) {
+        let mut table = self.table();
+        match table.lives.iter_mut().find(|(r, _)| r == run) {
+            Some((_, entry)) if *entry == life => return,
+            Some((_, entry)) => *entry = life,
+            None => table.lives.push((run.to_owned(), life)),
+        }
+        self.changed(table);
     }
 
     /// `run`'s process ended at `now`, as `wait` said (`None`: it could
@@ -370,8 +443,31 @@ impl Activities {
                 tool_ms: a.tool.as_ref().map(|&(_, at)| ms(at)),
             })
             .collect();
+        let lives = table
+            .lives
+            .iter()
+            .map(|(run, life)| {
+                let state = match (&life.state, life.restart_at) {
+                    (State::Restarting { .. }, Some(at)) => State::Restarting {
+                        in_ms: u64::try_from(at.saturating_duration_since(now).as_millis())
+                            .unwrap_or(u64::MAX),
+                    },
+                    (state, _) => state.clone(),
+                };
+                let activity = table.runs.get(run);
+                let usage = activity.map(|a| a.used.total()).map(|t| line_usage(&t));
+                RunLife {
+                    run: run.clone(),
+                    role: life.role.clone(),
+                    state,
+                    restarts: life.restarts,
+                    usage,
+                    error: activity.and_then(|a| a.error.clone()),
+                }
+            })
+            .collect();
         // Strings and numbers under string keys always encode.
-        let text = serde_json::to_string(&ActivityLine { runs }).unwrap_or_default();
+        let text = serde_json::to_string(&ActivityLine { runs, lives }).unwrap_or_default();
         (table.version, format!("{text}\n"))
     }
 
@@ -403,6 +499,26 @@ impl Activities {
             // again, which also tells whether the console still reads.
             self.wait_past(version, RECHECK);
         }
+    }
+}
+
+/// A run's usage as the line carries it.
+fn line_usage(tally: &Tally) -> mosaic_client::wire::life::Usage {
+    mosaic_client::wire::life::Usage {
+        turns: tally.turns,
+        input_tokens: tally.input_tokens,
+        output_tokens: tally.output_tokens,
+        cost_usd: tally.cost_usd,
+    }
+}
+
+/// An error line as it is kept: every character that does not draw as
+/// itself a token, cut to [`usage::MAX_ERROR`] columns.
+fn shown_error(error: &str) -> String {
+    let shown = text::neutralise(error);
+    match text::cut(&shown, usage::MAX_ERROR) {
+        (whole, false) => whole.to_owned(),
+        (cut, true) => format!("{cut}…"),
     }
 }
 

@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::{read, Activities, Doing, Ended, Phase, Seen, Stream, Tool};
+use super::{read, Activities, Doing, Ended, Phase, Seen, Tool};
+use crate::commands::up::harness::usage::Stream;
 
 const INIT: &str = r#"{"type":"system","subtype":"init","cwd":"/work","session_id":"fc1b","tools":["Task","Bash","mcp__mosaic-bus__inbox"],"mcp_servers":[{"name":"mosaic-bus","status":"connected"}],"model":"claude-x","permissionMode":"default","apiKeySource":"ANTHROPIC_API_KEY","claude_code_version":"2.1.332","uuid":"c188"}"#;
 const TOOL_USE: &str = r#"{"type":"assistant","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-x","content":[{"type":"text","text":"Reading my inbox."},{"type":"tool_use","id":"toolu_1","name":"mcp__mosaic-bus__inbox","input":{"limit":"\u001b[2J sneaky"}}],"stop_reason":null,"usage":{"input_tokens":1,"output_tokens":1}},"parent_tool_use_id":null,"session_id":"716b","uuid":"ca98"}"#;

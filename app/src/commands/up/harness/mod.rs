@@ -37,11 +37,14 @@
 //! `activity.rs` reads a harness's event stream into what the agent is
 //! doing (a pure parser of one line, and the table per run the console is
 //! fed from); `activity_tests.rs` feeds it recorded lines of both
-//! harnesses. `capfile.rs`: the capability as a private file for a harness
-//! that does not pass descriptors on.
+//! harnesses. `usage.rs` reads from the same stream the harness's usage
+//! (turns, tokens, cost) and the error its model's last answer ended in
+//! (tested in `usage_tests.rs`). `capfile.rs`: the capability as a private
+//! file for a harness that does not pass descriptors on.
 
 pub mod activity;
 pub(crate) mod capfile;
+pub mod usage;
 
 use std::ffi::{OsStr, OsString};
 use std::io::Write;

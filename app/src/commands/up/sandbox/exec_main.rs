@@ -23,6 +23,13 @@
 //! it closes every descriptor above 2 except `N`, the capability's memfd,
 //! and only then executes the agent's program. The agent starts with
 //! stdio and its capability, nothing else.
+//!
+//! # Supervising
+//!
+//! With `--control-fd C` (what `up` passes), it also keeps `C`, `up`'s
+//! control channel, and once confined it does not become the program: it
+//! stays as its supervisor ([`super::supervisor`]), starting the program
+//! each time `up` orders it, so a run outlives its program's exits.
 
 use std::ffi::{OsStr, OsString};
 use std::io;
@@ -33,6 +40,7 @@ use std::process::{Command, Stdio};
 use super::bridge_main::BRIDGE_SUBCOMMAND;
 use super::bwrap::scopes;
 use super::network::PROXY_PORT;
+use super::supervisor;
 use crate::commands::up::harness::capfile;
 
 /// The subcommand bwrap runs inside the sandbox (hidden from the help).
@@ -87,6 +95,11 @@ pub struct SandboxExecArgs {
     /// Give the program `/dev/null` as its standard input.
     #[arg(long)]
     pub stdin_null: bool,
+    /// Stay as the program's supervisor, taking `up`'s orders on this
+    /// inherited descriptor (`supervisor`), instead of becoming the
+    /// program.
+    #[arg(long, value_name = "FD")]
+    pub control_fd: Option<i32>,
     /// The agent's program and its arguments.
     #[arg(last = true, required = true, num_args = 1.., value_name = "COMMAND")]
     pub command: Vec<OsString>,
@@ -111,6 +124,8 @@ struct Handoff {
     cap_file: bool,
     /// `--stdin-null`.
     stdin_null: bool,
+    /// `--control-fd`: supervise the program rather than become it.
+    control: Option<i32>,
 }
 
 /// Runs `sandbox-exec`; returns only when the program cannot be executed.
@@ -129,6 +144,7 @@ pub fn main(args: SandboxExecArgs) -> std::process::ExitCode {
     let handoff = Handoff {
         cap_file: args.cap_file,
         stdin_null: args.stdin_null,
+        control: args.control_fd,
     };
     let walls = Walls {
         landlock: args.landlock,
@@ -331,7 +347,14 @@ fn exec(
             return 127;
         }
     };
-    let capability = inherited.into_iter().find(|fd| fd.as_raw_fd() == keep);
+    let (mut capability, mut control) = (None, None);
+    for fd in inherited {
+        match fd.as_raw_fd() {
+            n if n == keep => capability = Some(fd),
+            n if Some(n) == handoff.control => control = Some(fd),
+            _ => drop(fd),
+        }
+    }
     // The process cap, counted in the sandbox's own user namespace.
     let cap = rustix::process::Rlimit {
         current: Some(walls.processes),
@@ -371,6 +394,20 @@ fn exec(
             return 127;
         }
     };
+    if handoff.control.is_some() {
+        let Some(control) = control else {
+            eprintln!("mosaic-bus sandbox-exec: the control descriptor was not inherited");
+            return 127;
+        };
+        let program = supervisor::Program {
+            path: program.to_owned(),
+            args: args.to_vec(),
+            env: proxy_env,
+            cap_file: handoff.cap_file,
+            capability,
+        };
+        return supervisor::run(control, program);
+    }
     let mut command = Command::new(program);
     command.args(args).envs(proxy_env);
     if handoff.cap_file {

@@ -19,7 +19,9 @@
 //!   `up` and bwrap: joins the run's cgroups, then becomes bwrap;
 //! - in `sandbox-exec` ([`exec_main`]), inside, between bwrap and the
 //!   agent: closes, caps and confines itself, starts the bridges, then
-//!   becomes the agent;
+//!   stays as the program's supervisor ([`supervisor`]), which starts the
+//!   program on `up`'s orders over the [`control`] channel and reports its
+//!   exits;
 //! - in `sandbox-bridge` ([`bridge_main`]), inside, beside the agent: the
 //!   loopback port that carries the agent's connections to the proxy.
 //!
@@ -83,9 +85,11 @@ pub(crate) mod bridge_main;
 pub(crate) mod bwrap;
 pub(crate) mod cgroup;
 pub(crate) mod cgroup_main;
+pub(crate) mod control;
 pub(crate) mod exec_main;
 pub(crate) mod network;
 pub(crate) mod paths;
 pub(crate) mod plan;
 pub(crate) mod proxy;
+mod supervisor;
 pub(crate) mod version;

@@ -33,6 +33,7 @@ fn spec(dir: &Path) -> AgentSpec {
         processes: 64,
         memory_mib: 256,
         shared: false,
+        life: crate::commands::team::LifeSpec::defaults(false),
     }
 }
 
@@ -258,7 +259,14 @@ fn system_words(root: &Path, tmp: u64) -> Vec<String> {
 /// `sandbox-exec`'s words up to its `--`, as the fake host's `mosaic-bus`.
 fn exec_words(root: &Path, landlock: bool, processes: u32, tail: &[&str]) -> Vec<String> {
     let exe = s(&root.join("host/usr/bin/mosaic-bus"));
-    let mut words = owned(&[&exe, "sandbox-exec", "--keep-fd", "<cap-fd>"]);
+    let mut words = owned(&[
+        &exe,
+        "sandbox-exec",
+        "--keep-fd",
+        "<cap-fd>",
+        "--control-fd",
+        "<control-fd>",
+    ]);
     if landlock {
         words.push("--landlock".into());
     }
@@ -560,6 +568,7 @@ fn without_a_sandbox_the_command_is_the_program_or_a_harness_behind_its_wait() {
     let command = plan.command(Now {
         since: 3,
         cap_fd: 9,
+        control_fd: None,
         proxy: None,
         cgroup: &[],
     });
@@ -617,6 +626,7 @@ fn a_launch_fills_the_placeholders_and_a_cgroup_goes_before_bwrap() {
     let now = Now {
         since: 42,
         cap_fd: 7,
+        control_fd: Some(11),
         proxy: Some(socket),
         cgroup: &[],
     };
@@ -643,6 +653,7 @@ fn a_launch_fills_the_placeholders_and_a_cgroup_goes_before_bwrap() {
         .iter()
         .map(|word| match word.as_str() {
             "<cap-fd>" => "7".to_owned(),
+            "<control-fd>" => "11".to_owned(),
             "<proxy-socket>" => s(socket),
             "<fd>" => fds.next().unwrap(),
             other => other.to_owned(),
@@ -651,6 +662,12 @@ fn a_launch_fills_the_placeholders_and_a_cgroup_goes_before_bwrap() {
     assert_eq!(filled, expected);
     assert_eq!(fds.next(), None, "every granted path's descriptor is named");
     assert!(described.iter().any(|w| w == "<proxy-socket>"));
+    let control = filled.iter().position(|w| w == "--control-fd");
+    assert_eq!(
+        control.map(|at| filled[at + 1].as_str()),
+        Some("11"),
+        "{filled:?}"
+    );
     let env = pairs(&plan.environment(&Launch::Now(now)));
     assert!(env.contains(&("MOSAIC_BUS_SINCE".into(), "42".into())));
     assert!(env.contains(&("MOSAIC_BUS_CAP_FD".into(), "7".into())));
@@ -981,6 +998,7 @@ fn only_a_proxied_agent_gets_the_proxy_socket_before_the_root_is_read_only() {
     let now = |proxy| Now {
         since: 1,
         cap_fd: 3,
+        control_fd: Some(4),
         proxy,
         cgroup: &[],
     };

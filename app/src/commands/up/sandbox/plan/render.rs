@@ -8,11 +8,15 @@
 //! ```text
 //! [mosaic-bus sandbox-cgroup --cgroup DIR… --]    where up made its cgroup
 //! bwrap NAMESPACES MOUNTS --chdir CWD --
-//! mosaic-bus sandbox-exec --keep-fd N [--landlock] --processes N --deny CALL,…
+//! mosaic-bus sandbox-exec --keep-fd N [--control-fd N] [--landlock] --processes N --deny CALL,…
 //!   [--proxy-socket /run/mosaic-bus/proxy.sock [--forward PORT]…]
 //!   [--cap-file [--stdin-null]] --
 //! PROGRAM ARGS…
 //! ```
+//!
+//! `--control-fd` names `sandbox-exec`'s end of the run's control channel,
+//! with which it stays in the sandbox as the run's supervisor; it is a
+//! launch value, as the capability's descriptor is.
 //!
 //! An unsandboxed agent's is its program and arguments, run in its
 //! `cwd`; for a harness, behind `sh -c` that waits for the `ready` line
@@ -59,6 +63,9 @@ pub(crate) struct Now<'a> {
     pub(crate) since: u64,
     /// The capability's descriptor, inheritable for this spawn.
     pub(crate) cap_fd: RawFd,
+    /// The supervisor's end of the run's control channel, inheritable for
+    /// this spawn, when the run has one.
+    pub(crate) control_fd: Option<RawFd>,
     /// The run's proxy socket (`"network": "proxy"`).
     pub(crate) proxy: Option<&'a Path>,
     /// The folders of the run's cgroup, one per hierarchy; empty without.
@@ -81,6 +88,14 @@ impl Launch<'_> {
             (Launch::Now(now), AtLaunch::CapFd) => now.cap_fd.to_string().into(),
             (Launch::Described, AtLaunch::Since) => "<since>".into(),
             (Launch::Described, AtLaunch::CapFd) => "<cap-fd>".into(),
+        }
+    }
+
+    /// The word after `--control-fd`, when there is one.
+    fn control_fd(&self) -> Option<OsString> {
+        match self {
+            Launch::Now(now) => now.control_fd.map(|fd| fd.to_string().into()),
+            Launch::Described => Some("<control-fd>".into()),
         }
     }
 
@@ -146,6 +161,9 @@ impl Plan {
             "--keep-fd".into(),
             launch.value(AtLaunch::CapFd),
         ];
+        if let Some(fd) = launch.control_fd() {
+            args.extend(["--control-fd".into(), fd]);
+        }
         if walls.landlock {
             args.push("--landlock".into());
         }
