@@ -217,7 +217,7 @@ fn read_all(mut stream: &UnixStream) -> Vec<u8> {
 }
 
 #[derive(Debug, PartialEq)]
-enum Seen {
+enum Happened {
     Started,
     Gone(bool),
 }

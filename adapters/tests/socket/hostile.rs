@@ -244,9 +244,9 @@ fn the_disconnect_signal_fires_when_the_client_closes_after_sending() {
         move |_peer: Peer, _line: Vec<u8>, gone: Disconnect| {
             let seen = seen.clone();
             async move {
-                let _ = seen.send(Seen::Started);
+                let _ = seen.send(Happened::Started);
                 gone.disconnected().await;
-                let _ = seen.send(Seen::Gone(gone.is_disconnected()));
+                let _ = seen.send(Happened::Gone(gone.is_disconnected()));
                 b"too late".to_vec()
             }
         },
@@ -254,9 +254,9 @@ fn the_disconnect_signal_fires_when_the_client_closes_after_sending() {
     );
     let mut stream = server.raw();
     stream.write_all(b"browser.click\n").expect("write");
-    assert_eq!(events.recv_timeout(SAFETY_NET), Ok(Seen::Started));
+    assert_eq!(events.recv_timeout(SAFETY_NET), Ok(Happened::Started));
     drop(stream);
-    assert_eq!(events.recv_timeout(SAFETY_NET), Ok(Seen::Gone(true)));
+    assert_eq!(events.recv_timeout(SAFETY_NET), Ok(Happened::Gone(true)));
 }
 
 #[test]
@@ -269,7 +269,7 @@ fn the_disconnect_signal_stays_quiet_while_the_client_waits() {
             let seen = seen.clone();
             let go = Arc::clone(&go_handler);
             async move {
-                let _ = seen.send(Seen::Started);
+                let _ = seen.send(Happened::Started);
                 go.notified().await;
                 gone.is_disconnected().to_string().into_bytes()
             }
@@ -278,7 +278,7 @@ fn the_disconnect_signal_stays_quiet_while_the_client_waits() {
     );
     let client = server.client();
     let caller = std::thread::spawn(move || client.call_line(b"wait"));
-    assert_eq!(events.recv_timeout(SAFETY_NET), Ok(Seen::Started));
+    assert_eq!(events.recv_timeout(SAFETY_NET), Ok(Happened::Started));
     go.notify_one();
     assert_eq!(caller.join().expect("caller"), Ok(b"false".to_vec()));
     assert!(!Disconnect::never().is_disconnected());
@@ -294,7 +294,7 @@ fn shutdown_lets_the_request_in_flight_finish_then_stops_serving() {
             let seen = seen.clone();
             let go = Arc::clone(&go_handler);
             async move {
-                let _ = seen.send(Seen::Started);
+                let _ = seen.send(Happened::Started);
                 go.notified().await;
                 line
             }
@@ -303,7 +303,7 @@ fn shutdown_lets_the_request_in_flight_finish_then_stops_serving() {
     );
     let client = server.client();
     let caller = std::thread::spawn(move || client.call_line(b"in flight"));
-    assert_eq!(events.recv_timeout(SAFETY_NET), Ok(Seen::Started));
+    assert_eq!(events.recv_timeout(SAFETY_NET), Ok(Happened::Started));
     server.signal_stop();
     go.notify_one();
     assert_eq!(caller.join().expect("caller"), Ok(b"in flight".to_vec()));

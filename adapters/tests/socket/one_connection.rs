@@ -228,7 +228,7 @@ fn shutdown_closes_idle_connections_at_once_and_answers_the_request_in_flight() 
             let go = Arc::clone(&go_handler);
             async move {
                 if line == b"held" {
-                    let _ = seen.send(Seen::Started);
+                    let _ = seen.send(Happened::Started);
                     go.notified().await;
                 }
                 line
@@ -245,7 +245,7 @@ fn shutdown_closes_idle_connections_at_once_and_answers_the_request_in_flight() 
     // A request in flight with another line queued behind it.
     let busy = server.raw();
     (&busy).write_all(b"held\nqueued\n").expect("write");
-    assert_eq!(events.recv_timeout(SAFETY_NET), Ok(Seen::Started));
+    assert_eq!(events.recv_timeout(SAFETY_NET), Ok(Happened::Started));
 
     server.signal_stop();
     let mut rest = Vec::new();

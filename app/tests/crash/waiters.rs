@@ -70,7 +70,7 @@ struct FeedSend {
 
 /// One change a waiter was told of, in the order it was told.
 #[derive(Debug, Clone)]
-struct Seen {
+struct Told {
     seq: u64,
     kind: String,
     /// The message of a `message.sent`.
@@ -80,7 +80,7 @@ struct Seen {
 /// What one waiter saw across every broker generation.
 #[derive(Debug, Default)]
 struct WaiterLog {
-    seen: Vec<Seen>,
+    seen: Vec<Told>,
     /// Waits answered (with changes or at their timeout).
     answered: usize,
     /// Waits with no answer: the broker died under them (`outcome-unknown`)
@@ -171,7 +171,7 @@ fn feed_waiter(k: usize, shared: &Shared, draining: &AtomicBool, since: u64) -> 
                         ));
                     }
                     at = seq;
-                    log.seen.push(Seen {
+                    log.seen.push(Told {
                         seq,
                         kind: change["kind"].as_str().expect("a kind").to_owned(),
                         message: change["message"].as_str().map(str::to_owned),

@@ -1,6 +1,6 @@
 //! What the supervising loop ([`super::supervise`]) does with each thing
 //! it hears: it hands the agent's life machine ([`super::life`]) what
-//! happened and carries out what the machine asks ([`Session::act`]):
+//! happened and carries out what the machine asks ([`RunningHost::act`]):
 //! start the program again in its sandbox, record the run's end, stop or
 //! kill it, launch a new run; it notes restarts and usage with the broker
 //! and tells the console how each run is.
@@ -20,7 +20,7 @@ use super::life::{Effect, Exit, Phase, Spent, Why};
 use super::runs::{describe, Agent};
 use super::sandbox::control::{Order as Command, Report, Stdin};
 use super::switch;
-use super::{Session, READY_LINE};
+use super::{RunningHost, READY_LINE};
 
 /// The order that starts its program: its input as the harness or the
 /// command reads it (`ready` for a command; pi's prompt, the pipe held
@@ -44,7 +44,7 @@ fn start_order(agent: &Agent) -> Command {
     }
 }
 
-impl Session {
+impl RunningHost {
     /// The index of the run `run`.
     pub(super) fn agent_of(&self, run: &RunId) -> Option<usize> {
         self.agents.iter().position(|a| &a.run == run)

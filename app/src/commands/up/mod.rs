@@ -425,7 +425,7 @@ pub fn run(options: UpArgs, out: &mut impl Write) -> u8 {
 }
 
 /// Parses, boots, writes the reader capability and launches every agent.
-fn start(options: UpArgs) -> Result<Session, Failure> {
+fn start(options: UpArgs) -> Result<RunningHost, Failure> {
     let config = UpConfig::load(&options.config)?;
     let exe = std::env::current_exe()
         .map_err(logged(Refusal::LaunchFailed, "finding this executable"))?;
@@ -510,7 +510,7 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
     // Subscribed before the first launch: no end of a run of ours is
     // missed.
     let ends = broker.ended_runs();
-    let mut session = Session {
+    let mut session = RunningHost {
         runtime,
         signals,
         broker: Some(broker),
@@ -588,9 +588,9 @@ fn start(options: UpArgs) -> Result<Session, Failure> {
 }
 
 /// The running host: the broker, the agents, the reader capability file.
-/// Dropped without [`Session::close`] (a startup failure), it kills the
+/// Dropped without [`RunningHost::close`] (a startup failure), it kills the
 /// agents it started, closes the broker and removes `reader.cap`.
-struct Session {
+struct RunningHost {
     runtime: tokio::runtime::Runtime,
     signals: Signals,
     broker: Option<Broker>,
@@ -632,7 +632,7 @@ struct Session {
     cgroups: Option<cgroup::Cgroups>,
     /// The forward proxy, when a sandboxed agent has `"network": "proxy"`.
     proxy: Option<sandbox::proxy::Proxy>,
-    /// What a later run's plan is made from (`Session::prepare_run`): the
+    /// What a later run's plan is made from (`RunningHost::prepare_run`): the
     /// configuration, this executable, the agents' `PATH`, `up`'s own
     /// environment and the sandbox, as the first runs' were.
     config: UpConfig,
@@ -642,7 +642,7 @@ struct Session {
     sandbox: Option<plan::Sandbox>,
 }
 
-impl Session {
+impl RunningHost {
     /// The one line printed on stdout: where everything is, no capability.
     fn summary(&self) -> Value {
         json!({
@@ -724,7 +724,7 @@ impl Session {
     }
 }
 
-impl Drop for Session {
+impl Drop for RunningHost {
     fn drop(&mut self) {
         self.kill_agents();
         self.remove_cap_files();

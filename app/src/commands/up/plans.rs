@@ -15,7 +15,7 @@ use super::failure::Failure;
 use super::harness::{self, Prepared};
 use super::launch::find_program;
 use super::sandbox::bwrap::{self, Bwrap};
-use super::sandbox::plan::{self, Making, Places, Plan, Sandbox, Walls};
+use super::sandbox::plan::{self, HostPaths, Making, Plan, Sandbox, Walls};
 use super::sandbox::{network, paths, version};
 use crate::commands::team::{AgentSpec, SandboxMode, UpConfig};
 
@@ -110,7 +110,7 @@ pub(super) fn sandbox(bwrap: &Bwrap, team: &Team<'_>, secrets: &Path) -> Sandbox
     Sandbox {
         bwrap: bwrap.path().to_path_buf(),
         landlock,
-        places: Places {
+        places: HostPaths {
             host_root: PathBuf::from("/"),
             exe: team.exe.to_path_buf(),
             socket: team.socket.to_path_buf(),

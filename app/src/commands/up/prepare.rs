@@ -3,13 +3,13 @@
 //! built (and so checked) before anything of it starts, and then its
 //! harness's files written. `up` plans every agent's first run before the
 //! first launch, so a refused path starts nobody ([`super::start`]), and
-//! each later run of an agent the same way ([`Session::prepare_run`]).
+//! each later run of an agent the same way ([`RunningHost::prepare_run`]).
 
 use super::launch::run_id;
 use super::plans::{self, Planned, Team};
-use super::{Failure, Session};
+use super::{Failure, RunningHost};
 
-impl Session {
+impl RunningHost {
     /// A new run of agent `m`: its plan, and its harness's launch (when
     /// `up` starts one) with its files written.
     ///

@@ -24,11 +24,11 @@ use super::plans::Planned;
 use super::runs::Event;
 use super::sandbox::bwrap::AbstractSockets;
 use super::sandbox::network;
-use super::sandbox::plan::render::Now;
+use super::sandbox::plan::render::LaunchValues;
 use super::sandbox::plan::Handoff;
-use super::{control, output, Agent, Failure, Session};
+use super::{control, output, Agent, Failure, RunningHost};
 
-impl Session {
+impl RunningHost {
     /// One launch of `planned`, its run's plan and, when `up` starts a
     /// harness, its launch, as a run of agent `member`. The index of the
     /// run in `agents`.
@@ -65,7 +65,7 @@ impl Session {
             Some(_) => Some(control::pair().map_err(failed)?),
             None => None,
         };
-        let now = Now {
+        let now = LaunchValues {
             since,
             cap_fd: memfd.as_raw_fd(),
             control_fd: control.as_ref().map(|(_, theirs)| theirs.as_raw_fd()),

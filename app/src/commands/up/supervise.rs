@@ -21,7 +21,7 @@ use super::console::Console;
 use super::launch::{kill_sandbox, signal_group};
 use super::life::Exit;
 use super::runs::Event;
-use super::{Session, STOP_GRACE};
+use super::{RunningHost, STOP_GRACE};
 use crate::commands::signals;
 
 /// What woke the loop.
@@ -33,7 +33,7 @@ enum Woke {
     Deadline,
 }
 
-impl Session {
+impl RunningHost {
     /// Waits for the agents, the console and the signals; returns 0, or 1
     /// when a run failed on its own or the console could not open.
     pub(super) fn supervise(&mut self) -> u8 {

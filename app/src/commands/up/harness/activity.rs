@@ -3,7 +3,7 @@
 //!
 //! [`read`] is a pure parser of one line of a harness's standard output
 //! (Claude Code's `--output-format stream-json --verbose`, pi's `--mode
-//! rpc` events) into what that line says ([`Seen`]). [`Activities`] is
+//! rpc` events) into what that line says ([`LineActivity`]). [`Activities`] is
 //! the table `up` keeps per run: the reader of a harness agent's standard
 //! output (`output.rs`, which also writes the transcript) calls
 //! [`Activities::observe`] for each line, the supervisor
@@ -78,16 +78,16 @@ pub enum Phase {
 
 /// What one line says.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Seen {
+pub struct LineActivity {
     /// The phase it marks, if any.
     pub phase: Option<Phase>,
     /// The tool it calls, if any.
     pub tool: Option<Tool>,
 }
 
-impl Seen {
-    fn phase(phase: Phase) -> Seen {
-        Seen {
+impl LineActivity {
+    fn phase(phase: Phase) -> LineActivity {
+        LineActivity {
             phase: Some(phase),
             tool: None,
         }
@@ -96,7 +96,7 @@ impl Seen {
 
 /// Reads one line of `stream`. Never fails: a line it cannot read says
 /// nothing.
-pub fn read(stream: Stream, line: &str) -> Seen {
+pub fn read(stream: Stream, line: &str) -> LineActivity {
     match stream {
         Stream::ClaudeCode => read_claude(line),
         Stream::Pi => read_pi(line),
@@ -131,15 +131,15 @@ struct ClaudeBlock {
     name: Option<String>,
 }
 
-fn read_claude(line: &str) -> Seen {
+fn read_claude(line: &str) -> LineActivity {
     let Ok(head) = serde_json::from_str::<ClaudeLine>(line) else {
-        return Seen::default();
+        return LineActivity::default();
     };
     let stop_hook = head.hook_event.as_deref() == Some("Stop");
     match (head.kind.as_str(), head.subtype.as_deref()) {
-        ("system", Some("init")) => Seen::phase(Phase::Working),
-        ("system", Some("hook_started")) if stop_hook => Seen::phase(Phase::WaitingOnFeed),
-        ("system", Some("hook_response")) if stop_hook => Seen::phase(Phase::Working),
+        ("system", Some("init")) => LineActivity::phase(Phase::Working),
+        ("system", Some("hook_started")) if stop_hook => LineActivity::phase(Phase::WaitingOnFeed),
+        ("system", Some("hook_response")) if stop_hook => LineActivity::phase(Phase::Working),
         ("assistant", _) => {
             let tool = serde_json::from_str::<ClaudeAssistant>(line)
                 .ok()
@@ -153,13 +153,13 @@ fn read_claude(line: &str) -> Seen {
                     let name = b.name.unwrap_or_default();
                     Tool::of(name.strip_prefix(BUS_MCP_PREFIX).unwrap_or(&name))
                 });
-            Seen {
+            LineActivity {
                 phase: Some(Phase::Working),
                 tool,
             }
         }
-        ("user", _) => Seen::phase(Phase::Working),
-        _ => Seen::default(),
+        ("user", _) => LineActivity::phase(Phase::Working),
+        _ => LineActivity::default(),
     }
 }
 
@@ -172,18 +172,18 @@ struct PiLine {
     tool_name: Option<String>,
 }
 
-fn read_pi(line: &str) -> Seen {
+fn read_pi(line: &str) -> LineActivity {
     let Ok(event) = serde_json::from_str::<PiLine>(line) else {
-        return Seen::default();
+        return LineActivity::default();
     };
     match event.kind.as_str() {
-        "agent_start" | "turn_start" => Seen::phase(Phase::Working),
-        "agent_end" => Seen::phase(Phase::WaitingOnFeed),
-        "tool_execution_start" => Seen {
+        "agent_start" | "turn_start" => LineActivity::phase(Phase::Working),
+        "agent_end" => LineActivity::phase(Phase::WaitingOnFeed),
+        "tool_execution_start" => LineActivity {
             phase: Some(Phase::Working),
             tool: Some(Tool::of(event.tool_name.as_deref().unwrap_or_default())),
         },
-        _ => Seen::default(),
+        _ => LineActivity::default(),
     }
 }
 
@@ -235,7 +235,7 @@ pub struct Activity {
 impl Activity {
     /// Takes in what a line said; whether anything shown changed. After
     /// the exit nothing does: a late line cannot revive the run.
-    fn apply(&mut self, seen: Seen, now: Instant) -> bool {
+    fn apply(&mut self, seen: LineActivity, now: Instant) -> bool {
         if matches!(self.doing, Doing::Exited(_)) {
             return false;
         }
@@ -308,7 +308,7 @@ impl Activities {
     pub fn observe(&self, run: &str, stream: Stream, line: &str, now: Instant) {
         let seen = read(stream, line);
         let counted = usage::read(stream, line);
-        if seen == Seen::default() && counted == usage::Read::default() {
+        if seen == LineActivity::default() && counted == usage::Read::default() {
             return;
         }
         let mut table = self.table();

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::{read, Activities, Doing, Ended, Phase, Seen, Tool};
+use super::{read, Activities, Doing, Ended, LineActivity, Phase, Tool};
 use crate::commands::up::harness::usage::Stream;
 
 const INIT: &str = r#"{"type":"system","subtype":"init","cwd":"/work","session_id":"fc1b","tools":["Task","Bash","mcp__mosaic-bus__inbox"],"mcp_servers":[{"name":"mosaic-bus","status":"connected"}],"model":"claude-x","permissionMode":"default","apiKeySource":"ANTHROPIC_API_KEY","claude_code_version":"2.1.332","uuid":"c188"}"#;
@@ -29,22 +29,22 @@ const PI_END: &str = r#"{"type":"agent_end","messages":[{"role":"assistant","con
 const PI_DELTA: &str = r#"{"type":"message_update","message":{},"assistantMessageEvent":{"type":"text_delta","contentIndex":0,"delta":"Hello"}}"#;
 const PI_RESPONSE: &str = r#"{"id":"req-1","type":"response","command":"prompt","success":true}"#;
 
-fn working() -> Seen {
-    Seen {
+fn working() -> LineActivity {
+    LineActivity {
         phase: Some(Phase::Working),
         tool: None,
     }
 }
 
-fn tool(name: &str) -> Seen {
-    Seen {
+fn tool(name: &str) -> LineActivity {
+    LineActivity {
         phase: Some(Phase::Working),
         tool: Some(Tool::of(name)),
     }
 }
 
-fn waiting() -> Seen {
-    Seen {
+fn waiting() -> LineActivity {
+    LineActivity {
         phase: Some(Phase::WaitingOnFeed),
         tool: None,
     }
@@ -52,7 +52,7 @@ fn waiting() -> Seen {
 
 #[test]
 fn claude_code_lines_say_working_the_tool_and_waiting_in_the_stop_hook() {
-    let said: Vec<Seen> = [
+    let said: Vec<LineActivity> = [
         INIT,
         RETRY,
         TOOL_USE,
@@ -70,7 +70,7 @@ fn claude_code_lines_say_working_the_tool_and_waiting_in_the_stop_hook() {
         said,
         [
             working(),
-            Seen::default(),
+            LineActivity::default(),
             tool("inbox"),
             working(),
             // Text alone is not the turn's end: the Stop hook is.
@@ -78,7 +78,7 @@ fn claude_code_lines_say_working_the_tool_and_waiting_in_the_stop_hook() {
             waiting(),
             working(),
             working(),
-            Seen::default(),
+            LineActivity::default(),
         ]
     );
     // The name as the model called it: only the bus's prefix goes.
@@ -89,7 +89,7 @@ fn claude_code_lines_say_working_the_tool_and_waiting_in_the_stop_hook() {
 
 #[test]
 fn pi_events_say_working_the_tool_and_waiting_at_agent_end() {
-    let said: Vec<Seen> = [
+    let said: Vec<LineActivity> = [
         PI_RESPONSE,
         PI_START,
         PI_DELTA,
@@ -104,11 +104,11 @@ fn pi_events_say_working_the_tool_and_waiting_at_agent_end() {
     assert_eq!(
         said,
         [
-            Seen::default(),
+            LineActivity::default(),
             working(),
-            Seen::default(),
+            LineActivity::default(),
             tool("message_send"),
-            Seen::default(),
+            LineActivity::default(),
             waiting(),
             working(),
         ]
@@ -135,12 +135,12 @@ fn garbage_and_the_other_stream_s_lines_say_nothing() {
         if line.contains("assistant") {
             assert_eq!(claude, working(), "{line:?}");
         } else {
-            assert_eq!(claude, Seen::default(), "{line:?}");
+            assert_eq!(claude, LineActivity::default(), "{line:?}");
         }
-        assert_eq!(pi, Seen::default(), "{line:?}");
+        assert_eq!(pi, LineActivity::default(), "{line:?}");
     }
-    assert_eq!(read(Stream::Pi, INIT), Seen::default());
-    assert_eq!(read(Stream::ClaudeCode, PI_END), Seen::default());
+    assert_eq!(read(Stream::Pi, INIT), LineActivity::default());
+    assert_eq!(read(Stream::ClaudeCode, PI_END), LineActivity::default());
 }
 
 #[test]

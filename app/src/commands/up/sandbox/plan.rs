@@ -134,7 +134,7 @@ pub const ETC: [&str; 19] = [
 /// under `--dry-run`) the data root, its socket and the secrets folder,
 /// existing.
 #[derive(Debug, Clone)]
-pub(crate) struct Places {
+pub(crate) struct HostPaths {
     /// The host's root, `/` but in tests: the system folders and `/etc`
     /// are read from here.
     pub(crate) host_root: PathBuf,
@@ -166,7 +166,7 @@ pub(crate) struct Sandbox {
     /// Whether the kernel has Landlock's scopes, which `sandbox-exec` then
     /// applies (`--landlock`).
     pub(crate) landlock: bool,
-    pub(crate) places: Places,
+    pub(crate) places: HostPaths,
 }
 
 /// One mount of a sandbox, in bwrap's terms.
@@ -631,7 +631,10 @@ pub(crate) fn system_mounts(root: &Path) -> Vec<Mount> {
 /// the inner bind shows through (a `write` path inside a `read` one stays
 /// writable). The working directory comes first in the returned pair: the
 /// `workdir` resolved, or else the configuration's folder.
-fn resolve(spec: &AgentSpec, places: &Places) -> Result<(PathBuf, Vec<(Opened, bool)>), Refusal> {
+fn resolve(
+    spec: &AgentSpec,
+    places: &HostPaths,
+) -> Result<(PathBuf, Vec<(Opened, bool)>), Refusal> {
     let hidden = [&places.data_root, &places.secrets]
         .into_iter()
         .map(|p| resolved_so_far(p).ok_or(Refusal::UnsafePath))

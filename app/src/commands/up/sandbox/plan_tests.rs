@@ -9,7 +9,7 @@ use std::ffi::OsString;
 use proptest::prelude::*;
 
 use super::env::BASE_ENV;
-use super::render::{Launch, Now, WAIT_READY, WAIT_READY_NULL};
+use super::render::{Launch, LaunchValues, WAIT_READY, WAIT_READY_NULL};
 use super::*;
 use crate::commands::team::UpConfig;
 use crate::commands::up::harness::{self, Where};
@@ -41,7 +41,7 @@ fn spec(dir: &Path) -> AgentSpec {
 /// folder, an `/etc` with a `shadow` the plan must leave out and a
 /// `resolv.conf` link into `/run`, Claude Code installed as npm does (a
 /// link into `node_modules`) and pi, and the places of one `up`.
-fn host(root: &Path) -> Places {
+fn host(root: &Path) -> HostPaths {
     for dir in [
         "host/usr/bin",
         "host/usr/lib/node_modules/@anthropic-ai/claude-code/bin",
@@ -82,7 +82,7 @@ fn host(root: &Path) -> Places {
     )
     .unwrap();
     std::fs::write(root.join("work/team.json"), "{}").unwrap();
-    Places {
+    HostPaths {
         host_root: root.join("host"),
         exe: root.join("host/usr/bin/mosaic-bus"),
         socket: root.join("data/bus/bus.sock"),
@@ -97,14 +97,14 @@ fn host(root: &Path) -> Places {
 
 /// A fake host in a new folder: the folder (kept while it lives), its
 /// resolved path and its places.
-fn fake_host() -> (tempfile::TempDir, PathBuf, Places) {
+fn fake_host() -> (tempfile::TempDir, PathBuf, HostPaths) {
     let dir = tempfile::tempdir().unwrap();
     let root = std::fs::canonicalize(dir.path()).unwrap();
     let places = host(&root);
     (dir, root, places)
 }
 
-fn sandbox(places: Places, landlock: bool) -> Sandbox {
+fn sandbox(places: HostPaths, landlock: bool) -> Sandbox {
     Sandbox {
         bwrap: PathBuf::from("/usr/bin/bwrap"),
         landlock,
@@ -291,7 +291,7 @@ fn the_examples_command_agents_have_exactly_this_command_line_and_environment() 
     let (_dir, root, places) = fake_host();
     let file = examples().join("business.json");
     let config = UpConfig::load(&file).unwrap();
-    let places = Places {
+    let places = HostPaths {
         config_file: Some(file.clone()),
         ..places
     };
@@ -383,7 +383,7 @@ fn the_examples_harness_agents_have_exactly_this_command_line_and_environment() 
     let (_dir, root, places) = fake_host();
     let file = examples().join("claude-team.json");
     let config = UpConfig::load(&file).unwrap();
-    let places = Places {
+    let places = HostPaths {
         config_file: Some(file.clone()),
         ..places
     };
@@ -565,7 +565,7 @@ fn without_a_sandbox_the_command_is_the_program_or_a_harness_behind_its_wait() {
         (plan.network, plan.cwd.as_path()),
         (Network::Host, &*examples())
     );
-    let command = plan.command(Now {
+    let command = plan.command(LaunchValues {
         since: 3,
         cap_fd: 9,
         control_fd: None,
@@ -623,14 +623,14 @@ fn a_launch_fills_the_placeholders_and_a_cgroup_goes_before_bwrap() {
     let plan = plan_in(&agent, Some(&sandbox), &root).unwrap();
     let described = text(&plan.argv(&Launch::Described));
     let socket = Path::new("/tmp/mosaic-up-proxy-x/lead-1.sock");
-    let now = Now {
+    let now = LaunchValues {
         since: 42,
         cap_fd: 7,
         control_fd: Some(11),
         proxy: Some(socket),
         cgroup: &[],
     };
-    let filled = text(&plan.argv(&Launch::Now(now)));
+    let filled = text(&plan.argv(&Launch::LaunchValues(now)));
     let mut fds = plan
         .walls
         .as_ref()
@@ -668,12 +668,12 @@ fn a_launch_fills_the_placeholders_and_a_cgroup_goes_before_bwrap() {
         Some("11"),
         "{filled:?}"
     );
-    let env = pairs(&plan.environment(&Launch::Now(now)));
+    let env = pairs(&plan.environment(&Launch::LaunchValues(now)));
     assert!(env.contains(&("MOSAIC_BUS_SINCE".into(), "42".into())));
     assert!(env.contains(&("MOSAIC_BUS_CAP_FD".into(), "7".into())));
     // A cgroup: `sandbox-cgroup` joins it, then becomes bwrap.
     let dirs = [PathBuf::from("/sys/fs/cgroup/a"), PathBuf::from("/b")];
-    let command = plan.command(Now {
+    let command = plan.command(LaunchValues {
         cgroup: &dirs,
         ..now
     });
@@ -710,7 +710,7 @@ fn the_view_names_the_environment_and_renders_the_same_command_line() {
     let (_dir, root, places) = fake_host();
     let file = examples().join("claude-team.json");
     let config = UpConfig::load(&file).unwrap();
-    let places = Places {
+    let places = HostPaths {
         config_file: Some(file),
         ..places
     };
@@ -844,7 +844,7 @@ fn the_arguments_render_every_mount_in_order_after_the_namespaces() {
 fn a_bind_that_shows_the_data_root_the_secrets_the_home_or_a_credential_is_refused() {
     let (_dir, root, places) = fake_host();
 
-    let refused = |agent: &AgentSpec, places: &Places| {
+    let refused = |agent: &AgentSpec, places: &HostPaths| {
         plan_in(agent, Some(&sandbox(places.clone(), false)), &root).err()
     };
     for (field, path) in [
@@ -882,7 +882,7 @@ fn a_bind_that_shows_the_data_root_the_secrets_the_home_or_a_credential_is_refus
     assert_eq!(refused(&agent, &places), Some(Refusal::UnsafePath));
     // A data root or secrets folder `up` has yet to make (or, dry, will
     // not) is guarded where it would be.
-    let later = Places {
+    let later = HostPaths {
         data_root: root.join("other/later-data"),
         ..places.clone()
     };
@@ -895,7 +895,7 @@ fn a_bind_that_shows_the_data_root_the_secrets_the_home_or_a_credential_is_refus
     let agent = spec(&root.join("work"));
     for file in ["home/alice/tool/gitea.token", "host/usr/vikunja.token"] {
         std::fs::write(root.join(file), "t").unwrap();
-        let with = Places {
+        let with = HostPaths {
             credentials: vec![root.join(file)],
             ..places.clone()
         };
@@ -938,7 +938,7 @@ fn a_writable_path_may_not_touch_what_is_later_run_or_read_as_configuration() {
         &[],
         Some(&root.join("home/alice")),
     );
-    let sandbox = sandbox(Places { guards, ..places }, false);
+    let sandbox = sandbox(HostPaths { guards, ..places }, false);
     let build = |agent: &AgentSpec| plan_in(agent, Some(&sandbox), &root);
     // Without a workdir, nothing of the configuration's folder is
     // writable, and the agent runs there.
@@ -995,7 +995,7 @@ fn only_a_proxied_agent_gets_the_proxy_socket_before_the_root_is_read_only() {
     let (_dir, root, places) = fake_host();
     let sandbox = sandbox(places, false);
     let socket = Path::new("/tmp/mosaic-up-proxy-x/lead-1.sock");
-    let now = |proxy| Now {
+    let now = |proxy| LaunchValues {
         since: 1,
         cap_fd: 3,
         control_fd: Some(4),
@@ -1005,7 +1005,7 @@ fn only_a_proxied_agent_gets_the_proxy_socket_before_the_root_is_read_only() {
     let mut agent = spec(&root.join("work"));
     agent.network = Network::Proxy;
     let plan = plan_in(&agent, Some(&sandbox), &root).unwrap();
-    let args = text(&plan.argv(&Launch::Now(now(Some(socket)))));
+    let args = text(&plan.argv(&Launch::LaunchValues(now(Some(socket)))));
     let at = |words: &[&str]| args.windows(words.len()).position(|w| w == words);
     assert!(at(&["--unshare-net"]).is_some(), "{args:?}");
     let bound = at(&["--ro-bind", &s(socket), PROXY_SOCKET_TEXT])
@@ -1019,7 +1019,7 @@ fn only_a_proxied_agent_gets_the_proxy_socket_before_the_root_is_read_only() {
     // With the host's network: no namespace, no socket, no bridge.
     agent.network = Network::Host;
     let plan = plan_in(&agent, Some(&sandbox), &root).unwrap();
-    let args = text(&plan.argv(&Launch::Now(now(Some(socket)))));
+    let args = text(&plan.argv(&Launch::LaunchValues(now(Some(socket)))));
     assert!(!args
         .iter()
         .any(|a| a == PROXY_SOCKET_TEXT || a == "--unshare-net" || a == "--proxy-socket"));
@@ -1198,7 +1198,7 @@ fn a_hard_link_of_a_guarded_file_in_a_writable_path_is_refused_by_identity() {
         &[],
         None,
     );
-    let sandbox = sandbox(Places { guards, ..places }, false);
+    let sandbox = sandbox(HostPaths { guards, ..places }, false);
     assert!(plan_in(&agent, Some(&sandbox), &root).is_ok());
     // A copy is another file; a hard link, however deep, is the same one.
     std::fs::copy(&program, root.join("work/copy.sh")).unwrap();
@@ -1206,7 +1206,7 @@ fn a_hard_link_of_a_guarded_file_in_a_writable_path_is_refused_by_identity() {
     std::fs::hard_link(&program, root.join("work/deep/link.sh")).unwrap();
     // The guards see the link count when they are made.
     let guards = paths::guards(&[], &[program], None, &sandbox.places.exe, &[], None);
-    let places = Places {
+    let places = HostPaths {
         guards,
         ..sandbox.places.clone()
     };

@@ -50,7 +50,7 @@ pub(crate) const WAIT_READY_NULL: &str =
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Launch<'a> {
     /// A launch, now.
-    Now(Now<'a>),
+    LaunchValues(LaunchValues<'a>),
     /// The plan as `up --dry-run` prints it and `up` logs it: each launch
     /// value a placeholder, and no cgroup.
     Described,
@@ -58,7 +58,7 @@ pub(crate) enum Launch<'a> {
 
 /// The values of one launch.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Now<'a> {
+pub(crate) struct LaunchValues<'a> {
     /// The change feed's cursor.
     pub(crate) since: u64,
     /// The capability's descriptor, inheritable for this spawn.
@@ -76,7 +76,7 @@ impl Launch<'_> {
     /// The word for a descriptor `up` holds for a checked path.
     fn fd(&self, fd: RawFd) -> OsString {
         match self {
-            Launch::Now(_) => fd.to_string().into(),
+            Launch::LaunchValues(_) => fd.to_string().into(),
             Launch::Described => "<fd>".into(),
         }
     }
@@ -84,8 +84,8 @@ impl Launch<'_> {
     /// The value of a variable the launch gives.
     fn value(&self, value: AtLaunch) -> OsString {
         match (self, value) {
-            (Launch::Now(now), AtLaunch::Since) => now.since.to_string().into(),
-            (Launch::Now(now), AtLaunch::CapFd) => now.cap_fd.to_string().into(),
+            (Launch::LaunchValues(now), AtLaunch::Since) => now.since.to_string().into(),
+            (Launch::LaunchValues(now), AtLaunch::CapFd) => now.cap_fd.to_string().into(),
             (Launch::Described, AtLaunch::Since) => "<since>".into(),
             (Launch::Described, AtLaunch::CapFd) => "<cap-fd>".into(),
         }
@@ -94,7 +94,7 @@ impl Launch<'_> {
     /// The word after `--control-fd`, when there is one.
     fn control_fd(&self) -> Option<OsString> {
         match self {
-            Launch::Now(now) => now.control_fd.map(|fd| fd.to_string().into()),
+            Launch::LaunchValues(now) => now.control_fd.map(|fd| fd.to_string().into()),
             Launch::Described => Some("<control-fd>".into()),
         }
     }
@@ -102,7 +102,7 @@ impl Launch<'_> {
     /// The run's proxy socket.
     fn proxy(&self) -> Option<OsString> {
         match self {
-            Launch::Now(now) => now.proxy.map(|p| p.as_os_str().to_owned()),
+            Launch::LaunchValues(now) => now.proxy.map(|p| p.as_os_str().to_owned()),
             Launch::Described => Some("<proxy-socket>".into()),
         }
     }
@@ -110,7 +110,7 @@ impl Launch<'_> {
     /// The run's cgroup.
     fn cgroup(&self) -> &[PathBuf] {
         match self {
-            Launch::Now(now) => now.cgroup,
+            Launch::LaunchValues(now) => now.cgroup,
             Launch::Described => &[],
         }
     }
@@ -212,8 +212,8 @@ impl Plan {
     /// (bwrap's is `/`; the agent's is its `--chdir`) and its environment,
     /// nothing of `up`'s own but what the plan names. The caller adds the
     /// pipes and the process group.
-    pub(crate) fn command(&self, now: Now<'_>) -> Command {
-        let launch = Launch::Now(now);
+    pub(crate) fn command(&self, now: LaunchValues<'_>) -> Command {
+        let launch = Launch::LaunchValues(now);
         let argv = self.argv(&launch);
         let mut command = Command::new(&argv[0]);
         command.args(&argv[1..]);
