@@ -45,7 +45,7 @@ impl Host {
         let parts: Vec<&str> = lower.split('.').collect();
         // A trailing dot leaves an empty last label, which names nothing.
         let last = match parts.as_slice() {
-            [.., last, ""] if parts.len() > 1 => *last,
+            [.., last, ""] => *last,
             [.., last] => *last,
             [] => "",
         };
@@ -91,8 +91,9 @@ fn number(part: &str) -> Option<u64> {
     }
     let (digits, radix) = if let Some(hex) = part.strip_prefix("0x").or(part.strip_prefix("0X")) {
         (hex, 16)
-    } else if part.len() > 1 && part.starts_with('0') {
-        (&part[1..], 8)
+    } else if let Some(octal) = part.strip_prefix('0') {
+        // A lone `0` reads as octal with no digits: 0 either way.
+        (octal, 8)
     } else {
         (part, 10)
     };
@@ -111,7 +112,7 @@ fn number(part: &str) -> Option<u64> {
 /// 256, the last filling the bytes left.
 fn ipv4(parts: &[&str]) -> Option<Ipv4Addr> {
     let parts = match parts {
-        [rest @ .., ""] if !rest.is_empty() => rest,
+        [rest @ .., ""] => rest,
         all => all,
     };
     if parts.is_empty() || parts.len() > 4 {
@@ -169,18 +170,20 @@ fn public_v6(v6: Ipv6Addr) -> bool {
 
 /// The IPv4 address an IPv6 one carries, where it carries one: mapped
 /// (`::ffff:a.b.c.d`), translated (`::ffff:0:a.b.c.d`), compatible
-/// (`::a.b.c.d`, but not `::` or `::1`), NAT64 (`64:ff9b::a.b.c.d`) and
-/// 6to4 (`2002:aabb:ccdd::`), so one rule reads every spelling.
+/// (`::a.b.c.d`; `::` and `::1` read as `0.0.0.0` and `0.0.0.1`, private
+/// as they are), NAT64 (`64:ff9b::a.b.c.d`) and 6to4 (`2002:aabb:ccdd::`),
+/// so one rule reads every spelling.
 fn embedded_v4(v6: Ipv6Addr) -> Option<Ipv4Addr> {
     let s = v6.segments();
-    let tail = |hi: u16, lo: u16| Ipv4Addr::from((u32::from(hi) << 16) | u32::from(lo));
+    let tail = |hi: u16, lo: u16| {
+        let ([a, b], [c, d]) = (hi.to_be_bytes(), lo.to_be_bytes());
+        Ipv4Addr::new(a, b, c, d)
+    };
     match s {
         [0, 0, 0, 0, 0, 0xffff, hi, lo]
         | [0, 0, 0, 0, 0xffff, 0, hi, lo]
+        | [0, 0, 0, 0, 0, 0, hi, lo]
         | [0x64, 0xff9b, 0, 0, 0, 0, hi, lo] => Some(tail(hi, lo)),
-        [0, 0, 0, 0, 0, 0, hi, lo] if (hi, lo) != (0, 0) && (hi, lo) != (0, 1) => {
-            Some(tail(hi, lo))
-        }
         [0x2002, hi, lo, ..] => Some(tail(hi, lo)),
         [..] => None,
     }

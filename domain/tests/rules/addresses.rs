@@ -240,6 +240,11 @@ fn the_edges_of_the_private_ranges() {
         ("[fec0::1]", true),
         ("[ff02::1]", true),
         ("[64:ff9b:1::1]", true),
+        // Beside the local NAT64 block, each of its three segments alone.
+        ("[64::1]", false),
+        ("[64:ff9b:2::1]", false),
+        ("[2607:ff9b:1::1]", false),
+        ("[2607:f8b0:1::1]", false),
         ("[2001:db8::1]", false),
         ("[2606:4700::1111]", false),
         ("[64:ff9b::808:808]", false),
@@ -313,4 +318,19 @@ fn a_public_url_passes_any_policy_and_the_default_port_is_the_schemes() {
         AddressPolicy::default().check(&local),
         Err(Refusal::BrowserAddressRefused)
     );
+}
+
+#[test]
+fn a_policy_allows_what_it_was_given_and_says_so_to_the_pane() {
+    let local = HttpUrl::parse("http://127.0.0.1:8080/").expect("a URL");
+    let mut policy = AddressPolicy::default();
+    assert_eq!(policy.check(&local), Err(Refusal::BrowserAddressRefused));
+    assert_eq!(policy.allowed().count(), 0);
+    let address = AllowedAddress::parse("127.0.0.1:8080").expect("allowed");
+    policy.allow(address.clone());
+    assert_eq!(policy.check(&local), Ok(()));
+    assert_eq!(policy.allowed().collect::<Vec<_>>(), [&address]);
+    // Another port of the same host is still refused.
+    let other = HttpUrl::parse("http://127.0.0.1:8081/").expect("a URL");
+    assert_eq!(policy.check(&other), Err(Refusal::BrowserAddressRefused));
 }
