@@ -154,14 +154,13 @@ fn public_v4(v4: Ipv4Addr) -> bool {
         || a >= 224)
 }
 
-/// Whether `v6` (carrying no IPv4 address) is on the public internet: not
-/// unspecified, loopback, unique local, link-local, site-local, the local
-/// NAT64 block or multicast.
+/// Whether `v6` is on the public internet: not unique local, link-local,
+/// site-local, the local NAT64 block or multicast. It carries no IPv4
+/// address ([`embedded_v4`]), so it is neither `::` nor `::1`, which read
+/// as `0.0.0.0` and `0.0.0.1`.
 fn public_v6(v6: Ipv6Addr) -> bool {
     let s = v6.segments();
-    !(v6.is_unspecified()
-        || v6.is_loopback()
-        || (s[0] & 0xfe00) == 0xfc00
+    !((s[0] & 0xfe00) == 0xfc00
         || (s[0] & 0xffc0) == 0xfe80
         || (s[0] & 0xffc0) == 0xfec0
         || (s[0] == 0x64 && s[1] == 0xff9b && s[2] == 1)
