@@ -10,7 +10,13 @@
 # agent, it gave the run the feed's cursor at launch (MOSAIC_BUS_SINCE), and
 # the first stop waits from there instead: a change between the launch and
 # the first stop (a decision the agent raised, resolved before it stopped)
-# still wakes it. POSIX sh; besides `mosaic-bus`
+# still wakes it. When `up` starts the program again in the same run, with
+# what arrived as its prompt, MOSAIC_BUS_SINCE is the cursor after it: the
+# hook waits from the later of it and the saved cursor, so nothing is
+# delivered twice. When the first stop finds the inbox holding anything,
+# the hook also takes what the feed holds after its cursor, names it, and
+# saves the cursor past it: the next stop does not wake the agent again for
+# an open decision it was already told of. POSIX sh; besides `mosaic-bus`
 # (on PATH, as `mosaic-bus up` sets it) it needs only sed, grep, tr, ls, id,
 # mkdir and mv.
 #
@@ -26,7 +32,8 @@
 # - exit 0 with nothing on stdout lets it stop; any other exit code but 2 is
 #   a non-blocking error: the user sees stderr and Claude stops;
 # - the hook is cancelled after its `timeout` (seconds, in settings.json):
-#   keep it above MOSAIC_HOOK_WAIT_MS plus the client's 5 s.
+#   keep it above MOSAIC_HOOK_WAIT_MS plus the client's 5 s, and with
+#   MOSAIC_BUS_IDLE=wait above MOSAIC_HOOK_LIMIT_S.
 # stop_hook_active does not matter here: the hook blocks only for changes
 # that lie after its saved cursor, and it saves the new cursor before it
 # blocks, so no change keeps an agent from stopping twice.
@@ -42,8 +49,17 @@
 #                         read by `mosaic-bus call` itself
 #   MOSAIC_BUS_SINCE      the feed's cursor when the run was launched (set by
 #                         `mosaic-bus up`): where the first stop waits from
-#   MOSAIC_HOOK_WAIT_MS   how long to wait for a change (default 60000; the
-#                         broker clamps it to 1000..120000)
+#   MOSAIC_HOOK_WAIT_MS   how long one wait for a change lasts (default
+#                         60000; the broker clamps it to 1000..120000)
+#   MOSAIC_BUS_IDLE       what a stop does when nothing arrives within one
+#                         wait: `exit` (the default) lets the agent stop, so
+#                         its program ends and `mosaic-bus up` starts it
+#                         again when work arrives; `wait` waits again, with
+#                         no cap, until something arrives or the hook has
+#                         waited MOSAIC_HOOK_LIMIT_S (default 82800), kept
+#                         below Claude Code's timeout for the hook: then it
+#                         keeps the agent working for one turn, saying so,
+#                         and the next stop waits again
 #   MOSAIC_HOOK_STATE_DIR the private folder (0700) of the saved cursors
 #                         (default ${XDG_STATE_HOME:-$HOME/.local/state}/
 #                         mosaic-bus/stop-hook; created when missing)
@@ -77,6 +93,15 @@ esac
 since_launch=${MOSAIC_BUS_SINCE:-}
 case $since_launch in
   *[!0-9]* | 0?*) refuse bad-request ;;
+esac
+idle=${MOSAIC_BUS_IDLE:-exit}
+case $idle in
+  exit | wait) ;;
+  *) refuse bad-request ;;
+esac
+limit_s=${MOSAIC_HOOK_LIMIT_S:-82800}
+case $limit_s in
+  '' | *[!0-9]* | 0?*) refuse bad-request ;;
 esac
 
 # call VERB [ARGS_JSON]: one request; its answer lands in $answer, and a
@@ -131,12 +156,43 @@ block() {
   exit 0
 }
 
+# arrivals: one line per change of $answer, its kind and the id it points
+# at (a message, a decision, a role or a task), whatever the order of its
+# keys.
+arrivals() {
+  printf '%s\n' "$answer" | tr '{}' '\n\n' | sed -n '
+/"kind":"/!d
+s/"message":"/"id":"/
+s/"decision":"/"id":"/
+s/"role":"/"id":"/
+s/"task":"/"id":"/
+t keyed
+:keyed
+s/.*"kind":"\([^"]*\)".*"id":"\([^"]*\)".*/\1 \2/p
+t
+s/.*"id":"\([^"]*\)".*"kind":"\([^"]*\)".*/\2 \1/p
+t
+s/.*"kind":"\([^"]*\)".*/\1/p
+'
+}
+
+# listed: $arrived on one line.
+listed() {
+  printf '%s\n' "$arrived" | tr '\n' ';' | sed 's/;$//; s/;/; /g'
+}
+
 if [ -e "$file" ] || [ -h "$file" ]; then
   private - "$file"
   since=$(sed -n '1p' "$file")
   case $since in
     '' | *[!0-9]* | 0?*) refuse integrity-failed ;;
   esac
+  # Started again in the same run, with what came up to the launch's
+  # cursor as its prompt: wait from there.
+  if [ -n "$since_launch" ] && [ "$since_launch" -gt "$since" ]; then
+    since=$since_launch
+    save "$since"
+  fi
 else
   # No saved cursor yet: the launch's, or else the current one; then read
   # the inbox once, for what came before it.
@@ -152,34 +208,39 @@ else
   decisions=$(count '"type":"decision"')
   messages=$(count '"type":"message"')
   if [ "$decisions" -gt 0 ] || [ "$messages" -gt 0 ]; then
-    block "mosaic-bus: the inbox of run $run holds $decisions open decision(s) and $messages unread message(s). Call the mosaic-bus tools: inbox lists them; message_receive takes delivery of new messages (then message_read each one); then carry on. When you stop again, this hook waits for more."
+    # What the inbox holds may also lie after the cursor: taken now (the
+    # feed answers at once when it holds anything), named, and the cursor
+    # saved past it, so the next stop does not wake the agent for it again.
+    call changes "{\"since\":$since,\"timeoutMs\":1000}"
+    next=$(cursor)
+    [ -n "$next" ] || refuse bad-request
+    save "$next"
+    arrived=$(arrivals)
+    also=''
+    [ -z "$arrived" ] || also=" The feed also holds: $(listed)."
+    block "mosaic-bus: the inbox of run $run holds $decisions open decision(s) and $messages unread message(s).$also Call the mosaic-bus tools: inbox lists them; message_receive takes delivery of new messages (then message_read each one); then carry on. When you stop again, this hook waits for more."
   fi
 fi
 
-call changes "{\"since\":$since,\"timeoutMs\":$wait_ms}"
-next=$(cursor)
-[ -n "$next" ] || refuse bad-request
-save "$next"
+# One wait, or with MOSAIC_BUS_IDLE=wait as many as it takes: each below
+# the broker's clamp, all of them below the hook's own timeout.
+waited=0
+while :; do
+  call changes "{\"since\":$since,\"timeoutMs\":$wait_ms}"
+  next=$(cursor)
+  [ -n "$next" ] || refuse bad-request
+  save "$next"
+  since=$next
+  arrived=$(arrivals)
+  [ -z "$arrived" ] || break
+  [ "$idle" = wait ] || exit 0
+  waited=$((waited + wait_ms / 1000 + 1))
+  if [ "$waited" -ge "$limit_s" ]; then
+    block "mosaic-bus: nothing arrived for run $run in $limit_s s. Stop again, and this hook waits for more."
+  fi
+done
 
-# One line per change: its kind and the id it points at (a message, a
-# decision, a role or a task), whatever the order of its keys.
-arrived=$(printf '%s\n' "$answer" | tr '{}' '\n\n' | sed -n '
-/"kind":"/!d
-s/"message":"/"id":"/
-s/"decision":"/"id":"/
-s/"role":"/"id":"/
-s/"task":"/"id":"/
-t keyed
-:keyed
-s/.*"kind":"\([^"]*\)".*"id":"\([^"]*\)".*/\1 \2/p
-t
-s/.*"id":"\([^"]*\)".*"kind":"\([^"]*\)".*/\2 \1/p
-t
-s/.*"kind":"\([^"]*\)".*/\1/p
-')
-[ -n "$arrived" ] || exit 0
-
-list=$(printf '%s\n' "$arrived" | tr '\n' ';' | sed 's/;$//; s/;/; /g')
+list=$(listed)
 kinds=$(printf '%s\n' "$arrived" | sed 's/ .*//')
 tools=''
 hint() {

@@ -11,8 +11,10 @@
 //   MOSAIC_BUS_CAP_FILE); a refusal is a tool error whose text starts with
 //   its static code.
 // - The loop: at `agent_end` it waits on `changes`, from the cursor at
-//   launch (MOSAIC_BUS_SINCE) at first and then from the cursor it reached,
-//   up to MOSAIC_HOOK_WAIT_MS. When something concerning the agent arrived,
+//   launch (MOSAIC_BUS_SINCE: when `up` starts pi again in the same run,
+//   the cursor after what it gave as the prompt) at first and then from
+//   the cursor it reached, up to MOSAIC_HOOK_WAIT_MS (again and again with
+//   MOSAIC_BUS_IDLE=wait). When something concerning the agent arrived,
 //   it sends the list as a follow-up user message, saying which tool to
 //   call, as the Claude Code Stop hook does; when nothing arrived, or the
 //   agent no longer holds its role (it released it: `not-holder`), it
@@ -31,8 +33,18 @@
 //   MOSAIC_BUS_SINCE     the feed's cursor at launch (set by `mosaic-bus
 //                        up`); without it the first stop takes the current
 //                        cursor and reads the inbox once
-//   MOSAIC_HOOK_WAIT_MS  how long a stop waits for a change (default 60000;
-//                        the broker clamps it to 1000..120000)
+//   MOSAIC_HOOK_WAIT_MS  how long one wait for a change lasts (default
+//                        60000; the broker clamps it to 1000..120000)
+//   MOSAIC_BUS_IDLE      `exit` (the default): when nothing arrived within
+//                        one wait, the session ends and pi exits 0, and
+//                        `mosaic-bus up` starts it again, its session
+//                        continued, when work arrives; `wait`: wait again,
+//                        with no cap, until something arrives
+//
+// When the first stop finds the inbox holding anything, the extension also
+// takes what the feed holds after its cursor and moves the cursor past it,
+// so the next stop does not wake the agent again for an open decision it
+// was already told of.
 //
 // Failures are written to stderr as `mosaic-bus pi extension: CODE`, never
 // with a capability.
@@ -151,6 +163,7 @@ export default function (pi: ExtensionAPI) {
   }
 
   const waitMs = cursorFrom(process.env.MOSAIC_HOOK_WAIT_MS) ?? 60000;
+  const idle = process.env.MOSAIC_BUS_IDLE ?? "exit";
   let since = cursorFrom(process.env.MOSAIC_BUS_SINCE);
 
   pi.on("agent_end", async (event, ctx) => {
@@ -168,22 +181,35 @@ export default function (pi: ExtensionAPI) {
       if (!inbox.ok) return stop(inbox.error);
       const items: any[] = Array.isArray(inbox.result) ? inbox.result : (inbox.result?.items ?? []);
       if (items.length > 0) {
+        // What the inbox holds may also lie after the cursor: taken now
+        // (the feed answers at once when it holds anything) and passed.
+        const held = await call("changes", { since, timeoutMs: 1000 });
+        if (!held.ok) return stop(held.error);
+        since = Number(held.result.cursor);
+        const also: any[] = held.result.changes ?? [];
+        const more = also.length > 0 ? ` ${followUp(also)}` : "";
         pi.sendUserMessage(
-          `mosaic-bus: your inbox holds ${items.length} item(s). Call the mosaic-bus tools: inbox lists them; message_receive takes delivery of new messages (then message_read each one); then carry on.`,
+          `mosaic-bus: your inbox holds ${items.length} item(s). Call the mosaic-bus tools: inbox lists them; message_receive takes delivery of new messages (then message_read each one); then carry on.${more}`,
           { deliverAs: "followUp" },
         );
         return;
       }
     }
-    const answer = await call("changes", { since, timeoutMs: waitMs });
-    // The agent released its role: nothing can concern its run any more,
-    // and that is a finished session, not a failure.
-    if (!answer.ok && answer.error === "not-holder") return stop(undefined);
-    if (!answer.ok) return stop(answer.error);
-    since = Number(answer.result.cursor);
-    const changes: any[] = answer.result.changes ?? [];
-    if (changes.length === 0) return stop(undefined);
-    pi.sendUserMessage(followUp(changes), { deliverAs: "followUp" });
+    if (idle !== "exit" && idle !== "wait") return stop("bad-request");
+    for (;;) {
+      const answer = await call("changes", { since, timeoutMs: waitMs });
+      // The agent released its role: nothing can concern its run any more,
+      // and that is a finished session, not a failure.
+      if (!answer.ok && answer.error === "not-holder") return stop(undefined);
+      if (!answer.ok) return stop(answer.error);
+      since = Number(answer.result.cursor);
+      const changes: any[] = answer.result.changes ?? [];
+      if (changes.length > 0) {
+        pi.sendUserMessage(followUp(changes), { deliverAs: "followUp" });
+        return;
+      }
+      if (idle === "exit") return stop(undefined);
+    }
 
     /// Ends the session: nothing arrived within the wait (exit 0), or the
     /// broker refused or the model failed (`code`, exit 1), with the

@@ -2,7 +2,7 @@
 //! `{"business": {…}, "agents": […]}`. See `up`'s module documentation for
 //! what each key means. `allow.rs` reads an `allow` entry, `harness.rs` a
 //! harness agent's keys, `life.rs` an agent's life keys (`restart`,
-//! `restartLimit`, `budget`, `stopGraceS`), and `error.rs` says why a
+//! `restartLimit`, `budget`, `stopGraceS`, `idle`), and `error.rs` says why a
 //! configuration is refused.
 
 use std::fs::File;
@@ -19,7 +19,7 @@ use serde_json::Value;
 pub use allow::Allow;
 pub use error::TeamError;
 pub use harness::{HarnessRun, Model, ModelUrl, DEFAULT_KEY_ENV, DEFAULT_MODEL_HOST, MAX_PROMPT};
-pub use life::{Budget, LifeSpec, Restart, RestartLimit};
+pub use life::{Budget, Idle, LifeSpec, Restart, RestartLimit};
 
 pub(crate) mod allow;
 mod error;
@@ -142,7 +142,7 @@ pub struct AgentSpec {
     /// so too (`shared`, default `false`): each can then steer the other.
     pub shared: bool,
     /// How `up` keeps its runs alive and stops them (`restart`,
-    /// `restartLimit`, `budget`, `stopGraceS`).
+    /// `restartLimit`, `budget`, `stopGraceS`, `idle`).
     pub life: LifeSpec,
 }
 
@@ -197,6 +197,7 @@ struct AgentJson {
     budget: Option<life::BudgetJson>,
     #[serde(rename = "stopGraceS")]
     stop_grace_s: Option<u64>,
+    idle: Option<life::Idle>,
 }
 
 /// `value`, or `default` when absent; `bad-config` outside `range`.
@@ -312,6 +313,7 @@ impl UpConfig {
                     restart_limit: agent.restart_limit,
                     budget: agent.budget,
                     stop_grace_s: agent.stop_grace_s,
+                    idle: agent.idle,
                 }
                 .parse(harnessed.is_some())?;
                 let paths = |texts: Vec<String>| {

@@ -492,7 +492,7 @@ where
         prover: Arc::new(Prover::new(processes, identity, time.clone())),
         time: time.clone(),
         places: Arc::clone(&places),
-        calls,
+        calls: Arc::clone(&calls),
         browser_policy: Arc::clone(&browser_policy),
     };
     let (stop, stopped) = oneshot::channel::<()>();
@@ -538,6 +538,7 @@ where
         feed,
         exits,
         places,
+        calls,
     };
     tracing::info!(
         data_root = &*root.root().to_string_lossy(),

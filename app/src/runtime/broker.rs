@@ -17,6 +17,7 @@ use mosaic_ports::Entropy;
 use serde_json::Value;
 use tokio::sync::broadcast;
 
+use super::calls::Calls;
 use super::closing::{Closing, Failure};
 use super::exits::Exits;
 use super::feed::Feed;
@@ -44,6 +45,8 @@ pub struct Broker {
     pub(super) exits: Arc<Exits>,
     /// Each run's budget of places.
     pub(super) places: Arc<Places>,
+    /// What each run last asked, and the feed's cursor it reached.
+    pub(super) calls: Arc<Calls>,
 }
 
 impl std::fmt::Debug for Broker {
@@ -65,6 +68,14 @@ impl Broker {
     /// gives it to each run it launches (`MOSAIC_BUS_SINCE`).
     pub fn feed_cursor(&self) -> u64 {
         self.feed.head()
+    }
+
+    /// The furthest cursor the broker answered `run`'s `changes` with
+    /// (asked with a `since`), if it asked: every change concerning the
+    /// run up to it was handed to the run. `up` waits for a sleeping run's
+    /// work from there.
+    pub fn seen_cursor(&self, run: &RunId) -> Option<u64> {
+        self.calls.seen(run)
     }
 
     /// Binds a launch the host performed and issues its capability. A run

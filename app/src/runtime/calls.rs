@@ -1,5 +1,6 @@
-//! [`Calls`]: what each run last asked of the broker, and whether it
-//! waits on `changes` now, as the broker itself saw it.
+//! [`Calls`]: what each run last asked of the broker, whether it waits on
+//! `changes` now, and the furthest cursor its `changes` were answered
+//! with, as the broker itself saw it.
 //!
 //! What the human reads about an agent comes from the broker: the console
 //! shows an agent's last verb and whether it waits from this record of the
@@ -20,6 +21,7 @@ use mosaic_domain::{RunId, Timestamp};
 struct Run {
     last: Option<LastCall>,
     waiting: usize,
+    seen: Option<u64>,
 }
 
 /// Every run's calls, as the connections note them.
@@ -48,6 +50,19 @@ impl Calls {
             calls: Arc::clone(self),
             run: run.clone(),
         }
+    }
+
+    /// `run`'s `changes`, asked with a `since`, were answered with
+    /// `cursor`: everything concerning it up to there was handed to it.
+    pub(crate) fn saw(&self, run: &RunId, cursor: u64) {
+        let mut runs = self.runs();
+        let entry = runs.entry(run.clone()).or_default();
+        entry.seen = Some(entry.seen.map_or(cursor, |seen| seen.max(cursor)));
+    }
+
+    /// The furthest cursor `run`'s `changes` were answered with.
+    pub(crate) fn seen(&self, run: &RunId) -> Option<u64> {
+        self.runs().get(run).and_then(|r| r.seen)
     }
 
     /// What `run` last asked, if anything, and whether it waits now.
@@ -107,5 +122,20 @@ mod tests {
         drop(second);
         assert!(!calls.of(&dev).1);
         assert_eq!(calls.of(&dev).0.map(|l| l.verb), Some("message.send"));
+    }
+
+    #[test]
+    fn the_cursor_seen_is_the_furthest_answered() {
+        let calls = Calls::default();
+        let (dev, lead) = (
+            RunId::parse("dev-1").unwrap(),
+            RunId::parse("lead-1").unwrap(),
+        );
+        assert_eq!(calls.seen(&dev), None);
+        calls.saw(&dev, 7);
+        calls.saw(&dev, 12);
+        calls.saw(&dev, 9);
+        assert_eq!(calls.seen(&dev), Some(12));
+        assert_eq!(calls.seen(&lead), None, "another run");
     }
 }

@@ -234,7 +234,14 @@ async fn answer<S: StoreReaders + Send + 'static>(
                 .map(|run| shared.calls.waiting(run));
             let page = changes::page(reads, time, asked, gone.disconnected()).await;
             match page {
-                Ok(page) => wire::ok(wire::changes_json(page.cursor, &page.changes)),
+                Ok(page) => {
+                    // Handed to the run: `up` wakes a sleeping run for what
+                    // lies after it.
+                    if let (Some(_), Some(run)) = (since, agent_run(caller)) {
+                        shared.calls.saw(run, page.cursor);
+                    }
+                    wire::ok(wire::changes_json(page.cursor, &page.changes))
+                }
                 Err(refusal) => {
                     record_refusal(jobs, caller.clone(), Verb::Changes.as_str(), refusal).await
                 }

@@ -1,6 +1,6 @@
 //! The keys of an agent that say how `up` keeps its run alive and when it
-//! ends it: `"restart"`, `"restartLimit"`, `"budget"` and `"stopGraceS"`,
-//! parsed into a [`LifeSpec`]. `up`'s supervisor ([`crate::commands::up`])
+//! ends it: `"restart"`, `"restartLimit"`, `"budget"`, `"stopGraceS"` and,
+//! for a harness agent, `"idle"`, parsed into a [`LifeSpec`]. `up`'s supervisor ([`crate::commands::up`])
 //! applies them; docs/agents.md says what each does for users.
 
 use std::time::Duration;
@@ -18,6 +18,17 @@ pub enum Restart {
     OnFailure,
     /// After every exit.
     Always,
+}
+
+/// What a harness agent does when nothing is left for it (`"idle"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Idle {
+    /// Its program ends, and `up` starts it again in the same run, its
+    /// conversation resumed, when work arrives (the default).
+    Exit,
+    /// Its program waits for work, however long that takes.
+    Wait,
 }
 
 /// At most `count` restarts within `within` (`"restartLimit"`); past it
@@ -65,6 +76,8 @@ pub struct LifeSpec {
     pub budget: Budget,
     /// `"stopGraceS"`.
     pub stop_grace: Duration,
+    /// `"idle"`: only a harness agent's program is ever left idle.
+    pub idle: Idle,
 }
 
 impl LifeSpec {
@@ -80,6 +93,7 @@ impl LifeSpec {
             limit: DEFAULT_RESTART_LIMIT,
             budget: Budget::default(),
             stop_grace: DEFAULT_STOP_GRACE,
+            idle: Idle::Exit,
         }
     }
 }
@@ -91,6 +105,7 @@ pub(super) struct LifeKeys {
     pub(super) restart_limit: Option<LimitJson>,
     pub(super) budget: Option<BudgetJson>,
     pub(super) stop_grace_s: Option<u64>,
+    pub(super) idle: Option<Idle>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -127,10 +142,15 @@ impl LifeKeys {
     /// `bad-config` for a `restartLimit.count` above 1000, a `withinS`,
     /// `stopGraceS` or `wallS` above a week (or a `withinS` or `wallS` of
     /// 0), a `turns` or `tokens` of 0, or a `costUsd` that is not a
-    /// positive number up to 1,000,000.
+    /// positive number up to 1,000,000, or an `idle` on an agent whose
+    /// harness `up` does not start.
     pub(super) fn parse(self, harness: bool) -> Result<LifeSpec, Refusal> {
         let defaults = LifeSpec::defaults(harness);
         let restart = self.restart.unwrap_or(defaults.restart);
+        let idle = match (self.idle, harness) {
+            (Some(_), false) => return Err(Refusal::BadConfig),
+            (idle, true | false) => idle.unwrap_or(defaults.idle),
+        };
         let limit = match self.restart_limit {
             None => defaults.limit,
             Some(limit) => {
@@ -174,6 +194,7 @@ impl LifeKeys {
             limit,
             budget,
             stop_grace,
+            idle,
         })
     }
 }
@@ -192,6 +213,7 @@ mod tests {
             budget: Option<BudgetJson>,
             #[serde(rename = "stopGraceS")]
             stop_grace_s: Option<u64>,
+            idle: Option<Idle>,
         }
         let keys: Keys = serde_json::from_str(text).map_err(|_| Refusal::BadConfig)?;
         LifeKeys {
@@ -199,6 +221,7 @@ mod tests {
             restart_limit: keys.restart_limit,
             budget: keys.budget,
             stop_grace_s: keys.stop_grace_s,
+            idle: keys.idle,
         }
         .parse(harness)
     }
@@ -210,6 +233,7 @@ mod tests {
         assert_eq!(harness.limit, DEFAULT_RESTART_LIMIT);
         assert_eq!(harness.stop_grace, Duration::from_secs(10));
         assert_eq!(harness.budget, Budget::default());
+        assert_eq!(harness.idle, Idle::Exit);
         assert_eq!(parse("{}", false).unwrap().restart, Restart::No);
     }
 
@@ -243,6 +267,13 @@ mod tests {
             parse(r#"{"restart":"no"}"#, true).unwrap().restart,
             Restart::No
         );
+        assert_eq!(parse(r#"{"idle":"wait"}"#, true).unwrap().idle, Idle::Wait);
+        assert_eq!(parse(r#"{"idle":"exit"}"#, true).unwrap().idle, Idle::Exit);
+        assert_eq!(
+            parse(r#"{"idle":"wait"}"#, false),
+            Err(Refusal::BadConfig),
+            "a command's program is its own"
+        );
         for bad in [
             r#"{"restart":"sometimes"}"#,
             r#"{"restartLimit":{"count":2}}"#,
@@ -257,6 +288,7 @@ mod tests {
             r#"{"budget":{"wall":3}}"#,
             r#"{"stopGraceS":-1}"#,
             r#"{"stopGraceS":604801}"#,
+            r#"{"idle":"sleep"}"#,
         ] {
             assert_eq!(parse(bad, true), Err(Refusal::BadConfig), "{bad}");
         }

@@ -2,8 +2,9 @@
 //! it hears: it hands the agent's life machine ([`super::life`]) what
 //! happened and carries out what the machine asks ([`RunningHost::act`]):
 //! start the program again in its sandbox, record the run's end, stop or
-//! kill it, launch a new run; it notes restarts and usage with the broker
-//! and tells the console how each run is.
+//! kill it, launch a new run, wait on a sleeping run's feed and wake it
+//! with the work that arrived ([`super::wake`]); it notes restarts and
+//! usage with the broker and tells the console how each run is.
 
 use std::time::Instant;
 
@@ -20,6 +21,7 @@ use super::life::{Effect, Exit, Phase, Spent, Why};
 use super::runs::{describe, Agent};
 use super::sandbox::control::{Order as Command, Report, Stdin};
 use super::switch;
+use super::wake::{self, Work};
 use super::{RunningHost, READY_LINE};
 
 /// The order that starts its program: its input as the harness or the
@@ -39,6 +41,7 @@ fn start_order(agent: &Agent) -> Command {
     };
     Command::Start {
         args: Vec::new(),
+        argv: None,
         env: Vec::new(),
         stdin,
     }
@@ -96,8 +99,18 @@ impl RunningHost {
                 (Effect::End(ending, why), Some(i)) => self.end(i, ending, why),
                 (Effect::Term, Some(i)) => self.signal(i, Signal::TERM),
                 (Effect::Kill, Some(i)) => self.signal(i, Signal::KILL),
-                // No run: nothing to start, end or stop.
-                (Effect::Restart | Effect::End(..) | Effect::Term | Effect::Kill, None) => {}
+                (Effect::Sleep, Some(i)) => self.sleep(i),
+                (Effect::Wake, Some(i)) => self.wake(i, now),
+                // No run: nothing to start, end, stop or wake.
+                (
+                    Effect::Restart
+                    | Effect::End(..)
+                    | Effect::Term
+                    | Effect::Kill
+                    | Effect::Sleep
+                    | Effect::Wake,
+                    None,
+                ) => {}
             }
         }
     }
@@ -126,6 +139,94 @@ impl RunningHost {
         if let Some(broker) = &self.broker {
             broker.note_restart(&agent.run);
         }
+    }
+
+    /// Run `i`'s program ended with nothing left to do: `up` waits on the
+    /// run's feed for work, from the furthest cursor handed to the run.
+    fn sleep(&mut self, i: usize) {
+        let agent = &self.agents[i];
+        let seen = self.broker.as_ref().and_then(|b| b.seen_cursor(&agent.run));
+        let since = seen.map_or(agent.since, |seen| seen.max(agent.since));
+        tracing::info!(
+            role = agent.role.as_str(),
+            run = agent.run.as_str(),
+            since,
+            "the agent is idle: its program ended, and starts again in its run when work arrives"
+        );
+        let Some(cap) = &agent.cap else {
+            tracing::warn!(
+                run = agent.run.as_str(),
+                "up holds no capability of the sleeping run: it stays asleep until it is ended"
+            );
+            return;
+        };
+        let watched = wake::watch(
+            self.socket.clone(),
+            cap.expose(),
+            agent.run.clone(),
+            since,
+            self.events.0.clone(),
+        );
+        if let Err(e) = watched {
+            tracing::error!(
+                run = agent.run.as_str(),
+                cause = e.to_string().as_str(),
+                "up cannot wait for the sleeping run's work: it stays asleep until it is ended"
+            );
+        }
+    }
+
+    /// Work arrived for the sleeping run `run`, at `now`.
+    pub(super) fn on_work(&mut self, run: &RunId, work: Work, now: Instant) {
+        let Some(i) = self.agent_of(run) else {
+            return;
+        };
+        if !self.current(i) {
+            return;
+        }
+        self.agents[i].work = Some(work);
+        let m = self.agents[i].member;
+        if !self.members[m].life.handle_work() {
+            // The run is ending: its work goes with it.
+            self.agents[i].work = None;
+        }
+        self.act(m, now);
+    }
+
+    /// Starts sleeping run `i`'s program again, its conversation resumed,
+    /// with the work that arrived as its prompt.
+    fn wake(&mut self, i: usize, now: Instant) {
+        let agent = &mut self.agents[i];
+        let Some(work) = agent.work.take() else {
+            return;
+        };
+        let order = match (&agent.resume, &agent.input) {
+            (Some(resume), Some(input)) => wake::order(resume, input, &work),
+            (None, _) | (_, None) => {
+                tracing::warn!(
+                    run = agent.run.as_str(),
+                    "the agent's arguments are not text: it starts again without its                      conversation"
+                );
+                start_order(agent)
+            }
+        };
+        agent.since = work.cursor;
+        tracing::info!(
+            role = agent.role.as_str(),
+            run = agent.run.as_str(),
+            cursor = work.cursor,
+            "work arrived: the agent's program starts again in its run, its conversation resumed"
+        );
+        if let Some(control) = &mut agent.control {
+            if let Err(e) = control.order(&order) {
+                tracing::warn!(
+                    run = agent.run.as_str(),
+                    cause = e.to_string().as_str(),
+                    "the sandbox's supervisor took no start"
+                );
+            }
+        }
+        self.activities.restarted(agent.run.as_str(), now);
     }
 
     /// Records run `i`'s end, for `why`, and logs it.

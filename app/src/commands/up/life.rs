@@ -21,6 +21,14 @@
 //! outside): the run ends with how it ended, and the next starts under the
 //! same policy and the same count.
 //!
+//! A harness agent with `"idle": "exit"` in a sandbox sleeps instead
+//! when its program exits 0 (its hook let it stop, nothing being left for
+//! it): the run lives on with no program ([`Phase::Sleeping`]), `up` waits
+//! on the run's change feed ([`Effect::Sleep`]), and the work that arrives
+//! ([`Life::handle_work`]) starts the program again in the run, its
+//! conversation resumed and the work as its prompt ([`Effect::Wake`]). A
+//! wake is not a restart: it is counted by no limit.
+//!
 //! A run also ends when its budget is spent ([`Why::Budget`]), and when
 //! someone else ends it (the human's `run.end`, a revoke): the machine
 //! then stops it, SIGTERM to the program ([`Effect::Term`]) and, once the
@@ -171,6 +179,12 @@ pub(super) enum Effect {
     /// Launch a new run; [`Life::handle_launched`] or
     /// [`Life::handle_launch_failed`] says how it went.
     Launch,
+    /// Wait on the run's change feed for work, with no program running;
+    /// [`Life::handle_work`] says when it arrived.
+    Sleep,
+    /// Start the program again inside the run's sandbox, its conversation
+    /// resumed, with the work that arrived as its prompt.
+    Wake,
 }
 
 /// Where an agent's life is.
@@ -183,6 +197,9 @@ pub(super) enum Phase {
     Running { launched: Instant },
     /// A run lives; its program exited and starts again at `at`.
     Restarting { launched: Instant, at: Instant },
+    /// A run lives; its program ended with nothing left to do, and starts
+    /// again when work arrives.
+    Sleeping { launched: Instant },
     /// The run is being stopped: its program had SIGTERM, and the whole
     /// sandbox gets SIGKILL at `kill_at` unless it is gone before.
     Stopping { kill_at: Instant },
@@ -197,6 +214,8 @@ pub(super) enum Phase {
 pub(super) struct Life {
     spec: LifeSpec,
     sandboxed: bool,
+    /// Whether its run sleeps when its program exits 0.
+    sleeps: bool,
     phase: Phase,
     /// Whether the current run's end is recorded (by `up` or by anyone).
     ended: bool,
@@ -211,11 +230,21 @@ impl Life {
         Life {
             spec,
             sandboxed,
+            sleeps: false,
             phase: Phase::Down,
             ended: false,
             restarts: VecDeque::new(),
             effects: VecDeque::new(),
         }
+    }
+
+    /// The same agent, whose run sleeps when its program exits 0 (a
+    /// harness agent with `"idle": "exit"`), when `sleeps` and its runs
+    /// are sandboxed: an unsandboxed run is its program, and cannot
+    /// outlive it.
+    pub(super) fn sleeping_when_idle(mut self, sleeps: bool) -> Life {
+        self.sleeps = sleeps && self.sandboxed;
+        self
     }
 
     /// Where it is.
@@ -225,7 +254,11 @@ impl Life {
 
     /// Whether a run of it lives (launched, not ended).
     pub(super) fn live(&self) -> bool {
-        !self.ended && matches!(self.phase, Phase::Running { .. } | Phase::Restarting { .. })
+        !self.ended
+            && matches!(
+                self.phase,
+                Phase::Running { .. } | Phase::Restarting { .. } | Phase::Sleeping { .. }
+            )
     }
 
     /// Whether it is down for good: no run, nothing planned.
@@ -243,7 +276,7 @@ impl Life {
         let wall = |launched: Instant| self.spec.budget.wall.map(|w| launched + w);
         match self.phase {
             Phase::Down | Phase::Closing => None,
-            Phase::Running { launched } => wall(launched),
+            Phase::Running { launched } | Phase::Sleeping { launched } => wall(launched),
             Phase::Restarting { launched, at } => Some(wall(launched).map_or(at, |w| w.min(at))),
             Phase::Stopping { kill_at, .. } => Some(kill_at),
             Phase::Relaunching { at } => Some(at),
@@ -279,6 +312,10 @@ impl Life {
     /// use [`Life::handle_gone`].
     pub(super) fn handle_program_exit(&mut self, now: Instant, exit: Exit) {
         match self.phase {
+            Phase::Running { launched } if self.sleeps && exit.success() => {
+                self.phase = Phase::Sleeping { launched };
+                self.effects.push_back(Effect::Sleep);
+            }
             Phase::Running { launched } => match self.restart_after(now, exit) {
                 Ok(backoff) => {
                     self.phase = Phase::Restarting {
@@ -297,8 +334,31 @@ impl Life {
                 self.effects.push_back(Effect::Kill);
                 self.phase = Phase::Closing;
             }
-            Phase::Down | Phase::Restarting { .. } | Phase::Closing | Phase::Relaunching { .. } => {
+            Phase::Down
+            | Phase::Restarting { .. }
+            | Phase::Sleeping { .. }
+            | Phase::Closing
+            | Phase::Relaunching { .. } => {}
+        }
+    }
+
+    /// Work arrived for the sleeping run: its program starts again.
+    /// Whether it was asleep to take it (else the run is ending, or its
+    /// program runs and hears of the work itself).
+    pub(super) fn handle_work(&mut self) -> bool {
+        match self.phase {
+            Phase::Sleeping { launched } if !self.ended => {
+                self.phase = Phase::Running { launched };
+                self.effects.push_back(Effect::Wake);
+                true
             }
+            Phase::Sleeping { .. }
+            | Phase::Running { .. }
+            | Phase::Restarting { .. }
+            | Phase::Stopping { .. }
+            | Phase::Closing
+            | Phase::Relaunching { .. }
+            | Phase::Down => false,
         }
     }
 
@@ -306,7 +366,7 @@ impl Life {
     /// at `now`.
     pub(super) fn handle_gone(&mut self, now: Instant, exit: Exit) {
         match self.phase {
-            Phase::Running { .. } | Phase::Restarting { .. } => {
+            Phase::Running { .. } | Phase::Restarting { .. } | Phase::Sleeping { .. } => {
                 let why = if self.sandboxed {
                     Why::SandboxGone
                 } else {
@@ -383,7 +443,9 @@ impl Life {
         let wall_spent = |launched: Instant| wall.is_some_and(|w| now >= launched + w);
         match self.phase {
             Phase::Running { launched } if wall_spent(launched) => self.spend(now, Limit::Wall),
-            Phase::Restarting { launched, .. } if wall_spent(launched) => {
+            Phase::Restarting { launched, .. } | Phase::Sleeping { launched }
+                if wall_spent(launched) =>
+            {
                 self.spend(now, Limit::Wall);
             }
             Phase::Restarting { launched, at } if now >= at => {
@@ -401,6 +463,7 @@ impl Life {
             }
             Phase::Running { .. }
             | Phase::Restarting { .. }
+            | Phase::Sleeping { .. }
             | Phase::Stopping { .. }
             | Phase::Relaunching { .. }
             | Phase::Closing
@@ -413,7 +476,7 @@ impl Life {
     /// starts again.
     pub(super) fn handle_shutdown(&mut self, now: Instant) {
         match self.phase {
-            Phase::Running { .. } | Phase::Restarting { .. } => {
+            Phase::Running { .. } | Phase::Restarting { .. } | Phase::Sleeping { .. } => {
                 if !self.ended {
                     self.end(Ending::of_cause(EndCause::Exited), Why::Stopped);
                 }
@@ -448,7 +511,8 @@ impl Life {
                     kill_at: now + self.spec.stop_grace,
                 };
             }
-            Phase::Running { .. } | Phase::Restarting { .. } => {
+            // No program runs to stop: the sandbox goes at once.
+            Phase::Running { .. } | Phase::Restarting { .. } | Phase::Sleeping { .. } => {
                 self.effects.push_back(Effect::Kill);
                 self.phase = Phase::Closing;
             }

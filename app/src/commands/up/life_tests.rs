@@ -7,7 +7,7 @@ use mosaic_domain::evidence::{EndCause, Ending};
 use proptest::prelude::*;
 
 use super::{backoff, Effect, Exit, Life, Limit, Phase, Spent, Why, FIRST_BACKOFF};
-use crate::commands::team::{Budget, LifeSpec, Restart, RestartLimit};
+use crate::commands::team::{Budget, Idle, LifeSpec, Restart, RestartLimit};
 
 fn spec(restart: Restart, count: u32, within_s: u64) -> LifeSpec {
     LifeSpec {
@@ -18,6 +18,7 @@ fn spec(restart: Restart, count: u32, within_s: u64) -> LifeSpec {
         },
         budget: Budget::default(),
         stop_grace: Duration::from_secs(10),
+        idle: Idle::Exit,
     }
 }
 
@@ -317,6 +318,8 @@ enum Step {
     Wait(Option<u64>),
     /// The human starts it again.
     Start,
+    /// Work arrives for its run.
+    Work,
 }
 
 fn exit() -> impl Strategy<Value = Exit> {
@@ -335,6 +338,7 @@ fn step() -> impl Strategy<Value = Step> {
         1 => (0..8u64).prop_map(Step::Turns),
         4 => proptest::option::of(0..90_000u64).prop_map(Step::Wait),
         1 => Just(Step::Start),
+        2 => Just(Step::Work),
     ]
 }
 
@@ -352,7 +356,8 @@ proptest! {
     /// than the limit's count in any window; each such start waits at
     /// least the first backoff after its exit; nothing starts again by
     /// itself after an end the agent did not make, until the human starts
-    /// it; a down agent wants no waking.
+    /// it; a down agent wants no waking; a run sleeps only after its
+    /// program exited 0, and wakes only for work while asleep.
     #[test]
     fn the_rules_hold_over_any_sequence(
         steps in proptest::collection::vec(step(), 1..60),
@@ -361,6 +366,7 @@ proptest! {
         within_s in 1u64..300,
         sandboxed in any::<bool>(),
         turns in proptest::option::of(1u64..6),
+        sleeps in any::<bool>(),
     ) {
         let t0 = Instant::now();
         let within = s(within_s);
@@ -370,20 +376,24 @@ proptest! {
                 ..spec(restart, count, within_s)
             },
             sandboxed,
-        );
+        )
+        .sleeping_when_idle(sleeps);
         let mut now = t0;
         life.handle_launched(now);
         let mut ends_this_run = 0u32;
+        let mut last_exit_status: Option<Exit> = None;
         // The exit each automatic start followed.
         let mut restart_exits: Vec<Instant> = Vec::new();
         let mut last_exit: Option<Instant> = None;
         let mut stopped_by_others = false;
         for step in steps {
             let mut by_human = false;
+            let mut woken = false;
             match step {
                 Step::Exit(exit) if sandboxed => {
                     if matches!(life.phase(), Phase::Running { .. }) {
                         last_exit = Some(now);
+                        last_exit_status = Some(exit);
                     }
                     life.handle_program_exit(now, exit);
                 }
@@ -407,6 +417,11 @@ proptest! {
                         (None, None) => now + Duration::from_millis(1),
                     };
                     life.handle_tick(now);
+                }
+                Step::Work => {
+                    let asleep = matches!(life.phase(), Phase::Sleeping { .. });
+                    woken = life.handle_work();
+                    prop_assert_eq!(woken, asleep);
                 }
                 Step::Start => {
                     by_human = life.handle_start();
@@ -447,6 +462,13 @@ proptest! {
                             life.handle_launched(now);
                         }
                     }
+                    Effect::Sleep => {
+                        prop_assert!(sleeps && sandboxed, "only a harness run that may sleep");
+                        prop_assert_eq!(last_exit_status, Some(Exit::Status(0)));
+                        prop_assert_eq!(ends_this_run, 0, "a sleeping run lives");
+                        prop_assert!(life.live());
+                    }
+                    Effect::Wake => prop_assert!(woken, "woken only by work"),
                     Effect::Term | Effect::Kill => {}
                 }
             }
@@ -455,4 +477,94 @@ proptest! {
             }
         }
     }
+}
+
+#[test]
+fn an_idle_harness_run_sleeps_until_work_wakes_it_and_counts_no_restart() {
+    let t0 = Instant::now();
+    let mut life = Life::new(spec(Restart::OnFailure, 0, 600), true).sleeping_when_idle(true);
+    life.handle_launched(t0);
+    assert!(
+        !life.handle_work(),
+        "a running program hears of work itself"
+    );
+    life.handle_program_exit(t0 + s(5), Exit::Status(0));
+    assert_eq!(effects(&mut life), [Effect::Sleep]);
+    assert_eq!(life.phase(), Phase::Sleeping { launched: t0 });
+    assert!(life.live());
+    assert_eq!(life.next_deadline(), None, "asleep until work arrives");
+    // Twenty sleeps and wakes, with a restart limit of none: no wake is
+    // a restart.
+    for n in 0..20 {
+        assert!(life.handle_work());
+        assert_eq!(effects(&mut life), [Effect::Wake]);
+        assert_eq!(life.phase(), Phase::Running { launched: t0 });
+        life.handle_program_exit(t0 + s(10 + n), Exit::Status(0));
+        assert_eq!(effects(&mut life), [Effect::Sleep]);
+    }
+    // Ended by someone else while asleep: no program to stop, the sandbox
+    // goes at once, and later work wakes nothing.
+    life.handle_ended(t0 + s(40));
+    assert_eq!(effects(&mut life), [Effect::Kill]);
+    assert!(!life.handle_work());
+    assert_eq!(effects(&mut life), []);
+}
+
+#[test]
+fn a_failure_restarts_and_an_unsandboxed_or_waiting_run_never_sleeps() {
+    let t0 = Instant::now();
+    let mut life = Life::new(spec(Restart::OnFailure, 5, 600), true).sleeping_when_idle(true);
+    life.handle_launched(t0);
+    life.handle_program_exit(t0, Exit::Status(2));
+    assert_eq!(
+        life.phase(),
+        Phase::Restarting {
+            launched: t0,
+            at: t0 + s(1)
+        }
+    );
+    for sandboxed in [false, true] {
+        let mut life =
+            Life::new(spec(Restart::OnFailure, 5, 600), sandboxed).sleeping_when_idle(!sandboxed);
+        life.handle_launched(t0);
+        if sandboxed {
+            life.handle_program_exit(t0, Exit::Status(0));
+        } else {
+            life.handle_gone(t0, Exit::Status(0));
+        }
+        assert!(
+            !effects(&mut life).contains(&Effect::Sleep),
+            "sandboxed {sandboxed}"
+        );
+        assert!(!life.live());
+    }
+}
+
+#[test]
+fn a_sleeping_run_still_ends_at_its_wall_budget() {
+    let t0 = Instant::now();
+    let mut life = Life::new(
+        LifeSpec {
+            budget: Budget {
+                wall: Some(s(30)),
+                ..Budget::default()
+            },
+            ..spec(Restart::OnFailure, 5, 600)
+        },
+        true,
+    )
+    .sleeping_when_idle(true);
+    life.handle_launched(t0);
+    life.handle_program_exit(t0 + s(1), Exit::Status(0));
+    assert_eq!(effects(&mut life), [Effect::Sleep]);
+    assert_eq!(life.next_deadline(), Some(t0 + s(30)));
+    life.handle_tick(t0 + s(30));
+    let ended = effects(&mut life);
+    assert!(
+        matches!(
+            ended.as_slice(),
+            [Effect::End(_, Why::Budget(Limit::Wall)), Effect::Kill]
+        ),
+        "{ended:?}"
+    );
 }

@@ -58,7 +58,8 @@
 //! times (tested in `life_tests.rs`); `runs.rs` holds the runs, the agents
 //! they belong to and what the threads tell the loop; `act.rs` carries out
 //! the life's effects; `control.rs` is `up`'s end of a sandbox's control
-//! channel; `switch.rs` hears launching switched back on; `prepare.rs`
+//! channel; `switch.rs` hears launching switched back on; `wake.rs` waits
+//! on a sleeping run's feed and wakes it with its work; `prepare.rs`
 //! plans each later run.
 //!
 //! # One launch, in order
@@ -180,6 +181,7 @@ mod secrets;
 mod spawn;
 mod supervise;
 mod switch;
+mod wake;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -200,7 +202,7 @@ use tokio::sync::{broadcast, mpsc};
 use super::args::{non_empty_path, LogArgs};
 use super::logs;
 use super::signals::Signals;
-use super::team::UpConfig;
+use super::team::{Idle, UpConfig};
 use crate::runtime::{start_broker, Broker};
 use console::Console;
 pub use console::CONSOLE_ENV;
@@ -527,7 +529,8 @@ fn start(options: UpArgs) -> Result<RunningHost, Failure> {
             .iter()
             .map(|spec| Member {
                 spec: spec.clone(),
-                life: Life::new(spec.life, sandboxed),
+                life: Life::new(spec.life, sandboxed)
+                    .sleeping_when_idle(spec.harnessed.is_some() && spec.life.idle == Idle::Exit),
                 run: None,
                 held: false,
             })

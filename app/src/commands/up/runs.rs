@@ -12,7 +12,7 @@ use std::process::{Child, ChildStdin};
 
 use mosaic_client::wire::life::{self as line, Order};
 use mosaic_domain::evidence::{Ending, Harness};
-use mosaic_domain::{RoleInstance, RunId};
+use mosaic_domain::{Capability, RoleInstance, RunId};
 
 use super::control::Control;
 use super::harness::usage::Tally;
@@ -21,6 +21,7 @@ use super::life::{Exit, Life, Why};
 use super::sandbox::bwrap::AbstractSockets;
 use super::sandbox::cgroup;
 use super::sandbox::control::Report;
+use super::wake::Work;
 use crate::commands::team::{AgentSpec, Network};
 
 /// What a thread tells the supervising loop.
@@ -34,6 +35,8 @@ pub(super) enum Event {
     Order(Order),
     /// The human switched launching back on.
     LaunchRestored,
+    /// Work arrived for a sleeping run.
+    Work { run: RunId, work: Work },
 }
 
 /// One agent of the configuration: how it lives, and its current run.
@@ -68,6 +71,17 @@ pub(super) struct Agent {
     pub(super) stdin: Option<ChildStdin>,
     /// For a harness `up` starts, what its stdin gets after `ready`.
     pub(super) input: Option<Input>,
+    /// For a harness `up` starts, its arguments when woken, its
+    /// conversation resumed (see [`super::wake`]).
+    pub(super) resume: Option<Vec<String>>,
+    /// For a run that may sleep, its capability, with which `up` waits on
+    /// its feed while it sleeps.
+    pub(super) cap: Option<Capability>,
+    /// The feed's cursor its program was last started from
+    /// (`MOSAIC_BUS_SINCE`).
+    pub(super) since: u64,
+    /// Work that arrived for it asleep, until it wakes with it.
+    pub(super) work: Option<Work>,
     /// For a harness `up` starts, its transcript.
     pub(super) transcript: Option<PathBuf>,
     /// Its output's file: its transcript, or the file of its lines.

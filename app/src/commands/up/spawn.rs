@@ -27,6 +27,7 @@ use super::sandbox::network;
 use super::sandbox::plan::render::LaunchValues;
 use super::sandbox::plan::Handoff;
 use super::{control, output, Agent, Failure, RunningHost};
+use crate::commands::team::Idle;
 
 impl RunningHost {
     /// One launch of `planned`, its run's plan and, when `up` starts a
@@ -124,6 +125,10 @@ impl RunningHost {
             abstract_sockets: AbstractSockets::of(sandboxed, plan.network, landlock),
             stdin: child.stdin.take(),
             input: prepared.as_ref().map(|p| p.input.clone()),
+            resume: prepared.as_ref().and_then(|p| p.resume.clone()),
+            cap: None,
+            since,
+            work: None,
             transcript: prepared.as_ref().map(|p| p.transcript.clone()),
             output: output.clone(),
             cap_file: None,
@@ -173,6 +178,13 @@ impl RunningHost {
             })
             .map_err(|r| Failure::of(&role, r))?;
         fill_and_seal(&memfd, &issued.cap).map_err(failed)?;
+        // A harness run that may sleep is woken by what its feed brings,
+        // which `up` waits for as the run.
+        if sandboxed && prepared.is_some() && self.members[member].spec.life.idle == Idle::Exit {
+            if let Some(agent) = self.agents.last_mut() {
+                agent.cap = Some(issued.cap.clone());
+            }
+        }
         if let Some(path) = run_file {
             capfile::write_cap(&issued.cap, &path).map_err(|r| Failure::of(&role, r))?;
             if let Some(agent) = self.agents.last_mut() {

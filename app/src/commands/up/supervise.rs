@@ -102,6 +102,7 @@ impl RunningHost {
             Event::ControlClosed { run } => self.on_control_closed(&run),
             Event::Order(order) => self.on_order(order),
             Event::LaunchRestored => self.on_restored(),
+            Event::Work { run, work } => self.on_work(&run, work, now),
         }
     }
 

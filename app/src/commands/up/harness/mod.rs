@@ -26,6 +26,17 @@
 //! The data root's tmpfs in the sandbox shows the broker's socket and these
 //! two folders of the agent's, nothing else of it.
 //!
+//! An idle agent (`"idle"`): with `exit` in a sandbox, the Stop hook or the
+//! extension waits [`IDLE_WAIT_MS`] for work, then lets the program end
+//! (`MOSAIC_BUS_IDLE=exit`); `up` starts it again when work arrives with
+//! [`Prepared::resume`]'s arguments: Claude Code's `--continue` (the most
+//! recent conversation of its working folder, in its own state folder),
+//! pi's `--continue` in the run's own session folder,
+//! `<state>/sessions/<run>/` (so pi keeps its session, never
+//! `--no-session`). With `wait`, and in every unsandboxed run (whose
+//! program is the run), they wait for work with no cap
+//! (`MOSAIC_BUS_IDLE=wait`), Claude Code's hook below its timeout.
+//!
 //! Claude Code gets exactly the bus's tools (`--allowedTools
 //! mcp__mosaic-bus`, every tool of that server) and, with a writable
 //! `workdir`, its file edits there (`--permission-mode acceptEdits`); in
@@ -57,7 +68,7 @@ use mosaic_domain::{Refusal, RunId};
 use serde_json::json;
 
 use super::launch::{find_program, RUN_ID_ENV};
-use crate::commands::team::{AgentSpec, Allow, HarnessRun};
+use crate::commands::team::{AgentSpec, Allow, HarnessRun, Idle};
 use capfile::SANDBOX_CAP_FILE;
 
 /// The Stop hook `up` writes into a Claude Code run's folder.
@@ -73,6 +84,22 @@ pub(super) const MCP_SERVER: &str = "mosaic-bus";
 /// How long Claude Code lets the Stop hook run, in seconds: above the
 /// hook's default 60 s wait plus the client's 5 s.
 const HOOK_TIMEOUT_S: u32 = 90;
+
+/// How long Claude Code lets the Stop hook run when it waits with no cap,
+/// in seconds: a day.
+const WAIT_HOOK_TIMEOUT_S: u32 = 86_400;
+
+/// How long the waiting hook waits in all before it keeps the agent for
+/// one turn and waits again, in seconds: an hour below its timeout.
+const WAIT_HOOK_LIMIT_S: u32 = 82_800;
+
+/// How long an idle agent that may sleep waits for work before its
+/// program ends, in milliseconds: an answer that comes quickly still
+/// reaches the running program.
+pub(super) const IDLE_WAIT_MS: u32 = 10_000;
+
+/// The variable that tells the hook and the extension what idling does.
+const IDLE_ENV: &str = "MOSAIC_BUS_IDLE";
 
 /// What the sandbox of a harness agent grants beyond its plan's usual.
 #[derive(Debug, Clone)]
@@ -127,6 +154,10 @@ pub(crate) struct Prepared {
     pub(super) endpoint: Allow,
     /// A loopback port to forward into the sandbox.
     pub(super) forward: Option<u16>,
+    /// Its arguments when it starts again in its run with its
+    /// conversation resumed, before the prompt (`None` when one is not
+    /// text, and it cannot be sent to the sandbox).
+    pub(crate) resume: Option<Vec<String>>,
     /// What [`Prepared::write`] makes.
     made: Vec<Made>,
 }
@@ -222,6 +253,17 @@ pub(super) fn prepare(
     }
     let mut env: Vec<(OsString, OsString)> = Vec::new();
     let mut args: Vec<OsString> = Vec::new();
+    // An unsandboxed run is its program: it cannot sleep, so it waits.
+    let sleeps = at.sandboxed && spec.life.idle == Idle::Exit;
+    env.push((IDLE_ENV.into(), if sleeps { "exit" } else { "wait" }.into()));
+    if sleeps {
+        env.push((
+            "MOSAIC_HOOK_WAIT_MS".into(),
+            IDLE_WAIT_MS.to_string().into(),
+        ));
+    }
+    // The continued conversation: the flag that resumes it.
+    let mut resume_flags: Vec<OsString> = vec!["--continue".into()];
     let input = match spec.harness {
         Harness::ClaudeCode => {
             let mcp = run_dir.join("mcp.json");
@@ -246,10 +288,19 @@ pub(super) fn prepare(
                 path: mcp.clone(),
                 bytes: servers.to_string().into(),
             });
+            let timeout = if sleeps {
+                HOOK_TIMEOUT_S
+            } else {
+                env.push((
+                    "MOSAIC_HOOK_LIMIT_S".into(),
+                    WAIT_HOOK_LIMIT_S.to_string().into(),
+                ));
+                WAIT_HOOK_TIMEOUT_S
+            };
             let hooks = json!({"hooks": {"Stop": [{"hooks": [{
                 "type": "command",
                 "command": format!("sh {}", shell_quote(&hook.to_string_lossy())),
-                "timeout": HOOK_TIMEOUT_S,
+                "timeout": timeout,
             }]}]}});
             made.push(Made::File {
                 path: settings.clone(),
@@ -318,9 +369,22 @@ pub(super) fn prepare(
                 path: state.join("models.json"),
                 bytes: models.to_string().into(),
             });
-            for arg in ["--mode", "rpc", "--no-session", "--provider", "anthropic"] {
+            // Its session is kept in the run's own folder of sessions, so a
+            // wake continues this run's and no other.
+            let sessions = state.join("sessions");
+            let session = sessions.join(run.as_str());
+            made.push(Made::Folder {
+                path: sessions,
+                new: false,
+            });
+            made.push(Made::Folder {
+                path: session.clone(),
+                new: true,
+            });
+            for arg in ["--mode", "rpc", "--provider", "anthropic"] {
                 args.push(arg.into());
             }
+            args.push(flag("--session-dir", session.as_os_str()));
             if let Some(id) = &model.id {
                 args.push("--model".into());
                 args.push(id.into());
@@ -341,6 +405,12 @@ pub(super) fn prepare(
         }
     };
     args.extend(spec.args.iter().map(OsString::from));
+    resume_flags.splice(0..0, args.iter().cloned());
+    let resume = resume_flags
+        .into_iter()
+        .map(OsString::into_string)
+        .collect::<Result<Vec<_>, _>>()
+        .ok();
     if let Input::Null = input {
         args.push("--".into());
         args.push(harnessed.prompt.clone().into());
@@ -360,6 +430,7 @@ pub(super) fn prepare(
         cap_file,
         endpoint: model.endpoint.clone(),
         forward: model.loopback_port(),
+        resume,
         made,
     })
 }

@@ -17,7 +17,9 @@
 //! ```
 //!
 //! `start` runs the program once more (the first `start` also means the
-//! capability is ready): its configured arguments then `args`, its
+//! capability is ready): its configured arguments then `args` (or, when
+//! the order carries `"argv"`, those in place of the configured ones: a
+//! harness woken with its conversation resumed and a new prompt), its
 //! environment with `env` set over it, and on its standard input `stdin`
 //! (`null`: `/dev/null`; `text`: a pipe that gets `text`, then is closed,
 //! or held open until the program exits with `hold`). `term` sends
@@ -51,6 +53,9 @@ pub(crate) enum Order {
         /// Arguments after the configured ones.
         #[serde(default)]
         args: Vec<String>,
+        /// Arguments in place of the configured ones, when set.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        argv: Option<Vec<String>>,
         /// Variables set over the configured environment.
         #[serde(default)]
         env: Vec<(String, String)>,
@@ -114,6 +119,7 @@ mod tests {
     fn orders_and_reports_are_the_documented_lines() {
         let start = Order::Start {
             args: vec!["--resume".to_owned()],
+            argv: None,
             env: vec![("MOSAIC_BUS_SINCE".to_owned(), "7".to_owned())],
             stdin: Stdin::Text {
                 text: "ready\n".to_owned(),
@@ -132,9 +138,18 @@ mod tests {
             bare,
             Order::Start {
                 args: Vec::new(),
+                argv: None,
                 env: Vec::new(),
                 stdin: Stdin::Null
             }
+        );
+        let woken: Order = serde_json::from_str(
+            r#"{"op":"start","argv":["-p","--continue","--","go"],"stdin":{"kind":"null"}}"#,
+        )
+        .unwrap();
+        assert!(
+            matches!(&woken, Order::Start { argv: Some(argv), .. } if argv.len() == 4),
+            "{woken:?}"
         );
         let exited = Report::Exited {
             code: None,

@@ -442,8 +442,10 @@ fn the_examples_harness_agents_have_exactly_this_command_line_and_environment() 
             ("LANG", "C.UTF-8".to_owned()),
             ("LC_ALL", "C.UTF-8".to_owned()),
             ("MOSAIC_BUS_CAP_FD", "<cap-fd>".to_owned()),
+            ("MOSAIC_BUS_IDLE", "exit".to_owned()),
             ("MOSAIC_BUS_SINCE", "<since>".to_owned()),
             ("MOSAIC_BUS_SOCKET", s(&socket)),
+            ("MOSAIC_HOOK_WAIT_MS", "10000".to_owned()),
             ("MOSAIC_RUN_ID", run.as_str().to_owned()),
             ("PATH", s(&root.join("host/usr/bin"))),
             ("TMPDIR", "/tmp".to_owned()),
@@ -487,8 +489,10 @@ fn the_examples_harness_agents_have_exactly_this_command_line_and_environment() 
                     &[proxy[0], proxy[1], "--cap-file"],
                 ));
                 expected.push(s(&root.join("host/usr/bin/pi")));
-                expected.extend(owned(&["--mode", "rpc", "--no-session", "--provider"]));
-                expected.extend(owned(&["anthropic", "-e"]));
+                let sessions = state.join("sessions").join(run.as_str());
+                expected.extend(owned(&["--mode", "rpc", "--provider", "anthropic"]));
+                expected.push(format!("--session-dir={}", s(&sessions)));
+                expected.push("-e".to_owned());
                 expected.push(s(&run_dir.join("mosaic-bus.ts")));
                 env.extend([
                     ("MOSAIC_BUS_BIN", exe.clone()),
@@ -514,6 +518,19 @@ fn the_examples_harness_agents_have_exactly_this_command_line_and_environment() 
         assert!(!run_dir.exists() && !state.exists(), "{role}");
         ready.write().unwrap();
         assert!(run_dir.is_dir() && state.is_dir(), "{role}");
+        // A wake resumes the conversation, before its new prompt.
+        let resume = ready.resume.as_ref().expect("text arguments");
+        let before_prompt = match agent.harness {
+            Harness::ClaudeCode => expected.len() - 2,
+            Harness::Pi => expected.len(),
+        };
+        let configured = expected[before_prompt - (resume.len() - 1)..before_prompt].to_vec();
+        assert_eq!(resume[..resume.len() - 1], configured[..], "{role}");
+        assert_eq!(
+            resume.last().map(String::as_str),
+            Some("--continue"),
+            "{role}"
+        );
     }
 }
 

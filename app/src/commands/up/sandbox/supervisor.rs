@@ -92,12 +92,18 @@ pub(super) fn run(control: OwnedFd, mut program: Program) -> u8 {
     let mut running: Option<rustix::process::Pid> = None;
     while let Ok(next) = hear.recv() {
         match next {
-            Heard::Order(Order::Start { args, env, stdin }) => {
+            Heard::Order(Order::Start {
+                args,
+                argv,
+                env,
+                stdin,
+            }) => {
                 if running.is_some() {
                     eprintln!("mosaic-bus sandbox-exec: refused a start: the program runs");
                     continue;
                 }
-                let report = match start(&mut program, &args, &env, &stdin, &heard) {
+                let report = match start(&mut program, argv.as_deref(), &args, &env, &stdin, &heard)
+                {
                     Ok(pid) => {
                         running = i32::try_from(pid)
                             .ok()
@@ -178,14 +184,18 @@ fn read_orders(stream: UnixStream, heard: &mpsc::Sender<Heard>) {
 /// Starts the program once: see the module documentation. Its pid.
 fn start(
     program: &mut Program,
+    argv: Option<&[String]>,
     args: &[String],
     env: &[(String, String)],
     stdin: &Stdin,
     heard: &mpsc::Sender<Heard>,
 ) -> io::Result<u32> {
     let mut command = Command::new(&program.path);
+    match argv {
+        Some(argv) => command.args(argv),
+        None => command.args(&program.args),
+    };
     command
-        .args(&program.args)
         .args(args)
         .envs(program.env.iter().map(|(k, v)| (*k, v)))
         .process_group(0);
