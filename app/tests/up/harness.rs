@@ -85,7 +85,7 @@ fn run_harness(
     };
     let agent = json!({"role": "a", "harness": harness, "program": program,
         "prompt": "Claim your role, then \"work\".", "args": ["--extra", "x"],
-        "workdir": work,
+        "workdir": work, "idle": "wait",
         "model": {"api": "anthropic", "baseUrl": "http://127.0.0.1:47321", "id": "model-1",
                   "keyEnv": key_env}});
     let text = json!({"sandbox": sandbox,
@@ -218,9 +218,10 @@ fn up_starts_claude_code_with_the_bus_as_its_mcp_server_and_the_stop_hook() {
         assert_eq!(server["env"]["MOSAIC_RUN_ID"], json!(run));
         let settings: Value =
             serde_json::from_str(&read(&work, "settings.json")).expect("settings.json");
+        // Waiting with no cap: the hook's timeout is a day.
         assert_eq!(
             settings["hooks"]["Stop"][0]["hooks"][0]["timeout"],
-            json!(90),
+            json!(86_400),
             "{settings}"
         );
         if sandbox == "required" {
@@ -247,9 +248,11 @@ fn up_starts_pi_in_rpc_mode_with_its_model_and_its_prompt_on_stdin() {
         let run = agent["run"].as_str().expect("a run");
         let run_dir = root.path().join("agents/runs").join(run);
         let argv = read(&work, "argv");
+        let sessions = root.path().join("agents/state/a.pi/sessions").join(run);
         let expected = format!(
-            "--mode\nrpc\n--no-session\n--provider\nanthropic\n--model\nmodel-1\n-e\n\
+            "--mode\nrpc\n--provider\nanthropic\n--session-dir\n{}\n--model\nmodel-1\n-e\n\
              {}/mosaic-bus.ts\n--extra\nx\n",
+            sessions.display(),
             run_dir.display()
         );
         assert_eq!(argv, expected);

@@ -193,6 +193,20 @@ impl RunningHost {
         self.act(m, now);
     }
 
+    /// Sleeping run `run`'s agent released its role, at `now`: the run
+    /// ends, as its program did.
+    pub(super) fn on_released(&mut self, run: &RunId, now: Instant) {
+        let Some(i) = self.agent_of(run) else {
+            return;
+        };
+        if !self.current(i) {
+            return;
+        }
+        let m = self.agents[i].member;
+        self.members[m].life.handle_done();
+        self.act(m, now);
+    }
+
     /// Starts sleeping run `i`'s program again, its conversation resumed,
     /// with the work that arrived as its prompt.
     fn wake(&mut self, i: usize, now: Instant) {

@@ -362,6 +362,25 @@ impl Life {
         }
     }
 
+    /// The sleeping run can never be woken (its agent released its role,
+    /// so nothing concerns it any more): it ends as its program did, with
+    /// status 0, and its sandbox goes.
+    pub(super) fn handle_done(&mut self) {
+        match self.phase {
+            Phase::Sleeping { .. } => {
+                self.end(Exit::Status(0).ending(), Why::Exited);
+                self.effects.push_back(Effect::Kill);
+                self.phase = Phase::Closing;
+            }
+            Phase::Running { .. }
+            | Phase::Restarting { .. }
+            | Phase::Stopping { .. }
+            | Phase::Closing
+            | Phase::Relaunching { .. }
+            | Phase::Down => {}
+        }
+    }
+
     /// The run's sandbox (or, unsandboxed, its process) is gone, ended so,
     /// at `now`.
     pub(super) fn handle_gone(&mut self, now: Instant, exit: Exit) {

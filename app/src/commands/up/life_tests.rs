@@ -502,6 +502,9 @@ fn an_idle_harness_run_sleeps_until_work_wakes_it_and_counts_no_restart() {
         life.handle_program_exit(t0 + s(10 + n), Exit::Status(0));
         assert_eq!(effects(&mut life), [Effect::Sleep]);
     }
+    // Done while running: nothing changes.
+    life.handle_done();
+    assert_eq!(life.phase(), Phase::Sleeping { launched: t0 });
     // Ended by someone else while asleep: no program to stop, the sandbox
     // goes at once, and later work wakes nothing.
     life.handle_ended(t0 + s(40));
@@ -538,6 +541,28 @@ fn a_failure_restarts_and_an_unsandboxed_or_waiting_run_never_sleeps() {
         );
         assert!(!life.live());
     }
+}
+
+#[test]
+fn a_sleeping_run_that_released_its_role_ends_as_its_program_did() {
+    let t0 = Instant::now();
+    let mut life = Life::new(spec(Restart::OnFailure, 5, 600), true).sleeping_when_idle(true);
+    life.handle_launched(t0);
+    life.handle_done();
+    assert_eq!(effects(&mut life), [], "a running program is not done");
+    life.handle_program_exit(t0 + s(1), Exit::Status(0));
+    assert_eq!(effects(&mut life), [Effect::Sleep]);
+    life.handle_done();
+    assert_eq!(
+        effects(&mut life),
+        [
+            Effect::End(Exit::Status(0).ending(), Why::Exited),
+            Effect::Kill
+        ]
+    );
+    assert!(!life.live());
+    life.handle_gone(t0 + s(2), Exit::Signal(9));
+    assert!(life.down());
 }
 
 #[test]

@@ -37,6 +37,8 @@ pub(super) enum Event {
     LaunchRestored,
     /// Work arrived for a sleeping run.
     Work { run: RunId, work: Work },
+    /// A sleeping run can never be woken: its agent released its role.
+    Released { run: RunId },
 }
 
 /// One agent of the configuration: how it lives, and its current run.

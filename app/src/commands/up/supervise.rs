@@ -103,6 +103,7 @@ impl RunningHost {
             Event::Order(order) => self.on_order(order),
             Event::LaunchRestored => self.on_restored(),
             Event::Work { run, work } => self.on_work(&run, work, now),
+            Event::Released { run } => self.on_released(&run, now),
         }
     }
 

@@ -9,8 +9,10 @@
 //! holds anything is the work ([`Work`]): the supervising loop starts the
 //! program again in the run ([`order`]) with its conversation resumed, the
 //! work as its prompt, and the cursor after it as `MOSAIC_BUS_SINCE`, from
-//! which its hook waits next. A refused wait (the run ended, its role
-//! released, the broker closing) ends the thread; the log says why.
+//! which its hook waits next. A wait refused `not-holder` means the agent
+//! released its role, and nothing can concern the run any more: the loop
+//! hears [`Event::Released`], and the run ends. Any other refused wait (the
+//! run ended, the broker closing) ends the thread; the log says why.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -60,6 +62,10 @@ pub(super) fn watch(
                 let page =
                     match client.call("changes", json!({"since": since, "timeoutMs": timeout})) {
                         Ok(page) => page,
+                        Err(Refusal::NotHolder) => {
+                            let _ = events.send(Event::Released { run });
+                            return;
+                        }
                         Err(refusal) => return unheard(&run, refusal),
                     };
                 let Some(cursor) = page.get("cursor").and_then(Value::as_u64) else {
@@ -86,10 +92,7 @@ pub(super) fn watch(
 
 /// The log's word on a sleeping run that no longer hears its feed.
 fn unheard(run: &RunId, refusal: Refusal) {
-    let expected = matches!(
-        refusal,
-        Refusal::RunEnded | Refusal::NotHolder | Refusal::BrokerUnavailable
-    );
+    let expected = matches!(refusal, Refusal::RunEnded | Refusal::BrokerUnavailable);
     if expected {
         tracing::debug!(
             code = refusal.code(),

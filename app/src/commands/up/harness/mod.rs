@@ -384,7 +384,9 @@ pub(super) fn prepare(
             for arg in ["--mode", "rpc", "--provider", "anthropic"] {
                 args.push(arg.into());
             }
-            args.push(flag("--session-dir", session.as_os_str()));
+            // pi takes a flag's value as the next word only.
+            args.push("--session-dir".into());
+            args.push(session.into());
             if let Some(id) = &model.id {
                 args.push("--model".into());
                 args.push(id.into());

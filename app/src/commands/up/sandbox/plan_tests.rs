@@ -491,7 +491,8 @@ fn the_examples_harness_agents_have_exactly_this_command_line_and_environment() 
                 expected.push(s(&root.join("host/usr/bin/pi")));
                 let sessions = state.join("sessions").join(run.as_str());
                 expected.extend(owned(&["--mode", "rpc", "--provider", "anthropic"]));
-                expected.push(format!("--session-dir={}", s(&sessions)));
+                expected.push("--session-dir".to_owned());
+                expected.push(s(&sessions));
                 expected.push("-e".to_owned());
                 expected.push(s(&run_dir.join("mosaic-bus.ts")));
                 env.extend([
