@@ -48,6 +48,8 @@ struct HookedRun {
     home: tempfile::TempDir,
     /// The feed's cursor at launch, as `up` gives it (`MOSAIC_BUS_SINCE`).
     since: Option<String>,
+    /// What idling does (`MOSAIC_BUS_IDLE`), when set.
+    idle: Option<&'static str>,
 }
 
 impl HookedRun {
@@ -64,6 +66,7 @@ impl HookedRun {
             state: home.path().join("state/mosaic-bus/stop-hook"),
             home,
             since: None,
+            idle: None,
         }
     }
 
@@ -112,6 +115,9 @@ impl HookedRun {
             .stderr(Stdio::piped());
         if let Some(since) = &self.since {
             command.env("MOSAIC_BUS_SINCE", since);
+        }
+        if let Some(idle) = self.idle {
+            command.env("MOSAIC_BUS_IDLE", idle);
         }
         match cap {
             // The shell opens the file on descriptor 3 for the hook only.
@@ -505,6 +511,99 @@ fn a_missing_capability_file_is_refused_as_bad_capability() {
             String::from_utf8_lossy(&out.stdout).as_ref()
         ),
         (Some(1), "{\"ok\":false,\"error\":\"bad-capability\"}\n")
+    );
+    broker.close();
+}
+
+#[test]
+fn with_idle_wait_the_hook_waits_again_after_each_quiet_wait_until_work_arrives() {
+    let root = data_root();
+    let (broker, dev, lead) = boot(root.path());
+    let mut agent = HookedRun::new(&broker, "dev-1");
+    agent.since = Some(cursor_now(&dev).to_string());
+    agent.idle = Some("wait");
+    // Each wait lasts 1 s: four of them pass with nothing, and the hook is
+    // still waiting, where `exit` would have let the agent stop after one
+    // (the period shortened, as the 60 s cap it stands for).
+    let running = agent.start(&agent.input("Stop", false), 1000, Cap::File);
+    assert!(
+        running.output.recv_timeout(Duration::from_secs(4)).is_err(),
+        "the hook ended after a quiet wait"
+    );
+    let sent = lead.send("dev", "Here is work, at last.", json!({}));
+    let ended = running.wait();
+    assert!(ended.took >= Duration::from_secs(4), "{:?}", ended.took);
+    let reason = ended.blocked();
+    let id = sent.as_str().expect("an id");
+    assert!(reason.contains(&format!("message.sent {id}")), "{reason}");
+    // An idle mode it does not know is refused, not guessed.
+    agent.idle = Some("sleep");
+    agent
+        .stop(&agent.input("Stop", true), 1000, Cap::File)
+        .refused("bad-request");
+    broker.close();
+}
+
+#[test]
+fn a_first_stop_that_finds_the_inbox_full_moves_its_cursor_past_it_so_no_second_wake() {
+    let root = data_root();
+    let (broker, dev, lead) = boot(root.path());
+    let mut agent = HookedRun::new(&broker, "dev-1");
+    let launched = cursor_now(&dev);
+    agent.since = Some(launched.to_string());
+    // After the launch, before the first stop: in the inbox and in the
+    // feed after the launch's cursor alike.
+    let sent = lead.send("dev", "Please rebase the login fix on main.", json!({}));
+    let id = sent.as_str().expect("an id");
+    let reason = agent
+        .stop(&agent.input("Stop", false), 1000, Cap::File)
+        .blocked();
+    assert!(
+        reason.contains("holds 0 open decision(s) and 1 unread message(s)."),
+        "{reason}"
+    );
+    assert!(
+        reason.contains(&format!("The feed also holds: message.sent {id}.")),
+        "{reason}"
+    );
+    assert!(agent.saved_cursor() > launched);
+    // The next stop does not wake the agent for it again.
+    agent
+        .stop(&agent.input("Stop", true), 1000, Cap::File)
+        .let_stop();
+    broker.close();
+}
+
+#[test]
+fn started_again_in_its_run_the_hook_waits_from_the_later_of_its_cursor_and_the_launchs() {
+    let root = data_root();
+    let (broker, dev, lead) = boot(root.path());
+    let mut agent = HookedRun::new(&broker, "dev-1");
+    agent.since = Some(cursor_now(&dev).to_string());
+    agent
+        .stop(&agent.input("Stop", false), 1000, Cap::File)
+        .let_stop();
+    let saved = agent.saved_cursor();
+    // Delivered by `up` as the woken program's prompt: the program starts
+    // with the cursor after it, and its hook does not announce it again.
+    lead.send("dev", "Delivered as the prompt.", json!({}));
+    let after = cursor_now(&dev);
+    assert!(after > saved);
+    agent.since = Some(after.to_string());
+    agent
+        .stop(&agent.input("Stop", false), 1000, Cap::File)
+        .let_stop();
+    assert!(agent.saved_cursor() >= after);
+    // A launch cursor behind the saved one does not take the hook back.
+    let next = lead.send("dev", "After the wake.", json!({}));
+    agent.since = Some(saved.to_string());
+    let reason = agent
+        .stop(&agent.input("Stop", false), 1000, Cap::File)
+        .blocked();
+    let id = next.as_str().expect("an id");
+    assert!(
+        reason.contains(&format!("work arrived for run dev-1: message.sent {id}.")),
+        "{reason}"
     );
     broker.close();
 }
