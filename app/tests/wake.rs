@@ -109,7 +109,7 @@ impl Up {
     fn run_of(&self, role: &str) -> String {
         self.summary["agents"]
             .as_array()
-            .expect("agents")
+            .unwrap_or_else(|| panic!("agents in {}", self.summary))
             .iter()
             .find(|a| a["role"] == role)
             .and_then(|a| a["run"].as_str())
@@ -199,8 +199,8 @@ fn mkfifo(path: &Path) {
     assert!(made.success(), "mkfifo {}", path.display());
 }
 
-/// Opens the fifo at `path` for writing, one line, within [`FLOW`] (dev
-/// reads it): each line is one message dev sends to lead.
+/// Writes one line to the fifo at `path`, within [`FLOW`] (once dev holds
+/// it open): each line is one message dev sends to lead.
 fn poke(path: &Path) {
     let (done, written) = mpsc::channel();
     let path = path.to_owned();
@@ -215,14 +215,15 @@ fn poke(path: &Path) {
 
 /// The team: lead on `harness` (the real program on `PATH`) with the model
 /// at `base_url`, and dev, an `sh` agent that claims and then, for each
-/// line it reads from the fifo `go`, sends lead a message numbered by the
-/// line's count, recording each answer in `out/sent`.
+/// line it reads from the fifo `go` (held open for reading and writing, so
+/// no line is lost between two writers), sends lead a message numbered by
+/// the line's count, recording each answer in `out/sent`.
 fn team(dir: &Path, harness: &str, base_url: &str, out: &Path) -> PathBuf {
     let go = out.join("go");
     mkfifo(&go);
     let dev = format!(
-        "read _ && mosaic-bus call role.claim >/dev/null && n=0 && \
-         while read _ < {go}; do n=$((n + 1)); \
+        "read _ && mosaic-bus call role.claim >/dev/null && n=0 && exec 3<> {go} && \
+         while read _ <&3; do n=$((n + 1)); \
            mosaic-bus call message.send \"{{\\\"to\\\":\\\"lead\\\",\\\"body\\\":\\\"Wake up, $n.\\\"}}\" \
              >> {out}/sent; done",
         go = go.display(),
@@ -335,4 +336,121 @@ fn an_idle_claude_code_ends_and_a_message_wakes_it_in_its_run_with_its_conversat
 #[test]
 fn an_idle_pi_ends_and_a_message_wakes_it_in_its_run_with_its_session() {
     sleeps_and_wakes("pi", "node", str::to_owned);
+}
+
+/// A stand-in for Claude Code that runs the real Stop hook `up` wrote
+/// for it, as Claude Code does: at its first start it claims its role;
+/// each start records its prompt (its last argument) into `OUT/prompts`,
+/// then calls the hook (each wait 1 s) until it lets the agent stop,
+/// recording each reason the hook blocked with, and exits 0.
+const FAKE_CLAUDE: &str = r#"#!/bin/sh
+set -u
+[ "${1:-}" = --version ] && { echo "9.9.9 (Fake)"; exit 0; }
+settings=''
+resumed=no
+last=''
+for a in "$@"; do
+  case $a in
+    --settings=*) settings=${a#--settings=} ;;
+    --continue) resumed=yes ;;
+  esac
+  last=$a
+done
+[ $resumed = yes ] || mosaic-bus call role.claim >/dev/null || exit 3
+printf 'start %s\n' "$last" >> "$OUT/prompts"
+hook=$(sed -n 's/.*"command":"sh '"'"'\([^'"'"']*\)'"'"'".*/\1/p' "$settings")
+while :; do
+  reason=$(printf '%s' '{"hook_event_name":"Stop"}' | MOSAIC_HOOK_WAIT_MS=1000 sh "$hook") || exit 4
+  [ -n "$reason" ] || exit 0
+  printf 'hook %s\n' "$reason" >> "$OUT/prompts"
+done
+"#;
+
+#[test]
+fn across_twenty_sleeps_and_wakes_every_message_reaches_the_agent_exactly_once() {
+    const CYCLES: usize = 20;
+    let dir = tempfile::tempdir().expect("dir");
+    let out = tempfile::tempdir().expect("out");
+    // lead's own, apart from dev's: writable grants may not overlap.
+    let records = tempfile::tempdir().expect("records");
+    let home = tempfile::tempdir().expect("home");
+    let root = data_root();
+    let fake = dir.path().join("fake-claude");
+    std::fs::write(
+        &fake,
+        FAKE_CLAUDE.replace("$OUT", &records.path().to_string_lossy()),
+    )
+    .expect("write the fake");
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let config = team(
+        dir.path(),
+        "claude-code",
+        "http://127.0.0.1:47321",
+        out.path(),
+    );
+    // lead is the stand-in, which may write its records.
+    let mut team_config: Value =
+        serde_json::from_str(&std::fs::read_to_string(&config).expect("the config")).expect("JSON");
+    team_config["agents"][0]["program"] = json!(fake);
+    team_config["agents"][0]["write"] = json!([records.path()]);
+    std::fs::write(&config, team_config.to_string()).expect("write the config");
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).expect("mkdir bin");
+    let mut up = Up::start(&config, root.path(), &bin, home.path(), "sk-unused");
+    let run = format!("run=\"{}\"", up.run_of("lead"));
+    let go = out.path().join("go");
+    // Each cycle: lead asleep, one message wakes it; a second comes while
+    // it is awake or asleep again, whichever the race gives.
+    for cycle in 1..=CYCLES {
+        up.nth_line(cycle, &["the agent is idle", &run]);
+        poke(&go);
+        poke(&go);
+    }
+    let sent = |text: String| -> Vec<String> {
+        text.lines()
+            .map(|l| {
+                let answer: Value = serde_json::from_str(l).expect("JSON");
+                answer["result"]["id"].as_str().expect("an id").to_owned()
+            })
+            .collect()
+    };
+    // Polled with a short pause, bounded: dev's last sends and lead's last
+    // deliveries are lines of files they write.
+    let started = Instant::now();
+    let (sent, prompts) = loop {
+        let ids = sent(std::fs::read_to_string(out.path().join("sent")).unwrap_or_default());
+        let text = std::fs::read_to_string(records.path().join("prompts")).unwrap_or_default();
+        if ids.len() == 2 * CYCLES && ids.iter().all(|id| text.contains(id.as_str())) {
+            break (ids, text);
+        }
+        assert!(
+            started.elapsed() < FLOW,
+            "not every message sent and delivered within {FLOW:?}: {} sent\n{text}",
+            ids.len()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    // Then lead sleeps once more: nothing is left to deliver twice.
+    up.nth_line(CYCLES + 1, &["the agent is idle", &run]);
+    let prompts = std::fs::read_to_string(records.path().join("prompts")).unwrap_or(prompts);
+    assert_eq!(sent.len(), 2 * CYCLES, "{prompts}");
+    for id in &sent {
+        assert_eq!(
+            prompts.matches(id.as_str()).count(),
+            1,
+            "{id} once in:\n{prompts}"
+        );
+    }
+    let woken = prompts
+        .lines()
+        .filter(|l| l.starts_with("start mosaic-bus: work arrived for run "))
+        .count();
+    assert!(woken >= CYCLES, "{woken} wakes:\n{prompts}");
+    assert!(
+        !up.log.iter().any(|l| l.contains("a new run starts")),
+        "{}",
+        up.log.join("\n")
+    );
+    up.stop();
 }
