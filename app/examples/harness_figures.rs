@@ -15,13 +15,14 @@
 //! from `tests/node_modules/.bin` (`.ci/harness-deps`) on `PATH`, and
 //! `MOSAIC_HOOK_WAIT_MS=2000` passed to both (`"env"`). Each agent claims
 //! its role, ends its turn, and its loop (Claude Code's Stop hook, pi's
-//! extension) waits 2 s for a change, gets none, and the harness exits.
+//! extension) waits 2 s for a change, gets none, and the harness exits:
+//! its run sleeps (`"idle": "exit"`), and once both do, `up` is stopped.
 //! - launch: from `up`'s first line (its runs bound and started) to the
 //!   model's receiving the `role_claim` result;
 //! - RSS: the largest VmHWM among the agent's processes but the sandbox's
 //!   own (`bwrap`, `mosaic-bus`), read while it waits at its stop;
 //! - stop: from the model's answer that ends the turn to `up`'s logging
-//!   the agent's exit, less the 2 s wait: for Claude Code the Stop hook
+//!   that the agent's program ended, less the 2 s wait: for Claude Code the Stop hook
 //!   (`sh`, `mosaic-bus call inbox`, then `changes`), for pi the
 //!   extension's `changes`, then the harness's exit.
 
@@ -123,10 +124,12 @@ fn measure(bin: &Path, harnesses: &Path, app: &Path) -> Vec<String> {
     std::thread::spawn(move || {
         for line in BufReader::new(stderr).lines() {
             let Ok(line) = line else { return };
+            let ended = line.contains("the agent's program ended");
             if let Some(run) = line
-                .split("agent exited run=\"")
+                .split("run=\"")
                 .nth(1)
                 .and_then(|r| r.split('"').next())
+                .filter(|_| ended)
             {
                 let _ = send.send((run.to_owned(), Instant::now(), line.clone()));
             }
@@ -172,6 +175,10 @@ fn measure(bin: &Path, harnesses: &Path, app: &Path) -> Vec<String> {
         let (run, at, _) = exits.recv_timeout(WITHIN).expect("the agents exit");
         exited.insert(run, at);
     }
+    // Both sleep: nothing is left to measure.
+    let _ = Command::new("kill")
+        .args(["-TERM", &up.id().to_string()])
+        .status();
     let status = up.wait().expect("up's exit");
     assert!(status.success(), "up: {status}");
     agents

@@ -98,6 +98,10 @@ const WAIT_HOOK_LIMIT_S: u32 = 82_800;
 /// reaches the running program.
 pub(super) const IDLE_WAIT_MS: u32 = 10_000;
 
+/// The variable that says how long one wait of the hook and the
+/// extension lasts.
+const WAIT_ENV: &str = "MOSAIC_HOOK_WAIT_MS";
+
 /// The variable that tells the hook and the extension what idling does.
 const IDLE_ENV: &str = "MOSAIC_BUS_IDLE";
 
@@ -256,11 +260,9 @@ pub(super) fn prepare(
     // An unsandboxed run is its program: it cannot sleep, so it waits.
     let sleeps = at.sandboxed && spec.life.idle == Idle::Exit;
     env.push((IDLE_ENV.into(), if sleeps { "exit" } else { "wait" }.into()));
-    if sleeps {
-        env.push((
-            "MOSAIC_HOOK_WAIT_MS".into(),
-            IDLE_WAIT_MS.to_string().into(),
-        ));
+    // A wait the configuration passes on (`"env"`) is the user's choice.
+    if sleeps && !spec.env.iter().any(|name| name == WAIT_ENV) {
+        env.push((WAIT_ENV.into(), IDLE_WAIT_MS.to_string().into()));
     }
     // The continued conversation: the flag that resumes it.
     let mut resume_flags: Vec<OsString> = vec!["--continue".into()];
