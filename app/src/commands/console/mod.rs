@@ -25,7 +25,9 @@
 //! with; `sentence.rs`, a trail record in one sentence. Its tests:
 //! `tests.rs` (the machine's exact effects, the link mocked, snapshots),
 //! `tests_screen.rs` (what reaches a real terminal backend),
-//! `tests_doing.rs` (the Agents view at injected times) and
+//! `tests_doing.rs` (the Agents view at injected times), `tests_select.rs`
+//! (the selection by id, and `]`), `tests_redraw.rs` (the whole screen
+//! drawn again on a change of view or selection) and
 //! `tests_request.rs` (each request's arguments, and every answer key the
 //! broker always writes required).
 
@@ -61,9 +63,13 @@ mod tests;
 #[cfg(test)]
 mod tests_doing;
 #[cfg(test)]
+mod tests_redraw;
+#[cfg(test)]
 mod tests_request;
 #[cfg(test)]
 mod tests_screen;
+#[cfg(test)]
+mod tests_select;
 mod trail;
 
 use request::Request;
@@ -346,6 +352,7 @@ fn run(link: &Proven, args: &ConsoleArgs, cursor: u64) -> std::io::Result<()> {
         let _ = crossterm::terminal::disable_raw_mode();
     })?;
     let mut state = State::new(&args.business).with_socket(&args.socket.display().to_string());
+    let mut last = None;
     let result = (|| -> std::io::Result<()> {
         loop {
             let mut quit = false;
@@ -368,7 +375,7 @@ fn run(link: &Proven, args: &ConsoleArgs, cursor: u64) -> std::io::Result<()> {
             let size = terminal.size()?;
             state.handle_resize(size.width, size.height);
             let now = SystemClock.now().unix_ms();
-            terminal.draw(|frame| render::draw(frame, &state, now))?;
+            render::redraw(&mut terminal, &state, &mut last, now)?;
             // The Agents view says how long ago each agent did what it
             // did: with `up`'s activity on it, it is drawn again each
             // second even when nothing wakes the loop.

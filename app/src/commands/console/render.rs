@@ -7,18 +7,47 @@
 //! stays on screen, and a pane clips what does not fit instead of pushing
 //! the console's own lines away.
 
+use ratatui::backend::{Backend, ClearType};
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
-use ratatui::Frame;
+use ratatui::{Frame, Terminal};
 
 use super::grant;
 use super::layout::{self, inner};
 use super::lines::wrap;
 use super::model::{Decision, Message, Shown};
 use super::sentence::sentence;
-use super::state::{DecisionState, Prompt, State, View, KEYS};
+use super::state::{DecisionState, Prompt, Shows, State, View, KEYS};
+
+/// Draws a frame of `state` on `terminal`. When what the screen shows
+/// changed since `last` (another view, selection, scroll or open
+/// subject), the whole screen is cleared first: ratatui writes only the
+/// cells it thinks changed, and a terminal that drew a character wider or
+/// narrower than ratatui counted may hold cells of the earlier view that
+/// ratatui believes blank.
+///
+/// # Errors
+/// The backend's.
+pub fn redraw<B: Backend>(
+    terminal: &mut Terminal<B>,
+    state: &State,
+    last: &mut Option<Shows>,
+    now_ms: i64,
+) -> Result<(), B::Error> {
+    let shows = state.shows();
+    if last.as_ref() != Some(&shows) {
+        // `Terminal::clear` would ask the terminal where its cursor is (a
+        // round trip through the key reader's input); erasing the screen
+        // and forgetting the last frame draws every cell just the same.
+        terminal.backend_mut().clear_region(ClearType::All)?;
+        terminal.swap_buffers();
+        *last = Some(shows);
+    }
+    terminal.draw(|frame| draw(frame, state, now_ms))?;
+    Ok(())
+}
 
 /// Draws the whole console.
 pub fn draw(frame: &mut Frame<'_>, state: &State, now_ms: i64) {

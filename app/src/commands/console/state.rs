@@ -18,9 +18,10 @@
 mod keys;
 mod replies;
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use mosaic_domain::DecisionId;
+use mosaic_domain::evidence::EvidenceKind;
+use mosaic_domain::{DecisionId, MessageId};
 
 pub use super::act::{Act, Effect, Key, Notice, Prompt, View, KEYS};
 use super::doing::Doing;
@@ -53,6 +54,65 @@ pub struct Open {
     pub state: DecisionState,
 }
 
+/// The inbox row the human reads, by its id: the selection follows it
+/// when rows arrive above it or leave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pick {
+    /// A decision.
+    Decision(DecisionId),
+    /// A message.
+    Message(MessageId),
+}
+
+/// How a decision stopped waiting, as a change told it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Closed {
+    /// `decision.resolved`.
+    Resolved,
+    /// `decision.withdrawn`.
+    Withdrawn,
+    /// `decision.superseded`.
+    Superseded,
+}
+
+impl Closed {
+    /// The closing kind of a change, if it is one.
+    pub fn of(kind: EvidenceKind) -> Option<Closed> {
+        if kind == EvidenceKind::DecisionResolved {
+            Some(Closed::Resolved)
+        } else if kind == EvidenceKind::DecisionWithdrawn {
+            Some(Closed::Withdrawn)
+        } else if kind == EvidenceKind::DecisionSuperseded {
+            Some(Closed::Superseded)
+        } else {
+            None
+        }
+    }
+
+    /// In words, after "was".
+    pub fn words(self) -> &'static str {
+        match self {
+            Closed::Resolved => "resolved",
+            Closed::Withdrawn => "withdrawn",
+            Closed::Superseded => "superseded by a newer decision",
+        }
+    }
+}
+
+/// What the screen shows, as far as a change of it must redraw every
+/// cell: the view, the help, the selection, the scroll, and which
+/// decision, message or trail is open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shows {
+    view: View,
+    help: bool,
+    selected: usize,
+    scroll: usize,
+    open: Option<DecisionId>,
+    message: Option<MessageId>,
+    trail: Option<String>,
+}
+
 /// The console's state.
 #[derive(Debug, Clone)]
 pub struct State {
@@ -66,6 +126,10 @@ pub struct State {
     help: bool,
     /// The selected row of the current list.
     selected: usize,
+    /// The inbox's selected row, by id.
+    picked: Option<Pick>,
+    /// How each decision closed, as the changes told it, newest ids kept.
+    closed: BTreeMap<DecisionId, Closed>,
     /// How far the detail pane, the question or the message is scrolled,
     /// in drawn lines.
     scroll: usize,
@@ -106,6 +170,9 @@ pub struct State {
 /// The most activity lines kept.
 const ACTIVITY: usize = 500;
 
+/// The most closed decisions remembered, to say how one closed.
+const CLOSED: usize = 1000;
+
 impl State {
     /// A console over `business`, asking for its first reads. Its size is
     /// unknown (0×0, where nothing is resolvable) until the first
@@ -117,6 +184,8 @@ impl State {
             view: View::Inbox,
             help: false,
             selected: 0,
+            picked: None,
+            closed: BTreeMap::new(),
             scroll: 0,
             inbox: Inbox::default(),
             agents: Vec::new(),
@@ -248,6 +317,20 @@ impl State {
         self.loaded
     }
 
+    /// What the screen shows: when it differs from the last frame's, the
+    /// whole screen is drawn again ([`super::render::redraw`]).
+    pub fn shows(&self) -> Shows {
+        Shows {
+            view: self.view,
+            help: self.help,
+            selected: self.selected,
+            scroll: self.scroll,
+            open: self.open.as_ref().map(|o| o.decision.id),
+            message: self.message.as_ref().map(|m| m.id),
+            trail: self.trail.as_ref().map(|(subject, _)| subject.clone()),
+        }
+    }
+
     /// The next effect for the loop, oldest first.
     pub fn poll_effect(&mut self) -> Option<Effect> {
         self.effects.pop_front()
@@ -264,18 +347,174 @@ impl State {
         self.send(Request::Head);
     }
 
-    /// The decisions waiting on the human, blocking ones first, then
-    /// oldest (by raise time once known, else by the inbox's order).
+    /// The decisions waiting on the human, blocking ones first, each
+    /// group in the inbox's order (the broker's: oldest first), the order
+    /// `]` visits them in.
     pub fn waiting(&self) -> Vec<&Decision> {
-        let mut order: Vec<(usize, &Decision)> = self.inbox.decisions.iter().enumerate().collect();
-        order.sort_by_key(|(i, d)| (!d.blocking, d.raised_ms.unwrap_or(i64::MAX), *i));
-        order.into_iter().map(|(_, d)| d).collect()
+        let mut order: Vec<&Decision> = self.inbox.decisions.iter().collect();
+        order.sort_by_key(|d| !d.blocking);
+        order
+    }
+
+    /// The decision `]` opens next: the one after the open decision in
+    /// [`State::waiting`]'s order, wrapping to the first; the first when
+    /// none is open or the open one no longer waits; `None` when nothing
+    /// else waits.
+    pub fn next_waiting(&self) -> Option<&Decision> {
+        let order = self.waiting();
+        let current = self.open.as_ref().map(|o| o.decision.id);
+        match current.and_then(|id| order.iter().position(|d| d.id == id)) {
+            Some(at) if order.len() > 1 => order.get((at + 1) % order.len()).copied(),
+            Some(_) => None,
+            None => order.first().copied(),
+        }
+    }
+
+    /// The inbox's row `row`, by id.
+    fn pick_at(&self, row: usize) -> Option<Pick> {
+        match self.inbox.decisions.get(row) {
+            Some(d) => Some(Pick::Decision(d.id)),
+            None => row
+                .checked_sub(self.inbox.decisions.len())
+                .and_then(|i| self.inbox.messages.get(i))
+                .map(|m| Pick::Message(m.id)),
+        }
+    }
+
+    /// The row of the inbox that holds `pick`, if it still does.
+    fn row_of(&self, pick: Pick) -> Option<usize> {
+        match pick {
+            Pick::Decision(id) => self.inbox.decisions.iter().position(|d| d.id == id),
+            Pick::Message(id) => self
+                .inbox
+                .messages
+                .iter()
+                .position(|m| m.id == id)
+                .map(|i| i + self.inbox.decisions.len()),
+        }
+    }
+
+    /// The inbox's selected row, by id.
+    pub fn picked(&self) -> Option<Pick> {
+        self.picked
+    }
+
+    /// Shows `view`, its selection at its top; the inbox's at the row it
+    /// was reading, found by id.
+    fn go(&mut self, view: View) {
+        self.view = view;
+        self.scroll = 0;
+        self.selected = match view {
+            View::Inbox => self.picked.and_then(|p| self.row_of(p)).unwrap_or(0),
+            View::Decision | View::Message | View::Agents | View::Trail | View::Activity => 0,
+        };
+        if view == View::Inbox {
+            self.picked = self.pick_at(self.selected);
+        }
+    }
+
+    /// Moves the current list's selection to `row`.
+    fn select(&mut self, row: usize) {
+        self.selected = row;
+        self.scroll = 0;
+        if self.view == View::Inbox {
+            self.picked = self.pick_at(row);
+        }
+    }
+
+    /// After a new inbox (`old` the one before): the selection stays on
+    /// the row it was reading, wherever that row now is, and the status
+    /// line says what changed under it: new decisions above it, or the
+    /// row gone and how.
+    fn follow_pick(&mut self, old: &Inbox) {
+        let before = self.picked;
+        let Some(pick) = before else {
+            if self.view == View::Inbox {
+                self.select(self.selected.min(self.rows().saturating_sub(1)));
+            }
+            return;
+        };
+        match self.row_of(pick) {
+            Some(row) => {
+                let above = self.inbox.decisions[..row.min(self.inbox.decisions.len())]
+                    .iter()
+                    .filter(|d| old.decisions.iter().all(|o| o.id != d.id))
+                    .count();
+                if above > 0 {
+                    let s = if above == 1 { "" } else { "s" };
+                    self.status = format!(
+                        "{above} new decision{s} above the one you are reading: the selection \
+                         stays on it"
+                    );
+                }
+                if self.view == View::Inbox {
+                    self.selected = row;
+                }
+            }
+            None => {
+                self.status = self.gone_words(pick, old);
+                let row = old
+                    .decisions
+                    .iter()
+                    .position(|d| Pick::Decision(d.id) == pick)
+                    .or_else(|| {
+                        old.messages
+                            .iter()
+                            .position(|m| Pick::Message(m.id) == pick)
+                            .map(|i| i + self.inbox.decisions.len())
+                    })
+                    .unwrap_or(0);
+                let row = row.min(self.inbox_rows().saturating_sub(1));
+                self.picked = self.pick_at(row);
+                if self.view == View::Inbox {
+                    self.selected = row;
+                    self.scroll = 0;
+                }
+            }
+        }
+    }
+
+    /// How many rows the inbox lists.
+    fn inbox_rows(&self) -> usize {
+        self.inbox.decisions.len() + self.inbox.messages.len()
+    }
+
+    /// What happened to `pick`, which left the inbox (`old` held it).
+    fn gone_words(&self, pick: Pick, old: &Inbox) -> String {
+        match pick {
+            Pick::Decision(id) => {
+                let who = old
+                    .decisions
+                    .iter()
+                    .find(|d| d.id == id)
+                    .map(|d| format!(" (from {}: {})", d.raiser, d.grant.action))
+                    .unwrap_or_default();
+                format!(
+                    "the decision you were reading{who} was {}",
+                    self.how_closed(id)
+                )
+            }
+            Pick::Message(_) => "the message you were reading was marked read".to_owned(),
+        }
+    }
+
+    /// How decision `id` closed, in words, as the changes told it.
+    pub fn how_closed(&self, id: DecisionId) -> &'static str {
+        self.closed.get(&id).map_or("closed", |c| c.words())
+    }
+
+    /// Remembers how decision `id` closed.
+    fn remember_closed(&mut self, id: DecisionId, kind: Closed) {
+        self.closed.insert(id, kind);
+        while self.closed.len() > CLOSED {
+            self.closed.pop_first();
+        }
     }
 
     /// How many rows the current view lists.
     pub fn rows(&self) -> usize {
         match self.view {
-            View::Inbox => self.inbox.decisions.len() + self.inbox.messages.len(),
+            View::Inbox => self.inbox_rows(),
             View::Decision | View::Message => 0,
             View::Agents => self.agents.len(),
             View::Trail => self.trail.as_ref().map_or(0, |(_, t)| t.len()),

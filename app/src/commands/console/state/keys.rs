@@ -3,7 +3,9 @@
 //! role, a body or a subject).
 
 use super::super::act::{typed, Typed};
-use super::{Act, Decision, DecisionState, Effect, Key, Need, Open, Prompt, Request, State, View};
+use super::{
+    Act, Decision, DecisionState, Effect, Key, Need, Open, Pick, Prompt, Request, State, View,
+};
 
 impl State {
     /// One key.
@@ -93,6 +95,10 @@ impl State {
         self.view = View::Decision;
         self.selected = 0;
         self.scroll = 0;
+        // Back in the inbox, the selection is on the decision last opened.
+        if self.row_of(Pick::Decision(id)).is_some() {
+            self.picked = Some(Pick::Decision(id));
+        }
         self.send(Request::trail(&id));
         // Whether its raiser still runs, as of now: a process's exit is no
         // change of the feed.
@@ -176,14 +182,10 @@ impl State {
             }
             Key::Char('j') | Key::Down => {
                 if self.selected + 1 < self.rows() {
-                    self.selected += 1;
-                    self.scroll = 0;
+                    self.select(self.selected + 1);
                 }
             }
-            Key::Char('k') | Key::Up => {
-                self.selected = self.selected.saturating_sub(1);
-                self.scroll = 0;
-            }
+            Key::Char('k') | Key::Up => self.select(self.selected.saturating_sub(1)),
             Key::PageDown => {
                 self.scroll = (self.scroll + 10).min(self.scroll_room());
             }
@@ -197,31 +199,17 @@ impl State {
                 if next == View::Message && self.message.is_none() {
                     next = View::Agents;
                 }
-                self.view = next;
-                self.selected = 0;
-                self.scroll = 0;
+                self.go(next);
                 if next == View::Agents {
                     // Which runs exited, as of now (no change says so).
                     self.send(Request::Agents);
                 }
             }
-            Key::Esc => {
-                self.view = View::Inbox;
-                self.selected = 0;
-                self.scroll = 0;
-            }
-            Key::Char(']') => {
-                let current = self.open.as_ref().map(|o| o.decision.id);
-                let next = self
-                    .waiting()
-                    .into_iter()
-                    .find(|d| Some(d.id) != current)
-                    .cloned();
-                match next {
-                    Some(decision) => self.open_decision(decision),
-                    None => self.status = "nothing else is waiting on you".to_owned(),
-                }
-            }
+            Key::Esc => self.go(View::Inbox),
+            Key::Char(']') => match self.next_waiting().cloned() {
+                Some(decision) => self.open_decision(decision),
+                None => self.status = "nothing else is waiting on you".to_owned(),
+            },
             Key::Char('m') => self.prompt = Prompt::Role(String::new()),
             Key::Char('L') => {
                 self.prompt = Prompt::Confirm(Act::Launch {

@@ -6,9 +6,11 @@ use mosaic_domain::evidence::EvidenceKind;
 use mosaic_domain::{DecisionId, MessageId, Refusal};
 
 use super::{
-    Change, Decision, DecisionState, Effect, Inbox, Notice, Reply, Request, Run, Shown, State,
+    Change, Closed, Decision, DecisionState, Effect, Inbox, Notice, Reply, Request, Run, Shown,
+    State,
 };
 use super::{View, ACTIVITY};
+use crate::commands::console::model::Kind;
 use crate::commands::console::trail::Trail;
 
 impl State {
@@ -34,13 +36,13 @@ impl State {
             if change.kind.is(EvidenceKind::LaunchRestored) {
                 self.launching = Some(true);
             }
-            let closes = [
-                EvidenceKind::DecisionResolved,
-                EvidenceKind::DecisionWithdrawn,
-                EvidenceKind::DecisionSuperseded,
-            ]
-            .into_iter()
-            .any(|k| change.kind.is(k));
+            let closes = match (&change.kind, change.decision) {
+                (Kind::Known(kind), Some(id)) => Closed::of(*kind).inspect(|how| {
+                    self.remember_closed(id, *how);
+                }),
+                (Kind::Known(_) | Kind::Other(_), _) => None,
+            }
+            .is_some();
             if let Some(open) = self.open.as_mut() {
                 if closes && change.decision == Some(open.decision.id) {
                     open.state = DecisionState::Gone;
@@ -182,7 +184,7 @@ impl State {
                 .and_then(|d| d.raised_ms);
         }
         inbox.keep_whole(&self.inbox);
-        self.inbox = inbox;
+        let old = std::mem::replace(&mut self.inbox, inbox);
         let fresh: Vec<Decision> = self
             .inbox
             .decisions
@@ -224,9 +226,7 @@ impl State {
                 }
             }
         }
-        if self.view == View::Inbox {
-            self.selected = self.selected.min(self.rows().saturating_sub(1));
-        }
+        self.follow_pick(&old);
     }
 
     fn on_trail(&mut self, subject: &str, trail: &Trail) {
