@@ -9,7 +9,7 @@
 
 use ratatui::backend::{Backend, ClearType};
 use ratatui::layout::Rect;
-use ratatui::style::{Modifier, Style};
+use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use ratatui::{Frame, Terminal};
@@ -17,7 +17,7 @@ use ratatui::{Frame, Terminal};
 use super::grant;
 use super::layout::{self, inner};
 use super::lines::wrap;
-use super::model::{Decision, Message, Shown};
+use super::model::{Decision, Message, Run, Shown};
 use super::sentence::sentence;
 use super::state::{DecisionState, Prompt, Shows, State, View, KEYS};
 
@@ -72,7 +72,13 @@ pub fn draw(frame: &mut Frame<'_>, state: &State, now_ms: i64) {
         View::Inbox => inbox(frame, state, now_ms, body),
         View::Decision => decision(frame, state, now_ms, body),
         View::Message => message(frame, state, body),
-        View::Agents => list(frame, " Agents ", &agents(state, now_ms), body),
+        View::Agents => list(
+            frame,
+            " Agents: Enter opens a run, x ends it, S starts an ended one again ",
+            &agents(state, now_ms),
+            body,
+        ),
+        View::Run => list(frame, " Run ", &run(state, now_ms), body),
         View::Trail => list(frame, " Trail ", &trail(state), body),
         View::Activity => list(frame, " Activity ", &activity(state), body),
     }
@@ -84,7 +90,7 @@ pub fn draw(frame: &mut Frame<'_>, state: &State, now_ms: i64) {
 
 fn tab_line(state: &State) -> Line<'static> {
     let mut spans = vec![Span::raw(format!("{} ·", Shown::of(state.business())))];
-    for view in View::ALL {
+    for view in state.tabs() {
         let style = if view == state.view() {
             Style::default().add_modifier(Modifier::REVERSED)
         } else {
@@ -93,7 +99,7 @@ fn tab_line(state: &State) -> Line<'static> {
         spans.push(Span::styled(format!(" {} ", view.name()), style));
     }
     spans.push(Span::raw(format!(
-        " · {} waiting on you · ? help",
+        " · {} waiting · ? help",
         state.inbox().decisions.len()
     )));
     Line::from(spans)
@@ -419,6 +425,75 @@ fn decision(frame: &mut Frame<'_>, state: &State, now_ms: i64, area: Rect) {
     );
 }
 
+/// A run's state in words: how it ended (the broker's end, with `up`'s
+/// cause where it told one), or what it waits on or does.
+fn run_words(state: &State, a: &Run) -> String {
+    let life = state.life_of(a.who.run_raw.as_str());
+    let doing = state.doing_of(a.who.run_raw.as_str());
+    let on = |w: &super::model::Wait| {
+        if w.on_human {
+            "you".to_owned()
+        } else {
+            w.route.to_string()
+        }
+    };
+    // An ended run waits on nothing any more: say how it ended instead.
+    // An open decision says more than what its harness is doing (its loop
+    // waits on the feed for the answer).
+    if let Some(life) = life.filter(|l| l.ended) {
+        life.words.clone()
+    } else if let Some(ended) = a.ended {
+        ended.to_string()
+    } else if let Some(exit) = a.exited {
+        exit.to_string()
+    } else if a.waits.iter().any(|w| w.on_human) {
+        "WAITING ON YOU".to_owned()
+    } else if let Some(w) = a.waits.first() {
+        format!("waiting on {}", on(w))
+    } else if let Some(life) = life {
+        life.words.clone()
+    } else if let Some(doing) = doing {
+        super::doing::word(doing)
+    } else if a.holding {
+        "running".to_owned()
+    } else {
+        "idle".to_owned()
+    }
+}
+
+/// Whether a run's row is drawn as a failure: it failed, or its process
+/// crashed.
+fn alarming(state: &State, a: &Run) -> bool {
+    state.run_failed(a)
+        || a.exited
+            .is_some_and(|e| e.signal.is_some() || e.status.is_some_and(|s| s != 0))
+}
+
+/// `line` drawn as an alarm: red, or bold where colour is off.
+fn alarm(state: &State, line: Line<'static>) -> Line<'static> {
+    let style = if state.colour() {
+        Style::default().fg(Color::Red).add_modifier(Modifier::BOLD)
+    } else {
+        Style::default().add_modifier(Modifier::BOLD)
+    };
+    line.patch_style(style)
+}
+
+/// What the broker itself saw of a run: its last request and whether a
+/// wait of it is open.
+fn broker_record(a: &Run, now_ms: i64) -> String {
+    let last = match &a.last {
+        Some((verb, at)) => format!("last call {verb}, {} ago", age(now_ms, *at)),
+        None => "no call yet".to_owned(),
+    };
+    let waiting = if a.waiting {
+        "waiting on its feed"
+    } else {
+        "not waiting on its feed"
+    };
+    format!("the broker saw: {last} · {waiting}")
+}
+
 fn agents(state: &State, now_ms: i64) -> Rows {
     let switch = match state.launching() {
         Some(true) => "on",
@@ -441,33 +516,11 @@ fn agents(state: &State, now_ms: i64) -> Rows {
         } else {
             "not holding"
         };
-        let with = |w: &super::model::Wait| {
-            if w.on_human {
-                "you".to_owned()
-            } else {
-                w.route.to_string()
-            }
-        };
         let doing = state.doing_of(a.who.run_raw.as_str());
-        // A run whose process ended waits on nothing any more: say how it
-        // ended instead. An open decision says more than what its harness
-        // is doing (its loop waits on the feed for the answer).
-        let state_word = if let Some(exit) = a.exited {
-            exit.to_string()
-        } else if a.waits.iter().any(|w| w.on_human) {
-            "WAITING ON YOU".to_owned()
-        } else if let Some(w) = a.waits.first() {
-            format!("waiting on {}", with(w))
-        } else if let Some(doing) = doing {
-            super::doing::word(doing)
-        } else if a.holding {
-            "running".to_owned()
-        } else {
-            "idle".to_owned()
-        };
-        let pid = match a.exited {
-            None => format!("pid {}", a.pid),
-            Some(_) => format!("was pid {}", a.pid),
+        let state_word = run_words(state, a);
+        let pid = match (a.exited, a.ended) {
+            (None, None) => format!("pid {}", a.pid),
+            (Some(_), _) | (_, Some(_)) => format!("was pid {}", a.pid),
         };
         rows.row(
             state.selected() == i,
@@ -477,20 +530,98 @@ fn agents(state: &State, now_ms: i64) -> Rows {
                 a.who.role, a.who.run, a.harness
             ),
         );
+        if alarming(state, a) {
+            if let Some(last) = rows.lines.pop() {
+                rows.lines.push(alarm(state, last));
+            }
+        }
+        rows.push(Line::from(format!("      {}", broker_record(a, now_ms))));
         if let Some(doing) = doing {
             let ago = |ms| age(now_ms, Some(ms));
             rows.push(Line::from(super::doing::detail(doing, ago)));
         }
         for w in &a.waits {
             let blocks = if w.blocking { " · BLOCKS a task" } else { "" };
+            let on = if w.on_human {
+                "you".to_owned()
+            } else {
+                w.route.to_string()
+            };
             rows.push(Line::from(format!(
-                "      waits on {}: {} on {}{blocks}",
-                with(w),
+                "      waits on {on}: {} on {}{blocks}",
                 w.action,
                 w.target.as_ref().map_or("-", Shown::as_str)
             )));
         }
     }
+    rows
+}
+
+/// The run view: one run whole, its decisions selectable.
+fn run(state: &State, now_ms: i64) -> Rows {
+    let mut rows = Rows::new();
+    let Some(a) = state.run_open() else {
+        rows.push(Line::from(
+            "No run is open: Enter on one in the Agents view.",
+        ));
+        return rows;
+    };
+    let life = state.life_of(a.who.run_raw.as_str());
+    let title = format!("Run {} · {} · pid {}", a.who, a.harness, a.pid);
+    rows.push(bold(&title));
+    let words = Line::from(format!("State: {}", run_words(state, a)));
+    rows.push(if alarming(state, a) {
+        alarm(state, words)
+    } else {
+        words
+    });
+    if let Some(error) = life.and_then(|l| l.error.as_ref()) {
+        rows.push(alarm(
+            state,
+            Line::from(format!("The harness's error line: {error}")),
+        ));
+    }
+    rows.push(Line::from(format!(
+        "Seen by the broker: {}",
+        broker_record(a, now_ms)
+    )));
+    if let Some(doing) = state.doing_of(a.who.run_raw.as_str()) {
+        let ago = |ms| age(now_ms, Some(ms));
+        rows.push(Line::from(super::doing::detail(doing, ago)));
+    }
+    let restarts = life.map_or(a.restarts, |l| l.restarts.max(a.restarts));
+    rows.push(Line::from(format!("Restarts inside the run: {restarts}")));
+    let usage = a
+        .usage
+        .clone()
+        .or_else(|| life.and_then(|l| l.usage.clone()));
+    rows.push(Line::from(match usage {
+        Some(spent) => format!("Used: {spent}"),
+        None => "Used: not reported (its harness says nothing of it)".to_owned(),
+    }));
+    rows.push(Line::from(
+        "Its output: in the file up's first line names for this run",
+    ));
+    if a.waits.is_empty() {
+        rows.push(Line::from("It waits on no decision."));
+    } else {
+        rows.push(Line::from("The decisions it waits on (Enter opens one):"));
+    }
+    for (i, w) in a.waits.iter().enumerate() {
+        let blocks = if w.blocking { " · BLOCKS a task" } else { "" };
+        rows.row(
+            state.selected() == i,
+            &format!(
+                "{} on {} · routed to {}{blocks}",
+                w.action,
+                w.target.as_ref().map_or("-", Shown::as_str),
+                w.route
+            ),
+        );
+    }
+    rows.push(Line::from(
+        "x ends this run · S starts an ended one again (up --console) · Esc back",
+    ));
     rows
 }
 

@@ -21,10 +21,10 @@ mod replies;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use mosaic_domain::evidence::EvidenceKind;
-use mosaic_domain::{DecisionId, MessageId};
+use mosaic_domain::{DecisionId, MessageId, RunId};
 
 pub use super::act::{Act, Effect, Key, Notice, Prompt, View, KEYS};
-use super::doing::Doing;
+use super::doing::{Doing, Life};
 use super::grant::{self, Need, Raiser};
 use super::layout;
 use super::lines::wrap;
@@ -139,6 +139,16 @@ pub struct State {
     agents: Vec<Run>,
     /// What the harness agents are doing, when `up --console` tells it.
     doing: Option<Vec<Doing>>,
+    /// Each run's life, as `up --console` last told it.
+    lives: Vec<Life>,
+    /// Whether `up --console` takes orders from this console (`S`).
+    orders: bool,
+    /// Whether alarms are drawn in colour (`NO_COLOR` unset).
+    colour: bool,
+    /// The runs already known to have failed (a new one rings the bell).
+    failed: BTreeSet<String>,
+    /// The run view's run.
+    run: Option<RunId>,
     /// The launch switch, as `agents` last carried it, or a change or an
     /// act told it since; unknown only while no run is bound.
     launching: Option<bool>,
@@ -190,6 +200,11 @@ impl State {
             inbox: Inbox::default(),
             agents: Vec::new(),
             doing: None,
+            lives: Vec::new(),
+            orders: false,
+            colour: false,
+            failed: BTreeSet::new(),
+            run: None,
             launching: None,
             head: None,
             open: None,
@@ -213,6 +228,49 @@ impl State {
     pub fn with_socket(mut self, socket: &str) -> Self {
         socket.clone_into(&mut self.socket);
         self
+    }
+
+    /// The same console, able to send `up` orders (`S` starts an ended
+    /// agent again): `up --console` started it with its private channel.
+    pub fn with_orders(mut self) -> Self {
+        self.orders = true;
+        self
+    }
+
+    /// The same console, drawing alarms in colour or, with `false`, in
+    /// bold only (`NO_COLOR`).
+    pub fn with_colour(mut self, colour: bool) -> Self {
+        self.colour = colour;
+        self
+    }
+
+    /// Whether alarms are drawn in colour.
+    pub fn colour(&self) -> bool {
+        self.colour
+    }
+
+    /// Whether `S` can send `up` its order.
+    pub fn takes_orders(&self) -> bool {
+        self.orders
+    }
+
+    /// `run`'s life, as `up` last told it.
+    pub fn life_of(&self, run: &str) -> Option<&Life> {
+        self.lives.iter().find(|l| l.run == run)
+    }
+
+    /// The run view's run, as `agents` last listed it.
+    pub fn run_open(&self) -> Option<&Run> {
+        let run = self.run.as_ref()?;
+        self.agents.iter().find(|a| &a.who.run_raw == run)
+    }
+
+    /// Whether `run` failed, as the broker's end or `up`'s life says.
+    pub fn run_failed(&self, run: &Run) -> bool {
+        run.ended.is_some_and(|e| e.failed())
+            || self
+                .life_of(run.who.run_raw.as_str())
+                .is_some_and(|l| l.failed)
     }
 
     /// The business.
@@ -406,7 +464,12 @@ impl State {
         self.scroll = 0;
         self.selected = match view {
             View::Inbox => self.picked.and_then(|p| self.row_of(p)).unwrap_or(0),
-            View::Decision | View::Message | View::Agents | View::Trail | View::Activity => 0,
+            View::Decision
+            | View::Message
+            | View::Agents
+            | View::Run
+            | View::Trail
+            | View::Activity => 0,
         };
         if view == View::Inbox {
             self.picked = self.pick_at(self.selected);
@@ -511,12 +574,27 @@ impl State {
         }
     }
 
+    /// The views the tab line shows, in `Tab`'s order: a decision's, a
+    /// message's or a run's only while one is open.
+    pub fn tabs(&self) -> Vec<View> {
+        View::ALL
+            .into_iter()
+            .filter(|view| match view {
+                View::Decision => self.open.is_some(),
+                View::Message => self.message.is_some(),
+                View::Run => self.run.is_some(),
+                View::Inbox | View::Agents | View::Trail | View::Activity => true,
+            })
+            .collect()
+    }
+
     /// How many rows the current view lists.
     pub fn rows(&self) -> usize {
         match self.view {
             View::Inbox => self.inbox_rows(),
             View::Decision | View::Message => 0,
             View::Agents => self.agents.len(),
+            View::Run => self.run_open().map_or(0, |r| r.waits.len()),
             View::Trail => self.trail.as_ref().map_or(0, |(_, t)| t.len()),
             View::Activity => self.activity.len(),
         }
@@ -592,13 +670,13 @@ impl State {
                 }
                 (Some(_) | None, _) => (Vec::new(), body),
             },
-            View::Agents | View::Trail | View::Activity => (Vec::new(), body),
+            View::Agents | View::Run | View::Trail | View::Activity => (Vec::new(), body),
         };
         // The inbox's decision detail draws its options below the question.
         let extra = match (self.view, self.inbox.decisions.get(self.selected)) {
             (View::Inbox, Some(d)) => d.options.len() + 1,
             (View::Inbox | View::Message | View::Decision | View::Agents, _)
-            | (View::Trail | View::Activity, _) => 0,
+            | (View::Run | View::Trail | View::Activity, _) => 0,
         };
         let inner = layout::inner(pane);
         let lines = wrap(text, inner.width).len() + extra;
@@ -637,6 +715,42 @@ impl State {
     /// told it: it replaces what the view knew.
     pub fn handle_doing(&mut self, rows: Vec<Doing>) {
         self.doing = Some(rows);
+    }
+
+    /// An order for `up` could not be written: `up` is gone or never
+    /// gave this console its channel.
+    pub fn handle_order_lost(&mut self) {
+        self.status = "up could not be told: nothing was started".to_owned();
+    }
+
+    /// Each run's life, as `up`'s line last told it: it replaces what the
+    /// view knew, and a run newly failed rings the bell.
+    pub fn handle_lives(&mut self, lives: Vec<Life>) {
+        self.lives = lives;
+        self.ring_for_failures();
+    }
+
+    /// Rings the bell, once per run, for each run that failed, and says
+    /// which on the status line.
+    fn ring_for_failures(&mut self) {
+        let failed: Vec<(String, String)> = self
+            .agents
+            .iter()
+            .filter(|a| self.run_failed(a))
+            .map(|a| (a.who.run_raw.to_string(), a.who.to_string()))
+            .chain(
+                self.lives
+                    .iter()
+                    .filter(|l| l.failed)
+                    .map(|l| (l.run.clone(), format!("{}/{}", l.role, Shown::of(&l.run)))),
+            )
+            .collect();
+        for (run, who) in failed {
+            if self.failed.insert(run) {
+                self.effects.push_back(Effect::Bell);
+                self.status = format!("the run {who} FAILED: the Agents view says why");
+            }
+        }
     }
 
     /// The trails on screen, read again.

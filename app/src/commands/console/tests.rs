@@ -71,7 +71,7 @@ pub(super) fn wire(effects: Vec<Effect>) -> Vec<(Verb, Value)> {
         .into_iter()
         .filter_map(|effect| match effect {
             Effect::Send(request) => Some((request.verb(), request.args())),
-            Effect::Bell | Effect::Notify(_) | Effect::Quit => None,
+            Effect::Bell | Effect::Notify(_) | Effect::Order(_) | Effect::Quit => None,
         })
         .collect()
 }

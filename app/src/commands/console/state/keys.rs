@@ -34,7 +34,9 @@ impl State {
                         other @ (Act::Seen { .. }
                         | Act::Withdraw { .. }
                         | Act::Message { .. }
-                        | Act::Launch { .. }) => Prompt::Confirm(other),
+                        | Act::Launch { .. }
+                        | Act::End { .. }
+                        | Act::Start { .. }) => Prompt::Confirm(other),
                     },
                     Typed::Cancelled => Prompt::Confirm(act),
                 }
@@ -132,6 +134,11 @@ impl State {
                     self.prompt = Prompt::Confirm(act);
                     return;
                 }
+                if let Act::Start { run, who } = act {
+                    self.status = format!("asked up to start the agent of {who} again");
+                    self.effects.push_back(Effect::Order(run));
+                    return;
+                }
                 match act.request() {
                     Some(request) => {
                         self.status = format!("sending {}…", request.verb());
@@ -146,7 +153,9 @@ impl State {
                     Act::Seen { .. }
                     | Act::Withdraw { .. }
                     | Act::Message { .. }
-                    | Act::Launch { .. } => String::new(),
+                    | Act::Launch { .. }
+                    | Act::End { .. }
+                    | Act::Start { .. } => String::new(),
                 };
                 self.prompt = Prompt::Note(act, note);
             }
@@ -191,14 +200,9 @@ impl State {
             }
             Key::PageUp => self.scroll = self.scroll.saturating_sub(10),
             Key::Tab => {
-                let at = View::ALL.iter().position(|v| *v == self.view).unwrap_or(0);
-                let mut next = View::ALL[(at + 1) % View::ALL.len()];
-                if next == View::Decision && self.open.is_none() {
-                    next = View::Message;
-                }
-                if next == View::Message && self.message.is_none() {
-                    next = View::Agents;
-                }
+                let tabs = self.tabs();
+                let at = tabs.iter().position(|v| *v == self.view).unwrap_or(0);
+                let next = tabs[(at + 1) % tabs.len()];
                 self.go(next);
                 if next == View::Agents {
                     // Which runs exited, as of now (no change says so).
@@ -220,6 +224,16 @@ impl State {
                 self.prompt = Prompt::Subject(String::new());
             }
             Key::Enter if self.view == View::Inbox => self.open_selected(),
+            Key::Enter if self.view == View::Agents => {
+                if let Some(run) = self.agents.get(self.selected) {
+                    self.run = Some(run.who.run_raw.clone());
+                    self.go(View::Run);
+                    self.send(Request::Agents);
+                }
+            }
+            Key::Enter if self.view == View::Run => self.open_wait(),
+            Key::Char('x') if matches!(self.view, View::Agents | View::Run) => self.ask_end(),
+            Key::Char('S') if matches!(self.view, View::Agents | View::Run) => self.ask_start(),
             Key::Char('r') if matches!(self.view, View::Inbox | View::Message) => {
                 self.mark_read();
             }
@@ -244,13 +258,87 @@ impl State {
         }
     }
 
+    /// The run `x` and `S` act on: the Agents view's selected one, or the
+    /// run view's.
+    fn acted_run(&self) -> Option<&super::Run> {
+        match self.view {
+            View::Run => self.run_open(),
+            View::Agents => self.agents.get(self.selected),
+            View::Inbox | View::Decision | View::Message | View::Trail | View::Activity => None,
+        }
+    }
+
+    /// `x`: asks to end the run, naming its role and run.
+    fn ask_end(&mut self) {
+        let Some(run) = self.acted_run() else {
+            self.status = "x ends a run: select one first".to_owned();
+            return;
+        };
+        if run.ended.is_some() {
+            self.status = format!("the run {} has ended already", run.who);
+            return;
+        }
+        self.prompt = Prompt::Confirm(Act::End {
+            run: run.who.run_raw.clone(),
+            who: run.who.to_string(),
+        });
+    }
+
+    /// `S`: asks to start the agent of an ended run again, which only
+    /// `up --console` can.
+    fn ask_start(&mut self) {
+        let Some(run) = self.acted_run() else {
+            self.status = "S starts an ended agent again: select one first".to_owned();
+            return;
+        };
+        let ended = run.ended.is_some()
+            || self
+                .life_of(run.who.run_raw.as_str())
+                .is_some_and(|l| l.ended);
+        let act = Act::Start {
+            run: run.who.run_raw.clone(),
+            who: run.who.to_string(),
+        };
+        if !self.orders {
+            self.status =
+                "S works under up --console only: this console was not started by up".to_owned();
+        } else if !ended {
+            self.status = format!("the run {} still runs: x ends it", run.who);
+        } else {
+            self.prompt = Prompt::Confirm(act);
+        }
+    }
+
+    /// `Enter` in the run view: the decision the run waits on, opened; one
+    /// routed to another role shows its trail.
+    fn open_wait(&mut self) {
+        let Some(id) = self
+            .run_open()
+            .and_then(|r| r.waits.get(self.selected))
+            .map(|w| w.id)
+        else {
+            return;
+        };
+        match self.inbox.decisions.iter().find(|d| d.id == id).cloned() {
+            Some(decision) => self.open_decision(decision),
+            None => {
+                self.trail = Some((id.to_string(), Vec::new()));
+                self.go(View::Trail);
+                self.send(Request::trail(&id));
+            }
+        }
+    }
+
     /// `r`: the open message, or the inbox's selected one, marked read.
     fn mark_read(&mut self) {
         let id = match self.view {
             View::Message => self.message.as_ref().map(|m| m.id),
-            View::Inbox | View::Decision | View::Agents | View::Trail | View::Activity => {
-                self.selected_message().map(|m| m.id)
-            }
+            View::Inbox
+            | View::Decision
+            | View::Agents
+            | View::Run
+            | View::Trail
+            | View::Activity => self.selected_message().map(|m| m.id),
         };
         match id {
             Some(_) if self.offline => {

@@ -83,6 +83,10 @@ impl State {
             }
             (Request::Send { .. }, Reply::Done) => self.status = "message sent".to_owned(),
             (Request::Read(id), Reply::Done) => self.on_read(*id),
+            (Request::EndRun(_), Reply::Done) => {
+                self.status = "the run is ended: its program is being stopped".to_owned();
+                self.send(Request::Agents);
+            }
             (Request::Launch { off }, Reply::Done) => {
                 self.launching = Some(!off);
                 self.status = if *off {
@@ -111,7 +115,8 @@ impl State {
                 | Request::Withdraw(_)
                 | Request::Send { .. }
                 | Request::Read(_)
-                | Request::Launch { .. },
+                | Request::Launch { .. }
+                | Request::EndRun(_),
                 Reply::Trail(_),
             ) => {}
         }
@@ -124,6 +129,7 @@ impl State {
         if let Some(run) = self.agents.first() {
             self.launching = Some(run.launching);
         }
+        self.ring_for_failures();
     }
 
     fn on_read(&mut self, id: MessageId) {
