@@ -125,6 +125,9 @@ pub struct Life {
     pub role: Shown,
     /// Where its life is, in words, with the cause of an end.
     pub words: String,
+    /// Whether its program runs (then what the agent says it does says
+    /// more).
+    pub running: bool,
     /// Whether it ended.
     pub ended: bool,
     /// Whether it ended in a failure (`failed`, `budget`, a signal, a
@@ -201,6 +204,7 @@ impl From<&RunLife> for Life {
         Life {
             run: row.run.clone(),
             role: Shown::of(&row.role),
+            running: row.state == life::State::Running,
             words,
             ended,
             failed,

@@ -450,11 +450,11 @@ fn run_words(state: &State, a: &Run) -> String {
         "WAITING ON YOU".to_owned()
     } else if let Some(w) = a.waits.first() {
         format!("waiting on {}", on(w))
-    } else if let Some(life) = life {
+    } else if let Some(life) = life.filter(|l| !l.running) {
         life.words.clone()
     } else if let Some(doing) = doing {
         super::doing::word(doing)
-    } else if a.holding {
+    } else if a.holding || life.is_some() {
         "running".to_owned()
     } else {
         "idle".to_owned()
@@ -518,9 +518,12 @@ fn agents(state: &State, now_ms: i64) -> Rows {
         };
         let doing = state.doing_of(a.who.run_raw.as_str());
         let state_word = run_words(state, a);
+        let life_ended = state
+            .life_of(a.who.run_raw.as_str())
+            .is_some_and(|l| l.ended);
         let pid = match (a.exited, a.ended) {
-            (None, None) => format!("pid {}", a.pid),
-            (Some(_), _) | (_, Some(_)) => format!("was pid {}", a.pid),
+            (None, None) if !life_ended => format!("pid {}", a.pid),
+            (None, None) | (Some(_), _) | (_, Some(_)) => format!("was pid {}", a.pid),
         };
         rows.row(
             state.selected() == i,
@@ -581,10 +584,7 @@ fn run(state: &State, now_ms: i64) -> Rows {
             Line::from(format!("The harness's error line: {error}")),
         ));
     }
-    rows.push(Line::from(format!(
-        "Seen by the broker: {}",
-        broker_record(a, now_ms)
-    )));
+    rows.push(Line::from(broker_record(a, now_ms)));
     if let Some(doing) = state.doing_of(a.who.run_raw.as_str()) {
         let ago = |ms| age(now_ms, Some(ms));
         rows.push(Line::from(super::doing::detail(doing, ago)));

@@ -128,6 +128,9 @@ pub struct State {
     selected: usize,
     /// The inbox's selected row, by id.
     picked: Option<Pick>,
+    /// The row the human's own last act (a resolve, a withdraw, a read)
+    /// took from the inbox: its going needs no word.
+    mine: Option<Pick>,
     /// How each decision closed, as the changes told it, newest ids kept.
     closed: BTreeMap<DecisionId, Closed>,
     /// How far the detail pane, the question or the message is scrolled,
@@ -195,6 +198,7 @@ impl State {
             help: false,
             selected: 0,
             picked: None,
+            mine: None,
             closed: BTreeMap::new(),
             scroll: 0,
             inbox: Inbox::default(),
@@ -515,7 +519,9 @@ impl State {
                 }
             }
             None => {
-                self.status = self.gone_words(pick, old);
+                if self.mine != Some(pick) {
+                    self.status = self.gone_words(pick, old);
+                }
                 let row = old
                     .decisions
                     .iter()

@@ -6,8 +6,8 @@ use mosaic_domain::evidence::EvidenceKind;
 use mosaic_domain::{DecisionId, MessageId, Refusal};
 
 use super::{
-    Change, Closed, Decision, DecisionState, Effect, Inbox, Notice, Reply, Request, Run, Shown,
-    State,
+    Change, Closed, Decision, DecisionState, Effect, Inbox, Notice, Pick, Reply, Request, Run,
+    Shown, State,
 };
 use super::{View, ACTIVITY};
 use crate::commands::console::model::Kind;
@@ -133,6 +133,7 @@ impl State {
     }
 
     fn on_read(&mut self, id: MessageId) {
+        self.mine = Some(Pick::Message(id));
         self.status = "marked read".to_owned();
         if self.message.as_ref().map(|m| m.id) == Some(id) {
             self.message = None;
@@ -146,6 +147,7 @@ impl State {
 
     /// The open decision was closed by the human's own act.
     fn closed_by_me(&mut self, id: Option<DecisionId>) {
+        self.mine = id.map(Pick::Decision);
         if let Some(open) = self.open.as_mut() {
             if id == Some(open.decision.id) {
                 open.state = DecisionState::Gone;
