@@ -38,6 +38,9 @@ pub enum Act {
         to: String,
         /// The body.
         body: String,
+        /// Whether a live run holds the role now (else the message waits
+        /// for one, and the question says so).
+        held: bool,
     },
     /// `launch.revoke` (off) or `launch.restore`.
     Launch {
@@ -70,7 +73,19 @@ impl Act {
             } => grant::prompt(decision, *index),
             Act::Seen { .. } => "Mark this decision seen? y/n".to_owned(),
             Act::Withdraw { .. } => "Withdraw this decision? y/n".to_owned(),
-            Act::Message { to, body } => format!("Send {to:?} the message {body:?}? y/n"),
+            Act::Message {
+                to,
+                body,
+                held: true,
+            } => format!("Send {to:?} the message {body:?}? y/n"),
+            Act::Message {
+                to,
+                body,
+                held: false,
+            } => format!(
+                "Nobody holds {to:?} now: it waits until a run claims the role. Send it the \
+                 message {body:?}? y/n"
+            ),
             Act::Launch { off: true } => {
                 "Switch launching off? It stops new launches and ends no running agent. y/n"
                     .to_owned()
@@ -111,7 +126,7 @@ impl Act {
             },
             Act::Seen { id } => Request::Seen(*id),
             Act::Withdraw { id } => Request::Withdraw(*id),
-            Act::Message { to, body } => Request::Send {
+            Act::Message { to, body, .. } => Request::Send {
                 to: to.clone(),
                 body: body.clone(),
             },
@@ -213,7 +228,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("Esc", "go back, or cancel the question"),
     (
         "]",
-        "open the next decision waiting on you (oldest blocking first)",
+        "open the next waiting decision: each in turn, blocking first",
     ),
     ("1-9", "in a decision: select that option (nothing is sent)"),
     ("y / n", "answer the question on the bottom line"),
@@ -225,6 +240,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("s", "in a decision: mark it seen (asks y/n)"),
     ("w", "in a decision: withdraw it (asks y/n)"),
     ("m", "send a message to a role: role, then body (asks y/n)"),
+    ("R", "on a message: reply to its sender's role (asks y/n)"),
     ("L", "switch launching off or on (asks y/n)"),
     ("x", "in Agents or a run: end that run (asks y/n)"),
     (

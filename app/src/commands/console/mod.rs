@@ -27,7 +27,8 @@
 //! `tests_screen.rs` (what reaches a real terminal backend),
 //! `tests_doing.rs` (the Agents view at injected times), `tests_agents.rs`
 //! (its acts: a run opened, ended, started again; a failure's alarm),
-//! `tests_select.rs`
+//! `tests_day.rs` (a working day's details: the prompt, `m`, `R`,
+//! Activity), `tests_select.rs`
 //! (the selection by id, and `]`), `tests_redraw.rs` (the whole screen
 //! drawn again on a change of view or selection) and
 //! `tests_request.rs` (each request's arguments, and every answer key the
@@ -64,6 +65,8 @@ pub mod state;
 mod tests;
 #[cfg(test)]
 mod tests_agents;
+#[cfg(test)]
+mod tests_day;
 #[cfg(test)]
 mod tests_doing;
 #[cfg(test)]

@@ -208,6 +208,9 @@ pub struct Message {
     pub id: MessageId,
     /// The sender: `role/run`, or `human`.
     pub from: Shown,
+    /// The sender's role, as the broker named it, when an agent sent it
+    /// (`R` replies to it).
+    pub from_role: Option<String>,
     /// Its class, if any.
     pub class: Option<Shown>,
     /// The body's lines.
@@ -226,6 +229,10 @@ impl From<&MessageView<'_>> for Message {
         Message {
             id: m.id,
             from,
+            from_role: match &m.from {
+                Party::Role(role) => Some(role.to_string()),
+                Party::Human => None,
+            },
             class: m.class.map(|c| Shown::of(c.as_str())),
             body: Shown::lines(&m.body),
             cut: m.cut,

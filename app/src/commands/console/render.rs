@@ -84,7 +84,7 @@ pub fn draw(frame: &mut Frame<'_>, state: &State, now_ms: i64) {
     }
     frame.render_widget(Paragraph::new(bottom_line(state)), bottom);
     if state.help() {
-        help(frame, body);
+        help(frame, area);
     }
 }
 
@@ -377,9 +377,11 @@ fn decision(frame: &mut Frame<'_>, state: &State, now_ms: i64, area: Rect) {
     match open.state {
         DecisionState::Waiting => {}
         DecisionState::Gone => {
-            grant_lines[4] =
-                "NO LONGER WAITING: resolved, withdrawn or superseded. Its keys are off."
-                    .to_owned();
+            grant_lines[4] = match state.what_happened() {
+                Some(what) => format!("NO LONGER WAITING: {what}. Its keys are off."),
+                None => "NO LONGER WAITING: resolved, withdrawn or superseded. Its keys are off."
+                    .to_owned(),
+            };
         }
         DecisionState::Unknown => {
             grant_lines[4] =
@@ -646,23 +648,29 @@ fn activity(state: &State) -> Rows {
     if state.activity().is_empty() {
         rows.push(Line::from("No change since the console started."));
     }
-    for (i, c) in state.activity().iter().enumerate() {
+    // Newest first: the row the selection's index names counts from the
+    // newest.
+    for (i, c) in state.activity().iter().rev().enumerate() {
         let about: Vec<&str> = c.about.iter().map(Shown::as_str).collect();
+        let kind = c.kind.to_string().replace(['.', '_'], " ");
         rows.row(
             state.selected() == i,
-            &format!("{} {}", c.kind, about.join(", ")),
+            &format!("{kind}: {}", about.join(", ")),
         );
     }
     rows
 }
 
+/// The help, over the whole screen so that every key fits at 80x24.
 fn help(frame: &mut Frame<'_>, area: Rect) {
-    let mut lines = vec![bold("Keys (any key closes this help)"), Line::from("")];
-    lines.extend(
-        KEYS.iter()
-            .map(|(key, what)| Line::from(format!("{key:>9}  {what}"))),
-    );
+    let lines: Vec<Line<'static>> = KEYS
+        .iter()
+        .map(|(key, what)| Line::from(format!("{key:>9}  {what}")))
+        .collect();
     let popup = layout::help(area, lines.len());
     frame.render_widget(Clear, popup);
-    frame.render_widget(Paragraph::new(lines).block(framed(" Help ")), popup);
+    frame.render_widget(
+        Paragraph::new(lines).block(framed(" Keys: any key closes this help ")),
+        popup,
+    );
 }

@@ -572,6 +572,50 @@ impl State {
         self.closed.get(&id).map_or("closed", |c| c.words())
     }
 
+    /// What happened to the open decision, once it no longer waits: from
+    /// its trail (resolved by whom and with what, withdrawn by whom,
+    /// superseded by which decision) once read, else from the change
+    /// that closed it.
+    pub fn what_happened(&self) -> Option<String> {
+        let open = self.open.as_ref()?;
+        let id = open.decision.id;
+        let records = self
+            .trail
+            .as_ref()
+            .filter(|(subject, _)| *subject == id.to_string())
+            .map_or(&[][..], |(_, records)| records.as_slice());
+        let said = records.iter().rev().find_map(|r| {
+            if r.kind.is(EvidenceKind::DecisionResolved) {
+                Some(format!("resolved by {} with {}", r.who, r.field("choice")))
+            } else if r.kind.is(EvidenceKind::DecisionWithdrawn) {
+                Some(format!("withdrawn by {}", r.who))
+            } else if r.kind.is(EvidenceKind::DecisionSuperseded) {
+                Some(format!("superseded by the decision {}", r.field("by")))
+            } else {
+                None
+            }
+        });
+        said.or_else(|| {
+            self.closed
+                .contains_key(&id)
+                .then(|| self.how_closed(id).to_owned())
+        })
+    }
+
+    /// The bottom line's question about decision `id`, if one is asked,
+    /// taken away: the decision no longer waits.
+    fn clear_prompt_of(&mut self, id: DecisionId) {
+        let asks = match &self.prompt {
+            Prompt::Confirm(act) | Prompt::Note(act, _) => act.decision() == Some(id),
+            Prompt::None | Prompt::Role(_) | Prompt::Body(..) | Prompt::Subject(_) => false,
+        };
+        if asks {
+            self.prompt = Prompt::None;
+            self.status =
+                "no longer waiting: the question was taken away, nothing was sent".to_owned();
+        }
+    }
+
     /// Remembers how decision `id` closed.
     fn remember_closed(&mut self, id: DecisionId, kind: Closed) {
         self.closed.insert(id, kind);

@@ -44,6 +44,12 @@ impl State {
             Prompt::Role(role) => {
                 self.prompt = match typed(key, role) {
                     Typed::Editing(role) => Prompt::Role(role),
+                    Typed::Done(role) if role == "human" => {
+                        self.status =
+                            "\"human\" is you: m sends to an agent's role; nothing was sent"
+                                .to_owned();
+                        Prompt::None
+                    }
                     Typed::Done(role) if !role.is_empty() => Prompt::Body(role, String::new()),
                     Typed::Done(_) | Typed::Cancelled => Prompt::None,
                 }
@@ -52,7 +58,11 @@ impl State {
                 self.prompt = match typed(key, body) {
                     Typed::Editing(body) => Prompt::Body(to, body),
                     Typed::Done(body) if !body.is_empty() => {
-                        Prompt::Confirm(Act::Message { to, body })
+                        let held = self
+                            .agents
+                            .iter()
+                            .any(|a| a.who.role.as_str() == to && a.holding && a.ended.is_none());
+                        Prompt::Confirm(Act::Message { to, body, held })
                     }
                     Typed::Done(_) | Typed::Cancelled => Prompt::None,
                 }
@@ -215,6 +225,7 @@ impl State {
                 None => self.status = "nothing else is waiting on you".to_owned(),
             },
             Key::Char('m') => self.prompt = Prompt::Role(String::new()),
+            Key::Char('R') if matches!(self.view, View::Inbox | View::Message) => self.reply(),
             Key::Char('L') => {
                 self.prompt = Prompt::Confirm(Act::Launch {
                     off: self.launching != Some(false),
@@ -326,6 +337,25 @@ impl State {
                 self.go(View::Trail);
                 self.send(Request::trail(&id));
             }
+        }
+    }
+
+    /// `R`: a reply to the open message's (or the inbox's selected
+    /// message's) sender, typed as `m`'s body.
+    fn reply(&mut self) {
+        let message = match self.view {
+            View::Message => self.message.as_ref(),
+            View::Inbox
+            | View::Decision
+            | View::Agents
+            | View::Run
+            | View::Trail
+            | View::Activity => self.selected_message(),
+        };
+        match message.map(|m| m.from_role.clone()) {
+            Some(Some(role)) => self.prompt = Prompt::Body(role, String::new()),
+            Some(None) => self.status = "this message has no agent to reply to".to_owned(),
+            None => self.status = "R replies to a message: select one first".to_owned(),
         }
     }
 

@@ -46,6 +46,8 @@ impl State {
             if let Some(open) = self.open.as_mut() {
                 if closes && change.decision == Some(open.decision.id) {
                     open.state = DecisionState::Gone;
+                    let id = open.decision.id;
+                    self.clear_prompt_of(id);
                 }
             }
             self.activity.push(change);
@@ -230,6 +232,8 @@ impl State {
                 None => {
                     if open.state == DecisionState::Waiting {
                         open.state = DecisionState::Gone;
+                        let id = open.decision.id;
+                        self.clear_prompt_of(id);
                     }
                 }
             }
