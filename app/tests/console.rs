@@ -5,7 +5,8 @@
 //! read with `capture-pane`; and `up --console` running the example
 //! business to its end with the human's answer typed into the console;
 //! and ([`activity`]) what harness agents are doing, fed to the console as
-//! `up --console` feeds it.
+//! `up --console` feeds it; and ([`days`]) the console for a working day:
+//! `]`, the selection by id, a flood, a failed run, `x` and `S`.
 //! Every wait is a deadline on what the screen, a file or a process shows,
 //! read again after a short pause ([`PAUSE`]) so the polling does not
 //! compete for the CPU with what it waits on.
@@ -15,6 +16,9 @@ mod support;
 
 #[path = "console/activity.rs"]
 mod activity;
+
+#[path = "console/days.rs"]
+mod days;
 
 use std::io::Write;
 use std::path::Path;
@@ -711,7 +715,7 @@ fn an_agent_that_exited_with_status_3_shows_as_exited() {
     let tmux = Tmux::start(&command, 120, 40);
     tmux.wait_for("Nothing is waiting on you", WAIT);
     tmux.keys(&["Tab"]);
-    tmux.wait_for("EXITED with status 3 (crashed)", WAIT);
+    tmux.wait_for("status 3", WAIT);
     tmux.keys(&["q"]);
 }
 
@@ -806,6 +810,6 @@ fn with_launching_off_up_console_opens_and_l_switches_it_on_and_the_agents_start
     );
     tmux.keys(&["y"]);
     tmux.wait_for("Launching: on", WAIT);
-    tmux.wait_for("EXITED with status 3", WAIT);
+    tmux.wait_for("status 3", WAIT);
     tmux.keys(&["q"]);
 }

@@ -61,9 +61,12 @@ fn the_console_shows_each_agent_s_last_tool_waiting_on_the_feed_and_its_exit() {
     activities.observe("dev-1", Stream::Pi, PI_TOOL, Instant::now());
     tmux.wait_for("lead · run lead-1 · waiting on the feed · pi", WAIT);
     let screen = tmux.wait_for("dev · run dev-1 · working · pi", WAIT);
-    assert!(screen.contains("      last tool inbox, "), "{screen}");
     assert!(
-        screen.contains("      last tool message_send, "),
+        screen.contains("the agent's own word: last tool inbox, "),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("the agent's own word: last tool message_send, "),
         "{screen}"
     );
 
@@ -81,7 +84,7 @@ fn the_console_shows_each_agent_s_last_tool_waiting_on_the_feed_and_its_exit() {
 
     // A tool name with escape sequences is a `?`; then dev exits.
     activities.observe("dev-1", Stream::Pi, PI_HOSTILE, Instant::now());
-    tmux.wait_for("      last tool ?, ", WAIT);
+    tmux.wait_for("the agent's own word: last tool ?, ", WAIT);
     activities.exited("dev-1", Some(ExitStatus::from_raw(0)), Instant::now());
     let screen = tmux.wait_for("dev · run dev-1 · EXITED with status 0 · pi", WAIT);
     assert!(screen.contains("· exited "), "{screen}");
@@ -147,7 +150,10 @@ fn up_console_shows_a_harness_agent_s_last_tool_waiting_and_exit() {
     tmux.wait_for("Nothing is waiting on you", WAIT);
     tmux.keys(&["Tab"]);
     let screen = tmux.wait_for("· waiting on the feed · claude-code ·", WAIT);
-    assert!(screen.contains("      last tool inbox, "), "{screen}");
+    assert!(
+        screen.contains("the agent's own word: last tool inbox, "),
+        "{screen}"
+    );
     assert!(screen.contains("· waiting on the feed for "), "{screen}");
     // Both ends of the feed open, its FIFO's folder is gone.
     let left: Vec<_> = std::fs::read_dir(&tmp)
@@ -173,7 +179,10 @@ fn up_console_shows_a_harness_agent_s_last_tool_waiting_and_exit() {
         std::thread::sleep(PAUSE);
     };
     drop(opened.expect("the fake waits on its FIFO"));
-    let screen = tmux.wait_for("· EXITED with status 0 · claude-code ·", WAIT);
+    // Its row says how it ended: its exit, or its run's end once `up`
+    // reported it.
+    let screen = tmux.wait_for("· claude-code · was pid", WAIT);
+    assert!(screen.contains("status 0"), "{screen}");
     assert!(screen.contains("last tool inbox, "), "{screen}");
     tmux.keys(&["q"]);
 }

@@ -4,7 +4,7 @@
 //! prompts, and the one-line editor that types a note, a role, a body or a
 //! subject.
 
-use mosaic_domain::DecisionId;
+use mosaic_domain::{DecisionId, RunId};
 
 use super::grant;
 use super::model::Decision;
@@ -38,11 +38,28 @@ pub enum Act {
         to: String,
         /// The body.
         body: String,
+        /// Whether a live run holds the role now (else the message waits
+        /// for one, and the question says so).
+        held: bool,
     },
     /// `launch.revoke` (off) or `launch.restore`.
     Launch {
         /// Whether launching goes off.
         off: bool,
+    },
+    /// `run.end` of a run.
+    End {
+        /// The run.
+        run: RunId,
+        /// Its role and run, shown.
+        who: String,
+    },
+    /// The order to `up` to start the agent of an ended run again.
+    Start {
+        /// The run that ended.
+        run: RunId,
+        /// Its role and run, shown.
+        who: String,
     },
 }
 
@@ -56,13 +73,31 @@ impl Act {
             } => grant::prompt(decision, *index),
             Act::Seen { .. } => "Mark this decision seen? y/n".to_owned(),
             Act::Withdraw { .. } => "Withdraw this decision? y/n".to_owned(),
-            Act::Message { to, body } => format!("Send {to:?} the message {body:?}? y/n"),
+            Act::Message {
+                to,
+                body,
+                held: true,
+            } => format!("Send {to:?} the message {body:?}? y/n"),
+            Act::Message {
+                to,
+                body,
+                held: false,
+            } => format!(
+                "Nobody holds {to:?} now: it waits until a run claims the role. Send it the \
+                 message {body:?}? y/n"
+            ),
             Act::Launch { off: true } => {
                 "Switch launching off? It stops new launches and ends no running agent. y/n"
                     .to_owned()
             }
             Act::Launch { off: false } => {
                 "Switch launching back on? New launches may start again. y/n".to_owned()
+            }
+            Act::End { who, .. } => {
+                format!("End the run {who}? Its program is stopped and its role freed. y/n")
+            }
+            Act::Start { who, .. } => {
+                format!("Start the agent of {who} again, as a new run? y/n")
             }
         }
     }
@@ -72,7 +107,7 @@ impl Act {
         match self {
             Act::Resolve { decision, .. } => Some(decision.id),
             Act::Seen { id } | Act::Withdraw { id } => Some(*id),
-            Act::Message { .. } | Act::Launch { .. } => None,
+            Act::Message { .. } | Act::Launch { .. } | Act::End { .. } | Act::Start { .. } => None,
         }
     }
 
@@ -91,11 +126,13 @@ impl Act {
             },
             Act::Seen { id } => Request::Seen(*id),
             Act::Withdraw { id } => Request::Withdraw(*id),
-            Act::Message { to, body } => Request::Send {
+            Act::Message { to, body, .. } => Request::Send {
                 to: to.clone(),
                 body: body.clone(),
             },
             Act::Launch { off } => Request::Launch { off: *off },
+            Act::End { run, .. } => Request::EndRun(run.clone()),
+            Act::Start { .. } => return None,
         })
     }
 }
@@ -182,16 +219,16 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
     (
         "Tab",
-        "next view: inbox, decision, message, agents, trail, activity",
+        "next view: inbox, decision, message, agents, run, trail, activity",
     ),
     (
         "Enter",
-        "open the selected decision or message; in one, ask to resolve",
+        "open the selected row; in a decision, ask to resolve",
     ),
     ("Esc", "go back, or cancel the question"),
     (
         "]",
-        "open the next decision waiting on you (oldest blocking first)",
+        "open the next waiting decision: each in turn, blocking first",
     ),
     ("1-9", "in a decision: select that option (nothing is sent)"),
     ("y / n", "answer the question on the bottom line"),
@@ -203,7 +240,13 @@ pub const KEYS: &[(&str, &str)] = &[
     ("s", "in a decision: mark it seen (asks y/n)"),
     ("w", "in a decision: withdraw it (asks y/n)"),
     ("m", "send a message to a role: role, then body (asks y/n)"),
+    ("R", "on a message: reply to its sender's role (asks y/n)"),
     ("L", "switch launching off or on (asks y/n)"),
+    ("x", "in Agents or a run: end that run (asks y/n)"),
+    (
+        "S",
+        "in Agents or a run: start an ended agent again (up --console)",
+    ),
     ("t", "in the trail view: show the trail of a subject"),
     ("?", "this help"),
     ("q", "quit"),
@@ -221,6 +264,8 @@ pub enum Effect {
     Bell,
     /// Run the `--notify` command for a new decision.
     Notify(Notice),
+    /// Send `up` the order to start the agent of this ended run again.
+    Order(RunId),
     /// Stop the console.
     Quit,
 }
@@ -250,6 +295,8 @@ pub enum View {
     Message,
     /// The business's runs.
     Agents,
+    /// One run, opened from the Agents view.
+    Run,
     /// The trail of one subject.
     Trail,
     /// The changes as they arrived.
@@ -258,11 +305,12 @@ pub enum View {
 
 impl View {
     /// Every view, in `Tab`'s order.
-    pub const ALL: [View; 6] = [
+    pub const ALL: [View; 7] = [
         View::Inbox,
         View::Decision,
         View::Message,
         View::Agents,
+        View::Run,
         View::Trail,
         View::Activity,
     ];
@@ -274,6 +322,7 @@ impl View {
             View::Decision => "Decision",
             View::Message => "Message",
             View::Agents => "Agents",
+            View::Run => "Run",
             View::Trail => "Trail",
             View::Activity => "Activity",
         }

@@ -16,10 +16,16 @@
 //! ([`Tool`](mosaic_client::wire::activity::Tool)), so nothing the console
 //! draws from it can carry a control character or more than a short name.
 //! A line that is not an [`ActivityLine`] is none.
+//!
+//! The same line carries each run's life ([`Life`], from its `lives`):
+//! running, restarting, sleeping, stopping or ended, and for an ended one
+//! its cause in words (which budget limit, the signal's name, the
+//! harness's error line, neutralised).
 
 use mosaic_client::wire::activity::{self as line, ActivityLine};
+use mosaic_client::wire::life::{self, RunLife};
 
-use super::model::{Exit, Shown};
+use super::model::{Exit, Shown, Spent};
 
 /// The longest tool name drawn; a longer one ends in `…`.
 const TOOL_WIDTH: usize = 32;
@@ -107,5 +113,108 @@ pub fn detail(doing: &Doing, age: impl Fn(i64) -> String) -> String {
         RunState::WaitingOnFeed => format!("waiting on the feed for {}", age(doing.since_ms)),
         RunState::Exited(_) => format!("exited {} ago", age(doing.since_ms)),
     };
-    format!("      {tool} · {since}")
+    format!("      the agent's own word: {tool} · {since}")
+}
+
+/// One run's life, as `up` told it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Life {
+    /// The run, as `up` and the broker name it.
+    pub run: String,
+    /// Its role, shown.
+    pub role: Shown,
+    /// Where its life is, in words, with the cause of an end.
+    pub words: String,
+    /// Whether its program runs (then what the agent says it does says
+    /// more).
+    pub running: bool,
+    /// Whether it ended.
+    pub ended: bool,
+    /// Whether it ended in a failure (`failed`, `budget`, a signal, a
+    /// non-zero status).
+    pub failed: bool,
+    /// How often its program started again inside it.
+    pub restarts: u64,
+    /// What it used, when its harness said.
+    pub usage: Option<Spent>,
+    /// The error its model's last answer ended in, shown.
+    pub error: Option<Shown>,
+}
+
+/// Decodes the lives of one line; `None` when it is not one.
+pub fn lives(line: &str) -> Option<Vec<Life>> {
+    let line: ActivityLine = serde_json::from_str(line).ok()?;
+    Some(line.lives.iter().map(Life::from).collect())
+}
+
+impl From<&RunLife> for Life {
+    fn from(row: &RunLife) -> Life {
+        let error = row.error.as_deref().map(Shown::of);
+        let (words, ended, failed) = match &row.state {
+            life::State::Running => ("running".to_owned(), false, false),
+            life::State::Restarting { in_ms } => (
+                format!("restarting in {}s", in_ms.div_ceil(1000)),
+                false,
+                false,
+            ),
+            life::State::Sleeping => ("sleeping until work arrives".to_owned(), false, false),
+            life::State::Stopping => ("stopping".to_owned(), false, false),
+            life::State::Ended {
+                cause,
+                status,
+                signal,
+                signal_name,
+                why,
+                limit,
+            } => {
+                let failed = matches!(cause.as_str(), "failed" | "budget")
+                    || signal.is_some()
+                    || status.is_some_and(|s| s != 0);
+                let mut words = format!("ENDED ({}", Shown::of(cause));
+                if let Some(limit) = limit {
+                    words.push_str(&format!(": its {} limit was reached", Shown::of(limit)));
+                }
+                match (status, signal) {
+                    (_, Some(signal)) => {
+                        let name = signal_name.as_deref().map_or_else(
+                            || life::signal_name(*signal),
+                            |n| Shown::of(n).to_string(),
+                        );
+                        words.push_str(&format!(", killed by {name}"));
+                    }
+                    (Some(status), None) => words.push_str(&format!(", status {status}")),
+                    (None, None) => {}
+                }
+                if let Some(why) = why {
+                    words.push_str(match why {
+                        life::Why::Exited => "",
+                        life::Why::SandboxGone => "; its sandbox was gone",
+                        life::Why::RestartLimit => "; its restarts were spent",
+                        life::Why::Budget => "",
+                        life::Why::Stopped => "; up stopped",
+                    });
+                }
+                if let Some(error) = &error {
+                    words.push_str(&format!("; the harness said: {error}"));
+                }
+                words.push(')');
+                (words, true, failed)
+            }
+        };
+        Life {
+            run: row.run.clone(),
+            role: Shown::of(&row.role),
+            running: row.state == life::State::Running,
+            words,
+            ended,
+            failed,
+            restarts: row.restarts,
+            usage: row.usage.map(|u| Spent {
+                turns: u.turns,
+                tokens: (u.input_tokens, u.output_tokens),
+                cost: format!("{:.4}", u.cost_usd),
+            }),
+            error,
+        }
+    }
 }

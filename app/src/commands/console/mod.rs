@@ -25,7 +25,12 @@
 //! with; `sentence.rs`, a trail record in one sentence. Its tests:
 //! `tests.rs` (the machine's exact effects, the link mocked, snapshots),
 //! `tests_screen.rs` (what reaches a real terminal backend),
-//! `tests_doing.rs` (the Agents view at injected times) and
+//! `tests_doing.rs` (the Agents view at injected times), `tests_agents.rs`
+//! (its acts: a run opened, ended, started again; a failure's alarm),
+//! `tests_day.rs` (a working day's details: the prompt, `m`, `R`,
+//! Activity), `tests_select.rs`
+//! (the selection by id, and `]`), `tests_redraw.rs` (the whole screen
+//! drawn again on a change of view or selection) and
 //! `tests_request.rs` (each request's arguments, and every answer key the
 //! broker always writes required).
 
@@ -59,11 +64,19 @@ pub mod state;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_agents;
+#[cfg(test)]
+mod tests_day;
+#[cfg(test)]
 mod tests_doing;
+#[cfg(test)]
+mod tests_redraw;
 #[cfg(test)]
 mod tests_request;
 #[cfg(test)]
 mod tests_screen;
+#[cfg(test)]
+mod tests_select;
 mod trail;
 
 use request::Request;
@@ -204,7 +217,7 @@ pub(crate) fn pump(state: &mut State, link: &dyn Link, other: &mut dyn FnMut(Eff
                 let reply = ask(link, &request);
                 state.handle_reply(&request, reply);
             }
-            Effect::Bell | Effect::Notify(_) | Effect::Quit => other(effect),
+            Effect::Bell | Effect::Notify(_) | Effect::Order(_) | Effect::Quit => other(effect),
         }
     }
 }
@@ -337,6 +350,19 @@ fn run(link: &Proven, args: &ConsoleArgs, cursor: u64) -> std::io::Result<()> {
     Signals::on_stop(move || {
         let _ = stop.send(Event::Quit);
     })?;
+    // The orders' FIFO is opened before the activity's: `up` removes
+    // their folder once the activity's is open. `up` holds it open for
+    // reading, so this open never waits.
+    let mut orders = args
+        .activity
+        .as_ref()
+        .and_then(|path| path.parent())
+        .and_then(|folder| {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(folder.join(mosaic_client::wire::life::ORDERS_FIFO))
+                .ok()
+        });
     if let Some(path) = &args.activity {
         read_activity(path.clone(), events.clone());
     }
@@ -345,7 +371,14 @@ fn run(link: &Proven, args: &ConsoleArgs, cursor: u64) -> std::io::Result<()> {
     let mut terminal = ratatui::try_init().inspect_err(|_| {
         let _ = crossterm::terminal::disable_raw_mode();
     })?;
-    let mut state = State::new(&args.business).with_socket(&args.socket.display().to_string());
+    let colour = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let mut state = State::new(&args.business)
+        .with_socket(&args.socket.display().to_string())
+        .with_colour(colour);
+    if orders.is_some() {
+        state = state.with_orders();
+    }
+    let mut last = None;
     let result = (|| -> std::io::Result<()> {
         loop {
             let mut quit = false;
@@ -359,6 +392,20 @@ fn run(link: &Proven, args: &ConsoleArgs, cursor: u64) -> std::io::Result<()> {
                         let _ = out.write_all(b"\x07").and_then(|()| out.flush());
                     }
                     Effect::Notify(notice) => notify(args.notify.as_deref(), &notice),
+                    Effect::Order(run) => {
+                        let order = mosaic_client::wire::life::Order::Start {
+                            run: run.to_string(),
+                        };
+                        let sent = orders.as_mut().is_some_and(|fifo| {
+                            serde_json::to_string(&order).is_ok_and(|mut line| {
+                                line.push('\n');
+                                fifo.write_all(line.as_bytes()).is_ok()
+                            })
+                        });
+                        if !sent {
+                            state.handle_order_lost();
+                        }
+                    }
                     Effect::Quit => quit = true,
                 }
             }
@@ -368,7 +415,7 @@ fn run(link: &Proven, args: &ConsoleArgs, cursor: u64) -> std::io::Result<()> {
             let size = terminal.size()?;
             state.handle_resize(size.width, size.height);
             let now = SystemClock.now().unix_ms();
-            terminal.draw(|frame| render::draw(frame, &state, now))?;
+            render::redraw(&mut terminal, &state, &mut last, now)?;
             // The Agents view says how long ago each agent did what it
             // did: with `up`'s activity on it, it is drawn again each
             // second even when nothing wakes the loop.
@@ -388,6 +435,9 @@ fn run(link: &Proven, args: &ConsoleArgs, cursor: u64) -> std::io::Result<()> {
                     // A line that is not an activity line is dropped.
                     if let Some(rows) = doing::decode(&line, SystemClock.now().unix_ms()) {
                         state.handle_doing(rows);
+                    }
+                    if let Some(lives) = doing::lives(&line) {
+                        state.handle_lives(lives);
                     }
                 }
                 Ok(Event::Changes(changes)) => state.handle_change(changes),

@@ -14,13 +14,13 @@
 
 use std::fmt;
 
-use mosaic_client::wire::agent::{AgentRow, Exited, WaitsOn};
+use mosaic_client::wire::agent::{AgentRow, Ended, Exited, Usage, WaitsOn};
 use mosaic_client::wire::decision::{AgentView, DecisionView, Raised};
 use mosaic_client::wire::inbox::Inbox as WireInbox;
 use mosaic_client::wire::message::MessageView;
 use mosaic_client::wire::reads::Change as WireChange;
 use mosaic_client::wire::text::{KindName, Party};
-use mosaic_domain::evidence::{EvidenceKind, OptionKey};
+use mosaic_domain::evidence::{EndCause, EvidenceKind, OptionKey};
 use mosaic_domain::text::{neutralise, neutralise_grant, neutralise_lines};
 use mosaic_domain::{DecisionId, MessageId, RunId};
 
@@ -208,6 +208,9 @@ pub struct Message {
     pub id: MessageId,
     /// The sender: `role/run`, or `human`.
     pub from: Shown,
+    /// The sender's role, as the broker named it, when an agent sent it
+    /// (`R` replies to it).
+    pub from_role: Option<String>,
     /// Its class, if any.
     pub class: Option<Shown>,
     /// The body's lines.
@@ -226,6 +229,10 @@ impl From<&MessageView<'_>> for Message {
         Message {
             id: m.id,
             from,
+            from_role: match &m.from {
+                Party::Role(role) => Some(role.to_string()),
+                Party::Human => None,
+            },
             class: m.class.map(|c| Shown::of(c.as_str())),
             body: Shown::lines(&m.body),
             cut: m.cut,
@@ -316,6 +323,8 @@ impl fmt::Display for Exit {
 /// An open decision a run raised and waits on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Wait {
+    /// Its id, as the broker gave it.
+    pub id: DecisionId,
     /// Who has it: `human` or the arbiter role.
     pub route: Shown,
     /// Whether the route is the human.
@@ -331,6 +340,7 @@ pub struct Wait {
 impl From<&WaitsOn> for Wait {
     fn from(w: &WaitsOn) -> Wait {
         Wait {
+            id: w.id,
             route: Shown::text(&w.route),
             on_human: w.route == Party::Human,
             action: Shown::text(&w.action),
@@ -359,6 +369,106 @@ pub struct Run {
     pub exited: Option<Exit>,
     /// What it waits on.
     pub waits: Vec<Wait>,
+    /// How the run ended, or `None` while it lives.
+    pub ended: Option<RunEnded>,
+    /// How often its program started again inside the run.
+    pub restarts: u64,
+    /// What it used, once its host said.
+    pub usage: Option<Spent>,
+    /// The broker's record of it: the verb of its last request, shown,
+    /// and when (ms since the epoch).
+    pub last: Option<(Shown, Option<i64>)>,
+    /// The broker's record of it: whether a `changes` wait of it is open.
+    pub waiting: bool,
+}
+
+/// What a harness run used, as its event stream reported it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spent {
+    /// Turns.
+    pub turns: u64,
+    /// Input and output tokens.
+    pub tokens: (u64, u64),
+    /// Its cost, in US dollars, to four places.
+    pub cost: String,
+}
+
+impl From<Usage> for Spent {
+    fn from(usage: Usage) -> Spent {
+        Spent {
+            turns: usage.turns,
+            tokens: (usage.input_tokens, usage.output_tokens),
+            cost: format!("{:.4}", usage.cost_usd),
+        }
+    }
+}
+
+impl fmt::Display for Spent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} turns, {} tokens in, {} out, ${}",
+            self.turns, self.tokens.0, self.tokens.1, self.cost
+        )
+    }
+}
+
+/// How a run ended, as the broker recorded it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunEnded {
+    /// When (ms since the epoch).
+    pub at_ms: i64,
+    /// Why.
+    pub cause: EndCause,
+    /// Its process's exit status, where known.
+    pub status: Option<i32>,
+    /// The signal that killed its process, where known.
+    pub signal: Option<i32>,
+}
+
+impl From<Ended> for RunEnded {
+    fn from(ended: Ended) -> RunEnded {
+        RunEnded {
+            at_ms: ended.at.unix_ms(),
+            cause: ended.cause,
+            status: ended.status,
+            signal: ended.signal,
+        }
+    }
+}
+
+impl RunEnded {
+    /// Whether it ended in a failure: the cause `failed` or `budget`, or a
+    /// process killed by a signal or exiting non-zero.
+    pub fn failed(&self) -> bool {
+        let cause = match self.cause {
+            EndCause::Failed | EndCause::Budget => true,
+            EndCause::Exited | EndCause::Human | EndCause::Revoked | EndCause::ProcessGone => false,
+        };
+        cause || self.signal.is_some() || self.status.is_some_and(|s| s != 0)
+    }
+}
+
+impl fmt::Display for RunEnded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let how = match (self.status, self.signal) {
+            (_, Some(signal)) => format!(
+                ", killed by {}",
+                mosaic_client::wire::life::signal_name(signal)
+            ),
+            (Some(status), None) => format!(", status {status}"),
+            (None, None) => String::new(),
+        };
+        let cause = match self.cause {
+            EndCause::Exited => "exited",
+            EndCause::Failed => "FAILED",
+            EndCause::Human => "ended by you",
+            EndCause::Revoked => "revoked",
+            EndCause::Budget => "FAILED: its budget ran out",
+            EndCause::ProcessGone => "its process was gone at the broker's start",
+        };
+        write!(f, "ENDED ({cause}{how})")
+    }
 }
 
 impl From<&AgentRow> for Run {
@@ -376,6 +486,14 @@ impl From<&AgentRow> for Run {
             launching: row.launching,
             exited: row.exited.map(Exit::from),
             waits: row.waits_on.iter().map(Wait::from).collect(),
+            ended: row.ended.map(RunEnded::from),
+            restarts: row.restarts,
+            usage: row.usage.map(Spent::from),
+            last: row
+                .last_verb
+                .as_ref()
+                .map(|verb| (Shown::of(verb), row.last_at.map(|at| at.unix_ms()))),
+            waiting: row.waiting,
         }
     }
 }

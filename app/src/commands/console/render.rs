@@ -7,18 +7,47 @@
 //! stays on screen, and a pane clips what does not fit instead of pushing
 //! the console's own lines away.
 
+use ratatui::backend::{Backend, ClearType};
 use ratatui::layout::Rect;
-use ratatui::style::{Modifier, Style};
+use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
-use ratatui::Frame;
+use ratatui::{Frame, Terminal};
 
 use super::grant;
 use super::layout::{self, inner};
 use super::lines::wrap;
-use super::model::{Decision, Message, Shown};
+use super::model::{Decision, Message, Run, Shown};
 use super::sentence::sentence;
-use super::state::{DecisionState, Prompt, State, View, KEYS};
+use super::state::{DecisionState, Prompt, Shows, State, View, KEYS};
+
+/// Draws a frame of `state` on `terminal`. When what the screen shows
+/// changed since `last` (another view, selection, scroll or open
+/// subject), the whole screen is cleared first: ratatui writes only the
+/// cells it thinks changed, and a terminal that drew a character wider or
+/// narrower than ratatui counted may hold cells of the earlier view that
+/// ratatui believes blank.
+///
+/// # Errors
+/// The backend's.
+pub fn redraw<B: Backend>(
+    terminal: &mut Terminal<B>,
+    state: &State,
+    last: &mut Option<Shows>,
+    now_ms: i64,
+) -> Result<(), B::Error> {
+    let shows = state.shows();
+    if last.as_ref() != Some(&shows) {
+        // `Terminal::clear` would ask the terminal where its cursor is (a
+        // round trip through the key reader's input); erasing the screen
+        // and forgetting the last frame draws every cell just the same.
+        terminal.backend_mut().clear_region(ClearType::All)?;
+        terminal.swap_buffers();
+        *last = Some(shows);
+    }
+    terminal.draw(|frame| draw(frame, state, now_ms))?;
+    Ok(())
+}
 
 /// Draws the whole console.
 pub fn draw(frame: &mut Frame<'_>, state: &State, now_ms: i64) {
@@ -43,19 +72,25 @@ pub fn draw(frame: &mut Frame<'_>, state: &State, now_ms: i64) {
         View::Inbox => inbox(frame, state, now_ms, body),
         View::Decision => decision(frame, state, now_ms, body),
         View::Message => message(frame, state, body),
-        View::Agents => list(frame, " Agents ", &agents(state, now_ms), body),
+        View::Agents => list(
+            frame,
+            " Agents: Enter opens a run, x ends it, S starts an ended one again ",
+            &agents(state, now_ms),
+            body,
+        ),
+        View::Run => list(frame, " Run ", &run(state, now_ms), body),
         View::Trail => list(frame, " Trail ", &trail(state), body),
         View::Activity => list(frame, " Activity ", &activity(state), body),
     }
     frame.render_widget(Paragraph::new(bottom_line(state)), bottom);
     if state.help() {
-        help(frame, body);
+        help(frame, area);
     }
 }
 
 fn tab_line(state: &State) -> Line<'static> {
     let mut spans = vec![Span::raw(format!("{} ·", Shown::of(state.business())))];
-    for view in View::ALL {
+    for view in state.tabs() {
         let style = if view == state.view() {
             Style::default().add_modifier(Modifier::REVERSED)
         } else {
@@ -64,7 +99,7 @@ fn tab_line(state: &State) -> Line<'static> {
         spans.push(Span::styled(format!(" {} ", view.name()), style));
     }
     spans.push(Span::raw(format!(
-        " · {} waiting on you · ? help",
+        " · {} waiting · ? help",
         state.inbox().decisions.len()
     )));
     Line::from(spans)
@@ -342,9 +377,11 @@ fn decision(frame: &mut Frame<'_>, state: &State, now_ms: i64, area: Rect) {
     match open.state {
         DecisionState::Waiting => {}
         DecisionState::Gone => {
-            grant_lines[4] =
-                "NO LONGER WAITING: resolved, withdrawn or superseded. Its keys are off."
-                    .to_owned();
+            grant_lines[4] = match state.what_happened() {
+                Some(what) => format!("NO LONGER WAITING: {what}. Its keys are off."),
+                None => "NO LONGER WAITING: resolved, withdrawn or superseded. Its keys are off."
+                    .to_owned(),
+            };
         }
         DecisionState::Unknown => {
             grant_lines[4] =
@@ -390,6 +427,75 @@ fn decision(frame: &mut Frame<'_>, state: &State, now_ms: i64, area: Rect) {
     );
 }
 
+/// A run's state in words: how it ended (the broker's end, with `up`'s
+/// cause where it told one), or what it waits on or does.
+fn run_words(state: &State, a: &Run) -> String {
+    let life = state.life_of(a.who.run_raw.as_str());
+    let doing = state.doing_of(a.who.run_raw.as_str());
+    let on = |w: &super::model::Wait| {
+        if w.on_human {
+            "you".to_owned()
+        } else {
+            w.route.to_string()
+        }
+    };
+    // An ended run waits on nothing any more: say how it ended instead.
+    // An open decision says more than what its harness is doing (its loop
+    // waits on the feed for the answer).
+    if let Some(life) = life.filter(|l| l.ended) {
+        life.words.clone()
+    } else if let Some(ended) = a.ended {
+        ended.to_string()
+    } else if let Some(exit) = a.exited {
+        exit.to_string()
+    } else if a.waits.iter().any(|w| w.on_human) {
+        "WAITING ON YOU".to_owned()
+    } else if let Some(w) = a.waits.first() {
+        format!("waiting on {}", on(w))
+    } else if let Some(life) = life.filter(|l| !l.running) {
+        life.words.clone()
+    } else if let Some(doing) = doing {
+        super::doing::word(doing)
+    } else if a.holding || life.is_some() {
+        "running".to_owned()
+    } else {
+        "idle".to_owned()
+    }
+}
+
+/// Whether a run's row is drawn as a failure: it failed, or its process
+/// crashed.
+fn alarming(state: &State, a: &Run) -> bool {
+    state.run_failed(a)
+        || a.exited
+            .is_some_and(|e| e.signal.is_some() || e.status.is_some_and(|s| s != 0))
+}
+
+/// `line` drawn as an alarm: red, or bold where colour is off.
+fn alarm(state: &State, line: Line<'static>) -> Line<'static> {
+    let style = if state.colour() {
+        Style::default().fg(Color::Red).add_modifier(Modifier::BOLD)
+    } else {
+        Style::default().add_modifier(Modifier::BOLD)
+    };
+    line.patch_style(style)
+}
+
+/// What the broker itself saw of a run: its last request and whether a
+/// wait of it is open.
+fn broker_record(a: &Run, now_ms: i64) -> String {
+    let last = match &a.last {
+        Some((verb, at)) => format!("last call {verb}, {} ago", age(now_ms, *at)),
+        None => "no call yet".to_owned(),
+    };
+    let waiting = if a.waiting {
+        "waiting on its feed"
+    } else {
+        "not waiting on its feed"
+    };
+    format!("the broker saw: {last} · {waiting}")
+}
+
 fn agents(state: &State, now_ms: i64) -> Rows {
     let switch = match state.launching() {
         Some(true) => "on",
@@ -412,33 +518,14 @@ fn agents(state: &State, now_ms: i64) -> Rows {
         } else {
             "not holding"
         };
-        let with = |w: &super::model::Wait| {
-            if w.on_human {
-                "you".to_owned()
-            } else {
-                w.route.to_string()
-            }
-        };
         let doing = state.doing_of(a.who.run_raw.as_str());
-        // A run whose process ended waits on nothing any more: say how it
-        // ended instead. An open decision says more than what its harness
-        // is doing (its loop waits on the feed for the answer).
-        let state_word = if let Some(exit) = a.exited {
-            exit.to_string()
-        } else if a.waits.iter().any(|w| w.on_human) {
-            "WAITING ON YOU".to_owned()
-        } else if let Some(w) = a.waits.first() {
-            format!("waiting on {}", with(w))
-        } else if let Some(doing) = doing {
-            super::doing::word(doing)
-        } else if a.holding {
-            "running".to_owned()
-        } else {
-            "idle".to_owned()
-        };
-        let pid = match a.exited {
-            None => format!("pid {}", a.pid),
-            Some(_) => format!("was pid {}", a.pid),
+        let state_word = run_words(state, a);
+        let life_ended = state
+            .life_of(a.who.run_raw.as_str())
+            .is_some_and(|l| l.ended);
+        let pid = match (a.exited, a.ended) {
+            (None, None) if !life_ended => format!("pid {}", a.pid),
+            (None, None) | (Some(_), _) | (_, Some(_)) => format!("was pid {}", a.pid),
         };
         rows.row(
             state.selected() == i,
@@ -448,20 +535,95 @@ fn agents(state: &State, now_ms: i64) -> Rows {
                 a.who.role, a.who.run, a.harness
             ),
         );
+        if alarming(state, a) {
+            if let Some(last) = rows.lines.pop() {
+                rows.lines.push(alarm(state, last));
+            }
+        }
+        rows.push(Line::from(format!("      {}", broker_record(a, now_ms))));
         if let Some(doing) = doing {
             let ago = |ms| age(now_ms, Some(ms));
             rows.push(Line::from(super::doing::detail(doing, ago)));
         }
         for w in &a.waits {
             let blocks = if w.blocking { " · BLOCKS a task" } else { "" };
+            let on = if w.on_human {
+                "you".to_owned()
+            } else {
+                w.route.to_string()
+            };
             rows.push(Line::from(format!(
-                "      waits on {}: {} on {}{blocks}",
-                with(w),
+                "      waits on {on}: {} on {}{blocks}",
                 w.action,
                 w.target.as_ref().map_or("-", Shown::as_str)
             )));
         }
     }
+    rows
+}
+
+/// The run view: one run whole, its decisions selectable.
+fn run(state: &State, now_ms: i64) -> Rows {
+    let mut rows = Rows::new();
+    let Some(a) = state.run_open() else {
+        rows.push(Line::from(
+            "No run is open: Enter on one in the Agents view.",
+        ));
+        return rows;
+    };
+    let life = state.life_of(a.who.run_raw.as_str());
+    let title = format!("Run {} · {} · pid {}", a.who, a.harness, a.pid);
+    rows.push(bold(&title));
+    let words = Line::from(format!("State: {}", run_words(state, a)));
+    rows.push(if alarming(state, a) {
+        alarm(state, words)
+    } else {
+        words
+    });
+    if let Some(error) = life.and_then(|l| l.error.as_ref()) {
+        rows.push(alarm(
+            state,
+            Line::from(format!("The harness's error line: {error}")),
+        ));
+    }
+    rows.push(Line::from(broker_record(a, now_ms)));
+    if let Some(doing) = state.doing_of(a.who.run_raw.as_str()) {
+        let ago = |ms| age(now_ms, Some(ms));
+        rows.push(Line::from(super::doing::detail(doing, ago)));
+    }
+    let restarts = life.map_or(a.restarts, |l| l.restarts.max(a.restarts));
+    rows.push(Line::from(format!("Restarts inside the run: {restarts}")));
+    let usage = a
+        .usage
+        .clone()
+        .or_else(|| life.and_then(|l| l.usage.clone()));
+    rows.push(Line::from(match usage {
+        Some(spent) => format!("Used: {spent}"),
+        None => "Used: not reported (its harness says nothing of it)".to_owned(),
+    }));
+    rows.push(Line::from(
+        "Its output: in the file up's first line names for this run",
+    ));
+    if a.waits.is_empty() {
+        rows.push(Line::from("It waits on no decision."));
+    } else {
+        rows.push(Line::from("The decisions it waits on (Enter opens one):"));
+    }
+    for (i, w) in a.waits.iter().enumerate() {
+        let blocks = if w.blocking { " · BLOCKS a task" } else { "" };
+        rows.row(
+            state.selected() == i,
+            &format!(
+                "{} on {} · routed to {}{blocks}",
+                w.action,
+                w.target.as_ref().map_or("-", Shown::as_str),
+                w.route
+            ),
+        );
+    }
+    rows.push(Line::from(
+        "x ends this run · S starts an ended one again (up --console) · Esc back",
+    ));
     rows
 }
 
@@ -486,23 +648,29 @@ fn activity(state: &State) -> Rows {
     if state.activity().is_empty() {
         rows.push(Line::from("No change since the console started."));
     }
-    for (i, c) in state.activity().iter().enumerate() {
+    // Newest first: the row the selection's index names counts from the
+    // newest.
+    for (i, c) in state.activity().iter().rev().enumerate() {
         let about: Vec<&str> = c.about.iter().map(Shown::as_str).collect();
+        let kind = c.kind.to_string().replace(['.', '_'], " ");
         rows.row(
             state.selected() == i,
-            &format!("{} {}", c.kind, about.join(", ")),
+            &format!("{kind}: {}", about.join(", ")),
         );
     }
     rows
 }
 
+/// The help, over the whole screen so that every key fits at 80x24.
 fn help(frame: &mut Frame<'_>, area: Rect) {
-    let mut lines = vec![bold("Keys (any key closes this help)"), Line::from("")];
-    lines.extend(
-        KEYS.iter()
-            .map(|(key, what)| Line::from(format!("{key:>9}  {what}"))),
-    );
+    let lines: Vec<Line<'static>> = KEYS
+        .iter()
+        .map(|(key, what)| Line::from(format!("{key:>9}  {what}")))
+        .collect();
     let popup = layout::help(area, lines.len());
     frame.render_widget(Clear, popup);
-    frame.render_widget(Paragraph::new(lines).block(framed(" Help ")), popup);
+    frame.render_widget(
+        Paragraph::new(lines).block(framed(" Keys: any key closes this help ")),
+        popup,
+    );
 }

@@ -10,7 +10,7 @@
 use mosaic_client::wire::agent::AgentRow;
 use mosaic_client::wire::args::{
     ChangesArgs, DecisionNoteArgs, DecisionResolveArgs, MessageReadArgs, MessageSendArgs, NoArgs,
-    TrailArgs,
+    RunEndArgs, TrailArgs,
 };
 use mosaic_client::wire::decision::DecisionView;
 use mosaic_client::wire::inbox::Inbox as WireInbox;
@@ -19,7 +19,7 @@ use mosaic_client::wire::reads::{ChangePage, Head as WireHead};
 use mosaic_client::wire::record::Record as WireRecord;
 use mosaic_client::wire::reply::{Done, Sent};
 use mosaic_domain::evidence::OptionKey;
-use mosaic_domain::{DecisionId, MessageId, Refusal, Verb};
+use mosaic_domain::{DecisionId, MessageId, Refusal, RunId, Verb};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
@@ -67,6 +67,8 @@ pub enum Request {
         /// Whether launching goes off.
         off: bool,
     },
+    /// `run.end`.
+    EndRun(RunId),
 }
 
 /// The broker's answer to a [`Request`], made into the console's rows.
@@ -126,6 +128,7 @@ impl Request {
             Request::Read(_) => Verb::MessageRead,
             Request::Launch { off: true } => Verb::LaunchRevoke,
             Request::Launch { off: false } => Verb::LaunchRestore,
+            Request::EndRun(_) => Verb::RunEnd,
         }
     }
 
@@ -153,6 +156,9 @@ impl Request {
                 ..MessageSendArgs::default()
             }),
             Request::Read(id) => args(&MessageReadArgs { id: id.to_string() }),
+            Request::EndRun(run) => args(&RunEndArgs {
+                run: run.to_string(),
+            }),
         }
     }
 
@@ -166,7 +172,8 @@ impl Request {
             | Request::Trail(_)
             | Request::Send { .. }
             | Request::Read(_)
-            | Request::Launch { .. } => None,
+            | Request::Launch { .. }
+            | Request::EndRun(_) => None,
         }
     }
 
@@ -206,7 +213,7 @@ impl Request {
                 decode::<Sent>(result)?;
                 Reply::Done
             }
-            Request::Read(_) | Request::Launch { .. } => {
+            Request::Read(_) | Request::Launch { .. } | Request::EndRun(_) => {
                 decode::<Done>(result)?;
                 Reply::Done
             }

@@ -18,12 +18,13 @@
 mod keys;
 mod replies;
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use mosaic_domain::DecisionId;
+use mosaic_domain::evidence::EvidenceKind;
+use mosaic_domain::{DecisionId, MessageId, RunId};
 
 pub use super::act::{Act, Effect, Key, Notice, Prompt, View, KEYS};
-use super::doing::Doing;
+use super::doing::{Doing, Life};
 use super::grant::{self, Need, Raiser};
 use super::layout;
 use super::lines::wrap;
@@ -53,6 +54,65 @@ pub struct Open {
     pub state: DecisionState,
 }
 
+/// The inbox row the human reads, by its id: the selection follows it
+/// when rows arrive above it or leave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pick {
+    /// A decision.
+    Decision(DecisionId),
+    /// A message.
+    Message(MessageId),
+}
+
+/// How a decision stopped waiting, as a change told it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Closed {
+    /// `decision.resolved`.
+    Resolved,
+    /// `decision.withdrawn`.
+    Withdrawn,
+    /// `decision.superseded`.
+    Superseded,
+}
+
+impl Closed {
+    /// The closing kind of a change, if it is one.
+    pub fn of(kind: EvidenceKind) -> Option<Closed> {
+        if kind == EvidenceKind::DecisionResolved {
+            Some(Closed::Resolved)
+        } else if kind == EvidenceKind::DecisionWithdrawn {
+            Some(Closed::Withdrawn)
+        } else if kind == EvidenceKind::DecisionSuperseded {
+            Some(Closed::Superseded)
+        } else {
+            None
+        }
+    }
+
+    /// In words, after "was".
+    pub fn words(self) -> &'static str {
+        match self {
+            Closed::Resolved => "resolved",
+            Closed::Withdrawn => "withdrawn",
+            Closed::Superseded => "superseded by a newer decision",
+        }
+    }
+}
+
+/// What the screen shows, as far as a change of it must redraw every
+/// cell: the view, the help, the selection, the scroll, and which
+/// decision, message or trail is open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shows {
+    view: View,
+    help: bool,
+    selected: usize,
+    scroll: usize,
+    open: Option<DecisionId>,
+    message: Option<MessageId>,
+    trail: Option<String>,
+}
+
 /// The console's state.
 #[derive(Debug, Clone)]
 pub struct State {
@@ -66,6 +126,13 @@ pub struct State {
     help: bool,
     /// The selected row of the current list.
     selected: usize,
+    /// The inbox's selected row, by id.
+    picked: Option<Pick>,
+    /// The row the human's own last act (a resolve, a withdraw, a read)
+    /// took from the inbox: its going needs no word.
+    mine: Option<Pick>,
+    /// How each decision closed, as the changes told it, newest ids kept.
+    closed: BTreeMap<DecisionId, Closed>,
     /// How far the detail pane, the question or the message is scrolled,
     /// in drawn lines.
     scroll: usize,
@@ -75,6 +142,16 @@ pub struct State {
     agents: Vec<Run>,
     /// What the harness agents are doing, when `up --console` tells it.
     doing: Option<Vec<Doing>>,
+    /// Each run's life, as `up --console` last told it.
+    lives: Vec<Life>,
+    /// Whether `up --console` takes orders from this console (`S`).
+    orders: bool,
+    /// Whether alarms are drawn in colour (`NO_COLOR` unset).
+    colour: bool,
+    /// The runs already known to have failed (a new one rings the bell).
+    failed: BTreeSet<String>,
+    /// The run view's run.
+    run: Option<RunId>,
     /// The launch switch, as `agents` last carried it, or a change or an
     /// act told it since; unknown only while no run is bound.
     launching: Option<bool>,
@@ -106,6 +183,9 @@ pub struct State {
 /// The most activity lines kept.
 const ACTIVITY: usize = 500;
 
+/// The most closed decisions remembered, to say how one closed.
+const CLOSED: usize = 1000;
+
 impl State {
     /// A console over `business`, asking for its first reads. Its size is
     /// unknown (0×0, where nothing is resolvable) until the first
@@ -117,10 +197,18 @@ impl State {
             view: View::Inbox,
             help: false,
             selected: 0,
+            picked: None,
+            mine: None,
+            closed: BTreeMap::new(),
             scroll: 0,
             inbox: Inbox::default(),
             agents: Vec::new(),
             doing: None,
+            lives: Vec::new(),
+            orders: false,
+            colour: false,
+            failed: BTreeSet::new(),
+            run: None,
             launching: None,
             head: None,
             open: None,
@@ -144,6 +232,49 @@ impl State {
     pub fn with_socket(mut self, socket: &str) -> Self {
         socket.clone_into(&mut self.socket);
         self
+    }
+
+    /// The same console, able to send `up` orders (`S` starts an ended
+    /// agent again): `up --console` started it with its private channel.
+    pub fn with_orders(mut self) -> Self {
+        self.orders = true;
+        self
+    }
+
+    /// The same console, drawing alarms in colour or, with `false`, in
+    /// bold only (`NO_COLOR`).
+    pub fn with_colour(mut self, colour: bool) -> Self {
+        self.colour = colour;
+        self
+    }
+
+    /// Whether alarms are drawn in colour.
+    pub fn colour(&self) -> bool {
+        self.colour
+    }
+
+    /// Whether `S` can send `up` its order.
+    pub fn takes_orders(&self) -> bool {
+        self.orders
+    }
+
+    /// `run`'s life, as `up` last told it.
+    pub fn life_of(&self, run: &str) -> Option<&Life> {
+        self.lives.iter().find(|l| l.run == run)
+    }
+
+    /// The run view's run, as `agents` last listed it.
+    pub fn run_open(&self) -> Option<&Run> {
+        let run = self.run.as_ref()?;
+        self.agents.iter().find(|a| &a.who.run_raw == run)
+    }
+
+    /// Whether `run` failed, as the broker's end or `up`'s life says.
+    pub fn run_failed(&self, run: &Run) -> bool {
+        run.ended.is_some_and(|e| e.failed())
+            || self
+                .life_of(run.who.run_raw.as_str())
+                .is_some_and(|l| l.failed)
     }
 
     /// The business.
@@ -248,6 +379,20 @@ impl State {
         self.loaded
     }
 
+    /// What the screen shows: when it differs from the last frame's, the
+    /// whole screen is drawn again ([`super::render::redraw`]).
+    pub fn shows(&self) -> Shows {
+        Shows {
+            view: self.view,
+            help: self.help,
+            selected: self.selected,
+            scroll: self.scroll,
+            open: self.open.as_ref().map(|o| o.decision.id),
+            message: self.message.as_ref().map(|m| m.id),
+            trail: self.trail.as_ref().map(|(subject, _)| subject.clone()),
+        }
+    }
+
     /// The next effect for the loop, oldest first.
     pub fn poll_effect(&mut self) -> Option<Effect> {
         self.effects.pop_front()
@@ -264,20 +409,242 @@ impl State {
         self.send(Request::Head);
     }
 
-    /// The decisions waiting on the human, blocking ones first, then
-    /// oldest (by raise time once known, else by the inbox's order).
+    /// The decisions waiting on the human, blocking ones first, each
+    /// group in the inbox's order (the broker's: oldest first), the order
+    /// `]` visits them in.
     pub fn waiting(&self) -> Vec<&Decision> {
-        let mut order: Vec<(usize, &Decision)> = self.inbox.decisions.iter().enumerate().collect();
-        order.sort_by_key(|(i, d)| (!d.blocking, d.raised_ms.unwrap_or(i64::MAX), *i));
-        order.into_iter().map(|(_, d)| d).collect()
+        let mut order: Vec<&Decision> = self.inbox.decisions.iter().collect();
+        order.sort_by_key(|d| !d.blocking);
+        order
+    }
+
+    /// The decision `]` opens next: the one after the open decision in
+    /// [`State::waiting`]'s order, wrapping to the first; the first when
+    /// none is open or the open one no longer waits; `None` when nothing
+    /// else waits.
+    pub fn next_waiting(&self) -> Option<&Decision> {
+        let order = self.waiting();
+        let current = self.open.as_ref().map(|o| o.decision.id);
+        match current.and_then(|id| order.iter().position(|d| d.id == id)) {
+            Some(at) if order.len() > 1 => order.get((at + 1) % order.len()).copied(),
+            Some(_) => None,
+            None => order.first().copied(),
+        }
+    }
+
+    /// The inbox's row `row`, by id.
+    fn pick_at(&self, row: usize) -> Option<Pick> {
+        match self.inbox.decisions.get(row) {
+            Some(d) => Some(Pick::Decision(d.id)),
+            None => row
+                .checked_sub(self.inbox.decisions.len())
+                .and_then(|i| self.inbox.messages.get(i))
+                .map(|m| Pick::Message(m.id)),
+        }
+    }
+
+    /// The row of the inbox that holds `pick`, if it still does.
+    fn row_of(&self, pick: Pick) -> Option<usize> {
+        match pick {
+            Pick::Decision(id) => self.inbox.decisions.iter().position(|d| d.id == id),
+            Pick::Message(id) => self
+                .inbox
+                .messages
+                .iter()
+                .position(|m| m.id == id)
+                .map(|i| i + self.inbox.decisions.len()),
+        }
+    }
+
+    /// The inbox's selected row, by id.
+    pub fn picked(&self) -> Option<Pick> {
+        self.picked
+    }
+
+    /// Shows `view`, its selection at its top; the inbox's at the row it
+    /// was reading, found by id.
+    fn go(&mut self, view: View) {
+        self.view = view;
+        self.scroll = 0;
+        self.selected = match view {
+            View::Inbox => self.picked.and_then(|p| self.row_of(p)).unwrap_or(0),
+            View::Decision
+            | View::Message
+            | View::Agents
+            | View::Run
+            | View::Trail
+            | View::Activity => 0,
+        };
+        if view == View::Inbox {
+            self.picked = self.pick_at(self.selected);
+        }
+    }
+
+    /// Moves the current list's selection to `row`.
+    fn select(&mut self, row: usize) {
+        self.selected = row;
+        self.scroll = 0;
+        if self.view == View::Inbox {
+            self.picked = self.pick_at(row);
+        }
+    }
+
+    /// After a new inbox (`old` the one before): the selection stays on
+    /// the row it was reading, wherever that row now is, and the status
+    /// line says what changed under it: new decisions above it, or the
+    /// row gone and how.
+    fn follow_pick(&mut self, old: &Inbox) {
+        let before = self.picked;
+        let Some(pick) = before else {
+            if self.view == View::Inbox {
+                self.select(self.selected.min(self.rows().saturating_sub(1)));
+            }
+            return;
+        };
+        match self.row_of(pick) {
+            Some(row) => {
+                let above = self.inbox.decisions[..row.min(self.inbox.decisions.len())]
+                    .iter()
+                    .filter(|d| old.decisions.iter().all(|o| o.id != d.id))
+                    .count();
+                if above > 0 {
+                    let s = if above == 1 { "" } else { "s" };
+                    self.status = format!(
+                        "{above} new decision{s} above the one you are reading: the selection \
+                         stays on it"
+                    );
+                }
+                if self.view == View::Inbox {
+                    self.selected = row;
+                }
+            }
+            None => {
+                if self.mine != Some(pick) {
+                    self.status = self.gone_words(pick, old);
+                }
+                let row = old
+                    .decisions
+                    .iter()
+                    .position(|d| Pick::Decision(d.id) == pick)
+                    .or_else(|| {
+                        old.messages
+                            .iter()
+                            .position(|m| Pick::Message(m.id) == pick)
+                            .map(|i| i + self.inbox.decisions.len())
+                    })
+                    .unwrap_or(0);
+                let row = row.min(self.inbox_rows().saturating_sub(1));
+                self.picked = self.pick_at(row);
+                if self.view == View::Inbox {
+                    self.selected = row;
+                    self.scroll = 0;
+                }
+            }
+        }
+    }
+
+    /// How many rows the inbox lists.
+    fn inbox_rows(&self) -> usize {
+        self.inbox.decisions.len() + self.inbox.messages.len()
+    }
+
+    /// What happened to `pick`, which left the inbox (`old` held it).
+    fn gone_words(&self, pick: Pick, old: &Inbox) -> String {
+        match pick {
+            Pick::Decision(id) => {
+                let who = old
+                    .decisions
+                    .iter()
+                    .find(|d| d.id == id)
+                    .map(|d| format!(" (from {}: {})", d.raiser, d.grant.action))
+                    .unwrap_or_default();
+                format!(
+                    "the decision you were reading{who} was {}",
+                    self.how_closed(id)
+                )
+            }
+            Pick::Message(_) => "the message you were reading was marked read".to_owned(),
+        }
+    }
+
+    /// How decision `id` closed, in words, as the changes told it.
+    pub fn how_closed(&self, id: DecisionId) -> &'static str {
+        self.closed.get(&id).map_or("closed", |c| c.words())
+    }
+
+    /// What happened to the open decision, once it no longer waits: from
+    /// its trail (resolved by whom and with what, withdrawn by whom,
+    /// superseded by which decision) once read, else from the change
+    /// that closed it.
+    pub fn what_happened(&self) -> Option<String> {
+        let open = self.open.as_ref()?;
+        let id = open.decision.id;
+        let records = self
+            .trail
+            .as_ref()
+            .filter(|(subject, _)| *subject == id.to_string())
+            .map_or(&[][..], |(_, records)| records.as_slice());
+        let said = records.iter().rev().find_map(|r| {
+            if r.kind.is(EvidenceKind::DecisionResolved) {
+                Some(format!("resolved by {} with {}", r.who, r.field("choice")))
+            } else if r.kind.is(EvidenceKind::DecisionWithdrawn) {
+                Some(format!("withdrawn by {}", r.who))
+            } else if r.kind.is(EvidenceKind::DecisionSuperseded) {
+                Some(format!("superseded by the decision {}", r.field("by")))
+            } else {
+                None
+            }
+        });
+        said.or_else(|| {
+            self.closed
+                .contains_key(&id)
+                .then(|| self.how_closed(id).to_owned())
+        })
+    }
+
+    /// The bottom line's question about decision `id`, if one is asked,
+    /// taken away: the decision no longer waits.
+    fn clear_prompt_of(&mut self, id: DecisionId) {
+        let asks = match &self.prompt {
+            Prompt::Confirm(act) | Prompt::Note(act, _) => act.decision() == Some(id),
+            Prompt::None | Prompt::Role(_) | Prompt::Body(..) | Prompt::Subject(_) => false,
+        };
+        if asks {
+            self.prompt = Prompt::None;
+            self.status =
+                "no longer waiting: the question was taken away, nothing was sent".to_owned();
+        }
+    }
+
+    /// Remembers how decision `id` closed.
+    fn remember_closed(&mut self, id: DecisionId, kind: Closed) {
+        self.closed.insert(id, kind);
+        while self.closed.len() > CLOSED {
+            self.closed.pop_first();
+        }
+    }
+
+    /// The views the tab line shows, in `Tab`'s order: a decision's, a
+    /// message's or a run's only while one is open.
+    pub fn tabs(&self) -> Vec<View> {
+        View::ALL
+            .into_iter()
+            .filter(|view| match view {
+                View::Decision => self.open.is_some(),
+                View::Message => self.message.is_some(),
+                View::Run => self.run.is_some(),
+                View::Inbox | View::Agents | View::Trail | View::Activity => true,
+            })
+            .collect()
     }
 
     /// How many rows the current view lists.
     pub fn rows(&self) -> usize {
         match self.view {
-            View::Inbox => self.inbox.decisions.len() + self.inbox.messages.len(),
+            View::Inbox => self.inbox_rows(),
             View::Decision | View::Message => 0,
             View::Agents => self.agents.len(),
+            View::Run => self.run_open().map_or(0, |r| r.waits.len()),
             View::Trail => self.trail.as_ref().map_or(0, |(_, t)| t.len()),
             View::Activity => self.activity.len(),
         }
@@ -353,13 +720,13 @@ impl State {
                 }
                 (Some(_) | None, _) => (Vec::new(), body),
             },
-            View::Agents | View::Trail | View::Activity => (Vec::new(), body),
+            View::Agents | View::Run | View::Trail | View::Activity => (Vec::new(), body),
         };
         // The inbox's decision detail draws its options below the question.
         let extra = match (self.view, self.inbox.decisions.get(self.selected)) {
             (View::Inbox, Some(d)) => d.options.len() + 1,
             (View::Inbox | View::Message | View::Decision | View::Agents, _)
-            | (View::Trail | View::Activity, _) => 0,
+            | (View::Run | View::Trail | View::Activity, _) => 0,
         };
         let inner = layout::inner(pane);
         let lines = wrap(text, inner.width).len() + extra;
@@ -398,6 +765,42 @@ impl State {
     /// told it: it replaces what the view knew.
     pub fn handle_doing(&mut self, rows: Vec<Doing>) {
         self.doing = Some(rows);
+    }
+
+    /// An order for `up` could not be written: `up` is gone or never
+    /// gave this console its channel.
+    pub fn handle_order_lost(&mut self) {
+        self.status = "up could not be told: nothing was started".to_owned();
+    }
+
+    /// Each run's life, as `up`'s line last told it: it replaces what the
+    /// view knew, and a run newly failed rings the bell.
+    pub fn handle_lives(&mut self, lives: Vec<Life>) {
+        self.lives = lives;
+        self.ring_for_failures();
+    }
+
+    /// Rings the bell, once per run, for each run that failed, and says
+    /// which on the status line.
+    fn ring_for_failures(&mut self) {
+        let failed: Vec<(String, String)> = self
+            .agents
+            .iter()
+            .filter(|a| self.run_failed(a))
+            .map(|a| (a.who.run_raw.to_string(), a.who.to_string()))
+            .chain(
+                self.lives
+                    .iter()
+                    .filter(|l| l.failed)
+                    .map(|l| (l.run.clone(), format!("{}/{}", l.role, Shown::of(&l.run)))),
+            )
+            .collect();
+        for (run, who) in failed {
+            if self.failed.insert(run) {
+                self.effects.push_back(Effect::Bell);
+                self.status = format!("the run {who} FAILED: the Agents view says why");
+            }
+        }
     }
 
     /// The trails on screen, read again.

@@ -71,7 +71,7 @@ pub(super) fn wire(effects: Vec<Effect>) -> Vec<(Verb, Value)> {
         .into_iter()
         .filter_map(|effect| match effect {
             Effect::Send(request) => Some((request.verb(), request.args())),
-            Effect::Bell | Effect::Notify(_) | Effect::Quit => None,
+            Effect::Bell | Effect::Notify(_) | Effect::Order(_) | Effect::Quit => None,
         })
         .collect()
 }
@@ -263,9 +263,11 @@ fn a_decision_gone_from_the_inbox_goes_stale_even_while_asked() {
     let mut state = opened();
     keys(&mut state, &[Key::Char('1'), Key::Enter]);
     answer(&mut state, Request::Inbox, Ok(json!([])));
+    // The question goes with its decision: y answers nothing.
+    assert_eq!(*state.prompt(), super::state::Prompt::None);
     state.handle_key(Key::Char('y'));
     assert_eq!(drain(&mut state), []);
-    assert_eq!(state.status(), "no longer waiting: nothing was sent");
+    assert_eq!(state.status(), "no longer waiting: its keys are disabled");
 }
 
 #[test]
@@ -511,9 +513,10 @@ fn no_send_on_a_stale_decision() {
         {"seq": 5, "kind": "decision.resolved", "decision": ID}]}),
     );
     pump(&mut state, &link, &mut |_| {});
+    assert_eq!(*state.prompt(), super::state::Prompt::None);
     state.handle_key(Key::Char('y'));
     pump(&mut state, &link, &mut |_| {});
-    assert_eq!(state.status(), "no longer waiting: nothing was sent");
+    assert_eq!(state.status(), "no longer waiting: its keys are disabled");
 }
 
 // ---------------------------------------------------------------------------

@@ -93,19 +93,19 @@ fn the_agents_view_shows_each_agent_s_state_last_tool_and_how_long_ago() {
     // dev-0's exit is the feed's: the broker has not said it.
     for expected in [
         "> dev · run dev-0 · EXITED with status 0 · pi · pid 4240 · revoked",
-        "      last tool message_send, 1m ago · exited 1m ago",
+        "      the agent's own word: last tool message_send, 1m ago · exited 1m ago",
         "  dev · run dev-1 · WAITING ON YOU · pi · pid 4242 · holding",
         "  lead · run lead-1 · waiting on the feed · pi · pid 4243 · holding",
-        "      last tool inbox, 12s ago · waiting on the feed for 5s",
+        "      the agent's own word: last tool inbox, 12s ago · waiting on the feed for 5s",
         "  qa · run qa-1 · waiting on lead · pi · pid 4244 · holding",
-        "      no tool called yet · working for 1s",
+        "      the agent's own word: no tool called yet · working for 1s",
     ] {
         assert!(lines.contains(&expected), "{expected:?} not in\n{screen}");
     }
     // Each detail line under its own run.
     let at = |text: &str| lines.iter().position(|l| l.contains(text)).expect(text);
-    assert_eq!(at("last tool inbox") - 1, at("run lead-1"));
-    assert_eq!(at("no tool called yet") - 1, at("run qa-1"));
+    assert_eq!(at("last tool inbox") - 2, at("run lead-1"));
+    assert_eq!(at("no tool called yet") - 2, at("run qa-1"));
     // The same feed, 60 s later: only the ages moved.
     let later = state.clone();
     let mut terminal =

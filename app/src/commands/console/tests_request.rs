@@ -32,6 +32,8 @@ fn requests() -> impl Strategy<Value = Request> {
         (".{0,20}", ".{0,40}").prop_map(|(to, body)| Request::Send { to, body }),
         message.prop_map(Request::Read),
         any::<bool>().prop_map(|off| Request::Launch { off }),
+        "[a-z][a-z0-9-]{0,20}"
+            .prop_map(|run| Request::EndRun(mosaic_domain::RunId::parse(&run).expect("a run id"))),
     ]
 }
 
@@ -56,6 +58,7 @@ proptest! {
             Request::Seen(id) | Request::Withdraw(id) => json!({"id": id.to_string()}),
             Request::Send { to, body } => json!({"to": to, "body": body}),
             Request::Read(id) => json!({"id": id.to_string()}),
+            Request::EndRun(run) => json!({"run": run.to_string()}),
         };
         prop_assert_eq!(args, expected);
     }

@@ -407,7 +407,7 @@ fn a_notice_carries_each_agent_word_neutralised() {
         .into_iter()
         .find_map(|e| match e {
             Effect::Notify(n) => Some(n),
-            Effect::Send(..) | Effect::Bell | Effect::Quit => None,
+            Effect::Send(..) | Effect::Bell | Effect::Order(_) | Effect::Quit => None,
         })
         .expect("a notice");
     assert_eq!(notice.target, "main⟨U+200B⟩");

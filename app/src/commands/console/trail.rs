@@ -102,7 +102,8 @@ pub struct Record {
     /// A raised decision's raiser.
     pub raiser: Option<Who>,
     /// Named fields: `question`, `action`, `target`, `choice`, `verb`,
-    /// `code`, `from`, `to`, `class`, `note`, each shown on one line.
+    /// `code`, `from`, `to`, `class`, `note`, `by` (a superseding
+    /// decision), each shown on one line.
     fields: Vec<(&'static str, Shown)>,
 }
 
@@ -184,9 +185,12 @@ impl From<&WireRecord<'_>> for Record {
                     (Some(_) | None, _) => someone(),
                 }
             }
+            Fact::DecisionSuperseded(s) => {
+                fields.push(("by", s.superseded_by.to_string()));
+                someone()
+            }
             Fact::LaunchRevoked
             | Fact::LaunchRestored
-            | Fact::DecisionSuperseded(_)
             | Fact::MessageDelivered(_)
             | Fact::MessageRead(_)
             | Fact::Other(_) => someone(),

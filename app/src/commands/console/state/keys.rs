@@ -3,7 +3,9 @@
 //! role, a body or a subject).
 
 use super::super::act::{typed, Typed};
-use super::{Act, Decision, DecisionState, Effect, Key, Need, Open, Prompt, Request, State, View};
+use super::{
+    Act, Decision, DecisionState, Effect, Key, Need, Open, Pick, Prompt, Request, State, View,
+};
 
 impl State {
     /// One key.
@@ -32,7 +34,9 @@ impl State {
                         other @ (Act::Seen { .. }
                         | Act::Withdraw { .. }
                         | Act::Message { .. }
-                        | Act::Launch { .. }) => Prompt::Confirm(other),
+                        | Act::Launch { .. }
+                        | Act::End { .. }
+                        | Act::Start { .. }) => Prompt::Confirm(other),
                     },
                     Typed::Cancelled => Prompt::Confirm(act),
                 }
@@ -40,6 +44,12 @@ impl State {
             Prompt::Role(role) => {
                 self.prompt = match typed(key, role) {
                     Typed::Editing(role) => Prompt::Role(role),
+                    Typed::Done(role) if role == "human" => {
+                        self.status =
+                            "\"human\" is you: m sends to an agent's role; nothing was sent"
+                                .to_owned();
+                        Prompt::None
+                    }
                     Typed::Done(role) if !role.is_empty() => Prompt::Body(role, String::new()),
                     Typed::Done(_) | Typed::Cancelled => Prompt::None,
                 }
@@ -48,7 +58,11 @@ impl State {
                 self.prompt = match typed(key, body) {
                     Typed::Editing(body) => Prompt::Body(to, body),
                     Typed::Done(body) if !body.is_empty() => {
-                        Prompt::Confirm(Act::Message { to, body })
+                        let held = self
+                            .agents
+                            .iter()
+                            .any(|a| a.who.role.as_str() == to && a.holding && a.ended.is_none());
+                        Prompt::Confirm(Act::Message { to, body, held })
                     }
                     Typed::Done(_) | Typed::Cancelled => Prompt::None,
                 }
@@ -93,6 +107,10 @@ impl State {
         self.view = View::Decision;
         self.selected = 0;
         self.scroll = 0;
+        // Back in the inbox, the selection is on the decision last opened.
+        if self.row_of(Pick::Decision(id)).is_some() {
+            self.picked = Some(Pick::Decision(id));
+        }
         self.send(Request::trail(&id));
         // Whether its raiser still runs, as of now: a process's exit is no
         // change of the feed.
@@ -126,6 +144,11 @@ impl State {
                     self.prompt = Prompt::Confirm(act);
                     return;
                 }
+                if let Act::Start { run, who } = act {
+                    self.status = format!("asked up to start the agent of {who} again");
+                    self.effects.push_back(Effect::Order(run));
+                    return;
+                }
                 match act.request() {
                     Some(request) => {
                         self.status = format!("sending {}…", request.verb());
@@ -140,7 +163,9 @@ impl State {
                     Act::Seen { .. }
                     | Act::Withdraw { .. }
                     | Act::Message { .. }
-                    | Act::Launch { .. } => String::new(),
+                    | Act::Launch { .. }
+                    | Act::End { .. }
+                    | Act::Start { .. } => String::new(),
                 };
                 self.prompt = Prompt::Note(act, note);
             }
@@ -176,53 +201,31 @@ impl State {
             }
             Key::Char('j') | Key::Down => {
                 if self.selected + 1 < self.rows() {
-                    self.selected += 1;
-                    self.scroll = 0;
+                    self.select(self.selected + 1);
                 }
             }
-            Key::Char('k') | Key::Up => {
-                self.selected = self.selected.saturating_sub(1);
-                self.scroll = 0;
-            }
+            Key::Char('k') | Key::Up => self.select(self.selected.saturating_sub(1)),
             Key::PageDown => {
                 self.scroll = (self.scroll + 10).min(self.scroll_room());
             }
             Key::PageUp => self.scroll = self.scroll.saturating_sub(10),
             Key::Tab => {
-                let at = View::ALL.iter().position(|v| *v == self.view).unwrap_or(0);
-                let mut next = View::ALL[(at + 1) % View::ALL.len()];
-                if next == View::Decision && self.open.is_none() {
-                    next = View::Message;
-                }
-                if next == View::Message && self.message.is_none() {
-                    next = View::Agents;
-                }
-                self.view = next;
-                self.selected = 0;
-                self.scroll = 0;
+                let tabs = self.tabs();
+                let at = tabs.iter().position(|v| *v == self.view).unwrap_or(0);
+                let next = tabs[(at + 1) % tabs.len()];
+                self.go(next);
                 if next == View::Agents {
                     // Which runs exited, as of now (no change says so).
                     self.send(Request::Agents);
                 }
             }
-            Key::Esc => {
-                self.view = View::Inbox;
-                self.selected = 0;
-                self.scroll = 0;
-            }
-            Key::Char(']') => {
-                let current = self.open.as_ref().map(|o| o.decision.id);
-                let next = self
-                    .waiting()
-                    .into_iter()
-                    .find(|d| Some(d.id) != current)
-                    .cloned();
-                match next {
-                    Some(decision) => self.open_decision(decision),
-                    None => self.status = "nothing else is waiting on you".to_owned(),
-                }
-            }
+            Key::Esc => self.go(View::Inbox),
+            Key::Char(']') => match self.next_waiting().cloned() {
+                Some(decision) => self.open_decision(decision),
+                None => self.status = "nothing else is waiting on you".to_owned(),
+            },
             Key::Char('m') => self.prompt = Prompt::Role(String::new()),
+            Key::Char('R') if matches!(self.view, View::Inbox | View::Message) => self.reply(),
             Key::Char('L') => {
                 self.prompt = Prompt::Confirm(Act::Launch {
                     off: self.launching != Some(false),
@@ -232,6 +235,16 @@ impl State {
                 self.prompt = Prompt::Subject(String::new());
             }
             Key::Enter if self.view == View::Inbox => self.open_selected(),
+            Key::Enter if self.view == View::Agents => {
+                if let Some(run) = self.agents.get(self.selected) {
+                    self.run = Some(run.who.run_raw.clone());
+                    self.go(View::Run);
+                    self.send(Request::Agents);
+                }
+            }
+            Key::Enter if self.view == View::Run => self.open_wait(),
+            Key::Char('x') if matches!(self.view, View::Agents | View::Run) => self.ask_end(),
+            Key::Char('S') if matches!(self.view, View::Agents | View::Run) => self.ask_start(),
             Key::Char('r') if matches!(self.view, View::Inbox | View::Message) => {
                 self.mark_read();
             }
@@ -256,13 +269,106 @@ impl State {
         }
     }
 
+    /// The run `x` and `S` act on: the Agents view's selected one, or the
+    /// run view's.
+    fn acted_run(&self) -> Option<&super::Run> {
+        match self.view {
+            View::Run => self.run_open(),
+            View::Agents => self.agents.get(self.selected),
+            View::Inbox | View::Decision | View::Message | View::Trail | View::Activity => None,
+        }
+    }
+
+    /// `x`: asks to end the run, naming its role and run.
+    fn ask_end(&mut self) {
+        let Some(run) = self.acted_run() else {
+            self.status = "x ends a run: select one first".to_owned();
+            return;
+        };
+        if run.ended.is_some() {
+            self.status = format!("the run {} has ended already", run.who);
+            return;
+        }
+        self.prompt = Prompt::Confirm(Act::End {
+            run: run.who.run_raw.clone(),
+            who: run.who.to_string(),
+        });
+    }
+
+    /// `S`: asks to start the agent of an ended run again, which only
+    /// `up --console` can.
+    fn ask_start(&mut self) {
+        let Some(run) = self.acted_run() else {
+            self.status = "S starts an ended agent again: select one first".to_owned();
+            return;
+        };
+        let ended = run.ended.is_some()
+            || self
+                .life_of(run.who.run_raw.as_str())
+                .is_some_and(|l| l.ended);
+        let act = Act::Start {
+            run: run.who.run_raw.clone(),
+            who: run.who.to_string(),
+        };
+        if !self.orders {
+            self.status =
+                "S works under up --console only: this console was not started by up".to_owned();
+        } else if !ended {
+            self.status = format!("the run {} still runs: x ends it", run.who);
+        } else {
+            self.prompt = Prompt::Confirm(act);
+        }
+    }
+
+    /// `Enter` in the run view: the decision the run waits on, opened; one
+    /// routed to another role shows its trail.
+    fn open_wait(&mut self) {
+        let Some(id) = self
+            .run_open()
+            .and_then(|r| r.waits.get(self.selected))
+            .map(|w| w.id)
+        else {
+            return;
+        };
+        match self.inbox.decisions.iter().find(|d| d.id == id).cloned() {
+            Some(decision) => self.open_decision(decision),
+            None => {
+                self.trail = Some((id.to_string(), Vec::new()));
+                self.go(View::Trail);
+                self.send(Request::trail(&id));
+            }
+        }
+    }
+
+    /// `R`: a reply to the open message's (or the inbox's selected
+    /// message's) sender, typed as `m`'s body.
+    fn reply(&mut self) {
+        let message = match self.view {
+            View::Message => self.message.as_ref(),
+            View::Inbox
+            | View::Decision
+            | View::Agents
+            | View::Run
+            | View::Trail
+            | View::Activity => self.selected_message(),
+        };
+        match message.map(|m| m.from_role.clone()) {
+            Some(Some(role)) => self.prompt = Prompt::Body(role, String::new()),
+            Some(None) => self.status = "this message has no agent to reply to".to_owned(),
+            None => self.status = "R replies to a message: select one first".to_owned(),
+        }
+    }
+
     /// `r`: the open message, or the inbox's selected one, marked read.
     fn mark_read(&mut self) {
         let id = match self.view {
             View::Message => self.message.as_ref().map(|m| m.id),
-            View::Inbox | View::Decision | View::Agents | View::Trail | View::Activity => {
-                self.selected_message().map(|m| m.id)
-            }
+            View::Inbox
+            | View::Decision
+            | View::Agents
+            | View::Run
+            | View::Trail
+            | View::Activity => self.selected_message().map(|m| m.id),
         };
         match id {
             Some(_) if self.offline => {

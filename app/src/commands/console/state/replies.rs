@@ -6,9 +6,11 @@ use mosaic_domain::evidence::EvidenceKind;
 use mosaic_domain::{DecisionId, MessageId, Refusal};
 
 use super::{
-    Change, Decision, DecisionState, Effect, Inbox, Notice, Reply, Request, Run, Shown, State,
+    Change, Closed, Decision, DecisionState, Effect, Inbox, Notice, Pick, Reply, Request, Run,
+    Shown, State,
 };
 use super::{View, ACTIVITY};
+use crate::commands::console::model::Kind;
 use crate::commands::console::trail::Trail;
 
 impl State {
@@ -34,16 +36,18 @@ impl State {
             if change.kind.is(EvidenceKind::LaunchRestored) {
                 self.launching = Some(true);
             }
-            let closes = [
-                EvidenceKind::DecisionResolved,
-                EvidenceKind::DecisionWithdrawn,
-                EvidenceKind::DecisionSuperseded,
-            ]
-            .into_iter()
-            .any(|k| change.kind.is(k));
+            let closes = match (&change.kind, change.decision) {
+                (Kind::Known(kind), Some(id)) => Closed::of(*kind).inspect(|how| {
+                    self.remember_closed(id, *how);
+                }),
+                (Kind::Known(_) | Kind::Other(_), _) => None,
+            }
+            .is_some();
             if let Some(open) = self.open.as_mut() {
                 if closes && change.decision == Some(open.decision.id) {
                     open.state = DecisionState::Gone;
+                    let id = open.decision.id;
+                    self.clear_prompt_of(id);
                 }
             }
             self.activity.push(change);
@@ -81,6 +85,10 @@ impl State {
             }
             (Request::Send { .. }, Reply::Done) => self.status = "message sent".to_owned(),
             (Request::Read(id), Reply::Done) => self.on_read(*id),
+            (Request::EndRun(_), Reply::Done) => {
+                self.status = "the run is ended: its program is being stopped".to_owned();
+                self.send(Request::Agents);
+            }
             (Request::Launch { off }, Reply::Done) => {
                 self.launching = Some(!off);
                 self.status = if *off {
@@ -109,7 +117,8 @@ impl State {
                 | Request::Withdraw(_)
                 | Request::Send { .. }
                 | Request::Read(_)
-                | Request::Launch { .. },
+                | Request::Launch { .. }
+                | Request::EndRun(_),
                 Reply::Trail(_),
             ) => {}
         }
@@ -122,9 +131,11 @@ impl State {
         if let Some(run) = self.agents.first() {
             self.launching = Some(run.launching);
         }
+        self.ring_for_failures();
     }
 
     fn on_read(&mut self, id: MessageId) {
+        self.mine = Some(Pick::Message(id));
         self.status = "marked read".to_owned();
         if self.message.as_ref().map(|m| m.id) == Some(id) {
             self.message = None;
@@ -138,6 +149,7 @@ impl State {
 
     /// The open decision was closed by the human's own act.
     fn closed_by_me(&mut self, id: Option<DecisionId>) {
+        self.mine = id.map(Pick::Decision);
         if let Some(open) = self.open.as_mut() {
             if id == Some(open.decision.id) {
                 open.state = DecisionState::Gone;
@@ -182,7 +194,7 @@ impl State {
                 .and_then(|d| d.raised_ms);
         }
         inbox.keep_whole(&self.inbox);
-        self.inbox = inbox;
+        let old = std::mem::replace(&mut self.inbox, inbox);
         let fresh: Vec<Decision> = self
             .inbox
             .decisions
@@ -220,13 +232,13 @@ impl State {
                 None => {
                     if open.state == DecisionState::Waiting {
                         open.state = DecisionState::Gone;
+                        let id = open.decision.id;
+                        self.clear_prompt_of(id);
                     }
                 }
             }
         }
-        if self.view == View::Inbox {
-            self.selected = self.selected.min(self.rows().saturating_sub(1));
-        }
+        self.follow_pick(&old);
     }
 
     fn on_trail(&mut self, subject: &str, trail: &Trail) {

@@ -1,0 +1,143 @@
+//! A working day's details: NO LONGER WAITING says what happened, a
+//! question about a decision that went is taken away, `m` refuses the
+//! human and warns of a role nobody holds, `R` replies to a message's
+//! sender, and Activity lists the newest change first in words.
+
+use serde_json::json;
+
+use super::request::Request;
+use super::state::{Key, Prompt, State, View};
+use super::tests::{answer, changes, decision, drain, keys, loaded, screen, ID};
+
+fn typed(state: &mut State, text: &str) {
+    keys(state, &text.chars().map(Key::Char).collect::<Vec<_>>());
+}
+
+fn opened() -> State {
+    let mut state = loaded(vec![decision(ID, "release.publish", true)]);
+    state.handle_key(Key::Char(']'));
+    drain(&mut state);
+    state
+}
+
+fn withdrawn(state: &mut State) {
+    changes(
+        state,
+        json!({"cursor": 9, "changes": [
+            {"seq": 9, "kind": "decision.withdrawn", "decision": ID}]}),
+    );
+    drain(state);
+}
+
+#[test]
+fn no_longer_waiting_says_what_happened() {
+    let mut state = opened();
+    withdrawn(&mut state);
+    let text = screen(&state, 120, 40);
+    assert!(
+        text.contains("NO LONGER WAITING: withdrawn. Its keys are off."),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_question_about_a_decision_that_went_is_taken_away() {
+    let mut state = opened();
+    keys(&mut state, &[Key::Char('1'), Key::Enter]);
+    assert!(matches!(state.prompt(), Prompt::Confirm(_)));
+    withdrawn(&mut state);
+    assert_eq!(*state.prompt(), Prompt::None);
+    assert_eq!(
+        state.status(),
+        "no longer waiting: the question was taken away, nothing was sent"
+    );
+    state.handle_key(Key::Char('y'));
+    assert_eq!(drain(&mut state), [], "y asks nothing any more");
+}
+
+#[test]
+fn m_refuses_the_human_and_names_a_role_nobody_holds() {
+    let mut state = loaded(Vec::new());
+    state.handle_key(Key::Char('m'));
+    typed(&mut state, "human");
+    state.handle_key(Key::Enter);
+    assert_eq!(*state.prompt(), Prompt::None);
+    assert_eq!(
+        state.status(),
+        "\"human\" is you: m sends to an agent's role; nothing was sent"
+    );
+    state.handle_key(Key::Char('m'));
+    typed(&mut state, "ops");
+    state.handle_key(Key::Enter);
+    typed(&mut state, "hi");
+    state.handle_key(Key::Enter);
+    let Prompt::Confirm(act) = state.prompt() else {
+        panic!("asks: {:?}", state.prompt());
+    };
+    assert_eq!(
+        act.question(),
+        "Nobody holds \"ops\" now: it waits until a run claims the role. Send it the message \
+         \"hi\"? y/n"
+    );
+    state.handle_key(Key::Esc);
+    state.handle_key(Key::Char('m'));
+    typed(&mut state, "lead");
+    state.handle_key(Key::Enter);
+    typed(&mut state, "hi");
+    state.handle_key(Key::Enter);
+    let Prompt::Confirm(act) = state.prompt() else {
+        panic!("asks: {:?}", state.prompt());
+    };
+    assert_eq!(act.question(), "Send \"lead\" the message \"hi\"? y/n");
+}
+
+#[test]
+fn r_replies_to_the_sender_s_role() {
+    let mut state = loaded(Vec::new());
+    answer(
+        &mut state,
+        Request::Inbox,
+        Ok(
+            json!([{"type": "message", "id": "0190a2b4-0000-7000-8000-000000000009",
+                   "from": "qa", "from_run": "qa-1", "to": "human", "class": null,
+                   "body": "tests are green", "corrects": null, "decision": null,
+                   "in_reply_to": null, "request": null}]),
+        ),
+    );
+    drain(&mut state);
+    state.handle_key(Key::Char('R'));
+    assert_eq!(
+        *state.prompt(),
+        Prompt::Body("qa".to_owned(), String::new())
+    );
+}
+
+#[test]
+fn activity_lists_the_newest_change_first_in_words() {
+    let mut state = loaded(Vec::new());
+    changes(
+        &mut state,
+        json!({"cursor": 9, "changes": [
+            {"seq": 8, "kind": "role.claimed", "role": "dev"},
+            {"seq": 9, "kind": "decision.raised", "decision": ID}]}),
+    );
+    drain(&mut state);
+    state.show(View::Activity);
+    let text = screen(&state, 120, 40);
+    let raised = text.find("> decision raised: decision").expect(&text);
+    let claimed = text.find("role claimed: role dev").expect(&text);
+    assert!(raised < claimed, "{text}");
+}
+
+#[test]
+fn the_help_shows_every_key_at_80x24() {
+    let mut state = loaded(Vec::new());
+    state.handle_key(Key::Char('?'));
+    let text = screen(&state, 80, 24);
+    for (key, what) in super::state::KEYS {
+        assert!(
+            text.contains(&format!("{key:>9}  {what}")),
+            "{key} not in\n{text}"
+        );
+    }
+}

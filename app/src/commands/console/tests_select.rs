@@ -1,0 +1,143 @@
+//! The selection by id: `]` visits every waiting decision, blocking ones
+//! first, and wraps; the inbox's selection stays on the row the human
+//! reads when rows arrive above it or leave, and a line says what
+//! changed.
+
+use proptest::prelude::*;
+use serde_json::{json, Value};
+
+use super::request::Request;
+use super::state::{Key, Pick, State, View};
+use super::tests::{answer, changes, decision, drain, id, loaded};
+
+/// The decision id numbered `n`.
+fn nth(n: usize) -> String {
+    format!("0190a2b4-0000-7000-8000-{n:012}")
+}
+
+/// An inbox of decisions `ns`, each blocking as its flag says, in that
+/// order.
+fn inbox_of(ns: &[(usize, bool)]) -> Vec<Value> {
+    ns.iter()
+        .map(|(n, blocking)| decision(&nth(*n), "release.publish", *blocking))
+        .collect()
+}
+
+/// Presses `]` and returns the decision it opened.
+fn bracket(state: &mut State) -> String {
+    state.handle_key(Key::Char(']'));
+    drain(state);
+    state
+        .open()
+        .expect("a decision opened")
+        .decision
+        .id
+        .to_string()
+}
+
+#[test]
+fn bracket_reaches_a_third_decision_past_two_blocking_ones_and_wraps() {
+    let mut state = loaded(inbox_of(&[(1, true), (2, true), (3, false)]));
+    let visits: Vec<String> = (0..4).map(|_| bracket(&mut state)).collect();
+    assert_eq!(visits, [nth(1), nth(2), nth(3), nth(1)]);
+}
+
+#[test]
+fn bracket_with_one_decision_open_says_nothing_else_waits() {
+    let mut state = loaded(inbox_of(&[(1, true)]));
+    assert_eq!(bracket(&mut state), nth(1));
+    state.handle_key(Key::Char(']'));
+    assert_eq!(state.status(), "nothing else is waiting on you");
+}
+
+proptest! {
+    /// Over any inbox, as many `]` as there are decisions open each one
+    /// once, every blocking one before any other, and the next wraps to
+    /// the first.
+    #[test]
+    fn bracket_visits_every_waiting_decision_once_blocking_first(
+        flags in proptest::collection::vec(any::<bool>(), 1..8)
+    ) {
+        let ns: Vec<(usize, bool)> = flags.iter().copied().enumerate().collect();
+        let mut state = loaded(inbox_of(&ns));
+        let visits: Vec<String> = (0..ns.len()).map(|_| bracket(&mut state)).collect();
+        let mut expected: Vec<&(usize, bool)> = ns.iter().collect();
+        expected.sort_by_key(|(_, blocking)| !blocking);
+        let expected: Vec<String> = expected.iter().map(|(n, _)| nth(*n)).collect();
+        prop_assert_eq!(&visits, &expected);
+        if ns.len() > 1 {
+            prop_assert_eq!(bracket(&mut state), expected[0].clone());
+        }
+    }
+}
+
+#[test]
+fn a_twin_raised_above_the_selection_does_not_move_it_and_a_line_says_so() {
+    let mut state = loaded(inbox_of(&[(1, true), (2, false)]));
+    state.handle_key(Key::Char('j'));
+    assert_eq!(state.picked(), Some(Pick::Decision(id(&nth(2)))));
+    // A twin of the second arrives above both.
+    answer(
+        &mut state,
+        Request::Inbox,
+        Ok(Value::Array(inbox_of(&[(3, true), (1, true), (2, false)]))),
+    );
+    drain(&mut state);
+    assert_eq!(
+        state.selected(),
+        2,
+        "the selection follows the id to its row"
+    );
+    assert_eq!(state.picked(), Some(Pick::Decision(id(&nth(2)))));
+    assert_eq!(
+        state.status(),
+        "1 new decision above the one you are reading: the selection stays on it"
+    );
+    // Enter opens the decision read, not the row's new holder.
+    state.handle_key(Key::Enter);
+    assert_eq!(state.open().unwrap().decision.id, id(&nth(2)));
+}
+
+#[test]
+fn a_decision_withdrawn_under_the_reader_is_named_and_the_selection_moves_by_row() {
+    let mut state = loaded(inbox_of(&[(1, true), (2, false), (3, false)]));
+    state.handle_key(Key::Char('j'));
+    changes(
+        &mut state,
+        json!({"cursor": 9, "changes": [
+            {"seq": 9, "kind": "decision.withdrawn", "decision": nth(2)}]}),
+    );
+    drain(&mut state);
+    answer(
+        &mut state,
+        Request::Inbox,
+        Ok(Value::Array(inbox_of(&[(1, true), (3, false)]))),
+    );
+    assert_eq!(
+        state.status(),
+        "the decision you were reading (from dev/dev-1: release.publish) was withdrawn"
+    );
+    assert_eq!(state.selected(), 1);
+    assert_eq!(state.picked(), Some(Pick::Decision(id(&nth(3)))));
+}
+
+#[test]
+fn back_in_the_inbox_the_selection_is_on_the_row_read_wherever_it_moved() {
+    let mut state = loaded(inbox_of(&[(1, true), (2, false)]));
+    state.handle_key(Key::Char('j'));
+    state.handle_key(Key::Tab);
+    assert_eq!(state.view(), View::Agents);
+    answer(
+        &mut state,
+        Request::Inbox,
+        Ok(Value::Array(inbox_of(&[
+            (4, true),
+            (5, true),
+            (1, true),
+            (2, false),
+        ]))),
+    );
+    state.handle_key(Key::Esc);
+    assert_eq!(state.view(), View::Inbox);
+    assert_eq!(state.selected(), 3);
+}
