@@ -90,7 +90,8 @@ impl Network {
 }
 
 impl AgentSpec {
-    /// Where it runs: its `workdir`, or else the configuration's folder.
+    /// Where it runs without a sandbox: its `workdir`, or else the
+    /// configuration's folder (in a sandbox, an empty folder of its own).
     pub fn cwd(&self) -> &Path {
         self.workdir.as_deref().unwrap_or(&self.config_dir)
     }
@@ -113,8 +114,8 @@ pub struct AgentSpec {
     /// with; `None` for a command.
     pub harnessed: Option<HarnessRun>,
     /// The `workdir` (absolute), writable in a sandbox; `None` when the
-    /// configuration names none, and the agent then runs in
-    /// `config_dir`, read-only in a sandbox.
+    /// configuration names none, and the agent then runs in `config_dir`,
+    /// or in a sandbox in an empty private folder (its home).
     pub workdir: Option<PathBuf>,
     /// The configuration file's directory, where relative programs are.
     pub config_dir: PathBuf,
@@ -320,16 +321,21 @@ impl UpConfig {
                         .map(|text| config_path(text, dir))
                         .collect::<Result<Vec<_>, _>>()
                 };
+                let workdir = agent
+                    .workdir
+                    .map(|workdir| config_path(&workdir, dir))
+                    .transpose()?;
+                let args = match workdir {
+                    Some(_) => args,
+                    None => args.into_iter().map(|a| named_file(a, dir)).collect(),
+                };
                 Ok(AgentSpec {
                     role,
                     harness,
                     program,
                     args,
                     harnessed,
-                    workdir: agent
-                        .workdir
-                        .map(|workdir| config_path(&workdir, dir))
-                        .transpose()?,
+                    workdir,
                     config_dir: dir.to_path_buf(),
                     env: agent.env,
                     network,
@@ -399,6 +405,20 @@ fn command_words(command: Vec<String>, dir: &Path) -> Result<(PathBuf, Vec<Strin
         program
     };
     Ok((program, words.collect()))
+}
+
+/// `word`, an argument of an agent without a `workdir`, made absolute
+/// when it is a relative path naming a file in `dir`, the configuration's
+/// folder (a script, a harness's extension): in a sandbox the agent does
+/// not run in that folder, and sees the file alone, bound read-only where
+/// the absolute path says.
+fn named_file(word: String, dir: &Path) -> String {
+    let path = Path::new(&word);
+    let joined = dir.join(path);
+    match joined.to_str() {
+        Some(absolute) if path.is_relative() && joined.is_file() => absolute.to_owned(),
+        Some(_) | None => word,
+    }
 }
 
 /// Where `business`'s roles read their service tokens from.
