@@ -414,10 +414,14 @@ fn command_words(command: Vec<String>, dir: &Path) -> Result<(PathBuf, Vec<Strin
 /// the absolute path says.
 fn named_file(word: String, dir: &Path) -> String {
     let path = Path::new(&word);
-    let joined = dir.join(path);
-    match joined.to_str() {
-        Some(absolute) if path.is_relative() && joined.is_file() => absolute.to_owned(),
-        Some(_) | None => word,
+    if path.is_absolute() || !dir.join(path).is_file() {
+        return word;
+    }
+    // Resolved, so the path the agent is given is the one the sandbox
+    // binds (the kernel's name of the file, without `..` or links).
+    match std::fs::canonicalize(dir.join(path)).map(|p| p.to_str().map(str::to_owned)) {
+        Ok(Some(absolute)) => absolute,
+        Ok(None) | Err(_) => word,
     }
 }
 

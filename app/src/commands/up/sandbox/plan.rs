@@ -38,9 +38,11 @@
 //!    that the agent's arguments name, and the configuration file, each
 //!    read-only by itself: never the configuration's folder, so nothing
 //!    else beside the configuration (a `.env`, say) is there;
-//! 7. the data root as an empty tmpfs holding only the broker's socket,
-//!    then made read-only, so an agent cannot leave a file where the
-//!    broker's would be;
+//! 7. the data root as an empty tmpfs holding only the broker's socket
+//!    (and a harness's run folder read-only, its state folder writable
+//!    but for the configuration files `up` writes there, read-only), then
+//!    made read-only, so an agent cannot leave a file where the broker's
+//!    would be;
 //! 8. with `"network": "proxy"`, the socket of `up`'s forward proxy for the
 //!    run at [`PROXY_SOCKET`](super::network::PROXY_SOCKET)
 //!    (`sandbox-exec`'s bridge serves it on the sandbox's loopback:
@@ -500,6 +502,12 @@ fn walls(
             source: grants.state.clone(),
             dest: grants.state.clone(),
         });
+        for file in &grants.fixed {
+            mounts.push(Mount::ReadOnly {
+                source: file.clone(),
+                dest: file.clone(),
+            });
+        }
     }
     mounts.push(Mount::RemountRo(places.data_root.clone()));
     if spec.network == Network::Proxy {

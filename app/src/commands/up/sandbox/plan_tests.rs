@@ -316,11 +316,17 @@ fn the_examples_command_agents_have_exactly_this_command_line_and_environment() 
         let mut expected = owned(&["/usr/bin/bwrap"]);
         expected.extend(namespaces(true));
         expected.extend(system_words(&root, 256));
-        // No workdir: never the configuration's folder, but the script
-        // its arguments name and the configuration, each by itself; the
-        // agent runs in its own empty home.
+        // No workdir: never the configuration's folder, but its `read`
+        // folder of scripts, the script its arguments name and the
+        // configuration, each by itself; the agent runs in its own empty
+        // home.
         let script = s(&examples().join(format!("agents/{}.sh", agent.role.as_str())));
         assert_eq!(agent.args, std::slice::from_ref(&script));
+        expected.extend(owned(&[
+            "--ro-bind-fd",
+            "<fd>",
+            &s(&examples().join("agents")),
+        ]));
         expected.extend(owned(&["--ro-bind-fd", "<fd>", &script]));
         expected.extend(owned(&["--ro-bind-fd", "<fd>", &s(&file)]));
         expected.extend(owned(&[
@@ -428,6 +434,15 @@ fn the_examples_harness_agents_have_exactly_this_command_line_and_environment() 
         ]));
         expected.extend(owned(&["--ro-bind", &s(&run_dir), &s(&run_dir)]));
         expected.extend(owned(&["--bind", &s(&state), &s(&state)]));
+        // The harness's configuration in its state folder, read-only.
+        let fixed: &[&str] = match agent.harness {
+            Harness::ClaudeCode => &["settings.json"],
+            Harness::Pi => &["settings.json", "models.json"],
+        };
+        for name in fixed {
+            let file = s(&state.join(name));
+            expected.extend(owned(&["--ro-bind", &file, &file]));
+        }
         expected.extend(owned(&["--remount-ro", &s(&data)]));
         expected.extend(owned(&[
             "--ro-bind",

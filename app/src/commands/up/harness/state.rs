@@ -1,0 +1,165 @@
+//! A harness agent's state folder, `<data root>/agents/state/<role>.<harness>/`,
+//! which its runs write and which lasts between them: data, never code.
+//!
+//! `up` owns it. At each launch, before the harness starts, [`own`]:
+//!
+//! - repairs its modes instead of refusing: the folder back to 0700, and
+//!   every folder inside it to at least `rwx` for `up` (an agent that
+//!   took them away would keep `up` from clearing what it left), with a
+//!   log line naming the folder and what was repaired;
+//! - keeps only the harness's session data ([`keep`]: Claude Code's
+//!   `projects` and `todos`, pi's `sessions`) and removes everything else
+//!   the agent left there, links included and never followed, with a log
+//!   line naming what was removed: settings, hooks, extensions, plugins,
+//!   skills, commands, credentials and caches never carry from one run to
+//!   the next;
+//! - and then `up` writes the harness's configuration files there afresh
+//!   ([`configuration`]: Claude Code's `settings.json`, pi's `settings.json`
+//!   and `models.json`), which the sandbox binds read-only over
+//!   themselves, so the run cannot change them either.
+//!
+//! So an extension or a hook planted in the state folder by one run never
+//! loads in the next, whatever that run's network.
+
+use std::io;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::Path;
+
+use mosaic_adapters::fs::neutral_path;
+use mosaic_domain::evidence::Harness;
+use mosaic_domain::Refusal;
+
+/// What of `harness`'s state folder is session data, kept between runs:
+/// every other entry is removed at each launch.
+pub(crate) fn keep(harness: Harness) -> &'static [&'static str] {
+    match harness {
+        Harness::ClaudeCode => &["projects", "todos"],
+        Harness::Pi => &["sessions"],
+    }
+}
+
+/// The files of `harness`'s state folder that `up` writes afresh at each
+/// launch and the sandbox binds read-only: the harness's own settings
+/// (Claude Code's user settings, where hooks would be; pi's, where
+/// extensions and packages would be) and pi's `models.json`, which `up`
+/// writes from `"model"`.
+pub(crate) fn configuration(harness: Harness) -> &'static [&'static str] {
+    match harness {
+        Harness::ClaudeCode => &["settings.json"],
+        Harness::Pi => &["settings.json", "models.json"],
+    }
+}
+
+/// Makes `state` `up`'s again, for a launch of `harness`: see the module
+/// documentation. A missing folder is made (0700).
+///
+/// # Errors
+/// `unsafe-path` when it is not a folder of ours (a link, a file, another
+/// user's), which no agent can make it; `storage-unavailable` when it
+/// cannot be made, repaired or cleared.
+pub(crate) fn own(state: &Path, harness: Harness) -> Result<(), Refusal> {
+    let shown = neutral_path(state);
+    match mosaic_adapters::fs::create_private_dir(state, false) {
+        Ok(()) => return Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => {
+            mosaic_adapters::cause::log(
+                Refusal::StorageUnavailable,
+                "making a harness agent's state folder",
+                &e,
+            );
+            return Err(Refusal::StorageUnavailable);
+        }
+    }
+    let meta = std::fs::symlink_metadata(state).map_err(|_| Refusal::UnsafePath)?;
+    if !meta.file_type().is_dir() || meta.uid() != rustix::process::geteuid().as_raw() {
+        tracing::warn!(
+            code = Refusal::UnsafePath.code(),
+            path = &*shown,
+            "a harness agent's state folder is not a folder of up's own"
+        );
+        return Err(Refusal::UnsafePath);
+    }
+    let failed = |e: io::Error| {
+        mosaic_adapters::cause::log(
+            Refusal::StorageUnavailable,
+            "repairing or clearing a harness agent's state folder",
+            &e,
+        );
+        Refusal::StorageUnavailable
+    };
+    let mode = meta.mode() & 0o7777;
+    if mode != 0o700 {
+        std::fs::set_permissions(state, std::fs::Permissions::from_mode(0o700)).map_err(failed)?;
+        tracing::warn!(
+            path = &*shown,
+            mode = format!("{mode:o}").as_str(),
+            "up repaired the mode of a harness agent's state folder to 700"
+        );
+    }
+    let repaired = repair_inside(state).map_err(failed)?;
+    if repaired > 0 {
+        tracing::warn!(
+            path = &*shown,
+            folders = repaired,
+            "up gave itself back the folders in a harness agent's state folder that an \
+             agent had closed to it"
+        );
+    }
+    let kept = keep(harness);
+    let mut removed = Vec::new();
+    for entry in std::fs::read_dir(state).map_err(failed)? {
+        let entry = entry.map_err(failed)?;
+        let name = entry.file_name();
+        let kind = entry.file_type().map_err(failed)?;
+        let session = kind.is_dir() && name.to_str().is_some_and(|n| kept.contains(&n));
+        if session {
+            continue;
+        }
+        let path = entry.path();
+        if kind.is_dir() {
+            std::fs::remove_dir_all(&path).map_err(failed)?;
+        } else {
+            std::fs::remove_file(&path).map_err(failed)?;
+        }
+        removed.push(name.to_string_lossy().into_owned());
+    }
+    if !removed.is_empty() {
+        removed.sort();
+        tracing::info!(
+            path = &*shown,
+            removed = &*neutral_path(Path::new(&removed.join(", "))),
+            "up removed what a harness agent's state folder held beyond its sessions: \
+             settings, extensions and hooks are up's to write at each launch"
+        );
+    }
+    Ok(())
+}
+
+/// Gives every folder under `dir` (links never followed) `rwx` for its
+/// owner, `up`, where an agent took it away: the count of folders
+/// repaired.
+fn repair_inside(dir: &Path) -> io::Result<usize> {
+    let mut repaired = 0;
+    // Read whole before going down, so one descriptor is open at a time.
+    let mut folders = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        if entry.file_type()?.is_dir() {
+            folders.push(entry.path());
+        }
+    }
+    for path in folders {
+        let mode = std::fs::symlink_metadata(&path)?.mode() & 0o7777;
+        if mode & 0o700 != 0o700 {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode | 0o700))?;
+            repaired += 1;
+        }
+        repaired += repair_inside(&path)?;
+    }
+    Ok(repaired)
+}
+
+#[cfg(test)]
+#[path = "state_tests.rs"]
+mod tests;
