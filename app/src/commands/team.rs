@@ -139,6 +139,10 @@ pub struct AgentSpec {
     /// The most memory, in MiB, its sandbox's processes may hold where a
     /// cgroup caps them (`memoryMiB`, default [`DEFAULT_MEMORY_MIB`]).
     pub memory_mib: u32,
+    /// The most, in MiB, that its activity may write outside its grants
+    /// in one run: its output file or transcript and its harness's state
+    /// folder (`stateMiB`, default [`DEFAULT_STATE_MIB`]).
+    pub state_mib: u32,
     /// Whether its writable paths may overlap another agent's that says
     /// so too (`shared`, default `false`): each can then steer the other.
     pub shared: bool,
@@ -155,6 +159,9 @@ pub const DEFAULT_PROCESSES: u32 = 1024;
 
 /// The default memory cap of a sandboxed agent, where a cgroup holds it.
 pub const DEFAULT_MEMORY_MIB: u32 = 4096;
+
+/// The default cap of what one run writes outside its grants.
+pub const DEFAULT_STATE_MIB: u32 = 512;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -190,6 +197,8 @@ struct AgentJson {
     processes: Option<u32>,
     #[serde(rename = "memoryMiB")]
     memory_mib: Option<u32>,
+    #[serde(rename = "stateMiB")]
+    state_mib: Option<u32>,
     #[serde(default)]
     shared: bool,
     restart: Option<Restart>,
@@ -345,6 +354,7 @@ impl UpConfig {
                     tmp_mib: within(agent.tmp_mib, DEFAULT_TMP_MIB, 1..=65_536)?,
                     processes: within(agent.processes, DEFAULT_PROCESSES, 16..=65_536)?,
                     memory_mib: within(agent.memory_mib, DEFAULT_MEMORY_MIB, 32..=1_048_576)?,
+                    state_mib: within(agent.state_mib, DEFAULT_STATE_MIB, 1..=1_048_576)?,
                     shared: agent.shared,
                     life,
                 })

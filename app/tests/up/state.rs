@@ -4,6 +4,11 @@
 //! same code named by the configuration runs (the negative control). The
 //! real harnesses, against the scripted model (`support/model.rs`) on a
 //! route it does not serve, so each run ends after its first request.
+//!
+//! And what a run writes outside its grants is capped (`"stateMiB"`): a
+//! fake harness that fills its state folder, and a command that floods its
+//! output, each end for their budget; the sessions left past the cap go at
+//! the next launch; with room, the same run lives on (the control).
 
 use super::*;
 use crate::model::Model;
@@ -188,4 +193,113 @@ fn a_hook_planted_in_claude_code_s_state_folder_never_runs_and_one_the_config_na
         &args,
     );
     assert!(marker.exists(), "the named hook did not run\n{log}");
+}
+
+/// A fake pi (`#!/bin/sh`) that says its version, then writes `mib` MiB
+/// into its state folder's sessions, file by file, and waits to be
+/// stopped: `up` must end its run.
+fn filler(dir: &Path, mib: u32) -> PathBuf {
+    let path = dir.join("conf/fill-pi");
+    let script = format!(
+        "#!/bin/sh\n[ \"${{1:-}}\" = --version ] && {{ echo 0.0.1; exit 0; }}\n\
+         mkdir -p \"$PI_CODING_AGENT_DIR/sessions\"\n\
+         i=0; while [ $i -lt {mib} ]; do\n\
+         head -c 1048576 /dev/zero > \"$PI_CODING_AGENT_DIR/sessions/$i\" || break\n\
+         i=$((i+1)); done\nexec sleep 600\n"
+    );
+    std::fs::write(&path, script).expect("the filler");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    path
+}
+
+#[test]
+fn a_run_that_fills_its_state_folder_past_state_mib_ends_for_its_budget_and_its_sessions_go() {
+    let (dir, root) = folders();
+    let model = Model::start(Vec::new());
+    let fill = filler(dir.path(), 8);
+    let with_cap = |cap: u32| {
+        let config = dir.path().join("conf/up.json");
+        let work = dir.path().join("work");
+        let agent = json!({"role": "a", "harness": "pi", "program": fill,
+            "prompt": "Fill.", "workdir": work, "restart": "no", "stateMiB": cap,
+            "model": {"api": "anthropic", "baseUrl": model.base_url(), "keyEnv": "MODEL_KEY"}});
+        let text = json!({"sandbox": "required",
+            "business": {"id": "x", "human": "alice",
+                         "arbiters": {"technical": "a", "delivery": "a"},
+                         "roles": {"a": {"authority": {"withinRole": [], "crossRole": []}}}},
+            "agents": [agent]});
+        std::fs::write(&config, text.to_string()).expect("write config");
+        let up = Up::start(
+            &[
+                "--config".as_ref(),
+                config.as_os_str(),
+                "--data-root".as_ref(),
+                root.path().as_os_str(),
+            ],
+            None,
+        );
+        let first = up.line();
+        assert!(first.contains(r#""ok":true"#), "{first}");
+        up
+    };
+    let sessions = root.path().join("agents/state/a.pi/sessions");
+    // Capped at 4 MiB: the run ends for its budget (`stateMiB`), before
+    // the filler is done, and `up` exits on its own.
+    let (_, _, log) = with_cap(4).finish();
+    assert!(
+        log.contains("the run reached its budget's limit and ends") && log.contains("stateMiB"),
+        "{log}"
+    );
+    assert!(sessions.is_dir(), "{log}");
+    // The next launch removes the sessions that reached the cap, with a
+    // line; then this run ends for its budget again.
+    let (_, _, log) = with_cap(4).finish();
+    assert!(log.contains("removed a harness agent's sessions"), "{log}");
+    // The control: with room for what it writes, the run lives on until
+    // `up` is stopped, and its sessions are kept.
+    let up = with_cap(64);
+    let written = sessions.join("7");
+    let started = std::time::Instant::now();
+    while std::fs::metadata(&written).map_or(true, |m| m.len() < 1 << 20) {
+        assert!(started.elapsed() < WAIT, "the filler did not finish");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    up.signal(rustix::process::Signal::TERM);
+    let (_, _, log) = up.finish();
+    assert!(!log.contains("reached its budget's limit"), "{log}");
+    assert!(written.is_file());
+}
+
+#[test]
+fn a_command_agent_that_floods_its_output_is_cut_at_state_mib_and_ends() {
+    let (dir, root) = folders();
+    let config = dir.path().join("conf/up.json");
+    let flood = "read _; head -c 3000000 /dev/zero | tr '\\0' 'x' | fold -w 1000; exec sleep 600";
+    let agent = json!({"role": "a", "harness": "pi", "command": ["sh", "-c", flood],
+        "workdir": dir.path().join("work"), "stateMiB": 1});
+    let text = json!({"sandbox": "required",
+        "business": {"id": "x", "human": "alice", "arbiters": {"technical": "a", "delivery": "a"},
+                     "roles": {"a": {"authority": {"withinRole": [], "crossRole": []}}}},
+        "agents": [agent]});
+    std::fs::write(&config, text.to_string()).expect("write config");
+    let up = Up::start(
+        &[
+            "--config".as_ref(),
+            config.as_os_str(),
+            "--data-root".as_ref(),
+            root.path().as_os_str(),
+        ],
+        None,
+    );
+    let summary: Value = serde_json::from_str(&up.line()).expect("the first line");
+    let (_, _, log) = up.finish();
+    assert!(log.contains("the run reached its budget's limit"), "{log}");
+    let output = PathBuf::from(summary["agents"][0]["output"].as_str().expect("output"));
+    let kept = std::fs::read_to_string(&output).expect("the output");
+    assert!(kept.len() <= (1 << 20) + 200, "{}", kept.len());
+    assert!(
+        kept.ends_with("(stateMiB)⟩\n"),
+        "{}",
+        &kept[kept.len() - 100..]
+    );
 }

@@ -239,7 +239,7 @@ has exited.
 
 The configuration is {\"sandbox\"?, \"business\":{id, human, arbiters, roles, \
 launch?}, \"agents\":[{role, harness, command, env?, workdir?, network?, allow?, \
-read?, write?, tmpMiB?, processes?, memoryMiB?, shared?, restart?, restartLimit?, \
+read?, write?, tmpMiB?, processes?, memoryMiB?, stateMiB?, shared?, restart?, restartLimit?, \
 budget?, stopGraceS?}]}: harness is pi or claude-code, command a program and its \
 arguments (no shell), env the names of this process's variables the agent \
 also needs. Without a command, up starts the harness itself: {role, harness, \
@@ -250,8 +250,10 @@ transcript the first line names; see docs/agents.md. sandbox is auto (the defaul
 when bwrap works, else one warning), required (else sandbox-unavailable) \
 or off. In its sandbox an agent sees an empty root and only what is \
 granted: the system's program folders and a named list of /etc read-only, \
-mosaic-bus and its program, the configuration's directory read-only \
-(where an agent without a workdir runs), its read paths, its workdir and \
+mosaic-bus and its program, the configuration file and the files its \
+arguments name read-only, each by itself (never the configuration's \
+directory; an agent without a workdir runs in its own empty home), its read \
+paths, its workdir and \
 write paths writable (never one that is, holds or lies in the \
 configuration, its folder, a program or file a command names, mosaic-bus, \
 a credential file, the data root, the secrets or the human's home: \
@@ -279,7 +281,12 @@ default on-failure for a harness up starts, no for a command) starts the \
 program again in the same run after a backoff of 1 s doubling to 60 s, at \
 most restartLimit {count, withinS} (default 5 in 600) times, then the run \
 ends failed; unsandboxed, a restart is a new run. budget {turns?, tokens?, \
-costUsd?, wallS?} ends the run with cause budget. A run ended elsewhere (the \
+costUsd?, wallS?} ends the run with cause budget, and so does stateMiB \
+(default 512): what the run writes outside its grants (its output or \
+transcript, cut there, and a harness's state folder, of at most 10000 \
+files). A harness's state folder is data: at each launch up repairs its \
+modes, keeps only sessions (removed too past the cap) and writes its \
+settings afresh, read-only. A run ended elsewhere (the \
 human's run.end, a revoke) is stopped: SIGTERM to its program, SIGKILL to \
 its sandbox after stopGraceS (default 10). With launching switched off, up \
 starts no agent until the human switches it on (L in the console, or \
@@ -535,6 +542,7 @@ fn start(options: UpArgs) -> Result<RunningHost, Failure> {
         events: mpsc::unbounded_channel(),
         ends: Some(ends),
         launching: true,
+        state_watch: std::time::Instant::now(),
         failed: false,
         stay: options.stay,
         relays: Relays::to(log.is_some()),
@@ -615,6 +623,8 @@ struct RunningHost {
     ends: Option<broadcast::Receiver<RunEnd>>,
     /// Whether the business's launching is on.
     launching: bool,
+    /// When `up` next measures what each run wrote outside its grants.
+    state_watch: std::time::Instant,
     /// Whether a run failed on its own (the exit code is then 1).
     failed: bool,
     stay: bool,

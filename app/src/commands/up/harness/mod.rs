@@ -113,7 +113,11 @@ enum Made {
     /// A private file written anew in a folder the agent can write.
     Replaced { path: PathBuf, bytes: Vec<u8> },
     /// The state folder, made `up`'s again ([`state::own`]).
-    State { path: PathBuf, harness: Harness },
+    State {
+        path: PathBuf,
+        harness: Harness,
+        cap: state::Cap,
+    },
 }
 
 /// One harness agent's launch, ready before anything starts.
@@ -204,6 +208,7 @@ pub(super) fn prepare(
         Made::State {
             path: state.clone(),
             harness: spec.harness,
+            cap: state::Cap::of_mib(spec.state_mib),
         },
         Made::File {
             path: transcript.clone(),
@@ -398,7 +403,7 @@ impl Prepared {
                 Made::Folder { path, new } => private_dir(path, *new)?,
                 Made::File { path, bytes } => write_new(path, bytes)?,
                 Made::Replaced { path, bytes } => replace(path, bytes)?,
-                Made::State { path, harness } => state::own(path, *harness)?,
+                Made::State { path, harness, cap } => state::own(path, *harness, *cap)?,
             }
         }
         Ok(())

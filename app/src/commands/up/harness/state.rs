@@ -20,6 +20,12 @@
 //!
 //! So an extension or a hook planted in the state folder by one run never
 //! loads in the next, whatever that run's network.
+//!
+//! It is capped too ([`Cap`]: `"stateMiB"` bytes, [`STATE_FILES`] files,
+//! together with the run's transcript): `up` [`measure`]s it while the run
+//! lives and ends the run (`budget`) when it reaches the cap; and sessions
+//! a run left beyond the cap (a run that filled the disk) are removed at
+//! the next launch, with a log line, so they never starve the next run.
 
 use std::io;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -28,6 +34,95 @@ use std::path::Path;
 use mosaic_adapters::fs::neutral_path;
 use mosaic_domain::evidence::Harness;
 use mosaic_domain::Refusal;
+
+/// The most files (folders and links included) one run's state folder
+/// may hold: past it the run ends, as past `"stateMiB"`.
+pub(crate) const STATE_FILES: u64 = 10_000;
+
+/// What a run may leave outside its grants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Cap {
+    /// Bytes on disk (`"stateMiB"`).
+    pub(crate) bytes: u64,
+    /// Files ([`STATE_FILES`]).
+    pub(crate) files: u64,
+}
+
+impl Cap {
+    /// The cap of `state_mib` MiB and [`STATE_FILES`] files.
+    pub(crate) fn of_mib(state_mib: u32) -> Cap {
+        Cap {
+            bytes: u64::from(state_mib) << 20,
+            files: STATE_FILES,
+        }
+    }
+
+    /// Whether `used` reached it.
+    pub(crate) fn reached(self, used: Used) -> bool {
+        used.bytes >= self.bytes || used.files >= self.files
+    }
+}
+
+/// What a folder or file takes: bytes ([`taken`]) and files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Used {
+    pub(crate) bytes: u64,
+    pub(crate) files: u64,
+}
+
+impl Used {
+    fn add(self, other: Used) -> Used {
+        Used {
+            bytes: self.bytes.saturating_add(other.bytes),
+            files: self.files.saturating_add(other.files),
+        }
+    }
+}
+
+/// What one file takes: its blocks, or its length where that is more (a
+/// file whose blocks the file system has not counted yet; a sparse one,
+/// counted as if whole).
+fn taken(meta: &std::fs::Metadata) -> u64 {
+    meta.blocks().saturating_mul(512).max(meta.len())
+}
+
+/// What `path` takes, links never followed, counting up to `stop` and no
+/// further (so a folder of millions of files is not walked whole); what
+/// cannot be read counts nothing.
+pub(crate) fn measure(path: &Path, stop: Cap) -> Used {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return Used::default();
+    };
+    let mut used = Used {
+        bytes: taken(&meta),
+        files: 1,
+    };
+    if !meta.file_type().is_dir() || stop.reached(used) {
+        return used;
+    }
+    let mut folders = vec![path.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(meta) = entry.metadata() else {
+                continue;
+            };
+            used = used.add(Used {
+                bytes: taken(&meta),
+                files: 1,
+            });
+            if stop.reached(used) {
+                return used;
+            }
+            if meta.file_type().is_dir() {
+                folders.push(entry.path());
+            }
+        }
+    }
+    used
+}
 
 /// What of `harness`'s state folder is session data, kept between runs:
 /// every other entry is removed at each launch.
@@ -57,7 +152,7 @@ pub(crate) fn configuration(harness: Harness) -> &'static [&'static str] {
 /// `unsafe-path` when it is not a folder of ours (a link, a file, another
 /// user's), which no agent can make it; `storage-unavailable` when it
 /// cannot be made, repaired or cleared.
-pub(crate) fn own(state: &Path, harness: Harness) -> Result<(), Refusal> {
+pub(crate) fn own(state: &Path, harness: Harness, cap: Cap) -> Result<(), Refusal> {
     let shown = neutral_path(state);
     match mosaic_adapters::fs::create_private_dir(state, false) {
         Ok(()) => return Ok(()),
@@ -106,13 +201,26 @@ pub(crate) fn own(state: &Path, harness: Harness) -> Result<(), Refusal> {
              agent had closed to it"
         );
     }
+    // Sessions that reached the cap (a run that filled the disk) go too:
+    // they would end the next run at once, or leave it no room.
+    let used = measure(state, cap);
+    let over = cap.reached(used);
+    if over {
+        tracing::warn!(
+            path = &*shown,
+            bytes = used.bytes,
+            files = used.files,
+            "up removed a harness agent's sessions, which reached the state folder's cap \
+             (stateMiB, or its files): the next run starts without them"
+        );
+    }
     let kept = keep(harness);
     let mut removed = Vec::new();
     for entry in std::fs::read_dir(state).map_err(failed)? {
         let entry = entry.map_err(failed)?;
         let name = entry.file_name();
         let kind = entry.file_type().map_err(failed)?;
-        let session = kind.is_dir() && name.to_str().is_some_and(|n| kept.contains(&n));
+        let session = !over && kind.is_dir() && name.to_str().is_some_and(|n| kept.contains(&n));
         if session {
             continue;
         }

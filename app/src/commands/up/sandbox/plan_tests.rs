@@ -32,6 +32,7 @@ fn spec(dir: &Path) -> AgentSpec {
         tmp_mib: 4,
         processes: 64,
         memory_mib: 256,
+        state_mib: 512,
         shared: false,
         life: crate::commands::team::LifeSpec::defaults(false),
     }
