@@ -460,6 +460,9 @@ fn start(options: UpArgs) -> Result<RunningHost, Failure> {
             Ok::<_, Failure>(dir)
         })
         .transpose()?;
+    // Before the broker boots: sessions a run left on a disk now short of
+    // room (space or files) would keep the store from opening.
+    harness::state::relieve(&data_root, &config.agents);
     let business = config.business.id().clone();
     let (broker, booted) = start_broker(BootConfig {
         data_root: data_root.clone(),
@@ -574,6 +577,12 @@ fn start(options: UpArgs) -> Result<RunningHost, Failure> {
     let now = Instant::now();
     for (m, planned) in planned.into_iter().enumerate() {
         if !session.launching {
+            session.members[m].held = true;
+            continue;
+        }
+        // Without room on the data root's disk the agent waits, held, and
+        // `up` still serves the human.
+        if !session.disk_room(&session.members[m].spec.role) {
             session.members[m].held = true;
             continue;
         }

@@ -197,10 +197,8 @@ pub(super) fn prepare(
             path: runs,
             new: false,
         },
-        Made::Folder {
-            path: run_dir.clone(),
-            new: true,
-        },
+        // The state folder first: what a run left there past its cap (a
+        // disk or its files filled) goes before anything new is made.
         Made::Folder {
             path: states,
             new: false,
@@ -209,6 +207,10 @@ pub(super) fn prepare(
             path: state.clone(),
             harness: spec.harness,
             cap: state::Cap::of_mib(spec.state_mib),
+        },
+        Made::Folder {
+            path: run_dir.clone(),
+            new: true,
         },
         Made::File {
             path: transcript.clone(),

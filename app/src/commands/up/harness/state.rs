@@ -25,7 +25,9 @@
 //! together with the run's transcript): `up` [`measure`]s it while the run
 //! lives and ends the run (`budget`) when it reaches the cap; and sessions
 //! a run left beyond the cap (a run that filled the disk) are removed at
-//! the next launch, with a log line, so they never starve the next run.
+//! the next launch, with a log line, so they never starve the next run;
+//! so are sessions on a disk short of room (space or files) then, and
+//! before the broker boots ([`relieve`]), so the store can open.
 
 use std::io;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -34,6 +36,8 @@ use std::path::Path;
 use mosaic_adapters::fs::neutral_path;
 use mosaic_domain::evidence::Harness;
 use mosaic_domain::Refusal;
+
+use crate::commands::team::AgentSpec;
 
 /// The most files (folders and links included) one run's state folder
 /// may hold: past it the run ends, as past `"stateMiB"`.
@@ -203,15 +207,20 @@ pub(crate) fn own(state: &Path, harness: Harness, cap: Cap) -> Result<(), Refusa
     }
     // Sessions that reached the cap (a run that filled the disk) go too:
     // they would end the next run at once, or leave it no room.
+    // So do sessions on a disk short of room (space or files): they would
+    // keep the broker from retaking the human's reserve.
     let used = measure(state, cap);
-    let over = cap.reached(used);
+    let short = short_of_room(state);
+    let over = cap.reached(used) || short;
     if over {
         tracing::warn!(
             path = &*shown,
             bytes = used.bytes,
             files = used.files,
+            disk_short = short,
             "up removed a harness agent's sessions, which reached the state folder's cap \
-             (stateMiB, or its files): the next run starts without them"
+             (stateMiB, or its files) or left the disk short of room: the next run starts \
+             without them"
         );
     }
     let kept = keep(harness);
@@ -242,6 +251,45 @@ pub(crate) fn own(state: &Path, harness: Harness, cap: Cap) -> Result<(), Refusa
         );
     }
     Ok(())
+}
+
+/// Before the broker boots on `data_root`: when its disk is short of room
+/// ([`short_of_room`]), the existing state folder of each harness agent
+/// of `agents` is made `up`'s again ([`own`]), which removes its sessions
+/// with a log line. What cannot be done is left to the launch, which
+/// says why.
+pub(crate) fn relieve(data_root: &Path, agents: &[AgentSpec]) {
+    if !short_of_room(data_root) {
+        return;
+    }
+    for spec in agents.iter().filter(|s| s.harnessed.is_some()) {
+        let state = data_root.join("agents/state").join(format!(
+            "{}.{}",
+            spec.role.as_str(),
+            spec.harness.as_str()
+        ));
+        if std::fs::symlink_metadata(&state).is_ok() {
+            // Refused or failed, the launch will say so.
+            let _relieved = own(&state, spec.harness, Cap::of_mib(spec.state_mib));
+        }
+    }
+}
+
+/// Whether the filesystem of `path` is short of room for the broker and
+/// `up`: less free space than twice the disk reserve
+/// (`mosaic_adapters::sqlite::RESERVE_BYTES`, or a sixteenth of a small
+/// disk), or fewer free files than it keeps to spare
+/// (`mosaic_adapters::sqlite::FILES_SPARE`, or a sixteenth). What cannot
+/// be measured is not short.
+fn short_of_room(path: &Path) -> bool {
+    use mosaic_adapters::sqlite::{FILES_SPARE, RESERVE_BYTES};
+    let Ok(stats) = rustix::fs::statvfs(path) else {
+        return false;
+    };
+    let bytes = |blocks: u64| blocks.saturating_mul(stats.f_frsize);
+    let reserve = RESERVE_BYTES.min(bytes(stats.f_blocks) / 16);
+    let files = FILES_SPARE.min(stats.f_files / 16);
+    bytes(stats.f_bavail) < reserve.saturating_mul(2) || stats.f_favail < files
 }
 
 /// Gives every folder under `dir` (links never followed) `rwx` for its
