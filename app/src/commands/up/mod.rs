@@ -24,16 +24,19 @@
 //! keys, wrong types and bad names refuse with `bad-config` (or the
 //! business's own codes, `unknown-role` for an agent of no such role). Every
 //! agent runs in its `workdir` (by default the configuration file's
-//! directory, read-only in a sandbox), and a relative program path (one with a `/`) is resolved
-//! against the configuration's directory; a bare program name is looked up
-//! in the agent's `PATH`.
+//! directory, or in a sandbox its own empty home), and a relative program
+//! path (one with a `/`) is resolved against the configuration's
+//! directory, as is, for an agent without a `workdir`, an argument that
+//! names a file there; a bare program name is looked up in the agent's
+//! `PATH`.
 //!
 //! # The sandbox
 //!
 //! `"sandbox"` at the top (`required`, `auto`, the default, or `off`)
 //! decides whether each agent starts in a bubblewrap sandbox
 //! ([`sandbox`]), configured per agent by `workdir`, `network` and `allow`
-//! ([`network`]), the extra paths `read` and `write`, and the caps `tmpMiB`,
+//! ([`network`]), the extra paths `read` and `write`, the cap `stateMiB` on
+//! what a run writes outside its grants, and the caps `tmpMiB`,
 //! `processes` and `memoryMiB` (the last two in a cgroup per agent where
 //! `up` can make one, [`cgroup`]); each agent's sandbox is one
 //! [`plan::Plan`], built (and so checked) for every agent before the first launch. A working `bwrap`
