@@ -17,6 +17,12 @@
 //! served all the same, and once the log has room again its next line
 //! says how many were dropped.
 //!
+//! And a harness agent (a fake pi) that fills the disk through its state
+//! folder, in bytes or in files (a tmpfs of few inodes): the human's
+//! `launch.revoke` and `message.send` are `ok`, the next `up` starts,
+//! having removed the sessions that left the disk short, and `verify`
+//! passes.
+//!
 //! How it runs: `cargo test -p mosaic-app --test disk_full`. As root (how
 //! `.ci/run` runs it) it mounts the tmpfs on a fresh folder and unmounts it
 //! (lazily) when done. Without root, or where `mount` is refused, it runs
@@ -431,6 +437,133 @@ fn full_disk(test: &str, where_log: Log) {
         String::from_utf8_lossy(&verify.stderr)
     );
     drop(log_fs);
+    if let Some(mark) = std::env::var_os(IN_NAMESPACE) {
+        std::fs::write(mark, test).expect("mark the child's pass");
+    }
+}
+
+/// The tests of a harness's state folder on a full disk, by name.
+const TEST_STATE: &str =
+    "a_harness_that_fills_its_state_folder_leaves_the_human_served_and_the_next_up_starts";
+const TEST_STATE_FILES: &str =
+    "a_harness_that_fills_the_disk_s_files_leaves_the_human_served_and_the_next_up_starts";
+
+/// A fake pi that fills its state folder's sessions, with one file of
+/// zeros (`bytes`) or with empty files (`files`), until the disk refuses;
+/// then reports `filled` into the `report` fifo of `work` and waits.
+fn state_filler(work: &Path, how: &str) -> String {
+    let fill = match how {
+        "bytes" => r#"dd if=/dev/zero of="$S/fill" bs=1M count=100 2>/dev/null"#,
+        // In a subshell: a redirection that fails ends `sh` itself.
+        _ => r#"i=0; while (: >"$S/f$i") 2>/dev/null; do i=$((i+1)); done"#,
+    };
+    format!(
+        "#!/bin/sh\n[ \"${{1:-}}\" = --version ] && {{ echo 0.0.1; exit 0; }}\n\
+         S=\"$PI_CODING_AGENT_DIR/sessions\"; mkdir -p \"$S\"\n{fill}\n\
+         echo filled=1 >'{}'\nexec sleep 600\n",
+        work.join("report").display()
+    )
+}
+
+#[test]
+fn a_harness_that_fills_its_state_folder_leaves_the_human_served_and_the_next_up_starts() {
+    state_full(TEST_STATE, "48m", "bytes");
+}
+
+#[test]
+fn a_harness_that_fills_the_disk_s_files_leaves_the_human_served_and_the_next_up_starts() {
+    state_full(TEST_STATE_FILES, "48m,nr_inodes=3000", "files");
+}
+
+/// A harness agent (a fake pi) fills the data root's disk through its
+/// state folder, in bytes or in files: the human's `launch.revoke` and
+/// `message.send` are answered `ok`; the next `up` starts, having removed
+/// the sessions that left the disk short (a line says so); `verify` passes.
+fn state_full(test: &str, size: &str, how: &str) {
+    let fs = match Tmpfs::mount(size) {
+        Ok(fs) => fs,
+        Err(why) => return in_namespace(test, &why),
+    };
+    let outside = tempfile::tempdir().expect("a folder off the small disk");
+    let root = private_dir(&fs.path().join("data"));
+    let work = outside.path().join("work");
+    std::fs::create_dir(&work).expect("mkdir work");
+    mkfifo(&work.join("report"));
+    let team = outside.path().join("team");
+    std::fs::create_dir(&team).expect("mkdir team");
+    let program = team.join("fill-pi");
+    std::fs::write(&program, state_filler(&work, how)).expect("write the filler");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let sends = json!({"authority": {"withinRole": ["message.send"], "crossRole": []}});
+    let config = json!({
+        "sandbox": "required",
+        "business": {"id": "x", "human": "alice",
+                     "arbiters": {"technical": "a", "delivery": "a"},
+                     "roles": {"a": sends}},
+        "agents": [{"role": "a", "harness": "pi", "workdir": work, "program": program,
+                    "prompt": "Fill.", "restart": "no", "network": "host",
+                    "model": {"api": "anthropic", "baseUrl": "http://127.0.0.1:9"}}],
+    });
+    let config_path = team.join("up.json");
+    std::fs::write(&config_path, config.to_string()).expect("write the configuration");
+    let tmp = private_dir(&outside.path().join("tmp"));
+    let start = |log_path: &Path| {
+        let mut up = Command::new(BIN)
+            .args(["up", "--stay", "--config"])
+            .arg(&config_path)
+            .arg("--data-root")
+            .arg(&root)
+            .env("TMPDIR", &tmp)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(log_path).expect("the log"))
+            .spawn()
+            .expect("spawn up");
+        let summary = summary(&mut up, log_path);
+        (up, summary)
+    };
+    let reports = fifo_lines(&work.join("report"));
+    let first_log = outside.path().join("first.log");
+    let (up, summary) = start(&first_log);
+    assert_eq!(summary["agents"][0]["sandboxed"], true, "{summary}");
+    assert_eq!(next(&reports, "filled", &first_log), json!(1));
+    let socket = summary["socket"].as_str().expect("socket").to_owned();
+    // The human, from outside, on the full disk.
+    assert_eq!(human(&socket, "launch.revoke", json!({})), json!({}));
+    let sent = human(
+        &socket,
+        "message.send",
+        json!({"to": "a", "body": "stop filling the disk"}),
+    );
+    assert!(sent["id"].is_string(), "{sent}");
+    let status = stop(up);
+    let log = std::fs::read_to_string(&first_log).expect("the log");
+    assert!(status.success(), "{status}\n{log}");
+
+    // The next `up` starts, and removes the sessions first.
+    let next_log = outside.path().join("next.log");
+    let (up, summary) = start(&next_log);
+    assert_eq!(summary["ok"], true, "{summary}");
+    let status = stop(up);
+    let log = std::fs::read_to_string(&next_log).expect("the log");
+    assert!(status.success(), "{status}\n{log}");
+    assert!(log.contains("removed a harness agent's sessions"), "{log}");
+    assert!(!root.join("agents/state/a.pi/sessions").exists(), "{log}");
+
+    let verify = Command::new(BIN)
+        .args(["verify", "--db"])
+        .arg(root.join("bus/bus.sqlite"))
+        .output()
+        .expect("mosaic-bus verify");
+    assert!(
+        verify.status.success(),
+        "verify: {}\n{}",
+        String::from_utf8_lossy(&verify.stdout),
+        String::from_utf8_lossy(&verify.stderr)
+    );
     if let Some(mark) = std::env::var_os(IN_NAMESPACE) {
         std::fs::write(mark, test).expect("mark the child's pass");
     }

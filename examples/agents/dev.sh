@@ -10,7 +10,7 @@
 # trails. It never polls: it waits on the change feed (`watch` and `await`
 # in lib.sh).
 ME=dev
-. ./agents/lib.sh
+. "${0%/*}/lib.sh"
 
 call role.claim
 say "claimed role dev"

@@ -5,7 +5,7 @@
 # It never polls: it waits on the change feed (`watch` and `await` in
 # lib.sh).
 ME=lead
-. ./agents/lib.sh
+. "${0%/*}/lib.sh"
 
 call role.claim
 say "claimed role lead"

@@ -90,7 +90,8 @@ impl Network {
 }
 
 impl AgentSpec {
-    /// Where it runs: its `workdir`, or else the configuration's folder.
+    /// Where it runs without a sandbox: its `workdir`, or else the
+    /// configuration's folder (in a sandbox, an empty folder of its own).
     pub fn cwd(&self) -> &Path {
         self.workdir.as_deref().unwrap_or(&self.config_dir)
     }
@@ -113,8 +114,8 @@ pub struct AgentSpec {
     /// with; `None` for a command.
     pub harnessed: Option<HarnessRun>,
     /// The `workdir` (absolute), writable in a sandbox; `None` when the
-    /// configuration names none, and the agent then runs in
-    /// `config_dir`, read-only in a sandbox.
+    /// configuration names none, and the agent then runs in `config_dir`,
+    /// or in a sandbox in an empty private folder (its home).
     pub workdir: Option<PathBuf>,
     /// The configuration file's directory, where relative programs are.
     pub config_dir: PathBuf,
@@ -138,6 +139,10 @@ pub struct AgentSpec {
     /// The most memory, in MiB, its sandbox's processes may hold where a
     /// cgroup caps them (`memoryMiB`, default [`DEFAULT_MEMORY_MIB`]).
     pub memory_mib: u32,
+    /// The most, in MiB, that its activity may write outside its grants
+    /// in one run: its output file or transcript and its harness's state
+    /// folder (`stateMiB`, default [`DEFAULT_STATE_MIB`]).
+    pub state_mib: u32,
     /// Whether its writable paths may overlap another agent's that says
     /// so too (`shared`, default `false`): each can then steer the other.
     pub shared: bool,
@@ -154,6 +159,9 @@ pub const DEFAULT_PROCESSES: u32 = 1024;
 
 /// The default memory cap of a sandboxed agent, where a cgroup holds it.
 pub const DEFAULT_MEMORY_MIB: u32 = 4096;
+
+/// The default cap of what one run writes outside its grants.
+pub const DEFAULT_STATE_MIB: u32 = 512;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -189,6 +197,8 @@ struct AgentJson {
     processes: Option<u32>,
     #[serde(rename = "memoryMiB")]
     memory_mib: Option<u32>,
+    #[serde(rename = "stateMiB")]
+    state_mib: Option<u32>,
     #[serde(default)]
     shared: bool,
     restart: Option<Restart>,
@@ -322,16 +332,21 @@ impl UpConfig {
                         .map(|text| config_path(text, dir))
                         .collect::<Result<Vec<_>, _>>()
                 };
+                let workdir = agent
+                    .workdir
+                    .map(|workdir| config_path(&workdir, dir))
+                    .transpose()?;
+                let args = match workdir {
+                    Some(_) => args,
+                    None => args.into_iter().map(|a| named_file(a, dir)).collect(),
+                };
                 Ok(AgentSpec {
                     role,
                     harness,
                     program,
                     args,
                     harnessed,
-                    workdir: agent
-                        .workdir
-                        .map(|workdir| config_path(&workdir, dir))
-                        .transpose()?,
+                    workdir,
                     config_dir: dir.to_path_buf(),
                     env: agent.env,
                     network,
@@ -341,6 +356,7 @@ impl UpConfig {
                     tmp_mib: within(agent.tmp_mib, DEFAULT_TMP_MIB, 1..=65_536)?,
                     processes: within(agent.processes, DEFAULT_PROCESSES, 16..=65_536)?,
                     memory_mib: within(agent.memory_mib, DEFAULT_MEMORY_MIB, 32..=1_048_576)?,
+                    state_mib: within(agent.state_mib, DEFAULT_STATE_MIB, 1..=1_048_576)?,
                     shared: agent.shared,
                     life,
                 })
@@ -401,6 +417,24 @@ fn command_words(command: Vec<String>, dir: &Path) -> Result<(PathBuf, Vec<Strin
         program
     };
     Ok((program, words.collect()))
+}
+
+/// `word`, an argument of an agent without a `workdir`, made absolute
+/// when it is a relative path naming a file in `dir`, the configuration's
+/// folder (a script, a harness's extension): in a sandbox the agent does
+/// not run in that folder, and sees the file alone, bound read-only where
+/// the absolute path says.
+fn named_file(word: String, dir: &Path) -> String {
+    let path = Path::new(&word);
+    if path.is_absolute() || !dir.join(path).is_file() {
+        return word;
+    }
+    // Resolved, so the path the agent is given is the one the sandbox
+    // binds (the kernel's name of the file, without `..` or links).
+    match std::fs::canonicalize(dir.join(path)).map(|p| p.to_str().map(str::to_owned)) {
+        Ok(Some(absolute)) => absolute,
+        Ok(None) | Err(_) => word,
+    }
 }
 
 /// Where `business`'s roles read their service tokens from.

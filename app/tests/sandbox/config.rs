@@ -1,8 +1,8 @@
-//! Nothing that is later run or read as configuration is
-//! writable from a sandbox. Another agent's program in the `examples/`
-//! layout, the configuration through its folder, and a `write` path and a
-//! `workdir` turned into symbolic links into the human's home between two
-//! runs.
+//! Nothing that is later run or read as configuration is writable from a
+//! sandbox, and nothing beside the configuration is visible. Another
+//! agent's program in the `examples/` layout, the configuration through
+//! its folder, a `.env` beside it, and a `write` path and a `workdir`
+//! turned into symbolic links into the human's home between two runs.
 
 use std::ffi::OsStr;
 use std::path::Path;
@@ -11,26 +11,38 @@ use serde_json::{json, Value};
 
 use crate::probe::Layout;
 
-/// The `examples/` layout in `conf`: agents without a `workdir` run there,
-/// read-only, with `agents/lead.sh` beside them. The prober (with `team`
-/// granted for its report) tries to rewrite lead's script, to add a file,
-/// and to swap the configuration through a renamed folder.
+/// The `examples/` layout in `conf`: agents without a `workdir` run in
+/// an empty home of their own, and see of `conf` only the configuration
+/// and the files their arguments name (lead's `agents/lead.sh`), never a
+/// `.env` beside them. The prober (with `team` granted for its report),
+/// given the configuration's folder as `C`, tries to rewrite lead's
+/// script, to add a file, to rewrite the configuration, to rename its
+/// folder, and to read the `.env` by its path and by a search of all it
+/// sees.
 const REWRITE: &str = r#"
 attempt() { if "$@" 2>/dev/null; then echo ok; else echo failed; fi; }
 say cwd "$PWD"
-say lead_script "$(attempt sh -c 'echo "echo dev wrote this" >>agents/lead.sh')"
-say new_file "$(attempt touch ./planted.sh)"
-say rename_folder "$(attempt mv "$PWD" "$PWD.old")"
-say config "$(attempt sh -c 'echo "{}" >up.json')"
+say lead_script "$(attempt sh -c 'echo "echo dev wrote this" >>"$0/agents/lead.sh"' "$C")"
+say new_file "$(attempt touch "$C/planted.sh")"
+say config "$(attempt sh -c 'echo "{}" >"$0/up.json"' "$C")"
+say rename_folder "$(attempt mv "$C" "$C.old")"
+say dotenv "$(cat "$C/.env" 2>/dev/null || cat "$C.old/.env" 2>/dev/null || echo unread)"
+say found "$(find / -name .env -not -path '/proc/*' 2>/dev/null | head -n 1)"
 say done yes
 "#;
 
-/// The `examples/` layout: `conf/agents/lead.sh` and the configuration,
-/// lead a bare reader, the prober `a` without a `workdir`.
+/// What `.env` holds beside the configuration.
+const SECRET: &str = "API_TOKEN=s3cr3t-beside-the-config";
+
+/// The `examples/` layout: `conf/agents/lead.sh`, a `.env` and the
+/// configuration, lead a bare reader, the prober `a` without a `workdir`.
 fn examples(layout: &Layout, sandbox: &str) -> std::path::PathBuf {
     std::fs::create_dir(layout.conf.join("agents")).expect("mkdir agents");
     std::fs::write(layout.conf.join("agents/lead.sh"), "read _\n").expect("lead.sh");
-    let mut prober = layout.agent("a", REWRITE);
+    std::fs::write(layout.conf.join(".env"), SECRET).expect(".env");
+    let conf = std::fs::canonicalize(&layout.conf).expect("conf");
+    let body = format!("C='{}'\n{REWRITE}", conf.display());
+    let mut prober = layout.agent("a", &body);
     prober.as_object_mut().expect("an agent").remove("workdir");
     prober["write"] = json!([layout.team]);
     let lead = json!({"role": "b", "harness": "pi", "command": ["sh", "agents/lead.sh"]});
@@ -38,7 +50,7 @@ fn examples(layout: &Layout, sandbox: &str) -> std::path::PathBuf {
 }
 
 #[test]
-fn an_agent_without_a_workdir_runs_read_only_in_the_examples_layout() {
+fn an_agent_without_a_workdir_sees_only_the_files_the_configuration_names() {
     let work = tempfile::tempdir().expect("work");
     let layout = Layout::new(work.path());
     let config = examples(&layout, "required");
@@ -46,18 +58,25 @@ fn an_agent_without_a_workdir_runs_read_only_in_the_examples_layout() {
     assert_eq!(run.status.code(), Some(0), "{}", run.log);
     let r = &run.report;
     assert_eq!(r["done"], "yes", "{r:?}");
-    let conf = std::fs::canonicalize(&layout.conf).expect("conf");
-    assert_eq!(r["cwd"], conf.to_string_lossy(), "{r:?}");
-    for probe in ["lead_script", "new_file", "rename_folder", "config"] {
+    assert_eq!(r["cwd"], mosaic_app::commands::up::SANDBOX_HOME, "{r:?}");
+    // The configuration's folder here lies in `/tmp`, which inside is the
+    // agent's own tmpfs: a file added there or a rename stays in it, so
+    // what counts is what the host's folder holds afterwards.
+    for probe in ["lead_script", "config"] {
         assert_eq!(r[probe], "failed", "{probe}: {r:?}");
     }
+    assert_eq!(r["dotenv"], "unread", "{r:?}");
+    assert!(layout.conf.join("up.json").is_file());
+    assert!(!layout.conf.with_extension("old").exists());
+    assert_eq!(r["found"], "", "{r:?}");
+    assert!(!run.log.contains("s3cr3t"), "{}", run.log);
     let lead = std::fs::read_to_string(layout.conf.join("agents/lead.sh")).expect("lead.sh");
     assert_eq!(lead, "read _\n");
     assert!(!layout.conf.join("planted.sh").exists());
 }
 
 #[test]
-fn without_the_sandbox_an_agent_rewrites_another_agents_program() {
+fn without_the_sandbox_an_agent_rewrites_another_agents_program_and_reads_the_env() {
     let work = tempfile::tempdir().expect("work");
     let layout = Layout::new(work.path());
     let config = examples(&layout, "off");
@@ -67,6 +86,7 @@ fn without_the_sandbox_an_agent_rewrites_another_agents_program() {
     for probe in ["lead_script", "new_file", "rename_folder", "config"] {
         assert_eq!(r[probe], "ok", "{probe}: {r:?}");
     }
+    assert_eq!(r["dotenv"], SECRET, "{r:?}");
     // The configuration's folder was renamed away, lead's script in it.
     let moved = layout.conf.with_extension("old");
     let lead = std::fs::read_to_string(moved.join("agents/lead.sh")).expect("lead.sh");

@@ -63,7 +63,11 @@ fn probe(work: &std::path::Path, sandbox: &str) -> Stayed<()> {
         "say read \"$({PYTHON} '{k}' read)\"\nsay add \"$({PYTHON} '{k}' add)\"\nsay done yes",
         k = keys.display()
     );
-    let config = layout.config(sandbox, json!({}), vec![layout.agent("a", &body)]);
+    // The probe beside the configuration, granted by name: nothing of that
+    // folder is visible unless named.
+    let mut agent = layout.agent("a", &body);
+    agent["read"] = json!([keys]);
+    let config = layout.config(sandbox, json!({}), vec![agent]);
     layout.stay(&config, &[], |_| ())
 }
 

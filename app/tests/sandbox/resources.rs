@@ -70,6 +70,8 @@ say done yes
     agent["tmpMiB"] = json!(TMP_MIB);
     agent["processes"] = json!(PROCESSES);
     agent["memoryMiB"] = json!(MEMORY_MIB);
+    // The forker beside the configuration, granted by name.
+    agent["read"] = json!([fork]);
     let config = layout.config("required", json!({}), vec![agent]);
     // While the agent holds its processes and its full tmpfs: the human's
     // CLI, then the reader.

@@ -66,7 +66,11 @@ say done yes
 "#,
         term = term.display()
     );
-    let config = layout.config(sandbox, json!({}), vec![layout.agent("a", &body)]);
+    // The probe beside the configuration, granted by name: nothing of that
+    // folder is visible unless named.
+    let mut agent = layout.agent("a", &body);
+    agent["read"] = json!([term]);
+    let config = layout.config(sandbox, json!({}), vec![agent]);
     let run = layout.stay(&config, &[], |_| ());
     assert_eq!(run.status.code(), Some(0), "{}", run.log);
     // What reached the terminal: its master side's bytes.

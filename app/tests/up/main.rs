@@ -6,16 +6,21 @@
 //! a pipe or the process's exit, each bounded by [`WAIT`] so a hung run
 //! fails the test instead of hanging it; `up` on a real terminal runs in a
 //! private tmux server (`support::tmux`), whose screen is read again until
-//! a deadline.
+//! a deadline. `state.rs`: a harness's state folder is data, never code
+//! (the real pi and Claude Code, with a planted extension and hook).
 
 #[path = "../support/mod.rs"]
 mod support;
+
+#[path = "../support/model.rs"]
+mod model;
 
 mod dry_run;
 mod folders;
 mod harness;
 mod life;
 mod relay;
+mod state;
 
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::fs::PermissionsExt;
@@ -176,8 +181,9 @@ fn entry<'a>(trail: &'a Value, kind: &str) -> &'a Value {
 /// A copy of the example (its configuration and its agents) in `dir/ex`,
 /// with an empty `dump` folder beside it that each agent is granted as a
 /// `write` path (`"shared"` by both): in a sandbox an agent without a
-/// `workdir` runs in the configuration's folder read-only, and writes only
-/// where it is granted.
+/// `workdir` runs in an empty home of its own, sees of the configuration's
+/// folder only what the configuration names (its script, its `read`
+/// folder `agents`), and writes only where it is granted.
 fn copy_example(dir: &Path) -> (PathBuf, PathBuf) {
     let examples = example().parent().expect("examples").to_owned();
     let ex = dir.join("ex");

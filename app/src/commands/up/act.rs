@@ -355,6 +355,10 @@ impl RunningHost {
             self.members[m].life.handle_launch_failed();
             return;
         }
+        if !self.disk_room(&spec.role) {
+            self.members[m].life.handle_launch_failed();
+            return;
+        }
         let before = self.agents.len();
         let launched = self
             .prepare_run(m)
@@ -393,6 +397,29 @@ impl RunningHost {
                     role = spec.role.as_str(),
                     "a new run of the agent could not be launched"
                 );
+            }
+        }
+    }
+
+    /// Whether the data root's disk has room for a run of `role`, as the
+    /// broker measures it (its reserve held, free space and files to
+    /// spare): without it no agent starts, the log says why, and the human
+    /// is served meanwhile.
+    pub(super) fn disk_room(&self, role: &mosaic_domain::RoleInstance) -> bool {
+        let Some(broker) = &self.broker else {
+            return true;
+        };
+        match broker.check_disk() {
+            Ok(()) => true,
+            Err(refusal) => {
+                tracing::warn!(
+                    code = refusal.code(),
+                    role = role.as_str(),
+                    "the data root's disk has no room for an agent's run (free space or \
+                     files, beyond the human's reserve): the agent is not started; start it \
+                     from the console once there is room"
+                );
+                false
             }
         }
     }

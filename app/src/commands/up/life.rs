@@ -123,6 +123,9 @@ pub(super) enum Limit {
     Cost,
     /// `wallS`.
     Wall,
+    /// `stateMiB`, or the files a run may leave: what its activity wrote
+    /// outside its grants.
+    State,
 }
 
 impl Limit {
@@ -133,6 +136,7 @@ impl Limit {
             Limit::Tokens => "tokens",
             Limit::Cost => "costUsd",
             Limit::Wall => "wallS",
+            Limit::State => "stateMiB",
         }
     }
 }
@@ -453,6 +457,15 @@ impl Life {
         .find_map(|(limit, reached)| reached.then_some(limit));
         if let Some(limit) = reached {
             self.spend(now, limit);
+        }
+    }
+
+    /// What the run wrote outside its grants (its output, its harness's
+    /// state) reached its cap, at `now`: it ends (`budget`) and is
+    /// stopped.
+    pub(super) fn handle_state_full(&mut self, now: Instant) {
+        if self.live() {
+            self.spend(now, Limit::State);
         }
     }
 

@@ -273,6 +273,31 @@ fn each_budget_limit_ends_the_run_with_budget_and_stops_it() {
 }
 
 #[test]
+fn a_run_whose_state_reached_its_cap_ends_for_its_budget_once_and_only_while_live() {
+    let t0 = Instant::now();
+    let mut life = Life::new(spec(Restart::Always, 5, 600), true);
+    // Before its launch, nothing.
+    life.handle_state_full(t0);
+    assert_eq!(effects(&mut life), []);
+    life.handle_launched(t0);
+    life.handle_state_full(t0 + s(1));
+    assert_eq!(
+        effects(&mut life),
+        [
+            Effect::End(
+                Ending::of_cause(EndCause::Budget),
+                Why::Budget(Limit::State)
+            ),
+            Effect::Term
+        ]
+    );
+    assert_eq!(Limit::State.key(), "stateMiB");
+    // Ended: told again, it asks nothing more.
+    life.handle_state_full(t0 + s(2));
+    assert_eq!(effects(&mut life), []);
+}
+
+#[test]
 fn the_human_starts_an_agent_that_is_down_and_nothing_else() {
     let t0 = Instant::now();
     let mut life = Life::new(spec(Restart::No, 5, 600), true);

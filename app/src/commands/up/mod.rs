@@ -24,16 +24,19 @@
 //! keys, wrong types and bad names refuse with `bad-config` (or the
 //! business's own codes, `unknown-role` for an agent of no such role). Every
 //! agent runs in its `workdir` (by default the configuration file's
-//! directory, read-only in a sandbox), and a relative program path (one with a `/`) is resolved
-//! against the configuration's directory; a bare program name is looked up
-//! in the agent's `PATH`.
+//! directory, or in a sandbox its own empty home), and a relative program
+//! path (one with a `/`) is resolved against the configuration's
+//! directory, as is, for an agent without a `workdir`, an argument that
+//! names a file there; a bare program name is looked up in the agent's
+//! `PATH`.
 //!
 //! # The sandbox
 //!
 //! `"sandbox"` at the top (`required`, `auto`, the default, or `off`)
 //! decides whether each agent starts in a bubblewrap sandbox
 //! ([`sandbox`]), configured per agent by `workdir`, `network` and `allow`
-//! ([`network`]), the extra paths `read` and `write`, and the caps `tmpMiB`,
+//! ([`network`]), the extra paths `read` and `write`, the cap `stateMiB` on
+//! what a run writes outside its grants, and the caps `tmpMiB`,
 //! `processes` and `memoryMiB` (the last two in a cgroup per agent where
 //! `up` can make one, [`cgroup`]); each agent's sandbox is one
 //! [`plan::Plan`], built (and so checked) for every agent before the first launch. A working `bwrap`
@@ -241,7 +244,7 @@ has exited.
 
 The configuration is {\"sandbox\"?, \"business\":{id, human, arbiters, roles, \
 launch?}, \"agents\":[{role, harness, command, env?, workdir?, network?, allow?, \
-read?, write?, tmpMiB?, processes?, memoryMiB?, shared?, restart?, restartLimit?, \
+read?, write?, tmpMiB?, processes?, memoryMiB?, stateMiB?, shared?, restart?, restartLimit?, \
 budget?, stopGraceS?}]}: harness is pi or claude-code, command a program and its \
 arguments (no shell), env the names of this process's variables the agent \
 also needs. Without a command, up starts the harness itself: {role, harness, \
@@ -252,8 +255,10 @@ transcript the first line names; see docs/agents.md. sandbox is auto (the defaul
 when bwrap works, else one warning), required (else sandbox-unavailable) \
 or off. In its sandbox an agent sees an empty root and only what is \
 granted: the system's program folders and a named list of /etc read-only, \
-mosaic-bus and its program, the configuration's directory read-only \
-(where an agent without a workdir runs), its read paths, its workdir and \
+mosaic-bus and its program, the configuration file and the files its \
+arguments name read-only, each by itself (never the configuration's \
+directory; an agent without a workdir runs in its own empty home), its read \
+paths, its workdir and \
 write paths writable (never one that is, holds or lies in the \
 configuration, its folder, a program or file a command names, mosaic-bus, \
 a credential file, the data root, the secrets or the human's home: \
@@ -281,7 +286,12 @@ default on-failure for a harness up starts, no for a command) starts the \
 program again in the same run after a backoff of 1 s doubling to 60 s, at \
 most restartLimit {count, withinS} (default 5 in 600) times, then the run \
 ends failed; unsandboxed, a restart is a new run. budget {turns?, tokens?, \
-costUsd?, wallS?} ends the run with cause budget. A run ended elsewhere (the \
+costUsd?, wallS?} ends the run with cause budget, and so does stateMiB \
+(default 512): what the run writes outside its grants (its output or \
+transcript, cut there, and a harness's state folder, of at most 10000 \
+files). A harness's state folder is data: at each launch up repairs its \
+modes, keeps only sessions (removed too past the cap) and writes its \
+settings afresh, read-only. A run ended elsewhere (the \
 human's run.end, a revoke) is stopped: SIGTERM to its program, SIGKILL to \
 its sandbox after stopGraceS (default 10). With launching switched off, up \
 starts no agent until the human switches it on (L in the console, or \
@@ -455,6 +465,9 @@ fn start(options: UpArgs) -> Result<RunningHost, Failure> {
             Ok::<_, Failure>(dir)
         })
         .transpose()?;
+    // Before the broker boots: sessions a run left on a disk now short of
+    // room (space or files) would keep the store from opening.
+    harness::state::relieve(&data_root, &config.agents);
     let business = config.business.id().clone();
     let (broker, booted) = start_broker(BootConfig {
         data_root: data_root.clone(),
@@ -538,6 +551,7 @@ fn start(options: UpArgs) -> Result<RunningHost, Failure> {
         events: mpsc::unbounded_channel(),
         ends: Some(ends),
         launching: true,
+        state_watch: std::time::Instant::now(),
         failed: false,
         stay: options.stay,
         relays: Relays::to(log.is_some()),
@@ -569,6 +583,12 @@ fn start(options: UpArgs) -> Result<RunningHost, Failure> {
     let now = Instant::now();
     for (m, planned) in planned.into_iter().enumerate() {
         if !session.launching {
+            session.members[m].held = true;
+            continue;
+        }
+        // Without room on the data root's disk the agent waits, held, and
+        // `up` still serves the human.
+        if !session.disk_room(&session.members[m].spec.role) {
             session.members[m].held = true;
             continue;
         }
@@ -618,6 +638,8 @@ struct RunningHost {
     ends: Option<broadcast::Receiver<RunEnd>>,
     /// Whether the business's launching is on.
     launching: bool,
+    /// When `up` next measures what each run wrote outside its grants.
+    state_watch: std::time::Instant,
     /// Whether a run failed on its own (the exit code is then 1).
     failed: bool,
     stay: bool,

@@ -184,7 +184,12 @@ impl Relays {
     /// # Errors
     /// The file that cannot be opened, or a thread that could not be
     /// started.
-    pub(super) fn start(&mut self, role: &str, output: &Path, child: &mut Child) -> io::Result<()> {
+    pub(super) fn start(
+        &mut self,
+        role: &str,
+        (output, cap): (&Path, u64),
+        child: &mut Child,
+    ) -> io::Result<()> {
         let file = append(output)?;
         let pipes: [Option<Box<dyn Read + Send>>; 2] = [
             child
@@ -196,7 +201,7 @@ impl Relays {
                 .take()
                 .map(|p| Box::new(p) as Box<dyn Read + Send>),
         ];
-        self.relay_pipes(role, &file, pipes.into_iter().flatten().collect())
+        self.relay_pipes(role, (&file, cap), pipes.into_iter().flatten().collect())
     }
 
     /// Starts a relay for each of `pipes` into `file`, its lines prefixed
@@ -204,7 +209,7 @@ impl Relays {
     fn relay_pipes(
         &mut self,
         role: &str,
-        file: &Arc<File>,
+        (file, cap): (&Arc<File>, u64),
         pipes: Vec<Box<dyn Read + Send>>,
     ) -> io::Result<()> {
         for pipe in pipes {
@@ -213,7 +218,7 @@ impl Relays {
             std::thread::Builder::new()
                 .name(format!("up-output-{role}"))
                 .spawn(move || {
-                    relay(pipe, &role, sink, &file);
+                    relay(pipe, &role, sink, (&file, cap));
                     drop(alive);
                 })?;
         }
@@ -233,7 +238,7 @@ impl Relays {
         &mut self,
         role: &RoleInstance,
         run: &RunId,
-        prepared: &Prepared,
+        (prepared, cap): (&Prepared, u64),
         child: &mut Child,
         activities: &Activities,
     ) -> io::Result<()> {
@@ -245,7 +250,7 @@ impl Relays {
             std::thread::Builder::new()
                 .name(format!("up-events-{}", role.as_str()))
                 .spawn(move || {
-                    record(stdout, &transcript, |line| {
+                    record(stdout, (&transcript, cap), |line| {
                         // Both streams are JSON, so UTF-8: another line
                         // says nothing.
                         if let Ok(line) = std::str::from_utf8(line) {
@@ -259,7 +264,11 @@ impl Relays {
             .stderr
             .take()
             .map(|p| Box::new(p) as Box<dyn Read + Send>);
-        self.relay_pipes(role.as_str(), &transcript, stderr.into_iter().collect())
+        self.relay_pipes(
+            role.as_str(),
+            (&transcript, cap),
+            stderr.into_iter().collect(),
+        )
     }
 
     /// Waits until every relay wrote its pipe's last line, or `within` has
@@ -352,14 +361,15 @@ fn shown(line: &[u8], end: End) -> String {
 
 /// Copies `pipe` into `file` line by line until its end, each line cut at
 /// [`MAX_LINE`] bytes and neutralised, and relays it to `sink` with its
-/// `role`. A file or a sink that fails is no longer written; the pipe is
-/// still drained, so the agent never blocks on a full one.
-pub(super) fn relay(pipe: impl Read, role: &str, sink: Sink, file: &File) {
+/// `role`. A file or a sink that fails is no longer written, nor a file
+/// past `cap` bytes ([`write_capped`]); the pipe is still drained, so the
+/// agent never blocks on a full one.
+pub(super) fn relay(pipe: impl Read, role: &str, sink: Sink, (file, cap): (&File, u64)) {
     let (mut to_file, mut to_sink) = (true, true);
     split_lines(pipe, MAX_LINE, |line, end| {
         let shown = shown(line, end);
         if to_file {
-            to_file = (&*file).write_all(format!("{shown}\n").as_bytes()).is_ok();
+            to_file = write_capped(file, cap, format!("{shown}\n").as_bytes());
         }
         if to_sink {
             to_sink = sink.write_line(role, &shown).is_ok();
@@ -374,20 +384,40 @@ pub(super) const MAX_EVENT: usize = 1024 * 1024;
 /// Copies `pipe` (a harness's event stream) into `transcript` line by line
 /// ([`transcript_line`]), and hands each line that ended with a newline,
 /// of at most [`MAX_EVENT`] bytes, to `observe`. A transcript that fails is
-/// no longer written, and the pipe is still drained, so the agent never
-/// blocks on a full one.
-pub(super) fn record(pipe: impl Read, transcript: &File, mut observe: impl FnMut(&[u8])) {
+/// no longer written, nor one past `cap` bytes ([`write_capped`]), and the
+/// pipe is still drained, so the agent never blocks on a full one.
+pub(super) fn record(
+    pipe: impl Read,
+    (transcript, cap): (&File, u64),
+    mut observe: impl FnMut(&[u8]),
+) {
     let mut writing = true;
     split_lines(pipe, MAX_EVENT_LINE, |line, end| {
         if writing {
-            writing = (&*transcript)
-                .write_all(transcript_line(line, end).as_bytes())
-                .is_ok();
+            writing = write_capped(transcript, cap, transcript_line(line, end).as_bytes());
         }
         if end == End::Newline && line.len() <= MAX_EVENT {
             observe(line);
         }
     });
+}
+
+/// The line that ends a run's output file cut at its cap.
+pub(super) const CUT: &str = "⟨up cut this output here: the run reached its cap (stateMiB)⟩\n";
+
+/// Appends `bytes` to `file` while it stays within `cap` bytes; the line
+/// that would pass it is replaced by [`CUT`], once, and nothing more is
+/// written: whether to go on writing.
+fn write_capped(file: &File, cap: u64, bytes: &[u8]) -> bool {
+    let Ok(meta) = file.metadata() else {
+        return false;
+    };
+    let len = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
+    if meta.len().saturating_add(len) <= cap {
+        return (&*file).write_all(bytes).is_ok();
+    }
+    let _cut = (&*file).write_all(CUT.as_bytes());
+    false
 }
 
 /// One line of an event stream as a transcript keeps it, with its
@@ -433,7 +463,7 @@ mod tests {
     /// What `relay` writes into a run's file for `input`.
     fn relayed(input: &[u8]) -> String {
         let mut file = tempfile::tempfile().expect("a file");
-        relay(input, "a", Sink::Files, &file);
+        relay(input, "a", Sink::Files, (&file, u64::MAX));
         let mut out = String::new();
         std::io::Seek::rewind(&mut file).expect("rewind");
         file.read_to_string(&mut out).expect("read");
@@ -491,7 +521,7 @@ mod tests {
     fn recorded(input: &[u8]) -> (String, Vec<String>) {
         let mut file = tempfile::tempfile().expect("a file");
         let mut seen = Vec::new();
-        record(input, &file, |line| {
+        record(input, (&file, u64::MAX), |line| {
             seen.push(String::from_utf8_lossy(line).into_owned());
         });
         let mut kept = String::new();

@@ -86,6 +86,8 @@ pub(super) struct Agent {
     pub(super) work: Option<Work>,
     /// For a harness `up` starts, its transcript.
     pub(super) transcript: Option<PathBuf>,
+    /// For a harness `up` starts, its state folder.
+    pub(super) state: Option<PathBuf>,
     /// Its output's file: its transcript, or the file of its lines.
     pub(super) output: PathBuf,
     /// For a harness `up` starts without a sandbox, its capability's file

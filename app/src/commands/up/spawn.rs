@@ -40,6 +40,7 @@ impl RunningHost {
             cause::log(Refusal::LaunchFailed, "launching an agent", &e);
             Failure::of(&role, Refusal::LaunchFailed)
         };
+        let cap = u64::from(self.members[member].spec.state_mib) << 20;
         let output = match &prepared {
             Some(prepared) => prepared.transcript.clone(),
             None => output::output_file(&self.data_root, &plan.run)
@@ -130,6 +131,7 @@ impl RunningHost {
             since,
             work: None,
             transcript: prepared.as_ref().map(|p| p.transcript.clone()),
+            state: prepared.as_ref().map(|p| p.grants.state.clone()),
             output: output.clone(),
             cap_file: None,
             child,
@@ -149,14 +151,14 @@ impl RunningHost {
                     .start_harness(
                         &role,
                         &plan.run,
-                        prepared,
+                        (prepared, cap),
                         &mut agent.child,
                         &self.activities,
                     )
                     .map_err(failed)?,
                 None => self
                     .relays
-                    .start(role.as_str(), &output, &mut agent.child)
+                    .start(role.as_str(), (&output, cap), &mut agent.child)
                     .map_err(failed)?,
             }
         }

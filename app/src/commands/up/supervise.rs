@@ -18,11 +18,16 @@ use mosaic_domain::evidence::{EndCause, Ending, RunEnd};
 use tokio::sync::broadcast::error::RecvError;
 
 use super::console::Console;
+use super::harness::state::{measure, Cap, Used};
 use super::launch::{kill_sandbox, signal_group};
 use super::life::Exit;
 use super::runs::Event;
 use super::{RunningHost, STOP_GRACE};
 use crate::commands::signals;
+
+/// How often `up` measures what each live run wrote outside its grants
+/// (its output file or transcript, its harness's state folder).
+const STATE_WATCH: Duration = Duration::from_secs(1);
 
 /// What woke the loop.
 enum Woke {
@@ -87,11 +92,54 @@ impl RunningHost {
     /// Hands each agent's life the time, carries out what it asks, and
     /// tells the console how each run is.
     fn settle(&mut self, now: Instant) {
+        self.watch_state(now);
         for m in 0..self.members.len() {
             self.members[m].life.handle_tick(now);
             self.act(m, now);
         }
         self.publish_lives();
+    }
+
+    /// Each live run whose output and state folder reached its cap
+    /// (`"stateMiB"`, or the files a state folder may hold) ends
+    /// (`budget`): measured at most every [`STATE_WATCH`].
+    fn watch_state(&mut self, now: Instant) {
+        if now < self.state_watch {
+            return;
+        }
+        self.state_watch = now + STATE_WATCH;
+        for m in 0..self.members.len() {
+            let Some(i) = self.members[m].run else {
+                continue;
+            };
+            let agent = &self.agents[i];
+            if agent.exited || !self.members[m].life.live() {
+                continue;
+            }
+            let cap = Cap::of_mib(self.members[m].spec.state_mib);
+            let output = measure(&agent.output, cap);
+            let used = match &agent.state {
+                Some(state) => {
+                    let state = measure(state, cap);
+                    Used {
+                        bytes: output.bytes.saturating_add(state.bytes),
+                        files: state.files,
+                    }
+                }
+                None => output,
+            };
+            if cap.reached(used) {
+                tracing::warn!(
+                    role = agent.role.as_str(),
+                    run = agent.run.as_str(),
+                    bytes = used.bytes,
+                    files = used.files,
+                    "the run wrote as much outside its grants as it may (stateMiB, or the \
+                     files of its state folder), and ends"
+                );
+                self.members[m].life.handle_state_full(now);
+            }
+        }
     }
 
     /// What a thread told the loop.
@@ -115,10 +163,16 @@ impl RunningHost {
 
     /// Waits for the first thing that wakes the loop.
     fn wait(&mut self) -> Woke {
+        let watching = self
+            .agents
+            .iter()
+            .any(|a| !a.exited)
+            .then_some(self.state_watch);
         let deadline = self
             .members
             .iter()
             .filter_map(|m| m.life.next_deadline())
+            .chain(watching)
             .min();
         let usage = self.activities.usage_changed();
         let (signals, ends, events) = (&mut self.signals, &mut self.ends, &mut self.events.1);

@@ -15,8 +15,11 @@
 //!   harness's standard output, its event stream, as it came;
 //! - a state folder per role and harness that lasts between runs,
 //!   `<data root>/agents/state/<role>.<harness>/` (0700), writable in the
-//!   sandbox: Claude Code's `CLAUDE_CONFIG_DIR`, pi's `PI_CODING_AGENT_DIR`
-//!   (where `up` writes pi's `models.json` from `"model"` at each launch);
+//!   sandbox: Claude Code's `CLAUDE_CONFIG_DIR`, pi's `PI_CODING_AGENT_DIR`.
+//!   It is data, never code (`state.rs`, tested in `state_tests.rs`): at
+//!   each launch `up` repairs its modes, keeps only the harness's sessions,
+//!   and writes the harness's `settings.json` (and pi's `models.json`, from
+//!   `"model"`) afresh, bound read-only in the sandbox;
 //! - its install folder read-only: the `node_modules` folder that holds the
 //!   program's real file (npm's `bin` entries are links into it), or the
 //!   real file alone;
@@ -55,6 +58,7 @@
 
 pub mod activity;
 pub(crate) mod capfile;
+pub(crate) mod state;
 pub mod usage;
 
 use std::ffi::{OsStr, OsString};
@@ -113,6 +117,9 @@ pub(super) struct Grants {
     pub(super) install: Option<PathBuf>,
     /// The state folder, writable.
     pub(super) state: PathBuf,
+    /// The configuration files in it that `up` writes at each launch,
+    /// bound read-only over themselves ([`state::configuration`]).
+    pub(super) fixed: Vec<PathBuf>,
     /// The run's folder, read-only.
     pub(super) run_dir: PathBuf,
 }
@@ -136,6 +143,12 @@ enum Made {
     File { path: PathBuf, bytes: Vec<u8> },
     /// A private file written anew in a folder the agent can write.
     Replaced { path: PathBuf, bytes: Vec<u8> },
+    /// The state folder, made `up`'s again ([`state::own`]).
+    State {
+        path: PathBuf,
+        harness: Harness,
+        cap: state::Cap,
+    },
 }
 
 /// One harness agent's launch, ready before anything starts.
@@ -219,17 +232,20 @@ pub(super) fn prepare(
             path: runs,
             new: false,
         },
-        Made::Folder {
-            path: run_dir.clone(),
-            new: true,
-        },
+        // The state folder first: what a run left there past its cap (a
+        // disk or its files filled) goes before anything new is made.
         Made::Folder {
             path: states,
             new: false,
         },
-        Made::Folder {
+        Made::State {
             path: state.clone(),
-            new: false,
+            harness: spec.harness,
+            cap: state::Cap::of_mib(spec.state_mib),
+        },
+        Made::Folder {
+            path: run_dir.clone(),
+            new: true,
         },
         Made::File {
             path: transcript.clone(),
@@ -408,6 +424,16 @@ pub(super) fn prepare(
             Input::Line(json!({"type": "prompt", "message": harnessed.prompt}).to_string())
         }
     };
+    // The harness's own settings in its state folder: written afresh, so
+    // what a run left there is never read by the next.
+    made.push(Made::Replaced {
+        path: state.join("settings.json"),
+        bytes: b"{}".to_vec(),
+    });
+    let fixed = state::configuration(spec.harness)
+        .iter()
+        .map(|name| state.join(name))
+        .collect();
     args.extend(spec.args.iter().map(OsString::from));
     resume_flags.splice(0..0, args.iter().cloned());
     let resume = resume_flags
@@ -424,6 +450,7 @@ pub(super) fn prepare(
         grants: Grants {
             install: install_folder(&found),
             state,
+            fixed,
             run_dir,
         },
         program: found,
@@ -453,6 +480,7 @@ impl Prepared {
                 Made::Folder { path, new } => private_dir(path, *new)?,
                 Made::File { path, bytes } => write_new(path, bytes)?,
                 Made::Replaced { path, bytes } => replace(path, bytes)?,
+                Made::State { path, harness, cap } => state::own(path, *harness, *cap)?,
             }
         }
         Ok(())

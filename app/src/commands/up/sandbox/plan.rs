@@ -30,15 +30,19 @@
 //! 5. this executable, read-only at its own path (agents call
 //!    `mosaic-bus call`), and the agent's program, when no other bind holds
 //!    it already;
-//! 6. the configuration's folder and the `read` paths read-only, the
-//!    `workdir` and the `write` paths writable, then inside each writable
-//!    folder its mandatory read-only paths ([`mandatory`]: git's
-//!    configuration and hooks, tool, editor and harness settings, start-up
-//!    files; an empty read-only placeholder for one that is missing), then
-//!    the configuration file read-only again;
-//! 7. the data root as an empty tmpfs holding only the broker's socket,
-//!    then made read-only, so an agent cannot leave a file where the
-//!    broker's would be;
+//! 6. the `read` paths read-only, the `workdir` and the `write` paths
+//!    writable, then inside each writable folder its mandatory read-only
+//!    paths ([`mandatory`]: git's configuration and hooks, tool, editor and
+//!    harness settings, start-up files; an empty read-only placeholder for
+//!    one that is missing), then each file of the configuration's folder
+//!    that the agent's arguments name, and the configuration file, each
+//!    read-only by itself: never the configuration's folder, so nothing
+//!    else beside the configuration (a `.env`, say) is there;
+//! 7. the data root as an empty tmpfs holding only the broker's socket
+//!    (and a harness's run folder read-only, its state folder writable
+//!    but for the configuration files `up` writes there, read-only), then
+//!    made read-only, so an agent cannot leave a file where the broker's
+//!    would be;
 //! 8. with `"network": "proxy"`, the socket of `up`'s forward proxy for the
 //!    run at [`PROXY_SOCKET`](super::network::PROXY_SOCKET)
 //!    (`sandbox-exec`'s bridge serves it on the sandbox's loopback:
@@ -263,8 +267,9 @@ pub(crate) struct Plan {
     pub(crate) args: Vec<OsString>,
     /// For a harness `up` starts, the first line `--version` printed.
     pub(crate) version: Option<String>,
-    /// Where the program runs: its `workdir`, else the configuration's
-    /// folder (inside a sandbox, the kernel's name of the granted one).
+    /// Where the program runs: its `workdir` (inside a sandbox, the
+    /// kernel's name of the granted one), else the configuration's folder,
+    /// or inside a sandbox its own empty home.
     pub(crate) cwd: PathBuf,
     /// The environment the command gets, whole.
     pub(crate) env: Env,
@@ -464,6 +469,15 @@ fn walls(
         held.push(opened.fd);
     }
     mounts.extend(protected);
+    for opened in named_files(spec)? {
+        mounts.push(Mount::Granted {
+            fd: opened.fd.as_raw_fd(),
+            dest: opened.path.clone(),
+            path: opened.path,
+            writable: false,
+        });
+        held.push(opened.fd);
+    }
     if let Some(file) = &places.config_file {
         let opened = open_granted(spec, file)?;
         mounts.push(Mount::Granted {
@@ -488,6 +502,12 @@ fn walls(
             source: grants.state.clone(),
             dest: grants.state.clone(),
         });
+        for file in &grants.fixed {
+            mounts.push(Mount::ReadOnly {
+                source: file.clone(),
+                dest: file.clone(),
+            });
+        }
     }
     mounts.push(Mount::RemountRo(places.data_root.clone()));
     if spec.network == Network::Proxy {
@@ -624,13 +644,13 @@ pub(crate) fn system_mounts(root: &Path) -> Vec<Mount> {
 }
 
 /// The granted paths of `spec`'s sandbox, opened and checked: the
-/// configuration's folder and `read` paths read-only, then `workdir` and
-/// `write` paths writable.
+/// `read` paths read-only, then `workdir` and `write` paths writable.
 ///
 /// Sorted by depth, stable: a folder is bound before a path inside it, so
 /// the inner bind shows through (a `write` path inside a `read` one stays
 /// writable). The working directory comes first in the returned pair: the
-/// `workdir` resolved, or else the configuration's folder.
+/// `workdir` resolved, or else the agent's own empty home
+/// ([`SANDBOX_HOME`]), never the configuration's folder.
 fn resolve(
     spec: &AgentSpec,
     places: &HostPaths,
@@ -643,15 +663,17 @@ fn resolve(
         .human_home
         .as_deref()
         .and_then(|h| std::fs::canonicalize(h).ok());
-    let wanted = std::iter::once((&spec.config_dir, false))
-        .chain(spec.read.iter().map(|p| (p, false)))
+    let wanted = spec
+        .read
+        .iter()
+        .map(|p| (p, false))
         .chain(spec.workdir.iter().map(|p| (p, true)))
         .chain(spec.write.iter().map(|p| (p, true)));
     let mut binds = Vec::new();
     let mut cwd = None;
     for (path, writable) in wanted {
         let opened = open_granted(spec, path)?;
-        if spec.workdir.as_ref() == Some(path) || (cwd.is_none() && path == &spec.config_dir) {
+        if spec.workdir.as_ref() == Some(path) {
             cwd = Some(opened.path.clone());
         }
         let resolved = &opened.path;
@@ -680,8 +702,30 @@ fn resolve(
         binds.push((opened, writable));
     }
     binds.sort_by_key(|(opened, _)| opened.path.components().count());
-    let cwd = cwd.unwrap_or_else(|| spec.cwd().to_path_buf());
+    let cwd = cwd.unwrap_or_else(|| PathBuf::from(SANDBOX_HOME));
     Ok((cwd, binds))
+}
+
+/// The files in the configuration's folder that `spec`'s arguments name
+/// (a script, a harness's extension: the configuration made them absolute
+/// when the agent has no `workdir`), each opened and checked, to be bound
+/// read-only by itself: nothing else of that folder is in the sandbox.
+fn named_files(spec: &AgentSpec) -> Result<Vec<Opened>, Refusal> {
+    let Ok(folder) = std::fs::canonicalize(&spec.config_dir) else {
+        return Ok(Vec::new());
+    };
+    let mut files = Vec::new();
+    for arg in &spec.args {
+        let path = Path::new(arg);
+        let inside = std::fs::canonicalize(path).is_ok_and(|real| real.starts_with(&folder));
+        if path.is_absolute() && path.is_file() && inside {
+            let opened = open_granted(spec, path)?;
+            if !files.iter().any(|o: &Opened| o.path == opened.path) {
+                files.push(opened);
+            }
+        }
+    }
+    Ok(files)
 }
 
 /// Whether `program` lies in a system folder or a folder already bound,

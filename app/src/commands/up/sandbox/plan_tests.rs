@@ -32,6 +32,7 @@ fn spec(dir: &Path) -> AgentSpec {
         tmp_mib: 4,
         processes: 64,
         memory_mib: 256,
+        state_mib: 512,
         shared: false,
         life: crate::commands::team::LifeSpec::defaults(false),
     }
@@ -316,9 +317,18 @@ fn the_examples_command_agents_have_exactly_this_command_line_and_environment() 
         let mut expected = owned(&["/usr/bin/bwrap"]);
         expected.extend(namespaces(true));
         expected.extend(system_words(&root, 256));
-        // No workdir: the configuration's folder, read-only, is where the
-        // agent runs, and the configuration is bound again by itself.
-        expected.extend(owned(&["--ro-bind-fd", "<fd>", &s(&examples())]));
+        // No workdir: never the configuration's folder, but its `read`
+        // folder of scripts, the script its arguments name and the
+        // configuration, each by itself; the agent runs in its own empty
+        // home.
+        let script = s(&examples().join(format!("agents/{}.sh", agent.role.as_str())));
+        assert_eq!(agent.args, std::slice::from_ref(&script));
+        expected.extend(owned(&[
+            "--ro-bind-fd",
+            "<fd>",
+            &s(&examples().join("agents")),
+        ]));
+        expected.extend(owned(&["--ro-bind-fd", "<fd>", &script]));
         expected.extend(owned(&["--ro-bind-fd", "<fd>", &s(&file)]));
         expected.extend(owned(&[
             "--tmpfs",
@@ -328,7 +338,7 @@ fn the_examples_command_agents_have_exactly_this_command_line_and_environment() 
             &s(&socket),
         ]));
         expected.extend(owned(&["--remount-ro", &data, "--remount-ro", "/"]));
-        expected.extend(owned(&["--chdir", &s(&examples()), "--"]));
+        expected.extend(owned(&["--chdir", SANDBOX_HOME, "--"]));
         expected.extend(exec_words(&root, true, 1024, &[]));
         expected.push(s(&root.join("host/usr/bin/sh")));
         expected.extend(agent.args.iter().cloned());
@@ -415,7 +425,6 @@ fn the_examples_harness_agents_have_exactly_this_command_line_and_environment() 
         // The programs lie in /usr (Claude Code's install folder too): no
         // bind of their own.
         expected.extend(system_words(&root, 256));
-        expected.extend(owned(&["--ro-bind-fd", "<fd>", &s(&examples())]));
         expected.extend(owned(&["--ro-bind-fd", "<fd>", &s(&file)]));
         expected.extend(owned(&[
             "--tmpfs",
@@ -426,6 +435,15 @@ fn the_examples_harness_agents_have_exactly_this_command_line_and_environment() 
         ]));
         expected.extend(owned(&["--ro-bind", &s(&run_dir), &s(&run_dir)]));
         expected.extend(owned(&["--bind", &s(&state), &s(&state)]));
+        // The harness's configuration in its state folder, read-only.
+        let fixed: &[&str] = match agent.harness {
+            Harness::ClaudeCode => &["settings.json"],
+            Harness::Pi => &["settings.json", "models.json"],
+        };
+        for name in fixed {
+            let file = s(&state.join(name));
+            expected.extend(owned(&["--ro-bind", &file, &file]));
+        }
         expected.extend(owned(&["--remount-ro", &s(&data)]));
         expected.extend(owned(&[
             "--ro-bind",
@@ -433,7 +451,7 @@ fn the_examples_harness_agents_have_exactly_this_command_line_and_environment() 
             "/run/mosaic-bus/proxy.sock",
         ]));
         expected.extend(owned(&["--remount-ro", "/"]));
-        expected.extend(owned(&["--chdir", &s(&examples()), "--"]));
+        expected.extend(owned(&["--chdir", SANDBOX_HOME, "--"]));
         let prompt = &agent.harnessed.as_ref().unwrap().prompt;
         let proxy = ["--proxy-socket", "/run/mosaic-bus/proxy.sock"];
         let mut env = vec![
@@ -559,7 +577,7 @@ fn without_a_sandbox_the_command_is_the_program_or_a_harness_behind_its_wait() {
         text(&plan.argv(&Launch::Described)),
         [
             s(&root.join("host/usr/bin/sh")),
-            "agents/lead.sh".to_owned()
+            s(&examples().join("agents/lead.sh"))
         ]
     );
     // `up`'s own home and temporary folder, and the console's mark.
@@ -800,8 +818,11 @@ fn the_view_names_the_environment_and_renders_the_same_command_line() {
     );
     assert!(mounts.contains(&serde_json::json!({"kind": "proxy-socket",
         "dest": "/run/mosaic-bus/proxy.sock"})));
-    assert!(mounts.contains(&serde_json::json!({"kind": "granted",
+    assert!(!mounts.contains(&serde_json::json!({"kind": "granted",
         "path": s(&examples()), "dest": s(&examples()), "writable": false})));
+    let file = s(&examples().join("claude-team.json"));
+    assert!(mounts.contains(&serde_json::json!({"kind": "granted",
+        "path": file, "dest": file, "writable": false})));
 }
 
 fn json(value: impl Into<serde_json::Value>) -> serde_json::Value {
@@ -830,8 +851,8 @@ fn the_arguments_render_every_mount_in_order_after_the_namespaces() {
     expected.extend(namespaces(false));
     expected.extend(system_words(&root, 4));
     expected.extend(owned(&["--ro-bind", &tool, &tool]));
-    // By depth: the read path and the workdir, then the configuration.
-    expected.extend(owned(&["--ro-bind-fd", "<fd>", &work]));
+    // By depth: the read path and the workdir, then the configuration;
+    // never the configuration's folder.
     expected.extend(owned(&["--ro-bind-fd", "<fd>", &other]));
     expected.extend(owned(&["--bind-fd", "<fd>", &work]));
     // In the workdir, which holds none of them, a placeholder for each
@@ -959,16 +980,39 @@ fn a_writable_path_may_not_touch_what_is_later_run_or_read_as_configuration() {
     let sandbox = sandbox(HostPaths { guards, ..places }, false);
     let build = |agent: &AgentSpec| plan_in(agent, Some(&sandbox), &root);
     // Without a workdir, nothing of the configuration's folder is
-    // writable, and the agent runs there.
-    let plan = build(&lead).unwrap();
-    assert!(!plan
+    // writable, and the agent runs in its own empty home; of that folder
+    // only the file its arguments name is bound, by itself.
+    let mut named = lead.clone();
+    named.args = vec![s(&root.join("conf/agents/lead.sh"))];
+    let plan = build(&named).unwrap();
+    let granted: Vec<(&Path, bool)> = plan
         .walls
         .as_ref()
         .unwrap()
         .mounts
         .iter()
-        .any(|m| matches!(m, Mount::Granted { writable: true, .. })));
-    assert_eq!(plan.cwd, root.join("conf"));
+        .filter_map(|m| match m {
+            Mount::Granted { path, writable, .. } => Some((path.as_path(), *writable)),
+            Mount::ReadOnly { .. }
+            | Mount::Writable { .. }
+            | Mount::Symlink { .. }
+            | Mount::Tmpfs(_)
+            | Mount::Scratch { .. }
+            | Mount::Proc(_)
+            | Mount::Dev(_)
+            | Mount::ProxySocket
+            | Mount::RemountRo(_) => None,
+        })
+        .collect();
+    let config = root.join("work/team.json");
+    assert_eq!(
+        granted,
+        [
+            (root.join("conf/agents/lead.sh").as_path(), false),
+            (config.as_path(), false)
+        ]
+    );
+    assert_eq!(plan.cwd, Path::new(SANDBOX_HOME));
     for (key, path) in [
         ("workdir", root.join("conf")),
         ("workdir", root.join("conf/agents")),
