@@ -20,8 +20,8 @@
 //! `tokio::io::copy_bidirectional`.
 //! Either way the target must pass the agent's [`Policy`]: a name that an
 //! `"allow"` entry admits, with its port, resolved once here and connected
-//! to at an address that passed the address rules ([`admit::is_public`], or
-//! listed exactly); an address literal only when listed exactly. The proxy
+//! to at an address that passed the address rules ([`admit::is_public`],
+//! the domain's one rule, or listed exactly); an address literal only when listed exactly. The proxy
 //! never resolves the name twice, so a name cannot change its answer
 //! between the check and the connection.
 //!
