@@ -25,6 +25,8 @@
 mod config;
 #[path = "sandbox/detours.rs"]
 mod detours;
+#[path = "sandbox/environment.rs"]
+mod environment;
 #[path = "sandbox/files.rs"]
 mod files;
 #[path = "sandbox/identity.rs"]
@@ -41,6 +43,8 @@ mod outside;
 mod probe;
 #[path = "sandbox/resources.rs"]
 mod resources;
+#[path = "sandbox/sockets.rs"]
+mod sockets;
 #[path = "sandbox/terminal.rs"]
 mod terminal;
 

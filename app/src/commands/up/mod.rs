@@ -70,8 +70,8 @@
 //! 2. clear the memfd's close-on-exec flag, spawn the command its plan
 //!    renders (`spawn.rs`), set the flag again. The child's environment is
 //!    its plan's, built from an allow-list, never
-//!    inherited whole: of `up`'s own variables it gets only [`BASE_ENV`],
-//!    `LC_*` and those its configuration names in `env`, and never one that
+//!    inherited whole: of `up`'s own variables it gets only [`BASE_ENV`]
+//!    and those its configuration names in `env`, and never one that
 //!    a credential reference of the business names (`{"env": NAME}`: the
 //!    broker in this process reads service tokens from there, and agents
 //!    never hold one). It also gets `MOSAIC_RUN_ID`, `MOSAIC_BUS_SOCKET`,
@@ -304,11 +304,11 @@ agents get MOSAIC_CONSOLE=1, and up serves until the console quits.";
 pub(crate) const AFTER: &str = "\
 Environment:
 {log_env}
-  An agent gets PATH (this binary's folder first), HOME, USER, LOGNAME,
-  SHELL, LANG, LANGUAGE, LC_*, TERM, TZ, TMPDIR and the variables its `env`
-  names, never one that a credential reference of the business names; in
-  a sandbox HOME is /home/agent and TMPDIR /tmp. PATH also decides where
-  bwrap is found.
+  An agent gets PATH (this binary's folder first), HOME, LANG, TERM and
+  the variables its `env` names, nothing else of up's environment (no
+  LC_*, SSH_AUTH_SOCK or DISPLAY), never one that a credential reference
+  of the business names; in a sandbox HOME is /home/agent and TMPDIR /tmp.
+  PATH also decides where bwrap is found.
 
 Exit codes:
   0  every agent exited 0, or SIGINT/SIGTERM stopped them (SIGTERM to each

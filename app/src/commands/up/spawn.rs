@@ -112,7 +112,6 @@ impl RunningHost {
         // Only the sandbox holds its end now.
         let control = control.map(|(ours, _)| ours);
         let pid = child.id();
-        let landlock = plan.walls.as_ref().is_some_and(|w| w.landlock);
         self.agents.push(Agent {
             member,
             role: role.clone(),
@@ -121,7 +120,7 @@ impl RunningHost {
             version: plan.version.clone(),
             sandboxed,
             network: plan.network,
-            abstract_sockets: AbstractSockets::of(sandboxed, plan.network, landlock),
+            abstract_sockets: AbstractSockets::of(sandboxed),
             stdin: child.stdin.take(),
             input: prepared.as_ref().map(|p| p.input.clone()),
             transcript: prepared.as_ref().map(|p| p.transcript.clone()),
