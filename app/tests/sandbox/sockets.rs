@@ -39,9 +39,9 @@ const PLACES: [&str; 3] = ["workdir", "conf", "read"];
 /// How many calls the agent makes at once.
 const CALLS: usize = 4;
 
-/// Runs the probe with `sandbox`: the report, with the listeners kept
-/// until the run ends.
-fn probe(sandbox: &str) -> Stayed<()> {
+/// Runs the probe with `sandbox` and `network`: the report, with the
+/// listeners kept until the run ends.
+fn probe(sandbox: &str, network: &str) -> Stayed<()> {
     let work = tempfile::tempdir().expect("work");
     let layout = Layout::new(work.path());
     let shared = work.path().join("shared");
@@ -76,18 +76,23 @@ wait
 n=0
 for i in $(seq {CALLS}); do grep -q '"ok":true' ./call-$i && n=$((n + 1)); done
 say calls "$n"
+# A program that lost the connector (Claude Code's hooks do) takes the
+# bridge, where there is one.
+env -u MOSAIC_BUS_CONNECTOR_FD mosaic-bus call inbox '{{}}' >./bridged
+grep -q '"ok":true' ./bridged && say bridged ok || say bridged "$(cat ./bridged)"
 say done yes
 "#
     ));
     let mut agent = layout.agent("a", &body);
     agent["read"] = json!([shared]);
+    agent["network"] = json!(network);
     let config = layout.config(sandbox, json!({}), vec![agent]);
     layout.stay(&config, &[], |_| ())
 }
 
 #[test]
 fn no_unix_socket_in_any_granted_path_is_reached_and_the_bus_is() {
-    let run = probe("required");
+    let run = probe("required", "none");
     assert_eq!(run.status.code(), Some(0), "{}", run.log);
     assert_eq!(
         run.summary["agents"][0]["sandboxed"], true,
@@ -102,11 +107,30 @@ fn no_unix_socket_in_any_granted_path_is_reached_and_the_bus_is() {
     assert_eq!(r["pair"], "ok", "{r:?}");
     assert_eq!(r["claim"], "ok", "{r:?}\n{}", run.log);
     assert_eq!(r["calls"], CALLS.to_string(), "{r:?}\n{}", run.log);
+    assert_eq!(r["bridged"], "ok", "{r:?}\n{}", run.log);
+}
+
+#[test]
+fn with_the_host_s_network_the_sockets_stay_out_of_reach_and_the_bridge_serves() {
+    let run = probe("required", "host");
+    assert_eq!(run.status.code(), Some(0), "{}", run.log);
+    assert_eq!(
+        run.summary["agents"][0]["network"], "host",
+        "{}",
+        run.summary
+    );
+    let r = &run.report;
+    assert_eq!(r["done"], "yes", "{r:?}\n{}", run.log);
+    for place in PLACES {
+        assert_eq!(r[place], "failed:EPERM", "{place}: {r:?}");
+    }
+    assert_eq!(r["calls"], CALLS.to_string(), "{r:?}\n{}", run.log);
+    assert_eq!(r["bridged"], "ok", "{r:?}\n{}", run.log);
 }
 
 #[test]
 fn without_the_sandbox_the_same_sockets_are_reached() {
-    let run = probe("off");
+    let run = probe("off", "none");
     assert_eq!(run.status.code(), Some(0), "{}", run.log);
     assert_eq!(
         run.summary["agents"][0]["sandboxed"], false,

@@ -22,14 +22,18 @@
 //! a bounded number of threads.
 //!
 //! Claude Code closes every inherited descriptor above 2 for the programs
-//! it starts (its hooks, its MCP servers), so they lose the connector. In
-//! a sandbox with a network namespace of its own (`"network": "none"` or
-//! `"proxy"`), [`bridge`] also listens on the sandbox's own loopback, whose
-//! address `MOSAIC_BUS_BRIDGE` names, and carries each connection's bytes
-//! to the broker's socket: only the sandbox's processes reach that
-//! loopback. With `"network": "host"` there is no such loopback (a port
-//! would be the host's, open to every process of the machine), so there
-//! is no bridge, and such a program reaches no broker.
+//! it starts (its hooks, its MCP servers), so they lose the connector.
+//! [`bridge`] also listens on the loopback, at an address
+//! `MOSAIC_BUS_BRIDGE` names, and carries each connection's bytes to the
+//! broker's socket. In a sandbox with a network namespace of its own
+//! (`"network": "none"` or `"proxy"`) only the sandbox's processes reach
+//! that loopback. With `"network": "host"` the port is the host's, so
+//! the bridge carries a connection only when the kernel's table of TCP
+//! sockets says its other end belongs to this sandbox's user ([`ours`]):
+//! another user's process, which the broker's own peer check would refuse,
+//! is closed unread. (A process of the human's own user outside could
+//! connect to the broker's socket directly anyway; through the bridge the
+//! broker sees the sandbox's supervisor, never the human.)
 
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
@@ -124,6 +128,9 @@ fn carry(listener: &std::net::TcpListener, bus: &Path) {
         let Ok(client) = client else {
             continue;
         };
+        if !ours(&client) {
+            continue;
+        }
         if pending.fetch_add(1, Ordering::AcqRel) >= MAX_PENDING {
             pending.fetch_sub(1, Ordering::AcqRel);
             continue;
@@ -141,6 +148,43 @@ fn carry(listener: &std::net::TcpListener, bus: &Path) {
             pending.fetch_sub(1, Ordering::AcqRel);
         }
     }
+}
+
+/// Whether the other end of `client`, a loopback TCP connection, is a
+/// socket of this process's user: its row in `/proc/net/tcp` (or
+/// `tcp6`), the far end's local address being `client`'s peer address,
+/// shows this user (another user's shows as the overflow user inside the
+/// sandbox's user namespace).
+fn ours(client: &std::net::TcpStream) -> bool {
+    let (Ok(peer), Ok(local)) = (client.peer_addr(), client.local_addr()) else {
+        return false;
+    };
+    let uid = rustix::process::getuid().as_raw();
+    let (table, peer_hex, local_hex) = match (peer, local) {
+        (std::net::SocketAddr::V4(peer), std::net::SocketAddr::V4(local)) => {
+            ("/proc/net/tcp", v4_hex(peer), v4_hex(local))
+        }
+        (std::net::SocketAddr::V4(_) | std::net::SocketAddr::V6(_), _) => return false,
+    };
+    let Ok(text) = std::fs::read_to_string(table) else {
+        return false;
+    };
+    text.lines().skip(1).any(|row| {
+        let fields: Vec<&str> = row.split_whitespace().collect();
+        matches!(
+            fields.as_slice(),
+            [_, l, r, _, _, _, _, owner, ..]
+                if *l == peer_hex && *r == local_hex && owner.parse::<u32>() == Ok(uid)
+        )
+    })
+}
+
+/// An IPv4 address and port as `/proc/net/tcp` writes them: the address's
+/// four bytes as one number in this machine's byte order, in hexadecimal,
+/// then the port.
+fn v4_hex(address: std::net::SocketAddrV4) -> String {
+    let number = u32::from_ne_bytes(address.ip().octets());
+    format!("{number:08X}:{:04X}", address.port())
 }
 
 /// Copies bytes both ways between `client` and `broker` until both ends

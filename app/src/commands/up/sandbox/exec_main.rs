@@ -25,9 +25,9 @@
 //! folder, `/tmp`, a `read` path), made by anyone at any time, and no
 //! abstract socket is in its reach, whatever its network. What it reaches
 //! is what was opened before: the broker through the connector, which the
-//! supervisor serves ([`super::connector`]: a descriptor passed down, for
-//! every network, where a loopback port would be the host's under
-//! `"network": "host"`), and the proxy through the bridge.
+//! supervisor serves ([`super::connector`]: a descriptor passed down, and
+//! for a program that lost it a loopback bridge that checks its peer's
+//! user), and the proxy through the proxy's bridge.
 //!
 //! # Descriptors
 //!
@@ -99,8 +99,8 @@ pub struct SandboxExecArgs {
     /// connections to it through the connector (with `--control-fd`).
     #[arg(long, value_name = "PATH")]
     pub bus_socket: Option<PathBuf>,
-    /// Also serve a bridge to the broker's socket on the sandbox's own
-    /// loopback (a sandbox with a network namespace of its own).
+    /// Also serve a bridge to the broker's socket on the loopback, for
+    /// programs that lose the connector.
     #[arg(long, requires = "bus_socket")]
     pub bus_bridge: bool,
     /// The proxy's socket inside the sandbox: start the bridge to it and

@@ -837,7 +837,7 @@ fn the_arguments_render_every_mount_in_order_after_the_namespaces() {
     expected.extend(owned(&["--tmpfs", &data, "--ro-bind", &socket, &socket]));
     expected.extend(owned(&["--remount-ro", &data, "--remount-ro", "/"]));
     expected.extend(owned(&["--chdir", &work, "--"]));
-    expected.extend(exec_words(&root, false, 64, &[]));
+    expected.extend(exec_words(&root, false, 64, &["--bus-bridge"]));
     expected.push(tool);
     let argv = text(&plan.argv(&Launch::Described));
     assert_eq!(argv, expected);

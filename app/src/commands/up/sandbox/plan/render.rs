@@ -19,8 +19,8 @@
 //! with which it stays in the sandbox as the run's supervisor; it is a
 //! launch value, as the capability's descriptor is. `--bus-socket` names
 //! the broker's socket, which the supervisor alone connects to for the
-//! agent (its connector), and `--bus-bridge` (a sandbox with a network
-//! namespace of its own) has it serve a bridge to it on the loopback.
+//! agent (its connector), and `--bus-bridge` has it serve a bridge to it
+//! on the loopback too, for programs that lose the connector.
 //!
 //! An unsandboxed agent's is its program and arguments, run in its
 //! `cwd`; for a harness, behind `sh -c` that waits for the `ready` line
@@ -191,10 +191,8 @@ impl Plan {
             }
             Network::None | Network::Host => {}
         }
-        // The loopback is the sandbox's own only in a network namespace.
-        match (self.network, launch.control_fd()) {
-            (Network::None | Network::Proxy, Some(_)) => args.push("--bus-bridge".into()),
-            (Network::Host, _) | (_, None) => {}
+        if launch.control_fd().is_some() {
+            args.push("--bus-bridge".into());
         }
         match &self.handoff {
             Handoff::Descriptor => {}
