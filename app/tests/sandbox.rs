@@ -39,6 +39,8 @@ mod landlock;
 mod mandatory;
 #[path = "sandbox/outside.rs"]
 mod outside;
+#[path = "sandbox/places.rs"]
+mod places;
 #[path = "sandbox/probe.rs"]
 mod probe;
 #[path = "sandbox/resources.rs"]

@@ -138,6 +138,10 @@ pub struct AgentSpec {
     /// The most memory, in MiB, its sandbox's processes may hold where a
     /// cgroup caps them (`memoryMiB`, default [`DEFAULT_MEMORY_MIB`]).
     pub memory_mib: u32,
+    /// The most places each of its runs holds of the broker at once: its
+    /// connections to the broker and the proxy's descriptors for it
+    /// (`connections`, default [`DEFAULT_CONNECTIONS`], 1 to 4096).
+    pub connections: u32,
     /// Whether its writable paths may overlap another agent's that says
     /// so too (`shared`, default `false`): each can then steer the other.
     pub shared: bool,
@@ -148,6 +152,10 @@ pub struct AgentSpec {
 
 /// The default size cap of a sandboxed agent's `/tmp` and home, each.
 pub const DEFAULT_TMP_MIB: u32 = 256;
+
+/// How many places of the broker one run holds at once unless its agent
+/// says otherwise (`connections`): the broker's own default per run.
+pub const DEFAULT_CONNECTIONS: u32 = 64;
 
 /// The default cap on a sandboxed agent's processes and threads.
 pub const DEFAULT_PROCESSES: u32 = 1024;
@@ -189,6 +197,7 @@ struct AgentJson {
     processes: Option<u32>,
     #[serde(rename = "memoryMiB")]
     memory_mib: Option<u32>,
+    connections: Option<u32>,
     #[serde(default)]
     shared: bool,
     restart: Option<Restart>,
@@ -339,6 +348,7 @@ impl UpConfig {
                     tmp_mib: within(agent.tmp_mib, DEFAULT_TMP_MIB, 1..=65_536)?,
                     processes: within(agent.processes, DEFAULT_PROCESSES, 16..=65_536)?,
                     memory_mib: within(agent.memory_mib, DEFAULT_MEMORY_MIB, 32..=1_048_576)?,
+                    connections: within(agent.connections, DEFAULT_CONNECTIONS, 1..=4096)?,
                     shared: agent.shared,
                     life,
                 })

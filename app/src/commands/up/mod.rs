@@ -239,7 +239,7 @@ has exited.
 
 The configuration is {\"sandbox\"?, \"business\":{id, human, arbiters, roles, \
 launch?}, \"agents\":[{role, harness, command, env?, workdir?, network?, allow?, \
-read?, write?, tmpMiB?, processes?, memoryMiB?, shared?, restart?, restartLimit?, \
+read?, write?, tmpMiB?, processes?, memoryMiB?, connections?, shared?, restart?, restartLimit?, \
 budget?, stopGraceS?}]}: harness is pi or claude-code, command a program and its \
 arguments (no shell), env the names of this process's variables the agent \
 also needs. Without a command, up starts the harness itself: {role, harness, \
@@ -259,8 +259,11 @@ unsafe-path; no symbolic link is followed; nor a hard link of a program or \
 file it names; nor another agent's writable path, overlapping or nested, \
 unless both say shared: true, which one warning names), inside each writable \
 path git's config and hooks, tool, editor and harness settings and start-up \
-files read-only (docs/host.md), a private /tmp and home (each a tmpfs of \
-tmpMiB, default 256), the socket; at most processes (default 1024) \
+files read-only (docs/host.md), a private /tmp, /dev/shm and home (each a \
+tmpfs of tmpMiB, default 256; the rest of /dev read-only), no Unix socket \
+of its own making (the bus through its supervisor); at most connections \
+(default 64) broker connections and proxy descriptors per run at once; \
+at most processes (default 1024) \
 processes (RLIMIT_NPROC, which binds no root), and where up can make a cgroup \
 (v2 delegated, or v1 as root) also pids.max and memoryMiB (default 4096) of \
 memory; nothing of the data root, the secrets, /var, /opt, /run \

@@ -77,9 +77,10 @@ pub(crate) fn listen(
     network: Network,
     run: &RunId,
     allow: &[Allow],
+    places: Option<crate::runtime::RunPlaces>,
 ) -> io::Result<Option<PathBuf>> {
     match (network, proxy) {
-        (Network::Proxy, Some(proxy)) => proxy.listen(run.as_str(), allow).map(Some),
+        (Network::Proxy, Some(proxy)) => proxy.listen(run.as_str(), allow, places).map(Some),
         (Network::Proxy, None) => Err(io::ErrorKind::NotFound.into()),
         (Network::None | Network::Host, _) => Ok(None),
     }

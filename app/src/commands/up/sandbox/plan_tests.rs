@@ -32,6 +32,7 @@ fn spec(dir: &Path) -> AgentSpec {
         tmp_mib: 4,
         processes: 64,
         memory_mib: 256,
+        connections: 64,
         shared: false,
         life: crate::commands::team::LifeSpec::defaults(false),
     }
