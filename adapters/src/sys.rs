@@ -8,7 +8,7 @@
 //!   ([`join_anonymous_session_keyring`], a raw `keyctl` call), and the
 //!   descriptors its parent left open ([`take_inherited`]: taking a
 //!   descriptor by its number asserts that nothing in the process owns it
-//!   yet);
+//!   yet), and a client's inherited connector ([`take_inherited_fd`]);
 //! - the terminal's width of a character ([`terminal_width`]: the C
 //!   library's `wcwidth` in a UTF-8 locale), against which the tests prove
 //!   the width table of `mosaic_domain::text`.
@@ -88,6 +88,35 @@ pub fn take_inherited() -> io::Result<Vec<OwnedFd>> {
         taken.push(unsafe { OwnedFd::from_raw_fd(fd) });
     }
     Ok(taken)
+}
+
+/// Takes the one descriptor `fd` that this process inherited across
+/// `exec` (a client inside `up`'s sandbox: its connector), now owned by
+/// the caller, with the same checks as [`take_inherited`]: the process
+/// has one thread, `fd` is open, above standard error, and its
+/// close-on-exec flag is clear. The caller takes each number once.
+///
+/// # Errors
+/// When `fd` is not such a descriptor, or `/proc/self` cannot be read.
+pub fn take_inherited_fd(fd: RawFd) -> io::Result<OwnedFd> {
+    let threads = std::fs::read_dir("/proc/self/task")?.count();
+    if threads != 1 {
+        return Err(io::Error::other(
+            "an inherited descriptor is taken while the process has one thread",
+        ));
+    }
+    if fd <= 2 {
+        return Err(io::Error::other("standard input and output are not taken"));
+    }
+    let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}"))?;
+    if close_on_exec(&info)? {
+        return Err(io::Error::other("the descriptor was not inherited"));
+    }
+    // SAFETY: `fd` is open (its fdinfo was just read, and with one thread
+    // nothing closed it since) and its close-on-exec flag is clear, so it
+    // came across `exec`: no object of this process owns it, and the
+    // caller takes it once.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// Whether the `flags:` line of a `/proc/self/fdinfo` entry has

@@ -17,6 +17,7 @@ use mosaic_app::commands::{self, Cli, Command, Contract};
 use mosaic_domain::Refusal;
 
 fn main() -> ExitCode {
+    commands::adopt_connector();
     let argv: Vec<OsString> = std::env::args_os().collect();
     let cli = match Cli::command()
         .try_get_matches_from(&argv)

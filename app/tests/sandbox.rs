@@ -25,6 +25,8 @@
 mod config;
 #[path = "sandbox/detours.rs"]
 mod detours;
+#[path = "sandbox/environment.rs"]
+mod environment;
 #[path = "sandbox/files.rs"]
 mod files;
 #[path = "sandbox/identity.rs"]
@@ -37,10 +39,14 @@ mod landlock;
 mod mandatory;
 #[path = "sandbox/outside.rs"]
 mod outside;
+#[path = "sandbox/places.rs"]
+mod places;
 #[path = "sandbox/probe.rs"]
 mod probe;
 #[path = "sandbox/resources.rs"]
 mod resources;
+#[path = "sandbox/sockets.rs"]
+mod sockets;
 #[path = "sandbox/terminal.rs"]
 mod terminal;
 

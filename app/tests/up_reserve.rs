@@ -56,7 +56,8 @@ const WAITS: usize = 4096;
 const FORGERS: usize = 64;
 
 /// The agent: Python, inline, so it needs no file of the config's folder.
-/// It raises its open-file limit, claims its role, takes its cursor and
+/// It makes each connection through its sandbox's connector (it may make
+/// no Unix socket itself). It raises its open-file limit, claims its role, takes its cursor and
 /// opens [`WAITS`] connections, each with a `changes` wait. Then, until
 /// `stop` appears in its workdir, it keeps them: an answered one holds its
 /// place until the broker closes it, idle, 5 s later, and one the broker
@@ -70,7 +71,7 @@ import json, os, resource, selectors, socket, sys, time
 WAITS, FORGERS = int(sys.argv[1]), int(sys.argv[2])
 soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
 resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-path = os.environ["MOSAIC_BUS_SOCKET"]
+connector = socket.socket(fileno=int(os.environ["MOSAIC_BUS_CONNECTOR_FD"]))
 with open("/proc/self/fd/" + os.environ["MOSAIC_BUS_CAP_FD"]) as f:
     cap = f.read().strip()
 def line(value):
@@ -79,10 +80,17 @@ def wait_line(cursor):
     return line({"cap": cap, "verb": "changes", "args": {"since": cursor, "timeoutMs": 120000}})
 forged = line({"human": {"nonce": "0" * 64}, "business": "x", "verb": "inbox", "args": {}})
 def connect():
-    # Blocking: a full accept queue makes `connect` wait for room (with a
-    # timeout set, Python's non-blocking `connect` fails with EAGAIN).
-    s = socket.socket(socket.AF_UNIX)
-    s.connect(path)
+    # No Unix socket can be made in the sandbox: each connection comes from
+    # the supervisor, through the connector, on a socket pair of our own.
+    # It waits for room in a full accept queue as a `connect` does.
+    mine, theirs = socket.socketpair()
+    socket.send_fds(connector, [b"c"], [theirs.fileno()])
+    theirs.close()
+    msg, fds, _, _ = socket.recv_fds(mine, 1, 1)
+    mine.close()
+    if msg != b"k" or not fds:
+        raise OSError("broker-unavailable")
+    s = socket.socket(fileno=fds[0])
     s.settimeout(20)
     return s
 def call(request):

@@ -7,9 +7,12 @@
 //! - `client`: the synchronous [`Client`] (no tokio), one connection per
 //!   call, used by the CLI and by code that has no runtime;
 //! - `session`: the synchronous [`Session`], a [`Client`] that keeps its
-//!   connection open between calls (the MCP server, the views).
+//!   connection open between calls (the MCP server, the views);
+//! - `connector`: how a client inside `up`'s sandbox, which may not make
+//!   a Unix socket, gets its connections from the sandbox's supervisor.
 
 mod client;
+pub mod connector;
 mod session;
 
 use std::time::Duration;

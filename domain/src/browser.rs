@@ -46,7 +46,7 @@ use std::time::Duration;
 use crate::{Action, BrowserRequestId, ClaimToken, ClientId, Refusal, Target, Timestamp};
 
 mod address;
-pub use address::{AddressPolicy, AllowedAddress, Host};
+pub use address::{carried_v4, is_public_address, AddressPolicy, AllowedAddress, Host};
 
 /// The longest URL accepted, in bytes.
 const MAX_URL_BYTES: usize = 8 * 1024;

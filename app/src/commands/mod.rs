@@ -38,6 +38,41 @@ pub mod unlock;
 pub mod up;
 pub mod verify;
 
+/// A client inside `up`'s sandbox, which may not make a Unix socket,
+/// reaches the broker through the connector it inherited
+/// ([`mosaic_client::socket::connector`]): when
+/// `MOSAIC_BUS_CONNECTOR_FD` names an inherited descriptor, every client
+/// of this process connects through it. Called first, while the process
+/// has one thread; a variable that names no inherited descriptor is
+/// ignored, and the client then connects by path as anywhere else.
+/// When the connector is gone (a harness that closes inherited
+/// descriptors for what it starts), `MOSAIC_BUS_BRIDGE` names the bridge
+/// on the sandbox's own loopback instead.
+pub fn adopt_connector() {
+    use mosaic_client::socket::connector::{
+        adopt, adopt_bridge, is_connector, BRIDGE_ENV, CONNECTOR_FD_ENV,
+    };
+    let fd = std::env::var(CONNECTOR_FD_ENV)
+        .ok()
+        .and_then(|n| n.parse::<i32>().ok());
+    if let Some(fd) = fd {
+        if let Ok(connector) = mosaic_adapters::sys::take_inherited_fd(fd) {
+            if is_connector(&connector) {
+                adopt(connector);
+                return;
+            }
+            // Not ours to close: left open as it came.
+            let _ = std::os::fd::IntoRawFd::into_raw_fd(connector);
+        }
+    }
+    let bridge = std::env::var(BRIDGE_ENV)
+        .ok()
+        .and_then(|a| a.parse::<std::net::SocketAddr>().ok());
+    if let Some(bridge) = bridge {
+        adopt_bridge(bridge);
+    }
+}
+
 const ABOUT: &str = "mosaic-bus: a local coordination broker for teams of AI coding agents";
 
 const LONG_ABOUT: &str = "\

@@ -143,6 +143,10 @@ pub struct AgentSpec {
     /// in one run: its output file or transcript and its harness's state
     /// folder (`stateMiB`, default [`DEFAULT_STATE_MIB`]).
     pub state_mib: u32,
+    /// The most places each of its runs holds of the broker at once: its
+    /// connections to the broker and the proxy's descriptors for it
+    /// (`connections`, default [`DEFAULT_CONNECTIONS`], 1 to 4096).
+    pub connections: u32,
     /// Whether its writable paths may overlap another agent's that says
     /// so too (`shared`, default `false`): each can then steer the other.
     pub shared: bool,
@@ -153,6 +157,10 @@ pub struct AgentSpec {
 
 /// The default size cap of a sandboxed agent's `/tmp` and home, each.
 pub const DEFAULT_TMP_MIB: u32 = 256;
+
+/// How many places of the broker one run holds at once unless its agent
+/// says otherwise (`connections`): the broker's own default per run.
+pub const DEFAULT_CONNECTIONS: u32 = 64;
 
 /// The default cap on a sandboxed agent's processes and threads.
 pub const DEFAULT_PROCESSES: u32 = 1024;
@@ -199,6 +207,7 @@ struct AgentJson {
     memory_mib: Option<u32>,
     #[serde(rename = "stateMiB")]
     state_mib: Option<u32>,
+    connections: Option<u32>,
     #[serde(default)]
     shared: bool,
     restart: Option<Restart>,
@@ -357,6 +366,7 @@ impl UpConfig {
                     processes: within(agent.processes, DEFAULT_PROCESSES, 16..=65_536)?,
                     memory_mib: within(agent.memory_mib, DEFAULT_MEMORY_MIB, 32..=1_048_576)?,
                     state_mib: within(agent.state_mib, DEFAULT_STATE_MIB, 1..=1_048_576)?,
+                    connections: within(agent.connections, DEFAULT_CONNECTIONS, 1..=4096)?,
                     shared: agent.shared,
                     life,
                 })

@@ -40,6 +40,13 @@ pub struct RunPlace {
 }
 
 impl RunPlaces {
+    /// The places of a run counted in `run`, and in `all`, the broker's:
+    /// what [`crate::runtime::Broker::run_places`] gives, made by hand for
+    /// a part that counts in budgets of its own (a proxy under test).
+    pub fn new(run: Budget, all: Budget) -> Self {
+        Self { run, all }
+    }
+
     /// Takes a place of the run's and one of the broker's, or none when
     /// either budget is spent.
     pub fn try_take(&self) -> Option<RunPlace> {

@@ -1,6 +1,6 @@
 //! An agent cannot take from the human
-//! what its sandbox caps. It fills its `/tmp` and its home (each a tmpfs
-//! of `tmpMiB`), allocates past `memoryMiB`, and forks until refused
+//! what its sandbox caps. It fills its `/tmp`, its home and `/dev/shm`
+//! (each a tmpfs of `tmpMiB`), writes into `/dev` (read-only), allocates past `memoryMiB`, and forks until refused
 //! (`processes`, as `RLIMIT_NPROC` for an unprivileged user and as the
 //! cgroup's `pids.max` where `up` can make one, root included), holding
 //! what it got while the human's CLI sends a message and the reader reads
@@ -57,6 +57,10 @@ dd if=/dev/zero of=/tmp/fill bs=1M count=16 2>/dev/null
 say tmp "$(stat -c %s /tmp/fill)"
 dd if=/dev/zero of="$HOME/fill" bs=1M count=16 2>/dev/null
 say home "$(stat -c %s "$HOME/fill")"
+dd if=/dev/zero of=/dev/shm/fill bs=1M count=16 2>/dev/null
+say shm "$(stat -c %s /dev/shm/fill)"
+rm -f /dev/shm/fill
+touch /dev/planted 2>/dev/null && say dev_write ok || say dev_write failed
 /usr/bin/python3 -c 'x = b"\x01" * ({ALLOCATE_MIB} << 20)'
 say memory "$?"
 /usr/bin/python3 '{fork}' {FORKS} ./forks &
@@ -97,7 +101,10 @@ say done yes
     assert_eq!(run.status.code(), Some(0), "{}", run.log);
     let r = &run.report;
     assert_eq!(r["done"], "yes", "{r:?}\n{}", run.log);
-    for place in ["tmp", "home"] {
+    // `/dev/shm` is capped as `/tmp` is, and the rest of `/dev` takes no
+    // write.
+    assert_eq!(r["dev_write"], "failed", "{r:?}");
+    for place in ["tmp", "home", "shm"] {
         let bytes: u64 = r[place].parse().expect("a size");
         assert!(bytes <= TMP_MIB << 20, "{place}: {r:?}");
         assert!(bytes >= 1 << 20, "{place}: {r:?}");

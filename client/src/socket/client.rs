@@ -224,7 +224,17 @@ pub fn broker_wait(verb: &str, args: &Map<String, Value>) -> Option<Duration> {
 /// client that gave up at once would lose to any flood that keeps the
 /// queue full, since the flood's own connects wait and take each free
 /// place first.
+///
+/// In a process that adopted a connector or a bridge
+/// ([`super::connector`]), the connection comes through it instead,
+/// whatever `path` says.
 pub(super) fn connect(path: &Path, deadline: Instant) -> Result<Socket, Refusal> {
+    if let Some(connector) = super::connector::adopted() {
+        return super::connector::ask(connector, deadline);
+    }
+    if let Some(bridged) = super::connector::through_bridge(deadline) {
+        return bridged;
+    }
     let address = SockAddr::unix(path).map_err(|_| Refusal::BrokerUnavailable)?;
     let socket =
         Socket::new(Domain::UNIX, Type::STREAM, None).map_err(|_| Refusal::BrokerUnavailable)?;

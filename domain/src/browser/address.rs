@@ -10,7 +10,7 @@
 //! A name that only resolves to such an address is not refused here: the
 //! browser resolves it, and no answer the broker got would bind it.
 
-use core::net::{Ipv4Addr, Ipv6Addr};
+use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::collections::BTreeSet;
 
 use crate::Refusal;
@@ -66,9 +66,19 @@ impl Host {
     pub fn is_private(&self) -> bool {
         match self {
             Host::Name(name) => name == "localhost" || name.ends_with(".localhost"),
-            Host::V4(v4) => !public_v4(*v4),
-            Host::V6(v6) => embedded_v4(*v6).map_or_else(|| !public_v6(*v6), |v4| !public_v4(v4)),
+            Host::V4(v4) => !is_public_address(IpAddr::V4(*v4)),
+            Host::V6(v6) => !is_public_address(IpAddr::V6(*v6)),
         }
+    }
+}
+
+/// Whether `address` is on the public internet, in either family or
+/// carried inside IPv6 ([`carried_v4`]): the one rule for every place
+/// that admits addresses, the human's browser and an agent's proxy.
+pub fn is_public_address(address: IpAddr) -> bool {
+    match address {
+        IpAddr::V4(v4) => public_v4(v4),
+        IpAddr::V6(v6) => carried_v4(v6).map_or_else(|| public_v6(v6), public_v4),
     }
 }
 
@@ -156,7 +166,7 @@ fn public_v4(v4: Ipv4Addr) -> bool {
 
 /// Whether `v6` is on the public internet: not unique local, link-local,
 /// site-local, the local NAT64 block or multicast. It carries no IPv4
-/// address ([`embedded_v4`]), so it is neither `::` nor `::1`, which read
+/// address ([`carried_v4`]), so it is neither `::` nor `::1`, which read
 /// as `0.0.0.0` and `0.0.0.1`.
 fn public_v6(v6: Ipv6Addr) -> bool {
     let s = v6.segments();
@@ -172,7 +182,7 @@ fn public_v6(v6: Ipv6Addr) -> bool {
 /// (`::a.b.c.d`; `::` and `::1` read as `0.0.0.0` and `0.0.0.1`, private
 /// as they are), NAT64 (`64:ff9b::a.b.c.d`) and 6to4 (`2002:aabb:ccdd::`),
 /// so one rule reads every spelling.
-fn embedded_v4(v6: Ipv6Addr) -> Option<Ipv4Addr> {
+pub fn carried_v4(v6: Ipv6Addr) -> Option<Ipv4Addr> {
     let s = v6.segments();
     let tail = |hi: u16, lo: u16| {
         let ([a, b], [c, d]) = (hi.to_be_bytes(), lo.to_be_bytes());

@@ -74,8 +74,8 @@
 //! 2. clear the memfd's close-on-exec flag, spawn the command its plan
 //!    renders (`spawn.rs`), set the flag again. The child's environment is
 //!    its plan's, built from an allow-list, never
-//!    inherited whole: of `up`'s own variables it gets only [`BASE_ENV`],
-//!    `LC_*` and those its configuration names in `env`, and never one that
+//!    inherited whole: of `up`'s own variables it gets only [`BASE_ENV`]
+//!    and those its configuration names in `env`, and never one that
 //!    a credential reference of the business names (`{"env": NAME}`: the
 //!    broker in this process reads service tokens from there, and agents
 //!    never hold one). It also gets `MOSAIC_RUN_ID`, `MOSAIC_BUS_SOCKET`,
@@ -244,8 +244,8 @@ has exited.
 
 The configuration is {\"sandbox\"?, \"business\":{id, human, arbiters, roles, \
 launch?}, \"agents\":[{role, harness, command, env?, workdir?, network?, allow?, \
-read?, write?, tmpMiB?, processes?, memoryMiB?, stateMiB?, shared?, restart?, restartLimit?, \
-budget?, stopGraceS?}]}: harness is pi or claude-code, command a program and its \
+read?, write?, tmpMiB?, processes?, memoryMiB?, stateMiB?, connections?, shared?, \
+restart?, restartLimit?, budget?, stopGraceS?}]}: harness is pi or claude-code, command a program and its \
 arguments (no shell), env the names of this process's variables the agent \
 also needs. Without a command, up starts the harness itself: {role, harness, \
 prompt, model?: {api: \"anthropic\", baseUrl?, id?, keyEnv?}, program?, args?, \
@@ -266,8 +266,11 @@ unsafe-path; no symbolic link is followed; nor a hard link of a program or \
 file it names; nor another agent's writable path, overlapping or nested, \
 unless both say shared: true, which one warning names), inside each writable \
 path git's config and hooks, tool, editor and harness settings and start-up \
-files read-only (docs/host.md), a private /tmp and home (each a tmpfs of \
-tmpMiB, default 256), the socket; at most processes (default 1024) \
+files read-only (docs/host.md), a private /tmp, /dev/shm and home (each a \
+tmpfs of tmpMiB, default 256; the rest of /dev read-only), no Unix socket \
+of its own making (the bus through its supervisor); at most connections \
+(default 64) broker connections and proxy descriptors per run at once; \
+at most processes (default 1024) \
 processes (RLIMIT_NPROC, which binds no root), and where up can make a cgroup \
 (v2 delegated, or v1 as root) also pids.max and memoryMiB (default 4096) of \
 memory; nothing of the data root, the secrets, /var, /opt, /run \
@@ -316,11 +319,11 @@ agents get MOSAIC_CONSOLE=1, and up serves until the console quits.";
 pub(crate) const AFTER: &str = "\
 Environment:
 {log_env}
-  An agent gets PATH (this binary's folder first), HOME, USER, LOGNAME,
-  SHELL, LANG, LANGUAGE, LC_*, TERM, TZ, TMPDIR and the variables its `env`
-  names, never one that a credential reference of the business names; in
-  a sandbox HOME is /home/agent and TMPDIR /tmp. PATH also decides where
-  bwrap is found.
+  An agent gets PATH (this binary's folder first), HOME, LANG, TERM and
+  the variables its `env` names, nothing else of up's environment (no
+  LC_*, SSH_AUTH_SOCK or DISPLAY), never one that a credential reference
+  of the business names; in a sandbox HOME is /home/agent and TMPDIR /tmp.
+  PATH also decides where bwrap is found.
 
 Exit codes:
   0  every agent exited 0, or SIGINT/SIGTERM stopped them (SIGTERM to each

@@ -106,7 +106,7 @@ pub(super) fn sandbox(bwrap: &Bwrap, team: &Team<'_>, secrets: &Path) -> Sandbox
         human_home.as_deref(),
     );
     let landlock = bwrap::landlock_scopes();
-    network::warn(&config.agents, Some(landlock));
+    network::warn(&config.agents);
     Sandbox {
         bwrap: bwrap.path().to_path_buf(),
         landlock,

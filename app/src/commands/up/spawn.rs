@@ -47,8 +47,27 @@ impl RunningHost {
                 .map_err(|r| Failure::of(&role, r))?,
         };
         let memfd = cap_memfd().map_err(failed)?;
-        let proxy = network::listen(self.proxy.as_ref(), plan.network, &plan.run, &plan.allow)
-            .map_err(failed)?;
+        // The run's places, set before it starts: its connections to the
+        // broker and the proxy's descriptors for it count in them.
+        let places = self.broker.as_ref().map(|broker| {
+            let places = broker.run_places(&plan.run);
+            let cap = self
+                .members
+                .get(member)
+                .map_or(crate::runtime::DEFAULT_CONNECTIONS, |m| {
+                    usize::try_from(m.spec.connections).unwrap_or(usize::MAX)
+                });
+            places.set_cap(cap);
+            places
+        });
+        let proxy = network::listen(
+            self.proxy.as_ref(),
+            plan.network,
+            &plan.run,
+            &plan.allow,
+            places,
+        )
+        .map_err(failed)?;
         let run_cgroup = match (&plan.walls, &self.cgroups) {
             (Some(walls), Some(cgroups)) => {
                 cgroups.make(plan.run.as_str(), walls.processes, walls.memory_mib)
@@ -114,7 +133,6 @@ impl RunningHost {
         // Only the sandbox holds its end now.
         let control = control.map(|(ours, _)| ours);
         let pid = child.id();
-        let landlock = plan.walls.as_ref().is_some_and(|w| w.landlock);
         self.agents.push(Agent {
             member,
             role: role.clone(),
@@ -123,7 +141,7 @@ impl RunningHost {
             version: plan.version.clone(),
             sandboxed,
             network: plan.network,
-            abstract_sockets: AbstractSockets::of(sandboxed, plan.network, landlock),
+            abstract_sockets: AbstractSockets::of(sandboxed),
             stdin: child.stdin.take(),
             input: prepared.as_ref().map(|p| p.input.clone()),
             resume: prepared.as_ref().and_then(|p| p.resume.clone()),

@@ -161,7 +161,7 @@ mod tests {
         });
         let proxy = Proxy::start(Limits::default()).unwrap();
         let allow = [Allow::parse(&format!("127.0.0.1:{port}")).unwrap()];
-        let socket = proxy.listen("lead-0badc0de", &allow).unwrap();
+        let socket = proxy.listen("lead-0badc0de", &allow, None).unwrap();
         let inside = TcpListener::bind("127.0.0.1:0").unwrap();
         let at = inside.local_addr().unwrap();
         let bridge = |target: String| {

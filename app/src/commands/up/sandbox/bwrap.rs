@@ -94,24 +94,24 @@ pub(crate) fn namespace_args(network: Network) -> Vec<OsString> {
 /// Whether the abstract Unix sockets outside an agent's sandbox (a desktop
 /// session's, say: they are named in the network namespace, not in the
 /// files) are out of its reach; `abstractSockets` in `up`'s first line.
+/// A sandboxed agent makes no Unix socket at all (`sandbox-exec`'s socket
+/// filter), so they are out of reach whatever its network; the network
+/// namespace and the Landlock scope stay as walls behind that one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum AbstractSockets {
-    /// Out of reach: a network namespace of its own, or a Landlock scope.
+    /// Out of reach: a sandbox.
     Closed,
-    /// In reach: no sandbox, or the host's network without Landlock's
-    /// scopes.
+    /// In reach: no sandbox.
     Open,
 }
 
 impl AbstractSockets {
-    /// For an agent, sandboxed or not, with `network`, on a kernel that has
-    /// Landlock's scopes (`scopes`, [`landlock_scopes`]) or not.
-    pub(crate) fn of(sandboxed: bool, network: Network, scopes: bool) -> Self {
-        match (sandboxed, network) {
-            (false, _) => AbstractSockets::Open,
-            (true, Network::None | Network::Proxy) => AbstractSockets::Closed,
-            (true, Network::Host) if scopes => AbstractSockets::Closed,
-            (true, Network::Host) => AbstractSockets::Open,
+    /// For an agent, sandboxed or not.
+    pub(crate) fn of(sandboxed: bool) -> Self {
+        if sandboxed {
+            AbstractSockets::Closed
+        } else {
+            AbstractSockets::Open
         }
     }
 
@@ -148,24 +148,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn abstract_sockets_are_open_only_without_a_sandbox_or_a_scope_on_the_host_network() {
+    fn abstract_sockets_are_open_only_without_a_sandbox() {
         use AbstractSockets::{Closed, Open};
-        for (sandboxed, network, scopes, expected) in [
-            (false, Network::Host, true, Open),
-            (false, Network::None, true, Open),
-            (true, Network::Host, true, Closed),
-            (true, Network::Host, false, Open),
-            (true, Network::None, false, Closed),
-            (true, Network::None, true, Closed),
-            (true, Network::Proxy, false, Closed),
-            (false, Network::Proxy, true, Open),
-        ] {
-            assert_eq!(
-                AbstractSockets::of(sandboxed, network, scopes),
-                expected,
-                "{sandboxed} {network:?} {scopes}"
-            );
-        }
+        assert_eq!(AbstractSockets::of(true), Closed);
+        assert_eq!(AbstractSockets::of(false), Open);
         assert_eq!((Closed.as_str(), Open.as_str()), ("closed", "open"));
     }
 }

@@ -14,6 +14,21 @@
 //! scopes ([`restrict_scopes`]): no `connect` to an abstract Unix socket
 //! and no signal outside the sandbox.
 //!
+//! # No Unix socket
+//!
+//! Last, once the proxy's bridge and the connector's thread have started,
+//! the thread that starts the program takes one more filter
+//! ([`socket_filter`]): `socket(AF_UNIX, …)` is refused, `socketpair`
+//! allowed. A filter binds the thread that installs it and what it starts
+//! from then on, so the program and everything it starts make no Unix
+//! socket: no socket file in any path it sees (its workdir, the config's
+//! folder, `/tmp`, a `read` path), made by anyone at any time, and no
+//! abstract socket is in its reach, whatever its network. What it reaches
+//! is what was opened before: the broker through the connector, which the
+//! supervisor serves ([`super::connector`]: a descriptor passed down, and
+//! for a program that lost it a loopback bridge that checks its peer's
+//! user), and the proxy through the proxy's bridge.
+//!
 //! # Descriptors
 //!
 //! bwrap passes every descriptor it inherits on to the command, and `up`
@@ -39,9 +54,11 @@ use std::process::{Command, Stdio};
 
 use super::bridge_main::BRIDGE_SUBCOMMAND;
 use super::bwrap::scopes;
+use super::connector;
 use super::network::PROXY_PORT;
 use super::supervisor;
 use crate::commands::up::harness::capfile;
+use mosaic_client::socket::connector::BRIDGE_ENV;
 
 /// The subcommand bwrap runs inside the sandbox (hidden from the help).
 pub(crate) const EXEC_SUBCOMMAND: &str = "sandbox-exec";
@@ -78,6 +95,14 @@ pub struct SandboxExecArgs {
     /// refuse to execute the program when one is unknown.
     #[arg(long, value_name = "CALLS", value_delimiter = ',', required = true)]
     pub deny: Vec<String>,
+    /// The broker's socket inside the sandbox: serve the agent's
+    /// connections to it through the connector (with `--control-fd`).
+    #[arg(long, value_name = "PATH")]
+    pub bus_socket: Option<PathBuf>,
+    /// Also serve a bridge to the broker's socket on the loopback, for
+    /// programs that lose the connector.
+    #[arg(long, requires = "bus_socket")]
+    pub bus_bridge: bool,
     /// The proxy's socket inside the sandbox: start the bridge to it and
     /// point the agent's proxy variables at it.
     #[arg(long, value_name = "PATH")]
@@ -118,7 +143,7 @@ struct Walls<'a> {
 
 /// What `sandbox-exec` does with the capability and stdin before it
 /// executes the program.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Handoff {
     /// `--cap-file`.
     cap_file: bool,
@@ -126,6 +151,11 @@ struct Handoff {
     stdin_null: bool,
     /// `--control-fd`: supervise the program rather than become it.
     control: Option<i32>,
+    /// `--bus-socket`: the broker's socket, which the supervisor connects
+    /// to for the program.
+    bus: Option<PathBuf>,
+    /// `--bus-bridge`.
+    bridge: bool,
 }
 
 /// Runs `sandbox-exec`; returns only when the program cannot be executed.
@@ -145,13 +175,15 @@ pub fn main(args: SandboxExecArgs) -> std::process::ExitCode {
         cap_file: args.cap_file,
         stdin_null: args.stdin_null,
         control: args.control_fd,
+        bus: args.bus_socket,
+        bridge: args.bus_bridge,
     };
     let walls = Walls {
         landlock: args.landlock,
         processes: args.processes,
         denied: &denied,
     };
-    std::process::ExitCode::from(exec(args.keep_fd, &walls, proxy, handoff, program, rest))
+    std::process::ExitCode::from(exec(args.keep_fd, &walls, proxy, &handoff, program, rest))
 }
 
 /// The system calls `sandbox-exec` knows how to refuse whatever their
@@ -315,6 +347,37 @@ fn seccomp_filters(denied: &[i64]) -> Result<[seccompiler::BpfProgram; 2], secco
     Ok([BpfProgram::try_from(deny)?, BpfProgram::try_from(clone3)?])
 }
 
+/// The filter that refuses the program `socket(AF_UNIX, …)` with `EPERM`
+/// (`socketpair` stays allowed): a socket file anywhere in its view, made
+/// by anyone at any time, is then out of its reach, and it reaches the
+/// broker only through the connector ([`super::connector`]) and the proxy
+/// only through its bridge. Installed on the thread that starts the
+/// program, after the bridge and the connector's thread have started, so
+/// they alone keep the call.
+///
+/// # Errors
+/// As [`seccomp_filters`].
+fn socket_filter() -> Result<seccompiler::BpfProgram, seccompiler::Error> {
+    use seccompiler::{
+        BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+        SeccompRule,
+    };
+    use std::collections::BTreeMap;
+    let unix = SeccompRule::new(vec![SeccompCondition::new(
+        0,
+        SeccompCmpArgLen::Dword,
+        SeccompCmpOp::Eq,
+        u64::from(libc::AF_UNIX.unsigned_abs()),
+    )?])?;
+    let filter = SeccompFilter::new(
+        BTreeMap::from([(libc::SYS_socket, vec![unix])]),
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM.unsigned_abs()),
+        std::env::consts::ARCH.try_into()?,
+    )?;
+    Ok(BpfProgram::try_from(filter)?)
+}
+
 /// `sandbox-exec`, inside the sandbox: closes every descriptor above 2
 /// except `keep`, and within the [`Walls`]: caps the processes and threads
 /// at `processes` (`RLIMIT_NPROC`), joins a new anonymous session keyring,
@@ -332,7 +395,7 @@ fn exec(
     keep: i32,
     walls: &Walls<'_>,
     proxy: Option<(&Path, &[u16])>,
-    handoff: Handoff,
+    handoff: &Handoff,
     program: &OsStr,
     args: &[OsString],
 ) -> u8 {
@@ -387,13 +450,39 @@ fn exec(
         return 127;
     }
     let bridges = proxy.map(|(socket, forwards)| start(socket, forwards));
-    let proxy_env = match bridges.transpose() {
+    let mut env = match bridges.transpose() {
         Ok(env) => env.unwrap_or_default(),
         Err(e) => {
             eprintln!("mosaic-bus sandbox-exec: starting the bridge to the proxy: {e}");
             return 127;
         }
     };
+    let connector = match (handoff.control, handoff.bus.clone()) {
+        (Some(_), Some(bus)) => match connector::start(bus) {
+            Ok(connector) => Some(connector),
+            Err(e) => {
+                eprintln!("mosaic-bus sandbox-exec: starting the connector: {e}");
+                return 127;
+            }
+        },
+        (None, _) | (_, None) => None,
+    };
+    if let (true, Some(bus)) = (handoff.bridge, handoff.bus.clone()) {
+        match connector::bridge(bus) {
+            Ok(address) => env.push((BRIDGE_ENV, address.to_string())),
+            Err(e) => {
+                eprintln!("mosaic-bus sandbox-exec: starting the bridge to the broker: {e}");
+                return 127;
+            }
+        }
+    }
+    // From here on this thread, and so the program it starts, makes no
+    // Unix socket.
+    let sealed = socket_filter().and_then(|filter| seccompiler::apply_filter(&filter));
+    if let Err(e) = sealed {
+        eprintln!("mosaic-bus sandbox-exec: installing the socket filter: {e}");
+        return 127;
+    }
     if handoff.control.is_some() {
         let Some(control) = control else {
             eprintln!("mosaic-bus sandbox-exec: the control descriptor was not inherited");
@@ -402,14 +491,15 @@ fn exec(
         let program = supervisor::Program {
             path: program.to_owned(),
             args: args.to_vec(),
-            env: proxy_env,
+            env,
             cap_file: handoff.cap_file,
             capability,
+            connector,
         };
         return supervisor::run(control, program);
     }
     let mut command = Command::new(program);
-    command.args(args).envs(proxy_env);
+    command.args(args).envs(env);
     if handoff.cap_file {
         let copied = capfile::wait_ready()
             .map_err(|e| e.to_string())

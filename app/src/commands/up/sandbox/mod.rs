@@ -21,7 +21,8 @@
 //!   agent: closes, caps and confines itself, starts the bridges, then
 //!   stays as the program's supervisor ([`supervisor`]), which starts the
 //!   program on `up`'s orders over the [`control`] channel and reports its
-//!   exits;
+//!   exits, and serves the program's connections to the broker over its
+//!   [`connector`] (the program may make no Unix socket);
 //! - in `sandbox-bridge` ([`bridge_main`]), inside, beside the agent: the
 //!   loopback port that carries the agent's connections to the proxy.
 //!
@@ -85,6 +86,7 @@ pub(crate) mod bridge_main;
 pub(crate) mod bwrap;
 pub(crate) mod cgroup;
 pub(crate) mod cgroup_main;
+mod connector;
 pub(crate) mod control;
 pub(crate) mod exec_main;
 pub(crate) mod network;

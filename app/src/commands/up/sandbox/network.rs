@@ -21,7 +21,6 @@ use std::path::PathBuf;
 use mosaic_adapters::cause::logged;
 use mosaic_domain::{Refusal, RunId};
 
-use super::bwrap::AbstractSockets;
 use super::proxy::{Limits, Proxy};
 use crate::commands::team::{AgentSpec, Allow, Network};
 
@@ -33,16 +32,12 @@ pub(crate) const PROXY_SOCKET: &str = "/run/mosaic-bus/proxy.sock";
 /// free in a namespace of the agent's own).
 pub(crate) const PROXY_PORT: u16 = 3128;
 
-/// The warnings of one `up` about its sandboxed agents' networks, each at
-/// most once: the agents with `"network": "host"`, and where the kernel
-/// has no Landlock scopes, the ones that can reach abstract Unix sockets
-/// outside. `landlock` is `None` without a sandbox (whose own warning
-/// says that the agents run as the user, network and all), else whether
-/// the kernel has the scopes.
-pub(crate) fn warn(agents: &[AgentSpec], landlock: Option<bool>) {
-    let Some(scopes) = landlock else {
-        return;
-    };
+/// The warning of one `up` about its sandboxed agents' networks, at most
+/// once: the agents with `"network": "host"` (without a sandbox, its own
+/// warning says that the agents run as the user, network and all).
+/// Abstract Unix sockets need no warning: a sandboxed agent makes no Unix
+/// socket.
+pub(crate) fn warn(agents: &[AgentSpec]) {
     let on_host: Vec<&str> = agents
         .iter()
         .filter(|spec| spec.network == Network::Host)
@@ -55,19 +50,6 @@ pub(crate) fn warn(agents: &[AgentSpec], landlock: Option<bool>) {
              every loopback service of this user, a debugger or a dev server say, can run \
              code for them outside the sandbox; \"network\": \"proxy\" with an \"allow\" list \
              reaches only the hosts it names"
-        );
-    }
-    let open = agents
-        .iter()
-        .filter(|spec| AbstractSockets::of(true, spec.network, scopes) == AbstractSockets::Open)
-        .count();
-    if open > 0 {
-        tracing::warn!(
-            agents = open,
-            "this kernel has no Landlock scopes (Linux 6.12 or later has them), so the \
-             sandboxed agents with \"network\": \"host\" can reach abstract Unix sockets \
-             outside their sandbox, a desktop session's say (\"abstractSockets\": \"open\" \
-             on the first line); \"network\": \"none\" closes them"
         );
     }
 }
@@ -95,9 +77,10 @@ pub(crate) fn listen(
     network: Network,
     run: &RunId,
     allow: &[Allow],
+    places: Option<crate::runtime::RunPlaces>,
 ) -> io::Result<Option<PathBuf>> {
     match (network, proxy) {
-        (Network::Proxy, Some(proxy)) => proxy.listen(run.as_str(), allow).map(Some),
+        (Network::Proxy, Some(proxy)) => proxy.listen(run.as_str(), allow, places).map(Some),
         (Network::Proxy, None) => Err(io::ErrorKind::NotFound.into()),
         (Network::None | Network::Host, _) => Ok(None),
     }

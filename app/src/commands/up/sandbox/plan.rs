@@ -24,9 +24,10 @@
 //!    Debian's alternatives (so `awk` resolves); nothing else of `/etc`, so
 //!    no `shadow`, no `sudoers`, no ssh keys;
 //! 3. a fresh `/proc` (the sandbox's own processes only) and a minimal
-//!    `/dev`;
-//! 4. a private `/tmp` and a home of its own, [`SANDBOX_HOME`], each an
-//!    empty tmpfs capped at the agent's `tmpMiB`;
+//!    `/dev`, read-only;
+//! 4. a private `/dev/shm`, `/tmp` and a home of its own,
+//!    [`SANDBOX_HOME`], each an empty tmpfs capped at the agent's
+//!    `tmpMiB`;
 //! 5. this executable, read-only at its own path (agents call
 //!    `mosaic-bus call`), and the agent's program, when no other bind holds
 //!    it already;
@@ -252,6 +253,9 @@ pub(crate) struct Walls {
     /// The descriptors of the [`Mount::Granted`] paths, open until bwrap
     /// is spawned with them.
     pub(crate) held: Vec<OwnedFd>,
+    /// The broker's socket, at the same path inside, which the
+    /// supervisor's connector reaches for the agent (`--bus-socket`).
+    pub(crate) socket: PathBuf,
 }
 
 /// One agent's launch: see the module documentation.
@@ -405,8 +409,11 @@ fn walls(
     let mut mounts = system_mounts(&places.host_root);
     mounts.push(Mount::Proc("/proc".into()));
     mounts.push(Mount::Dev("/dev".into()));
+    // Nothing is written in `/dev` but shared memory, which is capped as
+    // `/tmp` is: bwrap's `/dev` is a tmpfs with no cap of its own.
+    mounts.push(Mount::RemountRo("/dev".into()));
     let bytes = u64::from(spec.tmp_mib) * 1024 * 1024;
-    for dest in ["/tmp", SANDBOX_HOME] {
+    for dest in ["/dev/shm", "/tmp", SANDBOX_HOME] {
         mounts.push(Mount::Scratch {
             dest: dest.into(),
             bytes,
@@ -524,6 +531,7 @@ fn walls(
         processes: spec.processes,
         memory_mib: spec.memory_mib,
         held,
+        socket: places.socket.clone(),
     };
     Ok((walls, chdir))
 }

@@ -33,6 +33,7 @@ fn spec(dir: &Path) -> AgentSpec {
         processes: 64,
         memory_mib: 256,
         state_mib: 512,
+        connections: 64,
         shared: false,
         life: crate::commands::team::LifeSpec::defaults(false),
     }
@@ -238,7 +239,7 @@ fn namespaces(own_network: bool) -> Vec<String> {
 }
 
 /// The mounts every sandbox of the fake host starts with, up to and
-/// including `mosaic-bus`, with `tmp` MiB of `/tmp` and home.
+/// including `mosaic-bus`, with `tmp` MiB of `/dev/shm`, `/tmp` and home.
 fn system_words(root: &Path, tmp: u64) -> Vec<String> {
     let h = root.join("host");
     let bytes = (tmp << 20).to_string();
@@ -250,7 +251,15 @@ fn system_words(root: &Path, tmp: u64) -> Vec<String> {
         let source = s(&h.join("etc").join(name));
         words.extend(owned(&["--ro-bind", &source, &format!("/etc/{name}")]));
     }
-    words.extend(owned(&["--proc", "/proc", "--dev", "/dev"]));
+    words.extend(owned(&[
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--remount-ro",
+        "/dev",
+    ]));
+    words.extend(owned(&["--size", &bytes, "--tmpfs", "/dev/shm"]));
     words.extend(owned(&["--size", &bytes, "--tmpfs", "/tmp"]));
     words.extend(owned(&["--size", &bytes, "--tmpfs", SANDBOX_HOME]));
     words.extend(owned(&["--ro-bind", &exe, &exe]));
@@ -260,6 +269,7 @@ fn system_words(root: &Path, tmp: u64) -> Vec<String> {
 /// `sandbox-exec`'s words up to its `--`, as the fake host's `mosaic-bus`.
 fn exec_words(root: &Path, landlock: bool, processes: u32, tail: &[&str]) -> Vec<String> {
     let exe = s(&root.join("host/usr/bin/mosaic-bus"));
+    let socket = s(&root.join("data/bus/bus.sock"));
     let mut words = owned(&[
         &exe,
         "sandbox-exec",
@@ -267,6 +277,8 @@ fn exec_words(root: &Path, landlock: bool, processes: u32, tail: &[&str]) -> Vec
         "<cap-fd>",
         "--control-fd",
         "<control-fd>",
+        "--bus-socket",
+        &socket,
     ]);
     if landlock {
         words.push("--landlock".into());
@@ -339,7 +351,7 @@ fn the_examples_command_agents_have_exactly_this_command_line_and_environment() 
         ]));
         expected.extend(owned(&["--remount-ro", &data, "--remount-ro", "/"]));
         expected.extend(owned(&["--chdir", SANDBOX_HOME, "--"]));
-        expected.extend(exec_words(&root, true, 1024, &[]));
+        expected.extend(exec_words(&root, true, 1024, &["--bus-bridge"]));
         expected.push(s(&root.join("host/usr/bin/sh")));
         expected.extend(agent.args.iter().cloned());
         assert_eq!(text(&plan.argv(&Launch::Described)), expected);
@@ -348,7 +360,6 @@ fn the_examples_command_agents_have_exactly_this_command_line_and_environment() 
             owned_pairs(&[
                 ("HOME", SANDBOX_HOME),
                 ("LANG", "C.UTF-8"),
-                ("LC_ALL", "C.UTF-8"),
                 ("MOSAIC_BUS_CAP_FD", "<cap-fd>"),
                 ("MOSAIC_BUS_SINCE", "<since>"),
                 ("MOSAIC_BUS_SOCKET", &s(&socket)),
@@ -458,7 +469,6 @@ fn the_examples_harness_agents_have_exactly_this_command_line_and_environment() 
             ("ANTHROPIC_API_KEY", "sk-key-value".to_owned()),
             ("HOME", SANDBOX_HOME.to_owned()),
             ("LANG", "C.UTF-8".to_owned()),
-            ("LC_ALL", "C.UTF-8".to_owned()),
             ("MOSAIC_BUS_CAP_FD", "<cap-fd>".to_owned()),
             ("MOSAIC_BUS_IDLE", "exit".to_owned()),
             ("MOSAIC_BUS_SINCE", "<since>".to_owned()),
@@ -474,7 +484,13 @@ fn the_examples_harness_agents_have_exactly_this_command_line_and_environment() 
                     &root,
                     false,
                     1024,
-                    &[proxy[0], proxy[1], "--cap-file", "--stdin-null"],
+                    &[
+                        proxy[0],
+                        proxy[1],
+                        "--bus-bridge",
+                        "--cap-file",
+                        "--stdin-null",
+                    ],
                 ));
                 let claude = "host/usr/lib/node_modules/@anthropic-ai/claude-code/bin/claude.exe";
                 expected.push(s(&root.join(claude)));
@@ -504,7 +520,7 @@ fn the_examples_harness_agents_have_exactly_this_command_line_and_environment() 
                     &root,
                     false,
                     1024,
-                    &[proxy[0], proxy[1], "--cap-file"],
+                    &[proxy[0], proxy[1], "--bus-bridge", "--cap-file"],
                 ));
                 expected.push(s(&root.join("host/usr/bin/pi")));
                 let sessions = state.join("sessions").join(run.as_str());
@@ -580,13 +596,13 @@ fn without_a_sandbox_the_command_is_the_program_or_a_harness_behind_its_wait() {
             s(&examples().join("agents/lead.sh"))
         ]
     );
-    // `up`'s own home and temporary folder, and the console's mark.
+    // `up`'s own home (not its temporary folder, nor its locale
+    // categories), and the console's mark.
     assert_eq!(
         pairs(&plan.environment(&Launch::Described)),
         owned_pairs(&[
             ("HOME", "/home/alice"),
             ("LANG", "C.UTF-8"),
-            ("LC_ALL", "C.UTF-8"),
             ("MOSAIC_BUS_CAP_FD", "<cap-fd>"),
             ("MOSAIC_BUS_SINCE", "<since>"),
             ("MOSAIC_BUS_SOCKET", &s(&socket)),
@@ -594,7 +610,6 @@ fn without_a_sandbox_the_command_is_the_program_or_a_harness_behind_its_wait() {
             ("MOSAIC_EXAMPLE_DUMP", "/x/dump"),
             ("MOSAIC_RUN_ID", "lead-0badc0de"),
             ("PATH", &s(&root.join("host/usr/bin"))),
-            ("TMPDIR", "/var/tmp"),
         ])
     );
     assert_eq!(
@@ -862,7 +877,7 @@ fn the_arguments_render_every_mount_in_order_after_the_namespaces() {
     expected.extend(owned(&["--tmpfs", &data, "--ro-bind", &socket, &socket]));
     expected.extend(owned(&["--remount-ro", &data, "--remount-ro", "/"]));
     expected.extend(owned(&["--chdir", &work, "--"]));
-    expected.extend(exec_words(&root, false, 64, &[]));
+    expected.extend(exec_words(&root, false, 64, &["--bus-bridge"]));
     expected.push(tool);
     let argv = text(&plan.argv(&Launch::Described));
     assert_eq!(argv, expected);
@@ -1141,7 +1156,7 @@ proptest! {
             .iter()
             .map(|(k, v)| (k.to_string_lossy().into_owned(), v.to_string_lossy().into_owned()))
             .filter(|(k, _)| {
-                (BASE_ENV.contains(&k.as_str()) || k.starts_with("LC_") || k == "LISTED")
+                (BASE_ENV.contains(&k.as_str()) || k == "LISTED")
                     && !own.contains(&k.as_str())
             })
             .collect();

@@ -20,8 +20,8 @@
 //! `tokio::io::copy_bidirectional`.
 //! Either way the target must pass the agent's [`Policy`]: a name that an
 //! `"allow"` entry admits, with its port, resolved once here and connected
-//! to at an address that passed the address rules ([`admit::is_public`], or
-//! listed exactly); an address literal only when listed exactly. The proxy
+//! to at an address that passed the address rules ([`admit::is_public`],
+//! the domain's one rule, or listed exactly); an address literal only when listed exactly. The proxy
 //! never resolves the name twice, so a name cannot change its answer
 //! between the check and the connection.
 //!
@@ -32,7 +32,12 @@
 //! and must arrive before a deadline ([`Limits::head_deadline`]), and each
 //! agent has at most
 //! [`Limits::connections`] at once; a client that sends half a request
-//! and leaves frees its place as it goes.
+//! and leaves frees its place as it goes. Each connection also takes two
+//! places of the run's budget and the broker's ([`RunPlaces`]: its
+//! client's descriptor and its upstream's), the budget its connections to
+//! the broker count in, so an agent that opens proxy connections without
+//! end runs out of its own places, never the broker's descriptors for the
+//! other agents, the reader or the human.
 //!
 //! The proxy runs on a tokio runtime of its own (one worker thread), apart
 //! from `up`'s, which only turns while `up` waits for signals.
@@ -55,6 +60,7 @@ use tokio::net::{TcpStream, UnixListener, UnixStream};
 use tokio::sync::Semaphore;
 
 use crate::commands::team::Allow;
+use crate::runtime::RunPlaces;
 use admit::{Host, Policy, Reason, Target};
 
 /// The bounds of one agent's proxy.
@@ -114,8 +120,15 @@ impl Proxy {
     }
 
     /// Listens for `run` on a new socket of the folder, admitting what
-    /// `allow` lists; returns the socket's path, for the sandbox to bind.
-    pub(crate) fn listen(&self, run: &str, allow: &[Allow]) -> std::io::Result<PathBuf> {
+    /// `allow` lists, each connection taking two of `places` (its client's
+    /// descriptor and its upstream's) while it lasts, when given; returns
+    /// the socket's path, for the sandbox to bind.
+    pub(crate) fn listen(
+        &self,
+        run: &str,
+        allow: &[Allow],
+        places: Option<RunPlaces>,
+    ) -> std::io::Result<PathBuf> {
         let runtime = self.runtime.as_ref().ok_or(std::io::ErrorKind::NotFound)?;
         let path = self.dir.path().join(format!("{run}.sock"));
         let listener = {
@@ -126,6 +139,7 @@ impl Proxy {
             run: run.into(),
             policy: Policy::new(allow.to_vec()),
             limits: self.limits,
+            places,
         });
         runtime.spawn(serve(listener, agent));
         Ok(path)
@@ -153,6 +167,8 @@ struct Agent {
     run: Box<str>,
     policy: Policy,
     limits: Limits,
+    /// The run's places and the broker's, which its connections take.
+    places: Option<RunPlaces>,
 }
 
 /// How long the accept loop pauses after a failed `accept` (out of
@@ -176,7 +192,18 @@ async fn serve(listener: UnixListener, agent: Arc<Agent>) {
                 continue;
             }
         };
-        let Ok(place) = places.clone().try_acquire_owned() else {
+        let taken = places
+            .clone()
+            .try_acquire_owned()
+            .ok()
+            .and_then(|place| match &agent.places {
+                Some(budget) => {
+                    let both = (budget.try_take()?, budget.try_take()?);
+                    Some((place, Some(both)))
+                }
+                None => Some((place, None)),
+            });
+        let Some(held) = taken else {
             refuse(&agent, None, Reason::TooManyConnections);
             // A refusal's few bytes fit the socket's buffer: never waited on.
             let _ = client.try_write(response(Reason::TooManyConnections).as_bytes());
@@ -185,7 +212,7 @@ async fn serve(listener: UnixListener, agent: Arc<Agent>) {
         let agent = agent.clone();
         tokio::spawn(async move {
             carry(&mut client, &agent).await;
-            drop(place);
+            drop(held);
         });
     }
 }

@@ -3,10 +3,13 @@
 //! program on `up`'s orders, as often as `up` asks, and reports each exit
 //! ([`super::control`] is the protocol). Everything in this file runs in
 //! that process, after `sandbox-exec` confined itself (its seccomp
-//! filter, Landlock scopes, process cap and keyring), so each program it
-//! starts has the same confinement: a child keeps its parent's filters
-//! and scopes across `fork` and `exec`, and this process starts nothing
-//! else but the program.
+//! filter, Landlock scopes, process cap and keyring) and its main thread
+//! took the socket filter too, so each program it starts has the same
+//! confinement: a child keeps the filters and scopes of the thread that
+//! started it across `fork` and `exec`, and this process starts nothing
+//! else but the program. Only the connector's thread
+//! ([`super::connector`]), started before the socket filter, makes Unix
+//! sockets: the agent's connections to the broker.
 //!
 //! # Its loop
 //!
@@ -24,7 +27,8 @@
 //! first `start` (which `up` sends once the capability is sealed) copies
 //! the capability into its private file and closes the descriptor;
 //! otherwise each program inherits the descriptor, as the one program did
-//! before. The control socket is close-on-exec here: no program inherits
+//! before. Each program inherits the agent's end of the connector, named by
+//! `MOSAIC_BUS_CONNECTOR_FD`. The control socket is close-on-exec here: no program inherits
 //! it.
 
 use std::ffi::OsString;
@@ -38,6 +42,7 @@ use std::sync::mpsc;
 
 use super::control::{line, Order, Report, Stdin, MAX_CONTROL_LINE};
 use crate::commands::up::harness::capfile;
+use mosaic_client::socket::connector::CONNECTOR_FD_ENV;
 
 /// The program `sandbox-exec` was given, as it starts each time.
 #[derive(Debug)]
@@ -46,12 +51,16 @@ pub(super) struct Program {
     pub(super) path: OsString,
     /// Its configured arguments.
     pub(super) args: Vec<OsString>,
-    /// Variables set over the inherited environment (the proxy's).
+    /// Variables set over the inherited environment (the proxy's and the
+    /// connector's).
     pub(super) env: Vec<(&'static str, String)>,
     /// `--cap-file`: hand the capability over as a file at the first start.
     pub(super) cap_file: bool,
     /// The capability's descriptor.
     pub(super) capability: Option<OwnedFd>,
+    /// The agent's end of the connector, inheritable: kept open so that
+    /// every start of the program inherits it.
+    pub(super) connector: Option<OwnedFd>,
 }
 
 /// What the main thread hears.
@@ -199,6 +208,9 @@ fn start(
         .args(args)
         .envs(program.env.iter().map(|(k, v)| (*k, v)))
         .process_group(0);
+    if let Some(connector) = &program.connector {
+        command.env(CONNECTOR_FD_ENV, connector.as_raw_fd().to_string());
+    }
     if program.cap_file {
         if let Some(capability) = program.capability.take() {
             capfile::copy_cap(capability.as_raw_fd(), Path::new(capfile::SANDBOX_CAP_FILE))

@@ -8,13 +8,13 @@ use std::ffi::OsString;
 
 use crate::commands::team::AgentSpec;
 
-/// The variables of `up`'s environment every agent gets, when set: who and
-/// where it is, and how text is shown. Nothing else of `up`'s environment
-/// reaches an agent unless its configuration names it in `env`; `PATH` is
-/// the agents' own (this executable's folder first), and `LC_*` pass too.
-pub const BASE_ENV: [&str; 9] = [
-    "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TERM", "TZ", "TMPDIR",
-];
+/// The variables of `up`'s environment every agent gets, when set: its
+/// home (in a sandbox its own instead), its language and its terminal's
+/// kind. With `PATH`, the agents' own (this executable's folder first),
+/// that is the whole fixed list: nothing else of `up`'s environment
+/// reaches an agent (no `LC_*`, no `SSH_AUTH_SOCK`, no `DISPLAY`) unless
+/// its configuration names it in `env`.
+pub const BASE_ENV: [&str; 3] = ["HOME", "LANG", "TERM"];
 
 /// A value only a launch knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,8 +57,8 @@ impl Env {
 }
 
 /// The variables of `vars` (`up`'s environment) that `spec`'s agent
-/// gets: those [`BASE_ENV`], `LC_*` or its `env` name, except any that
-/// holds a service token (`secret`).
+/// gets: those [`BASE_ENV`] or its `env` name, except any that holds a
+/// service token (`secret`).
 pub(crate) fn allowed<'a>(
     spec: &'a AgentSpec,
     vars: &'a [(OsString, OsString)],
@@ -69,9 +69,7 @@ pub(crate) fn allowed<'a>(
             let Some(name) = name.to_str() else {
                 return false;
             };
-            let wanted = BASE_ENV.contains(&name)
-                || name.starts_with("LC_")
-                || spec.env.iter().any(|n| n == name);
+            let wanted = BASE_ENV.contains(&name) || spec.env.iter().any(|n| n == name);
             wanted && !secret.iter().any(|s| s == name)
         })
         .cloned()

@@ -8,15 +8,19 @@
 //! ```text
 //! [mosaic-bus sandbox-cgroup --cgroup DIR… --]    where up made its cgroup
 //! bwrap NAMESPACES MOUNTS --chdir CWD --
-//! mosaic-bus sandbox-exec --keep-fd N [--control-fd N] [--landlock] --processes N --deny CALL,…
-//!   [--proxy-socket /run/mosaic-bus/proxy.sock [--forward PORT]…]
+//! mosaic-bus sandbox-exec --keep-fd N [--control-fd N --bus-socket SOCKET] [--landlock]
+//!   --processes N --deny CALL,…
+//!   [--proxy-socket /run/mosaic-bus/proxy.sock [--forward PORT]…] [--bus-bridge]
 //!   [--cap-file [--stdin-null]] --
 //! PROGRAM ARGS…
 //! ```
 //!
 //! `--control-fd` names `sandbox-exec`'s end of the run's control channel,
 //! with which it stays in the sandbox as the run's supervisor; it is a
-//! launch value, as the capability's descriptor is.
+//! launch value, as the capability's descriptor is. `--bus-socket` names
+//! the broker's socket, which the supervisor alone connects to for the
+//! agent (its connector), and `--bus-bridge` has it serve a bridge to it
+//! on the loopback too, for programs that lose the connector.
 //!
 //! An unsandboxed agent's is its program and arguments, run in its
 //! `cwd`; for a harness, behind `sh -c` that waits for the `ready` line
@@ -162,7 +166,12 @@ impl Plan {
             launch.value(AtLaunch::CapFd),
         ];
         if let Some(fd) = launch.control_fd() {
-            args.extend(["--control-fd".into(), fd]);
+            args.extend([
+                "--control-fd".into(),
+                fd,
+                "--bus-socket".into(),
+                walls.socket.clone().into(),
+            ]);
         }
         if walls.landlock {
             args.push("--landlock".into());
@@ -181,6 +190,9 @@ impl Plan {
                 }
             }
             Network::None | Network::Host => {}
+        }
+        if launch.control_fd().is_some() {
+            args.push("--bus-bridge".into());
         }
         match &self.handoff {
             Handoff::Descriptor => {}

@@ -4,7 +4,9 @@
 //! addresses a name may lead to. Pure functions, so every rule is tested
 //! without a socket.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
+
+use mosaic_domain::browser::{carried_v4, is_public_address};
 
 use crate::commands::team::allow::{address_literal, dns_name, split_port};
 use crate::commands::team::Allow;
@@ -171,63 +173,22 @@ impl Policy {
     }
 }
 
-/// An IPv4 address carried in an IPv6 one (mapped, compatible, NAT64 or
-/// 6to4) as the IPv4 address, so one rule sees both spellings.
+/// An IPv4 address carried in an IPv6 one as the IPv4 address, so a
+/// listed address matches in every spelling; `::` and `::1` stay
+/// themselves, so that listing one never lists `0.0.0.0` or `0.0.0.1`.
 fn canonical(address: IpAddr) -> IpAddr {
     match address {
-        IpAddr::V4(_) => address,
-        IpAddr::V6(v6) => embedded_v4(v6).map_or(address, IpAddr::V4),
+        IpAddr::V6(v6) if !v6.is_unspecified() && !v6.is_loopback() => {
+            carried_v4(v6).map_or(address, IpAddr::V4)
+        }
+        IpAddr::V4(_) | IpAddr::V6(_) => address,
     }
 }
 
-fn embedded_v4(v6: Ipv6Addr) -> Option<Ipv4Addr> {
-    let s = v6.segments();
-    let tail = Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
-    match s {
-        // ::ffff:a.b.c.d (mapped) and ::a.b.c.d (compatible, but not :: or ::1).
-        [0, 0, 0, 0, 0, 0xffff, _, _] => Some(tail),
-        [0, 0, 0, 0, 0, 0, _, _] if !matches!(u32::from(tail), 0 | 1) => Some(tail),
-        // 64:ff9b::a.b.c.d (NAT64).
-        [0x64, 0xff9b, 0, 0, 0, 0, _, _] => Some(tail),
-        // 2002:aabb:ccdd::/48 (6to4).
-        [0x2002, hi, lo, ..] => Some(Ipv4Addr::new(
-            (hi >> 8) as u8,
-            hi as u8,
-            (lo >> 8) as u8,
-            lo as u8,
-        )),
-        _ => None,
-    }
-}
-
-/// Whether `address` is on the public internet: not unspecified, loopback,
-/// private, shared (CGNAT), link-local, benchmarking, multicast or
-/// reserved, in either family or embedded in IPv6.
+/// Whether `address` is on the public internet: the broker's one rule for
+/// every place that admits addresses.
 pub(super) fn is_public(address: IpAddr) -> bool {
-    match canonical(address) {
-        IpAddr::V4(v4) => {
-            let [a, b, c, _] = v4.octets();
-            !(a == 0
-                || a == 10
-                || a == 127
-                || (a == 100 && (64..128).contains(&b))
-                || (a == 169 && b == 254)
-                || (a == 172 && (16..32).contains(&b))
-                || (a == 192 && b == 168)
-                || (a == 192 && b == 0 && c == 0)
-                || (a == 198 && (18..20).contains(&b))
-                || a >= 224)
-        }
-        IpAddr::V6(v6) => {
-            let first = v6.segments()[0];
-            !(v6.is_unspecified()
-                || v6.is_loopback()
-                || (first & 0xfe00) == 0xfc00
-                || (first & 0xffc0) == 0xfe80
-                || (first & 0xffc0) == 0xfec0
-                || (first & 0xff00) == 0xff00)
-        }
-    }
+    is_public_address(address)
 }
 
 #[cfg(test)]
@@ -299,6 +260,22 @@ mod tests {
             Ok(vec![at("127.0.0.1:9090")])
         );
         assert_eq!(p.addresses([]), Err(Reason::PrivateAddress));
+        // A translated IPv4 address and the local NAT64 block are as
+        // private as the address they carry.
+        for carried in ["[::ffff:0:127.0.0.1]:443", "[64:ff9b:1::a00:1]:443"] {
+            assert_eq!(
+                p.addresses([at(carried)]),
+                Err(Reason::PrivateAddress),
+                "{carried}"
+            );
+        }
+        // Listing ::1 lists neither 0.0.0.1 nor 127.0.0.1.
+        let loopback = policy(&["[::1]:8080"]);
+        assert_eq!(
+            loopback.addresses([at("0.0.0.1:8080"), at("127.0.0.1:8080")]),
+            Err(Reason::PrivateAddress)
+        );
+        assert!(loopback.addresses([at("[::1]:8080")]).is_ok());
     }
 
     #[test]
@@ -329,6 +306,11 @@ mod tests {
             "::127.0.0.1",
             "64:ff9b::a9fe:a9fe",
             "2002:7f00:1::",
+            // Translated IPv4 and the local NAT64 block.
+            "::ffff:0:127.0.0.1",
+            "::ffff:0:10.0.0.1",
+            "64:ff9b:1::a9fe:a9fe",
+            "64:ff9b:1:2::1",
         ] {
             assert!(!is_public(private.parse().unwrap()), "{private}");
         }

@@ -99,7 +99,7 @@ fn body(stream: &mut UnixStream) -> String {
 
 fn proxy(limits: Limits, rules: &[String]) -> (Proxy, PathBuf) {
     let proxy = Proxy::start(limits).unwrap();
-    let socket = proxy.listen("lead-0badc0de", &allow(rules)).unwrap();
+    let socket = proxy.listen("lead-0badc0de", &allow(rules), None).unwrap();
     (proxy, socket)
 }
 
@@ -364,4 +364,45 @@ fn a_client_that_sends_half_a_request_and_leaves_costs_nothing_lasting() {
     assert!(socket.starts_with(&dir));
     drop(proxy);
     assert!(!dir.exists());
+}
+
+#[test]
+fn each_connection_takes_two_places_of_its_run_and_of_the_broker() {
+    use mosaic_adapters::socket::Budget;
+    let port = echo_server();
+    let all = Budget::new(100);
+    let (dev, lead) = (Budget::new(4), Budget::new(4));
+    let proxy = Proxy::start(Limits::default()).unwrap();
+    let rules = allow(&[format!("127.0.0.1:{port}")]);
+    let target = format!("127.0.0.1:{port}");
+    let dev_socket = proxy
+        .listen(
+            "dev-0badc0de",
+            &rules,
+            Some(RunPlaces::new(dev.clone(), all.clone())),
+        )
+        .unwrap();
+    let lead_socket = proxy
+        .listen(
+            "lead-0badc0de",
+            &rules,
+            Some(RunPlaces::new(lead.clone(), all.clone())),
+        )
+        .unwrap();
+    // dev's two connections take its four places, and four of the
+    // broker's...
+    let (_first, line) = connect(&dev_socket, &target);
+    assert_eq!(line, "HTTP/1.1 200 Connection established");
+    let (_second, line) = connect(&dev_socket, &target);
+    assert_eq!(line, "HTTP/1.1 200 Connection established");
+    assert_eq!((dev.held(), all.held()), (4, 4));
+    // ...so its third is turned away, taking none...
+    let (mut third, line) = connect(&dev_socket, &target);
+    assert_eq!(line, "HTTP/1.1 503 Service Unavailable");
+    assert_eq!(body(&mut third), "mosaic-bus proxy: too-many-connections\n");
+    assert_eq!((dev.held(), all.held()), (4, 4));
+    // ...while lead's places are its own.
+    let (_other, line) = connect(&lead_socket, &target);
+    assert_eq!(line, "HTTP/1.1 200 Connection established");
+    assert_eq!((lead.held(), all.held()), (2, 6));
 }
