@@ -11,11 +11,15 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+#[path = "../support/model.rs"]
+mod model;
+
 mod dry_run;
 mod folders;
 mod harness;
 mod life;
 mod relay;
+mod work;
 
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::fs::PermissionsExt;

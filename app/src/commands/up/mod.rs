@@ -133,7 +133,7 @@
 //! (`unsafe-path`) otherwise.
 //!
 //! On stdout, exactly one line: `{"ok":true,"business","dataRoot","socket",
-//! "readerCap","log","agents":[{role,run,harness,pid,sandboxed,network,abstractSockets,output,transcript?,version?}]}`
+//! "readerCap","log","agents":[{role,run,harness,pid,sandboxed,network,abstractSockets,output,transcript?,version?,userConfig?}]}`
 //! (never a capability), or on a startup failure
 //! `{"ok":false,"error":CODE}` (plus `"role"` when one agent is at fault,
 //! and `"why"`, a sentence of what to change, where `up` has one:
@@ -673,6 +673,11 @@ impl RunningHost {
                 if let Some(path) = &a.transcript {
                     agent["transcript"] = json!(path.to_string_lossy());
                     agent["version"] = json!(a.version);
+                    agent["userConfig"] = json!(a
+                        .user_config
+                        .iter()
+                        .map(|p| p.to_string_lossy())
+                        .collect::<Vec<_>>());
                 }
                 agent
             }).collect::<Vec<_>>(),
@@ -699,6 +704,18 @@ impl RunningHost {
         self.kill_agents();
         self.remove_cap_files();
         self.relays.finish(STOP_GRACE);
+        for agent in &self.agents {
+            let (Some(transcript), Some((ending, _))) = (&agent.transcript, &agent.ending) else {
+                continue;
+            };
+            if let Err(e) = output::end_transcript(transcript, ending) {
+                tracing::warn!(
+                    path = &*fs::neutral_path(transcript),
+                    cause = e.to_string().as_str(),
+                    "the run's end could not be added to its transcript"
+                );
+            }
+        }
         let mut code = code;
         if let Some(broker) = self.broker.take() {
             // The broker logs a failed close.

@@ -22,6 +22,9 @@
 //! `ROLE: LINE`, whole. With `--console` the console has the terminal, and
 //! `up`'s log file holds `up`'s own lines only.
 //!
+//! When `up` closes, after the last line of each harness run's pipes, it
+//! appends the run's end to its transcript ([`end_transcript`]).
+//!
 //! A line is cut at [`MAX_LINE`] bytes (an event at [`MAX_EVENT_LINE`]),
 //! so an agent that never ends one cannot make `up` hold more; a last line
 //! without its newline is written at the end of the pipe.
@@ -37,6 +40,7 @@ use std::time::{Duration, Instant};
 use std::os::unix::fs::OpenOptionsExt;
 
 use mosaic_adapters::fs::{check_private_dir, create_private_dir, create_private_file};
+use mosaic_domain::evidence::Ending;
 use mosaic_domain::{text, Refusal, RoleInstance, RunId};
 
 use super::harness::activity::Activities;
@@ -142,6 +146,36 @@ fn append(path: &Path) -> io::Result<Arc<File>> {
         .custom_flags(libc::O_NOFOLLOW)
         .open(path)
         .map(Arc::new)
+}
+
+/// Appends the run's end to its transcript, as its last line:
+/// `{"type":"mosaic-bus.ended","cause","status"?,"signal"?}`, so a reader
+/// of the file alone knows the stream is whole and how the run ended.
+///
+/// # Errors
+/// The transcript that cannot be opened or written.
+pub(super) fn end_transcript(path: &Path, ending: &Ending) -> io::Result<()> {
+    let record = EndRecord {
+        kind: "mosaic-bus.ended",
+        cause: ending.cause().as_str(),
+        status: ending.status(),
+        signal: ending.signal(),
+    };
+    let line = serde_json::to_string(&record)? + "\n";
+    let file = append(path)?;
+    (&*file).write_all(line.as_bytes())
+}
+
+/// The last line of a transcript, its keys in this order.
+#[derive(serde::Serialize)]
+struct EndRecord {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    cause: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<i32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    signal: Option<i32>,
 }
 
 /// The relay threads of every agent's pipes. Each holds a sender of

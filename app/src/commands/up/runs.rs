@@ -70,6 +70,9 @@ pub(super) struct Agent {
     pub(super) input: Option<Input>,
     /// For a harness `up` starts, its transcript.
     pub(super) transcript: Option<PathBuf>,
+    /// For a harness `up` starts in a sandbox with `"userConfig"`, the
+    /// human's files bound read-only into its configuration.
+    pub(super) user_config: Vec<PathBuf>,
     /// Its output's file: its transcript, or the file of its lines.
     pub(super) output: PathBuf,
     /// For a harness `up` starts without a sandbox, its capability's file

@@ -125,6 +125,10 @@ impl RunningHost {
             stdin: child.stdin.take(),
             input: prepared.as_ref().map(|p| p.input.clone()),
             transcript: prepared.as_ref().map(|p| p.transcript.clone()),
+            user_config: match (&prepared, sandboxed) {
+                (Some(p), true) => p.grants.user.iter().map(|(s, _)| s.clone()).collect(),
+                (Some(_) | None, _) => Vec::new(),
+            },
             output: output.clone(),
             cap_file: None,
             child,
