@@ -244,9 +244,15 @@ budget?, stopGraceS?}]}: harness is pi or claude-code, command a program and its
 arguments (no shell), env the names of this process's variables the agent \
 also needs. Without a command, up starts the harness itself: {role, harness, \
 prompt, model?: {api: \"anthropic\", baseUrl?, id?, keyEnv?}, program?, args?, \
-...}, its network proxy by default with the model's host admitted, its \
-capability in the file MOSAIC_BUS_CAP_FILE names, its event stream in the \
-transcript the first line names; see docs/agents.md. sandbox is auto (the default: a bubblewrap sandbox per agent \
+tools?, userConfig?, ...}, its network proxy by default with the model's host admitted; \
+tools all (the default with a workdir: its own tools without asking, in the \
+sandbox) or bus (the bus's alone); userConfig true binds the human's own \
+instructions, skills, agents and commands read-only, never credentials or \
+settings. Every agent commits as ROLE (BUSINESS) <ROLE@BUSINESS.invalid>, or \
+git {name, email}. A harness's \
+capability is in the file MOSAIC_BUS_CAP_FILE names, its event stream in the \
+transcript the first line names, which ends with its end \
+{\"type\":\"mosaic-bus.ended\", cause, status?, signal?}; see docs/agents.md. sandbox is auto (the default: a bubblewrap sandbox per agent \
 when bwrap works, else one warning), required (else sandbox-unavailable) \
 or off. In its sandbox an agent sees an empty root and only what is \
 granted: the system's program folders and a named list of /etc read-only, \
@@ -287,7 +293,7 @@ launch.restore).
 
 Stdout gets exactly one line: {\"ok\":true, business, dataRoot, socket, \
 readerCap, browser?, log?, launching, agents:[{role, run, harness, pid, sandboxed, \
-network, abstractSockets, output, transcript?}]}, never a capability; abstractSockets is closed when the \
+network, abstractSockets, output, transcript?, version?, userConfig?}]}, never a capability; abstractSockets is closed when the \
 agent cannot reach abstract Unix sockets outside its sandbox (network none or \
 proxy, or a Landlock scope), open otherwise. The human's reader capability \
 (reader.cap) and, with --browser, the UI token (ui.token) are written to the secrets folder (mode 0600) and \
@@ -705,15 +711,8 @@ impl RunningHost {
         self.remove_cap_files();
         self.relays.finish(STOP_GRACE);
         for agent in &self.agents {
-            let (Some(transcript), Some((ending, _))) = (&agent.transcript, &agent.ending) else {
-                continue;
-            };
-            if let Err(e) = output::end_transcript(transcript, ending) {
-                tracing::warn!(
-                    path = &*fs::neutral_path(transcript),
-                    cause = e.to_string().as_str(),
-                    "the run's end could not be added to its transcript"
-                );
+            if let (Some(end), Some((ending, _))) = (&agent.transcript_end, &agent.ending) {
+                end.handle_closing(*ending);
             }
         }
         let mut code = code;

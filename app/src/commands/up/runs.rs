@@ -18,6 +18,7 @@ use super::control::Control;
 use super::harness::usage::Tally;
 use super::harness::Input;
 use super::life::{Exit, Life, Why};
+use super::output::TranscriptEnd;
 use super::sandbox::bwrap::AbstractSockets;
 use super::sandbox::cgroup;
 use super::sandbox::control::Report;
@@ -70,6 +71,8 @@ pub(super) struct Agent {
     pub(super) input: Option<Input>,
     /// For a harness `up` starts, its transcript.
     pub(super) transcript: Option<PathBuf>,
+    /// For a harness `up` starts, what appends its end to its transcript.
+    pub(super) transcript_end: Option<std::sync::Arc<TranscriptEnd>>,
     /// For a harness `up` starts in a sandbox with `"userConfig"`, the
     /// human's files bound read-only into its configuration.
     pub(super) user_config: Vec<PathBuf>,

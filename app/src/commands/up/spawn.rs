@@ -125,6 +125,7 @@ impl RunningHost {
             stdin: child.stdin.take(),
             input: prepared.as_ref().map(|p| p.input.clone()),
             transcript: prepared.as_ref().map(|p| p.transcript.clone()),
+            transcript_end: None,
             user_config: match (&prepared, sandboxed) {
                 (Some(p), true) => p.grants.user.iter().map(|(s, _)| s.clone()).collect(),
                 (Some(_) | None, _) => Vec::new(),
@@ -143,16 +144,19 @@ impl RunningHost {
         // Once it is ours to stop: a failure here kills it with the rest.
         if let Some(agent) = self.agents.last_mut() {
             match &prepared {
-                Some(prepared) => self
-                    .relays
-                    .start_harness(
-                        &role,
-                        &plan.run,
-                        prepared,
-                        &mut agent.child,
-                        &self.activities,
-                    )
-                    .map_err(failed)?,
+                Some(prepared) => {
+                    let end = self
+                        .relays
+                        .start_harness(
+                            &role,
+                            &plan.run,
+                            prepared,
+                            &mut agent.child,
+                            &self.activities,
+                        )
+                        .map_err(failed)?;
+                    agent.transcript_end = Some(end);
+                }
                 None => self
                     .relays
                     .start(role.as_str(), &output, &mut agent.child)

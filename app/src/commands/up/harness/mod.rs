@@ -581,6 +581,52 @@ mod tests {
     }
 
     #[test]
+    fn the_human_s_setup_is_its_named_files_alone_and_a_link_left_for_it_is_cleared() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let claude = home.join(".claude");
+        std::fs::create_dir_all(claude.join("skills")).unwrap();
+        std::fs::create_dir_all(dir.path().join("kept/agents")).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("kept/agents"), claude.join("agents")).unwrap();
+        for file in ["CLAUDE.md", ".credentials.json", "settings.json"] {
+            std::fs::write(claude.join(file), "x").unwrap();
+        }
+        let state = dir.path().join("state");
+        std::fs::create_dir(&state).unwrap();
+        let config = r#"{"business":{"id":"acme","human":"alice",
+            "arbiters":{"technical":"lead","delivery":"lead"},
+            "roles":{"lead":{"authority":{"withinRole":[],"crossRole":[]}}}},
+            "agents":[{"role":"lead","harness":"claude-code","prompt":"go","userConfig":true}]}"#;
+        let spec = &crate::commands::team::UpConfig::parse(config, dir.path())
+            .unwrap()
+            .agents[0];
+        let vars = [(OsString::from("HOME"), home.clone().into_os_string())];
+        let mut bound = user_config(spec, &vars, &state);
+        bound.sort();
+        let real = |p: &Path| std::fs::canonicalize(p).unwrap();
+        let mut expected = vec![
+            (real(&claude.join("CLAUDE.md")), state.join("CLAUDE.md")),
+            (real(&dir.path().join("kept/agents")), state.join("agents")),
+            (real(&claude.join("skills")), state.join("skills")),
+        ];
+        expected.sort();
+        assert_eq!(bound, expected);
+        assert!(user_config(spec, &[], &state).is_empty());
+        // A link the agent left where a bind goes is removed, not
+        // followed; a folder stays.
+        let target = dir.path().join("target");
+        std::fs::write(&target, "mine").unwrap();
+        std::os::unix::fs::symlink(&target, state.join("CLAUDE.md")).unwrap();
+        std::fs::create_dir(state.join("skills")).unwrap();
+        clear(&state.join("CLAUDE.md")).unwrap();
+        clear(&state.join("skills")).unwrap();
+        clear(&state.join("commands")).unwrap();
+        assert!(std::fs::symlink_metadata(state.join("CLAUDE.md")).is_err());
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "mine");
+        assert!(state.join("skills").is_dir());
+    }
+
+    #[test]
     fn a_file_the_agent_left_in_its_state_folder_is_replaced_not_followed() {
         let dir = tempfile::tempdir().unwrap();
         let target = dir.path().join("target");
