@@ -2,7 +2,8 @@
 //! `{"business": {…}, "agents": […]}`. See `up`'s module documentation for
 //! what each key means. `allow.rs` reads an `allow` entry, `harness.rs` a
 //! harness agent's keys, `life.rs` an agent's life keys (`restart`,
-//! `restartLimit`, `budget`, `stopGraceS`, `idle`), and `error.rs` says why a
+//! `restartLimit`, `budget`, `stopGraceS`, `idle`), `work.rs` how it works
+//! in its workdir (`tools`, `git`, `userConfig`), and `error.rs` says why a
 //! configuration is refused.
 
 use std::fs::File;
@@ -20,11 +21,13 @@ pub use allow::Allow;
 pub use error::TeamError;
 pub use harness::{HarnessRun, Model, ModelUrl, DEFAULT_KEY_ENV, DEFAULT_MODEL_HOST, MAX_PROMPT};
 pub use life::{Budget, Idle, LifeSpec, Restart, RestartLimit};
+pub use work::{GitIdentity, Tools, WorkSpec};
 
 pub(crate) mod allow;
 mod error;
 mod harness;
 mod life;
+mod work;
 use harness::is_env_name;
 
 /// The largest configuration file read.
@@ -153,6 +156,8 @@ pub struct AgentSpec {
     /// How `up` keeps its runs alive and stops them (`restart`,
     /// `restartLimit`, `budget`, `stopGraceS`, `idle`).
     pub life: LifeSpec,
+    /// How it works in its workdir (`tools`, `git`, `userConfig`).
+    pub work: WorkSpec,
 }
 
 /// The default size cap of a sandboxed agent's `/tmp` and home, each.
@@ -217,6 +222,10 @@ struct AgentJson {
     #[serde(rename = "stopGraceS")]
     stop_grace_s: Option<u64>,
     idle: Option<life::Idle>,
+    tools: Option<Tools>,
+    git: Option<work::GitJson>,
+    #[serde(rename = "userConfig")]
+    user_config: Option<bool>,
 }
 
 /// `value`, or `default` when absent; `bad-config` outside `range`.
@@ -335,6 +344,17 @@ impl UpConfig {
                     idle: agent.idle,
                 }
                 .parse(harnessed.is_some())?;
+                let work = work::WorkKeys {
+                    tools: agent.tools,
+                    git: agent.git,
+                    user_config: agent.user_config,
+                }
+                .parse(
+                    &role,
+                    business.id(),
+                    harnessed.is_some(),
+                    agent.workdir.is_some(),
+                )?;
                 let paths = |texts: Vec<String>| {
                     texts
                         .iter()
@@ -369,6 +389,7 @@ impl UpConfig {
                     connections: within(agent.connections, DEFAULT_CONNECTIONS, 1..=4096)?,
                     shared: agent.shared,
                     life,
+                    work,
                 })
             })
             .collect::<Result<_, TeamError>>()?;

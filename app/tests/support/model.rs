@@ -10,7 +10,8 @@
 //! the number of assistant turns already in its conversation, so a retry
 //! gets the same step and a follow-up the next one. A step calls a tool
 //! (its input may take values from the results of earlier calls, parsed
-//! from the `tool_result` blocks the harness sends back) or answers text
+//! from the `tool_result` blocks the harness sends back, a reminder
+//! Claude Code appends left out) or answers text
 //! and ends the turn; past the script's end, every turn ends.
 //!
 //! `POST /v1/messages` with `"stream": true` answers in the order both
@@ -440,7 +441,10 @@ pub fn tool_results(messages: &[Value]) -> Vec<Value> {
                     .collect::<String>(),
                 Value::Null | Value::Bool(_) | Value::Number(_) | Value::Object(_) => String::new(),
             };
-            serde_json::from_str(&text).unwrap_or(Value::String(text))
+            // Claude Code appends reminders to a result for some models
+            // (the tokens left, say): the result is what comes before.
+            let result = text.split("\n<system-reminder>").next().unwrap_or_default();
+            serde_json::from_str(result).unwrap_or(Value::String(text))
         })
         .collect()
 }
@@ -549,6 +553,12 @@ mod tests {
         assert_eq!(
             tool_results(third["messages"].as_array().unwrap()),
             vec![json!({"id": "d-1", "status": "open"}), json!("not json")]
+        );
+        let reminded = json!([{"role": "user", "content": [{"type": "tool_result",
+            "content": "{\"id\":\"d-2\"}\n<system-reminder>\n<total_tokens>9 left</total_tokens>\n</system-reminder>"}]}]);
+        assert_eq!(
+            tool_results(reminded.as_array().unwrap()),
+            vec![json!({"id": "d-2"})]
         );
         assert_eq!(
             answer(&steps, &third)[0],

@@ -149,9 +149,10 @@ fn check_common(summary: &Value, work: &Path, root: &Path, events: &str) {
         transcript.is_absolute() && transcript.starts_with(root),
         "{summary}"
     );
+    // The harness's lines as they came, then the run's end.
     assert_eq!(
         std::fs::read_to_string(&transcript).expect("transcript"),
-        events
+        format!("{events}{{\"type\":\"mosaic-bus.ended\",\"cause\":\"exited\",\"status\":0}}\n")
     );
     let mode = std::fs::metadata(&transcript)
         .expect("stat")
@@ -182,11 +183,18 @@ fn up_starts_claude_code_with_the_bus_as_its_mcp_server_and_the_stop_hook() {
         let run = agent["run"].as_str().expect("a run");
         let run_dir = root.path().join("agents/runs").join(run);
         let argv = read(&work, "argv");
+        // With a workdir its own tools run: without asking in the sandbox,
+        // its file edits alone without one.
+        let mode = if sandbox == "required" {
+            "bypassPermissions"
+        } else {
+            "acceptEdits"
+        };
         let expected = format!(
             "-p\n--output-format\nstream-json\n--verbose\n--include-hook-events\n\
              --strict-mcp-config\n\
              --mcp-config={run}/mcp.json\n--settings={run}/settings.json\n\
-             --allowedTools=mcp__mosaic-bus\n--permission-mode=acceptEdits\n--model=model-1\n\
+             --allowedTools=mcp__mosaic-bus\n--permission-mode={mode}\n--model=model-1\n\
              --extra\nx\n--\nClaim your role, then \"work\".\n",
             run = run_dir.display()
         );

@@ -21,6 +21,7 @@ mod harness;
 mod life;
 mod relay;
 mod state;
+mod work;
 
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::fs::PermissionsExt;

@@ -250,6 +250,9 @@ impl RunningHost {
             return;
         }
         agent.ending = Some((ending, Some(why)));
+        if let Some(end) = &agent.transcript_end {
+            end.handle_ended(ending);
+        }
         let (role, run) = (agent.role.as_str(), agent.run.as_str());
         let exit = Exit::of_parts(ending.status(), ending.signal());
         let error = self.activities.used(run).and_then(|(_, error)| error);
@@ -512,6 +515,9 @@ impl RunningHost {
         let agent = &mut self.agents[i];
         if agent.ending.is_none() {
             agent.ending = Some((end.ending, None));
+            if let Some(transcript) = &agent.transcript_end {
+                transcript.handle_ended(end.ending);
+            }
             tracing::info!(
                 role = agent.role.as_str(),
                 run = agent.run.as_str(),

@@ -137,7 +137,7 @@
 //! (`unsafe-path`) otherwise.
 //!
 //! On stdout, exactly one line: `{"ok":true,"business","dataRoot","socket",
-//! "readerCap","log","agents":[{role,run,harness,pid,sandboxed,network,abstractSockets,output,transcript?,version?}]}`
+//! "readerCap","log","agents":[{role,run,harness,pid,sandboxed,network,abstractSockets,output,transcript?,version?,userConfig?}]}`
 //! (never a capability), or on a startup failure
 //! `{"ok":false,"error":CODE}` (plus `"role"` when one agent is at fault,
 //! and `"why"`, a sentence of what to change, where `up` has one:
@@ -249,9 +249,15 @@ restart?, restartLimit?, budget?, stopGraceS?}]}: harness is pi or claude-code, 
 arguments (no shell), env the names of this process's variables the agent \
 also needs. Without a command, up starts the harness itself: {role, harness, \
 prompt, model?: {api: \"anthropic\", baseUrl?, id?, keyEnv?}, program?, args?, \
-...}, its network proxy by default with the model's host admitted, its \
-capability in the file MOSAIC_BUS_CAP_FILE names, its event stream in the \
-transcript the first line names; see docs/agents.md. sandbox is auto (the default: a bubblewrap sandbox per agent \
+tools?, userConfig?, ...}, its network proxy by default with the model's host admitted; \
+tools all (the default with a workdir: its own tools without asking, in the \
+sandbox) or bus (the bus's alone); userConfig true binds the human's own \
+instructions, skills, agents and commands read-only, never credentials or \
+settings. Every agent commits as ROLE (BUSINESS) <ROLE@BUSINESS.invalid>, or \
+git {name, email}. A harness's \
+capability is in the file MOSAIC_BUS_CAP_FILE names, its event stream in the \
+transcript the first line names, which ends with its end \
+{\"type\":\"mosaic-bus.ended\", cause, status?, signal?}; see docs/agents.md. sandbox is auto (the default: a bubblewrap sandbox per agent \
 when bwrap works, else one warning), required (else sandbox-unavailable) \
 or off. In its sandbox an agent sees an empty root and only what is \
 granted: the system's program folders and a named list of /etc read-only, \
@@ -302,7 +308,7 @@ launch.restore).
 
 Stdout gets exactly one line: {\"ok\":true, business, dataRoot, socket, \
 readerCap, browser?, log?, launching, agents:[{role, run, harness, pid, sandboxed, \
-network, abstractSockets, output, transcript?}]}, never a capability; abstractSockets is closed when the \
+network, abstractSockets, output, transcript?, version?, userConfig?}]}, never a capability; abstractSockets is closed when the \
 agent cannot reach abstract Unix sockets outside its sandbox (network none or \
 proxy, or a Landlock scope), open otherwise. The human's reader capability \
 (reader.cap) and, with --browser, the UI token (ui.token) are written to the secrets folder (mode 0600) and \
@@ -701,6 +707,11 @@ impl RunningHost {
                 if let Some(path) = &a.transcript {
                     agent["transcript"] = json!(path.to_string_lossy());
                     agent["version"] = json!(a.version);
+                    agent["userConfig"] = json!(a
+                        .user_config
+                        .iter()
+                        .map(|p| p.to_string_lossy())
+                        .collect::<Vec<_>>());
                 }
                 agent
             }).collect::<Vec<_>>(),
@@ -727,6 +738,11 @@ impl RunningHost {
         self.kill_agents();
         self.remove_cap_files();
         self.relays.finish(STOP_GRACE);
+        for agent in &self.agents {
+            if let (Some(end), Some((ending, _))) = (&agent.transcript_end, &agent.ending) {
+                end.handle_closing(*ending);
+            }
+        }
         let mut code = code;
         if let Some(broker) = self.broker.take() {
             // The broker logs a failed close.

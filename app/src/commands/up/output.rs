@@ -22,6 +22,9 @@
 //! `ROLE: LINE`, whole. With `--console` the console has the terminal, and
 //! `up`'s log file holds `up`'s own lines only.
 //!
+//! When a harness run ends, after the last line of its pipes, `up`
+//! appends the run's end to its transcript ([`TranscriptEnd`]).
+//!
 //! A line is cut at [`MAX_LINE`] bytes (an event at [`MAX_EVENT_LINE`]),
 //! so an agent that never ends one cannot make `up` hold more; a last line
 //! without its newline is written at the end of the pipe.
@@ -31,12 +34,13 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::Child;
-use std::sync::{mpsc, Arc};
+use std::sync::{mpsc, Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use std::os::unix::fs::OpenOptionsExt;
 
 use mosaic_adapters::fs::{check_private_dir, create_private_dir, create_private_file};
+use mosaic_domain::evidence::Ending;
 use mosaic_domain::{text, Refusal, RoleInstance, RunId};
 
 use super::harness::activity::Activities;
@@ -144,6 +148,108 @@ fn append(path: &Path) -> io::Result<Arc<File>> {
         .map(Arc::new)
 }
 
+/// Appends the run's end to its transcript, as its last line:
+/// `{"type":"mosaic-bus.ended","cause","status"?,"signal"?}`, so a reader
+/// of the file alone knows the stream is whole and how the run ended.
+///
+/// # Errors
+/// The transcript that cannot be opened or written.
+fn end_transcript(path: &Path, ending: &Ending) -> io::Result<()> {
+    let record = EndRecord {
+        kind: "mosaic-bus.ended",
+        cause: ending.cause().as_str(),
+        status: ending.status(),
+        signal: ending.signal(),
+    };
+    let line = serde_json::to_string(&record)? + "\n";
+    let file = append(path)?;
+    (&*file).write_all(line.as_bytes())
+}
+
+/// The last line of a transcript, its keys in this order.
+#[derive(serde::Serialize)]
+struct EndRecord {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    cause: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<i32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    signal: Option<i32>,
+}
+
+/// The end of one harness run's transcript: written once, after the last
+/// line of each of its pipes and once the run's end is known, whichever
+/// comes last, so nothing the harness wrote follows it.
+#[derive(Debug)]
+pub(super) struct TranscriptEnd {
+    path: PathBuf,
+    state: Mutex<EndState>,
+}
+
+/// What a [`TranscriptEnd`] waits for.
+#[derive(Debug)]
+struct EndState {
+    /// The pipes still being copied into the transcript.
+    pipes: usize,
+    ending: Option<Ending>,
+    written: bool,
+}
+
+impl TranscriptEnd {
+    fn new(path: &Path, pipes: usize) -> Arc<Self> {
+        Arc::new(Self {
+            path: path.to_path_buf(),
+            state: Mutex::new(EndState {
+                pipes,
+                ending: None,
+                written: false,
+            }),
+        })
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, EndState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// One of its pipes was copied to its end.
+    fn handle_pipe_closed(&self) {
+        let mut state = self.state();
+        state.pipes = state.pipes.saturating_sub(1);
+        self.poll_write(&mut state);
+    }
+
+    /// The run ended with `ending` (the first end heard stands).
+    pub(super) fn handle_ended(&self, ending: Ending) {
+        let mut state = self.state();
+        state.ending.get_or_insert(ending);
+        self.poll_write(&mut state);
+    }
+
+    /// `up` closes: written now, even where a process the agent left
+    /// behind still holds a pipe open.
+    pub(super) fn handle_closing(&self, ending: Ending) {
+        let mut state = self.state();
+        state.ending.get_or_insert(ending);
+        state.pipes = 0;
+        self.poll_write(&mut state);
+    }
+
+    fn poll_write(&self, state: &mut EndState) {
+        let Some(ending) = state.ending.filter(|_| state.pipes == 0 && !state.written) else {
+            return;
+        };
+        state.written = true;
+        if let Err(e) = end_transcript(&self.path, &ending) {
+            tracing::warn!(
+                path = &*mosaic_adapters::fs::neutral_path(&self.path),
+                cause = e.to_string().as_str(),
+                "the run's end could not be added to its transcript"
+            );
+        }
+    }
+}
+
 /// The relay threads of every agent's pipes. Each holds a sender of
 /// `done`; once all of them ended, `done` is disconnected.
 #[derive(Debug)]
@@ -201,7 +307,7 @@ impl Relays {
                 .take()
                 .map(|p| Box::new(p) as Box<dyn Read + Send>),
         ];
-        self.relay_pipes(role, (&file, cap), pipes.into_iter().flatten().collect())
+        self.relay_pipes(role, (&file, cap), pipes.into_iter().flatten().collect(), None)
     }
 
     /// Starts a relay for each of `pipes` into `file`, its lines prefixed
@@ -211,14 +317,19 @@ impl Relays {
         role: &str,
         (file, cap): (&Arc<File>, u64),
         pipes: Vec<Box<dyn Read + Send>>,
+        closed: Option<&Arc<TranscriptEnd>>,
     ) -> io::Result<()> {
         for pipe in pipes {
             let (sink, role, file) = (self.sink, role.to_owned(), Arc::clone(file));
             let alive = self.alive.clone();
+            let closed = closed.cloned();
             std::thread::Builder::new()
                 .name(format!("up-output-{role}"))
                 .spawn(move || {
                     relay(pipe, &role, sink, (&file, cap));
+                    if let Some(closed) = closed {
+                        closed.handle_pipe_closed();
+                    }
                     drop(alive);
                 })?;
         }
@@ -229,7 +340,8 @@ impl Relays {
     /// output (the harness's event stream) into its transcript
     /// ([`record`]), each complete line also handed to `activities`
     /// ([`Activities::observe`]); its standard error into its transcript
-    /// too, and relayed as [`Relays::start`] does.
+    /// too, and relayed as [`Relays::start`] does. Its [`TranscriptEnd`]
+    /// writes the run's end after the last line of both.
     ///
     /// # Errors
     /// The transcript that cannot be opened, or a thread that could not
@@ -241,12 +353,15 @@ impl Relays {
         (prepared, cap): (&Prepared, u64),
         child: &mut Child,
         activities: &Activities,
-    ) -> io::Result<()> {
+    ) -> io::Result<Arc<TranscriptEnd>> {
         let transcript = append(&prepared.transcript)?;
+        let pipes = usize::from(child.stdout.is_some()) + usize::from(child.stderr.is_some());
+        let end = TranscriptEnd::new(&prepared.transcript, pipes);
         if let Some(stdout) = child.stdout.take() {
             let (run, stream) = (run.clone(), Stream::of(prepared.harness));
             let (alive, activities) = (self.alive.clone(), activities.clone());
             let transcript = Arc::clone(&transcript);
+            let closed = Arc::clone(&end);
             std::thread::Builder::new()
                 .name(format!("up-events-{}", role.as_str()))
                 .spawn(move || {
@@ -257,6 +372,7 @@ impl Relays {
                             activities.observe(run.as_str(), stream, line, Instant::now());
                         }
                     });
+                    closed.handle_pipe_closed();
                     drop(alive);
                 })?;
         }
@@ -268,7 +384,9 @@ impl Relays {
             role.as_str(),
             (&transcript, cap),
             stderr.into_iter().collect(),
-        )
+            Some(&end),
+        )?;
+        Ok(end)
     }
 
     /// Waits until every relay wrote its pipe's last line, or `within` has
@@ -459,6 +577,47 @@ fn transcript_line(line: &[u8], end: End) -> String {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_transcript_s_end_is_written_once_after_its_pipes_and_its_end() {
+        use mosaic_domain::evidence::EndCause;
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("run.jsonl");
+        std::fs::write(&path, "{\"type\":\"result\"}\n").expect("write");
+        let read = || std::fs::read_to_string(&path).expect("read");
+        let failed = Ending::of_exit(None, Some(9)).expect("an ending");
+        // The end is known first: nothing until both pipes are done.
+        let end = TranscriptEnd::new(&path, 2);
+        end.handle_ended(failed);
+        end.handle_pipe_closed();
+        assert_eq!(read(), "{\"type\":\"result\"}\n");
+        end.handle_pipe_closed();
+        let once = "{\"type\":\"result\"}\n\
+                    {\"type\":\"mosaic-bus.ended\",\"cause\":\"failed\",\"signal\":9}\n";
+        assert_eq!(read(), once);
+        // Heard again, or at the close: never a second line.
+        end.handle_ended(Ending::of_cause(EndCause::Human));
+        end.handle_closing(failed);
+        assert_eq!(read(), once);
+        // The pipes first, then the end; and the close writes past a pipe
+        // still held open.
+        std::fs::write(&path, "").expect("write");
+        let end = TranscriptEnd::new(&path, 1);
+        end.handle_pipe_closed();
+        assert_eq!(read(), "");
+        end.handle_ended(Ending::of_exit(Some(0), None).expect("an ending"));
+        assert_eq!(
+            read(),
+            "{\"type\":\"mosaic-bus.ended\",\"cause\":\"exited\",\"status\":0}\n"
+        );
+        std::fs::write(&path, "").expect("write");
+        let held = TranscriptEnd::new(&path, 2);
+        held.handle_closing(Ending::of_cause(EndCause::Revoked));
+        assert_eq!(
+            read(),
+            "{\"type\":\"mosaic-bus.ended\",\"cause\":\"revoked\"}\n"
+        );
+    }
 
     /// What `relay` writes into a run's file for `input`.
     fn relayed(input: &[u8]) -> String {

@@ -18,6 +18,7 @@ use super::control::Control;
 use super::harness::usage::Tally;
 use super::harness::Input;
 use super::life::{Exit, Life, Why};
+use super::output::TranscriptEnd;
 use super::sandbox::bwrap::AbstractSockets;
 use super::sandbox::cgroup;
 use super::sandbox::control::Report;
@@ -88,6 +89,11 @@ pub(super) struct Agent {
     pub(super) transcript: Option<PathBuf>,
     /// For a harness `up` starts, its state folder.
     pub(super) state: Option<PathBuf>,
+    /// For a harness `up` starts, what appends its end to its transcript.
+    pub(super) transcript_end: Option<std::sync::Arc<TranscriptEnd>>,
+    /// For a harness `up` starts in a sandbox with `"userConfig"`, the
+    /// human's files bound read-only into its configuration.
+    pub(super) user_config: Vec<PathBuf>,
     /// Its output's file: its transcript, or the file of its lines.
     pub(super) output: PathBuf,
     /// For a harness `up` starts without a sandbox, its capability's file

@@ -150,6 +150,11 @@ impl RunningHost {
             work: None,
             transcript: prepared.as_ref().map(|p| p.transcript.clone()),
             state: prepared.as_ref().map(|p| p.grants.state.clone()),
+            transcript_end: None,
+            user_config: match (&prepared, sandboxed) {
+                (Some(p), true) => p.grants.user.iter().map(|(s, _)| s.clone()).collect(),
+                (Some(_) | None, _) => Vec::new(),
+            },
             output: output.clone(),
             cap_file: None,
             child,
@@ -164,16 +169,19 @@ impl RunningHost {
         // Once it is ours to stop: a failure here kills it with the rest.
         if let Some(agent) = self.agents.last_mut() {
             match &prepared {
-                Some(prepared) => self
-                    .relays
-                    .start_harness(
-                        &role,
-                        &plan.run,
-                        (prepared, cap),
-                        &mut agent.child,
-                        &self.activities,
-                    )
-                    .map_err(failed)?,
+                Some(prepared) => {
+                    let end = self
+                        .relays
+                        .start_harness(
+                            &role,
+                            &plan.run,
+                            (prepared, cap),
+                            &mut agent.child,
+                            &self.activities,
+                        )
+                        .map_err(failed)?;
+                    agent.transcript_end = Some(end);
+                }
                 None => self
                     .relays
                     .start(role.as_str(), (&output, cap), &mut agent.child)

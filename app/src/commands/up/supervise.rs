@@ -316,6 +316,9 @@ impl RunningHost {
         for agent in self.agents.iter_mut().filter(|a| a.ending.is_none()) {
             let ending = Ending::of_cause(EndCause::Exited);
             agent.ending = Some((ending, None));
+            if let Some(end) = &agent.transcript_end {
+                end.handle_ended(ending);
+            }
             if let Some(broker) = &self.broker {
                 // A run never bound is unknown to the broker: nothing to end.
                 let _ = broker.end_run(&agent.run, ending);

@@ -40,10 +40,14 @@
 //! program is the run), they wait for work with no cap
 //! (`MOSAIC_BUS_IDLE=wait`), Claude Code's hook below its timeout.
 //!
-//! Claude Code gets exactly the bus's tools (`--allowedTools
-//! mcp__mosaic-bus`, every tool of that server) and, with a writable
-//! `workdir`, its file edits there (`--permission-mode acceptEdits`); in
-//! `-p` mode anything else is denied, not asked. `"args"` come after
+//! Claude Code is allowed the bus's tools (`--allowedTools
+//! mcp__mosaic-bus`, every tool of that server). With `"tools": "all"`
+//! in a sandbox it runs its own tools without asking
+//! (`--permission-mode bypassPermissions`: the sandbox is the wall);
+//! without one, only its file edits in its `workdir`
+//! (`--permission-mode acceptEdits`), and in `-p` mode anything else is
+//! denied, not asked. With `"bus"` its own tools are gone (`--tools ""`),
+//! as pi's built-in ones are (`--no-builtin-tools`). `"args"` come after
 //! `up`'s own arguments (a later flag wins), and the prompt last, after
 //! `--`. pi gets its prompt as one RPC command on stdin after `ready`, and
 //! stdin stays open until it exits (its extension ends the session).
@@ -72,7 +76,7 @@ use mosaic_domain::{Refusal, RunId};
 use serde_json::json;
 
 use super::launch::{find_program, RUN_ID_ENV};
-use crate::commands::team::{AgentSpec, Allow, HarnessRun, Idle};
+use crate::commands::team::{AgentSpec, Allow, HarnessRun, Idle, Tools};
 use capfile::SANDBOX_CAP_FILE;
 
 /// The Stop hook `up` writes into a Claude Code run's folder.
@@ -122,6 +126,9 @@ pub(super) struct Grants {
     pub(super) fixed: Vec<PathBuf>,
     /// The run's folder, read-only.
     pub(super) run_dir: PathBuf,
+    /// With `"userConfig"`, the human's own harness files (each its real
+    /// path) and where in the state folder each is bound, read-only.
+    pub(super) user: Vec<(PathBuf, PathBuf)>,
 }
 
 /// How `up` feeds the harness's standard input after `ready`.
@@ -149,6 +156,10 @@ enum Made {
         harness: Harness,
         cap: state::Cap,
     },
+    /// Whatever link or file the agent left where a folder or file of the
+    /// human's is bound, removed, never followed: bwrap would make its
+    /// mount point through a link.
+    Cleared { path: PathBuf },
 }
 
 /// One harness agent's launch, ready before anything starts.
@@ -271,6 +282,14 @@ pub(super) fn prepare(
              model without one"
         );
     }
+    if spec.work.tools == Tools::All && !at.sandboxed {
+        tracing::warn!(
+            role = spec.role.as_str(),
+            "without a sandbox a harness's shell runs as this user with nothing around it: \
+             Claude Code's own tools are limited to file edits in its workdir, and pi's run as \
+             they are (\"tools\": \"bus\" leaves the bus's alone)"
+        );
+    }
     let mut env: Vec<(OsString, OsString)> = Vec::new();
     let mut args: Vec<OsString> = Vec::new();
     // An unsandboxed run is its program: it cannot sleep, so it waits.
@@ -339,8 +358,18 @@ pub(super) fn prepare(
             args.push(flag("--mcp-config", mcp.as_os_str()));
             args.push(flag("--settings", settings.as_os_str()));
             args.push(format!("--allowedTools=mcp__{MCP_SERVER}").into());
-            if spec.workdir.is_some() {
-                args.push("--permission-mode=acceptEdits".into());
+            match (spec.work.tools, at.sandboxed) {
+                // The sandbox is the wall: nothing the tools do reaches
+                // past it, so asking would only stop the work.
+                (Tools::All, true) => args.push("--permission-mode=bypassPermissions".into()),
+                // Outside a sandbox nothing walls the shell in: its file
+                // edits in the workdir run, anything else is denied.
+                (Tools::All, false) => {
+                    if spec.workdir.is_some() {
+                        args.push("--permission-mode=acceptEdits".into());
+                    }
+                }
+                (Tools::Bus, _) => args.push("--tools=".into()),
             }
             if let Some(id) = &model.id {
                 args.push(format!("--model={id}").into());
@@ -405,6 +434,11 @@ pub(super) fn prepare(
             // pi takes a flag's value as the next word only.
             args.push("--session-dir".into());
             args.push(session.into());
+            match spec.work.tools {
+                Tools::All => {}
+                // The extension's tools stay: they are the bus's.
+                Tools::Bus => args.push("--no-builtin-tools".into()),
+            }
             if let Some(id) = &model.id {
                 args.push("--model".into());
                 args.push(id.into());
@@ -434,6 +468,21 @@ pub(super) fn prepare(
         .iter()
         .map(|name| state.join(name))
         .collect();
+    let user = match (spec.work.user_config, at.sandboxed) {
+        (true, true) => user_config(spec, at.vars, &state),
+        (true, false) => {
+            tracing::warn!(
+                role = spec.role.as_str(),
+                "\"userConfig\" binds the human's setup into a sandbox, and this agent has \
+                 none: nothing is bound"
+            );
+            Vec::new()
+        }
+        (false, _) => Vec::new(),
+    };
+    for (_, dest) in &user {
+        made.push(Made::Cleared { path: dest.clone() });
+    }
     args.extend(spec.args.iter().map(OsString::from));
     resume_flags.splice(0..0, args.iter().cloned());
     let resume = resume_flags
@@ -452,6 +501,7 @@ pub(super) fn prepare(
             state,
             fixed,
             run_dir,
+            user,
         },
         program: found,
         args,
@@ -481,9 +531,76 @@ impl Prepared {
                 Made::File { path, bytes } => write_new(path, bytes)?,
                 Made::Replaced { path, bytes } => replace(path, bytes)?,
                 Made::State { path, harness, cap } => state::own(path, *harness, *cap)?,
+                Made::Cleared { path } => clear(path)?,
             }
         }
         Ok(())
+    }
+}
+
+/// The files of the human's own setup a harness reads from its
+/// configuration folder and `"userConfig"` shares: instructions, skills,
+/// subagents and commands (Claude Code, from `~/.claude`), instructions,
+/// system prompts, skills and prompt templates (pi, from `~/.pi/agent`).
+/// Never credentials, settings, hooks, MCP servers or extensions: those
+/// hold secrets or run code.
+fn user_files(harness: Harness) -> (&'static str, &'static [&'static str]) {
+    match harness {
+        Harness::ClaudeCode => (".claude", &["CLAUDE.md", "skills", "agents", "commands"]),
+        Harness::Pi => (
+            ".pi/agent",
+            &[
+                "AGENTS.md",
+                "SYSTEM.md",
+                "APPEND_SYSTEM.md",
+                "skills",
+                "prompts",
+            ],
+        ),
+    }
+}
+
+/// The human's files of [`user_files`] that exist under `HOME` (of
+/// `vars`, `up`'s environment), each by its real path, with where it is
+/// bound in `state`. A link is followed (a setup kept elsewhere is
+/// common); what is neither a file nor a folder is left out.
+fn user_config(
+    spec: &AgentSpec,
+    vars: &[(OsString, OsString)],
+    state: &Path,
+) -> Vec<(PathBuf, PathBuf)> {
+    let Some(home) = vars
+        .iter()
+        .find(|(name, _)| name == "HOME")
+        .map(|(_, home)| PathBuf::from(home))
+        .filter(|home| home.is_absolute())
+    else {
+        tracing::warn!(
+            role = spec.role.as_str(),
+            "\"userConfig\" is set and HOME is not an absolute path: nothing of the human's \
+             setup is bound"
+        );
+        return Vec::new();
+    };
+    let (folder, names) = user_files(spec.harness);
+    names
+        .iter()
+        .filter_map(|name| {
+            let real = std::fs::canonicalize(home.join(folder).join(name)).ok()?;
+            let meta = std::fs::metadata(&real).ok()?;
+            (meta.is_file() || meta.is_dir()).then(|| (real, state.join(name)))
+        })
+        .collect()
+}
+
+/// Removes the link or file at `path`, never following it; a folder
+/// stays (a bind covers it).
+fn clear(path: &Path) -> Result<(), Refusal> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_dir() => Ok(()),
+        Ok(_) => std::fs::remove_file(path).map_err(|_| Refusal::UnsafePath),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(_) => Err(Refusal::UnsafePath),
     }
 }
 
@@ -564,6 +681,52 @@ mod tests {
         );
         assert_eq!(install_folder(Path::new("/srv/bin/fake-claude")), None);
         assert_eq!(shell_quote("/a b/it's"), r"'/a b/it'\''s'");
+    }
+
+    #[test]
+    fn the_human_s_setup_is_its_named_files_alone_and_a_link_left_for_it_is_cleared() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let claude = home.join(".claude");
+        std::fs::create_dir_all(claude.join("skills")).unwrap();
+        std::fs::create_dir_all(dir.path().join("kept/agents")).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("kept/agents"), claude.join("agents")).unwrap();
+        for file in ["CLAUDE.md", ".credentials.json", "settings.json"] {
+            std::fs::write(claude.join(file), "x").unwrap();
+        }
+        let state = dir.path().join("state");
+        std::fs::create_dir(&state).unwrap();
+        let config = r#"{"business":{"id":"acme","human":"alice",
+            "arbiters":{"technical":"lead","delivery":"lead"},
+            "roles":{"lead":{"authority":{"withinRole":[],"crossRole":[]}}}},
+            "agents":[{"role":"lead","harness":"claude-code","prompt":"go","userConfig":true}]}"#;
+        let spec = &crate::commands::team::UpConfig::parse(config, dir.path())
+            .unwrap()
+            .agents[0];
+        let vars = [(OsString::from("HOME"), home.clone().into_os_string())];
+        let mut bound = user_config(spec, &vars, &state);
+        bound.sort();
+        let real = |p: &Path| std::fs::canonicalize(p).unwrap();
+        let mut expected = vec![
+            (real(&claude.join("CLAUDE.md")), state.join("CLAUDE.md")),
+            (real(&dir.path().join("kept/agents")), state.join("agents")),
+            (real(&claude.join("skills")), state.join("skills")),
+        ];
+        expected.sort();
+        assert_eq!(bound, expected);
+        assert!(user_config(spec, &[], &state).is_empty());
+        // A link the agent left where a bind goes is removed, not
+        // followed; a folder stays.
+        let target = dir.path().join("target");
+        std::fs::write(&target, "mine").unwrap();
+        std::os::unix::fs::symlink(&target, state.join("CLAUDE.md")).unwrap();
+        std::fs::create_dir(state.join("skills")).unwrap();
+        clear(&state.join("CLAUDE.md")).unwrap();
+        clear(&state.join("skills")).unwrap();
+        clear(&state.join("commands")).unwrap();
+        assert!(std::fs::symlink_metadata(state.join("CLAUDE.md")).is_err());
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "mine");
+        assert!(state.join("skills").is_dir());
     }
 
     #[test]

@@ -397,7 +397,8 @@ pub(crate) fn build(making: &Making<'_>) -> Result<Plan, Refusal> {
 /// its program as found (absolute), `grants` what a harness `up` starts
 /// needs beyond it (its install folder read-only beside the system's, its
 /// run folder read-only and its state folder writable in the data root's
-/// tmpfs).
+/// tmpfs, with the human's own setup read-only in it under
+/// `"userConfig"`).
 fn walls(
     spec: &AgentSpec,
     sandbox: &Sandbox,
@@ -515,6 +516,12 @@ fn walls(
                 dest: file.clone(),
             });
         }
+        for (source, dest) in &grants.user {
+            mounts.push(Mount::ReadOnly {
+                source: source.clone(),
+                dest: dest.clone(),
+            });
+        }
     }
     mounts.push(Mount::RemountRo(places.data_root.clone()));
     if spec.network == Network::Proxy {
@@ -590,6 +597,7 @@ fn resolved_so_far(path: &Path) -> Option<PathBuf> {
 /// variables of `up`'s own ([`env::allowed`]), in a sandbox with `HOME` and
 /// `TMPDIR` its own; `MOSAIC_RUN_ID`, `MOSAIC_BUS_SINCE` (the feed's
 /// cursor at the launch), `MOSAIC_BUS_SOCKET` and the agents' `PATH`; the
+/// identity its git commits carry (`GIT_AUTHOR_*`, `GIT_COMMITTER_*`); the
 /// capability's descriptor (`MOSAIC_BUS_CAP_FD`, its number at the launch)
 /// or, for a harness without a sandbox, its file (`MOSAIC_BUS_CAP_FILE`:
 /// in a sandbox `sandbox-exec` sets it); a harness's own variables; and
@@ -608,6 +616,9 @@ fn env_of(making: &Making<'_>, sandboxed: bool, handoff: &Handoff) -> Env {
     env.set_at_launch(SINCE_ENV.into(), env::AtLaunch::Since);
     env.set(SOCKET_ENV.into(), making.socket.into());
     env.set("PATH".into(), making.path.into());
+    for (name, value) in making.spec.work.git.env() {
+        env.set(name.into(), value.into());
+    }
     match (handoff, sandboxed) {
         (Handoff::File { path, .. }, false) => env.set(CAP_FILE_ENV.into(), path.into()),
         (Handoff::Descriptor, _) | (Handoff::File { .. }, true) => {

@@ -36,6 +36,14 @@ fn spec(dir: &Path) -> AgentSpec {
         connections: 64,
         shared: false,
         life: crate::commands::team::LifeSpec::defaults(false),
+        work: crate::commands::team::WorkSpec {
+            tools: crate::commands::team::Tools::Bus,
+            git: crate::commands::team::GitIdentity {
+                name: "lead (acme)".into(),
+                email: "lead@acme.invalid".into(),
+            },
+            user_config: false,
+        },
     }
 }
 
@@ -355,9 +363,17 @@ fn the_examples_command_agents_have_exactly_this_command_line_and_environment() 
         expected.push(s(&root.join("host/usr/bin/sh")));
         expected.extend(agent.args.iter().cloned());
         assert_eq!(text(&plan.argv(&Launch::Described)), expected);
+        let (name, email) = (
+            format!("{} (acme)", agent.role.as_str()),
+            format!("{}@acme.invalid", agent.role.as_str()),
+        );
         assert_eq!(
             pairs(&plan.environment(&Launch::Described)),
             owned_pairs(&[
+                ("GIT_AUTHOR_EMAIL", &email),
+                ("GIT_AUTHOR_NAME", &name),
+                ("GIT_COMMITTER_EMAIL", &email),
+                ("GIT_COMMITTER_NAME", &name),
                 ("HOME", SANDBOX_HOME),
                 ("LANG", "C.UTF-8"),
                 ("MOSAIC_BUS_CAP_FD", "<cap-fd>"),
@@ -467,6 +483,10 @@ fn the_examples_harness_agents_have_exactly_this_command_line_and_environment() 
         let proxy = ["--proxy-socket", "/run/mosaic-bus/proxy.sock"];
         let mut env = vec![
             ("ANTHROPIC_API_KEY", "sk-key-value".to_owned()),
+            ("GIT_AUTHOR_EMAIL", format!("{role}@acme.invalid")),
+            ("GIT_AUTHOR_NAME", format!("{role} (acme)")),
+            ("GIT_COMMITTER_EMAIL", format!("{role}@acme.invalid")),
+            ("GIT_COMMITTER_NAME", format!("{role} (acme)")),
             ("HOME", SANDBOX_HOME.to_owned()),
             ("LANG", "C.UTF-8".to_owned()),
             ("MOSAIC_BUS_CAP_FD", "<cap-fd>".to_owned()),
@@ -504,10 +524,14 @@ fn the_examples_harness_agents_have_exactly_this_command_line_and_environment() 
                     &format!("--mcp-config={}", s(&run_dir.join("mcp.json"))),
                     &format!("--settings={}", s(&run_dir.join("settings.json"))),
                     "--allowedTools=mcp__mosaic-bus",
+                    // No workdir: the bus's tools alone.
+                    "--tools=",
+                    "--model=claude-sonnet-4-5",
                     "--",
                     prompt,
                 ]));
                 env.extend([
+                    ("ANTHROPIC_MODEL", "claude-sonnet-4-5".to_owned()),
                     ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".to_owned()),
                     ("CLAUDE_CONFIG_DIR", s(&state)),
                     ("DISABLE_AUTOUPDATER", "1".to_owned()),
@@ -527,7 +551,8 @@ fn the_examples_harness_agents_have_exactly_this_command_line_and_environment() 
                 expected.extend(owned(&["--mode", "rpc", "--provider", "anthropic"]));
                 expected.push("--session-dir".to_owned());
                 expected.push(s(&sessions));
-                expected.push("-e".to_owned());
+                expected.extend(owned(&["--no-builtin-tools"]));
+                expected.extend(owned(&["--model", "claude-sonnet-4-5", "-e"]));
                 expected.push(s(&run_dir.join("mosaic-bus.ts")));
                 env.extend([
                     ("MOSAIC_BUS_BIN", exe.clone()),
@@ -601,6 +626,10 @@ fn without_a_sandbox_the_command_is_the_program_or_a_harness_behind_its_wait() {
     assert_eq!(
         pairs(&plan.environment(&Launch::Described)),
         owned_pairs(&[
+            ("GIT_AUTHOR_EMAIL", "lead@acme.invalid"),
+            ("GIT_AUTHOR_NAME", "lead (acme)"),
+            ("GIT_COMMITTER_EMAIL", "lead@acme.invalid"),
+            ("GIT_COMMITTER_NAME", "lead (acme)"),
             ("HOME", "/home/alice"),
             ("LANG", "C.UTF-8"),
             ("MOSAIC_BUS_CAP_FD", "<cap-fd>"),
@@ -1150,8 +1179,9 @@ proptest! {
         })
         .unwrap();
         let env = pairs(&plan.environment(&Launch::Described));
-        let own = ["MOSAIC_BUS_CAP_FD", "MOSAIC_BUS_SINCE", "MOSAIC_BUS_SOCKET",
-                   "MOSAIC_RUN_ID", "PATH"];
+        let own = ["GIT_AUTHOR_EMAIL", "GIT_AUTHOR_NAME", "GIT_COMMITTER_EMAIL",
+                   "GIT_COMMITTER_NAME", "MOSAIC_BUS_CAP_FD", "MOSAIC_BUS_SINCE",
+                   "MOSAIC_BUS_SOCKET", "MOSAIC_RUN_ID", "PATH"];
         let mut expected: std::collections::BTreeMap<String, String> = vars
             .iter()
             .map(|(k, v)| (k.to_string_lossy().into_owned(), v.to_string_lossy().into_owned()))
