@@ -324,8 +324,13 @@ fn message(frame: &mut Frame<'_>, state: &State, area: Rect) {
         );
         return;
     };
+    let cites = if m.cites.is_some() {
+        "Enter opens the decision it cites, "
+    } else {
+        ""
+    };
     let title = format!(
-        " Message from {} ({}): r marks it read, j/k scroll, Esc back ",
+        " Message from {} ({}): {cites}r marks it read, j/k scroll, Esc back ",
         m.from,
         m.class_word()
     );
