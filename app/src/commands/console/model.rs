@@ -215,6 +215,8 @@ pub struct Message {
     pub class: Option<Shown>,
     /// The body's lines.
     pub body: Vec<Shown>,
+    /// The decision it cites, if any (`Enter` opens it).
+    pub cites: Option<DecisionId>,
     /// Whether the inbox cut its body, until its trail fills it in
     /// ([`Trail::fill_message`](super::trail::Trail::fill_message)).
     pub cut: bool,
@@ -235,6 +237,7 @@ impl From<&MessageView<'_>> for Message {
             },
             class: m.class.map(|c| Shown::of(c.as_str())),
             body: Shown::lines(&m.body),
+            cites: m.decision,
             cut: m.cut,
         }
     }

@@ -255,6 +255,17 @@ fn inbox(frame: &mut Frame<'_>, state: &State, now_ms: i64, area: Rect) {
     }
     for (i, d) in state.inbox().decisions.iter().enumerate() {
         rows.row(state.selected() == i, &decision_row(d, now_ms));
+        // A blocking decision stands out: yellow, or bold without colour.
+        if d.blocking {
+            if let Some(last) = rows.lines.pop() {
+                let style = if state.colour() {
+                    Style::default().fg(Color::Yellow)
+                } else {
+                    Style::default().add_modifier(Modifier::BOLD)
+                };
+                rows.lines.push(last.patch_style(style));
+            }
+        }
     }
     for (j, m) in state.inbox().messages.iter().enumerate() {
         let i = state.inbox().decisions.len() + j;
@@ -324,8 +335,13 @@ fn message(frame: &mut Frame<'_>, state: &State, area: Rect) {
         );
         return;
     };
+    let cites = if m.cites.is_some() {
+        "Enter opens the decision it cites, "
+    } else {
+        ""
+    };
     let title = format!(
-        " Message from {} ({}): r marks it read, j/k scroll, Esc back ",
+        " Message from {} ({}): {cites}r marks it read, j/k scroll, Esc back ",
         m.from,
         m.class_word()
     );
@@ -393,7 +409,18 @@ fn decision(frame: &mut Frame<'_>, state: &State, now_ms: i64, area: Rect) {
         " Grant: what resolving authorizes (the broker's, raised {} ago) ",
         age(now_ms, d.raised_ms)
     );
-    let grant_lines: Vec<Line<'static>> = grant_lines.iter().map(|l| bold(l)).collect();
+    // The raiser's line says GONE when its process is: red, like a
+    // failed run.
+    let grant_lines: Vec<Line<'static>> = grant_lines
+        .iter()
+        .map(|l| {
+            if l.starts_with("Raiser ") && l.contains(": GONE") {
+                alarm(state, bold(l))
+            } else {
+                bold(l)
+            }
+        })
+        .collect();
     frame.render_widget(
         Paragraph::new(grant_lines).block(framed(&title)),
         grant_area,

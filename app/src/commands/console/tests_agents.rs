@@ -211,3 +211,23 @@ fn up_s_lives_say_which_budget_limit_the_signal_and_the_harness_s_error() {
         "{text}"
     );
 }
+
+#[test]
+fn a_blocking_decision_is_yellow_in_the_inbox_and_plain_without_colour() {
+    let state = loaded(vec![
+        decision(ID, "release.publish", true),
+        decision("0190a2b4-0000-7000-8000-000000000002", "repo.merge", false),
+    ])
+    .with_colour(true);
+    let blocking = colour_of(&state, "release.publish on fix-42 · BLOCKS");
+    assert!(
+        !blocking.is_empty() && blocking.iter().all(|c| *c == Color::Yellow),
+        "{blocking:?}"
+    );
+    assert!(colour_of(&state, "repo.merge on fix-42").is_empty());
+    assert!(colour_of(
+        &state.with_colour(false),
+        "release.publish on fix-42 · BLOCKS"
+    )
+    .is_empty());
+}

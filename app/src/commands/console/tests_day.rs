@@ -141,3 +141,39 @@ fn the_help_shows_every_key_at_80x24() {
         );
     }
 }
+
+#[test]
+fn a_message_citing_a_decision_opens_it_and_so_does_a_change() {
+    let mut state = loaded(vec![decision(ID, "release.publish", true)]);
+    answer(
+        &mut state,
+        Request::Inbox,
+        Ok(json!([decision(ID, "release.publish", true),
+                  {"type": "message", "id": "0190a2b4-0000-7000-8000-000000000009",
+                   "from": "qa", "from_run": "qa-1", "to": "human", "class": null,
+                   "body": "see the decision", "corrects": null, "decision": ID,
+                   "in_reply_to": null, "request": null}])),
+    );
+    drain(&mut state);
+    keys(&mut state, &[Key::Char('j'), Key::Enter]);
+    assert_eq!(state.view(), View::Message);
+    state.handle_key(Key::Enter);
+    assert_eq!(state.view(), View::Decision);
+    assert_eq!(state.open().unwrap().decision.id.to_string(), ID);
+    // A change naming a decision that waits on nobody here opens its trail.
+    let other = "0190a2b4-0000-7000-8000-000000000077";
+    changes(
+        &mut state,
+        json!({"cursor": 9, "changes": [
+            {"seq": 9, "kind": "decision.raised", "decision": other}]}),
+    );
+    drain(&mut state);
+    state.show(View::Activity);
+    state.handle_key(Key::Enter);
+    assert_eq!(state.view(), View::Trail);
+    assert_eq!(state.trail().map(|(s, _)| s), Some(other));
+    assert_eq!(
+        drain(&mut state),
+        [super::state::Effect::Send(Request::Trail(other.to_owned()))]
+    );
+}

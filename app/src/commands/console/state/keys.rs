@@ -243,6 +243,24 @@ impl State {
                 }
             }
             Key::Enter if self.view == View::Run => self.open_wait(),
+            Key::Enter if self.view == View::Message => {
+                match self.message.as_ref().and_then(|m| m.cites) {
+                    Some(id) => self.open_or_trail(id),
+                    None => self.status = "this message cites no decision".to_owned(),
+                }
+            }
+            Key::Enter if self.view == View::Activity => {
+                // The Activity view lists the newest change first.
+                let change = self
+                    .activity
+                    .len()
+                    .checked_sub(self.selected + 1)
+                    .and_then(|i| self.activity.get(i));
+                match change.and_then(|c| c.decision) {
+                    Some(id) => self.open_or_trail(id),
+                    None => self.status = "this change names no decision".to_owned(),
+                }
+            }
             Key::Char('x') if matches!(self.view, View::Agents | View::Run) => self.ask_end(),
             Key::Char('S') if matches!(self.view, View::Agents | View::Run) => self.ask_start(),
             Key::Char('r') if matches!(self.view, View::Inbox | View::Message) => {
@@ -330,6 +348,11 @@ impl State {
         else {
             return;
         };
+        self.open_or_trail(id);
+    }
+
+    /// Decision `id` opened when it waits on the human; else its trail.
+    fn open_or_trail(&mut self, id: mosaic_domain::DecisionId) {
         match self.inbox.decisions.iter().find(|d| d.id == id).cloned() {
             Some(decision) => self.open_decision(decision),
             None => {
