@@ -35,7 +35,12 @@ use rustix::net::{
 };
 use socket2::Socket;
 
-use super::client::time_left;
+/// The time left until `deadline`, or `None` when it has (all but)
+/// passed: a zero timeout would mean "wait forever" to the kernel.
+fn time_left(deadline: Instant) -> Option<std::time::Duration> {
+    Some(deadline.saturating_duration_since(Instant::now()))
+        .filter(|left| *left >= std::time::Duration::from_millis(1))
+}
 
 /// The variable that names the inherited descriptor of the connector.
 pub const CONNECTOR_FD_ENV: &str = "MOSAIC_BUS_CONNECTOR_FD";
