@@ -18,10 +18,11 @@ use super::harness::activity::LifeEntry;
 use super::harness::Input;
 use super::launch::{kill_sandbox, signal_group};
 use super::life::{Effect, Exit, Phase, Spent, Why};
+use super::runs::Work;
 use super::runs::{describe, Agent};
 use super::sandbox::control::{Order as Command, Report, Stdin};
 use super::switch;
-use super::wake::{self, Work};
+use super::wake;
 use super::{RunningHost, READY_LINE};
 
 /// The order that starts its program: its input as the harness or the

@@ -527,9 +527,6 @@ fn an_idle_harness_run_sleeps_until_work_wakes_it_and_counts_no_restart() {
         life.handle_program_exit(t0 + s(10 + n), Exit::Status(0));
         assert_eq!(effects(&mut life), [Effect::Sleep]);
     }
-    // Done while running: nothing changes.
-    life.handle_done();
-    assert_eq!(life.phase(), Phase::Sleeping { launched: t0 });
     // Ended by someone else while asleep: no program to stop, the sandbox
     // goes at once, and later work wakes nothing.
     life.handle_ended(t0 + s(40));

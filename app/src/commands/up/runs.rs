@@ -22,7 +22,6 @@ use super::output::TranscriptEnd;
 use super::sandbox::bwrap::AbstractSockets;
 use super::sandbox::cgroup;
 use super::sandbox::control::Report;
-use super::wake::Work;
 use crate::commands::team::{AgentSpec, Network};
 
 /// What a thread tells the supervising loop.
@@ -40,6 +39,15 @@ pub(super) enum Event {
     Work { run: RunId, work: Work },
     /// A sleeping run can never be woken: its agent released its role.
     Released { run: RunId },
+}
+
+/// Work that arrived for a sleeping run ([`super::wake`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Work {
+    /// The feed's cursor after it.
+    pub(super) cursor: u64,
+    /// What the agent is told: each change, and which tool to call.
+    pub(super) prompt: String,
 }
 
 /// One agent of the configuration: how it lives, and its current run.

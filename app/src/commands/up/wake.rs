@@ -24,20 +24,11 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use super::harness::Input;
 use super::launch::SINCE_ENV;
-use super::runs::Event;
+use super::runs::{Event, Work};
 use super::sandbox::control::{Order, Stdin};
 
 /// How long one wait on the feed lasts before it is asked again.
 const WAIT: Duration = Duration::from_secs(60);
-
-/// Work that arrived for a sleeping run.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Work {
-    /// The feed's cursor after it.
-    pub(super) cursor: u64,
-    /// What the agent is told: each change, and which tool to call.
-    pub(super) prompt: String,
-}
 
 /// Starts a thread that waits on run `run`'s feed from `since`, as the
 /// run (`cap`), until a change concerning it arrives, and sends it as
