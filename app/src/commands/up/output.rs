@@ -307,7 +307,12 @@ impl Relays {
                 .take()
                 .map(|p| Box::new(p) as Box<dyn Read + Send>),
         ];
-        self.relay_pipes(role, (&file, cap), pipes.into_iter().flatten().collect(), None)
+        self.relay_pipes(
+            role,
+            (&file, cap),
+            pipes.into_iter().flatten().collect(),
+            None,
+        )
     }
 
     /// Starts a relay for each of `pipes` into `file`, its lines prefixed
