@@ -14,7 +14,11 @@
 //! the port is ready when the agent's first request comes. It then starts
 //! `mosaic-bus sandbox-bridge` with the listener as its standard input,
 //! after the seccomp filter and the Landlock scopes are in force (the
-//! bridge keeps them too), and only then executes the agent. The bridge is
+//! bridge keeps them too), waits for its `ready` line, which the bridge
+//! writes once it has made itself not dumpable (its own `exec` made it
+//! dumpable again), and only then executes the agent: the agent, of the
+//! same user, never opens the memory of this process, which may make the
+//! Unix sockets the agent may not. The bridge is
 //! thus the agent's child, inside the sandbox's PID namespace: it ends with
 //! the sandbox, when its init ends with the agent or when `up` kills it.
 //!

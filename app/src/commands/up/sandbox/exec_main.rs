@@ -29,6 +29,14 @@
 //! for a program that lost it a loopback bridge that checks its peer's
 //! user), and the proxy through the proxy's bridge.
 //!
+//! The supervisor and the bridges run as the program's user, without that
+//! filter, so each makes itself not dumpable before the program starts:
+//! the program then neither opens their memory (`/proc/<pid>/mem`) nor
+//! takes their descriptors (`pidfd_getfd`, which its filter refuses too),
+//! either of which would make a Unix socket through them. The program
+//! starts dumpable as before, since executing a readable binary resets the
+//! flag.
+//!
 //! # Descriptors
 //!
 //! bwrap passes every descriptor it inherits on to the command, and `up`
