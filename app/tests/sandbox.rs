@@ -43,6 +43,8 @@ mod outside;
 mod places;
 #[path = "sandbox/probe.rs"]
 mod probe;
+#[path = "sandbox/reach.rs"]
+mod reach;
 #[path = "sandbox/resources.rs"]
 mod resources;
 #[path = "sandbox/sockets.rs"]

@@ -13,8 +13,8 @@
 //!   private folder before it sends `ready`, and the agent's program is
 //!   started behind a `sh` that waits for that line.
 
-use std::io::{self, Read, Write};
-use std::os::fd::AsFd;
+use std::io::{self, Write};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::path::Path;
 
 use mosaic_adapters::fs::create_private_file;
@@ -56,17 +56,27 @@ pub(crate) fn wait_ready() -> io::Result<()> {
     }
 }
 
-/// Copies the capability on descriptor `fd` (read from its start through
-/// `/proc/self/fd`) into a new private file at `to`.
+/// Copies the capability on `fd` (read from its start, at an offset, so
+/// neither the descriptor's position nor `/proc/self`, which a process
+/// that is not dumpable may not open, is involved) into a new private file
+/// at `to`.
 ///
 /// # Errors
 /// `bad-capability` when the descriptor does not hold one; the codes of
 /// [`write_cap`].
-pub(crate) fn copy_cap(fd: i32, to: &Path) -> Result<(), Refusal> {
-    let mut text = String::new();
-    std::fs::File::open(format!("/proc/self/fd/{fd}"))
-        .and_then(|f| f.take(130).read_to_string(&mut text))
-        .map_err(|_| Refusal::BadCapability)?;
+pub(crate) fn copy_cap(fd: BorrowedFd<'_>, to: &Path) -> Result<(), Refusal> {
+    let mut bytes = [0u8; 130];
+    let mut read = 0;
+    while read < bytes.len() {
+        let offset = u64::try_from(read).map_err(|_| Refusal::BadCapability)?;
+        match rustix::io::pread(fd, &mut bytes[read..], offset) {
+            Ok(0) => break,
+            Ok(n) => read += n,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(_) => return Err(Refusal::BadCapability),
+        }
+    }
+    let text = std::str::from_utf8(&bytes[..read]).map_err(|_| Refusal::BadCapability)?;
     let cap = Capability::parse(text.trim_end_matches('\n'))?;
     write_cap(&cap, to)
 }
@@ -97,7 +107,7 @@ pub(crate) fn null_stdin() -> io::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use std::os::fd::AsRawFd;
+    use std::os::fd::AsFd;
     use std::os::unix::fs::PermissionsExt;
 
     use super::*;
@@ -109,14 +119,14 @@ mod tests {
         let source = crate::commands::up::launch::cap_memfd().unwrap();
         crate::commands::up::launch::fill_and_seal(&source, &cap).unwrap();
         let to = dir.path().join("cap");
-        copy_cap(source.as_raw_fd(), &to).unwrap();
+        copy_cap(source.as_fd(), &to).unwrap();
         assert_eq!(
             std::fs::read_to_string(&to).unwrap(),
             format!("{}\n", cap.expose())
         );
         let mode = std::fs::metadata(&to).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
-        assert_eq!(copy_cap(source.as_raw_fd(), &to), Err(Refusal::UnsafePath));
+        assert_eq!(copy_cap(source.as_fd(), &to), Err(Refusal::UnsafePath));
         // A link planted where the file goes is not followed.
         let link = dir.path().join("link");
         std::os::unix::fs::symlink(dir.path().join("elsewhere"), &link).unwrap();
@@ -125,9 +135,6 @@ mod tests {
         // An empty descriptor (before `ready`) holds no capability.
         let empty = crate::commands::up::launch::cap_memfd().unwrap();
         let other = dir.path().join("other");
-        assert_eq!(
-            copy_cap(empty.as_raw_fd(), &other),
-            Err(Refusal::BadCapability)
-        );
+        assert_eq!(copy_cap(empty.as_fd(), &other), Err(Refusal::BadCapability));
     }
 }

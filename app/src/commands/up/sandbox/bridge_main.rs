@@ -14,7 +14,11 @@
 //! the port is ready when the agent's first request comes. It then starts
 //! `mosaic-bus sandbox-bridge` with the listener as its standard input,
 //! after the seccomp filter and the Landlock scopes are in force (the
-//! bridge keeps them too), and only then executes the agent. The bridge is
+//! bridge keeps them too), waits for its `ready` line, which the bridge
+//! writes once it has made itself not dumpable (its own `exec` made it
+//! dumpable again), and only then executes the agent: the agent, of the
+//! same user, never opens the memory of this process, which may make the
+//! Unix sockets the agent may not. The bridge is
 //! thus the agent's child, inside the sandbox's PID namespace: it ends with
 //! the sandbox, when its init ends with the agent or when `up` kills it.
 //!
@@ -35,8 +39,14 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use rustix::process::DumpableBehavior;
+
 /// The subcommand that runs the bridge (hidden from the help).
 pub(crate) const BRIDGE_SUBCOMMAND: &str = "sandbox-bridge";
+
+/// What the bridge writes on its standard output, the only thing it ever
+/// writes there, once it is no longer dumpable.
+pub(crate) const BRIDGE_READY: &str = "ready\n";
 
 /// The most connections the bridge carries at once; the proxy outside has
 /// its own, smaller cap, and answers past it.
@@ -64,6 +74,18 @@ pub fn main(args: SandboxBridgeArgs) -> ExitCode {
     // agent: every inherited descriptor above 2 closes as it is dropped.
     if let Err(e) = mosaic_adapters::sys::take_inherited() {
         eprintln!("mosaic-bus sandbox-bridge: closing the inherited descriptors: {e}");
+        return ExitCode::from(2);
+    }
+    // Out of the agent's reach before the agent starts, which
+    // `sandbox-exec` holds back until the line below: see
+    // `sandbox-exec`'s own.
+    let ready = rustix::process::set_dumpable_behavior(DumpableBehavior::NotDumpable)
+        .map_err(io::Error::from)
+        .and_then(|()| io::stdout().write_all(BRIDGE_READY.as_bytes()))
+        .and_then(|()| std::fs::File::open("/dev/null"))
+        .and_then(|null| rustix::stdio::dup2_stdout(&null).map_err(io::Error::from));
+    if let Err(e) = ready {
+        eprintln!("mosaic-bus sandbox-bridge: making itself not dumpable: {e}");
         return ExitCode::from(2);
     }
     let listener = match io::stdin().as_fd().try_clone_to_owned() {

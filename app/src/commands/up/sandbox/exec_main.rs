@@ -29,6 +29,14 @@
 //! for a program that lost it a loopback bridge that checks its peer's
 //! user), and the proxy through the proxy's bridge.
 //!
+//! The supervisor and the bridges run as the program's user, without that
+//! filter, so each makes itself not dumpable before the program starts:
+//! the program then neither opens their memory (`/proc/<pid>/mem`) nor
+//! takes their descriptors (`pidfd_getfd`, which its filter refuses too),
+//! either of which would make a Unix socket through them. The program
+//! starts dumpable as before, since executing a readable binary resets the
+//! flag.
+//!
 //! # Descriptors
 //!
 //! bwrap passes every descriptor it inherits on to the command, and `up`
@@ -52,7 +60,9 @@ use std::net::{Ipv4Addr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use super::bridge_main::BRIDGE_SUBCOMMAND;
+use rustix::process::DumpableBehavior;
+
+use super::bridge_main::{BRIDGE_READY, BRIDGE_SUBCOMMAND};
 use super::bwrap::scopes;
 use super::connector;
 use super::network::PROXY_PORT;
@@ -418,6 +428,17 @@ fn exec(
             _ => drop(fd),
         }
     }
+    // Out of the program's reach from here on, though it runs as the same
+    // user: a process that is not dumpable opens its memory
+    // (`/proc/<pid>/mem`) and its descriptors (`pidfd_getfd`) only to one
+    // with `CAP_SYS_PTRACE`, and this one keeps what the program's filters
+    // do not bind (the connector's thread, which makes Unix sockets). The
+    // program is dumpable as before: executing a readable binary makes a
+    // process dumpable again.
+    if let Err(e) = rustix::process::set_dumpable_behavior(DumpableBehavior::NotDumpable) {
+        eprintln!("mosaic-bus sandbox-exec: making itself not dumpable: {e}");
+        return 127;
+    }
     // The process cap, counted in the sandbox's own user namespace.
     let cap = rustix::process::Rlimit {
         current: Some(walls.processes),
@@ -504,7 +525,10 @@ fn exec(
         let copied = capfile::wait_ready()
             .map_err(|e| e.to_string())
             .and_then(|()| {
-                capfile::copy_cap(keep, Path::new(capfile::SANDBOX_CAP_FILE))
+                let capability = capability.as_ref().map(std::os::fd::AsFd::as_fd);
+                capability
+                    .ok_or(mosaic_domain::Refusal::BadCapability)
+                    .and_then(|fd| capfile::copy_cap(fd, Path::new(capfile::SANDBOX_CAP_FILE)))
                     .map_err(|r| r.code().to_owned())
             });
         if let Err(why) = copied {
@@ -554,19 +578,31 @@ fn start(socket: &Path, forwards: &[u16]) -> io::Result<Vec<(&'static str, Strin
 }
 
 /// Binds `127.0.0.1:port` and starts a bridge on it toward `socket`,
-/// opening each connection with a `CONNECT` to `connect` when given.
+/// opening each connection with a `CONNECT` to `connect` when given;
+/// returns once the bridge says it is out of the program's reach (no
+/// longer dumpable), which its `exec` had undone.
 fn spawn(socket: &Path, port: u16, connect: Option<String>) -> io::Result<()> {
+    use std::io::Read as _;
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, port))?;
     let exe = std::env::current_exe()?;
-    Command::new(exe)
+    let mut bridge = Command::new(exe)
         .arg(BRIDGE_SUBCOMMAND)
         .arg("--socket")
         .arg(socket)
         .args(connect.iter().flat_map(|target| ["--connect", target]))
         .stdin(Stdio::from(std::os::fd::OwnedFd::from(listener)))
-        .stdout(Stdio::null())
-        .spawn()
-        .map(drop)
+        .stdout(Stdio::piped())
+        .spawn()?;
+    // The bridge writes its line, then lets go of the pipe.
+    let mut said = Vec::new();
+    if let Some(out) = bridge.stdout.take() {
+        out.take(64).read_to_end(&mut said)?;
+    }
+    if said == BRIDGE_READY.as_bytes() {
+        Ok(())
+    } else {
+        Err(io::Error::other("the bridge did not start"))
+    }
 }
 
 #[cfg(test)]

@@ -33,7 +33,7 @@
 
 use std::ffi::OsString;
 use std::io::{self, BufRead, BufReader, Read, Write};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -213,7 +213,7 @@ fn start(
     }
     if program.cap_file {
         if let Some(capability) = program.capability.take() {
-            capfile::copy_cap(capability.as_raw_fd(), Path::new(capfile::SANDBOX_CAP_FILE))
+            capfile::copy_cap(capability.as_fd(), Path::new(capfile::SANDBOX_CAP_FILE))
                 .map_err(|r| io::Error::other(r.code()))?;
             // The file replaces the descriptor.
             drop(capability);
