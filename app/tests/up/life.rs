@@ -1,14 +1,15 @@
 //! A run's life under `up`, with `sh` agents in real bwrap sandboxes: an
 //! end frees the role, a failed program starts again inside its run, the
-//! restart limit and the budget end runs, the human's `run.end` stops the
-//! sandbox, and launching switched off starts no agent until the human
-//! switches it on. The human's verbs go through the real human CLI, from
+//! restart limit and the budget end runs, the human's `run.end` and a
+//! human-approved `role.revoke` stop the sandbox, and launching switched
+//! off starts no agent until the human switches it on. The human's verbs go through the real human CLI, from
 //! a clean session.
 
 use std::os::unix::process::ExitStatusExt;
 use std::time::Instant;
 
 use super::support::detached::{detached, Outcome, Pending};
+use super::support::POLL;
 use super::*;
 
 /// One human verb on business `x`, through `mosaic-bus human SOCKET`.
@@ -418,4 +419,209 @@ fn a_program_restarted_in_its_run_uses_an_approval_it_raised_before_it_failed() 
     let (status, _, stderr) = up.finish();
     assert_eq!(status.code(), Some(0), "{stderr}");
     assert!(!stderr.contains("an agent failed"), "{stderr}");
+}
+
+/// lead's program: once dev says it holds its role, raises the gated
+/// `role.revoke` of dev's role, waits for the human's answer on its change
+/// feed, and spends the approval.
+const REVOKES_DEV: &str = r#"set -u
+read _
+mosaic-bus call role.claim >/dev/null || exit 6
+cursor=$MOSAIC_BUS_SINCE
+until mosaic-bus call message.receive | grep -q '"id":"'; do
+  answer=$(mosaic-bus call changes "{\"since\":$cursor,\"timeoutMs\":60000}") || exit 7
+  cursor=$(printf '%s\n' "$answer" | sed -n 's/.*"cursor":\([0-9]*\).*/\1/p')
+done
+answer=$(mosaic-bus call decision.raise '{"action":"role.revoke","target":"dev","question":"May I stop dev?","options":[{"key":"yes","text":"Stop it"},{"key":"no","text":"Let it run"}],"recommendation":"yes","blocking":false}') || exit 8
+d=$(printf '%s\n' "$answer" | sed -n 's/.*"id":"\([^"]*\)".*/\1/p')
+echo "raised $d"
+answer=
+until printf '%s\n' "${answer:-}" | grep -q '"decision.resolved"'; do
+  answer=$(mosaic-bus call changes "{\"since\":$cursor,\"timeoutMs\":60000}") || exit 9
+  cursor=$(printf '%s\n' "$answer" | sed -n 's/.*"cursor":\([0-9]*\).*/\1/p')
+done
+mosaic-bus call role.revoke "{\"role\":\"dev\",\"decision\":\"$d\"}" >/dev/null || exit 10
+echo "revoked dev"
+"#;
+
+/// dev's program, a runaway: it claims and then loops without end,
+/// ignoring SIGTERM and every refusal. Each turn makes a bus call (a
+/// `changes` wait, so a quiet turn takes a second) and appends how it was
+/// answered to `TURNS`; after its first turn it tells lead, so a turn
+/// answered while it held its role comes before any revoke.
+const RUNS_AWAY: &str = r#"set -u
+trap '' TERM
+read _
+mosaic-bus call role.claim >/dev/null || exit 6
+cursor=$MOSAIC_BUS_SINCE
+told=
+while :; do
+  if answer=$(mosaic-bus call changes "{\"since\":$cursor,\"timeoutMs\":1000}" 2>&1); then
+    cursor=$(printf '%s\n' "$answer" | sed -n 's/.*"cursor":\([0-9]*\).*/\1/p')
+    echo ok >> "TURNS"
+    if [ -z "$told" ]; then
+      told=yes
+      echo claimed
+      mosaic-bus call message.send '{"to":"lead","body":"I hold dev."}' >/dev/null || exit 7
+    fi
+  else
+    echo "refused $answer" >> "TURNS"
+  fi
+done
+"#;
+
+/// A process by its pid and its start time (so a reused pid is not it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Process {
+    pid: u32,
+    start: u64,
+}
+
+impl Process {
+    /// The process `pid` now, if it runs (a zombie does not).
+    fn of(pid: u32) -> Option<Process> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let close = stat.rfind(')')?;
+        let fields: Vec<&str> = stat[close + 2..].split(' ').collect();
+        if fields.first() == Some(&"Z") {
+            return None;
+        }
+        let start = fields.get(19)?.parse().ok()?;
+        Some(Process { pid, start })
+    }
+
+    fn alive(self) -> bool {
+        Process::of(self.pid) == Some(self)
+    }
+}
+
+/// One call of `verb` as the reader whose capability is in `cap`.
+fn read_as(root: &Path, cap: &Path, verb: &str, args: Value) -> Value {
+    let out = Command::new(BIN)
+        .args(["call", verb])
+        .arg(args.to_string())
+        .arg("--cap-file")
+        .arg(cap)
+        .arg("--socket")
+        .arg(root.join("bus/bus.sock"))
+        .output()
+        .expect("mosaic-bus call");
+    let answer: Value = serde_json::from_slice(&out.stdout).expect("the call's JSON");
+    assert_eq!(answer["ok"], true, "{answer}");
+    answer["result"].clone()
+}
+
+#[test]
+fn a_revoked_run_is_stopped_and_its_capability_refused() {
+    const GRACE: Duration = Duration::from_secs(3);
+    let dir = tempfile::tempdir().expect("dir");
+    let root = tempfile::tempdir().expect("data root");
+    // Writable, so outside the configuration's folder.
+    let work = tempfile::tempdir().expect("dev's workdir");
+    let turns = work.path().join("turns");
+    let runs_away = RUNS_AWAY.replace("TURNS", &turns.display().to_string());
+    let path = dir.path().join("up.json");
+    let nobody = json!({"withinRole": ["message.send"], "crossRole": []});
+    let config = json!({
+        "business": {"id": "x", "human": "alice",
+                     "arbiters": {"technical": "lead", "delivery": "lead"},
+                     "roles": {"lead": {"authority": nobody}, "dev": {"authority": nobody}}},
+        "agents": [
+            {"role": "lead", "harness": "pi", "command": ["sh", "-c", REVOKES_DEV]},
+            {"role": "dev", "harness": "pi", "workdir": work.path(),
+             "stopGraceS": GRACE.as_secs(), "command": ["sh", "-c", runs_away]},
+        ],
+    });
+    std::fs::write(&path, config.to_string()).expect("write config");
+    let (up, summary) = start_up(&path, root.path(), &[]);
+    let reader = PathBuf::from(summary["readerCap"].as_str().expect("readerCap"));
+    let dev = &summary["agents"][1];
+    assert_eq!(dev["role"], "dev", "{summary}");
+    let run = dev["run"].as_str().expect("run").to_owned();
+    let bwrap = u32::try_from(dev["pid"].as_u64().expect("pid")).expect("pid");
+    let bwrap = Process::of(bwrap).expect("dev's sandbox runs");
+
+    // dev claims (its program then runs) and lead raises the revoke; their
+    // lines may come in either order.
+    let mut seen = Vec::new();
+    let (mut claimed, mut raised) = (None, None);
+    while claimed.is_none() || raised.is_none() {
+        let line = up.stderr.recv_timeout(WAIT).expect("a line on stderr");
+        seen.push(line.clone());
+        if line == "dev: claimed" {
+            let programs: Vec<Process> = descendants_named(bwrap.pid, "sh")
+                .into_iter()
+                .filter_map(Process::of)
+                .collect();
+            assert!(!programs.is_empty(), "dev's program runs");
+            claimed = Some(programs);
+        } else if let Some(id) = line.strip_prefix("lead: raised ") {
+            raised = Some(id.to_owned());
+        }
+    }
+    let (programs, id) = (claimed.expect("claimed"), raised.expect("raised"));
+    human(
+        root.path(),
+        "decision.resolve",
+        json!({"id": id, "choice": "yes"}),
+    )
+    .ok();
+
+    // The revoke ends dev's run, and up hears of it and stops the sandbox.
+    let ended = loop {
+        let line = up.stderr.recv_timeout(WAIT).expect("a line on stderr");
+        seen.push(line.clone());
+        if line.contains("the run was ended, and its sandbox is stopped")
+            && line.contains(&format!("run=\"{run}\""))
+        {
+            break line;
+        }
+    };
+    let heard = Instant::now();
+    assert!(ended.contains("cause=\"revoked\""), "{ended}");
+    let trail = read_as(root.path(), &reader, "trail", json!({"subject": id}));
+    assert_eq!(entry(&trail, "role.revoked")["run"], run, "{trail}");
+    let agents = read_as(root.path(), &reader, "agents", json!({}));
+    let row = agents
+        .as_array()
+        .expect("rows")
+        .iter()
+        .find(|r| r["run"] == run)
+        .unwrap_or_else(|| panic!("{run} in {agents}"));
+    assert_eq!(row["ended"]["cause"], "revoked", "{row}");
+    assert_eq!(row["holding"], false, "{row}");
+
+    // dev's program ignores SIGTERM: the sandbox is killed whole after
+    // its grace, and nothing of it runs, well within a generous bound.
+    let deadline = heard + GRACE + Duration::from_secs(30);
+    while bwrap.alive() || programs.iter().any(|p| p.alive()) {
+        assert!(
+            Instant::now() < deadline,
+            "dev's sandbox outlived its grace"
+        );
+        std::thread::sleep(POLL);
+    }
+    let written = std::fs::metadata(&turns).expect("dev's turns").len();
+
+    let (status, _, rest) = up.finish();
+    seen.push(rest);
+    let stderr = seen.join("\n");
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("lead: revoked dev"), "{stderr}");
+    assert!(!stderr.contains("an agent failed"), "{stderr}");
+    // Once its sandbox is gone, dev's file stops growing.
+    let after = std::fs::read_to_string(&turns).expect("dev's turns");
+    assert_eq!(after.len() as u64, written, "{after}");
+    // dev worked while it held its role, and from its end on every call of
+    // its capability was refused.
+    let lines: Vec<&str> = after.lines().collect();
+    let first_refused = lines
+        .iter()
+        .position(|l| l.starts_with("refused"))
+        .unwrap_or_else(|| panic!("no refusal in {after}"));
+    assert!(lines[..first_refused].iter().all(|l| *l == "ok"), "{after}");
+    assert!(first_refused > 0, "{after}");
+    for line in &lines[first_refused..] {
+        assert!(line.contains("run-revoked"), "{after}");
+    }
 }
