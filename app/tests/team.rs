@@ -230,7 +230,7 @@ fn lead_on_claude_code_and_dev_on_pi_run_the_example_flow_in_up_s_sandbox_with_t
     tmux.wait_for("release.publish on login-fix", FLOW);
     agents_view(&tmux);
     tmux.wait_for("· WAITING ON YOU · pi ·", WAIT);
-    let working = tmux.wait_for("      last tool decision_raise, ", WAIT);
+    let working = tmux.wait_for("the agent's own word: last tool decision_raise, ", WAIT);
     eprintln!("the Agents view, dev waiting:\n{working}");
     tmux.keys(&["]"]);
     tmux.wait_for("May I publish the login fix?", WAIT);
@@ -247,13 +247,13 @@ fn lead_on_claude_code_and_dev_on_pi_run_the_example_flow_in_up_s_sandbox_with_t
         has_results(requests, "lead", 7) && has_results(requests, "dev", 6)
     });
     agents_view(&tmux);
-    let lead_exited = "· EXITED with status 0 · claude-code ·";
-    let dev_exited = "· EXITED with status 0 · pi ·";
+    let lead_exited = "· ENDED (exited, status 0) · claude-code ·";
+    let dev_exited = "· ENDED (exited, status 0) · pi ·";
     tmux.wait_for(lead_exited, FLOW);
     let agents = tmux.wait_for(dev_exited, FLOW);
     eprintln!("the Agents view:\n{agents}");
     assert_eq!(
-        agents.matches("      last tool role_release, ").count(),
+        agents.matches("the agent's own word: last tool role_release, ").count(),
         2,
         "{agents}"
     );

@@ -85,6 +85,7 @@ say b_calls "$n"
 echo >./b-done"#;
     let mut prober = layout.agent("a", &a);
     prober["network"] = json!("proxy");
+    prober["read"] = json!([hold]);
     prober["allow"] = json!([format!("127.0.0.1:{port}")]);
     prober["shared"] = json!(true);
     let mut other = layout.agent("b", b);

@@ -100,6 +100,7 @@ say done yes
     );
     let mut agent = layout.agent("a", &body);
     agent["network"] = json!(network);
+    agent["read"] = json!([script]);
     let config = layout.config(sandbox, json!({}), vec![agent]);
     layout.stay(&config, &[], |_| ())
 }

@@ -84,7 +84,7 @@ say done yes
 "#
     ));
     let mut agent = layout.agent("a", &body);
-    agent["read"] = json!([shared]);
+    agent["read"] = json!([shared, script]);
     agent["network"] = json!(network);
     let config = layout.config(sandbox, json!({}), vec![agent]);
     layout.stay(&config, &[], |_| ())
