@@ -22,10 +22,10 @@ mod support;
 #[path = "support/model.rs"]
 mod model;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
-use model::{Model, Request, Step};
+use model::{harness_bin, Model, Request, Step};
 use mosaic_domain::{CallerKind, Verb};
 use serde_json::{json, Value};
 use support::tmux::Tmux;
@@ -33,23 +33,6 @@ use support::{config, data_root, Broker, BIN, WAIT};
 
 /// The bound on each wait for a step of the flow.
 const FLOW: Duration = Duration::from_secs(240);
-
-/// The folder of the real `claude` and `pi`: the test fails, not skips,
-/// when they are absent.
-fn harness_bin() -> PathBuf {
-    let dir = match std::env::var_os("MOSAIC_TEST_HARNESS_BIN") {
-        Some(dir) => PathBuf::from(dir),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/node_modules/.bin"),
-    };
-    for name in ["claude", "pi"] {
-        assert!(
-            dir.join(name).exists(),
-            "{name} is not in {} (run .ci/harness-deps)",
-            dir.display()
-        );
-    }
-    dir
-}
 
 /// The names of the tools `mosaic-bus mcp --tools` lists (what the MCP
 /// server answers to `tools/list`, and what the pi extension registers),
@@ -253,7 +236,9 @@ fn lead_on_claude_code_and_dev_on_pi_run_the_example_flow_in_up_s_sandbox_with_t
     let agents = tmux.wait_for(dev_exited, FLOW);
     eprintln!("the Agents view:\n{agents}");
     assert_eq!(
-        agents.matches("the agent's own word: last tool role_release, ").count(),
+        agents
+            .matches("the agent's own word: last tool role_release, ")
+            .count(),
         2,
         "{agents}"
     );

@@ -21,30 +21,14 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use model::{Model, Request, Step};
+use model::{harness_bin, Model, Request, Step};
 use serde_json::{json, Value};
+use support::procs::descendants_named;
 use support::{data_root, BIN};
 
 /// The bound on each wait: a harness starts in seconds, idles for the
 /// hook's 10 s, and a loaded 2-core machine is slow.
 const FLOW: Duration = Duration::from_secs(120);
-
-/// The folder of the real `claude` and `pi`: the test fails, not skips,
-/// when they are absent.
-fn harness_bin() -> PathBuf {
-    let dir = match std::env::var_os("MOSAIC_TEST_HARNESS_BIN") {
-        Some(dir) => PathBuf::from(dir),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/node_modules/.bin"),
-    };
-    for name in ["claude", "pi"] {
-        assert!(
-            dir.join(name).exists(),
-            "{name} is not in {} (run .ci/harness-deps)",
-            dir.display()
-        );
-    }
-    dir
-}
 
 /// A running `up`, its stderr read line by line on a thread.
 struct Up {
@@ -154,43 +138,6 @@ impl Up {
             panic!("up did not stop within {FLOW:?}");
         }
     }
-}
-
-/// The pids of the processes below `pid` whose name is `comm`.
-fn descendants_named(pid: u32, comm: &str) -> Vec<u32> {
-    let mut parents = std::collections::HashMap::new();
-    let mut names = std::collections::HashMap::new();
-    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
-        let Ok(p) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
-            continue;
-        };
-        let ppid = stat[close + 2..]
-            .split(' ')
-            .nth(1)
-            .and_then(|s| s.parse::<u32>().ok());
-        if let Some(ppid) = ppid {
-            parents.insert(p, ppid);
-            names.insert(p, stat[open + 1..close].to_owned());
-        }
-    }
-    let under = |mut p: u32| loop {
-        match parents.get(&p) {
-            Some(&parent) if parent == pid => return true,
-            Some(&parent) if parent > 1 => p = parent,
-            Some(_) | None => return false,
-        }
-    };
-    names
-        .iter()
-        .filter(|(p, name)| name.as_str() == comm && under(**p))
-        .map(|(p, _)| *p)
-        .collect()
 }
 
 /// A new fifo at `path`.

@@ -26,6 +26,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -513,6 +514,23 @@ pub fn stream_events(request: &Value, blocks: &[Value]) -> String {
             )
         })
         .collect()
+}
+
+/// The folder of the real `claude` and `pi`: the test fails, not skips,
+/// when they are absent.
+pub fn harness_bin() -> PathBuf {
+    let dir = match std::env::var_os("MOSAIC_TEST_HARNESS_BIN") {
+        Some(dir) => PathBuf::from(dir),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/node_modules/.bin"),
+    };
+    for name in ["claude", "pi"] {
+        assert!(
+            dir.join(name).exists(),
+            "{name} is not in {} (run .ci/harness-deps)",
+            dir.display()
+        );
+    }
+    dir
 }
 
 #[cfg(test)]

@@ -333,20 +333,10 @@ fn a_transcript_holds_no_raw_control_byte_of_the_harness() {
     }
 }
 
-/// The real Claude Code: `tests/node_modules/.bin/claude`, as
-/// `.ci/harness-deps` installs it from `tests/package.json`, or the one in
-/// the folder `MOSAIC_TEST_HARNESS_BIN` names. The test fails without it.
+/// The real Claude Code, where [`harness_bin`](super::model::harness_bin)
+/// finds it.
 fn real_claude() -> PathBuf {
-    let program = match std::env::var_os("MOSAIC_TEST_HARNESS_BIN") {
-        Some(dir) => PathBuf::from(dir).join("claude"),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/node_modules/.bin/claude"),
-    };
-    assert!(
-        program.exists(),
-        "the real Claude Code is not at {} (run .ci/harness-deps)",
-        program.display()
-    );
-    program
+    super::model::harness_bin().join("claude")
 }
 
 #[test]

@@ -9,6 +9,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::time::Instant;
 
 use super::support::detached::{detached, Outcome, Pending};
+use super::support::procs::descendants_named;
 use super::support::POLL;
 use super::*;
 
@@ -245,43 +246,6 @@ fn after_up_is_killed_outright_and_unlocked_the_dead_runs_role_is_claimable() {
         stderr.contains("the run's process is gone: the run ended"),
         "{stderr}"
     );
-}
-
-/// Every descendant of `pid` whose command name is `comm`.
-fn descendants_named(pid: u32, comm: &str) -> Vec<u32> {
-    let mut parents = std::collections::HashMap::new();
-    let mut names = std::collections::HashMap::new();
-    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
-        let Ok(p) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
-            continue;
-        };
-        let ppid = stat[close + 2..]
-            .split(' ')
-            .nth(1)
-            .and_then(|s| s.parse::<u32>().ok());
-        if let Some(ppid) = ppid {
-            parents.insert(p, ppid);
-            names.insert(p, stat[open + 1..close].to_owned());
-        }
-    }
-    let under = |mut p: u32| loop {
-        match parents.get(&p) {
-            Some(&parent) if parent == pid => return true,
-            Some(&parent) if parent > 1 => p = parent,
-            Some(_) | None => return false,
-        }
-    };
-    names
-        .iter()
-        .filter(|(p, name)| name.as_str() == comm && under(**p))
-        .map(|(p, _)| *p)
-        .collect()
 }
 
 #[test]

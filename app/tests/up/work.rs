@@ -10,28 +10,11 @@
 //! Every wait is on the model's recorded requests or on `up`'s exit,
 //! bounded by [`FLOW`]: node programs start slowly on a loaded machine.
 
-use super::model::{self, Model, Request, Step};
+use super::model::{self, harness_bin, Model, Request, Step};
 use super::*;
 
 /// The bound on an agent's whole script.
 const FLOW: Duration = Duration::from_secs(240);
-
-/// The folder of the real `claude` and `pi`: the test fails, not skips,
-/// when they are absent.
-fn harness_bin() -> PathBuf {
-    let dir = match std::env::var_os("MOSAIC_TEST_HARNESS_BIN") {
-        Some(dir) => PathBuf::from(dir),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/node_modules/.bin"),
-    };
-    for name in ["claude", "pi"] {
-        assert!(
-            dir.join(name).exists(),
-            "{name} is not in {} (run .ci/harness-deps)",
-            dir.display()
-        );
-    }
-    dir
-}
 
 /// What the tests print when they pass: the model's next request must
 /// hold it.

@@ -25,6 +25,21 @@ use super::switch;
 use super::wake;
 use super::{RunningHost, READY_LINE};
 
+/// Orders `agent`'s supervisor to start its program with `order`; a
+/// supervisor that takes no order is logged, and the run's end will say
+/// the rest.
+fn send_start(agent: &mut Agent, order: &Command) {
+    if let Some(control) = &mut agent.control {
+        if let Err(e) = control.order(order) {
+            tracing::warn!(
+                run = agent.run.as_str(),
+                cause = e.to_string().as_str(),
+                "the sandbox's supervisor took no start"
+            );
+        }
+    }
+}
+
 /// The order that starts its program: its input as the harness or the
 /// command reads it (`ready` for a command; pi's prompt, the pipe held
 /// open; nothing for Claude Code).
@@ -127,15 +142,7 @@ impl RunningHost {
             restarts = agent.restarts,
             "the agent's program starts again in its run"
         );
-        if let Some(control) = &mut agent.control {
-            if let Err(e) = control.order(&order) {
-                tracing::warn!(
-                    run = agent.run.as_str(),
-                    cause = e.to_string().as_str(),
-                    "the sandbox's supervisor took no start"
-                );
-            }
-        }
+        send_start(agent, &order);
         self.activities.restarted(agent.run.as_str(), now);
         if let Some(broker) = &self.broker {
             broker.note_restart(&agent.run);
@@ -220,7 +227,7 @@ impl RunningHost {
             (None, _) | (_, None) => {
                 tracing::warn!(
                     run = agent.run.as_str(),
-                    "the agent's arguments are not text: it starts again without its                      conversation"
+                    "the agent's arguments are not text: it starts again without its conversation"
                 );
                 start_order(agent)
             }
@@ -232,15 +239,7 @@ impl RunningHost {
             cursor = work.cursor,
             "work arrived: the agent's program starts again in its run, its conversation resumed"
         );
-        if let Some(control) = &mut agent.control {
-            if let Err(e) = control.order(&order) {
-                tracing::warn!(
-                    run = agent.run.as_str(),
-                    cause = e.to_string().as_str(),
-                    "the sandbox's supervisor took no start"
-                );
-            }
-        }
+        send_start(agent, &order);
         self.activities.restarted(agent.run.as_str(), now);
     }
 
