@@ -64,8 +64,12 @@ fn repository(dir: &Path, name: &str) -> PathBuf {
     repo.canonicalize().expect("canonical")
 }
 
-/// The shell command that commits the fix and shows who committed.
-const COMMIT: &str = "git commit -qam 'Fix the sum' && git log -1 --format='%an <%ae> | %cn <%ce>'";
+/// The shell command that commits the fix and shows who committed: it
+/// adds every file, as models do, so the sandbox's placeholders for the
+/// missing `.envrc`, `.npmrc`, `.mcp.json` and `.gitmodules` (not
+/// regular files, which `git add` refuses) must be ignored.
+const COMMIT: &str = "git add -A && git commit -qm 'Fix the sum' && \
+                      git log -1 --format='%an <%ae> | %cn <%ce>'";
 
 /// Claude Code's script in `repo`: claim, read, edit, test, commit,
 /// release. Results: 0 claim, 1 read, 2 edit, 3 tests, 4 commit, 5
@@ -234,6 +238,11 @@ fn each_harness_reads_edits_tests_and_commits_in_its_repository_as_its_role() {
             format!("{who}|{who}|Fix the sum")
         );
         assert_eq!(git(repo, &["diff", "HEAD", "--stat"]), "", "{role}");
+        assert_eq!(
+            git(repo, &["show", "--name-only", "--format=", "HEAD"]).trim(),
+            "sum.sh",
+            "{role}: the commit holds the fix alone"
+        );
         assert_eq!(
             last_transcript_line(&summary, role),
             json!({"type": "mosaic-bus.ended", "cause": "exited", "status": 0}),

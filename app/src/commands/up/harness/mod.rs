@@ -76,6 +76,7 @@ use mosaic_domain::{Refusal, RunId};
 use serde_json::json;
 
 use super::launch::{find_program, RUN_ID_ENV};
+use super::sandbox::plan::mandatory;
 use crate::commands::team::{AgentSpec, Allow, HarnessRun, Idle, Tools};
 use capfile::SANDBOX_CAP_FILE;
 
@@ -299,6 +300,20 @@ pub(super) fn prepare(
     if sleeps && !spec.env.iter().any(|name| name == WAIT_ENV) {
         env.push((WAIT_ENV.into(), IDLE_WAIT_MS.to_string().into()));
     }
+    // Where a listed configuration file is missing, the sandbox binds a
+    // placeholder that is not a regular file, and `git add -A` refuses
+    // it: the agent's git ignores those names, through its environment,
+    // never through a file of the repository's.
+    if at.sandboxed && !spec.env.iter().any(|name| name.starts_with("GIT_CONFIG_")) {
+        let ignored = run_dir.join("git-ignored");
+        made.push(Made::File {
+            path: ignored.clone(),
+            bytes: git_ignored(),
+        });
+        env.push(("GIT_CONFIG_COUNT".into(), "1".into()));
+        env.push(("GIT_CONFIG_KEY_0".into(), "core.excludesFile".into()));
+        env.push(("GIT_CONFIG_VALUE_0".into(), ignored.into()));
+    }
     // The continued conversation: the flag that resumes it.
     let mut resume_flags: Vec<OsString> = vec!["--continue".into()];
     let input = match spec.harness {
@@ -514,6 +529,18 @@ pub(super) fn prepare(
         resume,
         made,
     })
+}
+
+/// The names the agent's git ignores: the file placeholders among the
+/// mandatory read-only paths, one a line.
+fn git_ignored() -> Vec<u8> {
+    mandatory::GIT
+        .iter()
+        .filter(|name| !name.contains('/'))
+        .chain(mandatory::PROJECT_FILES.iter())
+        .map(|name| format!("{name}\n"))
+        .collect::<String>()
+        .into_bytes()
 }
 
 impl Prepared {

@@ -487,6 +487,9 @@ fn the_examples_harness_agents_have_exactly_this_command_line_and_environment() 
             ("GIT_AUTHOR_NAME", format!("{role} (acme)")),
             ("GIT_COMMITTER_EMAIL", format!("{role}@acme.invalid")),
             ("GIT_COMMITTER_NAME", format!("{role} (acme)")),
+            ("GIT_CONFIG_COUNT", "1".to_owned()),
+            ("GIT_CONFIG_KEY_0", "core.excludesFile".to_owned()),
+            ("GIT_CONFIG_VALUE_0", s(&run_dir.join("git-ignored"))),
             ("HOME", SANDBOX_HOME.to_owned()),
             ("LANG", "C.UTF-8".to_owned()),
             ("MOSAIC_BUS_CAP_FD", "<cap-fd>".to_owned()),
@@ -578,6 +581,11 @@ fn the_examples_harness_agents_have_exactly_this_command_line_and_environment() 
         assert!(!run_dir.exists() && !state.exists(), "{role}");
         ready.write().unwrap();
         assert!(run_dir.is_dir() && state.is_dir(), "{role}");
+        assert_eq!(
+            std::fs::read_to_string(run_dir.join("git-ignored")).expect("git-ignored"),
+            ".gitmodules\n.envrc\n.npmrc\n.mcp.json\n",
+            "{role}"
+        );
         // A wake resumes the conversation, before its new prompt.
         let resume = ready.resume.as_ref().expect("text arguments");
         let before_prompt = match agent.harness {
