@@ -30,7 +30,8 @@
 //! (its acts: a run opened, ended, started again; a failure's alarm),
 //! `tests_day.rs` (a working day's details: the prompt, `m`, `R`,
 //! Activity), `tests_output.rs` (the Run view's output, a sleeping
-//! run), `tests_select.rs`
+//! run), `tests_prompt.rs` (a resolve's prompt: the note, a gone
+//! raiser), `tests_select.rs`
 //! (the selection by id, and `]`), `tests_redraw.rs` (the whole screen
 //! drawn again on a change of view or selection) and
 //! `tests_request.rs` (each request's arguments, and every answer key the
@@ -74,6 +75,8 @@ mod tests_day;
 mod tests_doing;
 #[cfg(test)]
 mod tests_output;
+#[cfg(test)]
+mod tests_prompt;
 #[cfg(test)]
 mod tests_redraw;
 #[cfg(test)]

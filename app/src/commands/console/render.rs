@@ -14,8 +14,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use ratatui::{Frame, Terminal};
 
+use super::act::Act;
 use super::doing::Life;
-use super::grant;
+use super::grant::{self, Raiser};
 use super::layout::{self, inner};
 use super::lines::wrap;
 use super::model::{Decision, Message, Run, Shown};
@@ -83,7 +84,10 @@ pub fn draw(frame: &mut Frame<'_>, state: &State, now_ms: i64) {
         View::Trail => list(frame, " Trail ", &trail(state), body),
         View::Activity => list(frame, " Activity ", &activity(state), body),
     }
-    frame.render_widget(Paragraph::new(bottom_line(state)), bottom);
+    frame.render_widget(
+        Paragraph::new(bottom_line(state, usize::from(bottom.width))),
+        bottom,
+    );
     if state.help() {
         help(frame, area);
     }
@@ -106,7 +110,7 @@ fn tab_line(state: &State) -> Line<'static> {
     Line::from(spans)
 }
 
-fn bottom_line(state: &State) -> Line<'static> {
+fn bottom_line(state: &State, columns: usize) -> Line<'static> {
     let small = state.view() == View::Decision
         && state
             .open()
@@ -118,6 +122,17 @@ fn bottom_line(state: &State) -> Line<'static> {
             "Terminal too small to resolve: enlarge it.".to_owned()
         }
         Prompt::None => state.status().to_owned(),
+        Prompt::Confirm(Act::Resolve {
+            decision,
+            index,
+            note,
+        }) => grant::prompt_with(
+            decision,
+            *index,
+            &Raiser::of(decision, state.agents()),
+            note,
+            columns,
+        ),
         Prompt::Confirm(act) => act.question(),
         Prompt::Note(_, note) => format!("Note (Enter ends): {note}_"),
         Prompt::Role(role) => format!("Message to role (Enter ends): {role}_"),
