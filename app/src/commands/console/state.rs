@@ -153,6 +153,10 @@ pub struct State {
     failed: BTreeSet<String>,
     /// The run view's run.
     run: Option<RunId>,
+    /// While every message is being marked read: how many are so far.
+    read_all: Option<u64>,
+    /// The reads of that page not answered yet.
+    reading: usize,
     /// The last lines of a run's output, as last read, and the run.
     output: Option<(String, Vec<Shown>)>,
     /// The launch switch, as `agents` last carried it, or a change or an
@@ -213,6 +217,8 @@ impl State {
             failed: BTreeSet::new(),
             run: None,
             output: None,
+            read_all: None,
+            reading: 0,
             launching: None,
             head: None,
             open: None,
