@@ -3,7 +3,8 @@
 //! move the selection, agent text never reaches the grant's frame, a
 //! flood of large messages hides no decision; and, under the real `up
 //! --console`, a failed run in red with its cause, `x` ending a run and
-//! `S` starting its agent again.
+//! `S` starting its agent again, and the Run view showing the last lines
+//! the agent printed.
 
 use std::time::{Duration, Instant};
 
@@ -227,5 +228,22 @@ fn x_ends_a_run_and_s_starts_its_agent_again() {
         assert!(Instant::now() < deadline, "no second run:\n{screen}");
         std::thread::sleep(PAUSE);
     }
+    tmux.keys(&["q"]);
+}
+
+#[test]
+fn the_run_view_shows_the_last_lines_the_agent_printed_with_an_escape_neutralised() {
+    let dir = tempfile::tempdir().expect("dir");
+    let root = data_root();
+    let script = r"printf 'early line\n'; printf 'the agent says \033[2J hello\n'; exec sleep 600";
+    let tmux = up_one(dir.path(), root.path(), script, "no");
+    tmux.wait_for("Nothing is waiting on you", WAIT);
+    tmux.keys(&["Tab"]);
+    tmux.wait_for("a · run a-", WAIT);
+    tmux.keys(&["j", "Enter"]);
+    tmux.wait_for("Its output, the last lines of ", WAIT);
+    // Read again each second: the line arrives however late it is written.
+    let screen = tmux.wait_for("the agent says ⟨ESC⟩[2J hello", WAIT);
+    assert!(screen.contains("early line"), "{screen}");
     tmux.keys(&["q"]);
 }

@@ -7,7 +7,8 @@
 //! ```json
 //! {"runs":[…],"lives":[
 //!   {"run":"dev-0badc0de","role":"dev","state":"running","restarts":1,
-//!    "usage":{"turns":4,"inputTokens":5120,"outputTokens":380,"costUsd":0.0125}},
+//!    "usage":{"turns":4,"inputTokens":5120,"outputTokens":380,"costUsd":0.0125},
+//!    "output":"/data/runs/dev-0badc0de/transcript.jsonl"},
 //!   {"run":"lead-12345678","role":"lead","state":"restarting","inMs":1800,"restarts":2,
 //!    "error":"529 overloaded_error: Overloaded"},
 //!   {"run":"qa-87654321","role":"qa","state":"ended","cause":"failed","status":null,
@@ -25,7 +26,9 @@
 //! `restarts` counts the starts again inside the run; `usage` is what a
 //! harness run used, as its event stream said; `error` is the error its
 //! model's last answer ended in (text from the model's side, which the
-//! console neutralises like any agent text).
+//! console neutralises like any agent text); `output` is the path of the
+//! run's output file (a harness run's transcript, or the file of its
+//! lines), whose tail the console reads, bounded, and neutralises.
 //!
 //! # Console → `up`: orders
 //!
@@ -69,6 +72,9 @@ pub struct RunLife {
     /// The error its model's last answer ended in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The path of its output's file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
 }
 
 /// Where a run's life is (`state` on the line).
@@ -211,6 +217,7 @@ mod tests {
                     cost_usd: 0.0125,
                 }),
                 error: None,
+                output: Some("/data/runs/dev-0badc0de/transcript.jsonl".to_owned()),
             },
             RunLife {
                 run: "lead-12345678".to_owned(),
@@ -219,6 +226,7 @@ mod tests {
                 restarts: 2,
                 usage: None,
                 error: Some("529 overloaded_error: Overloaded".to_owned()),
+                output: None,
             },
             RunLife {
                 run: "qa-87654321".to_owned(),
@@ -234,6 +242,7 @@ mod tests {
                 restarts: 5,
                 usage: None,
                 error: None,
+                output: None,
             },
         ];
         let value = serde_json::to_value(&lives).expect("encodes");
@@ -241,7 +250,8 @@ mod tests {
             value,
             json!([
                 {"run":"dev-0badc0de","role":"dev","state":"running","restarts":1,
-                 "usage":{"turns":4,"inputTokens":5120,"outputTokens":380,"costUsd":0.0125}},
+                 "usage":{"turns":4,"inputTokens":5120,"outputTokens":380,"costUsd":0.0125},
+                 "output":"/data/runs/dev-0badc0de/transcript.jsonl"},
                 {"run":"lead-12345678","role":"lead","state":"restarting","inMs":1800,"restarts":2,
                  "error":"529 overloaded_error: Overloaded"},
                 {"run":"qa-87654321","role":"qa","state":"ended","cause":"failed","status":null,

@@ -54,6 +54,11 @@ pub enum Act {
         /// Its role and run, shown.
         who: String,
     },
+    /// `message.read` of every unread message, page by page.
+    ReadAll {
+        /// How many are unread, as the inbox last counted them.
+        count: u64,
+    },
     /// The order to `up` to start the agent of an ended run again.
     Start {
         /// The run that ended.
@@ -99,6 +104,8 @@ impl Act {
             Act::Start { who, .. } => {
                 format!("Start the agent of {who} again, as a new run? y/n")
             }
+            Act::ReadAll { count: 1 } => "Mark the 1 unread message read? y/n".to_owned(),
+            Act::ReadAll { count } => format!("Mark all {count} unread messages read? y/n"),
         }
     }
 
@@ -107,7 +114,11 @@ impl Act {
         match self {
             Act::Resolve { decision, .. } => Some(decision.id),
             Act::Seen { id } | Act::Withdraw { id } => Some(*id),
-            Act::Message { .. } | Act::Launch { .. } | Act::End { .. } | Act::Start { .. } => None,
+            Act::Message { .. }
+            | Act::Launch { .. }
+            | Act::End { .. }
+            | Act::Start { .. }
+            | Act::ReadAll { .. } => None,
         }
     }
 
@@ -132,7 +143,7 @@ impl Act {
             },
             Act::Launch { off } => Request::Launch { off: *off },
             Act::End { run, .. } => Request::EndRun(run.clone()),
-            Act::Start { .. } => return None,
+            Act::Start { .. } | Act::ReadAll { .. } => return None,
         })
     }
 }
@@ -234,8 +245,8 @@ pub const KEYS: &[(&str, &str)] = &[
     ("y / n", "answer the question on the bottom line"),
     ("e", "while asked to resolve: add a one-line note"),
     (
-        "r",
-        "on a message: mark it read (the next unread one shows)",
+        "r / A",
+        "mark the message read / every message read (asks the count)",
     ),
     ("s", "in a decision: mark it seen (asks y/n)"),
     ("w", "in a decision: withdraw it (asks y/n)"),

@@ -22,6 +22,8 @@
 //! its cause in words (which budget limit, the signal's name, the
 //! harness's error line, neutralised).
 
+use std::path::PathBuf;
+
 use mosaic_client::wire::activity::{self as line, ActivityLine};
 use mosaic_client::wire::life::{self, RunLife};
 
@@ -128,6 +130,9 @@ pub struct Life {
     /// Whether its program runs (then what the agent says it does says
     /// more).
     pub running: bool,
+    /// Whether it sleeps: its program exited with nothing left to do, and
+    /// work wakes it.
+    pub sleeping: bool,
     /// Whether it ended.
     pub ended: bool,
     /// Whether it ended in a failure (`failed`, `budget`, a signal, a
@@ -139,6 +144,8 @@ pub struct Life {
     pub usage: Option<Spent>,
     /// The error its model's last answer ended in, shown.
     pub error: Option<Shown>,
+    /// Its output's file, which the Run view reads the end of.
+    pub output: Option<PathBuf>,
 }
 
 /// Decodes the lives of one line; `None` when it is not one.
@@ -205,6 +212,7 @@ impl From<&RunLife> for Life {
             run: row.run.clone(),
             role: Shown::of(&row.role),
             running: row.state == life::State::Running,
+            sleeping: row.state == life::State::Sleeping,
             words,
             ended,
             failed,
@@ -215,6 +223,7 @@ impl From<&RunLife> for Life {
                 cost: format!("{:.4}", u.cost_usd),
             }),
             error,
+            output: row.output.as_deref().map(PathBuf::from),
         }
     }
 }

@@ -104,9 +104,8 @@ pub fn lines(decision: &Decision, raiser: &Raiser, chosen: Option<usize>) -> Vec
 
 /// The confirm prompt for resolving with option `index`: it names the
 /// grant (or says there is none), never the question, each word the
-/// raiser chose drawn by the grant rule. A note the human
-/// typed is theirs and is not repeated here, so the prompt's length is the
-/// decision's alone.
+/// raiser chose drawn by the grant rule. Its length is the decision's
+/// alone; [`prompt_with`] adds what the human needs to see before `y`.
 pub fn prompt(decision: &Decision, index: usize) -> String {
     let Some(choice) = decision.options.get(index) else {
         return String::new();
@@ -124,6 +123,53 @@ pub fn prompt(decision: &Decision, index: usize) -> String {
             Shown::grant(choice.key_raw.as_str()),
             decision.raiser
         )
+    }
+}
+
+/// The confirm prompt as drawn on a bottom line of `columns` columns: it
+/// warns first when the raiser is gone, and shows the note the human
+/// typed (`e`) before `y/n`, cut to the columns left. The warning counts
+/// in [`need`], so the grant and `y/n` always fit; the note is the only
+/// part cut, and then ends in `…` (or is left out where no character of
+/// it fits).
+pub fn prompt_with(
+    decision: &Decision,
+    index: usize,
+    raiser: &Raiser,
+    note: &str,
+    columns: usize,
+) -> String {
+    let asked = format!("{}{}", warning(raiser), prompt(decision, index));
+    let Some(grant) = asked.strip_suffix(" y/n") else {
+        return asked;
+    };
+    if note.is_empty() {
+        return asked;
+    }
+    let note = Shown::of(note);
+    let whole = format!("{grant} Note: \"{note}\". y/n");
+    if width(&whole) <= columns {
+        return whole;
+    }
+    // The note cut from its end until the prompt fits.
+    let mut kept = note.to_string();
+    while !kept.is_empty() {
+        kept.pop();
+        let cut = format!("{grant} Note: \"{kept}…\". y/n");
+        if width(&cut) <= columns {
+            return cut;
+        }
+    }
+    asked
+}
+
+/// The warning said before the grant when the raiser is gone: short, so
+/// that the prompt still fits an 80-column terminal (the grant area says
+/// how it went).
+fn warning(raiser: &Raiser) -> &'static str {
+    match raiser {
+        Raiser::Exited(_) => "Raiser GONE: ",
+        Raiser::Alive { .. } | Raiser::Unknown => "",
     }
 }
 
@@ -159,7 +205,7 @@ pub fn need(decision: &Decision, raiser: &Raiser, banner: bool) -> Need {
         .max()
         .unwrap_or(0);
     let prompt = (0..decision.options.len())
-        .map(|i| width(&prompt(decision, i)))
+        .map(|i| width(&prompt_with(decision, i, raiser, "", 0)))
         .max()
         .unwrap_or(0);
     Need {

@@ -22,13 +22,16 @@
 //! key map the help is generated from, the views, the effects, the acts
 //! confirmed with `y`, the prompts); `lines.rs`, text's width and
 //! wrapping, which the drawing and the state's scroll limit both count
-//! with; `sentence.rs`, a trail record in one sentence. Its tests:
+//! with; `sentence.rs`, a trail record in one sentence; `tail.rs`, the
+//! last lines of a run's output, read bounded. Its tests:
 //! `tests.rs` (the machine's exact effects, the link mocked, snapshots),
 //! `tests_screen.rs` (what reaches a real terminal backend),
 //! `tests_doing.rs` (the Agents view at injected times), `tests_agents.rs`
 //! (its acts: a run opened, ended, started again; a failure's alarm),
 //! `tests_day.rs` (a working day's details: the prompt, `m`, `R`,
-//! Activity), `tests_select.rs`
+//! Activity), `tests_output.rs` (the Run view's output, a sleeping
+//! run), `tests_prompt.rs` (a resolve's prompt: the note, a gone
+//! raiser), `tests_select.rs`
 //! (the selection by id, and `]`), `tests_redraw.rs` (the whole screen
 //! drawn again on a change of view or selection) and
 //! `tests_request.rs` (each request's arguments, and every answer key the
@@ -61,6 +64,7 @@ pub mod render;
 pub mod request;
 mod sentence;
 pub mod state;
+pub mod tail;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
@@ -69,6 +73,10 @@ mod tests_agents;
 mod tests_day;
 #[cfg(test)]
 mod tests_doing;
+#[cfg(test)]
+mod tests_output;
+#[cfg(test)]
+mod tests_prompt;
 #[cfg(test)]
 mod tests_redraw;
 #[cfg(test)]
@@ -414,12 +422,19 @@ fn run(link: &Proven, args: &ConsoleArgs, cursor: u64) -> std::io::Result<()> {
             }
             let size = terminal.size()?;
             state.handle_resize(size.width, size.height);
+            // The open run's output is read again before each draw, its
+            // end only.
+            if let Some((run, path)) = state.output_to_read() {
+                state.handle_output(run, tail::read(&path).ok());
+            }
             let now = SystemClock.now().unix_ms();
             render::redraw(&mut terminal, &state, &mut last, now)?;
             // The Agents view says how long ago each agent did what it
             // did: with `up`'s activity on it, it is drawn again each
             // second even when nothing wakes the loop.
-            let ages = state.tells_doing() && state.view() == state::View::Agents;
+            // The Run view's output is read again each second the same way.
+            let ages = state.tells_doing()
+                && matches!(state.view(), state::View::Agents | state::View::Run);
             let next = if ages {
                 match woken.recv_timeout(AGES) {
                     Err(mpsc::RecvTimeoutError::Timeout) => continue,

@@ -14,7 +14,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use ratatui::{Frame, Terminal};
 
-use super::grant;
+use super::act::Act;
+use super::doing::Life;
+use super::grant::{self, Raiser};
 use super::layout::{self, inner};
 use super::lines::wrap;
 use super::model::{Decision, Message, Run, Shown};
@@ -82,7 +84,10 @@ pub fn draw(frame: &mut Frame<'_>, state: &State, now_ms: i64) {
         View::Trail => list(frame, " Trail ", &trail(state), body),
         View::Activity => list(frame, " Activity ", &activity(state), body),
     }
-    frame.render_widget(Paragraph::new(bottom_line(state)), bottom);
+    frame.render_widget(
+        Paragraph::new(bottom_line(state, usize::from(bottom.width))),
+        bottom,
+    );
     if state.help() {
         help(frame, area);
     }
@@ -105,7 +110,7 @@ fn tab_line(state: &State) -> Line<'static> {
     Line::from(spans)
 }
 
-fn bottom_line(state: &State) -> Line<'static> {
+fn bottom_line(state: &State, columns: usize) -> Line<'static> {
     let small = state.view() == View::Decision
         && state
             .open()
@@ -117,6 +122,17 @@ fn bottom_line(state: &State) -> Line<'static> {
             "Terminal too small to resolve: enlarge it.".to_owned()
         }
         Prompt::None => state.status().to_owned(),
+        Prompt::Confirm(Act::Resolve {
+            decision,
+            index,
+            note,
+        }) => grant::prompt_with(
+            decision,
+            *index,
+            &Raiser::of(decision, state.agents()),
+            note,
+            columns,
+        ),
         Prompt::Confirm(act) => act.question(),
         Prompt::Note(_, note) => format!("Note (Enter ends): {note}_"),
         Prompt::Role(role) => format!("Message to role (Enter ends): {role}_"),
@@ -473,6 +489,15 @@ fn run_words(state: &State, a: &Run) -> String {
         life.words.clone()
     } else if let Some(ended) = a.ended {
         ended.to_string()
+    } else if let Some(life) = life.filter(|l| l.sleeping) {
+        // Its program exited with nothing to do: the broker's record of
+        // that exit is no end of the run, and a decision it raised still
+        // waits.
+        match a.waits.iter().find(|w| w.on_human).or(a.waits.first()) {
+            Some(w) if w.on_human => format!("{}, WAITING ON YOU", life.words),
+            Some(w) => format!("{}, waiting on {}", life.words, on(w)),
+            None => life.words.clone(),
+        }
     } else if let Some(exit) = a.exited {
         exit.to_string()
     } else if a.waits.iter().any(|w| w.on_human) {
@@ -628,9 +653,7 @@ fn run(state: &State, now_ms: i64) -> Rows {
         Some(spent) => format!("Used: {spent}"),
         None => "Used: not reported (its harness says nothing of it)".to_owned(),
     }));
-    rows.push(Line::from(
-        "Its output: in the file up's first line names for this run",
-    ));
+    output(state, a, life, &mut rows);
     if a.waits.is_empty() {
         rows.push(Line::from("It waits on no decision."));
     } else {
@@ -652,6 +675,28 @@ fn run(state: &State, now_ms: i64) -> Rows {
         "x ends this run · S starts an ended one again (up --console) · Esc back",
     ));
     rows
+}
+
+/// The Run view's lines of the run's output: its last lines, read from
+/// the file `up` named, or where the output is.
+fn output(state: &State, a: &Run, life: Option<&Life>, rows: &mut Rows) {
+    let Some(path) = life.and_then(|l| l.output.as_ref()) else {
+        rows.push(Line::from(
+            "Its output: in the file up's first line names for this run",
+        ));
+        return;
+    };
+    let path = Shown::of(&path.to_string_lossy());
+    match state.output_of(a.who.run_raw.as_str()) {
+        None => rows.push(Line::from(format!("Its output: {path} (not readable now)"))),
+        Some([]) => rows.push(Line::from(format!("Its output: {path} (nothing yet)"))),
+        Some(lines) => {
+            rows.push(Line::from(format!("Its output, the last lines of {path}:")));
+            for line in lines {
+                rows.push(Line::from(format!("  {line}")));
+            }
+        }
+    }
 }
 
 fn trail(state: &State) -> Rows {

@@ -19,6 +19,7 @@ mod keys;
 mod replies;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::path::PathBuf;
 
 use mosaic_domain::evidence::EvidenceKind;
 use mosaic_domain::{DecisionId, MessageId, RunId};
@@ -152,6 +153,12 @@ pub struct State {
     failed: BTreeSet<String>,
     /// The run view's run.
     run: Option<RunId>,
+    /// While every message is being marked read: how many are so far.
+    read_all: Option<u64>,
+    /// The reads of that page not answered yet.
+    reading: usize,
+    /// The last lines of a run's output, as last read, and the run.
+    output: Option<(String, Vec<Shown>)>,
     /// The launch switch, as `agents` last carried it, or a change or an
     /// act told it since; unknown only while no run is bound.
     launching: Option<bool>,
@@ -209,6 +216,9 @@ impl State {
             colour: false,
             failed: BTreeSet::new(),
             run: None,
+            output: None,
+            read_all: None,
+            reading: 0,
             launching: None,
             head: None,
             open: None,
@@ -261,6 +271,31 @@ impl State {
     /// `run`'s life, as `up` last told it.
     pub fn life_of(&self, run: &str) -> Option<&Life> {
         self.lives.iter().find(|l| l.run == run)
+    }
+
+    /// The open Run view's run and its output's file, when `up` named
+    /// one: the file whose end the loop reads before each draw.
+    pub fn output_to_read(&self) -> Option<(String, PathBuf)> {
+        if self.view != View::Run {
+            return None;
+        }
+        let run = self.run.as_ref()?.as_str();
+        let path = self.life_of(run)?.output.clone()?;
+        Some((run.to_owned(), path))
+    }
+
+    /// The last lines of `run`'s output, as read just now (`None` when
+    /// its file could not be read).
+    pub fn handle_output(&mut self, run: String, lines: Option<Vec<Shown>>) {
+        self.output = lines.map(|lines| (run, lines));
+    }
+
+    /// The last lines of `run`'s output, as last read.
+    pub fn output_of(&self, run: &str) -> Option<&[Shown]> {
+        self.output
+            .as_ref()
+            .filter(|(of, _)| of == run)
+            .map(|(_, lines)| lines.as_slice())
     }
 
     /// The run view's run, as `agents` last listed it.

@@ -1,12 +1,13 @@
 //! A working day's details: NO LONGER WAITING says what happened, a
 //! question about a decision that went is taken away, `m` refuses the
 //! human and warns of a role nobody holds, `R` replies to a message's
-//! sender, and Activity lists the newest change first in words.
+//! sender, Activity lists the newest change first in words, and marking
+//! every message read asks first, naming the count.
 
 use serde_json::json;
 
 use super::request::Request;
-use super::state::{Key, Prompt, State, View};
+use super::state::{Effect, Key, Prompt, State, View};
 use super::tests::{answer, changes, decision, drain, keys, loaded, screen, ID};
 
 fn typed(state: &mut State, text: &str) {
@@ -176,4 +177,91 @@ fn a_message_citing_a_decision_opens_it_and_so_does_a_change() {
         drain(&mut state),
         [super::state::Effect::Send(Request::Trail(other.to_owned()))]
     );
+}
+
+fn message(i: usize) -> serde_json::Value {
+    json!({"type": "message", "id": format!("0190a2b4-0000-7000-8000-{i:012}"), "from": "qa",
+           "from_run": "qa-1", "class": "INFO", "body": format!("note {i}"), "to": "human",
+           "corrects": null, "decision": null, "in_reply_to": null, "request": null})
+}
+
+fn read_of(i: usize) -> Request {
+    Request::Read(
+        format!("0190a2b4-0000-7000-8000-{i:012}")
+            .parse()
+            .expect("a message id"),
+    )
+}
+
+#[test]
+fn marking_every_message_read_asks_naming_the_count_then_reads_page_by_page() {
+    let mut first = (0..3).map(message).collect::<Vec<_>>();
+    first.push(json!({"type": "more", "unread": 2}));
+    let mut state = loaded(first);
+    state.handle_key(Key::Char('A'));
+    let Prompt::Confirm(act) = state.prompt() else {
+        panic!("asks: {:?}", state.prompt());
+    };
+    assert_eq!(act.question(), "Mark all 5 unread messages read? y/n");
+    assert_eq!(drain(&mut state), [], "A only asks");
+    state.handle_key(Key::Char('n'));
+    assert_eq!(drain(&mut state), [], "n sends nothing");
+
+    keys(&mut state, &[Key::Char('A'), Key::Char('y')]);
+    let page: Vec<Effect> = (0..3).map(|i| Effect::Send(read_of(i))).collect();
+    assert_eq!(drain(&mut state), page);
+    for i in 0..3 {
+        answer(&mut state, read_of(i), Ok(json!({})));
+        let expected = if i == 2 {
+            vec![Effect::Send(Request::Inbox)]
+        } else {
+            Vec::new()
+        };
+        assert_eq!(
+            drain(&mut state),
+            expected,
+            "the inbox once the page is read"
+        );
+    }
+    answer(
+        &mut state,
+        Request::Inbox,
+        Ok(json!([message(3), message(4)])),
+    );
+    let page: Vec<Effect> = (3..5).map(|i| Effect::Send(read_of(i))).collect();
+    assert_eq!(drain(&mut state), page, "the next page");
+    for i in 3..5 {
+        answer(&mut state, read_of(i), Ok(json!({})));
+    }
+    assert_eq!(drain(&mut state), [Effect::Send(Request::Inbox)]);
+    answer(&mut state, Request::Inbox, Ok(json!([])));
+    assert_eq!(drain(&mut state), []);
+    assert_eq!(state.status(), "marked 5 messages read");
+
+    state.handle_key(Key::Char('A'));
+    assert_eq!(*state.prompt(), Prompt::None);
+    assert_eq!(state.status(), "no message is unread");
+}
+
+#[test]
+fn marking_every_message_read_stops_at_a_refusal() {
+    let mut state = loaded((0..2).map(message).collect());
+    keys(&mut state, &[Key::Char('A'), Key::Char('y')]);
+    drain(&mut state);
+    answer(&mut state, read_of(0), Ok(json!({})));
+    answer(
+        &mut state,
+        read_of(1),
+        Err(mosaic_domain::Refusal::NotHolder),
+    );
+    assert!(
+        state
+            .status()
+            .ends_with("; 1 marked read, the rest left unread"),
+        "{}",
+        state.status()
+    );
+    assert_eq!(drain(&mut state), [], "nothing more is sent");
+    answer(&mut state, Request::Inbox, Ok(json!([message(1)])));
+    assert_eq!(drain(&mut state), [], "a later inbox starts nothing");
 }

@@ -610,7 +610,7 @@ impl RunningHost {
             let phase = self
                 .current(i)
                 .then(|| self.members[agent.member].life.phase());
-            let mut restart_at = None;
+            let (living, restart_at) = living_state(phase);
             let state = match (&agent.ending, agent.exited, phase) {
                 (Some((ending, why)), true, _) | (Some((ending, why)), _, None) => {
                     line::State::Ended {
@@ -626,11 +626,7 @@ impl RunningHost {
                     }
                 }
                 (Some(_), false, Some(_)) => line::State::Stopping,
-                (None, _, Some(Phase::Restarting { at, .. })) => {
-                    restart_at = Some(at);
-                    line::State::Restarting { in_ms: 0 }
-                }
-                (None, _, _) => line::State::Running,
+                (None, _, _) => living,
             };
             self.activities.set_life(
                 agent.run.as_str(),
@@ -639,9 +635,30 @@ impl RunningHost {
                     state,
                     restart_at,
                     restarts: agent.restarts,
+                    // A path that is no UTF-8 is named as near as it can
+                    // be: the console only reads it and shows it.
+                    output: Some(agent.output.to_string_lossy().into_owned()),
                 },
             );
         }
+    }
+}
+
+/// A run that has not ended, on the console's line, by its agent's phase
+/// (`None` when the agent has a newer run); and when its program starts
+/// again, while it is restarting.
+fn living_state(phase: Option<Phase>) -> (line::State, Option<Instant>) {
+    match phase {
+        Some(Phase::Restarting { at, .. }) => (line::State::Restarting { in_ms: 0 }, Some(at)),
+        Some(Phase::Sleeping { .. }) => (line::State::Sleeping, None),
+        Some(
+            Phase::Down
+            | Phase::Running { .. }
+            | Phase::Stopping { .. }
+            | Phase::Closing
+            | Phase::Relaunching { .. },
+        )
+        | None => (line::State::Running, None),
     }
 }
 
@@ -663,5 +680,31 @@ fn status_of((code, signal): (Option<i32>, Option<i32>)) -> std::process::ExitSt
         (Some(code), _) => std::process::ExitStatus::from_raw((code & 0xff) << 8),
         (None, Some(signal)) => std::process::ExitStatus::from_raw(signal & 0x7f),
         (None, None) => std::process::ExitStatus::from_raw(0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use mosaic_client::wire::life as line;
+
+    use super::{living_state, Phase};
+
+    #[test]
+    fn a_living_run_is_told_sleeping_restarting_or_running_by_its_phase() {
+        let launched = Instant::now();
+        let at = launched + Duration::from_secs(2);
+        assert_eq!(
+            living_state(Some(Phase::Sleeping { launched })),
+            (line::State::Sleeping, None)
+        );
+        assert_eq!(
+            living_state(Some(Phase::Restarting { launched, at })),
+            (line::State::Restarting { in_ms: 0 }, Some(at))
+        );
+        for phase in [Some(Phase::Running { launched }), None] {
+            assert_eq!(living_state(phase), (line::State::Running, None));
+        }
     }
 }

@@ -4,7 +4,8 @@
 
 use super::super::act::{typed, Typed};
 use super::{
-    Act, Decision, DecisionState, Effect, Key, Need, Open, Pick, Prompt, Request, State, View,
+    Act, Decision, DecisionState, Effect, Key, MessageId, Need, Open, Pick, Prompt, Request, State,
+    View,
 };
 
 impl State {
@@ -36,7 +37,8 @@ impl State {
                         | Act::Message { .. }
                         | Act::Launch { .. }
                         | Act::End { .. }
-                        | Act::Start { .. }) => Prompt::Confirm(other),
+                        | Act::Start { .. }
+                        | Act::ReadAll { .. }) => Prompt::Confirm(other),
                     },
                     Typed::Cancelled => Prompt::Confirm(act),
                 }
@@ -144,6 +146,11 @@ impl State {
                     self.prompt = Prompt::Confirm(act);
                     return;
                 }
+                if let Act::ReadAll { .. } = act {
+                    self.read_all = Some(0);
+                    self.read_page();
+                    return;
+                }
                 if let Act::Start { run, who } = act {
                     self.status = format!("asked up to start the agent of {who} again");
                     self.effects.push_back(Effect::Order(run));
@@ -165,7 +172,8 @@ impl State {
                     | Act::Message { .. }
                     | Act::Launch { .. }
                     | Act::End { .. }
-                    | Act::Start { .. } => String::new(),
+                    | Act::Start { .. }
+                    | Act::ReadAll { .. } => String::new(),
                 };
                 self.prompt = Prompt::Note(act, note);
             }
@@ -266,6 +274,7 @@ impl State {
             Key::Char('r') if matches!(self.view, View::Inbox | View::Message) => {
                 self.mark_read();
             }
+            Key::Char('A') if self.view == View::Inbox => self.ask_read_all(),
             Key::Char(_) | Key::Enter | Key::Backspace if self.view == View::Decision => {
                 self.key_in_decision(key);
             }
@@ -379,6 +388,34 @@ impl State {
             Some(Some(role)) => self.prompt = Prompt::Body(role, String::new()),
             Some(None) => self.status = "this message has no agent to reply to".to_owned(),
             None => self.status = "R replies to a message: select one first".to_owned(),
+        }
+    }
+
+    /// `A`: asks to mark every unread message read, naming how many.
+    fn ask_read_all(&mut self) {
+        let count = u64::try_from(self.inbox.messages.len())
+            .unwrap_or(u64::MAX)
+            .saturating_add(self.inbox.more);
+        if count == 0 {
+            self.status = "no message is unread".to_owned();
+            return;
+        }
+        self.prompt = Prompt::Confirm(Act::ReadAll { count });
+    }
+
+    /// Sends `message.read` for each message the inbox lists now; the
+    /// inbox is read again once every one is answered, and the next page
+    /// follows from there.
+    pub(super) fn read_page(&mut self) {
+        let ids: Vec<MessageId> = self.inbox.messages.iter().map(|m| m.id).collect();
+        if ids.is_empty() {
+            let done = self.read_all.take().unwrap_or(0);
+            self.status = format!("marked {done} messages read");
+            return;
+        }
+        self.reading = ids.len();
+        for id in ids {
+            self.send(Request::Read(id));
         }
     }
 

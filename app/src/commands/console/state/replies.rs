@@ -84,6 +84,7 @@ impl State {
                 self.closed_by_me(Some(*id));
             }
             (Request::Send { .. }, Reply::Done) => self.status = "message sent".to_owned(),
+            (Request::Read(_), Reply::Done) if self.read_all.is_some() => self.on_read_of_all(),
             (Request::Read(id), Reply::Done) => self.on_read(*id),
             (Request::EndRun(_), Reply::Done) => {
                 self.status = "the run is ended: its program is being stopped".to_owned();
@@ -147,6 +148,19 @@ impl State {
         self.send(Request::Inbox);
     }
 
+    /// One read of a page of "every message" answered: the inbox is read
+    /// again once the whole page is.
+    fn on_read_of_all(&mut self) {
+        let done = self.read_all.get_or_insert(0);
+        *done += 1;
+        let done = *done;
+        self.reading = self.reading.saturating_sub(1);
+        self.status = format!("marking every message read: {done} so far");
+        if self.reading == 0 {
+            self.send(Request::Inbox);
+        }
+    }
+
     /// The open decision was closed by the human's own act.
     fn closed_by_me(&mut self, id: Option<DecisionId>) {
         self.mine = id.map(Pick::Decision);
@@ -160,6 +174,17 @@ impl State {
     fn refused(&mut self, request: &Request, refusal: Refusal) {
         let verb = request.verb();
         self.status = format!("{}: {}", refusal.code(), refusal.meaning());
+        // Marking every message read stops at the first refusal.
+        if matches!(request, Request::Read(_)) {
+            if let Some(done) = self.read_all.take() {
+                self.reading = 0;
+                self.status = format!(
+                    "{}: {}; {done} marked read, the rest left unread",
+                    refusal.code(),
+                    refusal.meaning()
+                );
+            }
+        }
         if refusal == Refusal::BrokerUnavailable {
             self.offline = true;
             self.status = format!("the broker cannot be reached: {verb} was not sent");
@@ -239,6 +264,9 @@ impl State {
             }
         }
         self.follow_pick(&old);
+        if self.read_all.is_some() && self.reading == 0 {
+            self.read_page();
+        }
     }
 
     fn on_trail(&mut self, subject: &str, trail: &Trail) {

@@ -270,6 +270,8 @@ pub struct LifeEntry {
     pub restart_at: Option<Instant>,
     /// How often its program started again inside it.
     pub restarts: u64,
+    /// The path of its output's file, as the console is told it.
+    pub output: Option<String>,
 }
 
 /// The runs' activities and lives, and a count of changes the console
@@ -463,6 +465,7 @@ impl Activities {
                     restarts: life.restarts,
                     usage,
                     error: activity.and_then(|a| a.error.clone()),
+                    output: life.output.clone(),
                 }
             })
             .collect();
