@@ -17,8 +17,9 @@ use crate::probe::Layout;
 /// `.env` beside them. The prober (with `team` granted for its report),
 /// given the configuration's folder as `C`, tries to rewrite lead's
 /// script, to add a file, to rewrite the configuration, to rename its
-/// folder, and to read the `.env` by its path and by a search of all it
-/// sees.
+/// folder, and to read the `.env` by its path and by a search of `S`: all
+/// it sees in the sandbox, the test's own folder without one (a search of
+/// the whole host takes minutes on a busy machine).
 const REWRITE: &str = r#"
 attempt() { if "$@" 2>/dev/null; then echo ok; else echo failed; fi; }
 say cwd "$PWD"
@@ -27,7 +28,7 @@ say new_file "$(attempt touch "$C/planted.sh")"
 say config "$(attempt sh -c 'echo "{}" >"$0/up.json"' "$C")"
 say rename_folder "$(attempt mv "$C" "$C.old")"
 say dotenv "$(cat "$C/.env" 2>/dev/null || cat "$C.old/.env" 2>/dev/null || echo unread)"
-say found "$(find / -name .env -not -path '/proc/*' 2>/dev/null | head -n 1)"
+say found "$(find "$S" -name .env -not -path '/proc/*' 2>/dev/null | head -n 1)"
 say done yes
 "#;
 
@@ -41,7 +42,15 @@ fn examples(layout: &Layout, sandbox: &str) -> std::path::PathBuf {
     std::fs::write(layout.conf.join("agents/lead.sh"), "read _\n").expect("lead.sh");
     std::fs::write(layout.conf.join(".env"), SECRET).expect(".env");
     let conf = std::fs::canonicalize(&layout.conf).expect("conf");
-    let body = format!("C='{}'\n{REWRITE}", conf.display());
+    let search = match sandbox {
+        "off" => conf.parent().expect("the test's folder").to_path_buf(),
+        _ => "/".into(),
+    };
+    let body = format!(
+        "C='{}'\nS='{}'\n{REWRITE}",
+        conf.display(),
+        search.display()
+    );
     let mut prober = layout.agent("a", &body);
     prober.as_object_mut().expect("an agent").remove("workdir");
     prober["write"] = json!([layout.team]);
@@ -87,6 +96,7 @@ fn without_the_sandbox_an_agent_rewrites_another_agents_program_and_reads_the_en
         assert_eq!(r[probe], "ok", "{probe}: {r:?}");
     }
     assert_eq!(r["dotenv"], SECRET, "{r:?}");
+    assert!(r["found"].ends_with("/.env"), "{r:?}");
     // The configuration's folder was renamed away, lead's script in it.
     let moved = layout.conf.with_extension("old");
     let lead = std::fs::read_to_string(moved.join("agents/lead.sh")).expect("lead.sh");
