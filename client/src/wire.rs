@@ -7,7 +7,8 @@
 //!   publish ([`crate::mcp`]); the console sends the ones it needs;
 //! - the answers, which the broker encodes (`mosaic_adapters::wire`) and
 //!   a client decodes: [`decision`] (every decision verb and the inbox),
-//!   [`message`], [`inbox`], [`agent`] (a row of `agents`), [`record`] (a
+//!   [`message`], [`inbox`], [`agent`] (a row of `agents`), [`history`] (a row of `history`, a
+//!   closed decision), [`record`] (a
 //!   trail record, one shape per kind of evidence), [`listed`] (an array
 //!   read with the count of what it left out), [`reads`] (`head`, `tasks`,
 //!   `changes`) and [`reply`] (the other verbs' answers);
@@ -41,6 +42,7 @@ pub mod activity;
 pub mod agent;
 pub mod args;
 pub mod decision;
+pub mod history;
 pub mod inbox;
 pub mod life;
 pub mod listed;
