@@ -11,7 +11,8 @@
 //!   [`Query`] the runtime serves;
 //! - [`reply`]: the response line and the answers, built as the client
 //!   crate's wire shapes (`mosaic_client::wire`: decisions, messages, the
-//!   inbox, agents rows, tasks, trail records, a page of changes), so
+//!   inbox, agents rows, tasks, trail records, closed decisions, a page of
+//!   changes), so
 //!   each end encodes and decodes the same types;
 //! - [`bounded`]: how a read's answer stays within what a client takes,
 //!   whatever agents send (the human's inbox cut, the array reads listed
@@ -52,10 +53,10 @@ pub mod host;
 
 pub use json::parse_json;
 pub use reply::{
-    agent_json, agent_row, change_page, changes_json, decision_json, decision_view, err, inbox,
-    inbox_json, inbox_text, message_facts_json, message_facts_view, message_json, message_view, ok,
-    ok_text, raised, record, record_json, reply_json, response, task_json, task_row, text_of,
-    value_of, with_calls, Exited, LastCall, RunLife, Usage,
+    agent_json, agent_row, change_page, changes_json, closed_row, decision_json, decision_view,
+    err, inbox, inbox_json, inbox_text, message_facts_json, message_facts_view, message_json,
+    message_view, ok, ok_text, raised, record, record_json, reply_json, response, task_json,
+    task_row, text_of, value_of, with_calls, Exited, LastCall, RunLife, Usage,
 };
 pub use request::{
     parse_request, Call, Dispatch, Envelope, Presenter, Query, SubjectRef, UuidKind, UuidRef, Verb,

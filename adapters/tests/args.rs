@@ -37,6 +37,7 @@ fn full(verb: Verb) -> Value {
         Verb::Trail => json!({"subject": "dev"}),
         Verb::RunEnd => json!({"run": "dev-1"}),
         Verb::Changes => json!({"since": 7, "timeoutMs": 2000}),
+        Verb::History => json!({"before": 7}),
         Verb::BrowserRequest => {
             json!({"action": "back", "parameters": {}, "timeoutMs": 2000, "decision": ID})
         }

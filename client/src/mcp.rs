@@ -638,6 +638,7 @@ mod tests {
             .collect();
         assert_eq!(tools, agents);
         assert!(!tools.contains(&Verb::LaunchRevoke) && !tools.contains(&Verb::LaunchRestore));
+        assert!(!tools.contains(&Verb::Head) && !tools.contains(&Verb::History));
         for tool in Tool::all() {
             assert!(!tool.name().contains('.'), "{}", tool.name());
             assert_eq!(Tool::from_name(&tool.name()), Some(tool));

@@ -495,9 +495,13 @@ impl Command {
                 target: d.target()?,
                 decision: maybe(d, |d| d.decision())?,
             },
-            Verb::Inbox | Verb::Tasks | Verb::Agents | Verb::Trail | Verb::Head | Verb::Changes => {
-                return Ok(None)
-            }
+            Verb::Inbox
+            | Verb::Tasks
+            | Verb::Agents
+            | Verb::Trail
+            | Verb::Head
+            | Verb::History
+            | Verb::Changes => return Ok(None),
         }))
     }
 }

@@ -129,6 +129,8 @@ verbs! {
         "Every record linked to a task, decision, message or role, in write order.";
     Head => "head", [Reader, Human], read,
         "The head of the evidence's hash chain: its size, its hash, and the note to keep outside the store.";
+    History => "history", [Reader, Human], read,
+        "The business's closed decisions (resolved, withdrawn, superseded), newest closing first, 100 at a time.";
     Changes => "changes", [Agent, Reader, Human], read,
         "Wait for what concerns you after a cursor: pointers to messages, decisions and roles, never their content.";
     BrowserRequest => "browser.request", [Agent], write,

@@ -29,4 +29,4 @@ pub use clock::Clock;
 pub use credentials::{CredentialError, Credentials};
 pub use entropy::{Entropy, EntropyError};
 pub use process::{ExeIdentity, NamespaceId, Namespaces, ProcessError, ProcessInfo, ProcessTable};
-pub use store::{EvidenceStore, StoreError, StoreHead, StoreReaders, TaskView};
+pub use store::{Closed, Closings, EvidenceStore, StoreError, StoreHead, StoreReaders, TaskView};

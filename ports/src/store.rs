@@ -119,6 +119,28 @@ pub struct TaskView {
     pub at: Timestamp,
 }
 
+/// A closed decision, as [`EvidenceStore::closings`] lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Closed {
+    /// The closing record's position in the write order.
+    pub seq: u64,
+    /// The closing record, with its time: a decision's `Resolved`,
+    /// `Withdrawn` or `Superseded` record.
+    pub closing: Stamped,
+    /// The decision as raised.
+    pub decision: DecisionRecord,
+}
+
+/// A page of closings, newest first, and how many lie before it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Closings {
+    /// The closings listed, newest first.
+    pub rows: Vec<Closed>,
+    /// How many closings of the business lie at positions before the last
+    /// one listed (before the page's bound when none is listed).
+    pub older: u64,
+}
+
 /// The append-only evidence store.
 ///
 /// Implementations: the SQLite adapter (`mosaic-adapters::sqlite`) and the
@@ -398,6 +420,24 @@ pub trait EvidenceStore {
     /// # Errors
     /// [`StoreError::Unavailable`].
     fn trail(&self, business: &BusinessId, subject: &Subject) -> Result<Vec<Stamped>, StoreError>;
+
+    /// Up to `limit` closings of `business`, newest first: its committed
+    /// `Resolved`, `Withdrawn` and `Superseded` decision records (never a
+    /// `Seen`) at positions before `before` (at any position when `None`),
+    /// each with its position and the decision as raised; and in
+    /// [`Closings::older`] how many of its closings lie at positions before
+    /// the last one listed (before `before` when none is listed, every one
+    /// when `before` is `None` too), so a page that lists none counts what
+    /// a page from its bound would list.
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`].
+    fn closings(
+        &self,
+        business: &BusinessId,
+        before: Option<u64>,
+        limit: usize,
+    ) -> Result<Closings, StoreError>;
 }
 
 /// A store whose reads can be served beside its one writer: the runtime

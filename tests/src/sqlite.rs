@@ -5,7 +5,7 @@ use mosaic_domain::evidence::{DecisionRecord, Recipient, Stamped, Subject};
 use mosaic_domain::messages::MessageFacts;
 use mosaic_domain::{BusinessId, DecisionId, MessageId, RoleInstance, Timestamp};
 use mosaic_ports::fakes::InjectedFailure;
-use mosaic_ports::{EvidenceStore, StoreError, TaskView};
+use mosaic_ports::{Closings, EvidenceStore, StoreError, TaskView};
 
 use crate::FreshStore;
 
@@ -171,6 +171,15 @@ impl EvidenceStore for TempSqlite {
 
     fn trail(&self, business: &BusinessId, subject: &Subject) -> Result<Vec<Stamped>, StoreError> {
         self.store.trail(business, subject)
+    }
+
+    fn closings(
+        &self,
+        business: &BusinessId,
+        before: Option<u64>,
+        limit: usize,
+    ) -> Result<Closings, StoreError> {
+        self.store.closings(business, before, limit)
     }
 }
 

@@ -27,6 +27,7 @@
 //!
 //! Beside this file: `verify.rs` (the checks, the notes), `pass.rs` (the
 //! ledger pass), `verdict.rs`, `rows.rs` and `rows/` (the typed rows),
+//! `reads.rs` (the reads over a business's history: tasks, closings),
 //! `carry.rs` (a send's grant on its message's row), `chain.rs` (the hash
 //! chain), `reserve.rs` (the disk reserve) and `backup.rs`.
 
@@ -34,6 +35,7 @@ mod backup;
 mod carry;
 mod chain;
 mod pass;
+mod reads;
 mod reserve;
 mod rows;
 mod verdict;
@@ -47,10 +49,8 @@ use std::path::{Path, PathBuf};
 
 use mosaic_domain::evidence::{DecisionRecord, Recipient, Stamped, Subject};
 use mosaic_domain::messages::MessageFacts;
-use mosaic_domain::{
-    BusinessId, DecisionId, MessageId, Refusal, RoleInstance, RunId, TaskRef, Timestamp,
-};
-use mosaic_ports::{EvidenceStore, StoreError, StoreHead, StoreReaders, TaskView};
+use mosaic_domain::{BusinessId, DecisionId, MessageId, Refusal, RoleInstance, RunId, Timestamp};
+use mosaic_ports::{Closings, EvidenceStore, StoreError, StoreHead, StoreReaders, TaskView};
 use rusqlite::config::DbConfig;
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior};
 
@@ -839,34 +839,7 @@ impl EvidenceStore for SqliteStore {
     }
 
     fn tasks(&self, business: &BusinessId) -> Result<Vec<TaskView>, StoreError> {
-        let mut st = self
-            .conn
-            .prepare_cached(
-                "SELECT task_ref, kind, body, tombstone, at FROM task_current WHERE business = ?1",
-            )
-            .map_err(read_failure)?;
-        let rows: Vec<(String, String, String, bool, String)> = st
-            .query_map([business.as_str()], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
-            })
-            .map_err(read_failure)?
-            .collect::<Result<_, _>>()
-            .map_err(read_failure)?;
-        let mut tasks = rows
-            .into_iter()
-            .map(|(task, kind, body, tombstone, at)| {
-                Ok(TaskView {
-                    task: TaskRef::parse(&task)
-                        .map_err(|_| read_failure(Undecodable("task ref")))?,
-                    kind,
-                    body,
-                    tombstone,
-                    at: Timestamp::parse(&at).map_err(|_| read_failure(Undecodable("at")))?,
-                })
-            })
-            .collect::<Result<Vec<_>, StoreError>>()?;
-        tasks.sort_by_key(|t| t.task);
-        Ok(tasks)
+        reads::tasks(&self.conn, business).map_err(read_failure)
     }
 
     fn trail(&self, business: &BusinessId, subject: &Subject) -> Result<Vec<Stamped>, StoreError> {
@@ -877,6 +850,15 @@ impl EvidenceStore for SqliteStore {
              ORDER BY l.seq",
             params![business.as_str(), kind, text],
         )
+    }
+
+    fn closings(
+        &self,
+        business: &BusinessId,
+        before: Option<u64>,
+        limit: usize,
+    ) -> Result<Closings, StoreError> {
+        reads::closings(&self.conn, business, before, limit).map_err(read_failure)
     }
 }
 

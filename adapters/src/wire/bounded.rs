@@ -2,7 +2,8 @@
 //! more than a client takes (4 MiB, the socket client's cap), so no read
 //! of the human's is ever refused `response-too-large`.
 //!
-//! - [`listed`]: an array read (`tasks`, `agents`, `trail`) lists its items
+//! - [`listed`]: an array read (`tasks`, `agents`, `trail`, `history`, of
+//!   at most [`HISTORY_ROWS`] closed decisions) lists its items
 //!   in order while the answer stays within [`ANSWER_BYTES`]; the items
 //!   left out are counted in one last item `{"type":"more", NAME: N}`. A
 //!   trail thus keeps its first records (a decision's raise, a message's
@@ -44,6 +45,11 @@ pub const WHOLE_DECISION_BYTES: usize = 2 * 1024 * 1024;
 pub const DECISION_BYTES: usize = 2_560 * 1024;
 /// The most characters of each text of a decision in its short form.
 pub const CUT_CHARS: usize = 200;
+/// The most closed decisions one `history` page lists. A row holds no
+/// question, option or recommendation, only names, a target and a note
+/// of at most `MAX_NOTE` characters, so a hundred rows of the largest stay
+/// far within [`ANSWER_BYTES`]; [`listed`] bounds them all the same.
+pub const HISTORY_ROWS: usize = 100;
 /// The most open decisions one `agents` row lists in `waitsOn`; the row
 /// counts the rest in `waitsOnMore`.
 pub const WAITS_ON: usize = 20;

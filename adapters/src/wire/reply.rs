@@ -20,6 +20,7 @@ use mosaic_client::wire::agent::{AgentRow, Ended, WaitsOn};
 use mosaic_client::wire::decision::{
     AgentView, Authorization, Choice, DecisionStatus, DecisionView, Domain, Raised, Standing,
 };
+use mosaic_client::wire::history::{ClosedRow, Closing};
 use mosaic_client::wire::inbox::Inbox;
 use mosaic_client::wire::message::MessageView;
 use mosaic_client::wire::reads::{Change as ChangeView, ChangePage, TaskRow};
@@ -41,7 +42,7 @@ use mosaic_domain::evidence::{
 };
 use mosaic_domain::messages::MessageFacts;
 use mosaic_domain::{Refusal, Timestamp};
-use mosaic_ports::store::TaskView;
+use mosaic_ports::store::{Closed, TaskView};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -674,4 +675,58 @@ pub fn change_page(cursor: u64, changes: &[(u64, Change)]) -> ChangePage {
 /// [`change_page`]'s `Value`.
 pub fn changes_json(cursor: u64, changes: &[(u64, Change)]) -> Value {
     value_of(&change_page(cursor, changes))
+}
+
+/// A row of `history` ([`ClosedRow`]), or `None` for a record that closes
+/// no decision (the store lists none such).
+pub fn closed_row(closed: &Closed) -> Option<ClosedRow> {
+    let actor = |by: &DecisionActor| match by {
+        DecisionActor::Agent(a) => (Some(Party::Role(a.role.clone())), Some(a.run.clone())),
+        DecisionActor::Human => (Some(Party::Human), None),
+    };
+    let (status, (by, by_run), choice, note, superseded_by) = match &closed.closing.evidence {
+        Evidence::Decision(DecisionEvidence::Resolved {
+            by, choice, note, ..
+        }) => (
+            Closing::Resolved,
+            actor(by),
+            Some(choice.clone()),
+            note.clone(),
+            None,
+        ),
+        Evidence::Decision(DecisionEvidence::Withdrawn { by, note, .. }) => {
+            (Closing::Withdrawn, actor(by), None, note.clone(), None)
+        }
+        Evidence::Decision(DecisionEvidence::Superseded { by, .. }) => {
+            (Closing::Superseded, (None, None), None, None, Some(*by))
+        }
+        Evidence::Decision(DecisionEvidence::Raised(_) | DecisionEvidence::Seen { .. })
+        | Evidence::Launch(_)
+        | Evidence::Claim(_)
+        | Evidence::Consumed(_)
+        | Evidence::Allowed(_)
+        | Evidence::Message(_)
+        | Evidence::Human(_)
+        | Evidence::Observed(_)
+        | Evidence::Refused(_)
+        | Evidence::RefusalsCounted(_) => return None,
+    };
+    let d = &closed.decision;
+    Some(ClosedRow {
+        action: d.fields.action.clone(),
+        at: closed.closing.at,
+        blocking: d.fields.blocking,
+        by,
+        by_run,
+        choice,
+        id: d.id,
+        note,
+        raiser: d.raiser.role.clone(),
+        raiser_run: d.raiser.run.clone(),
+        route: route(&d.route),
+        seq: closed.seq,
+        status,
+        superseded_by,
+        target: d.fields.target.clone(),
+    })
 }

@@ -245,6 +245,11 @@ pub enum Call {
     },
     /// `head`.
     Head,
+    /// `history {before?}`.
+    History {
+        /// The position to list the closings before; `None` for the newest.
+        before: Option<u64>,
+    },
     /// `changes {since?, timeoutMs?}`.
     Changes {
         /// The cursor to wait after; `None` asks for the current one.
@@ -285,6 +290,11 @@ pub enum Query {
     Trail(Subject),
     /// `head`.
     Head,
+    /// `history`: the closings before `before` (the newest when `None`).
+    History {
+        /// The position to list the closings before.
+        before: Option<u64>,
+    },
     /// `changes`: the changes after `since` (the current cursor when
     /// `None`), waiting at most `wait` for one.
     Changes {
@@ -363,6 +373,9 @@ impl Call {
                 subject: args.parsed("subject", SubjectRef::parse)?,
             },
             Verb::Head => Call::Head,
+            Verb::History => Call::History {
+                before: args.count("before")?,
+            },
             Verb::Changes => Call::Changes {
                 since: args.count("since")?,
                 timeout_ms: args.count("timeoutMs")?,
@@ -393,13 +406,14 @@ impl Call {
             Call::Agents => Verb::Agents,
             Call::Trail { .. } => Verb::Trail,
             Call::Head => Verb::Head,
+            Call::History { .. } => Verb::History,
             Call::Changes { .. } => Verb::Changes,
             Call::BrowserRequest(_) => Verb::BrowserRequest,
         }
     }
 
     /// Whether this call only reads (`inbox`, `tasks`, `agents`, `trail`,
-    /// `changes`):
+    /// `head`, `history`, `changes`):
     /// it dispatches to a [`Query`] and draws no fresh id.
     pub fn is_read(&self) -> bool {
         self.verb().is_read()
@@ -458,6 +472,7 @@ impl Call {
                 return Ok(Dispatch::Query(Query::Trail(subject.resolve(kind_of)?)))
             }
             Call::Head => return Ok(Dispatch::Query(Query::Head)),
+            Call::History { before } => return Ok(Dispatch::Query(Query::History { before })),
             Call::Changes { since, timeout_ms } => {
                 return Ok(Dispatch::Query(Query::Changes {
                     since,

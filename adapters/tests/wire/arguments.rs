@@ -80,6 +80,7 @@ fn the_verb_table_is_exactly_the_specs() {
             "agents",
             "trail",
             "head",
+            "history",
             "changes",
             "browser.request",
         ]
@@ -118,6 +119,7 @@ fn the_verb_table_is_exactly_the_specs() {
     assert_eq!(Verb::MessageRead.arg_keys(), ["id"]);
     assert_eq!(Verb::EventEmit.arg_keys(), ["kind", "body", "subject"]);
     assert_eq!(Verb::Trail.arg_keys(), ["subject"]);
+    assert_eq!(Verb::History.arg_keys(), ["before"]);
 }
 
 #[test]
@@ -504,4 +506,39 @@ fn run_end_takes_one_run_id() {
     refuses(&req("run.end", r#"{"run":7}"#), "bad-request");
     refuses(&req("run.end", r#"{"run":"-dev"}"#), "bad-id");
     refuses(&req("run.end", r#"{"run":"dev","why":"x"}"#), "unknown-key");
+}
+
+#[test]
+fn history_takes_an_optional_position_to_list_before() {
+    let history = |args: &str| call(&req("history", args));
+    assert_eq!(history("{}"), Call::History { before: None });
+    assert_eq!(
+        call(&format!(r#"{{"verb":"history","cap":"{CAP}"}}"#)),
+        Call::History { before: None }
+    );
+    assert_eq!(
+        history(r#"{"before":null}"#),
+        Call::History { before: None }
+    );
+    assert_eq!(
+        history(r#"{"before":0}"#),
+        Call::History { before: Some(0) }
+    );
+    assert_eq!(
+        history(r#"{"before":18446744073709551615}"#),
+        Call::History {
+            before: Some(u64::MAX)
+        }
+    );
+    for bad in [
+        r#"{"before":"7"}"#,
+        r#"{"before":-1}"#,
+        r#"{"before":1.5}"#,
+        r#"{"before":true}"#,
+        r#"{"before":[7]}"#,
+    ] {
+        refuses(&req("history", bad), "bad-request");
+    }
+    refuses(&req("history", r#"{"before":7,"after":1}"#), "unknown-key");
+    refuses(&req("history", r#"{"limit":10}"#), "unknown-key");
 }

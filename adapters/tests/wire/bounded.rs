@@ -231,3 +231,109 @@ proptest! {
         }
     }
 }
+
+/// A closing of the largest decision a row can show: every name at its
+/// cap, a target of 512 bytes that JSON spells twice as long, and a note of
+/// `MAX_NOTE` characters that JSON spells in six bytes each (more than the
+/// note rule lets through).
+fn largest_closing(index: u32) -> mosaic_ports::store::Closed {
+    let id = format!("{index:08x}-2222-4222-8222-222222222222");
+    let name = |first: char, len: usize| format!("{first}{}", "x".repeat(len - 1));
+    let agent = AgentRef {
+        role: role(&name('r', 64)),
+        run: RunId::parse(&name('u', 128)).unwrap(),
+    };
+    let mut decision = big_decision(index, 4_000, 20).record;
+    decision.id = did(&id);
+    decision.raiser = agent.clone();
+    decision.route = Route::Role(role(&name('a', 64)));
+    decision.fields.action = Action::parse(&format!("a.{}", "b".repeat(62))).unwrap();
+    decision.fields.target = Some(Target::parse(&"\"".repeat(512)).unwrap());
+    mosaic_ports::store::Closed {
+        seq: u64::MAX - u64::from(index),
+        closing: Stamped {
+            at: at("2026-01-01T10:00:00.000Z"),
+            evidence: Evidence::Decision(DecisionEvidence::Resolved {
+                business: acme(),
+                id: did(&id),
+                choice: key(&name('k', 64)),
+                by: DecisionActor::Agent(agent),
+                note: Some("\u{1}".repeat(mosaic_domain::text::MAX_NOTE)),
+            }),
+        },
+        decision,
+    }
+}
+
+#[test]
+fn a_page_of_history_of_the_largest_rows_lists_them_all_within_the_bound() {
+    let page: Vec<_> = (0..bounded::HISTORY_ROWS as u32)
+        .map(largest_closing)
+        .collect();
+    let rows: Vec<_> = page.iter().filter_map(wire::closed_row).collect();
+    assert_eq!(rows.len(), bounded::HISTORY_ROWS);
+    let listed = bounded::listed(rows);
+    assert_eq!(
+        (listed.items.len(), listed.more),
+        (bounded::HISTORY_ROWS, 0)
+    );
+    let answer = wire::value_of(&listed);
+    let bytes = line_bytes(&answer);
+    assert!(bytes < ANSWER_BYTES / 2, "{bytes} bytes");
+    assert!(bytes < MAX_RESPONSE);
+    assert_eq!(
+        answer[0]["note"].as_str().map(|n| n.chars().count()),
+        Some(mosaic_domain::text::MAX_NOTE)
+    );
+}
+
+#[test]
+fn a_history_row_says_how_its_decision_closed_and_a_record_closing_none_is_no_row() {
+    let closing = largest_closing(1);
+    let row = wire::closed_row(&closing).expect("a resolve closes");
+    assert_eq!(
+        (row.status, row.choice.map(|c| c.to_string().len()), row.seq),
+        (
+            mosaic_client::wire::history::Closing::Resolved,
+            Some(64),
+            u64::MAX - 1
+        )
+    );
+    let id = closing.decision.id;
+    let with = |evidence| mosaic_ports::store::Closed {
+        closing: Stamped {
+            evidence,
+            ..closing.closing.clone()
+        },
+        ..closing.clone()
+    };
+    let withdrawn = wire::closed_row(&with(Evidence::Decision(DecisionEvidence::Withdrawn {
+        business: acme(),
+        id,
+        by: DecisionActor::Human,
+        note: None,
+    })))
+    .expect("a withdraw closes");
+    assert_eq!(
+        serde_json::to_value(&withdrawn).unwrap()["by"],
+        json!("human")
+    );
+    assert_eq!((withdrawn.by_run, withdrawn.choice), (None, None));
+    let superseded = wire::closed_row(&with(Evidence::Decision(DecisionEvidence::Superseded {
+        business: acme(),
+        id,
+        by: did(D2),
+    })))
+    .expect("a supersede closes");
+    assert_eq!(
+        (superseded.by, superseded.superseded_by),
+        (None, Some(did(D2)))
+    );
+    let seen = with(Evidence::Decision(DecisionEvidence::Seen {
+        business: acme(),
+        id,
+        by: DecisionActor::Human,
+        note: None,
+    }));
+    assert_eq!(wire::closed_row(&seen), None);
+}

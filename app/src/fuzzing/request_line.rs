@@ -826,6 +826,8 @@ mod tests {
             (Verb::Inbox, "{}"),
             (Verb::Agents, "{}"),
             (Verb::Head, "{}"),
+            (Verb::History, "{}"),
+            (Verb::History, r#"{"before":3}"#),
             (Verb::Trail, r#"{"subject":"lead"}"#),
             (Verb::Changes, "{}"),
             (Verb::Changes, r#"{"since":0}"#),

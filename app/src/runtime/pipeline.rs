@@ -649,7 +649,7 @@ mod tests {
     ];
 
     /// The reads of the verb table, as the spec lists them.
-    const READS: [&str; 5] = ["inbox", "tasks", "agents", "trail", "head"];
+    const READS: [&str; 6] = ["inbox", "tasks", "agents", "trail", "head", "history"];
 
     fn acme() -> BusinessId {
         BusinessId::parse("acme").expect("a business id")

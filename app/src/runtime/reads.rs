@@ -1,7 +1,8 @@
-//! The read path: `inbox`, `tasks`, `agents` and `trail` answered beside the
-//! writer, never behind it, each bounded so that its answer fits what a
-//! client takes whatever agents send ([`bounded`]: the human's inbox cut,
-//! the array reads listed while they fit).
+//! The read path: `inbox`, `tasks`, `agents`, `trail`, `head` and
+//! `history` answered beside the writer, never behind it, each bounded so
+//! that its answer fits what a client takes whatever agents send
+//! ([`bounded`]: the human's inbox cut, the array reads listed while they
+//! fit).
 //!
 //! A read needs two things: store facts (messages, tasks, trails), which it
 //! takes from a reader connection of its own (in WAL mode a reader sees the
@@ -296,6 +297,14 @@ pub(crate) fn read<S: EvidenceStore>(
                 size: head.size,
             })
         }
+        Query::History { before } => {
+            let page = store
+                .closings(business, before, bounded::HISTORY_ROWS)
+                .map_err(storage)?;
+            let mut listed = bounded::listed(page.rows.iter().filter_map(wire::closed_row));
+            listed.more = listed.more.saturating_add(page.older);
+            wire::value_of(&listed)
+        }
         // `changes` has one way in, `super::changes::page`, which every
         // caller of the runtime takes before a read.
         // A caller the verb table does not serve is refused as everywhere.
@@ -327,9 +336,12 @@ pub(crate) fn read_text<S: EvidenceStore>(
                 }
             })
         }
-        Query::Tasks | Query::Agents | Query::Trail(_) | Query::Head | Query::Changes { .. } => {
-            read(view, store, caller, query).map(|value| value.to_string())
-        }
+        Query::Tasks
+        | Query::Agents
+        | Query::Trail(_)
+        | Query::Head
+        | Query::History { .. }
+        | Query::Changes { .. } => read(view, store, caller, query).map(|value| value.to_string()),
     }
 }
 

@@ -15,6 +15,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod history;
 mod reads;
 
 use std::path::Path;

@@ -76,6 +76,7 @@ verb_args! {
     Agents => NoArgs,
     Trail => TrailArgs,
     Head => NoArgs,
+    History => HistoryArgs,
     Changes => ChangesArgs,
     BrowserRequest => BrowserRequestArgs,
 }
@@ -283,6 +284,15 @@ pub struct EventBody {
 pub struct TrailArgs {
     #[doc = concat!("Whose trail. ", subject!())]
     pub subject: String,
+}
+
+/// `history`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HistoryArgs {
+    /// The `seq` of the last row of the page before: list the closings older than it. Leave it out for the newest.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub before: Option<u64>,
 }
 
 /// `changes`.

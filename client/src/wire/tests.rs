@@ -20,6 +20,7 @@ use super::agent::{AgentRow, Ended, Exited, Usage, WaitsOn};
 use super::decision::{
     AgentView, Authorization, Choice, DecisionStatus, DecisionView, Domain, Raised, Standing,
 };
+use super::history::{ClosedRow, Closing};
 use super::inbox::{Inbox, InboxMore, More};
 use super::listed::{ItemType, Listed};
 use super::message::MessageView;
@@ -344,6 +345,66 @@ fn an_agents_row_and_its_parts_are_sound_and_its_list_counts_the_rest() {
     assert!(serde_json::from_value::<Listed<AgentRow>>(early).is_err());
     let uncounted = json!([{"type": "more", "records": 1}]);
     assert!(serde_json::from_value::<Listed<AgentRow>>(uncounted).is_err());
+}
+
+fn closed(status: Closing) -> ClosedRow {
+    let resolved = status == Closing::Resolved;
+    let superseded = status == Closing::Superseded;
+    ClosedRow {
+        action: Action::parse("repo.push").unwrap(),
+        at: at(),
+        blocking: true,
+        by: (!superseded).then(|| Party::Role(role("lead"))),
+        by_run: (!superseded).then(|| run("lead-1")),
+        choice: resolved.then(|| key("yes")),
+        id: did(D1),
+        note: resolved.then(|| "ship it\nnow".to_owned()),
+        raiser: role("dev"),
+        raiser_run: run("dev-1"),
+        route: Party::Human,
+        seq: 1207,
+        status,
+        superseded_by: superseded.then(|| did(D2)),
+        target: Some(Target::parse("acme/main").unwrap()),
+    }
+}
+
+#[test]
+fn a_closed_row_writes_every_key_null_where_absent_and_its_list_counts_the_older() {
+    for status in [Closing::Resolved, Closing::Withdrawn, Closing::Superseded] {
+        sound(&closed(status), &[]);
+    }
+    let row = closed(Closing::Superseded);
+    assert_eq!(
+        serde_json::to_value(&row).unwrap(),
+        json!({
+            "action": "repo.push", "at": AT, "blocking": true, "by": null, "byRun": null,
+            "choice": null, "id": D1, "note": null, "raiser": "dev", "raiserRun": "dev-1",
+            "route": "human", "seq": 1207, "status": "superseded", "supersededBy": D2,
+            "target": "acme/main",
+        })
+    );
+    let human = ClosedRow {
+        by: Some(Party::Human),
+        by_run: None,
+        ..closed(Closing::Withdrawn)
+    };
+    assert_eq!(serde_json::to_value(&human).unwrap()["by"], json!("human"));
+    sound(&human, &[]);
+    let listed = Listed {
+        items: vec![closed(Closing::Resolved), human],
+        more: 3,
+    };
+    let value = serde_json::to_value(&listed).unwrap();
+    assert_eq!(value[2], json!({"type": "more", "closed": 3}));
+    assert_eq!(serde_json::to_string(&listed).unwrap(), value.to_string());
+    assert_eq!(
+        serde_json::from_value::<Listed<ClosedRow>>(value).unwrap(),
+        listed
+    );
+    let mut unknown = serde_json::to_value(closed(Closing::Resolved)).unwrap();
+    unknown["status"] = json!("seen");
+    assert!(serde_json::from_value::<ClosedRow>(unknown).is_err());
 }
 
 /// A record of every kind.

@@ -11,7 +11,9 @@ use mosaic_domain::{BusinessId, DecisionId, MessageId, RoleInstance, Timestamp};
 
 use super::ledger::{Staged, State};
 use super::{lock, InjectedFailure};
-use crate::store::{EvidenceStore, StoreError, StoreHead, StoreReaders, TaskView};
+use crate::store::{
+    Closed, Closings, EvidenceStore, StoreError, StoreHead, StoreReaders, TaskView,
+};
 
 /// An in-memory [`EvidenceStore`] that enforces the same rules as the SQLite
 /// store: all-or-nothing batches and stages, strictly increasing timestamps,
@@ -446,6 +448,68 @@ impl EvidenceStore for MemoryStore {
                 .cloned()
                 .collect()
         })
+    }
+
+    fn closings(
+        &self,
+        business: &BusinessId,
+        before: Option<u64>,
+        limit: usize,
+    ) -> Result<Closings, StoreError> {
+        self.view(|state| {
+            let raised = |id: &DecisionId| {
+                state.records.iter().find_map(|r| {
+                    let Evidence::Decision(DecisionEvidence::Raised(d)) = &r.evidence else {
+                        return None;
+                    };
+                    (&d.id == id).then(|| (**d).clone())
+                })
+            };
+            let mut closings: Vec<(u64, &Stamped, &DecisionId)> = (1..)
+                .zip(&state.records)
+                .take_while(|(seq, _)| before.is_none_or(|before| *seq < before))
+                .filter(|(_, r)| r.evidence.business() == Some(business))
+                .filter_map(|(seq, r)| closed_id(&r.evidence).map(|id| (seq, r, id)))
+                .collect();
+            let shown = closings.len().saturating_sub(limit);
+            let rows = closings
+                .drain(shown..)
+                .rev()
+                .filter_map(|(seq, closing, id)| {
+                    raised(id).map(|decision| Closed {
+                        seq,
+                        closing: closing.clone(),
+                        decision,
+                    })
+                })
+                .collect();
+            Closings {
+                rows,
+                older: u64::try_from(closings.len()).unwrap_or(u64::MAX),
+            }
+        })
+    }
+}
+
+/// The decision a record closes: a `Resolved`, `Withdrawn` or
+/// `Superseded` record's id.
+fn closed_id(evidence: &Evidence) -> Option<&DecisionId> {
+    match evidence {
+        Evidence::Decision(
+            DecisionEvidence::Resolved { id, .. }
+            | DecisionEvidence::Withdrawn { id, .. }
+            | DecisionEvidence::Superseded { id, .. },
+        ) => Some(id),
+        Evidence::Decision(DecisionEvidence::Raised(_) | DecisionEvidence::Seen { .. })
+        | Evidence::Launch(_)
+        | Evidence::Claim(_)
+        | Evidence::Consumed(_)
+        | Evidence::Allowed(_)
+        | Evidence::Message(_)
+        | Evidence::Human(_)
+        | Evidence::Observed(_)
+        | Evidence::Refused(_)
+        | Evidence::RefusalsCounted(_) => None,
     }
 }
 

@@ -187,9 +187,13 @@ fn serving(verb: Verb, kind: CallerKind) -> Vec<(Caller, Command)> {
             run: RunId::parse("o1").unwrap(),
         },
         Verb::BrowserRequest => Command::RecordBrowserOutcome { body: "{}".into() },
-        Verb::Inbox | Verb::Tasks | Verb::Agents | Verb::Trail | Verb::Head | Verb::Changes => {
-            return Vec::new()
-        }
+        Verb::Inbox
+        | Verb::Tasks
+        | Verb::Agents
+        | Verb::Trail
+        | Verb::Head
+        | Verb::History
+        | Verb::Changes => return Vec::new(),
     };
     vec![(by, command)]
 }

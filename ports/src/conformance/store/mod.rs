@@ -10,8 +10,10 @@
 //!   and builders of its evidence;
 //! - `rules.rs`: batches that break a rule, each refused whole;
 //!   `group_commit.rs`: stages of one batch; `messages.rs`: the message
-//!   reads; `reserve.rs`: the disk reserve.
+//!   reads; `closings.rs`: the closed decisions; `reserve.rs`: the disk
+//!   reserve.
 
+mod closings;
 mod evidence;
 mod group_commit;
 mod messages;
@@ -27,6 +29,7 @@ use mosaic_domain::evidence::{
 use mosaic_domain::messages::MessageFacts;
 use mosaic_domain::{BusinessId, Timestamp};
 
+use self::closings::*;
 use self::evidence::*;
 use self::group_commit::*;
 use self::messages::*;
@@ -46,8 +49,8 @@ use mosaic_domain::changes::{Change, Routing};
 /// afterwards); what the rules allow on purpose (references to earlier
 /// records of the same batch, `Seen` after a decision closed, an identical
 /// launch binding, observations of other kinds); `replay`, `last_write`,
-/// `message`, `undelivered`, `unread` (in `messages.rs`), `tasks` and `trail` against their
-/// contracts.
+/// `message`, `undelivered`, `unread` (in `messages.rs`), `tasks`, `trail`
+/// and `closings` (in `closings.rs`) against their contracts.
 ///
 /// Group commit (`group_commit.*`, one handle per check): stages committed
 /// together by [`EvidenceStore::commit_staged`], in stage order; reads and
@@ -115,6 +118,14 @@ pub fn run<S: EvidenceStore>(make: impl FnMut() -> S) {
             tasks_newest_and_tombstones::<S>,
         ),
         Check::new("trail_equals_concerns", trail_equals_concerns::<S>),
+        Check::new(
+            "closings_match_the_committed_history",
+            closings_match_the_committed_history::<S>,
+        ),
+        Check::new(
+            "closings_page_newest_first",
+            closings_page_newest_first::<S>,
+        ),
         Check::new(
             "ledger_positions_count_commits",
             ledger_positions_count_commits::<S>,

@@ -210,6 +210,10 @@ impl<'s, S: EvidenceStore> Scenario<'s, S> {
         subjects.extend(ROLES.iter().map(|r| Subject::Role(role(r))));
         for b in [acme(), globex()] {
             put(format!("tasks({b})"), format!("{:?}", self.store.tasks(&b)));
+            put(
+                format!("closings({b})"),
+                format!("{:?}", self.store.closings(&b, None, usize::MAX)),
+            );
             for r in ROLES {
                 let undelivered = self.store.undelivered(&b, &role(r), 1000);
                 put(format!("undelivered({b}, {r})"), format!("{undelivered:?}"));
