@@ -135,16 +135,15 @@ fn under_80_messages_of_60_kb_the_humans_inbox_lists_a_later_gated_decision() {
     );
     let tmux = Tmux::start(&console_command(&b.socket), 120, 40);
     tmux.wait_for("repo.force-push on prod-db", WAIT);
-    // Open now, the console lists the next decision as soon as it is
-    // raised: within a second, with room for a loaded machine.
+    // Open now, the console lists the next decision within a second of
+    // its raise: the change, the inbox read and the drawing, measured
+    // from outside through tmux.
     ops.raise("repo.force-push", Some("prod-db-2"), json!({}));
     let raised = Instant::now();
     tmux.wait_for("repo.force-push on prod-db-2", WAIT);
-    assert!(
-        raised.elapsed() < Duration::from_secs(5),
-        "{:?}",
-        raised.elapsed()
-    );
+    let shown = raised.elapsed();
+    eprintln!("listed on screen {shown:?} after its raise");
+    assert!(shown < Duration::from_secs(1), "{shown:?}");
     tmux.keys(&["]"]);
     tmux.wait_for("grants ops/ops-1 repo.force-push on prod-db", WAIT);
     tmux.keys(&["q"]);
