@@ -230,7 +230,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
     (
         "Tab",
-        "next view: inbox, decision, message, agents, run, trail, activity",
+        "next view, in the tabs' order (History: the closed decisions)",
     ),
     (
         "Enter",
@@ -312,11 +312,13 @@ pub enum View {
     Trail,
     /// The changes as they arrived.
     Activity,
+    /// The closed decisions, newest closing first.
+    History,
 }
 
 impl View {
     /// Every view, in `Tab`'s order.
-    pub const ALL: [View; 7] = [
+    pub const ALL: [View; 8] = [
         View::Inbox,
         View::Decision,
         View::Message,
@@ -324,6 +326,7 @@ impl View {
         View::Run,
         View::Trail,
         View::Activity,
+        View::History,
     ];
 
     /// Its tab's name.
@@ -336,6 +339,7 @@ impl View {
             View::Run => "Run",
             View::Trail => "Trail",
             View::Activity => "Activity",
+            View::History => "History",
         }
     }
 }

@@ -20,13 +20,15 @@
 //!
 //! Beside the machine: `act.rs`, its inputs and outputs (the keys and the
 //! key map the help is generated from, the views, the effects, the acts
-//! confirmed with `y`, the prompts); `lines.rs`, text's width and
+//! confirmed with `y`, the prompts); `history.rs`, the History view's
+//! rows and the pages they come in; `lines.rs`, text's width and
 //! wrapping, which the drawing and the state's scroll limit both count
 //! with; `sentence.rs`, a trail record in one sentence; `tail.rs`, the
 //! last lines of a run's output, read bounded. Its tests:
 //! `tests.rs` (the machine's exact effects, the link mocked, snapshots),
 //! `tests_screen.rs` (what reaches a real terminal backend),
-//! `tests_doing.rs` (the Agents view at injected times), `tests_agents.rs`
+//! `tests_doing.rs` (the Agents view at injected times), `tests_history.rs`
+//! (the History view: its pages, its changes, its rows), `tests_agents.rs`
 //! (its acts: a run opened, ended, started again; a failure's alarm),
 //! `tests_day.rs` (a working day's details: the prompt, `m`, `R`,
 //! Activity), `tests_output.rs` (the Run view's output, a sleeping
@@ -57,6 +59,7 @@ use super::signals::Signals;
 mod act;
 pub mod doing;
 pub mod grant;
+pub mod history;
 pub mod layout;
 pub mod lines;
 pub mod model;
@@ -73,6 +76,8 @@ mod tests_agents;
 mod tests_day;
 #[cfg(test)]
 mod tests_doing;
+#[cfg(test)]
+mod tests_history;
 #[cfg(test)]
 mod tests_output;
 #[cfg(test)]
@@ -98,7 +103,9 @@ decisions waiting on you (blocking ones first) and your unread messages, \
 each decision with a fixed grant area (what approving it authorizes, \
 from the broker, and whether its raiser is alive) above the raiser's own \
 words, the agents and what they wait on or how they exited, any \
-subject's trail, and the business's changes as they arrive. Under `up \
+subject's trail, the business's changes as they arrive, and the \
+decisions that closed (History: how, by whom and when, each opening its \
+trail). Under `up \
 --console`, the Agents view also shows what each harness agent is doing \
 (working, waiting on the feed, exited), its last tool and how long ago.
 

@@ -83,6 +83,12 @@ pub fn draw(frame: &mut Frame<'_>, state: &State, now_ms: i64) {
         View::Run => list(frame, " Run ", &run(state, now_ms), body),
         View::Trail => list(frame, " Trail ", &trail(state), body),
         View::Activity => list(frame, " Activity ", &activity(state), body),
+        View::History => list(
+            frame,
+            " History: Enter opens a decision's trail ",
+            &history(state, now_ms),
+            body,
+        ),
     }
     frame.render_widget(
         Paragraph::new(bottom_line(state, usize::from(bottom.width))),
@@ -729,6 +735,40 @@ fn activity(state: &State) -> Rows {
             state.selected() == i,
             &format!("{kind}: {}", about.join(", ")),
         );
+    }
+    rows
+}
+
+/// The closed decisions, newest closing first: when, how and by whom,
+/// the raiser, the action and its target; then how many older ones the
+/// next page holds.
+fn history(state: &State, now_ms: i64) -> Rows {
+    let mut rows = Rows::new();
+    let Some(history) = state.history() else {
+        return rows;
+    };
+    if history.rows.is_empty() {
+        rows.push(Line::from("No decision has closed yet."));
+    }
+    for (i, p) in history.rows.iter().enumerate() {
+        let blocks = if p.blocking { " · BLOCKED" } else { "" };
+        let target = p.target.as_ref().map_or("-", Shown::as_str);
+        rows.row(
+            state.selected() == i,
+            &format!(
+                "{} ago · {} · {} · {} on {target}{blocks}",
+                age(now_ms, Some(p.at_ms)),
+                p.how_words(),
+                p.raiser,
+                p.action,
+            ),
+        );
+    }
+    if history.more > 0 {
+        rows.push(Line::from(format!(
+            "{} older: the selection at the last row reads them",
+            history.more
+        )));
     }
     rows
 }

@@ -9,10 +9,11 @@
 
 use mosaic_client::wire::agent::AgentRow;
 use mosaic_client::wire::args::{
-    ChangesArgs, DecisionNoteArgs, DecisionResolveArgs, MessageReadArgs, MessageSendArgs, NoArgs,
-    RunEndArgs, TrailArgs,
+    ChangesArgs, DecisionNoteArgs, DecisionResolveArgs, HistoryArgs, MessageReadArgs,
+    MessageSendArgs, NoArgs, RunEndArgs, TrailArgs,
 };
 use mosaic_client::wire::decision::DecisionView;
+use mosaic_client::wire::history::ClosedRow;
 use mosaic_client::wire::inbox::Inbox as WireInbox;
 use mosaic_client::wire::listed::Listed;
 use mosaic_client::wire::reads::{ChangePage, Head as WireHead};
@@ -24,6 +25,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::history::Page;
 use super::model::{Change, Inbox, Run, Shown};
 use super::trail::Trail;
 
@@ -39,6 +41,12 @@ pub enum Request {
     /// `trail` of a subject: a decision's or message's id, or what the
     /// human typed.
     Trail(String),
+    /// `history`: the newest closed decisions, or those before a
+    /// closing's position.
+    History {
+        /// The position to list before; `None` for the newest.
+        before: Option<u64>,
+    },
     /// `decision.resolve` with an option's key and a note (none when
     /// empty).
     Resolve {
@@ -80,6 +88,8 @@ pub enum Reply {
     Agents(Vec<Run>),
     /// A trail.
     Trail(Trail),
+    /// A page of closed decisions.
+    History(Page),
     /// The evidence's hash chain.
     Head(Head),
     /// A resolve, with the option it resolved with.
@@ -121,6 +131,7 @@ impl Request {
             Request::Agents => Verb::Agents,
             Request::Head => Verb::Head,
             Request::Trail(_) => Verb::Trail,
+            Request::History { .. } => Verb::History,
             Request::Resolve { .. } => Verb::DecisionResolve,
             Request::Seen(_) => Verb::DecisionSeen,
             Request::Withdraw(_) => Verb::DecisionWithdraw,
@@ -141,6 +152,7 @@ impl Request {
             Request::Trail(subject) => args(&TrailArgs {
                 subject: subject.clone(),
             }),
+            Request::History { before } => args(&HistoryArgs { before: *before }),
             Request::Resolve { id, choice, note } => args(&DecisionResolveArgs {
                 id: id.to_string(),
                 choice: choice.to_string(),
@@ -170,6 +182,7 @@ impl Request {
             | Request::Agents
             | Request::Head
             | Request::Trail(_)
+            | Request::History { .. }
             | Request::Send { .. }
             | Request::Read(_)
             | Request::Launch { .. }
@@ -193,6 +206,9 @@ impl Request {
                     .collect(),
             ),
             Request::Trail(_) => Reply::Trail(Trail::from(&decode::<Listed<WireRecord>>(result)?)),
+            Request::History { .. } => Reply::History(
+                Page::of(&decode::<Listed<ClosedRow>>(result)?).ok_or(Refusal::BadResponse)?,
+            ),
             Request::Head => {
                 let head = decode::<WireHead>(result)?;
                 Reply::Head(Head {

@@ -13,9 +13,11 @@
 //! decoded off the state, with the client crate's wire shapes, into the
 //! rows of [`super::model`] ([`Reply`]); an answer that is not its verb's
 //! shape arrives as the refusal `bad-response`. The keys are handled in
-//! [`keys`], the answers in [`replies`], the selection in [`select`].
+//! [`keys`], the answers in [`replies`], the selection in [`select`], the
+//! History view's pages in [`past`].
 
 mod keys;
+mod past;
 mod replies;
 mod select;
 
@@ -28,6 +30,7 @@ use mosaic_domain::{DecisionId, MessageId, RunId};
 pub use super::act::{Act, Effect, Key, Notice, Prompt, View, KEYS};
 use super::doing::{Doing, Life};
 use super::grant::{self, Need, Raiser};
+use super::history::History;
 use super::layout;
 use super::lines::wrap;
 use super::model::{Change, Decision, Inbox, Message, Run, Shown};
@@ -162,6 +165,8 @@ pub struct State {
     message: Option<Message>,
     /// The trail view's subject and records.
     trail: Option<(String, Vec<Record>)>,
+    /// The closed decisions, once the History view was opened.
+    history: Option<History>,
     /// The changes seen, newest last.
     activity: Vec<Change>,
     /// The bottom line's prompt.
@@ -216,6 +221,7 @@ impl State {
             open: None,
             message: None,
             trail: None,
+            history: None,
             activity: Vec::new(),
             prompt: Prompt::None,
             status: String::new(),
@@ -497,7 +503,7 @@ impl State {
                 View::Decision => self.open.is_some(),
                 View::Message => self.message.is_some(),
                 View::Run => self.run.is_some(),
-                View::Inbox | View::Agents | View::Trail | View::Activity => true,
+                View::Inbox | View::Agents | View::Trail | View::Activity | View::History => true,
             })
             .collect()
     }
@@ -565,13 +571,15 @@ impl State {
                 }
                 (Some(_) | None, _) => (Vec::new(), body),
             },
-            View::Agents | View::Run | View::Trail | View::Activity => (Vec::new(), body),
+            View::Agents | View::Run | View::Trail | View::Activity | View::History => {
+                (Vec::new(), body)
+            }
         };
         // The inbox's decision detail draws its options below the question.
         let extra = match (self.view, self.inbox.decisions.get(self.selected)) {
             (View::Inbox, Some(d)) => d.options.len() + 1,
             (View::Inbox | View::Message | View::Decision | View::Agents, _)
-            | (View::Run | View::Trail | View::Activity, _) => 0,
+            | (View::Run | View::Trail | View::Activity | View::History, _) => 0,
         };
         let inner = layout::inner(pane);
         let lines = wrap(text, inner.width).len() + extra;

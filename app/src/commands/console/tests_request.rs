@@ -22,6 +22,7 @@ fn requests() -> impl Strategy<Value = Request> {
         Just(Request::Agents),
         Just(Request::Head),
         ".{0,40}".prop_map(Request::Trail),
+        proptest::option::of(any::<u64>()).prop_map(|before| Request::History { before }),
         (id.clone(), key, ".{0,40}").prop_map(|(id, choice, note)| Request::Resolve {
             id,
             choice,
@@ -49,6 +50,8 @@ proptest! {
         let expected = match &request {
             Request::Inbox | Request::Agents | Request::Head | Request::Launch { .. } => json!({}),
             Request::Trail(subject) => json!({"subject": subject}),
+            Request::History { before: None } => json!({}),
+            Request::History { before: Some(before) } => json!({"before": before}),
             Request::Resolve { id, choice, note } if note.is_empty() => {
                 json!({"id": id.to_string(), "choice": choice.as_str()})
             }
@@ -107,6 +110,14 @@ fn an_answer_missing_any_key_the_broker_always_writes_is_bad_response() {
         |h| h,
     );
     assert_eq!(head, Vec::<String>::new());
+    let closed = json!({
+        "action": "repo.merge", "at": "2026-01-01T10:05:00.000Z", "blocking": false,
+        "by": "lead", "byRun": "lead-1", "choice": "yes", "id": ID, "note": "ok",
+        "raiser": "dev", "raiserRun": "dev-1", "route": "lead", "seq": 7,
+        "status": "resolved", "supersededBy": null, "target": null,
+    });
+    let history = optional_keys(&Request::History { before: None }, &closed, |r| json!([r]));
+    assert_eq!(history, Vec::<String>::new());
 }
 
 #[test]

@@ -211,6 +211,9 @@ impl State {
                 if self.selected + 1 < self.rows() {
                     self.select(self.selected + 1);
                 }
+                if self.view == View::History {
+                    self.page_history();
+                }
             }
             Key::Char('k') | Key::Up => self.select(self.selected.saturating_sub(1)),
             Key::PageDown => {
@@ -225,6 +228,9 @@ impl State {
                 if next == View::Agents {
                     // Which runs exited, as of now (no change says so).
                     self.send(Request::Agents);
+                }
+                if next == View::History {
+                    self.open_history();
                 }
             }
             Key::Esc => self.go(View::Inbox),
@@ -251,6 +257,7 @@ impl State {
                 }
             }
             Key::Enter if self.view == View::Run => self.open_wait(),
+            Key::Enter if self.view == View::History => self.open_past(),
             Key::Enter if self.view == View::Message => {
                 match self.message.as_ref().and_then(|m| m.cites) {
                     Some(id) => self.open_or_trail(id),
@@ -302,7 +309,12 @@ impl State {
         match self.view {
             View::Run => self.run_open(),
             View::Agents => self.agents.get(self.selected),
-            View::Inbox | View::Decision | View::Message | View::Trail | View::Activity => None,
+            View::Inbox
+            | View::Decision
+            | View::Message
+            | View::Trail
+            | View::Activity
+            | View::History => None,
         }
     }
 
@@ -364,12 +376,15 @@ impl State {
     fn open_or_trail(&mut self, id: mosaic_domain::DecisionId) {
         match self.inbox.decisions.iter().find(|d| d.id == id).cloned() {
             Some(decision) => self.open_decision(decision),
-            None => {
-                self.trail = Some((id.to_string(), Vec::new()));
-                self.go(View::Trail);
-                self.send(Request::trail(&id));
-            }
+            None => self.show_trail(id),
         }
+    }
+
+    /// The trail view, with decision `id`'s trail asked for.
+    pub(super) fn show_trail(&mut self, id: mosaic_domain::DecisionId) {
+        self.trail = Some((id.to_string(), Vec::new()));
+        self.go(View::Trail);
+        self.send(Request::trail(&id));
     }
 
     /// `R`: a reply to the open message's (or the inbox's selected
@@ -382,7 +397,8 @@ impl State {
             | View::Agents
             | View::Run
             | View::Trail
-            | View::Activity => self.selected_message(),
+            | View::Activity
+            | View::History => self.selected_message(),
         };
         match message.map(|m| m.from_role.clone()) {
             Some(Some(role)) => self.prompt = Prompt::Body(role, String::new()),
@@ -428,7 +444,8 @@ impl State {
             | View::Agents
             | View::Run
             | View::Trail
-            | View::Activity => self.selected_message().map(|m| m.id),
+            | View::Activity
+            | View::History => self.selected_message().map(|m| m.id),
         };
         match id {
             Some(_) if self.offline => {

@@ -29,6 +29,7 @@ impl State {
                 return;
             }
         };
+        let mut closed_any = false;
         for change in changes {
             if change.kind.is(EvidenceKind::LaunchRevoked) {
                 self.launching = Some(false);
@@ -51,6 +52,7 @@ impl State {
                 }
             }
             self.activity.push(change);
+            closed_any |= closes;
         }
         if self.activity.len() > ACTIVITY {
             let extra = self.activity.len() - ACTIVITY;
@@ -58,6 +60,9 @@ impl State {
         }
         self.refresh();
         self.reread_trails();
+        if closed_any {
+            self.reread_history();
+        }
     }
 
     /// The broker's answer to `request`, sent for an [`Effect::Send`],
@@ -73,6 +78,7 @@ impl State {
             (_, Reply::Inbox(inbox)) => self.on_inbox(inbox),
             (_, Reply::Agents(runs)) => self.on_agents(runs),
             (Request::Trail(subject), Reply::Trail(trail)) => self.on_trail(subject, &trail),
+            (Request::History { before }, Reply::History(page)) => self.on_history(*before, page),
             (_, Reply::Head(head)) => self.head = Some(head),
             (_, Reply::Resolved(choice)) => {
                 self.status = format!("resolved with {choice}");
@@ -106,6 +112,7 @@ impl State {
                 | Request::Agents
                 | Request::Head
                 | Request::Trail(_)
+                | Request::History { .. }
                 | Request::Resolve { .. },
                 Reply::Done,
             )
@@ -113,6 +120,7 @@ impl State {
                 Request::Inbox
                 | Request::Agents
                 | Request::Head
+                | Request::History { .. }
                 | Request::Resolve { .. }
                 | Request::Seen(_)
                 | Request::Withdraw(_)
@@ -121,6 +129,20 @@ impl State {
                 | Request::Launch { .. }
                 | Request::EndRun(_),
                 Reply::Trail(_),
+            )
+            | (
+                Request::Inbox
+                | Request::Agents
+                | Request::Head
+                | Request::Trail(_)
+                | Request::Resolve { .. }
+                | Request::Seen(_)
+                | Request::Withdraw(_)
+                | Request::Send { .. }
+                | Request::Read(_)
+                | Request::Launch { .. }
+                | Request::EndRun(_),
+                Reply::History(_),
             ) => {}
         }
     }

@@ -85,7 +85,8 @@ impl State {
             | View::Agents
             | View::Run
             | View::Trail
-            | View::Activity => 0,
+            | View::Activity
+            | View::History => 0,
         };
         if view == View::Inbox {
             self.picked = self.pick_at(self.selected);
@@ -188,6 +189,7 @@ impl State {
             View::Run => self.run_open().map_or(0, |r| r.waits.len()),
             View::Trail => self.trail.as_ref().map_or(0, |(_, t)| t.len()),
             View::Activity => self.activity.len(),
+            View::History => self.history.as_ref().map_or(0, |h| h.rows.len()),
         }
     }
 
