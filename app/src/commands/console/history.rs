@@ -115,13 +115,22 @@ pub struct History {
 
 impl History {
     /// The newest page read again: its rows in place of the newest ones,
-    /// and the older rows read before kept below them. Closings are never
-    /// undone, so those older rows, and the count beyond them, still hold.
+    /// and the older rows read before kept below them when the page
+    /// reaches down to them (more closings than a page since the last read
+    /// would leave a gap, so then the page alone is the list). Closings
+    /// are never undone, so those older rows, and the count beyond them,
+    /// still hold.
     pub fn newest(&mut self, page: Page) {
-        let oldest_new = page.rows.last().map(|r| r.seq);
-        let kept: Vec<Past> = match oldest_new {
-            Some(oldest) => self.rows.drain(..).filter(|r| r.seq < oldest).collect(),
-            None => Vec::new(),
+        let reaches = match (page.rows.last(), self.rows.first()) {
+            (Some(oldest_new), Some(newest_old)) => oldest_new.seq <= newest_old.seq,
+            (Some(_) | None, None) | (None, Some(_)) => false,
+        };
+        let kept: Vec<Past> = match page.rows.last() {
+            Some(oldest) if reaches => {
+                let oldest = oldest.seq;
+                self.rows.drain(..).filter(|r| r.seq < oldest).collect()
+            }
+            Some(_) | None => Vec::new(),
         };
         if kept.is_empty() {
             self.more = page.more;

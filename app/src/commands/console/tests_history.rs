@@ -4,8 +4,11 @@
 //! opened with `Enter`, and each row drawn with the agents' words
 //! neutralised.
 
+use proptest::prelude::*;
 use serde_json::{json, Value};
 
+use super::history::{History, How, Page, Past};
+use super::model::Shown;
 use super::request::Request;
 use super::state::{Effect, Key, State, View};
 use super::tests::{answer, changes, drain, keys, loaded, screen};
@@ -104,6 +107,22 @@ fn the_next_page_is_asked_once_at_the_last_row_and_added_below() {
     );
     assert_eq!(selected(&state), nth(6));
     assert_eq!(drain(&mut state), [], "no older one is left");
+}
+
+#[test]
+fn a_next_page_refused_is_asked_again_from_the_last_row() {
+    let mut state = in_history(page(&[30, 20], 4));
+    state.handle_key(Key::Char('j'));
+    let next = Request::History { before: Some(20) };
+    assert_eq!(drain(&mut state), [Effect::Send(next.clone())]);
+    answer(
+        &mut state,
+        next.clone(),
+        Err(mosaic_domain::Refusal::StorageUnavailable),
+    );
+    assert!(state.status().starts_with("storage-unavailable"));
+    state.handle_key(Key::Char('j'));
+    assert_eq!(drain(&mut state), [Effect::Send(next)]);
 }
 
 #[test]
@@ -207,4 +226,115 @@ fn each_row_says_when_how_by_whom_the_raiser_and_the_grant_neutralised() {
         "{text}"
     );
     assert!(text.contains("History"), "{text}");
+}
+
+/// How the pages of a history are read, in any order.
+#[derive(Debug, Clone)]
+enum Step {
+    /// A decision closes.
+    Close(u64),
+    /// The newest page is read again.
+    Newest,
+    /// The next page is asked for, if the list would ask for one.
+    Ask,
+    /// The page asked for is answered, as the closings stand now.
+    Answer,
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        (1_u64..4).prop_map(Step::Close),
+        Just(Step::Newest),
+        Just(Step::Ask),
+        Just(Step::Answer),
+    ]
+}
+
+/// The broker's page: the closings before `before`, newest first, at
+/// most `limit`, and how many older ones it leaves out.
+fn broker(closings: &[u64], before: Option<u64>, limit: usize) -> Page {
+    let older: Vec<u64> = closings
+        .iter()
+        .rev()
+        .copied()
+        .filter(|seq| before.is_none_or(|b| *seq < b))
+        .collect();
+    let rows: Vec<Past> = older
+        .iter()
+        .take(limit)
+        .map(|seq| Past {
+            id: mosaic_domain::DecisionId::from_random([*seq as u8; 16]),
+            seq: *seq,
+            at_ms: 0,
+            how: How::Withdrawn,
+            by: None,
+            raiser: Shown::of("dev/dev-1"),
+            action: Shown::grant("repo.merge"),
+            target: None,
+            blocking: false,
+        })
+        .collect();
+    Page {
+        more: (older.len() - rows.len()) as u64,
+        rows,
+    }
+}
+
+proptest! {
+    /// However closings, re-reads, asks and answers interleave, the list
+    /// holds every closing between its newest and its oldest row, newest
+    /// first and each once, and counts exactly the closings older than
+    /// its last row.
+    #[test]
+    fn the_pages_read_make_one_run_of_closings_and_count_the_rest(
+        first in proptest::collection::vec(1_u64..4, 0..12),
+        limit in 1_usize..4,
+        steps in proptest::collection::vec(step(), 0..30),
+    ) {
+        let mut closings: Vec<u64> = first
+            .iter()
+            .scan(0, |seq, gap| {
+                *seq += gap;
+                Some(*seq)
+            })
+            .collect();
+        let mut history = History::default();
+        history.newest(broker(&closings, None, limit));
+        let mut pending = None;
+        for step in steps {
+            match step {
+                Step::Close(gap) => {
+                    closings.push(closings.last().copied().unwrap_or(0) + gap);
+                }
+                Step::Newest => history.newest(broker(&closings, None, limit)),
+                Step::Ask => {
+                    let last = history.rows.len().saturating_sub(1);
+                    if let Some(before) = history.next_page(last) {
+                        history.asking = Some(before);
+                        pending = Some(before);
+                    }
+                }
+                Step::Answer => {
+                    if let Some(before) = pending.take() {
+                        history.older(before, broker(&closings, Some(before), limit));
+                    }
+                }
+            }
+            let seqs: Vec<u64> = history.rows.iter().map(|r| r.seq).collect();
+            prop_assert!(seqs.windows(2).all(|w| w[0] > w[1]), "{:?}", seqs);
+            if let (Some(newest), Some(oldest)) = (seqs.first(), seqs.last()) {
+                let between: Vec<u64> = closings
+                    .iter()
+                    .rev()
+                    .copied()
+                    .filter(|s| s <= newest && s >= oldest)
+                    .collect();
+                prop_assert_eq!(&seqs, &between);
+                let older = closings.iter().filter(|s| *s < oldest).count() as u64;
+                prop_assert_eq!(history.more, older);
+            } else {
+                prop_assert_eq!(history.more, 0);
+            }
+        }
+    }
 }

@@ -196,6 +196,12 @@ impl State {
     fn refused(&mut self, request: &Request, refusal: Refusal) {
         let verb = request.verb();
         self.status = format!("{}: {}", refusal.code(), refusal.meaning());
+        // A next page refused may be asked again from the last row.
+        if let (Request::History { before: Some(_) }, Some(history)) =
+            (request, self.history.as_mut())
+        {
+            history.asking = None;
+        }
         // Marking every message read stops at the first refusal.
         if matches!(request, Request::Read(_)) {
             if let Some(done) = self.read_all.take() {
