@@ -6,7 +6,9 @@
 //! business to its end with the human's answer typed into the console;
 //! and ([`activity`]) what harness agents are doing, fed to the console as
 //! `up --console` feeds it; and ([`days`]) the console for a working day:
-//! `]`, the selection by id, a flood, a failed run, `x` and `S`.
+//! `]`, the selection by id, a flood, a failed run, `x` and `S`; and
+//! ([`history`]) the History view, where the human finds a decision
+//! closed and opens its trail.
 //! Every wait is a deadline on what the screen, a file or a process shows,
 //! read again after a short pause ([`PAUSE`]) so the polling does not
 //! compete for the CPU with what it waits on.
@@ -19,6 +21,9 @@ mod activity;
 
 #[path = "console/days.rs"]
 mod days;
+
+#[path = "console/history.rs"]
+mod history;
 
 use std::io::Write;
 use std::path::Path;
