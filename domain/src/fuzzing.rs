@@ -435,10 +435,20 @@ mod machines {
                     business,
                     input: EventId::from_random(self.draw()),
                 },
-                _ => Caller::Agent {
-                    business,
-                    agent: self.agent(u)?,
-                },
+                _ => {
+                    let mut agent = self.agent(u)?;
+                    // A capability is its launch's: a bound run speaks for
+                    // the business and role it was bound to, as the runtime
+                    // finds them, never for another.
+                    let business = match self.bus.launches().record(&agent.run) {
+                        Some(launch) => {
+                            agent.role = launch.role.clone();
+                            launch.business.clone()
+                        }
+                        None => business,
+                    };
+                    Caller::Agent { business, agent }
+                }
             })
         }
 
@@ -644,6 +654,20 @@ mod machines {
                 pid: u.int_in_range(1..=3)?,
                 start_time: u.int_in_range(0..=1)?,
             };
+            // A host binds a run before it speaks: a run that already holds
+            // a role somewhere was never launched by the host.
+            let speaks = BUSINESSES.iter().any(|b| {
+                ROLES.iter().any(|r| {
+                    let held = AgentRef {
+                        role: name(r, RoleInstance::parse),
+                        run: record.run.clone(),
+                    };
+                    self.bus.claims().holds(&name(b, BusinessId::parse), &held)
+                })
+            });
+            if speaks {
+                return Ok(());
+            }
             let before = self.bus.clone();
             let now = self.now();
             if self.bus.handle_bind(now, record).is_err() {
