@@ -265,6 +265,9 @@ pub struct Inbox {
     pub messages: Vec<Message>,
     /// Unread messages beyond `messages` (the `more` item's `unread`).
     pub more: u64,
+    /// Waiting decisions beyond `decisions` (the `more` item's
+    /// `decisions`): `]` reaches them a page at a time.
+    pub left: u64,
 }
 
 impl From<&WireInbox<'_>> for Inbox {
@@ -273,6 +276,7 @@ impl From<&WireInbox<'_>> for Inbox {
             decisions: inbox.decisions.iter().map(Decision::from).collect(),
             messages: inbox.messages.iter().map(Message::from).collect(),
             more: inbox.more.map_or(0, |more| more.unread),
+            left: inbox.more.and_then(|more| more.decisions).unwrap_or(0),
         }
     }
 }

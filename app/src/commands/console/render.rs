@@ -293,17 +293,28 @@ fn inbox(frame: &mut Frame<'_>, state: &State, now_ms: i64, area: Rect) {
             state.inbox().more
         )));
     }
+    if state.inbox().left > 0 {
+        rows.push(bold(&format!(
+            "  … {} more waiting decisions beyond these: ] reaches each in turn",
+            state.inbox().left
+        )));
+    }
     let [top, bottom] = layout::inbox(area);
-    // The count stays in the frame's title, on screen wherever the
+    // The counts stay in the frame's title, on screen wherever the
     // selection is.
-    let title = if state.inbox().more > 0 {
-        format!(
-            " Inbox · {} more unread messages beyond these ",
+    let mut title = " Inbox ".to_owned();
+    if state.inbox().left > 0 {
+        title.push_str(&format!(
+            "· {} more decisions beyond these ",
+            state.inbox().left
+        ));
+    }
+    if state.inbox().more > 0 {
+        title.push_str(&format!(
+            "· {} more unread messages beyond these ",
             state.inbox().more
-        )
-    } else {
-        " Inbox ".to_owned()
-    };
+        ));
+    }
     list(frame, &title, &rows, top);
     let width = inner(bottom).width;
     let decisions = state.inbox().decisions.len();

@@ -28,6 +28,7 @@ fn requests() -> impl Strategy<Value = Request> {
             note
         }),
         id.clone().prop_map(Request::Seen),
+        id.clone().prop_map(Request::Beyond),
         id.prop_map(Request::Withdraw),
         (".{0,20}", ".{0,40}").prop_map(|(to, body)| Request::Send { to, body }),
         message.prop_map(Request::Read),
@@ -48,6 +49,7 @@ proptest! {
         }
         let expected = match &request {
             Request::Inbox | Request::Agents | Request::Head | Request::Launch { .. } => json!({}),
+            Request::Beyond(after) => json!({"after": after.to_string()}),
             Request::Trail(subject) => json!({"subject": subject}),
             Request::Resolve { id, choice, note } if note.is_empty() => {
                 json!({"id": id.to_string(), "choice": choice.as_str()})

@@ -228,10 +228,7 @@ impl State {
                 }
             }
             Key::Esc => self.go(View::Inbox),
-            Key::Char(']') => match self.next_waiting().cloned() {
-                Some(decision) => self.open_decision(decision),
-                None => self.status = "nothing else is waiting on you".to_owned(),
-            },
+            Key::Char(']') => self.next_waiting(),
             Key::Char('m') => self.prompt = Prompt::Role(String::new()),
             Key::Char('R') if matches!(self.view, View::Inbox | View::Message) => self.reply(),
             Key::Char('L') => {

@@ -71,6 +71,7 @@ impl State {
         self.handle_link(true);
         match (request, reply) {
             (_, Reply::Inbox(inbox)) => self.on_inbox(inbox),
+            (_, Reply::Beyond(page)) => self.on_beyond(page),
             (_, Reply::Agents(runs)) => self.on_agents(runs),
             (Request::Trail(subject), Reply::Trail(trail)) => self.on_trail(subject, &trail),
             (_, Reply::Head(head)) => self.head = Some(head),
@@ -103,6 +104,7 @@ impl State {
             // made.
             (
                 Request::Inbox
+                | Request::Beyond(_)
                 | Request::Agents
                 | Request::Head
                 | Request::Trail(_)
@@ -111,6 +113,7 @@ impl State {
             )
             | (
                 Request::Inbox
+                | Request::Beyond(_)
                 | Request::Agents
                 | Request::Head
                 | Request::Resolve { .. }
@@ -185,6 +188,11 @@ impl State {
                 );
             }
         }
+        // The decision `]` stood on closed meanwhile: it starts again at the
+        // first.
+        if matches!(request, Request::Beyond(_)) && refusal == Refusal::DecisionClosed {
+            return self.on_beyond(Vec::new());
+        }
         if refusal == Refusal::BrokerUnavailable {
             self.offline = true;
             self.status = format!("the broker cannot be reached: {verb} was not sent");
@@ -254,6 +262,9 @@ impl State {
                 .find(|d| d.id == open.decision.id)
             {
                 Some(now) => open.decision = now.clone(),
+                // Absent from an inbox that left decisions out, it may
+                // still wait beyond them: its close is a change.
+                None if self.inbox.left > 0 => {}
                 None => {
                     if open.state == DecisionState::Waiting {
                         open.state = DecisionState::Gone;
