@@ -184,3 +184,20 @@ fn the_run_view_wraps_every_line_whole() {
         assert!(words.contains(&format!("w{i:04}")), "w{i:04} cut: {text}");
     }
 }
+
+#[test]
+fn another_subject_typed_with_t_closes_the_record_opened() {
+    let mut state = trail_with("short");
+    state.handle_key(Key::Enter);
+    assert!(state.detail().is_some());
+    // `t` asks for a subject, here the same one: its trail is read again
+    // and shown from its top, as a list.
+    state.handle_key(Key::Char('t'));
+    for c in ID.chars() {
+        state.handle_key(Key::Char(c));
+    }
+    state.handle_key(Key::Enter);
+    assert_eq!(state.view(), View::Trail);
+    assert!(state.detail().is_none());
+    assert_eq!(state.selected(), 0);
+}

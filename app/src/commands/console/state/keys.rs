@@ -74,6 +74,7 @@ impl State {
             Prompt::Subject(subject) => match typed(key, subject) {
                 Typed::Editing(subject) => self.prompt = Prompt::Subject(subject),
                 Typed::Done(subject) if !subject.is_empty() => {
+                    self.detail = None;
                     self.trail = Some((subject.clone(), Vec::new()));
                     self.selected = 0;
                     self.send(Request::Trail(subject));
