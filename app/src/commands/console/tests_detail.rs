@@ -201,3 +201,68 @@ fn another_subject_typed_with_t_closes_the_record_opened() {
     assert!(state.detail().is_none());
     assert_eq!(state.selected(), 0);
 }
+
+/// Scrolls the open record down with `j` until the scroll stops, and
+/// returns every numbered word the screen showed on the way.
+fn scrolled_words(state: &mut State, width: u16, height: u16) -> Vec<String> {
+    let mut seen = words_on(&screen(state, width, height));
+    loop {
+        let before = state.scroll();
+        state.handle_key(Key::Char('j'));
+        if state.scroll() == before {
+            return seen;
+        }
+        seen.extend(words_on(&screen(state, width, height)));
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+
+    /// At any size, a record's note of any length reads whole by
+    /// scrolling, and the scroll stops with its last word on screen.
+    #[test]
+    fn any_note_reads_whole_by_scrolling_at_any_size(
+        count in 1usize..400,
+        width in 40u16..140,
+        height in 14u16..50,
+    ) {
+        let mut state = trail_with(&note(count));
+        state.handle_resize(width, height);
+        state.handle_key(Key::Enter);
+        let seen = scrolled_words(&mut state, width, height);
+        for i in 0..count {
+            let word = format!("w{i:04}");
+            proptest::prop_assert!(seen.contains(&word), "{} never shown", word);
+        }
+        let last = format!("w{:04}", count - 1);
+        proptest::prop_assert!(
+            words_on(&screen(&state, width, height)).contains(&last),
+            "the scroll stops before the end"
+        );
+    }
+}
+
+#[test]
+fn a_trail_filtered_by_kind_opens_the_record_it_keeps() {
+    let mut state = trail_with("short");
+    state.handle_key(Key::Char('k'));
+    assert_eq!(state.selected(), 0);
+    state.handle_key(Key::Char('/'));
+    for c in "decision.RESOLVED".chars() {
+        state.handle_key(Key::Char(c));
+    }
+    state.handle_key(Key::Enter);
+    assert_eq!(state.kept(), Some((vec![1], 2)));
+    assert_eq!(state.selected(), 1);
+    state.handle_key(Key::Enter);
+    let text = screen(&state, 80, 24);
+    assert!(text.contains("kind: decision.resolved"), "{text}");
+    // Esc closes the record first, then clears the filter.
+    state.handle_key(Key::Esc);
+    assert!(state.detail().is_none());
+    assert_eq!(state.filter(), Some("decision.RESOLVED"));
+    state.handle_key(Key::Esc);
+    assert_eq!(state.filter(), None);
+    assert_eq!(state.view(), View::Trail);
+}
