@@ -1,6 +1,6 @@
-//! The human's keys: in a view, in the decision view, and in the bottom
-//! line's prompts (a confirmation, or the one-line editor of a note, a
-//! role, a body or a subject).
+//! The human's keys: in a view (a row opened whole among them), in the
+//! decision view, and in the bottom line's prompts (a confirmation, or
+//! the one-line editor of a note, a role, a body, a subject or a filter).
 
 use super::super::act::{typed, Typed};
 use super::super::detail::{Detail, Opens};
