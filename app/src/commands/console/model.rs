@@ -547,6 +547,8 @@ pub struct Change {
     pub kind: Kind,
     /// The decision it concerns, as the broker named it.
     pub decision: Option<DecisionId>,
+    /// The message it concerns, as the broker named it.
+    pub message: Option<MessageId>,
     /// What it concerns, shown: `decision ID`, `role dev`...
     pub about: Vec<Shown>,
 }
@@ -562,6 +564,7 @@ impl From<&WireChange> for Change {
         Change {
             kind: Kind::from(&c.kind),
             decision: c.decision,
+            message: c.message,
             about: about
                 .into_iter()
                 .filter_map(|(name, id)| id.map(|id| Shown::of(&format!("{name} {id}"))))

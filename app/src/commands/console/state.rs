@@ -13,8 +13,10 @@
 //! decoded off the state, with the client crate's wire shapes, into the
 //! rows of [`super::model`] ([`Reply`]); an answer that is not its verb's
 //! shape arrives as the refusal `bad-response`. The keys are handled in
-//! [`keys`], the answers in [`replies`], the selection in [`select`].
+//! [`keys`], the answers in [`replies`], the selection in [`select`], the
+//! filter `/` types in [`filter`].
 
+mod filter;
 mod keys;
 mod replies;
 mod select;
@@ -26,6 +28,7 @@ use mosaic_domain::evidence::EvidenceKind;
 use mosaic_domain::{DecisionId, MessageId, RunId};
 
 pub use super::act::{Act, Effect, Key, Notice, Prompt, View, KEYS};
+use super::detail::Detail;
 use super::doing::{Doing, Life};
 use super::grant::{self, Need, Raiser};
 use super::layout;
@@ -104,6 +107,8 @@ pub struct Shows {
     open: Option<DecisionId>,
     message: Option<MessageId>,
     trail: Option<String>,
+    filter: Option<String>,
+    detail: bool,
 }
 
 /// The console's state.
@@ -162,6 +167,10 @@ pub struct State {
     message: Option<Message>,
     /// The trail view's subject and records.
     trail: Option<(String, Vec<Record>)>,
+    /// Each list's filter, by its view.
+    filters: Vec<(View, String)>,
+    /// The Trail's or the Activity view's row opened whole.
+    detail: Option<Detail>,
     /// The changes seen, newest last.
     activity: Vec<Change>,
     /// The bottom line's prompt.
@@ -216,6 +225,8 @@ impl State {
             open: None,
             message: None,
             trail: None,
+            filters: Vec::new(),
+            detail: None,
             activity: Vec::new(),
             prompt: Prompt::None,
             status: String::new(),
@@ -375,6 +386,21 @@ impl State {
         self.trail.as_ref().map(|(s, r)| (s.as_str(), r.as_slice()))
     }
 
+    /// The row opened whole, when its view is on screen (a record, while
+    /// its trail is the one shown).
+    pub fn detail(&self) -> Option<&Detail> {
+        self.detail.as_ref().filter(|detail| match detail {
+            Detail::Record { subject, .. } => {
+                self.view == View::Trail
+                    && self
+                        .trail
+                        .as_ref()
+                        .is_some_and(|(shown, _)| Shown::of(shown) == *subject)
+            }
+            Detail::Change(_) => self.view == View::Activity,
+        })
+    }
+
     /// The changes seen, newest last.
     pub fn activity(&self) -> &[Change] {
         &self.activity
@@ -412,6 +438,8 @@ impl State {
             open: self.open.as_ref().map(|o| o.decision.id),
             message: self.message.as_ref().map(|m| m.id),
             trail: self.trail.as_ref().map(|(subject, _)| subject.clone()),
+            filter: self.filter().map(str::to_owned),
+            detail: self.detail().is_some(),
         }
     }
 
@@ -471,7 +499,11 @@ impl State {
     fn clear_prompt_of(&mut self, id: DecisionId) {
         let asks = match &self.prompt {
             Prompt::Confirm(act) | Prompt::Note(act, _) => act.decision() == Some(id),
-            Prompt::None | Prompt::Role(_) | Prompt::Body(..) | Prompt::Subject(_) => false,
+            Prompt::None
+            | Prompt::Role(_)
+            | Prompt::Body(..)
+            | Prompt::Subject(_)
+            | Prompt::Filter(_) => false,
         };
         if asks {
             self.prompt = Prompt::None;
@@ -541,6 +573,7 @@ impl State {
             .open
             .as_ref()
             .map(|open| grant::raisers_words(&open.decision));
+        let detail = self.detail().map(Detail::lines);
         let (text, pane): (Vec<&str>, _) = match self.view {
             View::Inbox => {
                 let [_, detail] = layout::inbox(body);
@@ -565,7 +598,13 @@ impl State {
                 }
                 (Some(_) | None, _) => (Vec::new(), body),
             },
-            View::Agents | View::Run | View::Trail | View::Activity => (Vec::new(), body),
+            View::Trail | View::Activity => (
+                detail
+                    .as_ref()
+                    .map_or_else(Vec::new, |d| d.iter().map(String::as_str).collect()),
+                body,
+            ),
+            View::Agents | View::Run => (Vec::new(), body),
         };
         // The inbox's decision detail draws its options below the question.
         let extra = match (self.view, self.inbox.decisions.get(self.selected)) {
@@ -610,6 +649,7 @@ impl State {
     /// told it: it replaces what the view knew.
     pub fn handle_doing(&mut self, rows: Vec<Doing>) {
         self.doing = Some(rows);
+        self.keep_selection_shown();
     }
 
     /// An order for `up` could not be written: `up` is gone or never
@@ -623,6 +663,7 @@ impl State {
     pub fn handle_lives(&mut self, lives: Vec<Life>) {
         self.lives = lives;
         self.ring_for_failures();
+        self.keep_selection_shown();
     }
 
     /// Rings the bell, once per run, for each run that failed, and says

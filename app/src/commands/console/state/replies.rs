@@ -58,6 +58,7 @@ impl State {
         }
         self.refresh();
         self.reread_trails();
+        self.keep_selection_shown();
     }
 
     /// The broker's answer to `request`, sent for an [`Effect::Send`],
@@ -126,6 +127,7 @@ impl State {
                 Reply::Trail(_),
             ) => {}
         }
+        self.keep_selection_shown();
     }
 
     fn on_agents(&mut self, runs: Vec<Run>) {

@@ -125,6 +125,8 @@ impl State {
         if view == View::Inbox {
             self.picked = self.pick_at(self.selected);
         }
+        self.detail = None;
+        self.keep_selection_shown();
     }
 
     /// Moves the current list's selection to `row`.
