@@ -17,7 +17,6 @@ fn full(verb: Verb) -> Value {
         | Verb::MessageReceive
         | Verb::LaunchRevoke
         | Verb::LaunchRestore
-        | Verb::Inbox
         | Verb::Tasks
         | Verb::Agents
         | Verb::Head => json!({}),
@@ -34,6 +33,7 @@ fn full(verb: Verb) -> Value {
         Verb::MessageRead => json!({"id": ID}),
         Verb::EventEmit => json!({"kind": "action.allowed",
             "body": {"action": "routine", "target": "t"}, "subject": "dev"}),
+        Verb::Inbox => json!({"after": ID}),
         Verb::Trail => json!({"subject": "dev"}),
         Verb::RunEnd => json!({"run": "dev-1"}),
         Verb::Changes => json!({"since": 7, "timeoutMs": 2000}),

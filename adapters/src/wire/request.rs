@@ -232,8 +232,11 @@ pub enum Call {
         /// The run to end.
         run: RunId,
     },
-    /// `inbox`.
-    Inbox,
+    /// `inbox {after?}`.
+    Inbox {
+        /// The decision the listed decisions start after.
+        after: Option<DecisionId>,
+    },
     /// `tasks`.
     Tasks,
     /// `agents`.
@@ -280,8 +283,11 @@ pub enum Dispatch {
 /// A read projection.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Query {
-    /// `inbox`.
-    Inbox,
+    /// `inbox`: its decisions from the one after `after` when given.
+    Inbox {
+        /// The decision the listed decisions start after.
+        after: Option<DecisionId>,
+    },
     /// `tasks`.
     Tasks,
     /// `agents`.
@@ -366,7 +372,9 @@ impl Call {
             Verb::RunEnd => Call::RunEnd {
                 run: args.parsed("run", RunId::parse)?,
             },
-            Verb::Inbox => Call::Inbox,
+            Verb::Inbox => Call::Inbox {
+                after: args.opt_parsed("after", DecisionId::parse)?,
+            },
             Verb::Tasks => Call::Tasks,
             Verb::Agents => Call::Agents,
             Verb::Trail => Call::Trail {
@@ -401,7 +409,7 @@ impl Call {
             Call::LaunchRevoke => Verb::LaunchRevoke,
             Call::LaunchRestore => Verb::LaunchRestore,
             Call::RunEnd { .. } => Verb::RunEnd,
-            Call::Inbox => Verb::Inbox,
+            Call::Inbox { .. } => Verb::Inbox,
             Call::Tasks => Verb::Tasks,
             Call::Agents => Verb::Agents,
             Call::Trail { .. } => Verb::Trail,
@@ -465,7 +473,7 @@ impl Call {
             Call::LaunchRevoke => Command::LaunchRevoke,
             Call::LaunchRestore => Command::LaunchRestore,
             Call::RunEnd { run } => Command::EndRun { run },
-            Call::Inbox => return Ok(Dispatch::Query(Query::Inbox)),
+            Call::Inbox { after } => return Ok(Dispatch::Query(Query::Inbox { after })),
             Call::Tasks => return Ok(Dispatch::Query(Query::Tasks)),
             Call::Agents => return Ok(Dispatch::Query(Query::Agents)),
             Call::Trail { subject } => {

@@ -11,7 +11,6 @@ fn verbs_without_arguments_take_no_args_or_an_empty_object() {
         (Verb::MessageReceive, Call::MessageReceive),
         (Verb::LaunchRevoke, Call::LaunchRevoke),
         (Verb::LaunchRestore, Call::LaunchRestore),
-        (Verb::Inbox, Call::Inbox),
         (Verb::Tasks, Call::Tasks),
         (Verb::Agents, Call::Agents),
         (Verb::Head, Call::Head),
@@ -26,6 +25,21 @@ fn verbs_without_arguments_take_no_args_or_an_empty_object() {
         assert!(verb.arg_keys().is_empty());
         refuses(&req(v, r#"{"id":"x"}"#), "unknown-key");
     }
+}
+
+#[test]
+fn inbox_takes_the_decision_its_page_starts_after() {
+    assert_eq!(call(&req("inbox", "{}")), Call::Inbox { after: None });
+    let id = "0c0ffee0-0000-4000-8000-000000000001";
+    assert_eq!(
+        call(&req("inbox", &format!(r#"{{"after":"{id}"}}"#))),
+        Call::Inbox {
+            after: Some(DecisionId::parse(id).expect("an id"))
+        }
+    );
+    refuses(&req("inbox", r#"{"after":"nope"}"#), "bad-id");
+    refuses(&req("inbox", r#"{"after":7}"#), "bad-request");
+    refuses(&req("inbox", r#"{"id":"x"}"#), "unknown-key");
 }
 
 #[test]

@@ -142,7 +142,7 @@ fn raise_and_send_draw_exactly_one_fresh_id_and_nothing_else_does() {
 #[test]
 fn read_verbs_become_queries_and_uuid_subjects_are_resolved_by_the_runtime() {
     for (c, q) in [
-        (Call::Inbox, Query::Inbox),
+        (Call::Inbox { after: None }, Query::Inbox { after: None }),
         (Call::Tasks, Query::Tasks),
         (Call::Agents, Query::Agents),
         (

@@ -29,7 +29,7 @@ use mosaic_domain::claims::{Ended, LaunchSwitch, Occupancy};
 use mosaic_domain::decisions::{Decision, Status};
 use mosaic_domain::evidence::{LaunchRecord, Recipient, Route, Subject};
 use mosaic_domain::messages::{MessageFacts, INBOX_LIMIT};
-use mosaic_domain::{BusinessId, Refusal, RoleInstance, RunId};
+use mosaic_domain::{BusinessId, DecisionId, Refusal, RoleInstance, RunId};
 use mosaic_ports::{EvidenceStore, StoreReaders};
 
 use super::calls::Calls;
@@ -229,8 +229,8 @@ pub(crate) fn read<S: EvidenceStore>(
     let business = caller.business();
     let storage = |e| mosaic_adapters::cause::logged(Refusal::StorageUnavailable, "a read")(e);
     Ok(match query {
-        Query::Inbox => {
-            let (decisions, messages, more) = inbox(view, store, caller)?;
+        Query::Inbox { after } => {
+            let (decisions, messages, more) = inbox(view, store, caller, after.as_ref())?;
             match caller {
                 Caller::Agent { .. } => wire::inbox_json(&decisions, &messages, more),
                 Caller::Reader { .. } | Caller::Human { .. } => {
@@ -327,8 +327,8 @@ pub(crate) fn read_text<S: EvidenceStore>(
     query: Query,
 ) -> Result<String, Refusal> {
     match query {
-        Query::Inbox => {
-            let (decisions, messages, more) = inbox(view, store, caller)?;
+        Query::Inbox { after } => {
+            let (decisions, messages, more) = inbox(view, store, caller, after.as_ref())?;
             Ok(match caller {
                 Caller::Agent { .. } => wire::inbox_text(&decisions, &messages, more),
                 Caller::Reader { .. } | Caller::Human { .. } => {
@@ -350,11 +350,19 @@ pub(crate) fn read_text<S: EvidenceStore>(
 /// [`INBOX_LIMIT`] unread messages. An agent's inbox is its role's; a
 /// reader's (and the human's) is the human's, which also says how many
 /// unread messages lie beyond those (the third value; 0 for an agent,
-/// whose inbox never said it).
+/// whose inbox never said it). With `after`, the decisions start after
+/// that one, wherever it stands in that order: the next page of a human's
+/// inbox that could not list them all.
+///
+/// # Errors
+/// For an `after` that is not one of the caller's open decisions:
+/// `decision-closed` when it no longer waits, `cross-business` for another
+/// business's, else `unknown-reference`; `storage-unavailable`.
 fn inbox<'v, S: EvidenceStore>(
     view: &'v View,
     store: &S,
     caller: &Caller,
+    after: Option<&DecisionId>,
 ) -> Result<(Vec<&'v Decision>, Vec<MessageFacts>, u64), Refusal> {
     let business = caller.business();
     let (route, recipient) = match caller {
@@ -364,12 +372,24 @@ fn inbox<'v, S: EvidenceStore>(
         ),
         Caller::Reader { .. } | Caller::Human { .. } => (Route::Human, Recipient::Human),
     };
-    let decisions = view
+    let mut decisions: Vec<&Decision> = view
         .open
         .iter()
         .filter(|d| &d.record.business == business && d.record.route == route)
         .collect();
     let failed = || mosaic_adapters::cause::logged(Refusal::StorageUnavailable, "a read");
+    if let Some(after) = after {
+        let Some(at) = decisions.iter().position(|d| &d.record.id == after) else {
+            return Err(match store.decision_business(after).map_err(failed())? {
+                Some(owner) if &owner != business => Refusal::CrossBusiness,
+                Some(_) if !view.open.iter().any(|d| &d.record.id == after) => {
+                    Refusal::DecisionClosed
+                }
+                Some(_) | None => Refusal::UnknownReference,
+            });
+        };
+        decisions.drain(..=at);
+    }
     let messages = store
         .unread(business, &recipient, INBOX_LIMIT)
         .map_err(failed())?;

@@ -1,7 +1,8 @@
 //! The console for a working day, in a real terminal: `]` reaches every
 //! waiting decision, a decision raised above the one being read does not
-//! move the selection, agent text never reaches the grant's frame, a
-//! flood of large messages hides no decision; and, under the real `up
+//! move the selection, agent text never reaches the grant's frame (and
+//! `/` with a role narrows the inbox to that role's rows), a flood of
+//! large messages hides no decision; and, under the real `up
 //! --console`, a failed run in red with its cause, `x` ending a run and
 //! `S` starting its agent again, and the Run view showing the last lines
 //! the agent printed.
@@ -112,6 +113,18 @@ fn the_grant_frame_holds_no_message_text_after_fifty_hexagrams() {
     assert!(!screen.contains("safe"), "{screen}");
     tmux.keys(&["Escape"]);
     tmux.wait_for("cancelled: nothing was sent", WAIT);
+    // Back in the inbox, `/` and a role narrow it to that role's rows.
+    tmux.keys(&["Escape"]);
+    tmux.wait_for("decision · ops/ops-1", WAIT);
+    tmux.keys(&["/", "lead"]);
+    let screen = tmux.wait_for("filter: lead (1 of 2)", WAIT);
+    assert!(!screen.contains("decision · ops/ops-1"), "{screen}");
+    tmux.keys(&["Enter"]);
+    let row = selected_row(&tmux);
+    assert!(row.contains("message  · lead/lead-1"), "{row}");
+    tmux.keys(&["Escape"]);
+    tmux.wait_for("the filter was cleared", WAIT);
+    tmux.wait_for("decision · ops/ops-1", WAIT);
     tmux.keys(&["q"]);
     tmux.wait_gone();
     b.close();

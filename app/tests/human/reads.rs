@@ -191,3 +191,71 @@ fn under_80_messages_of_60_kb_the_humans_inbox_answers_and_lists_the_decision_fi
     let trail = trail_of(&reader, &ids[79]);
     assert_eq!(trail[0]["body"], json!(body));
 }
+
+/// The listed decisions of an inbox answer, and how many it left out.
+fn decisions_of(inbox: &Value) -> (Vec<Value>, u64) {
+    let items = inbox.as_array().expect("an array");
+    let ids = items
+        .iter()
+        .filter(|i| i["type"] == "decision")
+        .map(|i| i["id"].clone())
+        .collect();
+    let left = items
+        .iter()
+        .find(|i| i["type"] == "more")
+        .and_then(|more| more["decisions"].as_u64())
+        .unwrap_or(0);
+    (ids, left)
+}
+
+/// More decisions than one answer holds, all of the largest size: the
+/// human's inbox lists what fits and counts the rest, and `after` pages
+/// through every one, each once, in the inbox's order, to a gated decision
+/// raised last. A page after a decision that closed is `decision-closed`.
+#[test]
+fn the_humans_inbox_pages_through_every_waiting_decision_under_a_flood() {
+    let root = data_root();
+    let b = acme_broker(root.path());
+    let [ops] = claimed(&b, ["ops-1"]);
+    let reader = b.reader(0);
+    let options: Vec<Value> = ["yes", "no", "k2", "k3", "k4", "k5", "k6", "k7", "k8"]
+        .iter()
+        .map(|key| json!({"key": key, "text": "o".repeat(500)}))
+        .collect();
+    let big = json!({"question": "q".repeat(4_000), "recommendation": "yes",
+                     "options": options, "blocking": true, "task_ref": "vikunja:3/41"});
+    let flood: Vec<Value> = (0..1_500)
+        .map(|_| ops.raise("message.send", Some("dev"), big.clone())["id"].clone())
+        .collect();
+    let last = gated_send(&ops)["id"].clone();
+    let first = human(&b.socket, &acme_request("inbox", json!({}))).ok();
+    let (mut seen, mut left) = decisions_of(&first);
+    assert!(left > 0, "the flood fits one answer: make it larger");
+    assert_eq!(seen.len() as u64 + left, 1_501);
+    while left > 0 {
+        let after = seen.last().expect("a listed decision").clone();
+        let (page, rest) = decisions_of(&reader.ok("inbox", json!({"after": after})));
+        assert!(
+            !page.is_empty() && rest < left,
+            "{} then {rest}",
+            page.len()
+        );
+        seen.extend(page);
+        left = rest;
+    }
+    let mut expected = flood.clone();
+    expected.push(last.clone());
+    assert_eq!(seen, expected);
+    // Past the last, nothing; after one that closed, its refusal.
+    assert_eq!(
+        decisions_of(&reader.ok("inbox", json!({"after": last}))),
+        (vec![], 0)
+    );
+    ops.ok("decision.withdraw", json!({"id": flood[0]}));
+    reader.refused("inbox", json!({"after": flood[0]}), "decision-closed");
+    reader.refused(
+        "inbox",
+        json!({"after": "0b7f8a4e-1c2d-4e5f-8a9b-0c1d2e3f4a5b"}),
+        "unknown-reference",
+    );
+}

@@ -71,7 +71,7 @@ verb_args! {
     LaunchRevoke => NoArgs,
     LaunchRestore => NoArgs,
     RunEnd => RunEndArgs,
-    Inbox => NoArgs,
+    Inbox => InboxArgs,
     Tasks => NoArgs,
     Agents => NoArgs,
     Trail => TrailArgs,
@@ -276,6 +276,15 @@ pub struct EventBody {
     pub action: String,
     /// What the observation is about: 1 to 512 characters without control characters.
     pub target: Option<String>,
+}
+
+/// `inbox`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InboxArgs {
+    /// A decision listed in your last inbox: the decisions listed start after it, in the inbox's order (the next page, when the last item counted `decisions` left out). Leave it out for the first page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
 }
 
 /// `trail`.

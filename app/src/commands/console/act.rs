@@ -1,8 +1,8 @@
 //! What goes into the console's machine and what comes out, beside it:
 //! the keys and the key map the help is built from, the views, the effects
 //! the loop runs, the acts the human confirms with `y`, the bottom line's
-//! prompts, and the one-line editor that types a note, a role, a body or a
-//! subject.
+//! prompts, and the one-line editor that types a note, a role, a body, a
+//! subject or a filter.
 
 use mosaic_domain::{DecisionId, RunId};
 
@@ -163,6 +163,9 @@ pub enum Prompt {
     Body(String, String),
     /// Typing the subject of a trail.
     Subject(String),
+    /// Typing the current list's filter: each key narrows the list at
+    /// once.
+    Filter(String),
 }
 
 /// A line being typed, after one key.
@@ -222,8 +225,14 @@ pub(super) fn typed(key: Key, mut line: String) -> Typed {
 /// The fixed key map: each key and what it does, in the help's order. The
 /// help page is generated from it.
 pub const KEYS: &[(&str, &str)] = &[
-    ("j / Down", "move down (in a decision or a message: scroll)"),
-    ("k / Up", "move up (in a decision or a message: scroll)"),
+    (
+        "j / Down",
+        "move down (in a decision, a message or a row opened: scroll)",
+    ),
+    (
+        "k / Up",
+        "move up (in a decision, a message or a row opened: scroll)",
+    ),
     (
         "PgDn/PgUp",
         "scroll the detail pane, the question or the message",
@@ -234,9 +243,13 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
     (
         "Enter",
-        "open the selected row; in a decision, ask to resolve",
+        "open the selected row whole; in a decision, ask to resolve",
     ),
-    ("Esc", "go back, or cancel the question"),
+    ("Esc", "go back, clear the filter, or cancel the question"),
+    (
+        "/",
+        "filter the list by its text (role, kind...); Enter keeps",
+    ),
     (
         "]",
         "open the next waiting decision: each in turn, blocking first",
@@ -248,8 +261,10 @@ pub const KEYS: &[(&str, &str)] = &[
         "r / A",
         "mark the message read / every message read (asks the count)",
     ),
-    ("s", "in a decision: mark it seen (asks y/n)"),
-    ("w", "in a decision: withdraw it (asks y/n)"),
+    (
+        "s / w",
+        "in a decision: mark it seen / withdraw it (asks y/n)",
+    ),
     ("m", "send a message to a role: role, then body (asks y/n)"),
     ("R", "on a message: reply to its sender's role (asks y/n)"),
     ("L", "switch launching off or on (asks y/n)"),

@@ -151,10 +151,11 @@ impl History {
         }
     }
 
-    /// The `before` of the next page, when the selection at `row` is the
-    /// last row, older closings remain, and none is asked for yet.
-    pub fn next_page(&self, row: usize) -> Option<u64> {
+    /// The `before` of the next page, when the selection is on the last
+    /// row shown (`at_end`), older closings remain, and none is asked for
+    /// yet.
+    pub fn next_page(&self, at_end: bool) -> Option<u64> {
         let last = self.rows.last()?;
-        (row + 1 >= self.rows.len() && self.more > 0 && self.asking.is_none()).then_some(last.seq)
+        (at_end && self.more > 0 && self.asking.is_none()).then_some(last.seq)
     }
 }

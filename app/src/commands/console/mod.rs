@@ -23,7 +23,10 @@
 //! confirmed with `y`, the prompts); `history.rs`, the History view's
 //! rows and the pages they come in; `lines.rs`, text's width and
 //! wrapping, which the drawing and the state's scroll limit both count
-//! with; `sentence.rs`, a trail record in one sentence; `tail.rs`, the
+//! with; `sentence.rs`, a trail record in one sentence; `rows.rs`, each
+//! list row's words, which the drawing draws and the filter (`/`)
+//! matches; `detail.rs`, a trail record or a change opened whole
+//! (`Enter`), wrapped and scrolled; `tail.rs`, the
 //! last lines of a run's output, read bounded. Its tests:
 //! `tests.rs` (the machine's exact effects, the link mocked, snapshots),
 //! `tests_screen.rs` (what reaches a real terminal backend),
@@ -34,7 +37,9 @@
 //! Activity), `tests_output.rs` (the Run view's output, a sleeping
 //! run), `tests_prompt.rs` (a resolve's prompt: the note, a gone
 //! raiser), `tests_select.rs`
-//! (the selection by id, and `]`), `tests_redraw.rs` (the whole screen
+//! (the selection by id, and `]`), `tests_filter.rs` (`/`: the rows
+//! kept, the selection, the screen's word of it), `tests_detail.rs` (a
+//! row opened whole, scrolled, and left), `tests_redraw.rs` (the whole screen
 //! drawn again on a change of view or selection) and
 //! `tests_request.rs` (each request's arguments, and every answer key the
 //! broker always writes required).
@@ -57,6 +62,7 @@ use super::human;
 use super::signals::Signals;
 
 mod act;
+pub mod detail;
 pub mod doing;
 pub mod grant;
 pub mod history;
@@ -65,6 +71,7 @@ pub mod lines;
 pub mod model;
 pub mod render;
 pub mod request;
+pub mod rows;
 mod sentence;
 pub mod state;
 pub mod tail;
@@ -75,7 +82,11 @@ mod tests_agents;
 #[cfg(test)]
 mod tests_day;
 #[cfg(test)]
+mod tests_detail;
+#[cfg(test)]
 mod tests_doing;
+#[cfg(test)]
+mod tests_filter;
 #[cfg(test)]
 mod tests_history;
 #[cfg(test)]

@@ -265,6 +265,9 @@ pub struct Inbox {
     pub messages: Vec<Message>,
     /// Unread messages beyond `messages` (the `more` item's `unread`).
     pub more: u64,
+    /// Waiting decisions beyond `decisions` (the `more` item's
+    /// `decisions`): `]` reaches them a page at a time.
+    pub left: u64,
 }
 
 impl From<&WireInbox<'_>> for Inbox {
@@ -273,6 +276,7 @@ impl From<&WireInbox<'_>> for Inbox {
             decisions: inbox.decisions.iter().map(Decision::from).collect(),
             messages: inbox.messages.iter().map(Message::from).collect(),
             more: inbox.more.map_or(0, |more| more.unread),
+            left: inbox.more.and_then(|more| more.decisions).unwrap_or(0),
         }
     }
 }
@@ -543,6 +547,8 @@ pub struct Change {
     pub kind: Kind,
     /// The decision it concerns, as the broker named it.
     pub decision: Option<DecisionId>,
+    /// The message it concerns, as the broker named it.
+    pub message: Option<MessageId>,
     /// What it concerns, shown: `decision ID`, `role dev`...
     pub about: Vec<Shown>,
 }
@@ -558,6 +564,7 @@ impl From<&WireChange> for Change {
         Change {
             kind: Kind::from(&c.kind),
             decision: c.decision,
+            message: c.message,
             about: about
                 .into_iter()
                 .filter_map(|(name, id)| id.map(|id| Shown::of(&format!("{name} {id}"))))

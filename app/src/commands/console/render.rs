@@ -19,7 +19,10 @@ use super::doing::Life;
 use super::grant::{self, Raiser};
 use super::layout::{self, inner};
 use super::lines::wrap;
-use super::model::{Decision, Message, Run, Shown};
+use super::model::{Run, Shown};
+use super::rows::{
+    agent_row, change_row, decision_row, message_row, past_row, run_words, wait_line,
+};
 use super::sentence::sentence;
 use super::state::{DecisionState, Prompt, Shows, State, View, KEYS};
 
@@ -76,16 +79,33 @@ pub fn draw(frame: &mut Frame<'_>, state: &State, now_ms: i64) {
         View::Message => message(frame, state, body),
         View::Agents => list(
             frame,
-            " Agents: Enter opens a run, x ends it, S starts an ended one again ",
+            &filtered(
+                state,
+                " Agents: Enter opens a run, x ends it, S starts an ended one again ",
+            ),
             &agents(state, now_ms),
             body,
         ),
-        View::Run => list(frame, " Run ", &run(state, now_ms), body),
-        View::Trail => list(frame, " Trail ", &trail(state), body),
-        View::Activity => list(frame, " Activity ", &activity(state), body),
+        View::Run => {
+            let rows = wrapped(run(state, now_ms), inner(body).width);
+            list(frame, " Run ", &rows, body);
+        }
+        View::Trail | View::Activity if state.detail().is_some() => detail(frame, state, body),
+        View::Trail => list(
+            frame,
+            &filtered(state, " Trail: Enter opens a record whole "),
+            &trail(state),
+            body,
+        ),
+        View::Activity => list(
+            frame,
+            &filtered(state, " Activity: Enter opens a change whole "),
+            &activity(state),
+            body,
+        ),
         View::History => list(
             frame,
-            " History: Enter opens a decision's trail ",
+            &filtered(state, " History: Enter opens a decision's trail "),
             &history(state, now_ms),
             body,
         ),
@@ -144,6 +164,7 @@ fn bottom_line(state: &State, columns: usize) -> Line<'static> {
         Prompt::Role(role) => format!("Message to role (Enter ends): {role}_"),
         Prompt::Body(to, body) => format!("Message to {to} (Enter ends): {body}_"),
         Prompt::Subject(subject) => format!("Trail of (task, decision or message id): {subject}_"),
+        Prompt::Filter(text) => format!("Filter (Enter keeps, Esc clears): {}_", Shown::of(text)),
     };
     bold(&text)
 }
@@ -220,6 +241,65 @@ fn list(frame: &mut Frame<'_>, title: &str, rows: &Rows, area: Rect) {
     frame.render_widget(Paragraph::new(lines).block(framed(title)), area);
 }
 
+/// A list's frame title, after the filter and how many rows it keeps
+/// when one narrows the list: a shortened list never passes for the whole.
+fn filtered(state: &State, title: &str) -> String {
+    match (state.filter(), state.kept()) {
+        (Some(filter), Some((kept, all))) => format!(
+            " filter: {} ({} of {all}) ·{title}",
+            Shown::of(filter),
+            kept.len()
+        ),
+        (Some(_) | None, _) => title.to_owned(),
+    }
+}
+
+/// Which rows of the current list are drawn, by index: all, or those its
+/// filter keeps.
+fn shown(state: &State) -> impl Fn(usize) -> bool {
+    let kept = state.kept().map(|(kept, _)| kept);
+    move |row| kept.as_ref().is_none_or(|kept| kept.contains(&row))
+}
+
+/// `rows` with each line wrapped to `columns`, in its style: the Run
+/// view shows every field of its run whole.
+fn wrapped(rows: Rows, columns: u16) -> Rows {
+    let mut out = Rows::new();
+    for (at, line) in rows.lines.into_iter().enumerate() {
+        if rows.selected_line == Some(at) {
+            out.selected_line = Some(out.lines.len());
+        }
+        let style = line
+            .spans
+            .first()
+            .map_or(line.style, |span| line.style.patch(span.style));
+        let text: String = line
+            .spans
+            .iter()
+            .map(|span| span.content.as_ref())
+            .collect();
+        for piece in wrap([text.as_str()], columns) {
+            out.lines.push(Line::from(Span::styled(piece, style)));
+        }
+    }
+    out
+}
+
+/// The Trail's or the Activity view's row opened whole, wrapped and
+/// scrolled.
+fn detail(frame: &mut Frame<'_>, state: &State, area: Rect) {
+    let Some(detail) = state.detail() else {
+        return;
+    };
+    let title = match detail.opens() {
+        Some(_) => " Whole: Enter opens what it names, j/k PgUp/PgDn scroll, Esc back ",
+        None => " Whole: j/k PgUp/PgDn scroll, Esc back to the list ",
+    };
+    let lines = detail.lines();
+    let text = wrap(lines.iter().map(String::as_str), inner(area).width);
+    pane(frame, title, text, state.scroll(), area);
+}
+
 /// A list's lines and which one holds the selection.
 struct Rows {
     lines: Vec<Line<'static>>,
@@ -246,28 +326,6 @@ impl Rows {
     }
 }
 
-/// An inbox row for a decision: kind, who, the grant, the first words.
-fn decision_row(d: &Decision, now_ms: i64) -> String {
-    let blocks = if d.blocking { "BLOCKS" } else { "-" };
-    let target = d.grant.target.as_ref().map_or("-", Shown::as_str);
-    format!(
-        "decision · {} · {} on {target} · {blocks} · {} · {}",
-        d.raiser,
-        d.grant.action,
-        age(now_ms, d.raised_ms),
-        d.first_words()
-    )
-}
-
-fn message_row(m: &Message) -> String {
-    format!(
-        "message  · {} · {} · {}",
-        m.from,
-        m.class_word(),
-        m.first_words()
-    )
-}
-
 fn inbox(frame: &mut Frame<'_>, state: &State, now_ms: i64, area: Rect) {
     let mut rows = Rows::new();
     if !state.is_loaded() {
@@ -275,8 +333,15 @@ fn inbox(frame: &mut Frame<'_>, state: &State, now_ms: i64, area: Rect) {
     } else if state.inbox().decisions.is_empty() && state.inbox().messages.is_empty() {
         rows.push(Line::from("Nothing is waiting on you."));
     }
+    let shown = shown(state);
     for (i, d) in state.inbox().decisions.iter().enumerate() {
-        rows.row(state.selected() == i, &decision_row(d, now_ms));
+        if !shown(i) {
+            continue;
+        }
+        rows.row(
+            state.selected() == i,
+            &decision_row(d, &age(now_ms, d.raised_ms)),
+        );
         // A blocking decision stands out: yellow, or bold without colour.
         if d.blocking {
             if let Some(last) = rows.lines.pop() {
@@ -291,6 +356,9 @@ fn inbox(frame: &mut Frame<'_>, state: &State, now_ms: i64, area: Rect) {
     }
     for (j, m) in state.inbox().messages.iter().enumerate() {
         let i = state.inbox().decisions.len() + j;
+        if !shown(i) {
+            continue;
+        }
         rows.row(state.selected() == i, &message_row(m));
     }
     if state.inbox().more > 0 {
@@ -299,18 +367,29 @@ fn inbox(frame: &mut Frame<'_>, state: &State, now_ms: i64, area: Rect) {
             state.inbox().more
         )));
     }
+    if state.inbox().left > 0 {
+        rows.push(bold(&format!(
+            "  … {} more waiting decisions beyond these: ] reaches each in turn",
+            state.inbox().left
+        )));
+    }
     let [top, bottom] = layout::inbox(area);
-    // The count stays in the frame's title, on screen wherever the
+    // The counts stay in the frame's title, on screen wherever the
     // selection is.
-    let title = if state.inbox().more > 0 {
-        format!(
-            " Inbox · {} more unread messages beyond these ",
+    let mut title = " Inbox ".to_owned();
+    if state.inbox().left > 0 {
+        title.push_str(&format!(
+            "· {} more decisions beyond these ",
+            state.inbox().left
+        ));
+    }
+    if state.inbox().more > 0 {
+        title.push_str(&format!(
+            "· {} more unread messages beyond these ",
             state.inbox().more
-        )
-    } else {
-        " Inbox ".to_owned()
-    };
-    list(frame, &title, &rows, top);
+        ));
+    }
+    list(frame, &filtered(state, &title), &rows, top);
     let width = inner(bottom).width;
     let decisions = state.inbox().decisions.len();
     if let Some(d) = state.inbox().decisions.get(state.selected()) {
@@ -476,51 +555,6 @@ fn decision(frame: &mut Frame<'_>, state: &State, now_ms: i64, area: Rect) {
     );
 }
 
-/// A run's state in words: how it ended (the broker's end, with `up`'s
-/// cause where it told one), or what it waits on or does.
-fn run_words(state: &State, a: &Run) -> String {
-    let life = state.life_of(a.who.run_raw.as_str());
-    let doing = state.doing_of(a.who.run_raw.as_str());
-    let on = |w: &super::model::Wait| {
-        if w.on_human {
-            "you".to_owned()
-        } else {
-            w.route.to_string()
-        }
-    };
-    // An ended run waits on nothing any more: say how it ended instead.
-    // An open decision says more than what its harness is doing (its loop
-    // waits on the feed for the answer).
-    if let Some(life) = life.filter(|l| l.ended) {
-        life.words.clone()
-    } else if let Some(ended) = a.ended {
-        ended.to_string()
-    } else if let Some(life) = life.filter(|l| l.sleeping) {
-        // Its program exited with nothing to do: the broker's record of
-        // that exit is no end of the run, and a decision it raised still
-        // waits.
-        match a.waits.iter().find(|w| w.on_human).or(a.waits.first()) {
-            Some(w) if w.on_human => format!("{}, WAITING ON YOU", life.words),
-            Some(w) => format!("{}, waiting on {}", life.words, on(w)),
-            None => life.words.clone(),
-        }
-    } else if let Some(exit) = a.exited {
-        exit.to_string()
-    } else if a.waits.iter().any(|w| w.on_human) {
-        "WAITING ON YOU".to_owned()
-    } else if let Some(w) = a.waits.first() {
-        format!("waiting on {}", on(w))
-    } else if let Some(life) = life.filter(|l| !l.running) {
-        life.words.clone()
-    } else if let Some(doing) = doing {
-        super::doing::word(doing)
-    } else if a.holding || life.is_some() {
-        "running".to_owned()
-    } else {
-        "idle".to_owned()
-    }
-}
-
 /// Whether a run's row is drawn as a failure: it failed, or its process
 /// crashed.
 fn alarming(state: &State, a: &Run) -> bool {
@@ -568,31 +602,14 @@ fn agents(state: &State, now_ms: i64) -> Rows {
             head.size, head.head
         )));
     }
+    let shown = shown(state);
     for (i, a) in state.agents().iter().enumerate() {
-        let holding = if a.revoked {
-            "revoked"
-        } else if a.holding {
-            "holding"
-        } else {
-            "not holding"
-        };
+        if !shown(i) {
+            continue;
+        }
+        let life = state.life_of(a.who.run_raw.as_str());
         let doing = state.doing_of(a.who.run_raw.as_str());
-        let state_word = run_words(state, a);
-        let life_ended = state
-            .life_of(a.who.run_raw.as_str())
-            .is_some_and(|l| l.ended);
-        let pid = match (a.exited, a.ended) {
-            (None, None) if !life_ended => format!("pid {}", a.pid),
-            (None, None) | (Some(_), _) | (_, Some(_)) => format!("was pid {}", a.pid),
-        };
-        rows.row(
-            state.selected() == i,
-            // What it is doing first, so a narrow screen still shows it.
-            &format!(
-                "{} · run {} · {state_word} · {} · {pid} · {holding}",
-                a.who.role, a.who.run, a.harness
-            ),
-        );
+        rows.row(state.selected() == i, &agent_row(a, life, doing));
         if alarming(state, a) {
             if let Some(last) = rows.lines.pop() {
                 rows.lines.push(alarm(state, last));
@@ -604,17 +621,7 @@ fn agents(state: &State, now_ms: i64) -> Rows {
             rows.push(Line::from(super::doing::detail(doing, ago)));
         }
         for w in &a.waits {
-            let blocks = if w.blocking { " · BLOCKS a task" } else { "" };
-            let on = if w.on_human {
-                "you".to_owned()
-            } else {
-                w.route.to_string()
-            };
-            rows.push(Line::from(format!(
-                "      waits on {on}: {} on {}{blocks}",
-                w.action,
-                w.target.as_ref().map_or("-", Shown::as_str)
-            )));
+            rows.push(Line::from(wait_line(w)));
         }
     }
     rows
@@ -632,7 +639,10 @@ fn run(state: &State, now_ms: i64) -> Rows {
     let life = state.life_of(a.who.run_raw.as_str());
     let title = format!("Run {} · {} · pid {}", a.who, a.harness, a.pid);
     rows.push(bold(&title));
-    let words = Line::from(format!("State: {}", run_words(state, a)));
+    let words = Line::from(format!(
+        "State: {}",
+        run_words(a, life, state.doing_of(a.who.run_raw.as_str()))
+    ));
     rows.push(if alarming(state, a) {
         alarm(state, words)
     } else {
@@ -715,7 +725,8 @@ fn trail(state: &State) -> Rows {
         "Trail of {}, in write order:",
         Shown::of(subject)
     )));
-    for (i, r) in records.iter().enumerate() {
+    let shown = shown(state);
+    for (i, r) in records.iter().enumerate().filter(|(i, _)| shown(*i)) {
         rows.row(state.selected() == i, &sentence(r));
     }
     rows
@@ -728,13 +739,12 @@ fn activity(state: &State) -> Rows {
     }
     // Newest first: the row the selection's index names counts from the
     // newest.
+    let shown = shown(state);
     for (i, c) in state.activity().iter().rev().enumerate() {
-        let about: Vec<&str> = c.about.iter().map(Shown::as_str).collect();
-        let kind = c.kind.to_string().replace(['.', '_'], " ");
-        rows.row(
-            state.selected() == i,
-            &format!("{kind}: {}", about.join(", ")),
-        );
+        if !shown(i) {
+            continue;
+        }
+        rows.row(state.selected() == i, &change_row(c));
     }
     rows
 }
@@ -750,18 +760,11 @@ fn history(state: &State, now_ms: i64) -> Rows {
     if history.rows.is_empty() {
         rows.push(Line::from("No decision has closed yet."));
     }
-    for (i, p) in history.rows.iter().enumerate() {
-        let blocks = if p.blocking { " · BLOCKED" } else { "" };
-        let target = p.target.as_ref().map_or("-", Shown::as_str);
+    let shown = shown(state);
+    for (i, p) in history.rows.iter().enumerate().filter(|(i, _)| shown(*i)) {
         rows.row(
             state.selected() == i,
-            &format!(
-                "{} ago · {} · {} · {} on {target}{blocks}",
-                age(now_ms, Some(p.at_ms)),
-                p.how_words(),
-                p.raiser,
-                p.action,
-            ),
+            &past_row(p, &age(now_ms, Some(p.at_ms))),
         );
     }
     if history.more > 0 {

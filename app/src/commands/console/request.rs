@@ -9,7 +9,7 @@
 
 use mosaic_client::wire::agent::AgentRow;
 use mosaic_client::wire::args::{
-    ChangesArgs, DecisionNoteArgs, DecisionResolveArgs, HistoryArgs, MessageReadArgs,
+    ChangesArgs, DecisionNoteArgs, DecisionResolveArgs, HistoryArgs, InboxArgs, MessageReadArgs,
     MessageSendArgs, NoArgs, RunEndArgs, TrailArgs,
 };
 use mosaic_client::wire::decision::DecisionView;
@@ -26,7 +26,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::history::Page;
-use super::model::{Change, Inbox, Run, Shown};
+use super::model::{Change, Decision, Inbox, Run, Shown};
 use super::trail::Trail;
 
 /// A request the console sends, typed.
@@ -34,6 +34,9 @@ use super::trail::Trail;
 pub enum Request {
     /// `inbox`.
     Inbox,
+    /// `inbox {after}`: the waiting decisions after this one, past those
+    /// the inbox could list.
+    Beyond(DecisionId),
     /// `agents`.
     Agents,
     /// `head`.
@@ -84,6 +87,8 @@ pub enum Request {
 pub enum Reply {
     /// The human's inbox.
     Inbox(Inbox),
+    /// The waiting decisions after one, in the inbox's order.
+    Beyond(Vec<Decision>),
     /// The business's runs (those one answer holds).
     Agents(Vec<Run>),
     /// A trail.
@@ -127,7 +132,7 @@ impl Request {
     /// Its verb.
     pub fn verb(&self) -> Verb {
         match self {
-            Request::Inbox => Verb::Inbox,
+            Request::Inbox | Request::Beyond(_) => Verb::Inbox,
             Request::Agents => Verb::Agents,
             Request::Head => Verb::Head,
             Request::Trail(_) => Verb::Trail,
@@ -149,6 +154,9 @@ impl Request {
             Request::Inbox | Request::Agents | Request::Head | Request::Launch { .. } => {
                 args(&NoArgs {})
             }
+            Request::Beyond(after) => args(&InboxArgs {
+                after: Some(after.to_string()),
+            }),
             Request::Trail(subject) => args(&TrailArgs {
                 subject: subject.clone(),
             }),
@@ -179,6 +187,7 @@ impl Request {
         match self {
             Request::Resolve { id, .. } | Request::Seen(id) | Request::Withdraw(id) => Some(*id),
             Request::Inbox
+            | Request::Beyond(_)
             | Request::Agents
             | Request::Head
             | Request::Trail(_)
@@ -198,6 +207,9 @@ impl Request {
     pub fn decode(&self, result: Value) -> Result<Reply, Refusal> {
         Ok(match self {
             Request::Inbox => Reply::Inbox(Inbox::from(&decode::<WireInbox>(result)?)),
+            Request::Beyond(_) => {
+                Reply::Beyond(Inbox::from(&decode::<WireInbox>(result)?).decisions)
+            }
             Request::Agents => Reply::Agents(
                 decode::<Listed<AgentRow>>(result)?
                     .items

@@ -65,15 +65,25 @@ const SENTENCES: &[(EvidenceKind, Says)] = &[
 
 /// `r` in one sentence: its time, what happened, and its note if any.
 pub(super) fn sentence(r: &Record) -> String {
-    let says = match &r.kind {
-        Kind::Known(kind) => SENTENCES.iter().find(|(k, _)| k == kind).map(|(_, s)| s),
-        Kind::Other(_) => None,
-    };
-    let text = says.map_or_else(|| format!("{} by {}", r.kind, r.who), |says| says(r));
     let note = if r.has("note") {
         format!(" (note: {})", r.field("note"))
     } else {
         String::new()
     };
-    format!("{} {text}{note}.", r.at)
+    format!("{} {}{note}.", r.at, says(r))
+}
+
+/// `r` in one sentence without its note, which a record opened whole
+/// shows on a line of its own.
+pub(super) fn said(r: &Record) -> String {
+    format!("{} {}.", r.at, says(r))
+}
+
+/// What happened, in words.
+fn says(r: &Record) -> String {
+    let says = match &r.kind {
+        Kind::Known(kind) => SENTENCES.iter().find(|(k, _)| k == kind).map(|(_, s)| s),
+        Kind::Other(_) => None,
+    };
+    says.map_or_else(|| format!("{} by {}", r.kind, r.who), |says| says(r))
 }

@@ -14,8 +14,9 @@
 //! rows of [`super::model`] ([`Reply`]); an answer that is not its verb's
 //! shape arrives as the refusal `bad-response`. The keys are handled in
 //! [`keys`], the answers in [`replies`], the selection in [`select`], the
-//! History view's pages in [`past`].
+//! filter `/` types in [`filter`], the History view's pages in [`past`].
 
+mod filter;
 mod keys;
 mod past;
 mod replies;
@@ -28,6 +29,7 @@ use mosaic_domain::evidence::EvidenceKind;
 use mosaic_domain::{DecisionId, MessageId, RunId};
 
 pub use super::act::{Act, Effect, Key, Notice, Prompt, View, KEYS};
+use super::detail::Detail;
 use super::doing::{Doing, Life};
 use super::grant::{self, Need, Raiser};
 use super::history::History;
@@ -107,6 +109,8 @@ pub struct Shows {
     open: Option<DecisionId>,
     message: Option<MessageId>,
     trail: Option<String>,
+    filter: Option<String>,
+    detail: bool,
 }
 
 /// The console's state.
@@ -167,6 +171,10 @@ pub struct State {
     trail: Option<(String, Vec<Record>)>,
     /// The closed decisions, once the History view was opened.
     history: Option<History>,
+    /// Each list's filter, by its view.
+    filters: Vec<(View, String)>,
+    /// The Trail's or the Activity view's row opened whole.
+    detail: Option<Detail>,
     /// The changes seen, newest last.
     activity: Vec<Change>,
     /// The bottom line's prompt.
@@ -222,6 +230,8 @@ impl State {
             message: None,
             trail: None,
             history: None,
+            filters: Vec::new(),
+            detail: None,
             activity: Vec::new(),
             prompt: Prompt::None,
             status: String::new(),
@@ -381,6 +391,21 @@ impl State {
         self.trail.as_ref().map(|(s, r)| (s.as_str(), r.as_slice()))
     }
 
+    /// The row opened whole, when its view is on screen (a record, while
+    /// its trail is the one shown).
+    pub fn detail(&self) -> Option<&Detail> {
+        self.detail.as_ref().filter(|detail| match detail {
+            Detail::Record { subject, .. } => {
+                self.view == View::Trail
+                    && self
+                        .trail
+                        .as_ref()
+                        .is_some_and(|(shown, _)| Shown::of(shown) == *subject)
+            }
+            Detail::Change(_) => self.view == View::Activity,
+        })
+    }
+
     /// The changes seen, newest last.
     pub fn activity(&self) -> &[Change] {
         &self.activity
@@ -418,6 +443,8 @@ impl State {
             open: self.open.as_ref().map(|o| o.decision.id),
             message: self.message.as_ref().map(|m| m.id),
             trail: self.trail.as_ref().map(|(subject, _)| subject.clone()),
+            filter: self.filter().map(str::to_owned),
+            detail: self.detail().is_some(),
         }
     }
 
@@ -477,7 +504,11 @@ impl State {
     fn clear_prompt_of(&mut self, id: DecisionId) {
         let asks = match &self.prompt {
             Prompt::Confirm(act) | Prompt::Note(act, _) => act.decision() == Some(id),
-            Prompt::None | Prompt::Role(_) | Prompt::Body(..) | Prompt::Subject(_) => false,
+            Prompt::None
+            | Prompt::Role(_)
+            | Prompt::Body(..)
+            | Prompt::Subject(_)
+            | Prompt::Filter(_) => false,
         };
         if asks {
             self.prompt = Prompt::None;
@@ -547,6 +578,7 @@ impl State {
             .open
             .as_ref()
             .map(|open| grant::raisers_words(&open.decision));
+        let detail = self.detail().map(Detail::lines);
         let (text, pane): (Vec<&str>, _) = match self.view {
             View::Inbox => {
                 let [_, detail] = layout::inbox(body);
@@ -571,9 +603,13 @@ impl State {
                 }
                 (Some(_) | None, _) => (Vec::new(), body),
             },
-            View::Agents | View::Run | View::Trail | View::Activity | View::History => {
-                (Vec::new(), body)
-            }
+            View::Trail | View::Activity => (
+                detail
+                    .as_ref()
+                    .map_or_else(Vec::new, |d| d.iter().map(String::as_str).collect()),
+                body,
+            ),
+            View::Agents | View::Run | View::History => (Vec::new(), body),
         };
         // The inbox's decision detail draws its options below the question.
         let extra = match (self.view, self.inbox.decisions.get(self.selected)) {
@@ -600,6 +636,7 @@ impl State {
             self.status = "the broker is back: the screen is read again".to_owned();
             self.refresh();
             self.reread_trails();
+            self.reread_history();
         } else if !up {
             self.offline = true;
         }
@@ -618,6 +655,7 @@ impl State {
     /// told it: it replaces what the view knew.
     pub fn handle_doing(&mut self, rows: Vec<Doing>) {
         self.doing = Some(rows);
+        self.keep_selection_shown();
     }
 
     /// An order for `up` could not be written: `up` is gone or never
@@ -631,6 +669,7 @@ impl State {
     pub fn handle_lives(&mut self, lives: Vec<Life>) {
         self.lives = lives;
         self.ring_for_failures();
+        self.keep_selection_shown();
     }
 
     /// Rings the bell, once per run, for each run that failed, and says

@@ -170,6 +170,10 @@ fn a_message_citing_a_decision_opens_it_and_so_does_a_change() {
     );
     drain(&mut state);
     state.show(View::Activity);
+    // Enter opens the change whole; Enter there opens what it names.
+    state.handle_key(Key::Enter);
+    assert_eq!(state.view(), View::Activity);
+    assert!(state.detail().is_some());
     state.handle_key(Key::Enter);
     assert_eq!(state.view(), View::Trail);
     assert_eq!(state.trail().map(|(s, _)| s), Some(other));

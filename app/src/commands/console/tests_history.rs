@@ -308,8 +308,7 @@ proptest! {
                 }
                 Step::Newest => history.newest(broker(&closings, None, limit)),
                 Step::Ask => {
-                    let last = history.rows.len().saturating_sub(1);
-                    if let Some(before) = history.next_page(last) {
+                    if let Some(before) = history.next_page(true) {
                         history.asking = Some(before);
                         pending = Some(before);
                     }
@@ -337,4 +336,42 @@ proptest! {
             }
         }
     }
+}
+
+#[test]
+fn a_filter_keeps_the_rows_whose_words_hold_it_and_pages_from_the_last_row_kept() {
+    let mut state = in_history(Value::Array(vec![
+        row(30, json!({})),
+        row(
+            20,
+            json!({"status": "withdrawn", "by": "dev", "byRun": "dev-1", "choice": null}),
+        ),
+        row(10, json!({})),
+        json!({"type": "more", "closed": 4}),
+    ]));
+    state.handle_key(Key::Char('/'));
+    keys(
+        &mut state,
+        &"WITHDRAWN".chars().map(Key::Char).collect::<Vec<_>>(),
+    );
+    state.handle_key(Key::Enter);
+    assert_eq!(state.kept(), Some((vec![1], 3)));
+    assert_eq!(selected(&state), nth(20));
+    drain(&mut state);
+    // The last row kept is the end: the next page is asked from the
+    // whole list's last row.
+    state.handle_key(Key::Char('j'));
+    assert_eq!(
+        drain(&mut state),
+        [Effect::Send(Request::History { before: Some(10) })]
+    );
+    let text = screen(&state, 120, 40);
+    assert!(text.contains("withdrawn by dev"), "{text}");
+    assert!(!text.contains("resolved with yes"), "{text}");
+    // A filter that keeps nothing asks for no page.
+    let mut state = in_history(page(&[30, 20], 4));
+    state.handle_key(Key::Char('/'));
+    keys(&mut state, &[Key::Char('z'), Key::Char('z'), Key::Enter]);
+    state.handle_key(Key::Char('j'));
+    assert_eq!(drain(&mut state), []);
 }

@@ -29,6 +29,7 @@ fn requests() -> impl Strategy<Value = Request> {
             note
         }),
         id.clone().prop_map(Request::Seen),
+        id.clone().prop_map(Request::Beyond),
         id.prop_map(Request::Withdraw),
         (".{0,20}", ".{0,40}").prop_map(|(to, body)| Request::Send { to, body }),
         message.prop_map(Request::Read),
@@ -49,6 +50,7 @@ proptest! {
         }
         let expected = match &request {
             Request::Inbox | Request::Agents | Request::Head | Request::Launch { .. } => json!({}),
+            Request::Beyond(after) => json!({"after": after.to_string()}),
             Request::Trail(subject) => json!({"subject": subject}),
             Request::History { before: None } => json!({}),
             Request::History { before: Some(before) } => json!({"before": before}),

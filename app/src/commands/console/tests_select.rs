@@ -141,3 +141,86 @@ fn back_in_the_inbox_the_selection_is_on_the_row_read_wherever_it_moved() {
     assert_eq!(state.view(), View::Inbox);
     assert_eq!(state.selected(), 3);
 }
+
+/// Presses `]` and returns the request it sent for the decisions beyond
+/// the listed ones, if it sent one.
+fn bracket_asks(state: &mut State) -> Option<Request> {
+    state.handle_key(Key::Char(']'));
+    drain(state).into_iter().find_map(|effect| match effect {
+        super::act::Effect::Send(request @ Request::Beyond(_)) => Some(request),
+        super::act::Effect::Send(_)
+        | super::act::Effect::Bell
+        | super::act::Effect::Notify(_)
+        | super::act::Effect::Order(_)
+        | super::act::Effect::Quit => None,
+    })
+}
+
+/// An inbox of decisions `ns` (none blocking) that left `left` out.
+fn flooded(ns: &[usize], left: u64) -> State {
+    let mut items = inbox_of(&ns.iter().map(|n| (*n, false)).collect::<Vec<_>>());
+    items.push(json!({"type": "more", "unread": 0, "decisions": left}));
+    loaded(items)
+}
+
+#[test]
+fn past_the_last_listed_decision_bracket_asks_for_the_next_page_and_opens_it() {
+    let mut state = flooded(&[1, 2], 2);
+    let screen = super::tests::screen(&state, 120, 40);
+    assert!(
+        screen.contains("Inbox · 2 more decisions beyond these"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("2 more waiting decisions beyond these: ] reaches each in turn"),
+        "{screen}"
+    );
+    assert_eq!(bracket(&mut state), nth(1));
+    assert_eq!(bracket(&mut state), nth(2));
+    // The last one listed: the broker is asked for those after it.
+    let ask = bracket_asks(&mut state).expect("a page asked for");
+    assert_eq!(ask, Request::Beyond(id(&nth(2))));
+    answer(
+        &mut state,
+        ask,
+        Ok(Value::Array(inbox_of(&[(3, false), (4, false)]))),
+    );
+    drain(&mut state);
+    let open = state.open().expect("the page's first");
+    assert_eq!(open.decision.id.to_string(), nth(3));
+    // An inbox read again does not take it for gone: it waits beyond.
+    let mut again = inbox_of(&[(1, false), (2, false)]);
+    again.push(json!({"type": "more", "unread": 0, "decisions": 2}));
+    answer(&mut state, Request::Inbox, Ok(Value::Array(again)));
+    assert_eq!(
+        state.open().expect("open").state,
+        super::state::DecisionState::Waiting
+    );
+    // From it, the next page again; past the last of all, the first.
+    let ask = bracket_asks(&mut state).expect("a page asked for");
+    assert_eq!(ask, Request::Beyond(id(&nth(3))));
+    answer(&mut state, ask, Ok(Value::Array(inbox_of(&[(4, false)]))));
+    let ask = bracket_asks(&mut state).expect("a page asked for");
+    assert_eq!(ask, Request::Beyond(id(&nth(4))));
+    answer(&mut state, ask, Ok(json!([])));
+    assert_eq!(state.open().expect("open").decision.id.to_string(), nth(1));
+}
+
+#[test]
+fn a_page_after_a_decision_that_closed_starts_again_at_the_first() {
+    let mut state = flooded(&[1, 2], 5);
+    bracket(&mut state);
+    bracket(&mut state);
+    let ask = bracket_asks(&mut state).expect("a page asked for");
+    answer(&mut state, ask, Err(mosaic_domain::Refusal::DecisionClosed));
+    assert_eq!(state.open().expect("open").decision.id.to_string(), nth(1));
+}
+
+#[test]
+fn an_inbox_that_lists_every_decision_never_asks_for_more() {
+    let mut state = flooded(&[1, 2], 0);
+    bracket(&mut state);
+    bracket(&mut state);
+    assert_eq!(bracket_asks(&mut state), None);
+    assert_eq!(state.open().expect("open").decision.id.to_string(), nth(1));
+}

@@ -218,6 +218,11 @@ impl Record {
             .map_or("-", |(_, v)| v.as_str())
     }
 
+    /// Its named fields, each with its shown value, in the record's order.
+    pub fn fields(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.fields.iter().map(|(k, v)| (*k, v.as_str()))
+    }
+
     /// Whether it has the field `key`.
     pub fn has(&self, key: &str) -> bool {
         self.fields.iter().any(|(k, _)| *k == key)

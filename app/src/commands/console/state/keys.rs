@@ -1,8 +1,10 @@
-//! The human's keys: in a view, in the decision view, and in the bottom
-//! line's prompts (a confirmation, or the one-line editor of a note, a
-//! role, a body or a subject).
+//! The human's keys: in a view (a row opened whole among them), in the
+//! decision view, and in the bottom line's prompts (a confirmation, or
+//! the one-line editor of a note, a role, a body, a subject or a filter).
 
 use super::super::act::{typed, Typed};
+use super::super::detail::{Detail, Opens};
+use super::super::model::Shown;
 use super::{
     Act, Decision, DecisionState, Effect, Key, MessageId, Need, Open, Pick, Prompt, Request, State,
     View,
@@ -72,12 +74,14 @@ impl State {
             Prompt::Subject(subject) => match typed(key, subject) {
                 Typed::Editing(subject) => self.prompt = Prompt::Subject(subject),
                 Typed::Done(subject) if !subject.is_empty() => {
+                    self.detail = None;
                     self.trail = Some((subject.clone(), Vec::new()));
                     self.selected = 0;
                     self.send(Request::Trail(subject));
                 }
                 Typed::Done(_) | Typed::Cancelled => {}
             },
+            Prompt::Filter(text) => self.key_in_filter(key, text),
         }
     }
 
@@ -194,10 +198,15 @@ impl State {
     /// Whether the current view scrolls its text rather than moving a
     /// selection.
     fn scrolls(&self) -> bool {
-        matches!(self.view, View::Decision | View::Message)
+        matches!(self.view, View::Decision | View::Message) || self.detail().is_some()
     }
 
     fn key_in_view(&mut self, key: Key) {
+        let on_row = matches!(key, Key::Enter | Key::Char('x' | 'S' | 'r' | 'R'));
+        if on_row && self.detail().is_none() && self.selection_hidden() {
+            self.status = "the filter shows no row: Esc clears it".to_owned();
+            return;
+        }
         match key {
             Key::Char('q') => self.effects.push_back(Effect::Quit),
             Key::Char('?') => self.help = true,
@@ -208,14 +217,12 @@ impl State {
                 self.scroll = self.scroll.saturating_sub(1);
             }
             Key::Char('j') | Key::Down => {
-                if self.selected + 1 < self.rows() {
-                    self.select(self.selected + 1);
-                }
+                self.step(true);
                 if self.view == View::History {
                     self.page_history();
                 }
             }
-            Key::Char('k') | Key::Up => self.select(self.selected.saturating_sub(1)),
+            Key::Char('k') | Key::Up => self.step(false),
             Key::PageDown => {
                 self.scroll = (self.scroll + 10).min(self.scroll_room());
             }
@@ -233,11 +240,18 @@ impl State {
                     self.open_history();
                 }
             }
+            Key::Esc if self.detail().is_some() => {
+                // Back to the list, on the row it opened.
+                self.detail = None;
+                self.scroll = 0;
+            }
+            Key::Esc if self.filter().is_some() => {
+                self.set_filter(String::new());
+                self.status = "the filter was cleared: the whole list shows".to_owned();
+            }
             Key::Esc => self.go(View::Inbox),
-            Key::Char(']') => match self.next_waiting().cloned() {
-                Some(decision) => self.open_decision(decision),
-                None => self.status = "nothing else is waiting on you".to_owned(),
-            },
+            Key::Char('/') if self.detail().is_none() => self.start_filter(),
+            Key::Char(']') => self.next_waiting(),
             Key::Char('m') => self.prompt = Prompt::Role(String::new()),
             Key::Char('R') if matches!(self.view, View::Inbox | View::Message) => self.reply(),
             Key::Char('L') => {
@@ -264,6 +278,18 @@ impl State {
                     None => self.status = "this message cites no decision".to_owned(),
                 }
             }
+            Key::Enter if self.detail().is_some() => self.open_from_detail(),
+            Key::Enter if self.view == View::Trail => {
+                if let Some((subject, records)) = &self.trail {
+                    if let Some(record) = records.get(self.selected) {
+                        self.detail = Some(Detail::Record {
+                            subject: Shown::of(subject),
+                            record: Box::new(record.clone()),
+                        });
+                        self.scroll = 0;
+                    }
+                }
+            }
             Key::Enter if self.view == View::Activity => {
                 // The Activity view lists the newest change first.
                 let change = self
@@ -271,9 +297,9 @@ impl State {
                     .len()
                     .checked_sub(self.selected + 1)
                     .and_then(|i| self.activity.get(i));
-                match change.and_then(|c| c.decision) {
-                    Some(id) => self.open_or_trail(id),
-                    None => self.status = "this change names no decision".to_owned(),
+                if let Some(change) = change {
+                    self.detail = Some(Detail::Change(change.clone()));
+                    self.scroll = 0;
                 }
             }
             Key::Char('x') if matches!(self.view, View::Agents | View::Run) => self.ask_end(),
@@ -294,12 +320,37 @@ impl State {
         if let Some(decision) = self.inbox.decisions.get(self.selected).cloned() {
             self.open_decision(decision);
         } else if let Some(message) = self.selected_message().cloned() {
-            if message.cut {
-                self.send(Request::trail(&message.id));
+            self.open_message(message);
+        }
+    }
+
+    /// The message view on `message`, read whole from its trail when the
+    /// inbox cut it.
+    fn open_message(&mut self, message: super::Message) {
+        if message.cut {
+            self.send(Request::trail(&message.id));
+        }
+        self.message = Some(message);
+        self.view = View::Message;
+        self.scroll = 0;
+    }
+
+    /// `Enter` in a row opened whole: the decision or message it names,
+    /// opened as the inbox opens one; else its trail.
+    fn open_from_detail(&mut self) {
+        match self.detail().and_then(Detail::opens) {
+            Some(Opens::Decision(id)) => self.open_or_trail(id),
+            Some(Opens::Message(id)) => {
+                match self.inbox.messages.iter().find(|m| m.id == id).cloned() {
+                    Some(message) => self.open_message(message),
+                    None => {
+                        self.trail = Some((id.to_string(), Vec::new()));
+                        self.go(View::Trail);
+                        self.send(Request::trail(&id));
+                    }
+                }
             }
-            self.message = Some(message);
-            self.view = View::Message;
-            self.scroll = 0;
+            None => {}
         }
     }
 

@@ -1,6 +1,8 @@
 //! The History view: the closed decisions read when the view opens and
-//! again when a change closes one, a next page asked when the selection
-//! reaches the last row, and a row's trail opened with `Enter`.
+//! again when a change closes one, a next page asked when the human moves
+//! the selection onto the last row shown (only then, so a filter that
+//! matches nothing never reads the whole history), and a row's trail
+//! opened with `Enter`.
 
 use super::super::history::{History, Page, Past};
 use super::{Request, State, View};
@@ -30,13 +32,18 @@ impl State {
         }
     }
 
-    /// The selection moved in the History view: at the last row, with
-    /// older closings left, the next page is asked.
+    /// The selection moved in the History view: at the last row shown
+    /// (the last row, or under a filter the last row it keeps), with older
+    /// closings left, the next page is asked.
     pub(super) fn page_history(&mut self) {
+        let at_end = match self.kept() {
+            Some((kept, _)) => !kept.is_empty() && kept.iter().all(|row| *row <= self.selected),
+            None => self.selected + 1 >= self.rows(),
+        };
         let Some(history) = self.history.as_mut() else {
             return;
         };
-        if let Some(before) = history.next_page(self.selected) {
+        if let Some(before) = history.next_page(at_end) {
             history.asking = Some(before);
             self.send(Request::History {
                 before: Some(before),
@@ -62,7 +69,6 @@ impl State {
             .and_then(|seq| rows.iter().position(|r| r.seq == seq))
             .unwrap_or_else(|| self.selected.min(rows.len().saturating_sub(1)));
         self.selected = row;
-        self.page_history();
     }
 
     /// `Enter` in the History view: the selected decision's trail.

@@ -63,6 +63,7 @@ impl State {
         if closed_any {
             self.reread_history();
         }
+        self.keep_selection_shown();
     }
 
     /// The broker's answer to `request`, sent for an [`Effect::Send`],
@@ -76,6 +77,7 @@ impl State {
         self.handle_link(true);
         match (request, reply) {
             (_, Reply::Inbox(inbox)) => self.on_inbox(inbox),
+            (_, Reply::Beyond(page)) => self.on_beyond(page),
             (_, Reply::Agents(runs)) => self.on_agents(runs),
             (Request::Trail(subject), Reply::Trail(trail)) => self.on_trail(subject, &trail),
             (Request::History { before }, Reply::History(page)) => self.on_history(*before, page),
@@ -109,6 +111,7 @@ impl State {
             // made.
             (
                 Request::Inbox
+                | Request::Beyond(_)
                 | Request::Agents
                 | Request::Head
                 | Request::Trail(_)
@@ -118,6 +121,7 @@ impl State {
             )
             | (
                 Request::Inbox
+                | Request::Beyond(_)
                 | Request::Agents
                 | Request::Head
                 | Request::History { .. }
@@ -132,6 +136,7 @@ impl State {
             )
             | (
                 Request::Inbox
+                | Request::Beyond(_)
                 | Request::Agents
                 | Request::Head
                 | Request::Trail(_)
@@ -145,6 +150,7 @@ impl State {
                 Reply::History(_),
             ) => {}
         }
+        self.keep_selection_shown();
     }
 
     fn on_agents(&mut self, runs: Vec<Run>) {
@@ -212,6 +218,11 @@ impl State {
                     refusal.meaning()
                 );
             }
+        }
+        // The decision `]` stood on closed meanwhile: it starts again at the
+        // first.
+        if matches!(request, Request::Beyond(_)) && refusal == Refusal::DecisionClosed {
+            return self.on_beyond(Vec::new());
         }
         if refusal == Refusal::BrokerUnavailable {
             self.offline = true;
@@ -282,6 +293,9 @@ impl State {
                 .find(|d| d.id == open.decision.id)
             {
                 Some(now) => open.decision = now.clone(),
+                // Absent from an inbox that left decisions out, it may
+                // still wait beyond them: its close is a change.
+                None if self.inbox.left > 0 => {}
                 None => {
                     if open.state == DecisionState::Waiting {
                         open.state = DecisionState::Gone;

@@ -3,7 +3,7 @@
 //! leave, how many rows each view lists, and the order `]` visits the
 //! waiting decisions in.
 
-use super::{Decision, DecisionId, Inbox, Message, MessageId, State, View};
+use super::{Decision, DecisionId, DecisionState, Inbox, Message, MessageId, Request, State, View};
 
 /// The inbox row the human reads, by its id: the selection follows it
 /// when rows arrive above it or leave.
@@ -30,17 +30,52 @@ impl State {
         order
     }
 
-    /// The decision `]` opens next: the one after the open decision in
+    /// What `]` does: open the decision after the open one in
     /// [`State::waiting`]'s order, wrapping to the first; the first when
-    /// none is open or the open one no longer waits; `None` when nothing
-    /// else waits.
-    pub fn next_waiting(&self) -> Option<&Decision> {
+    /// none is open or the open one no longer waits. Past the last one
+    /// listed, when the inbox left decisions out, the broker is asked for
+    /// the one after it ([`Request::Beyond`]), so every waiting decision
+    /// is reached whatever the flood.
+    pub(super) fn next_waiting(&mut self) {
         let order = self.waiting();
-        let current = self.open.as_ref().map(|o| o.decision.id);
-        match current.and_then(|id| order.iter().position(|d| d.id == id)) {
-            Some(at) if order.len() > 1 => order.get((at + 1) % order.len()).copied(),
-            Some(_) => None,
-            None => order.first().copied(),
+        let open = self
+            .open
+            .as_ref()
+            .filter(|o| o.state == DecisionState::Waiting)
+            .map(|o| o.decision.id);
+        let at = open.and_then(|id| order.iter().position(|d| d.id == id));
+        let next = match (open, at) {
+            (Some(_), Some(at)) => order.get(at + 1),
+            (Some(_), None) | (None, _) if self.inbox.left == 0 => order.first(),
+            // The open decision lies beyond the listed ones.
+            (Some(_), None) => None,
+            (None, _) => order.first(),
+        }
+        .map(|d| (*d).clone());
+        let beyond = open.filter(|_| self.inbox.left > 0);
+        match (next, beyond) {
+            (Some(decision), _) => self.open_decision(decision),
+            (None, Some(after)) => self.send(Request::Beyond(after)),
+            (None, None) => self.on_beyond(Vec::new()),
+        }
+    }
+
+    /// The waiting decisions after the one `]` stood on, as the broker
+    /// listed them: the first is opened; none (or that one closed), and
+    /// `]` wraps to the first listed.
+    pub(super) fn on_beyond(&mut self, page: Vec<Decision>) {
+        let first = page
+            .into_iter()
+            .next()
+            .or_else(|| self.waiting().first().map(|d| (*d).clone()));
+        let open = self
+            .open
+            .as_ref()
+            .filter(|o| o.state == DecisionState::Waiting)
+            .map(|o| o.decision.id);
+        match first {
+            Some(decision) if Some(decision.id) != open => self.open_decision(decision),
+            Some(_) | None => self.status = "nothing else is waiting on you".to_owned(),
         }
     }
 
@@ -91,6 +126,8 @@ impl State {
         if view == View::Inbox {
             self.picked = self.pick_at(self.selected);
         }
+        self.detail = None;
+        self.keep_selection_shown();
     }
 
     /// Moves the current list's selection to `row`.
