@@ -7,11 +7,11 @@
 //!   publish ([`crate::mcp`]); the console sends the ones it needs;
 //! - the answers, which the broker encodes (`mosaic_adapters::wire`) and
 //!   a client decodes: [`decision`] (every decision verb and the inbox),
-//!   [`message`], [`inbox`], [`agent`] (a row of `agents`), [`history`] (a row of `history`, a
-//!   closed decision), [`record`] (a
-//!   trail record, one shape per kind of evidence), [`listed`] (an array
-//!   read with the count of what it left out), [`reads`] (`head`, `tasks`,
-//!   `changes`) and [`reply`] (the other verbs' answers);
+//!   [`message`], [`inbox`], [`agent`] (a row of `agents`), [`history`] (a
+//!   row of `history`, a closed decision), [`record`] (a trail record, one
+//!   shape per kind of evidence), [`listed`] (an array read with the count
+//!   of what it left out), [`reads`] (`head`, `tasks`, `changes`) and
+//!   [`reply`] (the other verbs' answers);
 //! - [`activity`]: the line `up` writes its console about what each
 //!   harness agent is doing;
 //! - [`life`]: on the same line, each run's life (running, restarting,

@@ -1,7 +1,8 @@
-//! An array read's answer (`agents`, `trail`, `tasks`): its items in
-//! order, and, when one answer could not hold them all, one last item
+//! An array read's answer (`agents`, `trail`, `tasks`, `history`): its
+//! items in order, and, when one answer could not hold them all (or, for
+//! `history`, older ones lie beyond its page), one last item
 //! `{"type":"more", NAME: N}` counting those left out (`NAME` being
-//! `agents`, `records` or `tasks`). Beside it, the `type` a listed
+//! `agents`, `records`, `tasks` or `closed`). Beside it, the `type` a listed
 //! decision or message carries in the inbox ([`ItemType`]), here so that
 //! the decision, the message and the inbox that lists them all read it
 //! from one room below them.
