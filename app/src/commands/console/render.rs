@@ -63,7 +63,7 @@ pub fn draw(frame: &mut Frame<'_>, state: &State, now_ms: i64) {
         body,
         bottom,
     } = layout::screen(area.width, area.height, state.offline());
-    frame.render_widget(Paragraph::new(tab_line(state)), tabs);
+    frame.render_widget(Paragraph::new(tab_line(state, tabs.width)), tabs);
     if state.offline() {
         frame.render_widget(
             Paragraph::new(reversed(&format!(
@@ -119,21 +119,46 @@ pub fn draw(frame: &mut Frame<'_>, state: &State, now_ms: i64) {
     }
 }
 
-fn tab_line(state: &State) -> Line<'static> {
-    let mut spans = vec![Span::raw(format!("{} ·", Shown::of(state.business())))];
-    for view in state.tabs() {
-        let style = if view == state.view() {
-            Style::default().add_modifier(Modifier::REVERSED)
-        } else {
-            Style::default()
-        };
-        spans.push(Span::styled(format!(" {} ", view.name()), style));
+/// The business, every tab `Tab` visits (the current one reversed), how
+/// many decisions wait and where the help is, within `columns`: past them,
+/// the other tabs are named by their first three letters, then the
+/// business is cut, so no tab and never `? help` falls off the edge.
+fn tab_line(state: &State, columns: u16) -> Line<'static> {
+    let waiting = state.inbox().decisions.len() as u64 + state.inbox().left;
+    let tail = format!(" · {waiting} waiting · ? help");
+    let business = Shown::of(state.business()).to_string();
+    let line = |short: bool, business: &str| {
+        let mut spans = vec![Span::raw(format!("{business} ·"))];
+        for view in state.tabs() {
+            let current = view == state.view();
+            let name: String = if short && !current {
+                view.name().chars().take(3).collect()
+            } else {
+                view.name().to_owned()
+            };
+            let style = if current {
+                Style::default().add_modifier(Modifier::REVERSED)
+            } else {
+                Style::default()
+            };
+            spans.push(Span::styled(format!(" {name} "), style));
+        }
+        spans.push(Span::raw(tail.clone()));
+        Line::from(spans)
+    };
+    let columns = usize::from(columns);
+    let full = line(false, &business);
+    if full.width() <= columns {
+        return full;
     }
-    spans.push(Span::raw(format!(
-        " · {} waiting · ? help",
-        state.inbox().decisions.len()
-    )));
-    Line::from(spans)
+    let short = line(true, &business);
+    let over = short.width().saturating_sub(columns);
+    if over == 0 {
+        return short;
+    }
+    let keep = business.chars().count().saturating_sub(over + 1).max(1);
+    let cut: String = business.chars().take(keep).chain(['…']).collect();
+    line(true, &cut)
 }
 
 fn bottom_line(state: &State, columns: usize) -> Line<'static> {

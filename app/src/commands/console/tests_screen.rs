@@ -742,3 +742,40 @@ fn a_trail_past_one_answer_says_how_many_records_it_left_out() {
         "{text}"
     );
 }
+
+/// With every tab shown (a decision, a message and a run open), the tab
+/// line names each tab `Tab` visits and ends with `? help` at any width
+/// from 72 columns, a long business's name cut first.
+#[test]
+fn the_tab_line_names_every_tab_and_the_help_at_any_width() {
+    let long = "a".repeat(60);
+    for business in ["acme", long.as_str()] {
+        let mut state = State::new(business);
+        state.handle_resize(120, 40);
+        drain(&mut state);
+        let message = json!({"type": "message", "id": "0190a2b4-0000-7000-8000-000000000009",
+            "from": "qa", "from_run": "qa-1", "to": "human", "class": null,
+            "body": "tests are green", "corrects": null, "decision": null,
+            "in_reply_to": null, "request": null});
+        let inbox = json!([decision(ID, "release.publish", true), message]);
+        answer(&mut state, Request::Inbox, Ok(inbox));
+        answer(&mut state, Request::Agents, Ok(team(true)));
+        keys(&mut state, &[Key::Char('j'), Key::Enter, Key::Char(']')]);
+        while state.view() != View::Agents {
+            state.handle_key(Key::Tab);
+        }
+        state.handle_key(Key::Enter);
+        drain(&mut state);
+        assert_eq!(state.tabs().len(), View::ALL.len(), "{:?}", state.tabs());
+        for width in 72..=130 {
+            state.handle_resize(width, 30);
+            let screen = screen(&state, width, 30);
+            let first = screen.lines().next().expect("a tab line").trim_end();
+            assert!(first.ends_with("· ? help"), "{width}: {first:?}");
+            for view in state.tabs() {
+                let short: String = view.name().chars().take(3).collect();
+                assert!(first.contains(&format!(" {short}")), "{width}: {first:?}");
+            }
+        }
+    }
+}
