@@ -655,6 +655,28 @@ impl fmt::Display for EvidenceKind {
 }
 
 impl Evidence {
+    /// The decision this record closes: a resolve's, a withdraw's or a
+    /// supersede's (a `seen` closes nothing).
+    pub fn closes(&self) -> Option<&DecisionId> {
+        match self {
+            Evidence::Decision(
+                DecisionEvidence::Resolved { id, .. }
+                | DecisionEvidence::Withdrawn { id, .. }
+                | DecisionEvidence::Superseded { id, .. },
+            ) => Some(id),
+            Evidence::Decision(DecisionEvidence::Raised(_) | DecisionEvidence::Seen { .. })
+            | Evidence::Launch(_)
+            | Evidence::Claim(_)
+            | Evidence::Consumed(_)
+            | Evidence::Allowed(_)
+            | Evidence::Message(_)
+            | Evidence::Human(_)
+            | Evidence::Observed(_)
+            | Evidence::Refused(_)
+            | Evidence::RefusalsCounted(_) => None,
+        }
+    }
+
     /// The fact's kind, for example `message.sent`.
     pub fn kind(&self) -> EvidenceKind {
         match self {

@@ -469,7 +469,7 @@ impl EvidenceStore for MemoryStore {
                 .zip(&state.records)
                 .take_while(|(seq, _)| before.is_none_or(|before| *seq < before))
                 .filter(|(_, r)| r.evidence.business() == Some(business))
-                .filter_map(|(seq, r)| closed_id(&r.evidence).map(|id| (seq, r, id)))
+                .filter_map(|(seq, r)| r.evidence.closes().map(|id| (seq, r, id)))
                 .collect();
             let shown = closings.len().saturating_sub(limit);
             let rows = closings
@@ -488,28 +488,6 @@ impl EvidenceStore for MemoryStore {
                 older: u64::try_from(closings.len()).unwrap_or(u64::MAX),
             }
         })
-    }
-}
-
-/// The decision a record closes: a `Resolved`, `Withdrawn` or
-/// `Superseded` record's id.
-fn closed_id(evidence: &Evidence) -> Option<&DecisionId> {
-    match evidence {
-        Evidence::Decision(
-            DecisionEvidence::Resolved { id, .. }
-            | DecisionEvidence::Withdrawn { id, .. }
-            | DecisionEvidence::Superseded { id, .. },
-        ) => Some(id),
-        Evidence::Decision(DecisionEvidence::Raised(_) | DecisionEvidence::Seen { .. })
-        | Evidence::Launch(_)
-        | Evidence::Claim(_)
-        | Evidence::Consumed(_)
-        | Evidence::Allowed(_)
-        | Evidence::Message(_)
-        | Evidence::Human(_)
-        | Evidence::Observed(_)
-        | Evidence::Refused(_)
-        | Evidence::RefusalsCounted(_) => None,
     }
 }
 

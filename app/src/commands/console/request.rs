@@ -92,9 +92,9 @@ pub enum Reply {
     /// The business's runs (those one answer holds).
     Agents(Vec<Run>),
     /// A trail.
-    Trail(Trail),
+    Trail(String, Trail),
     /// A page of closed decisions.
-    History(Page),
+    History(Option<u64>, Page),
     /// The evidence's hash chain.
     Head(Head),
     /// A resolve, with the option it resolved with.
@@ -217,8 +217,12 @@ impl Request {
                     .map(Run::from)
                     .collect(),
             ),
-            Request::Trail(_) => Reply::Trail(Trail::from(&decode::<Listed<WireRecord>>(result)?)),
-            Request::History { .. } => Reply::History(
+            Request::Trail(subject) => Reply::Trail(
+                subject.clone(),
+                Trail::from(&decode::<Listed<WireRecord>>(result)?),
+            ),
+            Request::History { before } => Reply::History(
+                *before,
                 Page::of(&decode::<Listed<ClosedRow>>(result)?).ok_or(Refusal::BadResponse)?,
             ),
             Request::Head => {

@@ -10,27 +10,6 @@ use super::scenario::Scenario;
 use crate::conformance::{check, check_eq, fail};
 use crate::store::{Closed, Closings, EvidenceStore};
 
-/// The decision `evidence` closes, if it closes one.
-fn closes(evidence: &Evidence) -> Option<&mosaic_domain::DecisionId> {
-    match evidence {
-        Evidence::Decision(
-            DecisionEvidence::Resolved { id, .. }
-            | DecisionEvidence::Withdrawn { id, .. }
-            | DecisionEvidence::Superseded { id, .. },
-        ) => Some(id),
-        Evidence::Decision(DecisionEvidence::Raised(_) | DecisionEvidence::Seen { .. })
-        | Evidence::Launch(_)
-        | Evidence::Claim(_)
-        | Evidence::Consumed(_)
-        | Evidence::Allowed(_)
-        | Evidence::Message(_)
-        | Evidence::Human(_)
-        | Evidence::Observed(_)
-        | Evidence::Refused(_)
-        | Evidence::RefusalsCounted(_) => None,
-    }
-}
-
 /// What `closings` must answer, from `committed`: the n-th record
 /// committed is at position n.
 fn reference(
@@ -53,7 +32,7 @@ fn reference(
             before.is_none_or(|b| *seq < b) && r.evidence.business() == Some(business)
         })
         .filter_map(|(seq, r)| {
-            let id = closes(&r.evidence)?;
+            let id = r.evidence.closes()?;
             Some(Closed {
                 seq,
                 closing: r.clone(),

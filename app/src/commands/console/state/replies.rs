@@ -79,8 +79,8 @@ impl State {
             (_, Reply::Inbox(inbox)) => self.on_inbox(inbox),
             (_, Reply::Beyond(page)) => self.on_beyond(page),
             (_, Reply::Agents(runs)) => self.on_agents(runs),
-            (Request::Trail(subject), Reply::Trail(trail)) => self.on_trail(subject, &trail),
-            (Request::History { before }, Reply::History(page)) => self.on_history(*before, page),
+            (_, Reply::Trail(subject, trail)) => self.on_trail(&subject, &trail),
+            (_, Reply::History(before, page)) => self.on_history(before, page),
             (_, Reply::Head(head)) => self.head = Some(head),
             (_, Reply::Resolved(choice)) => {
                 self.status = format!("resolved with {choice}");
@@ -108,7 +108,7 @@ impl State {
                 .to_owned();
             }
             // Each request decodes to its own reply; these pairs are never
-            // made.
+            // made (the other replies carry what they answer).
             (
                 Request::Inbox
                 | Request::Beyond(_)
@@ -118,36 +118,6 @@ impl State {
                 | Request::History { .. }
                 | Request::Resolve { .. },
                 Reply::Done,
-            )
-            | (
-                Request::Inbox
-                | Request::Beyond(_)
-                | Request::Agents
-                | Request::Head
-                | Request::History { .. }
-                | Request::Resolve { .. }
-                | Request::Seen(_)
-                | Request::Withdraw(_)
-                | Request::Send { .. }
-                | Request::Read(_)
-                | Request::Launch { .. }
-                | Request::EndRun(_),
-                Reply::Trail(_),
-            )
-            | (
-                Request::Inbox
-                | Request::Beyond(_)
-                | Request::Agents
-                | Request::Head
-                | Request::Trail(_)
-                | Request::Resolve { .. }
-                | Request::Seen(_)
-                | Request::Withdraw(_)
-                | Request::Send { .. }
-                | Request::Read(_)
-                | Request::Launch { .. }
-                | Request::EndRun(_),
-                Reply::History(_),
             ) => {}
         }
         self.keep_selection_shown();
