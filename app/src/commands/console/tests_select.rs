@@ -214,6 +214,16 @@ fn a_page_after_a_decision_that_closed_starts_again_at_the_first() {
     let ask = bracket_asks(&mut state).expect("a page asked for");
     answer(&mut state, ask, Err(mosaic_domain::Refusal::DecisionClosed));
     assert_eq!(state.open().expect("open").decision.id.to_string(), nth(1));
+    // One that is none of the human's (a role's, opened from a citation)
+    // is not in the human's inbox either.
+    bracket(&mut state);
+    let ask = bracket_asks(&mut state).expect("a page asked for");
+    answer(
+        &mut state,
+        ask,
+        Err(mosaic_domain::Refusal::UnknownReference),
+    );
+    assert_eq!(state.open().expect("open").decision.id.to_string(), nth(1));
 }
 
 #[test]

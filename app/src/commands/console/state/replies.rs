@@ -189,9 +189,12 @@ impl State {
                 );
             }
         }
-        // The decision `]` stood on closed meanwhile: it starts again at the
-        // first.
-        if matches!(request, Request::Beyond(_)) && refusal == Refusal::DecisionClosed {
+        // The decision `]` stood on closed meanwhile, or is none of the
+        // human's (opened from a message citing it): `]` starts again at
+        // the first.
+        if matches!(request, Request::Beyond(_))
+            && matches!(refusal, Refusal::DecisionClosed | Refusal::UnknownReference)
+        {
             return self.on_beyond(Vec::new());
         }
         if refusal == Refusal::BrokerUnavailable {
